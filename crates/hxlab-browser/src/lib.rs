@@ -1,0 +1,1 @@
+//! hxlab-browser: page loads in headless Chromium over the DevTools protocol.

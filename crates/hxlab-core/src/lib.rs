@@ -1,0 +1,15 @@
+//! hxlab-core: the shared vocabulary of hxlab.
+//!
+//! What it is for: units as users write them (sizes, durations, rates), the `RunResult`
+//! schema every measurement is stored as, HDR histograms that serialise and merge exactly,
+//! and the statistics the reports use.
+//! What it is not: no I/O, no protocol code, no async runtime.
+
+pub mod histogram;
+pub mod result;
+pub mod stats;
+pub mod units;
+
+pub use histogram::LatencyHistogram;
+pub use result::RunResult;
+pub use units::{parse_duration, parse_rate, parse_size, UnitError};

@@ -1,0 +1,1 @@
+//! hxlab-lab: experiment specs, matrix expansion, the runner and built-in scenarios.

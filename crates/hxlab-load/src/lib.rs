@@ -1,0 +1,1 @@
+//! hxlab-load: the load generator; one Driver per protocol, one recorder.

@@ -1,0 +1,1 @@
+//! hxlab-report: exporters (markdown, csv, json, html with SVG charts) over RunResults.

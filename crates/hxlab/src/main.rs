@@ -1,0 +1,59 @@
+//! The `hxlab` binary: clap definitions and one thin module per subcommand. All the work is
+//! in the `hxlab-*` library crates; this only wires them to the command line.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Should we turn on HTTP/2 or HTTP/3, and what does it buy us here?
+#[derive(Parser, Debug)]
+#[command(name = "hxlab", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Origin server for HTTP/1.1, HTTP/1.1+TLS, HTTP/2 (ALPN), h2c and HTTP/3.
+    Serve(cmd::serve::Args),
+    /// Load generator for every protocol, h2load-compatible flags, one way of counting.
+    Load(cmd::load::Args),
+    /// Packet-level network emulation around a command (delay, loss, rate, queues, traces).
+    Link(cmd::link::Args),
+    /// Run an experiment file or a built-in scenario; write results and reports.
+    Run(cmd::run::Args),
+    /// Quick built-in comparison of h1, h1+TLS, h2 and h3 on loopback: table and report.
+    Compare(cmd::compare::Args),
+    /// Re-render the report of a results directory.
+    Report(cmd::report::Args),
+    /// Merge RunResult JSON files from several runs into one, exactly.
+    Merge(cmd::merge::Args),
+    /// Page loads in headless Chromium over a chosen protocol.
+    Page(cmd::page::Args),
+    /// Frame-level view of one connection (h1, h2, h3).
+    Trace(cmd::trace::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Load(a) => cmd::load::run(a),
+        Command::Link(a) => cmd::link::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
+        Command::Page(a) => cmd::page::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hxlab: error: {}", cmd::one_line(&e));
+            cmd::exit_code_of(&e)
+        }
+    }
+}

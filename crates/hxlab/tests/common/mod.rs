@@ -1,0 +1,175 @@
+//! Shared helpers for the integration tests: the built binary, real peers, and an
+//! `hxlab serve` started on free ports that is stopped when dropped.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the `hxlab` binary cargo built for these tests.
+pub fn hxlab() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hxlab"))
+}
+
+/// Finds a peer program on PATH (or in ~/go/bin). Under CI a missing peer fails the test,
+/// since `.ci/run` installs every peer; elsewhere the test says loudly that it did not run.
+pub fn require_peer(name: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(Path::new(&home).join("go/bin"));
+    }
+    for d in dirs {
+        let p = d.join(name);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("peer `{name}` is missing; .ci/run must install it");
+    }
+    eprintln!("\n!!!!! SKIPPED: peer `{name}` is not installed; run `bash .ci/run` (or apt-get install it) to run this test !!!!!\n");
+    None
+}
+
+/// True when this process may create network namespaces and TUN devices (root).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc_geteuid() == 0 }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// A running `hxlab serve`, killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub dir: tempfile_dir::TempDir,
+    /// The ready-file JSON as written by the server.
+    pub ready: serde_json::Value,
+}
+
+impl Server {
+    /// Starts `hxlab serve` on 127.0.0.1 with free ports and extra args; waits for --ready-file.
+    pub fn start(extra: &[&str]) -> Server {
+        let dir = tempfile_dir::TempDir::new("hxlab-serve");
+        let ready_path = dir.path().join("ready.json");
+        let cert_path = dir.path().join("cert.pem");
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+            "--tls-port".into(),
+            "0".into(),
+            "--plain-port".into(),
+            "0".into(),
+            "--ready-file".into(),
+            ready_path.display().to_string(),
+            "--cert-out".into(),
+            cert_path.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut child = Command::new(hxlab())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start hxlab serve");
+        // Drain stdout so the server never blocks on a full pipe.
+        if let Some(out) = child.stdout.take() {
+            std::thread::spawn(move || for _ in BufReader::new(out).lines() {});
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&ready_path) {
+                if let Ok(ready) = serde_json::from_str::<serde_json::Value>(&text) {
+                    return Server { child, dir, ready };
+                }
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("hxlab serve exited early: {status}");
+            }
+            assert!(Instant::now() < deadline, "hxlab serve did not become ready in 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The certificate the server wrote with --cert-out.
+    pub fn cert(&self) -> PathBuf {
+        self.dir.path().join("cert.pem")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs a command with a hard time limit; returns (status code, stdout, stderr).
+pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> (Option<i32>, String, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let out = child.stdout.take().map(|o| std::thread::spawn(move || read_all(o)));
+    let err = child.stderr.take().map(|o| std::thread::spawn(move || read_all(o)));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break s.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = out.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+    let err = err.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+    (status, out, err)
+}
+
+fn read_all(mut r: impl std::io::Read) -> String {
+    let mut v = Vec::new();
+    let _ = r.read_to_end(&mut v);
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+/// A minimal temporary directory (removed on drop), to keep test dependencies small.
+pub mod tempfile_dir {
+    use std::path::{Path, PathBuf};
+
+    pub struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub fn new(prefix: &str) -> TempDir {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static N: AtomicU64 = AtomicU64::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "{prefix}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&p).expect("create temp dir");
+            TempDir(p)
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
