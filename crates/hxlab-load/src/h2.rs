@@ -162,7 +162,7 @@ pub fn classify(e: &h2::Error) -> (ErrorKind, String) {
     if let Some(io) = e.get_io() {
         return (ErrorKind::of_io(io), io_phrase(io));
     }
-    if e.is_reset() || e.is_go_away() || e.is_remote() {
+    if e.is_reset() || (e.is_go_away() && e.is_remote()) {
         return (ErrorKind::Reset, format!("h2: {e}"));
     }
     (ErrorKind::Protocol, format!("h2: {e}"))
@@ -234,7 +234,7 @@ async fn exchange(
 }
 
 /// Runs requests on one HTTP/2 connection until the plan is done or the connection fails.
-pub async fn session(ctx: &mut ClientCtx, stream: Stream) -> SessionEnd {
+pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionEnd {
     let tap = FrameTap::new(stream, ctx.rec.clone());
     let mut builder = h2::client::Builder::new();
     // Large windows (as h2load's -w/-W 30) so flow control never paces a load test.
@@ -252,7 +252,10 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream) -> SessionEnd {
         }
         Ok(Err(e)) => {
             let (kind, message) = classify(&e);
-            let message = format!("h2 handshake: {message}");
+            let message = format!(
+                "HTTP/2 connection setup failed ({message}); does the server speak {}? try --proto h1 or auto",
+                if h2c { "h2c (HTTP/2 over cleartext with prior knowledge)" } else { "HTTP/2" }
+            );
             ctx.rec.borrow_mut().connect_failed(ErrorKind::Protocol, &message);
             return SessionEnd::Failed { answered: 0, kind, message };
         }
@@ -341,7 +344,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream) -> SessionEnd {
             _ = &mut due_timer, if wait_until.is_some() => continue,
         };
         if let Some(o) = outcome {
-            if settle(ctx, o) {
+            if settle(ctx, o, answered == 0, h2c) {
                 answered += 1;
             } else if driver.is_finished() {
                 // The connection itself is gone: the loop ends; streams still open fail below.
@@ -359,7 +362,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream) -> SessionEnd {
     // errors them at once; the limit is only a guard).
     let drain = async {
         while let Some(o) = inflight.next().await {
-            settle(ctx, o);
+            settle(ctx, o, answered == 0, h2c);
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
@@ -367,7 +370,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream) -> SessionEnd {
 }
 
 /// Records a finished exchange; true when it was answered.
-fn settle(ctx: &mut ClientCtx, o: Outcome) -> bool {
+fn settle(ctx: &mut ClientCtx, o: Outcome, first: bool, h2c: bool) -> bool {
     match o.result {
         Ok(()) => true,
         Err(_) if o.refused => {
@@ -376,6 +379,16 @@ fn settle(ctx: &mut ClientCtx, o: Outcome) -> bool {
             false
         }
         Err((kind, message)) => {
+            // A protocol error before the first response usually means the server does
+            // not speak HTTP/2 at all: say so.
+            let message = if first && kind == ErrorKind::Protocol {
+                format!(
+                    "{message}: does the server speak {}? try --proto h1 or auto",
+                    if h2c { "h2c (HTTP/2 over cleartext, prior knowledge)" } else { "HTTP/2" }
+                )
+            } else {
+                message
+            };
             ctx.rec.borrow_mut().request_failed(o.scheduled, kind, &message);
             false
         }

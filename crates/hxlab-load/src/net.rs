@@ -129,6 +129,18 @@ pub async fn connect(
         Err(_) => return Err(fail(ErrorKind::Timeout, format!("timed out after {limit:?}"))),
         Ok(Err(e)) => {
             let why = match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+                Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => {
+                    let offered: Vec<String> = connector
+                        .config()
+                        .alpn_protocols
+                        .iter()
+                        .map(|p| String::from_utf8_lossy(p).into_owned())
+                        .collect();
+                    format!(
+                        "the server speaks none of the offered ALPN protocols ({}); try --proto h1 or auto",
+                        offered.join(",")
+                    )
+                }
                 Some(r) => r.to_string(),
                 None => io_phrase(&e),
             };

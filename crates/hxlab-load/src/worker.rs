@@ -501,7 +501,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                 };
                 record_connected(&ctx, &info, negotiated);
                 if run_h2 {
-                    crate::h2::session(&mut ctx, stream).await
+                    crate::h2::session(&mut ctx, stream, *session == TcpSession::H2c).await
                 } else {
                     let depth = ctx.depth;
                     let bufs = h1_bufs.get_or_insert_with(|| H1Buffers::new(depth));
