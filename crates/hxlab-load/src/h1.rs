@@ -113,7 +113,13 @@ fn find_crlf(buf: &[u8]) -> Option<usize> {
 impl ResponseParser {
     /// A parser waiting for a response head.
     pub fn new() -> ResponseParser {
-        ResponseParser { state: State::Head, status: 0, close: false, scanned: 0, head_request: false }
+        ResponseParser {
+            state: State::Head,
+            status: 0,
+            close: false,
+            scanned: 0,
+            head_request: false,
+        }
     }
 
     /// True between responses (no byte of the next response consumed yet).
@@ -130,7 +136,10 @@ impl ResponseParser {
     pub fn finish_at_eof(&mut self) -> Option<Step> {
         if self.state == State::UntilClose {
             self.state = State::Head;
-            return Some(Step::Done { status: self.status, close: true });
+            return Some(Step::Done {
+                status: self.status,
+                close: true,
+            });
         }
         None
     }
@@ -145,17 +154,38 @@ impl ResponseParser {
                     return Ok((0, Step::NeedMore));
                 }
                 let left = left - n as u64;
-                self.state = if left == 0 { State::Done } else { State::Body(left) };
+                self.state = if left == 0 {
+                    State::Done
+                } else {
+                    State::Body(left)
+                };
                 Ok((n, Step::Body(n)))
             }
             State::Done => {
                 self.state = State::Head;
-                Ok((0, Step::Done { status: self.status, close: self.close }))
+                Ok((
+                    0,
+                    Step::Done {
+                        status: self.status,
+                        close: self.close,
+                    },
+                ))
             }
-            State::UntilClose => Ok((buf.len(), if buf.is_empty() { Step::NeedMore } else { Step::Body(buf.len()) })),
+            State::UntilClose => Ok((
+                buf.len(),
+                if buf.is_empty() {
+                    Step::NeedMore
+                } else {
+                    Step::Body(buf.len())
+                },
+            )),
             State::ChunkSize => {
                 let Some(i) = find_crlf(buf) else {
-                    return if buf.len() > 1024 { Err(ParseError("chunk size line too long")) } else { Ok((0, Step::NeedMore)) };
+                    return if buf.len() > 1024 {
+                        Err(ParseError("chunk size line too long"))
+                    } else {
+                        Ok((0, Step::NeedMore))
+                    };
                 };
                 let line = &buf[..i];
                 let size = match line.iter().position(|&c| c == b';') {
@@ -163,7 +193,11 @@ impl ResponseParser {
                     None => line,
                 };
                 let size = parse_u64(trim(size), 16).ok_or(ParseError("bad chunk size"))?;
-                self.state = if size == 0 { State::Trailers } else { State::ChunkData(size) };
+                self.state = if size == 0 {
+                    State::Trailers
+                } else {
+                    State::ChunkData(size)
+                };
                 Ok((i + 2, Step::Body(0)))
             }
             State::ChunkData(left) => {
@@ -172,7 +206,11 @@ impl ResponseParser {
                     return Ok((0, Step::NeedMore));
                 }
                 let left = left - n as u64;
-                self.state = if left == 0 { State::ChunkDataEnd } else { State::ChunkData(left) };
+                self.state = if left == 0 {
+                    State::ChunkDataEnd
+                } else {
+                    State::ChunkData(left)
+                };
                 Ok((n, Step::Body(n)))
             }
             State::ChunkDataEnd => {
@@ -187,7 +225,11 @@ impl ResponseParser {
             }
             State::Trailers => {
                 let Some(i) = find_crlf(buf) else {
-                    return if buf.len() > MAX_HEAD { Err(ParseError("trailers too long")) } else { Ok((0, Step::NeedMore)) };
+                    return if buf.len() > MAX_HEAD {
+                        Err(ParseError("trailers too long"))
+                    } else {
+                        Ok((0, Step::NeedMore))
+                    };
                 };
                 if i == 0 {
                     self.state = State::Done;
@@ -213,11 +255,13 @@ impl ResponseParser {
         let head = &buf[..end - 4];
         let mut lines = head.split(|&c| c == b'\n');
         let status_line = lines.next().unwrap_or_default();
-        if status_line.len() < 12 || !status_line.starts_with(b"HTTP/1.") || status_line[8] != b' ' {
+        if status_line.len() < 12 || !status_line.starts_with(b"HTTP/1.") || status_line[8] != b' '
+        {
             return Err(ParseError("bad status line"));
         }
         let http10 = status_line[7] == b'0';
-        let status = parse_u64(&status_line[9..12], 10).ok_or(ParseError("bad status code"))? as u16;
+        let status =
+            parse_u64(&status_line[9..12], 10).ok_or(ParseError("bad status code"))? as u16;
         if !(100..=999).contains(&status) {
             return Err(ParseError("bad status code"));
         }
@@ -236,7 +280,8 @@ impl ResponseParser {
                     length = Some(parse_u64(value, 10).ok_or(ParseError("bad content-length"))?);
                 }
                 17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
-                    chunked = value.len() >= 7 && value[value.len() - 7..].eq_ignore_ascii_case(b"chunked");
+                    chunked = value.len() >= 7
+                        && value[value.len() - 7..].eq_ignore_ascii_case(b"chunked");
                 }
                 10 if name.eq_ignore_ascii_case(b"connection") => {
                     if value.eq_ignore_ascii_case(b"close") {
@@ -290,7 +335,11 @@ pub struct H1Buffers {
 impl H1Buffers {
     /// Buffers for `depth` pipelined requests.
     pub fn new(depth: usize) -> H1Buffers {
-        H1Buffers { write: Vec::with_capacity(4096), read: vec![0; READ_BUF], inflight: VecDeque::with_capacity(depth) }
+        H1Buffers {
+            write: Vec::with_capacity(4096),
+            read: vec![0; READ_BUF],
+            inflight: VecDeque::with_capacity(depth),
+        }
     }
 }
 
@@ -321,17 +370,26 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
         let mut wait_until = None;
         let mut header_bytes = 0u64;
         while bufs.inflight.len() < depth && !closing {
-            match ctx.plan.next(now) {
+            match ctx.next(now) {
                 Next::Go { scheduled, ticket } => {
                     let i = ctx.next_url();
                     let t = &ctx.target.requests[i];
-                    let head = if ctx.no_keepalive { &t.h1_head_close } else { &t.h1_head };
+                    let head = if ctx.no_keepalive {
+                        &t.h1_head_close
+                    } else {
+                        &t.h1_head
+                    };
                     bufs.write.extend_from_slice(head);
                     header_bytes += head.len() as u64;
                     if let Some(b) = &body {
                         bufs.write.extend_from_slice(b);
                     }
-                    bufs.inflight.push_back(InFlight { scheduled, sent: now, ticket, first_byte: None });
+                    bufs.inflight.push_back(InFlight {
+                        scheduled,
+                        sent: now,
+                        ticket,
+                        first_byte: None,
+                    });
                     ctx.rec.borrow_mut().request_started(scheduled);
                     if ctx.no_keepalive {
                         closing = true;
@@ -350,7 +408,9 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
             bufs.write.clear();
             match write {
                 Ok(Ok(())) => ctx.rec.borrow_mut().sent(n, header_bytes, header_bytes),
-                Ok(Err(e)) => break 'conn Err((ErrorKind::of_io(&e), format!("write: {}", io_phrase(&e)))),
+                Ok(Err(e)) => {
+                    break 'conn Err((ErrorKind::of_io(&e), format!("write: {}", io_phrase(&e))))
+                }
                 Err(_) => break 'conn Err((ErrorKind::Timeout, "write timed out".to_string())),
             }
         }
@@ -359,7 +419,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                 tokio::time::sleep_until(t.into()).await;
                 continue;
             }
-            break 'conn Ok(if closing { SessionEnd::Closed { answered } } else { SessionEnd::PlanDone });
+            break 'conn Ok(if closing {
+                SessionEnd::Closed { answered }
+            } else {
+                SessionEnd::PlanDone
+            });
         }
         if let Some(t) = wait_until {
             due_timer.as_mut().reset(t.into());
@@ -372,7 +436,10 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                 end -= start;
                 start = 0;
             } else {
-                break 'conn Err((ErrorKind::Protocol, ParseError("response head larger than 64 KiB").to_string()));
+                break 'conn Err((
+                    ErrorKind::Protocol,
+                    ParseError("response head larger than 64 KiB").to_string(),
+                ));
             }
         }
         let wake = tokio::select! {
@@ -387,7 +454,10 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                 let oldest = bufs.inflight.front().map(|f| f.sent + timeout);
                 match oldest {
                     Some(deadline) if deadline <= Instant::now() => {
-                        break 'conn Err((ErrorKind::Timeout, format!("no response within {timeout:?}")))
+                        break 'conn Err((
+                            ErrorKind::Timeout,
+                            format!("no response within {timeout:?}"),
+                        ))
                     }
                     // Deadlines only move forward, so the timer is re-armed only when it fires.
                     Some(deadline) => timer.as_mut().reset(deadline.into()),
@@ -399,7 +469,13 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                 if let Some(Step::Done { status, .. }) = parser.finish_at_eof() {
                     let now = Instant::now();
                     if let Some(f) = bufs.inflight.pop_front() {
-                        ctx.rec.borrow_mut().response(f.scheduled, f.sent, f.first_byte.unwrap_or(now), now, status);
+                        ctx.rec.borrow_mut().response(
+                            f.scheduled,
+                            f.sent,
+                            f.first_byte.unwrap_or(now),
+                            now,
+                            status,
+                        );
                         answered += 1;
                     }
                     break 'conn Ok(SessionEnd::Closed { answered });
@@ -438,10 +514,19 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                 Step::Done { status, close } => {
                     let Some(f) = bufs.inflight.pop_front() else {
                         ctx.rec.borrow_mut().received(n as u64, header, body_bytes);
-                        break 'conn Err((ErrorKind::Protocol, "response without a request".to_string()));
+                        break 'conn Err((
+                            ErrorKind::Protocol,
+                            "response without a request".to_string(),
+                        ));
                     };
                     let mut rec = ctx.rec.borrow_mut();
-                    rec.response(f.scheduled, f.sent, f.first_byte.unwrap_or(now), now, status);
+                    rec.response(
+                        f.scheduled,
+                        f.sent,
+                        f.first_byte.unwrap_or(now),
+                        now,
+                        status,
+                    );
                     answered += 1;
                     if close {
                         rec.received(n as u64, header, body_bytes);
@@ -481,7 +566,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
             for f in bufs.inflight.drain(..) {
                 rec.request_failed(f.scheduled, kind, &message);
             }
-            SessionEnd::Failed { answered, kind, message }
+            SessionEnd::Failed {
+                answered,
+                kind,
+                message,
+            }
         }
     }
 }
@@ -511,8 +600,20 @@ mod tests {
     }
 
     fn summarize(steps: &[Step]) -> (Vec<u16>, usize) {
-        let done = steps.iter().filter_map(|s| if let Step::Done { status, .. } = s { Some(*status) } else { None }).collect();
-        let body = steps.iter().map(|s| if let Step::Body(n) = s { *n } else { 0 }).sum();
+        let done = steps
+            .iter()
+            .filter_map(|s| {
+                if let Step::Done { status, .. } = s {
+                    Some(*status)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let body = steps
+            .iter()
+            .map(|s| if let Step::Body(n) = s { *n } else { 0 })
+            .sum();
         (done, body)
     }
 
@@ -522,7 +623,11 @@ mod tests {
         for chunk in [1, 2, 3, 7, 64, data.len()] {
             let mut p = ResponseParser::new();
             let steps = parse_all(&mut p, data, chunk);
-            assert_eq!(summarize(&steps), (vec![200, 404, 204], 10), "chunk {chunk}: {steps:?}");
+            assert_eq!(
+                summarize(&steps),
+                (vec![200, 404, 204], 10),
+                "chunk {chunk}: {steps:?}"
+            );
             assert!(matches!(steps.last(), Some(Step::Done { close: true, .. })));
         }
     }
@@ -531,15 +636,41 @@ mod tests {
     fn until_close_body_and_bad_input() {
         let mut p = ResponseParser::new();
         let (used, step) = p.step(b"HTTP/1.0 200 OK\r\n\r\nabc").unwrap();
-        assert_eq!(step, Step::Head { status: 200, len: 19 });
-        assert_eq!(p.step(&b"HTTP/1.0 200 OK\r\n\r\nabc"[used..]).unwrap(), (3, Step::Body(3)));
-        assert_eq!(p.finish_at_eof(), Some(Step::Done { status: 200, close: true }));
+        assert_eq!(
+            step,
+            Step::Head {
+                status: 200,
+                len: 19
+            }
+        );
+        assert_eq!(
+            p.step(&b"HTTP/1.0 200 OK\r\n\r\nabc"[used..]).unwrap(),
+            (3, Step::Body(3))
+        );
+        assert_eq!(
+            p.finish_at_eof(),
+            Some(Step::Done {
+                status: 200,
+                close: true
+            })
+        );
 
-        for bad in [&b"SMTP 220 hello\r\n\r\n"[..], b"HTTP/1.1 2x0 OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", b"HTTP/1.1 200 OK\r\nnocolon\r\n\r\n"] {
-            assert!(ResponseParser::new().step(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        for bad in [
+            &b"SMTP 220 hello\r\n\r\n"[..],
+            b"HTTP/1.1 2x0 OK\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nnocolon\r\n\r\n",
+        ] {
+            assert!(
+                ResponseParser::new().step(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
         let mut p = ResponseParser::new();
-        let (u, _) = p.step(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        let (u, _) = p
+            .step(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap();
         assert!(u > 0);
         assert!(p.step(b"zz\r\n").is_err());
         let huge = vec![b'a'; MAX_HEAD + 10];
@@ -550,8 +681,22 @@ mod tests {
     fn head_request_has_no_body() {
         let mut p = ResponseParser::new();
         p.head_request = true;
-        let (u, s) = p.step(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n").unwrap();
-        assert_eq!(s, Step::Head { status: 200, len: u });
-        assert_eq!(p.step(b"").unwrap().1, Step::Done { status: 200, close: false });
+        let (u, s) = p
+            .step(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+            .unwrap();
+        assert_eq!(
+            s,
+            Step::Head {
+                status: 200,
+                len: u
+            }
+        );
+        assert_eq!(
+            p.step(b"").unwrap().1,
+            Step::Done {
+                status: 200,
+                close: false
+            }
+        );
     }
 }

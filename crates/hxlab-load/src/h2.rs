@@ -47,12 +47,18 @@ pub struct FrameBytes {
 impl FrameScanner {
     /// A scanner for the client's outgoing side, which starts with the connection preface.
     pub fn outgoing() -> FrameScanner {
-        FrameScanner { skip: PREFACE_LEN, ..Default::default() }
+        FrameScanner {
+            skip: PREFACE_LEN,
+            ..Default::default()
+        }
     }
 
     /// Scans the next bytes of the stream.
     pub fn scan(&mut self, mut buf: &[u8]) -> FrameBytes {
-        let mut out = FrameBytes { total: buf.len() as u64, ..Default::default() };
+        let mut out = FrameBytes {
+            total: buf.len() as u64,
+            ..Default::default()
+        };
         while !buf.is_empty() {
             if self.skip > 0 {
                 let n = (buf.len() as u64).min(self.skip) as usize;
@@ -77,7 +83,9 @@ impl FrameScanner {
             buf = &buf[n..];
             if self.head_have == 9 {
                 self.head_have = 0;
-                self.payload_left = u64::from(self.head[0]) << 16 | u64::from(self.head[1]) << 8 | u64::from(self.head[2]);
+                self.payload_left = u64::from(self.head[0]) << 16
+                    | u64::from(self.head[1]) << 8
+                    | u64::from(self.head[2]);
                 self.kind = self.head[3];
             }
         }
@@ -96,12 +104,21 @@ pub struct FrameTap {
 impl FrameTap {
     /// Wraps `inner`.
     pub fn new(inner: Stream, rec: SharedRecorder) -> FrameTap {
-        FrameTap { inner, rec, rx: FrameScanner::default(), tx: FrameScanner::outgoing() }
+        FrameTap {
+            inner,
+            rec,
+            rx: FrameScanner::default(),
+            tx: FrameScanner::outgoing(),
+        }
     }
 }
 
 impl AsyncRead for FrameTap {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let r = Pin::new(&mut this.inner).poll_read(cx, buf);
@@ -117,7 +134,11 @@ impl AsyncRead for FrameTap {
 }
 
 impl AsyncWrite for FrameTap {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {
@@ -126,7 +147,11 @@ impl AsyncWrite for FrameTap {
         }
         r
     }
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = r {
@@ -171,7 +196,10 @@ pub fn classify(e: &h2::Error) -> (ErrorKind, String) {
 /// Size of a response header list as h2load counts it: name + value of every field,
 /// `:status` included.
 pub fn header_list_size(headers: &http::HeaderMap) -> u64 {
-    let fields: usize = headers.iter().map(|(n, v)| n.as_str().len() + v.len()).sum();
+    let fields: usize = headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
     (":status".len() + 3 + fields) as u64
 }
 
@@ -210,7 +238,8 @@ async fn exchange(
         })?;
         let first_byte = Instant::now();
         let status = resp.status().as_u16();
-        rec.borrow_mut().received_header_uncompressed(header_list_size(resp.headers()));
+        rec.borrow_mut()
+            .received_header_uncompressed(header_list_size(resp.headers()));
         let mut body = resp.into_body();
         let mut n = 0u64;
         while let Some(chunk) = body.data().await {
@@ -230,7 +259,12 @@ async fn exchange(
         Ok(r) => r,
         Err(_) => Err((ErrorKind::Timeout, format!("no response within {limit:?}"))),
     };
-    Outcome { scheduled, ticket, refused, result }
+    Outcome {
+        scheduled,
+        ticket,
+        refused,
+        result,
+    }
 }
 
 /// Runs requests on one HTTP/2 connection until the plan is done or the connection fails.
@@ -243,12 +277,22 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         .initial_connection_window_size((1 << 30) - 1)
         .max_frame_size(1 << 14)
         .enable_push(false);
-    let handshake = tokio::time::timeout(ctx.connect_timeout, builder.handshake::<_, bytes::Bytes>(tap)).await;
+    let handshake = tokio::time::timeout(
+        ctx.connect_timeout,
+        builder.handshake::<_, bytes::Bytes>(tap),
+    )
+    .await;
     let (mut client, connection) = match handshake {
         Err(_) => {
             let message = "h2 handshake timed out".to_string();
-            ctx.rec.borrow_mut().connect_failed(ErrorKind::Timeout, &message);
-            return SessionEnd::Failed { answered: 0, kind: ErrorKind::Timeout, message };
+            ctx.rec
+                .borrow_mut()
+                .connect_failed(ErrorKind::Timeout, &message);
+            return SessionEnd::Failed {
+                answered: 0,
+                kind: ErrorKind::Timeout,
+                message,
+            };
         }
         Ok(Err(e)) => {
             let (kind, message) = classify(&e);
@@ -256,8 +300,14 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
                 "HTTP/2 connection setup failed ({message}); does the server speak {}? try --proto h1 or auto",
                 if h2c { "h2c (HTTP/2 over cleartext with prior knowledge)" } else { "HTTP/2" }
             );
-            ctx.rec.borrow_mut().connect_failed(ErrorKind::Protocol, &message);
-            return SessionEnd::Failed { answered: 0, kind, message };
+            ctx.rec
+                .borrow_mut()
+                .connect_failed(ErrorKind::Protocol, &message);
+            return SessionEnd::Failed {
+                answered: 0,
+                kind,
+                message,
+            };
         }
         Ok(Ok(pair)) => pair,
     };
@@ -275,7 +325,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         let closing = ctx.no_keepalive && sent_any;
         while inflight.len() < depth && !closing {
             let now = Instant::now();
-            match ctx.plan.next(now) {
+            match ctx.next(now) {
                 Next::Go { scheduled, ticket } => {
                     if let Err(e) = futures::future::poll_fn(|cx| client.poll_ready(cx)).await {
                         ctx.plan.give_back(ticket);
@@ -283,7 +333,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
                             break 'conn SessionEnd::Closed { answered };
                         }
                         let (kind, message) = classify(&e);
-                        break 'conn SessionEnd::Failed { answered, kind, message };
+                        break 'conn SessionEnd::Failed {
+                            answered,
+                            kind,
+                            message,
+                        };
                     }
                     let i = ctx.next_url();
                     let req = ctx.target.http_request(i);
@@ -300,7 +354,14 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
                                 let _ = send.send_data(b.clone(), true);
                             }
                             sent_any = true;
-                            inflight.push(exchange(response, ctx.rec.clone(), scheduled, ticket, sent, ctx.timeout));
+                            inflight.push(exchange(
+                                response,
+                                ctx.rec.clone(),
+                                scheduled,
+                                ticket,
+                                sent,
+                                ctx.timeout,
+                            ));
                         }
                         Err(e) => {
                             ctx.plan.give_back(ticket);
@@ -308,7 +369,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
                                 break 'conn SessionEnd::Closed { answered };
                             }
                             let (kind, message) = classify(&e);
-                            break 'conn SessionEnd::Failed { answered, kind, message };
+                            break 'conn SessionEnd::Failed {
+                                answered,
+                                kind,
+                                message,
+                            };
                         }
                     }
                     if ctx.no_keepalive {
@@ -384,12 +449,18 @@ fn settle(ctx: &mut ClientCtx, o: Outcome, first: bool, h2c: bool) -> bool {
             let message = if first && kind == ErrorKind::Protocol {
                 format!(
                     "{message}: does the server speak {}? try --proto h1 or auto",
-                    if h2c { "h2c (HTTP/2 over cleartext, prior knowledge)" } else { "HTTP/2" }
+                    if h2c {
+                        "h2c (HTTP/2 over cleartext, prior knowledge)"
+                    } else {
+                        "HTTP/2"
+                    }
                 )
             } else {
                 message
             };
-            ctx.rec.borrow_mut().request_failed(o.scheduled, kind, &message);
+            ctx.rec
+                .borrow_mut()
+                .request_failed(o.scheduled, kind, &message);
             false
         }
     }
@@ -404,7 +475,17 @@ mod tests {
         // SETTINGS (6 bytes payload), HEADERS (5), CONTINUATION (2), DATA (10).
         let mut bytes = Vec::new();
         for (len, kind) in [(6u32, 4u8), (5, 1), (2, 9), (10, 0)] {
-            bytes.extend_from_slice(&[(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, 0, 0, 0, 0, 1]);
+            bytes.extend_from_slice(&[
+                (len >> 16) as u8,
+                (len >> 8) as u8,
+                len as u8,
+                kind,
+                0,
+                0,
+                0,
+                0,
+                1,
+            ]);
             bytes.extend(std::iter::repeat(0xaa).take(len as usize));
         }
         for chunk in [1, 4, 9, 13, bytes.len()] {
@@ -416,7 +497,15 @@ mod tests {
                 t.header += b.header;
                 t.data += b.data;
             }
-            assert_eq!(t, FrameBytes { total: bytes.len() as u64, header: 7, data: 10 }, "chunk {chunk}");
+            assert_eq!(
+                t,
+                FrameBytes {
+                    total: bytes.len() as u64,
+                    header: 7,
+                    data: 10
+                },
+                "chunk {chunk}"
+            );
         }
         let mut out = FrameScanner::outgoing();
         let mut with_preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();

@@ -112,26 +112,47 @@ impl quic::Connection<Bytes> for TapConnection {
     type RecvStream = h3_quinn::RecvStream;
     type OpenStreams = TapOpener;
 
-    fn poll_accept_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<Self::RecvStream, quic::ConnectionErrorIncoming>> {
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::RecvStream, quic::ConnectionErrorIncoming>> {
         quic::Connection::<Bytes>::poll_accept_recv(&mut self.inner, cx)
     }
-    fn poll_accept_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<Self::BidiStream, quic::ConnectionErrorIncoming>> {
-        quic::Connection::<Bytes>::poll_accept_bidi(&mut self.inner, cx)
-            .map_ok(|inner| TapBidi { inner, rec: self.rec.clone(), scan: H3FrameScanner::default() })
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::BidiStream, quic::ConnectionErrorIncoming>> {
+        quic::Connection::<Bytes>::poll_accept_bidi(&mut self.inner, cx).map_ok(|inner| TapBidi {
+            inner,
+            rec: self.rec.clone(),
+            scan: H3FrameScanner::default(),
+        })
     }
     fn opener(&self) -> TapOpener {
-        TapOpener { inner: quic::Connection::<Bytes>::opener(&self.inner), rec: self.rec.clone() }
+        TapOpener {
+            inner: quic::Connection::<Bytes>::opener(&self.inner),
+            rec: self.rec.clone(),
+        }
     }
 }
 
 impl quic::OpenStreams<Bytes> for TapConnection {
     type BidiStream = TapBidi;
     type SendStream = h3_quinn::SendStream<Bytes>;
-    fn poll_open_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapBidi, StreamErrorIncoming>> {
-        quic::OpenStreams::<Bytes>::poll_open_bidi(&mut self.inner, cx)
-            .map_ok(|inner| TapBidi { inner, rec: self.rec.clone(), scan: H3FrameScanner::default() })
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapBidi, StreamErrorIncoming>> {
+        quic::OpenStreams::<Bytes>::poll_open_bidi(&mut self.inner, cx).map_ok(|inner| TapBidi {
+            inner,
+            rec: self.rec.clone(),
+            scan: H3FrameScanner::default(),
+        })
     }
-    fn poll_open_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
         quic::OpenStreams::<Bytes>::poll_open_send(&mut self.inner, cx)
     }
     fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
@@ -142,12 +163,20 @@ impl quic::OpenStreams<Bytes> for TapConnection {
 impl quic::OpenStreams<Bytes> for TapOpener {
     type BidiStream = TapBidi;
     type SendStream = h3_quinn::SendStream<Bytes>;
-    fn poll_open_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapBidi, StreamErrorIncoming>> {
-        self.inner
-            .poll_open_bidi(cx)
-            .map_ok(|inner| TapBidi { inner, rec: self.rec.clone(), scan: H3FrameScanner::default() })
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapBidi, StreamErrorIncoming>> {
+        self.inner.poll_open_bidi(cx).map_ok(|inner| TapBidi {
+            inner,
+            rec: self.rec.clone(),
+            scan: H3FrameScanner::default(),
+        })
     }
-    fn poll_open_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
         self.inner.poll_open_send(cx)
     }
     fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
@@ -155,7 +184,11 @@ impl quic::OpenStreams<Bytes> for TapOpener {
     }
 }
 
-fn count_recv(rec: &SharedRecorder, scan: &mut H3FrameScanner, r: &Poll<Result<Option<Bytes>, StreamErrorIncoming>>) {
+fn count_recv(
+    rec: &SharedRecorder,
+    scan: &mut H3FrameScanner,
+    r: &Poll<Result<Option<Bytes>, StreamErrorIncoming>>,
+) {
     if let Poll::Ready(Ok(Some(b))) = r {
         let (header, _) = scan.scan(b);
         // Body bytes are counted from decoded DATA by the exchange.
@@ -165,7 +198,10 @@ fn count_recv(rec: &SharedRecorder, scan: &mut H3FrameScanner, r: &Poll<Result<O
 
 impl quic::RecvStream for TapBidi {
     type Buf = Bytes;
-    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let r = self.inner.poll_data(cx);
         count_recv(&self.rec, &mut self.scan, &r);
         r
@@ -180,7 +216,10 @@ impl quic::RecvStream for TapBidi {
 
 impl quic::RecvStream for TapRecv {
     type Buf = Bytes;
-    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let r = self.inner.poll_data(cx);
         count_recv(&self.rec, &mut self.scan, &r);
         r
@@ -201,7 +240,9 @@ impl quic::SendStream<Bytes> for TapBidi {
         let buf: WriteBuf<Bytes> = data.into();
         let total = buf.remaining() as u64;
         // The frame head (type, length) is at the front of the first chunk.
-        let header = match varint(buf.chunk()).and_then(|(t, a)| varint(&buf.chunk()[a..]).map(|(l, _)| (t, l))) {
+        let header = match varint(buf.chunk())
+            .and_then(|(t, a)| varint(&buf.chunk()[a..]).map(|(l, _)| (t, l)))
+        {
             Some((0x01, len)) => len,
             _ => 0,
         };
@@ -224,7 +265,14 @@ impl quic::BidiStream<Bytes> for TapBidi {
     type RecvStream = TapRecv;
     fn split(self) -> (Self::SendStream, TapRecv) {
         let (send, recv) = self.inner.split();
-        (send, TapRecv { inner: recv, rec: self.rec, scan: self.scan })
+        (
+            send,
+            TapRecv {
+                inner: recv,
+                rec: self.rec,
+                scan: self.scan,
+            },
+        )
     }
 }
 
@@ -257,15 +305,19 @@ pub struct QuicConnection {
 
 fn quic_error(addr: SocketAddr, e: &quinn::ConnectionError, limit: Duration) -> ConnectError {
     let (kind, why) = match e {
-        quinn::ConnectionError::TimedOut => {
-            (ErrorKind::Timeout, format!("no QUIC handshake within {limit:?} (nothing listening on UDP?)"))
-        }
+        quinn::ConnectionError::TimedOut => (
+            ErrorKind::Timeout,
+            format!("no QUIC handshake within {limit:?} (nothing listening on UDP?)"),
+        ),
         quinn::ConnectionError::TransportError(t) => (ErrorKind::Tls, t.to_string()),
         quinn::ConnectionError::ConnectionClosed(c) => (ErrorKind::Tls, c.to_string()),
         quinn::ConnectionError::VersionMismatch => (ErrorKind::Protocol, e.to_string()),
         other => (ErrorKind::Connect, other.to_string()),
     };
-    ConnectError { kind, message: format!("QUIC handshake with {addr}: {why}") }
+    ConnectError {
+        kind,
+        message: format!("QUIC handshake with {addr}: {why}"),
+    }
 }
 
 impl QuicDialer {
@@ -275,11 +327,18 @@ impl QuicDialer {
         let connecting = self
             .endpoint
             .connect_with(self.config.clone(), self.addr, &self.server_name)
-            .map_err(|e| ConnectError { kind: ErrorKind::Connect, message: format!("QUIC connect to {}: {e}", self.addr) })?;
+            .map_err(|e| ConnectError {
+                kind: ErrorKind::Connect,
+                message: format!("QUIC connect to {}: {e}", self.addr),
+            })?;
         let connecting = if self.zero_rtt {
             match connecting.into_0rtt() {
                 Ok((conn, accepted)) => {
-                    return Ok(QuicConnection { conn, handshake: t0.elapsed(), zero_rtt: Some(accepted) })
+                    return Ok(QuicConnection {
+                        conn,
+                        handshake: t0.elapsed(),
+                        zero_rtt: Some(accepted),
+                    })
                 }
                 Err(c) => c,
             }
@@ -289,10 +348,17 @@ impl QuicDialer {
         match tokio::time::timeout(self.limit, connecting).await {
             Err(_) => Err(ConnectError {
                 kind: ErrorKind::Timeout,
-                message: format!("QUIC handshake with {}: timed out after {:?}", self.addr, self.limit),
+                message: format!(
+                    "QUIC handshake with {}: timed out after {:?}",
+                    self.addr, self.limit
+                ),
             }),
             Ok(Err(e)) => Err(quic_error(self.addr, &e, self.limit)),
-            Ok(Ok(conn)) => Ok(QuicConnection { conn, handshake: t0.elapsed(), zero_rtt: None }),
+            Ok(Ok(conn)) => Ok(QuicConnection {
+                conn,
+                handshake: t0.elapsed(),
+                zero_rtt: None,
+            }),
         }
     }
 }
@@ -330,10 +396,14 @@ async fn exchange(
             stream.send_data(b).await.map_err(|e| classify_stream(&e))?;
         }
         stream.finish().await.map_err(|e| classify_stream(&e))?;
-        let resp = stream.recv_response().await.map_err(|e| classify_stream(&e))?;
+        let resp = stream
+            .recv_response()
+            .await
+            .map_err(|e| classify_stream(&e))?;
         let first_byte = Instant::now();
         let status = resp.status().as_u16();
-        rec.borrow_mut().received_header_uncompressed(crate::h2::header_list_size(resp.headers()));
+        rec.borrow_mut()
+            .received_header_uncompressed(crate::h2::header_list_size(resp.headers()));
         let mut n = 0u64;
         // Read to the end of the stream: dropping it early makes quinn send STOP_SENDING.
         while let Some(mut chunk) = stream.recv_data().await.map_err(|e| classify_stream(&e))? {
@@ -357,18 +427,33 @@ async fn exchange(
 
 /// Runs requests on one HTTP/3 connection until the plan is done or the connection fails.
 pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd {
-    let tap = TapConnection { inner: h3_quinn::Connection::new(conn.clone()), rec: ctx.rec.clone() };
+    let tap = TapConnection {
+        inner: h3_quinn::Connection::new(conn.clone()),
+        rec: ctx.rec.clone(),
+    };
     let setup = tokio::time::timeout(ctx.connect_timeout, h3::client::new(tap)).await;
     let (mut driver, mut sender) = match setup {
         Err(_) => {
             let message = "h3 setup timed out".to_string();
-            ctx.rec.borrow_mut().connect_failed(ErrorKind::Timeout, &message);
-            return SessionEnd::Failed { answered: 0, kind: ErrorKind::Timeout, message };
+            ctx.rec
+                .borrow_mut()
+                .connect_failed(ErrorKind::Timeout, &message);
+            return SessionEnd::Failed {
+                answered: 0,
+                kind: ErrorKind::Timeout,
+                message,
+            };
         }
         Ok(Err(e)) => {
             let message = format!("h3 setup: {e}");
-            ctx.rec.borrow_mut().connect_failed(ErrorKind::Protocol, &message);
-            return SessionEnd::Failed { answered: 0, kind: ErrorKind::Protocol, message };
+            ctx.rec
+                .borrow_mut()
+                .connect_failed(ErrorKind::Protocol, &message);
+            return SessionEnd::Failed {
+                answered: 0,
+                kind: ErrorKind::Protocol,
+                message,
+            };
         }
         Ok(Ok(pair)) => pair,
     };
@@ -385,7 +470,7 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
         let mut plan_done = false;
         let closing = ctx.no_keepalive && sent_any;
         while inflight.len() < depth && !closing {
-            match ctx.plan.next(Instant::now()) {
+            match ctx.next(Instant::now()) {
                 Next::Go { scheduled, ticket } => {
                     let i = ctx.next_url();
                     let req = ctx.target.http_request(i);
@@ -399,17 +484,32 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
                             }
                             sent_any = true;
                             let body = ctx.target.body.clone();
-                            inflight.push(exchange(stream, body, ctx.rec.clone(), scheduled, sent, ctx.timeout));
+                            inflight.push(exchange(
+                                stream,
+                                body,
+                                ctx.rec.clone(),
+                                scheduled,
+                                sent,
+                                ctx.timeout,
+                            ));
                         }
                         Ok(Err(e)) => {
                             ctx.plan.give_back(ticket);
                             let (kind, message) = classify_stream(&e);
-                            break 'conn SessionEnd::Failed { answered, kind, message };
+                            break 'conn SessionEnd::Failed {
+                                answered,
+                                kind,
+                                message,
+                            };
                         }
                         Err(_) => {
                             ctx.plan.give_back(ticket);
                             let message = "h3: could not open a stream in time".to_string();
-                            break 'conn SessionEnd::Failed { answered, kind: ErrorKind::Timeout, message };
+                            break 'conn SessionEnd::Failed {
+                                answered,
+                                kind: ErrorKind::Timeout,
+                                message,
+                            };
                         }
                     }
                     if ctx.no_keepalive {
@@ -448,9 +548,15 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
             match o.result {
                 Ok(()) => answered += 1,
                 Err((kind, message)) => {
-                    ctx.rec.borrow_mut().request_failed(o.scheduled, kind, &message);
+                    ctx.rec
+                        .borrow_mut()
+                        .request_failed(o.scheduled, kind, &message);
                     if conn.close_reason().is_some() {
-                        break 'conn SessionEnd::Failed { answered, kind, message };
+                        break 'conn SessionEnd::Failed {
+                            answered,
+                            kind,
+                            message,
+                        };
                     }
                 }
             }
@@ -461,7 +567,9 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
     let drain = async {
         while let Some(o) = inflight.next().await {
             if let Err((kind, message)) = o.result {
-                ctx.rec.borrow_mut().request_failed(o.scheduled, kind, &message);
+                ctx.rec
+                    .borrow_mut()
+                    .request_failed(o.scheduled, kind, &message);
             }
         }
     };

@@ -73,16 +73,35 @@ pub enum Stream {
 }
 
 /// Opens a TCP connection with TCP_NODELAY and the congestion controller, within `limit`.
-pub async fn connect_tcp(addr: SocketAddr, cc: Option<CongestionControl>, limit: Duration) -> Result<TcpStream, ConnectError> {
-    let fail = |kind, why: String| ConnectError { kind, message: format!("connect to {addr}: {why}") };
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }
-        .map_err(|e| fail(ErrorKind::Connect, io_phrase(&e)))?;
+pub async fn connect_tcp(
+    addr: SocketAddr,
+    cc: Option<CongestionControl>,
+    limit: Duration,
+) -> Result<TcpStream, ConnectError> {
+    let fail = |kind, why: String| ConnectError {
+        kind,
+        message: format!("connect to {addr}: {why}"),
+    };
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .map_err(|e| fail(ErrorKind::Connect, io_phrase(&e)))?;
     if let Some(cc) = cc {
-        set_congestion(&socket, cc).map_err(|e| fail(ErrorKind::Connect, format!("TCP_CONGESTION {}: {}", cc.name(), io_phrase(&e))))?;
+        set_congestion(&socket, cc).map_err(|e| {
+            fail(
+                ErrorKind::Connect,
+                format!("TCP_CONGESTION {}: {}", cc.name(), io_phrase(&e)),
+            )
+        })?;
     }
     let _ = socket.set_nodelay(true);
     match tokio::time::timeout(limit, socket.connect(addr)).await {
-        Err(_) => Err(fail(ErrorKind::Timeout, format!("timed out after {limit:?}"))),
+        Err(_) => Err(fail(
+            ErrorKind::Timeout,
+            format!("timed out after {limit:?}"),
+        )),
         Ok(Err(e)) => Err(fail(ErrorKind::Connect, io_phrase(&e))),
         Ok(Ok(s)) => Ok(s),
     }
@@ -119,17 +138,33 @@ pub async fn connect(
     let t0 = Instant::now();
     let tcp = connect_tcp(addr, cc, limit).await?;
     let t1 = Instant::now();
-    let mut info = ConnectInfo { connect: t1 - t0, ..Default::default() };
+    let mut info = ConnectInfo {
+        connect: t1 - t0,
+        ..Default::default()
+    };
     let Some((connector, name)) = tls else {
         return Ok((Stream::Plain(tcp), info));
     };
     let left = limit.saturating_sub(t1 - t0);
-    let fail = |kind, why: String| ConnectError { kind, message: format!("TLS handshake with {addr}: {why}") };
+    let fail = |kind, why: String| ConnectError {
+        kind,
+        message: format!("TLS handshake with {addr}: {why}"),
+    };
     let tls = match tokio::time::timeout(left, connector.connect(name.clone(), tcp)).await {
-        Err(_) => return Err(fail(ErrorKind::Timeout, format!("timed out after {limit:?}"))),
+        Err(_) => {
+            return Err(fail(
+                ErrorKind::Timeout,
+                format!("timed out after {limit:?}"),
+            ))
+        }
         Ok(Err(e)) => {
-            let why = match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-                Some(rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)) => {
+            let why = match e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            {
+                Some(rustls::Error::AlertReceived(
+                    rustls::AlertDescription::NoApplicationProtocol,
+                )) => {
                     let offered: Vec<String> = connector
                         .config()
                         .alpn_protocols
@@ -162,7 +197,11 @@ pub async fn connect(
 
 impl AsyncRead for Stream {
     #[inline]
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
@@ -172,7 +211,11 @@ impl AsyncRead for Stream {
 
 impl AsyncWrite for Stream {
     #[inline]
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
@@ -191,7 +234,11 @@ impl AsyncWrite for Stream {
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
@@ -221,11 +268,21 @@ pub struct Dialer {
 impl Dialer {
     /// Opens one connection.
     pub async fn dial(&self) -> Result<(Stream, ConnectInfo), ConnectError> {
-        connect(self.addr, self.tls.as_ref().map(|(c, n)| (c, n)), self.cc, self.limit).await
+        connect(
+            self.addr,
+            self.tls.as_ref().map(|(c, n)| (c, n)),
+            self.cc,
+            self.limit,
+        )
+        .await
     }
 
     /// A dialer for TLS with `config`.
-    pub fn with_tls(mut self, config: Arc<rustls::ClientConfig>, name: ServerName<'static>) -> Dialer {
+    pub fn with_tls(
+        mut self,
+        config: Arc<rustls::ClientConfig>,
+        name: ServerName<'static>,
+    ) -> Dialer {
         self.tls = Some((TlsConnector::from(config), name));
         self
     }

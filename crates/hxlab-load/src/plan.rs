@@ -50,7 +50,10 @@ impl Plan {
                 if left != u64::MAX {
                     budget.set(left - 1);
                 }
-                Next::Go { scheduled: now, ticket: 0 }
+                Next::Go {
+                    scheduled: now,
+                    ticket: 0,
+                }
             }
             Plan::Open { schedule, start } => match schedule.peek() {
                 None => Next::Done,
@@ -60,7 +63,10 @@ impl Plan {
                         return Next::Wait(due);
                     }
                     let (index, _) = schedule.take().unwrap_or((0, offset));
-                    Next::Go { scheduled: due, ticket: index }
+                    Next::Go {
+                        scheduled: due,
+                        ticket: index,
+                    }
                 }
             },
         }

@@ -36,7 +36,9 @@ impl ErrorKind {
     pub fn of_io(e: &std::io::Error) -> ErrorKind {
         use std::io::ErrorKind as K;
         match e.kind() {
-            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => ErrorKind::Reset,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+                ErrorKind::Reset
+            }
             K::TimedOut => ErrorKind::Timeout,
             K::InvalidData => ErrorKind::Protocol,
             K::ConnectionRefused | K::NotConnected | K::AddrNotAvailable => ErrorKind::Connect,
@@ -129,7 +131,14 @@ impl Recorder {
     /// A complete response: latency from `scheduled` (= `sent` in the closed model) and from
     /// `sent`, time to first byte from `sent`.
     #[inline]
-    pub fn response(&mut self, scheduled: Instant, sent: Instant, first_byte: Instant, done: Instant, status: u16) {
+    pub fn response(
+        &mut self,
+        scheduled: Instant,
+        sent: Instant,
+        first_byte: Instant,
+        done: Instant,
+        status: u16,
+    ) {
         if scheduled < self.measure_start {
             return;
         }
@@ -138,14 +147,25 @@ impl Recorder {
             self.succeeded += 1;
         }
         self.status[(status as usize).min(MAX_STATUS - 1)] += 1;
-        self.hist.latency.record(done.saturating_duration_since(scheduled));
-        self.hist.latency_uncorrected.record(done.saturating_duration_since(sent));
-        self.hist.ttfb.record(first_byte.saturating_duration_since(sent));
+        self.hist
+            .latency
+            .record(done.saturating_duration_since(scheduled));
+        self.hist
+            .latency_uncorrected
+            .record(done.saturating_duration_since(sent));
+        self.hist
+            .ttfb
+            .record(first_byte.saturating_duration_since(sent));
         self.last_done = Some(done);
     }
 
     /// A request that got no complete response.
-    pub fn request_failed(&mut self, scheduled: Instant, kind: ErrorKind, message: &dyn std::fmt::Display) {
+    pub fn request_failed(
+        &mut self,
+        scheduled: Instant,
+        kind: ErrorKind,
+        message: &dyn std::fmt::Display,
+    ) {
         if scheduled < self.measure_start {
             return;
         }

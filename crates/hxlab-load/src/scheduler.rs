@@ -29,7 +29,13 @@ pub struct Schedule {
 impl Schedule {
     /// Client `first` of `stride` clients sharing a timetable of `limit` requests at `rate`/s.
     pub fn new(rate: f64, first: u64, stride: u64, limit: u64) -> Schedule {
-        Schedule { rate: rate.max(1e-9), first, stride: stride.max(1), limit, next: first }
+        Schedule {
+            rate: rate.max(1e-9),
+            first,
+            stride: stride.max(1),
+            limit,
+            next: first,
+        }
     }
 
     /// Offset from the start at which timetable index `index` is due.
@@ -155,7 +161,11 @@ mod tests {
         let mut n = 0;
         while let Some((_, due)) = s.take() {
             let sent = due.max(free_at);
-            let service = if n == 50 { Duration::from_secs(1) } else { Duration::from_micros(100) };
+            let service = if n == 50 {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_micros(100)
+            };
             let done = sent + service;
             free_at = done;
             corrected.record(corrected_latency(due, done));
@@ -163,8 +173,16 @@ mod tests {
             n += 1;
         }
         assert_eq!(corrected.len(), 300);
-        assert!(corrected.quantile(0.99) >= 900_000, "corrected p99 {}", corrected.quantile(0.99));
-        assert!(uncorrected.quantile(0.99) < 1_000, "uncorrected p99 {}", uncorrected.quantile(0.99));
+        assert!(
+            corrected.quantile(0.99) >= 900_000,
+            "corrected p99 {}",
+            corrected.quantile(0.99)
+        );
+        assert!(
+            uncorrected.quantile(0.99) < 1_000,
+            "uncorrected p99 {}",
+            uncorrected.quantile(0.99)
+        );
         assert!(uncorrected.raw().max() >= 1_000_000);
     }
 }

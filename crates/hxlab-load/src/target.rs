@@ -44,13 +44,19 @@ pub struct RequestTemplate {
 }
 
 fn url_err(url: &str, reason: impl Into<String>) -> LoadError {
-    LoadError::Url { url: url.to_string(), reason: reason.into() }
+    LoadError::Url {
+        url: url.to_string(),
+        reason: reason.into(),
+    }
 }
 
 impl Target {
     /// Parses and resolves the URLs of `cfg`; all must share scheme, host and port.
     pub fn from_config(cfg: &LoadConfig) -> Result<Target, LoadError> {
-        let first = cfg.urls.first().ok_or_else(|| LoadError::Config("no URL given".into()))?;
+        let first = cfg
+            .urls
+            .first()
+            .ok_or_else(|| LoadError::Config("no URL given".into()))?;
         let mut origin: Option<(bool, String, u16)> = None;
         let mut uris = Vec::new();
         for url in &cfg.urls {
@@ -62,7 +68,10 @@ impl Target {
                 None => return Err(url_err(url, "needs a scheme: http:// or https://")),
             };
             let host = uri.host().ok_or_else(|| url_err(url, "no host"))?;
-            let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+            let host = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
             if host.is_empty() {
                 return Err(url_err(url, "no host"));
             }
@@ -70,7 +79,10 @@ impl Target {
             match &origin {
                 None => origin = Some((https, host, port)),
                 Some(o) if *o != (https, host.clone(), port) => {
-                    return Err(url_err(url, "all URLs must have the same scheme, host and port"))
+                    return Err(url_err(
+                        url,
+                        "all URLs must have the same scheme, host and port",
+                    ))
                 }
                 Some(_) => {}
             }
@@ -79,9 +91,15 @@ impl Target {
         let (https, host, port) = origin.ok_or_else(|| url_err(first, "no host"))?;
         let addr = (host.as_str(), port)
             .to_socket_addrs()
-            .map_err(|e| LoadError::Resolve { host: host.clone(), reason: e.to_string() })?
+            .map_err(|e| LoadError::Resolve {
+                host: host.clone(),
+                reason: e.to_string(),
+            })?
             .next()
-            .ok_or_else(|| LoadError::Resolve { host: host.clone(), reason: "no address".into() })?;
+            .ok_or_else(|| LoadError::Resolve {
+                host: host.clone(),
+                reason: "no address".into(),
+            })?;
 
         let method = match (&cfg.method, &cfg.body) {
             (Some(m), _) => Method::from_bytes(m.as_bytes())
@@ -130,8 +148,13 @@ impl Target {
             let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
             let path = if path.is_empty() { "/" } else { path };
             let mut headers = HeaderMap::new();
-            let mut h1 = format!("{} {path} HTTP/1.1\r\nHost: {authority}\r\n", method.as_str()).into_bytes();
-            let mut h2_size = (":method".len() + method.as_str().len()
+            let mut h1 = format!(
+                "{} {path} HTTP/1.1\r\nHost: {authority}\r\n",
+                method.as_str()
+            )
+            .into_bytes();
+            let mut h2_size = (":method".len()
+                + method.as_str().len()
                 + ":scheme".len()
                 + if https { 5 } else { 4 }
                 + ":authority".len()
@@ -164,7 +187,16 @@ impl Target {
                 h2_header_size: h2_size,
             });
         }
-        Ok(Target { https, host, port, addr, authority, requests, method, body })
+        Ok(Target {
+            https,
+            host,
+            port,
+            addr,
+            authority,
+            requests,
+            method,
+            body,
+        })
     }
 
     /// An `http::Request` for URL `i` (h2/h3).

@@ -57,11 +57,16 @@ fn load_roots(cfg: &LoadConfig) -> Result<RootCertStore, LoadError> {
     let mut roots = RootCertStore::empty();
     let path = match &cfg.cacert {
         Some(p) => Some(p.clone()),
-        None => SYSTEM_BUNDLES.iter().map(std::path::PathBuf::from).find(|p| p.is_file()),
+        None => SYSTEM_BUNDLES
+            .iter()
+            .map(std::path::PathBuf::from)
+            .find(|p| p.is_file()),
     };
     let Some(path) = path else { return Ok(roots) };
-    let data = std::fs::read(&path)
-        .map_err(|source| LoadError::File { path: path.display().to_string(), source })?;
+    let data = std::fs::read(&path).map_err(|source| LoadError::File {
+        path: path.display().to_string(),
+        source,
+    })?;
     let mut n = 0;
     for cert in rustls_pemfile::certs(&mut data.as_slice()) {
         let cert = cert.map_err(|e| LoadError::Tls(format!("{}: {e}", path.display())))?;
@@ -70,7 +75,10 @@ fn load_roots(cfg: &LoadConfig) -> Result<RootCertStore, LoadError> {
         }
     }
     if n == 0 && cfg.cacert.is_some() {
-        return Err(LoadError::Tls(format!("{}: no PEM certificate in the file", path.display())));
+        return Err(LoadError::Tls(format!(
+            "{}: no PEM certificate in the file",
+            path.display()
+        )));
     }
     Ok(roots)
 }
@@ -86,7 +94,9 @@ pub fn tcp_config(cfg: &LoadConfig, alpn: &[&[u8]]) -> Result<Arc<ClientConfig>,
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider())))
             .with_no_client_auth()
     } else {
-        builder.with_root_certificates(load_roots(cfg)?).with_no_client_auth()
+        builder
+            .with_root_certificates(load_roots(cfg)?)
+            .with_no_client_auth()
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     finish(cfg, &mut config);
@@ -115,7 +125,9 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider())))
             .with_no_client_auth()
     } else {
-        builder.with_root_certificates(load_roots(cfg)?).with_no_client_auth()
+        builder
+            .with_root_certificates(load_roots(cfg)?)
+            .with_no_client_auth()
     };
     config.alpn_protocols = vec![b"h3".to_vec()];
     finish(cfg, &mut config);
@@ -123,7 +135,10 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
         .map_err(|e| LoadError::Tls(format!("QUIC: {e}")))?;
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
     let mut transport = quinn::TransportConfig::default();
-    let idle = cfg.timeout.max(cfg.connect_timeout).min(std::time::Duration::from_secs(600));
+    let idle = cfg
+        .timeout
+        .max(cfg.connect_timeout)
+        .min(std::time::Duration::from_secs(600));
     if let Ok(idle) = quinn::IdleTimeout::try_from(idle) {
         transport.max_idle_timeout(Some(idle));
     }
@@ -133,13 +148,17 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
     transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(0));
     match cfg.cc {
         Some(CongestionControl::Reno) => {
-            transport.congestion_controller_factory(Arc::new(quinn::congestion::NewRenoConfig::default()));
+            transport.congestion_controller_factory(Arc::new(
+                quinn::congestion::NewRenoConfig::default(),
+            ));
         }
         Some(CongestionControl::Cubic) => {
-            transport.congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
+            transport
+                .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
         }
         Some(CongestionControl::Bbr) => {
-            transport.congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
+            transport
+                .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
         }
         None => {}
     }
@@ -149,5 +168,6 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
 
 /// A TLS server name for `host` (an IP address or a DNS name).
 pub fn server_name(host: &str) -> Result<ServerName<'static>, LoadError> {
-    ServerName::try_from(host.to_string()).map_err(|e| LoadError::Tls(format!("server name {host:?}: {e}")))
+    ServerName::try_from(host.to_string())
+        .map_err(|e| LoadError::Tls(format!("server name {host:?}: {e}")))
 }

@@ -5,7 +5,7 @@
 use crate::h1::H1Buffers;
 use crate::h3::QuicDialer;
 use crate::net::{ConnectInfo, Dialer};
-use crate::plan::Plan;
+use crate::plan::{Next, Plan};
 use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
 use crate::scheduler::Schedule;
 use crate::target::Target;
@@ -57,9 +57,33 @@ pub struct ClientCtx {
     /// One request per connection.
     pub no_keepalive: bool,
     url: usize,
+    /// A request taken before connecting (so no connection is opened for nothing).
+    reserved: Option<(Instant, u64)>,
 }
 
 impl ClientCtx {
+    /// The next request to send (the reserved one first), given the current time.
+    #[inline]
+    pub fn next(&mut self, now: Instant) -> Next {
+        if let Some((scheduled, ticket)) = self.reserved.take() {
+            // Closed model: latency counts from the actual send, not from the reservation.
+            let scheduled = if matches!(self.plan, Plan::Closed(_)) {
+                now
+            } else {
+                scheduled
+            };
+            return Next::Go { scheduled, ticket };
+        }
+        self.plan.next(now)
+    }
+
+    /// Gives back a reservation that was not used.
+    fn unreserve(&mut self) {
+        if let Some((_, ticket)) = self.reserved.take() {
+            self.plan.give_back(ticket);
+        }
+    }
+
     /// Index of the next URL (round-robin).
     #[inline]
     pub fn next_url(&mut self) -> usize {
@@ -87,8 +111,14 @@ enum TcpSession {
 
 #[derive(Clone)]
 enum Transport {
-    Tcp { dialer: Dialer, session: TcpSession },
-    Quic { config: quinn::ClientConfig, server_name: String },
+    Tcp {
+        dialer: Dialer,
+        session: TcpSession,
+    },
+    Quic {
+        config: quinn::ClientConfig,
+        server_name: String,
+    },
 }
 
 /// What every worker needs, built once.
@@ -167,29 +197,52 @@ fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
 }
 
 fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> {
-    let dialer = Dialer { addr: target.addr, tls: None, cc: cfg.cc, limit: cfg.connect_timeout };
-    let alpn_owned: Option<Vec<Vec<u8>>> =
-        cfg.alpn_list.as_ref().map(|l| l.iter().map(|s| s.as_bytes().to_vec()).collect());
+    let dialer = Dialer {
+        addr: target.addr,
+        tls: None,
+        cc: cfg.cc,
+        limit: cfg.connect_timeout,
+    };
+    let alpn_owned: Option<Vec<Vec<u8>>> = cfg
+        .alpn_list
+        .as_ref()
+        .map(|l| l.iter().map(|s| s.as_bytes().to_vec()).collect());
     let offer = |default: &[&[u8]]| -> Vec<Vec<u8>> {
-        alpn_owned.clone().unwrap_or_else(|| default.iter().map(|p| p.to_vec()).collect())
+        alpn_owned
+            .clone()
+            .unwrap_or_else(|| default.iter().map(|p| p.to_vec()).collect())
     };
     let with_tls = |alpn: Vec<Vec<u8>>, session| -> Result<Transport, LoadError> {
         let refs: Vec<&[u8]> = alpn.iter().map(|v| v.as_slice()).collect();
         let config = tls::tcp_config(cfg, &refs)?;
         let name = tls::server_name(&target.host)?;
-        Ok(Transport::Tcp { dialer: dialer.clone().with_tls(config, name), session })
+        Ok(Transport::Tcp {
+            dialer: dialer.clone().with_tls(config, name),
+            session,
+        })
     };
     match (cfg.proto, target.https) {
-        (Proto::H1, false) | (Proto::Auto, false) => Ok(Transport::Tcp { dialer, session: TcpSession::H1 }),
+        (Proto::H1, false) | (Proto::Auto, false) => Ok(Transport::Tcp {
+            dialer,
+            session: TcpSession::H1,
+        }),
         (Proto::H1, true) => with_tls(offer(&[b"http/1.1"]), TcpSession::H1),
-        (Proto::H2, false) | (Proto::H2c, false) => Ok(Transport::Tcp { dialer, session: TcpSession::H2c }),
+        (Proto::H2, false) | (Proto::H2c, false) => Ok(Transport::Tcp {
+            dialer,
+            session: TcpSession::H2c,
+        }),
         (Proto::H2, true) => with_tls(offer(&[b"h2"]), TcpSession::H2),
         (Proto::Auto, true) => with_tls(offer(&[b"h2", b"http/1.1"]), TcpSession::Auto),
-        (Proto::H2c, true) => Err(LoadError::Config("h2c is HTTP/2 over cleartext: use an http:// URL".into())),
-        (Proto::H3, false) => Err(LoadError::Config("h3 runs over QUIC with TLS: use an https:// URL".into())),
-        (Proto::H3, true) => {
-            Ok(Transport::Quic { config: tls::quic_config(cfg)?, server_name: target.host.clone() })
-        }
+        (Proto::H2c, true) => Err(LoadError::Config(
+            "h2c is HTTP/2 over cleartext: use an http:// URL".into(),
+        )),
+        (Proto::H3, false) => Err(LoadError::Config(
+            "h3 runs over QUIC with TLS: use an https:// URL".into(),
+        )),
+        (Proto::H3, true) => Ok(Transport::Quic {
+            config: tls::quic_config(cfg)?,
+            server_name: target.host.clone(),
+        }),
     }
 }
 
@@ -204,11 +257,21 @@ pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
     let target = Target::from_config(&cfg)?;
     let transport = transport(&cfg, &target)?;
     let threads = cfg.threads.min(cfg.clients);
-    let started_unix_s = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let started_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
     let start = Instant::now();
     let measure_start = start + cfg.warm_up;
     let deadline = cfg.duration.map(|d| measure_start + d);
-    let setup = Arc::new(Setup { cfg: cfg.clone(), target, transport, start, measure_start, deadline });
+    let setup = Arc::new(Setup {
+        cfg: cfg.clone(),
+        target,
+        transport,
+        start,
+        measure_start,
+        deadline,
+    });
 
     let mut handles = Vec::new();
     let mut progress = Vec::new();
@@ -250,7 +313,9 @@ pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
     let mut last = measure_start;
     let mut setup_error = None;
     for h in handles {
-        let out = h.join().map_err(|_| LoadError::Worker("a worker thread panicked".into()))?;
+        let out = h
+            .join()
+            .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?;
         if out.setup_error.is_some() && setup_error.is_none() {
             setup_error = out.setup_error.clone();
         }
@@ -281,7 +346,10 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
         extra.insert("method".into(), m.clone());
     }
     if cfg.body.is_some() {
-        extra.insert("body_bytes".into(), cfg.body.as_ref().map(|b| b.len()).unwrap_or(0).to_string());
+        extra.insert(
+            "body_bytes".into(),
+            cfg.body.as_ref().map(|b| b.len()).unwrap_or(0).to_string(),
+        );
     }
     if !cfg.warm_up.is_zero() {
         extra.insert("warm_up_s".into(), cfg.warm_up.as_secs_f64().to_string());
@@ -296,7 +364,14 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
         extra.insert("alpn_list".into(), a.join(","));
     }
     if !cfg.headers.is_empty() {
-        extra.insert("headers".into(), cfg.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect::<Vec<_>>().join("; "));
+        extra.insert(
+            "headers".into(),
+            cfg.headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
     }
     RunConfig {
         urls: cfg.urls.clone(),
@@ -304,7 +379,11 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
         clients: cfg.clients,
         max_concurrent_streams: cfg.max_concurrent_streams,
         threads: cfg.threads.min(cfg.clients),
-        requests: if cfg.duration.is_some() { 0 } else { cfg.requests },
+        requests: if cfg.duration.is_some() {
+            0
+        } else {
+            cfg.requests
+        },
         duration_s: cfg.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0),
         rate: cfg.rate,
         no_keepalive: cfg.no_keepalive,
@@ -313,7 +392,11 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
     }
 }
 
-fn draw_progress(cfg: &LoadConfig, handles: &[std::thread::JoinHandle<WorkerOutput>], counters: &[Arc<AtomicU64>]) {
+fn draw_progress(
+    cfg: &LoadConfig,
+    handles: &[std::thread::JoinHandle<WorkerOutput>],
+    counters: &[Arc<AtomicU64>],
+) {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     let by_time = cfg.duration.is_some();
     let total = match cfg.duration {
@@ -321,7 +404,11 @@ fn draw_progress(cfg: &LoadConfig, handles: &[std::thread::JoinHandle<WorkerOutp
         None => cfg.requests,
     };
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
-    let template = if by_time { "{bar:40} {elapsed}/{duration} {msg}" } else { "{bar:40} {pos}/{len} requests {msg}" };
+    let template = if by_time {
+        "{bar:40} {elapsed}/{duration} {msg}"
+    } else {
+        "{bar:40} {pos}/{len} requests {msg}"
+    };
     if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style);
     }
@@ -340,7 +427,9 @@ fn draw_progress(cfg: &LoadConfig, handles: &[std::thread::JoinHandle<WorkerOutp
 }
 
 fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
     let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
@@ -382,9 +471,15 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     }
     let target = Rc::new(setup.target.clone());
     let quic = match &setup.transport {
-        Transport::Quic { config, server_name } => {
-            let bind: std::net::SocketAddr =
-                if target.addr.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { ([0u16; 8], 0).into() };
+        Transport::Quic {
+            config,
+            server_name,
+        } => {
+            let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
+                ([0, 0, 0, 0], 0).into()
+            } else {
+                ([0u16; 8], 0).into()
+            };
             match quinn::Endpoint::client(bind) {
                 Ok(endpoint) => Some(QuicDialer {
                     endpoint,
@@ -407,8 +502,16 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         }
         Transport::Tcp { .. } => None,
     };
-    let budget = Rc::new(Cell::new(if cfg.duration.is_some() { u64::MAX } else { spec.requests }));
-    let limit = if cfg.duration.is_some() { u64::MAX } else { spec.requests };
+    let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
+        u64::MAX
+    } else {
+        spec.requests
+    }));
+    let limit = if cfg.duration.is_some() {
+        u64::MAX
+    } else {
+        spec.requests
+    };
     let mut tasks = Vec::new();
     for k in 0..spec.clients {
         let plan = match spec.rate {
@@ -427,6 +530,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             connect_timeout: cfg.connect_timeout,
             no_keepalive: cfg.no_keepalive,
             url: (k as usize) % target.requests.len(),
+            reserved: None,
         };
         let transport = setup.transport.clone();
         let quic = quic.clone();
@@ -451,8 +555,17 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     if let Some(q) = &quic {
         q.endpoint.close(quinn::VarInt::from_u32(0), b"");
     }
-    let out = std::mem::replace(&mut *rec.borrow_mut(), Recorder::new(setup.measure_start, true));
-    WorkerOutput { rec: out, cpu_user_s: u1 - u0, cpu_sys_s: s1 - s0, finished, setup_error: None }
+    let out = std::mem::replace(
+        &mut *rec.borrow_mut(),
+        Recorder::new(setup.measure_start, true),
+    );
+    WorkerOutput {
+        rec: out,
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+        finished,
+        setup_error: None,
+    }
 }
 
 /// Connects, runs sessions and reconnects until the plan is done or connecting fails.
@@ -461,14 +574,25 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
     let mut h1_bufs: Option<H1Buffers> = None;
     let mut empty_sessions = 0u32;
     loop {
-        if ctx.plan.is_done() {
-            return 0;
+        if ctx.reserved.is_none() {
+            match ctx.plan.next(Instant::now()) {
+                Next::Done => return 0,
+                Next::Go { scheduled, ticket } => ctx.reserved = Some((scheduled, ticket)),
+                // A new connection per request opens when the request is due (its latency
+                // includes the connection, as for a new visitor); a kept-alive one at once.
+                Next::Wait(t) if ctx.no_keepalive => {
+                    tokio::time::sleep_until(t.into()).await;
+                    continue;
+                }
+                Next::Wait(_) => {}
+            }
         }
         let end = match &transport {
             Transport::Tcp { dialer, session } => {
                 let (mut stream, info) = match dialer.dial().await {
                     Ok(x) => x,
                     Err(e) => {
+                        ctx.unreserve();
                         ctx.rec.borrow_mut().connect_failed(e.kind, &e);
                         return unsent(&ctx);
                     }
@@ -488,7 +612,10 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                                 "{} did not negotiate h2 by ALPN (server chose {chose}); it may speak only HTTP/1.1: try --proto h1 or auto",
                                 dialer.addr
                             );
-                            ctx.rec.borrow_mut().connect_failed(ErrorKind::Protocol, &msg);
+                            ctx.unreserve();
+                            ctx.rec
+                                .borrow_mut()
+                                .connect_failed(ErrorKind::Protocol, &msg);
                             return unsent(&ctx);
                         }
                         true
@@ -509,16 +636,26 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                 }
             }
             Transport::Quic { .. } => {
-                let Some(dialer) = &quic else { return unsent(&ctx) };
+                let Some(dialer) = &quic else {
+                    ctx.unreserve();
+                    return unsent(&ctx);
+                };
                 let qc = match dialer.dial().await {
                     Ok(c) => c,
                     Err(e) => {
+                        ctx.unreserve();
                         ctx.rec.borrow_mut().connect_failed(e.kind, &e);
                         return unsent(&ctx);
                     }
                 };
                 match qc.zero_rtt {
-                    None => ctx.rec.borrow_mut().connected(None, Some(qc.handshake), false, "h3", Some("TLSv1.3")),
+                    None => ctx.rec.borrow_mut().connected(
+                        None,
+                        Some(qc.handshake),
+                        false,
+                        "h3",
+                        Some("TLSv1.3"),
+                    ),
                     Some(accepted) => {
                         // 0-RTT: requests go out at once; whether the server took them is
                         // known later, and the connection is counted then.
@@ -526,13 +663,20 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                         let t0 = Instant::now() - qc.handshake;
                         tokio::task::spawn_local(async move {
                             let ok = accepted.await;
-                            rec.borrow_mut().connected(None, Some(t0.elapsed()), ok, "h3", Some("TLSv1.3"));
+                            rec.borrow_mut().connected(
+                                None,
+                                Some(t0.elapsed()),
+                                ok,
+                                "h3",
+                                Some("TLSv1.3"),
+                            );
                         });
                     }
                 }
                 crate::h3::session(&mut ctx, qc.conn).await
             }
         };
+        ctx.unreserve();
         match end {
             SessionEnd::PlanDone => return 0,
             SessionEnd::Closed { answered } | SessionEnd::Failed { answered, .. } => {
@@ -559,7 +703,13 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
 }
 
 fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static str) {
-    ctx.rec.borrow_mut().connected(Some(info.connect), info.handshake, info.resumed, negotiated, info.tls_version);
+    ctx.rec.borrow_mut().connected(
+        Some(info.connect),
+        info.handshake,
+        info.resumed,
+        negotiated,
+        info.tls_version,
+    );
 }
 
 /// Open-model requests this client will never send.

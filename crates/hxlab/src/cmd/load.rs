@@ -101,19 +101,28 @@ fn duration_arg(flag: &str, s: &str) -> anyhow::Result<Duration> {
         if secs.is_finite() && secs >= 0.0 && secs < 366.0 * 86400.0 {
             return Ok(Duration::from_secs_f64(secs));
         }
-        return Err(super::usage(format!("{flag} {s:?}: not a valid number of seconds")));
+        return Err(super::usage(format!(
+            "{flag} {s:?}: not a valid number of seconds"
+        )));
     }
     parse_duration(s).map_err(|e| super::usage(format!("{flag}: {e}")))
 }
 
 /// Builds the library configuration from the command line (usage errors exit 2).
 pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
-    let mut cfg = LoadConfig { urls: a.urls.clone(), ..Default::default() };
+    let mut cfg = LoadConfig {
+        urls: a.urls.clone(),
+        ..Default::default()
+    };
     cfg.requests = a.requests;
     cfg.clients = a.clients;
     cfg.max_concurrent_streams = a.max_concurrent_streams;
     cfg.threads = a.threads;
-    cfg.duration = a.duration.as_deref().map(|s| duration_arg("-D/--duration", s)).transpose()?;
+    cfg.duration = a
+        .duration
+        .as_deref()
+        .map(|s| duration_arg("-D/--duration", s))
+        .transpose()?;
     if let Some(w) = &a.warm_up {
         cfg.warm_up = duration_arg("--warm-up", w)?;
     }
@@ -124,13 +133,15 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         if name.trim().is_empty() {
             return Err(super::usage(format!("-H {h:?}: empty header name")));
         }
-        cfg.headers.push((name.trim().to_string(), value.trim().to_string()));
+        cfg.headers
+            .push((name.trim().to_string(), value.trim().to_string()));
     }
     if let Some(d) = &a.data {
         cfg.body = Some(d.as_bytes().to_vec());
     }
     if let Some(p) = &a.data_file {
-        let body = std::fs::read(p).with_context(|| format!("cannot read --data-file {}", p.display()))?;
+        let body =
+            std::fs::read(p).with_context(|| format!("cannot read --data-file {}", p.display()))?;
         cfg.body = Some(body);
     }
     cfg.method = a.method.clone();
@@ -141,28 +152,48 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     cfg.no_keepalive = a.no_keepalive;
     if let Some(r) = &a.rate {
         let t = r.trim().trim_end_matches("/s");
-        let rate: f64 = t.parse().map_err(|_| super::usage(format!("--rate {r:?}: expected requests per second, e.g. 1000")))?;
+        let rate: f64 = t.parse().map_err(|_| {
+            super::usage(format!(
+                "--rate {r:?}: expected requests per second, e.g. 1000"
+            ))
+        })?;
         if !(rate.is_finite() && rate > 0.0) {
-            return Err(super::usage(format!("--rate {r:?}: must be a positive number")));
+            return Err(super::usage(format!(
+                "--rate {r:?}: must be a positive number"
+            )));
         }
         cfg.rate = Some(rate);
     }
     cfg.proto = if a.h1 {
         Proto::H1
     } else {
-        Proto::parse(&a.proto).ok_or_else(|| super::usage(format!("--proto {:?}: use h1, h2, h2c, h3 or auto", a.proto)))?
+        Proto::parse(&a.proto).ok_or_else(|| {
+            super::usage(format!(
+                "--proto {:?}: use h1, h2, h2c, h3 or auto",
+                a.proto
+            ))
+        })?
     };
     if let Some(list) = &a.alpn_list {
-        let ids: Vec<String> = list.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        let ids: Vec<String> = list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
         if ids.is_empty() {
-            return Err(super::usage("--alpn-list: give at least one protocol id, e.g. h2,http/1.1"));
+            return Err(super::usage(
+                "--alpn-list: give at least one protocol id, e.g. h2,http/1.1",
+            ));
         }
         cfg.alpn_list = Some(ids);
     }
     cfg.tls_resume = a.tls_resume;
     cfg.zero_rtt = a.zero_rtt;
     if let Some(cc) = &a.cc {
-        cfg.cc = Some(CongestionControl::parse(cc).ok_or_else(|| super::usage(format!("--cc {cc:?}: use reno, cubic or bbr")))?);
+        cfg.cc = Some(
+            CongestionControl::parse(cc)
+                .ok_or_else(|| super::usage(format!("--cc {cc:?}: use reno, cubic or bbr")))?,
+        );
     }
     cfg.progress = !a.no_progress && !a.quiet && std::io::stderr().is_terminal();
     Ok(cfg)
@@ -173,7 +204,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = config_from_args(&args)?;
     let result = match hxlab_load::run(cfg) {
         Ok(r) => r,
-        Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => return Err(super::usage(e.to_string())),
+        Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => {
+            return Err(super::usage(e.to_string()))
+        }
         Err(e) => return Err(anyhow::Error::new(e)),
     };
     let json_to_stdout = args.json.as_deref() == Some("-");
@@ -208,7 +241,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn row(name: &str, p: &Percentiles) -> String {
     let f = |us: u64| hxlab_core::units::format_duration(Duration::from_micros(us));
-    let ff = |us: f64| hxlab_core::units::format_duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
+    let ff =
+        |us: f64| hxlab_core::units::format_duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
     format!(
         "{name:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
         f(p.min),
@@ -249,8 +283,20 @@ pub fn summary(r: &RunResult) -> String {
         r.errors.total(),
         r.errors.timeout
     ));
-    let class = |lo: u64| r.status.iter().filter(|(k, _)| k.parse::<u64>().map(|c| c / 100 == lo).unwrap_or(false)).map(|(_, v)| v).sum::<u64>();
-    s.push_str(&format!("status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx", class(2), class(3), class(4), class(5)));
+    let class = |lo: u64| {
+        r.status
+            .iter()
+            .filter(|(k, _)| k.parse::<u64>().map(|c| c / 100 == lo).unwrap_or(false))
+            .map(|(_, v)| v)
+            .sum::<u64>()
+    };
+    s.push_str(&format!(
+        "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
+        class(2),
+        class(3),
+        class(4),
+        class(5)
+    ));
     let codes: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}={v}")).collect();
     s.push_str(&format!(" ({})\n", codes.join(" ")));
     s.push_str(&format!(
@@ -265,14 +311,34 @@ pub fn summary(r: &RunResult) -> String {
         format_bytes(b.total_sent),
         b.total_sent
     ));
-    let neg: Vec<String> = r.negotiated.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let tls: Vec<String> = r.tls_versions.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let neg: Vec<String> = r
+        .negotiated
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let tls: Vec<String> = r
+        .tls_versions
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     s.push_str(&format!(
         "connections: {} ({}){}{}\n",
         r.connections,
-        if neg.is_empty() { "none".to_string() } else { neg.join(" ") },
-        if tls.is_empty() { String::new() } else { format!(", {}", tls.join(" ")) },
-        if r.resumed > 0 { format!(", {} resumed", r.resumed) } else { String::new() }
+        if neg.is_empty() {
+            "none".to_string()
+        } else {
+            neg.join(" ")
+        },
+        if tls.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", tls.join(" "))
+        },
+        if r.resumed > 0 {
+            format!(", {} resumed", r.resumed)
+        } else {
+            String::new()
+        }
     ));
     let e = &r.errors;
     if e.total() > 0 {

@@ -20,7 +20,8 @@ pub struct Args {
 
 /// Reads every RunResult in `path` (a JSON object, or JSON lines).
 pub fn read_results(path: &std::path::Path) -> anyhow::Result<Vec<RunResult>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     if let Ok(one) = serde_json::from_str::<RunResult>(&text) {
         return Ok(vec![one]);
     }
@@ -49,7 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let text = serde_json::to_string(&merged).context("serialise the merged result")?;
     match &args.output {
-        Some(p) => std::fs::write(p, format!("{text}\n")).with_context(|| format!("write {}", p.display()))?,
+        Some(p) => std::fs::write(p, format!("{text}\n"))
+            .with_context(|| format!("write {}", p.display()))?,
         None => {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{text}").context("write to stdout")?;
