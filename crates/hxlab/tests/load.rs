@@ -682,3 +682,153 @@ fn duration_warm_up_cc_and_summary() {
         "{err}"
     );
 }
+
+/// GET /stats from `hxlab serve` over cleartext HTTP/1.1.
+fn serve_stats(plain: &str) -> Value {
+    let mut conn = TcpStream::connect(plain).expect("connect to serve");
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("read /stats");
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    // The body may be chunked; the JSON object is the part between the outer braces.
+    let (start, end) = (
+        body.find('{').expect("json"),
+        body.rfind('}').expect("json"),
+    );
+    serde_json::from_str(&body[start..=end]).expect("stats json")
+}
+
+#[test]
+fn hxlab_serve_every_protocol_agrees_with_its_stats() {
+    let server = common::Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let cacert = server.cert().display().to_string();
+    let cases: [(&str, String, &str, &str, &[&str]); 5] = [
+        (
+            "h1",
+            format!("http://{plain}/bytes/1000"),
+            "h1",
+            "http/1.1",
+            &["-m", "4"],
+        ),
+        (
+            "h1",
+            format!("https://{tls}/bytes/1000"),
+            "h1-tls",
+            "http/1.1",
+            &[],
+        ),
+        (
+            "h2",
+            format!("https://{tls}/bytes/1000"),
+            "h2",
+            "h2",
+            &["-m", "10"],
+        ),
+        (
+            "h2c",
+            format!("http://{plain}/bytes/1000"),
+            "h2c",
+            "h2c",
+            &["-m", "10"],
+        ),
+        (
+            "h3",
+            format!("https://{h3}/bytes/1000"),
+            "h3",
+            "h3",
+            &["-m", "10"],
+        ),
+    ];
+    for (proto, url, key, negotiated, extra) in cases {
+        let before = serve_stats(&plain);
+        let mut args = vec!["-n", "300", "-c", "3", "-t", "2", "--proto", proto, "-k"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let (code, v, err) = load(&args);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        let after = serve_stats(&plain);
+        let served = u(&after, &["by_protocol", key, "requests"])
+            - u(&before, &["by_protocol", key, "requests"]);
+        let bytes = u(&after, &["by_protocol", key, "body_bytes"])
+            - u(&before, &["by_protocol", key, "body_bytes"]);
+        assert_eq!(u(&v, &["requests_done"]), 300, "{proto}");
+        assert_eq!(served, 300, "{proto}: server counted {served}");
+        assert_eq!(u(&v, &["status", "200"]), 300);
+        assert_eq!(
+            u(&v, &["bytes", "body_received"]),
+            bytes,
+            "{proto}: body bytes disagree with /stats"
+        );
+        assert_eq!(bytes, 300_000);
+        assert_eq!(
+            u(&v, &["negotiated", negotiated]),
+            3,
+            "{proto}: {}",
+            v["negotiated"]
+        );
+        if proto == "h2" || proto == "h3" || proto == "h2c" {
+            let b = &v["bytes"];
+            assert!(
+                b["header_received"].as_u64() < b["header_uncompressed"].as_u64(),
+                "{proto}: {b}"
+            );
+            assert!(b["header_received"].as_u64().unwrap() > 0, "{proto}: {b}");
+        }
+    }
+
+    // Certificate verification against the served certificate, on TCP and QUIC.
+    for (proto, addr) in [("h2", &tls), ("h3", &h3)] {
+        let url = format!("https://{addr}/bytes/10");
+        let (code, v, err) = load(&[
+            "-n", "20", "-c", "2", "--proto", proto, "--cacert", &cacert, &url,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        assert_eq!(u(&v.expect("json"), &["requests_done"]), 20);
+    }
+
+    // Server-side delay and statuses are counted as they come.
+    let url = format!("http://{plain}/status/503");
+    let (code, v, _) = load(&["-n", "10", "--proto", "h2c", &url]);
+    assert_eq!(code, 0);
+    assert_eq!(u(&v.expect("json"), &["status", "503"]), 10);
+    let url = format!("https://{h3}/delay/300");
+    let (code, v, err) = load(&["-n", "4", "-c", "1", "-m", "4", "--proto", "h3", "-k", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    let p50 =
+        hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().unwrap())
+            .unwrap()
+            .quantile(0.5);
+    assert!(p50 >= 290_000, "h3 /delay/300 p50 {p50} us");
+    // A request timeout on a stalled response is a timeout error, not a hang.
+    let url = format!("https://{tls}/delay/5000");
+    let (code, v, err) = load(&[
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "-m",
+        "2",
+        "--proto",
+        "h2",
+        "-k",
+        "--timeout",
+        "300ms",
+        &url,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(u(&v.expect("json"), &["errors", "timeout"]), 2);
+}
