@@ -486,7 +486,7 @@ mod tests {
                 0,
                 1,
             ]);
-            bytes.extend(std::iter::repeat(0xaa).take(len as usize));
+            bytes.extend(std::iter::repeat_n(0xaa, len as usize));
         }
         for chunk in [1, 4, 9, 13, bytes.len()] {
             let mut s = FrameScanner::default();

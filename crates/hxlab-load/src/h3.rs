@@ -587,7 +587,7 @@ mod tests {
         // HEADERS (len 3), unknown type 0x21 with 2-byte varint type (len 2), DATA (len 70:
         // a 2-byte length varint), HEADERS (len 1: trailers).
         let mut bytes = vec![0x01, 0x03, 9, 9, 9, 0x40, 0x21, 0x02, 7, 7, 0x00, 0x40, 70];
-        bytes.extend(std::iter::repeat(5).take(70));
+        bytes.extend(std::iter::repeat_n(5, 70));
         bytes.extend_from_slice(&[0x01, 0x01, 1]);
         for chunk in [1, 2, 3, 5, bytes.len()] {
             let mut s = H3FrameScanner::default();

@@ -98,7 +98,7 @@ pub struct Args {
 /// A duration with a unit, or a bare number of seconds (as h2load's -D).
 fn duration_arg(flag: &str, s: &str) -> anyhow::Result<Duration> {
     if let Ok(secs) = s.trim().parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 && secs < 366.0 * 86400.0 {
+        if secs.is_finite() && (0.0..366.0 * 86400.0).contains(&secs) {
             return Ok(Duration::from_secs_f64(secs));
         }
         return Err(super::usage(format!(
