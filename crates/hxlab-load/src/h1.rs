@@ -107,7 +107,7 @@ fn parse_u64(s: &[u8], radix: u32) -> Option<u64> {
 }
 
 fn find_crlf(buf: &[u8]) -> Option<usize> {
-    buf.windows(2).position(|w| w == b"\r\n")
+    memchr::memmem::find(buf, b"\r\n")
 }
 
 impl ResponseParser {
@@ -241,7 +241,7 @@ impl ResponseParser {
 
     fn head(&mut self, buf: &[u8]) -> Result<(usize, Step), ParseError> {
         let from = self.scanned.saturating_sub(3);
-        let end = match buf[from..].windows(4).position(|w| w == b"\r\n\r\n") {
+        let end = match memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
             Some(i) => from + i + 4,
             None => {
                 if buf.len() > MAX_HEAD {
@@ -270,7 +270,7 @@ impl ResponseParser {
         let mut close = http10;
         for line in lines {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Some(colon) = line.iter().position(|&c| c == b':') else {
+            let Some(colon) = memchr::memchr(b':', line) else {
                 return Err(ParseError("header line without colon"));
             };
             let name = &line[..colon];
