@@ -675,6 +675,8 @@ fn duration_warm_up_cc_and_summary() {
     assert!((0.9..=1.2).contains(&d), "measured duration {d}");
     assert!(u(&v, &["requests_done"]) > 10);
     assert_eq!(v["config"]["cc"].as_str(), Some("reno"));
+    // Connections opened during warm-up carry the measured requests and are reported.
+    assert_eq!(u(&v, &["negotiated", "http/1.1"]), 2, "{}", v["negotiated"]);
     assert!(v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap() > 0.0);
     // The human summary (stderr when the JSON goes to stdout).
     assert!(
