@@ -316,6 +316,14 @@ impl ResponseParser {
     }
 }
 
+/// A kept-alive connection the server closed between two responses (it may close idle
+/// persistent connections at any time, RFC 9112 §9.3.1): the requests on it were not
+/// answered at all and are sent again on a new connection. A connection that never answered
+/// anything is a failure instead, so a server that only drops connections ends the run.
+fn stale(answered: u64, parser: &ResponseParser) -> bool {
+    answered > 0 && parser.idle()
+}
+
 /// A request on the wire, waiting for its response.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -480,10 +488,17 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                     }
                     break 'conn Ok(SessionEnd::Closed { answered });
                 }
-                if closing && parser.idle() && bufs.inflight.is_empty() {
+                if (closing && parser.idle() && bufs.inflight.is_empty())
+                    || stale(answered, &parser)
+                {
                     break 'conn Ok(SessionEnd::Closed { answered });
                 }
                 break 'conn Err((ErrorKind::Reset, "connection closed by peer".to_string()));
+            }
+            Wake::Read(Err(e))
+                if ErrorKind::of_io(&e) == ErrorKind::Reset && stale(answered, &parser) =>
+            {
+                break 'conn Ok(SessionEnd::Closed { answered })
             }
             Wake::Read(Err(e)) => break 'conn Err((ErrorKind::of_io(&e), io_phrase(&e))),
             Wake::Read(Ok(n)) => n,
