@@ -76,7 +76,7 @@ fn duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
 fn rate(flag: &str, v: &str) -> anyhow::Result<u64> {
     let r = hxlab_core::parse_rate(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
     if !(MIN_RATE..=MAX_RATE).contains(&r) {
-        return Err(usage(format!("--{flag} {v:?}: must be between 1kbit and 100gbit")));
+        return Err(usage(format!("--{flag} {v:?}: a link rate must be between 1kbit and 100gbit")));
     }
     Ok(r)
 }
