@@ -211,6 +211,8 @@ struct RelayCtx {
     tx: Arc<OwnedFd>,
     stop: Arc<OwnedFd>,
     start_ns: u64,
+    /// How long to keep delivering packets already in the link once asked to stop.
+    linger: Duration,
 }
 
 fn epoll_add(ep: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
@@ -236,6 +238,7 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
     epoll_add(ep.as_raw_fd(), ctx.stop.as_raw_fd(), 2)?;
     let mut pool: Vec<Buf> = Vec::new();
     let mut armed: Option<Duration> = None;
+    let mut drain_until: Option<Duration> = None;
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
     let rx = ctx.rx.as_raw_fd();
     let tx = ctx.tx.as_raw_fd();
@@ -304,8 +307,34 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
                     unsafe { libc::read(timer.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
                     armed = None;
                 }
-                2 => return Ok(ctx.pipe.stats().clone()),
+                2 => {
+                    let mut v = 0u64;
+                    // SAFETY: reads 8 bytes into v; non-blocking.
+                    unsafe { libc::read(ctx.stop.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+                    let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+                    drain_until.get_or_insert(now + ctx.linger);
+                }
                 _ => {}
+            }
+        }
+        if let Some(until) = drain_until {
+            // Stopping: let packets already on the wire (a final ACK or FIN) arrive, but
+            // never wait past the linger time.
+            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+            if now >= until || ctx.pipe.next_wakeup().is_none() {
+                return Ok(ctx.pipe.stats().clone());
+            }
+            if ctx.pipe.next_wakeup().is_some_and(|t| t > until) && armed.is_none_or(|a| a > until) {
+                let spec = libc::itimerspec {
+                    it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                    it_value: {
+                        let at = ctx.start_ns + until.as_nanos() as u64;
+                        libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as libc::c_long }
+                    },
+                };
+                // SAFETY: spec is valid.
+                unsafe { libc::timerfd_settime(timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+                armed = Some(until);
             }
         }
     }
@@ -382,6 +411,7 @@ impl Link {
                 tx,
                 stop,
                 start_ns,
+                linger: (2 * (dcfg.delay + dcfg.jitter) + Duration::from_millis(200)).min(Duration::from_secs(2)),
             };
             let name = format!("hxlab-link-{}", if dir == Direction::Down { "down" } else { "up" });
             let h = std::thread::Builder::new()
