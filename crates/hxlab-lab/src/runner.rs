@@ -40,7 +40,10 @@ pub enum RunnerError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunnerError + '_ {
-    move |source| RunnerError::Io { path: path.to_path_buf(), source }
+    move |source| RunnerError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// How to run.
@@ -116,7 +119,9 @@ impl Drop for Server {
 }
 
 fn port_of(addr: &Option<String>) -> Option<u16> {
-    addr.as_deref().and_then(|a| a.rsplit(':').next()).and_then(|p| p.parse().ok())
+    addr.as_deref()
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
 }
 
 /// Runs experiments.
@@ -133,7 +138,12 @@ const HOST: &str = "\u{1}HOST\u{1}";
 impl Runner {
     /// A runner with these options.
     pub fn new(opts: RunOptions) -> Runner {
-        Runner { opts, server: None, bind: "127.0.0.1", link: None }
+        Runner {
+            opts,
+            server: None,
+            bind: "127.0.0.1",
+            link: None,
+        }
     }
 
     /// Runs every repetition not yet finished; returns the summary. The records are in
@@ -170,7 +180,10 @@ impl Runner {
                 }
             }
         }
-        write_atomic(&meta_path, &serde_json::to_string_pretty(&meta).unwrap_or_default())?;
+        write_atomic(
+            &meta_path,
+            &serde_json::to_string_pretty(&meta).unwrap_or_default(),
+        )?;
 
         let pending: Vec<(&Cell, u32)> = exp
             .cells
@@ -203,15 +216,24 @@ impl Runner {
         if !pending.is_empty() {
             self.ensure_server()?;
         }
-        write_atomic(&meta_path, &serde_json::to_string_pretty(&meta).unwrap_or_default())?;
+        write_atomic(
+            &meta_path,
+            &serde_json::to_string_pretty(&meta).unwrap_or_default(),
+        )?;
         summary.setup_s = t0.elapsed().as_secs_f64();
 
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&results).map_err(io_err(&results))?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&results)
+            .map_err(io_err(&results))?;
         let bar = if self.opts.progress {
             let pb = indicatif::ProgressBar::new(exp.total_runs() as u64);
             pb.set_style(
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, ETA {eta} {wide_msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                indicatif::ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} runs, ETA {eta} {wide_msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             pb.set_position(summary.resumed as u64);
             Some(pb)
@@ -244,18 +266,27 @@ impl Runner {
                 summary.runs += 1;
                 if !record.is_clean() {
                     summary.failed += 1;
-                    say(&format!("warning: {} (repetition {}): {}", cell.key, rep, failure_text(&record)));
+                    say(&format!(
+                        "warning: {} (repetition {}): {}",
+                        cell.key,
+                        rep,
+                        failure_text(&record)
+                    ));
                 } else if let Some(w) = fallback(&cell.config, record.result.as_ref()) {
                     say(&format!("warning: {} (repetition {}): {w}", cell.key, rep));
                 }
             }
             let mut line = serde_json::to_string(&record).unwrap_or_default();
             line.push('\n');
-            file.write_all(line.as_bytes()).and_then(|_| file.flush()).map_err(io_err(&results))?;
+            file.write_all(line.as_bytes())
+                .and_then(|_| file.flush())
+                .map_err(io_err(&results))?;
             if let Some(pb) = &bar {
                 pb.inc(1);
             }
-            let last_of_cell = pending.get(i + 1).is_none_or(|(next, _)| next.key != cell.key);
+            let last_of_cell = pending
+                .get(i + 1)
+                .is_none_or(|(next, _)| next.key != cell.key);
             if self.opts.log_cells && last_of_cell && bar.is_none() {
                 eprintln!("[{cell_no}/{}] {} done", count_cells(&pending), cell.key);
             }
@@ -276,11 +307,25 @@ impl Runner {
         match run_bounded(cmd, Duration::from_secs(30)) {
             Ok((Some(0), _)) => Ok(()),
             Ok((code, stderr)) => {
-                let line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-                let why = if line.is_empty() { format!("`hxlab link` exited with {code:?}") } else { line };
+                let line = stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                let why = if line.is_empty() {
+                    format!("`hxlab link` exited with {code:?}")
+                } else {
+                    line
+                };
                 // SAFETY: geteuid has no preconditions.
                 let root = unsafe { libc::geteuid() } == 0;
-                Err(if root { why } else { format!("{why}; link emulation needs root here") })
+                Err(if root {
+                    why
+                } else {
+                    format!("{why}; link emulation needs root here")
+                })
             }
             Err(e) => Err(format!("`hxlab link` could not run: {e}")),
         }
@@ -299,7 +344,16 @@ impl Runner {
         let cert = dir.join("cert.pem");
         let _ = std::fs::remove_file(&ready_path);
         let mut child = Command::new(&self.opts.hxlab_bin)
-            .args(["serve", "--bind", self.bind, "--tls-port", "0", "--plain-port", "0", "--ready-file"])
+            .args([
+                "serve",
+                "--bind",
+                self.bind,
+                "--tls-port",
+                "0",
+                "--plain-port",
+                "0",
+                "--ready-file",
+            ])
             .arg(&ready_path)
             .arg("--cert-out")
             .arg(&cert)
@@ -307,8 +361,16 @@ impl Runner {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| RunnerError::Server(format!("cannot start {}: {e}", self.opts.hxlab_bin.display())))?;
-        let stderr = child.stderr.take().map(|s| std::thread::spawn(move || tail(s)));
+            .map_err(|e| {
+                RunnerError::Server(format!(
+                    "cannot start {}: {e}",
+                    self.opts.hxlab_bin.display()
+                ))
+            })?;
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| std::thread::spawn(move || tail(s)));
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(text) = std::fs::read_to_string(&ready_path) {
@@ -316,26 +378,46 @@ impl Runner {
                     let tls_port = port_of(&ready.tls);
                     let plain_port = port_of(&ready.plain);
                     let h3_port = port_of(&ready.h3);
-                    self.server = Some(Server { child, ready, cert, tls_port, plain_port, h3_port });
+                    self.server = Some(Server {
+                        child,
+                        ready,
+                        cert,
+                        tls_port,
+                        plain_port,
+                        h3_port,
+                    });
                     return Ok(());
                 }
             }
             if let Ok(Some(status)) = child.try_wait() {
                 let err = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-                let line = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-                return Err(RunnerError::Server(format!("`hxlab serve` exited ({status}): {line}")));
+                let line = err
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                return Err(RunnerError::Server(format!(
+                    "`hxlab serve` exited ({status}): {line}"
+                )));
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(RunnerError::Server("`hxlab serve` wrote no ready file within 20 s".into()));
+                return Err(RunnerError::Server(
+                    "`hxlab serve` wrote no ready file within 20 s".into(),
+                ));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
 
     fn run_one(&mut self, exp: &Experiment, cell: &Cell, rep: u32, tmp_json: &Path) -> Record {
-        let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let started_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
         let mut record = Record {
             experiment: exp.name.clone(),
             cell: cell.key.clone(),
@@ -366,10 +448,17 @@ impl Runner {
             }
         };
         record.expected_body_bytes = plan.expected_body_bytes;
-        let stats_addr = server.plain_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        let stats_addr = server
+            .plain_port
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
         let before = stats_addr.and_then(|a| server_stats(a, cell.config.protocol));
         let _ = std::fs::remove_file(tmp_json);
-        let mut load_args: Vec<String> = vec!["load".into(), "--no-progress".into(), "--json".into(), tmp_json.display().to_string()];
+        let mut load_args: Vec<String> = vec![
+            "load".into(),
+            "--no-progress".into(),
+            "--json".into(),
+            tmp_json.display().to_string(),
+        ];
         load_args.extend(plan.args.iter().cloned());
         let cmd = if cell.config.needs_link() {
             let mut c = Command::new(&self.opts.hxlab_bin);
@@ -383,7 +472,8 @@ impl Runner {
             if let Some(s) = exp.seed {
                 c.args(["--seed", &(s + rep as u64).to_string()]);
             }
-            let mut script = String::from("H=$HXLAB_LINK_HOST; case $H in *:*) H=\"[$H]\";; esac; exec ");
+            let mut script =
+                String::from("H=$HXLAB_LINK_HOST; case $H in *:*) H=\"[$H]\";; esac; exec ");
             script.push_str(&shell_quote(&self.opts.hxlab_bin.display().to_string()));
             for a in &load_args {
                 script.push(' ');
@@ -413,21 +503,41 @@ impl Runner {
         match std::fs::read_to_string(tmp_json) {
             Ok(text) => match serde_json::from_str::<RunResult>(&text) {
                 Ok(r) => record.result = Some(r),
-                Err(e) => record.error = Some(format!("hxlab load wrote an unreadable result: {e}")),
+                Err(e) => {
+                    record.error = Some(format!("hxlab load wrote an unreadable result: {e}"))
+                }
             },
             Err(_) => {
-                let line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+                let line = stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
                 record.error = Some(format!(
                     "hxlab load wrote no result (exit {}): {line}",
-                    record.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "by signal".into())
+                    record
+                        .exit_code
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "by signal".into())
                 ));
             }
         }
         if record.error.is_none() && record.exit_code != Some(0) {
             if let Some(r) = &record.result {
                 if r.requests_failed == 0 && r.errors.total() == 0 {
-                    let line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-                    record.error = Some(format!("hxlab load exited with {:?}: {line}", record.exit_code));
+                    let line = stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("")
+                        .trim()
+                        .to_string();
+                    record.error = Some(format!(
+                        "hxlab load exited with {:?}: {line}",
+                        record.exit_code
+                    ));
                 }
             }
         }
@@ -435,12 +545,19 @@ impl Runner {
             let mut requests = a.1.saturating_sub(b.1);
             // The /stats request itself is counted as plain HTTP/1.1.
             if cell.config.protocol == Protocol::H1 {
-                let started = record.result.as_ref().map(|r| r.requests_started).unwrap_or(0);
+                let started = record
+                    .result
+                    .as_ref()
+                    .map(|r| r.requests_started)
+                    .unwrap_or(0);
                 if requests > started {
                     requests -= 1;
                 }
             }
-            record.server = Some(ServerCost { cpu_s: (a.0 - b.0).max(0.0), requests });
+            record.server = Some(ServerCost {
+                cpu_s: (a.0 - b.0).max(0.0),
+                requests,
+            });
         }
         record
     }
@@ -464,7 +581,10 @@ fn failure_text(r: &Record) -> String {
     }
     match &r.result {
         Some(res) => {
-            let mut s = format!("{} of {} requests failed", res.requests_failed, res.requests_started);
+            let mut s = format!(
+                "{} of {} requests failed",
+                res.requests_failed, res.requests_started
+            );
             if let Some(e) = res.error_samples.first() {
                 s.push_str(&format!(" ({e})"));
             }
@@ -488,7 +608,13 @@ fn fallback(cfg: &CellConfig, r: Option<&RunResult>) -> Option<String> {
         .filter(|(k, n)| **n > 0 && !want.contains(&k.to_ascii_lowercase().as_str()))
         .map(|(k, n)| format!("{k} ×{n}"))
         .collect();
-    (!other.is_empty()).then(|| format!("asked for {} but connections negotiated {}", cfg.protocol.name(), other.join(", ")))
+    (!other.is_empty()).then(|| {
+        format!(
+            "asked for {} but connections negotiated {}",
+            cfg.protocol.name(),
+            other.join(", ")
+        )
+    })
 }
 
 /// The load generator's arguments for one cell.
@@ -505,30 +631,52 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
     };
     let Some(port) = port else {
         let what = match cfg.protocol {
-            Protocol::H3 => format!("an HTTP/3 listener (ready file: h3 = {:?})", server.ready.h3),
-            _ if scheme == "https" => format!("a TLS port (ready file: tls = {:?})", server.ready.tls),
-            _ => format!("a plain port (ready file: plain = {:?})", server.ready.plain),
+            Protocol::H3 => format!(
+                "an HTTP/3 listener (ready file: h3 = {:?})",
+                server.ready.h3
+            ),
+            _ if scheme == "https" => {
+                format!("a TLS port (ready file: tls = {:?})", server.ready.tls)
+            }
+            _ => format!(
+                "a plain port (ready file: plain = {:?})",
+                server.ready.plain
+            ),
         };
         return Err(format!("the server has no {what}"));
     };
     let origin = format!("{scheme}://{HOST}:{port}");
     let delay_ms = cfg.delay.as_millis();
-    let delay_q = if delay_ms > 0 { format!("?delay={delay_ms}") } else { String::new() };
+    let delay_q = if delay_ms > 0 {
+        format!("?delay={delay_ms}")
+    } else {
+        String::new()
+    };
     let mut args: Vec<String> = vec!["--proto".into(), cfg.protocol.load_proto().into()];
     let mut expected = None;
     match exp.workload {
         Workload::Resources | Workload::Browser => {
             let n = cfg.resources;
-            let (clients, streams) = if cfg.protocol.multiplexed() { (1, n) } else { (n.min(6), 1) };
+            let (clients, streams) = if cfg.protocol.multiplexed() {
+                (1, n)
+            } else {
+                (n.min(6), 1)
+            };
             let mut urls = Vec::new();
             let requests;
             if cfg.push {
                 // The page with its resources pushed: one request, the rest arrives by push.
-                urls.push(format!("{origin}/page?n={n}&size={}&delay={delay_ms}&push=1", cfg.size));
+                urls.push(format!(
+                    "{origin}/page?n={n}&size={}&delay={delay_ms}&push=1",
+                    cfg.size
+                ));
                 requests = 1;
             } else if exp.factors.iter().any(|f| f.name == "push") {
                 // The same page, resources requested by the client after the page arrived.
-                urls.push(format!("{origin}/page?n={n}&size={}&delay={delay_ms}&push=0", cfg.size));
+                urls.push(format!(
+                    "{origin}/page?n={n}&size={}&delay={delay_ms}&push=0",
+                    cfg.size
+                ));
                 for _ in 0..n {
                     urls.push(format!("{origin}/bytes/{}{delay_q}", cfg.size));
                 }
@@ -537,9 +685,20 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
                 urls.push(format!("{origin}/bytes/{}{delay_q}", cfg.size));
                 requests = n;
             }
-            let (clients, streams) = if urls.len() > 1 { (1, 1) } else { (clients, streams) };
+            let (clients, streams) = if urls.len() > 1 {
+                (1, 1)
+            } else {
+                (clients, streams)
+            };
             expected = Some(n * cfg.size);
-            args.extend(["-n".into(), requests.to_string(), "-c".into(), clients.to_string(), "-m".into(), streams.to_string()]);
+            args.extend([
+                "-n".into(),
+                requests.to_string(),
+                "-c".into(),
+                clients.to_string(),
+                "-m".into(),
+                streams.to_string(),
+            ]);
             args.extend(urls);
         }
         Workload::Throughput => {
@@ -548,7 +707,12 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
             } else {
                 args.extend(["-n".into(), cfg.requests.to_string()]);
             }
-            args.extend(["-c".into(), cfg.clients.to_string(), "-m".into(), cfg.streams.to_string()]);
+            args.extend([
+                "-c".into(),
+                cfg.clients.to_string(),
+                "-m".into(),
+                cfg.streams.to_string(),
+            ]);
             if let Some(w) = exp.warm_up.filter(|w| !w.is_zero()) {
                 args.extend(["--warm-up".into(), format!("{}ms", w.as_millis())]);
             }
@@ -576,22 +740,34 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
         }
     }
     // URLs last, as the contract has them.
-    let (urls, mut rest): (Vec<String>, Vec<String>) = args.into_iter().partition(|a| a.contains(HOST));
+    let (urls, mut rest): (Vec<String>, Vec<String>) =
+        args.into_iter().partition(|a| a.contains(HOST));
     rest.extend(urls);
-    Ok(Plan { args: rest, expected_body_bytes: expected })
+    Ok(Plan {
+        args: rest,
+        expected_body_bytes: expected,
+    })
 }
 
 /// Single-quotes an argument for sh, leaving the link-host placeholder to the shell.
 fn shell_quote(a: &str) -> String {
-    a.split(HOST).map(|part| format!("'{}'", part.replace('\'', "'\\''"))).collect::<Vec<_>>().join("\"$H\"")
+    a.split(HOST)
+        .map(|part| format!("'{}'", part.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join("\"$H\"")
 }
 
 /// Runs a command in its own process group with a time limit; returns (exit code, the end
 /// of its stderr). On timeout the whole group is killed.
 fn run_bounded(mut cmd: Command, limit: Duration) -> Result<(Option<i32>, String), String> {
     use std::os::unix::process::CommandExt;
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
     let pid = child.id() as i32;
     let stderr = child.stderr.take();
     let reader = std::thread::spawn(move || stderr.map(tail).unwrap_or_default());
@@ -644,19 +820,27 @@ fn server_stats(addr: SocketAddr, proto: Protocol) -> Option<(f64, u64)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    s.write_all(b"GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .ok()?;
     let mut buf = Vec::new();
     s.take(1 << 20).read_to_end(&mut buf).ok()?;
     let text = String::from_utf8_lossy(&buf);
     let (_, body) = text.split_once("\r\n\r\n")?;
-    let body = if text[..text.find("\r\n\r\n")?].to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if text[..text.find("\r\n\r\n")?]
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)?
     } else {
         body.to_string()
     };
     let v: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
     let cpu = v.get("cpu_user_s")?.as_f64()? + v.get("cpu_sys_s")?.as_f64()?;
-    let requests = v.get("by_protocol")?.get(proto.stats_key())?.get("requests")?.as_u64()?;
+    let requests = v
+        .get("by_protocol")?
+        .get(proto.stats_key())?
+        .get("requests")?
+        .as_u64()?;
     Some((cpu, requests))
 }
 
@@ -688,7 +872,11 @@ mod tests {
     fn fake_server() -> Server {
         Server {
             child: Command::new("true").spawn().expect("spawn true"),
-            ready: Ready { tls: Some("127.0.0.1:4433".into()), plain: Some("127.0.0.1:8080".into()), h3: Some("127.0.0.1:4433".into()) },
+            ready: Ready {
+                tls: Some("127.0.0.1:4433".into()),
+                plain: Some("127.0.0.1:8080".into()),
+                h3: Some("127.0.0.1:4433".into()),
+            },
             cert: PathBuf::from("/tmp/c.pem"),
             tls_port: Some(4433),
             plain_port: Some(8080),
@@ -704,10 +892,17 @@ mod tests {
         let a = p.args.join(" ");
         assert_eq!(a, format!("--proto h1 -n 12 -c 6 -m 1 --cacert /tmp/c.pem https://{HOST}:4433/bytes/10240?delay=50"));
         let p = plan(&e, &e.cells[1].config, &s).expect("plan");
-        assert!(p.args.join(" ").starts_with("--proto h2 -n 12 -c 1 -m 12 "), "{:?}", p.args);
+        assert!(
+            p.args.join(" ").starts_with("--proto h2 -n 12 -c 1 -m 12 "),
+            "{:?}",
+            p.args
+        );
         assert_eq!(p.expected_body_bytes, Some(12 * 10240));
         let p = plan(&e, &e.cells[3].config, &s).expect("plan");
-        assert_eq!(p.args.last().map(String::as_str), Some(format!("http://{HOST}:8080/bytes/10240?delay=50").as_str()));
+        assert_eq!(
+            p.args.last().map(String::as_str),
+            Some(format!("http://{HOST}:8080/bytes/10240?delay=50").as_str())
+        );
         assert!(!p.args.contains(&"--cacert".to_string()));
     }
 
@@ -720,20 +915,44 @@ mod tests {
         )
         .expect("parse");
         let p = plan(&e, &e.cells[0].config, &fake_server()).expect("plan");
-        assert_eq!(p.args.join(" "), format!("--proto h2 -n 1000 -c 10 -m 10 --warm-up 1000ms -k https://{HOST}:4433/bytes/100"));
-        let e = parse("t.toml", "protocol = \"h2\"\nresources = 1\nsize = \"290KB\"\npush = [false, true]\n", &Overrides::default()).expect("parse");
+        assert_eq!(
+            p.args.join(" "),
+            format!(
+                "--proto h2 -n 1000 -c 10 -m 10 --warm-up 1000ms -k https://{HOST}:4433/bytes/100"
+            )
+        );
+        let e = parse(
+            "t.toml",
+            "protocol = \"h2\"\nresources = 1\nsize = \"290KB\"\npush = [false, true]\n",
+            &Overrides::default(),
+        )
+        .expect("parse");
         let p = plan(&e, &e.cells[0].config, &fake_server()).expect("plan");
-        assert_eq!(p.args.iter().filter(|a| a.contains(HOST)).count(), 2, "page, then the script");
+        assert_eq!(
+            p.args.iter().filter(|a| a.contains(HOST)).count(),
+            2,
+            "page, then the script"
+        );
         let p = plan(&e, &e.cells[1].config, &fake_server()).expect("plan");
-        assert!(p.args.last().is_some_and(|u| u.ends_with("push=1")), "{:?}", p.args);
+        assert!(
+            p.args.last().is_some_and(|u| u.ends_with("push=1")),
+            "{:?}",
+            p.args
+        );
     }
 
     #[test]
     fn shell_quoting_leaves_only_the_host_to_the_shell() {
         let q = shell_quote(&format!("https://{HOST}:1/x?a=1&b='2'"));
         assert_eq!(q, "'https://'\"$H\"':1/x?a=1&b='\\''2'\\'''");
-        let out = Command::new("sh").args(["-c", &format!("H=10.0.0.1; printf %s {q}")]).output().expect("sh");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "https://10.0.0.1:1/x?a=1&b='2'");
+        let out = Command::new("sh")
+            .args(["-c", &format!("H=10.0.0.1; printf %s {q}")])
+            .output()
+            .expect("sh");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "https://10.0.0.1:1/x?a=1&b='2'"
+        );
     }
 
     #[test]
@@ -746,11 +965,17 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(10));
         let mut c = Command::new("sh");
         c.args(["-c", "echo oops >&2; exit 3"]);
-        assert_eq!(run_bounded(c, Duration::from_secs(10)).expect("ran"), (Some(3), "oops\n".to_string()));
+        assert_eq!(
+            run_bounded(c, Duration::from_secs(10)).expect("ran"),
+            (Some(3), "oops\n".to_string())
+        );
     }
 
     #[test]
     fn dechunks_stats() {
-        assert_eq!(dechunk("5\r\nhello\r\n1\r\n!\r\n0\r\n\r\n").as_deref(), Some("hello!"));
+        assert_eq!(
+            dechunk("5\r\nhello\r\n1\r\n!\r\n0\r\n\r\n").as_deref(),
+            Some("hello!")
+        );
     }
 }

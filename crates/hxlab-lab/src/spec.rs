@@ -64,7 +64,13 @@ pub enum Protocol {
 
 impl Protocol {
     /// Every protocol, in the order reports list them.
-    pub const ALL: [Protocol; 5] = [Protocol::H1, Protocol::H1Tls, Protocol::H2, Protocol::H2c, Protocol::H3];
+    pub const ALL: [Protocol; 5] = [
+        Protocol::H1,
+        Protocol::H1Tls,
+        Protocol::H2,
+        Protocol::H2c,
+        Protocol::H3,
+    ];
 
     /// The name in experiment files and reports.
     pub fn name(self) -> &'static str {
@@ -106,20 +112,35 @@ impl Protocol {
 /// Factor names in display order, with what each expects.
 pub const FACTORS: [(&str, &str); 15] = [
     ("protocol", "one of h1, h1-tls, h2, h2c, h3"),
-    ("profile", "a network profile name (see PROFILES.md) or \"none\""),
-    ("loss", "a loss rate like \"1%\" or a Gilbert-Elliott model \"ge:P,R,H,K\""),
+    (
+        "profile",
+        "a network profile name (see PROFILES.md) or \"none\"",
+    ),
+    (
+        "loss",
+        "a loss rate like \"1%\" or a Gilbert-Elliott model \"ge:P,R,H,K\"",
+    ),
     ("cc", "a congestion control: reno, cubic, bbr or default"),
     ("delay", "a server delay like \"10ms\""),
     ("resources", "a positive number of resources"),
-    ("size", "a size like \"100KiB\", \"0.1MiB\" or a number of bytes"),
+    (
+        "size",
+        "a size like \"100KiB\", \"0.1MiB\" or a number of bytes",
+    ),
     ("push", "true or false (HTTP/2 server push)"),
     ("keepalive", "true or false"),
     ("tls_resume", "true or false (TLS session resumption)"),
     ("zero_rtt", "true or false (0-RTT early data)"),
     ("clients", "a positive number of connections"),
-    ("streams", "a positive number of concurrent streams per connection"),
+    (
+        "streams",
+        "a positive number of concurrent streams per connection",
+    ),
     ("requests", "a positive number of requests"),
-    ("duration", "a duration like \"10s\" (instead of a request count)"),
+    (
+        "duration",
+        "a duration like \"10s\" (instead of a request count)",
+    ),
 ];
 
 /// Experiment-wide settings.
@@ -325,13 +346,24 @@ impl Ctx<'_> {
         match place {
             Place::File(span) => {
                 let (line, column) = line_col(self.src, span.start);
-                SpecError::At { file: self.file.to_string(), line, column, message: message.into() }
+                SpecError::At {
+                    file: self.file.to_string(),
+                    line,
+                    column,
+                    message: message.into(),
+                }
             }
-            Place::Option(o) => SpecError::Override { option: o.clone(), message: message.into() },
+            Place::Option(o) => SpecError::Override {
+                option: o.clone(),
+                message: message.into(),
+            },
         }
     }
     fn whole(&self, message: impl Into<String>) -> SpecError {
-        SpecError::Whole { file: self.file.to_string(), message: message.into() }
+        SpecError::Whole {
+            file: self.file.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -340,7 +372,12 @@ fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
     let before = &src[..src.floor_char_boundary_compat(offset)];
     let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
     (line, column)
 }
 
@@ -371,7 +408,11 @@ fn type_name(v: &toml::Value) -> &'static str {
 
 /// Reads one value of a factor, or says what was expected.
 fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> {
-    let expected = FACTORS.iter().find(|(n, _)| *n == factor).map(|(_, e)| *e).unwrap_or("a value");
+    let expected = FACTORS
+        .iter()
+        .find(|(n, _)| *n == factor)
+        .map(|(_, e)| *e)
+        .unwrap_or("a value");
     let wrong = || format!("{factor}: expected {expected}, found {}", type_name(v));
     match factor {
         "protocol" => {
@@ -391,7 +432,10 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
             }
             match profiles::canonical(s) {
                 Some(p) => Ok((p.to_string(), Level::Text(p.to_string()))),
-                None => Err(format!("unknown profile {s:?}; known: \"none\", {}", profiles::all().join(", "))),
+                None => Err(format!(
+                    "unknown profile {s:?}; known: \"none\", {}",
+                    profiles::all().join(", ")
+                )),
             }
         }
         "loss" => {
@@ -408,7 +452,9 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
             if ["reno", "cubic", "bbr", "default"].contains(&s) {
                 Ok((s.to_string(), Level::Text(s.to_string())))
             } else {
-                Err(format!("unknown congestion control {s:?}; expected {expected}"))
+                Err(format!(
+                    "unknown congestion control {s:?}; expected {expected}"
+                ))
             }
         }
         "delay" | "duration" => {
@@ -416,13 +462,18 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(0) => "0ms".into(),
                 toml::Value::Integer(_) => {
-                    return Err(format!("{factor}: a duration needs a unit, e.g. \"{}ms\"", v.as_integer().unwrap_or(0)))
+                    return Err(format!(
+                        "{factor}: a duration needs a unit, e.g. \"{}ms\"",
+                        v.as_integer().unwrap_or(0)
+                    ))
                 }
                 _ => return Err(wrong()),
             };
             let d = parse_duration(&s).map_err(|e| format!("{factor}: {e}"))?;
             if factor == "delay" && d.as_nanos() % 1_000_000 != 0 {
-                return Err(format!("delay {s:?}: the server's delay is in whole milliseconds"));
+                return Err(format!(
+                    "delay {s:?}: the server's delay is in whole milliseconds"
+                ));
             }
             if factor == "delay" && d > Duration::from_secs(60) {
                 return Err(format!("delay {s:?}: at most 60s"));
@@ -434,7 +485,9 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
         }
         "size" => {
             let (s, bytes) = match v {
-                toml::Value::String(s) => (s.clone(), parse_size(s).map_err(|e| format!("size: {e}"))?),
+                toml::Value::String(s) => {
+                    (s.clone(), parse_size(s).map_err(|e| format!("size: {e}"))?)
+                }
                 toml::Value::Integer(n) if *n >= 0 => (n.to_string(), *n as u64),
                 _ => return Err(wrong()),
             };
@@ -465,16 +518,22 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
 fn check_loss(s: &str) -> Result<(), String> {
     let pct = |t: &str| -> Result<f64, String> {
         let t = t.trim().trim_end_matches('%');
-        let x: f64 = t.parse().map_err(|_| format!("loss {s:?}: {t:?} is not a number"))?;
+        let x: f64 = t
+            .parse()
+            .map_err(|_| format!("loss {s:?}: {t:?} is not a number"))?;
         if !(0.0..=100.0).contains(&x) {
-            return Err(format!("loss {s:?}: {x} is not a percentage between 0 and 100"));
+            return Err(format!(
+                "loss {s:?}: {x} is not a percentage between 0 and 100"
+            ));
         }
         Ok(x)
     };
     if let Some(rest) = s.strip_prefix("ge:") {
         let parts: Vec<&str> = rest.split(',').collect();
         if parts.len() != 4 {
-            return Err(format!("loss {s:?}: a Gilbert-Elliott model has four values, ge:P,R,H,K"));
+            return Err(format!(
+                "loss {s:?}: a Gilbert-Elliott model has four values, ge:P,R,H,K"
+            ));
         }
         for p in parts {
             pct(p)?;
@@ -483,24 +542,39 @@ fn check_loss(s: &str) -> Result<(), String> {
     } else if s.ends_with('%') || s.trim() == "0" {
         pct(s).map(|_| ())
     } else {
-        Err(format!("loss {s:?}: expected a percentage like \"1%\" or \"ge:P,R,H,K\""))
+        Err(format!(
+            "loss {s:?}: expected a percentage like \"1%\" or \"ge:P,R,H,K\""
+        ))
     }
 }
 
-fn read_factor(ctx: &Ctx, name: &str, value: &Spanned<toml::Value>) -> Result<FactorSpec, SpecError> {
+fn read_factor(
+    ctx: &Ctx,
+    name: &str,
+    value: &Spanned<toml::Value>,
+) -> Result<FactorSpec, SpecError> {
     let place = Place::File(value.span());
     let levels = match value.get_ref() {
         toml::Value::Array(items) => {
             if items.is_empty() {
-                return Err(ctx.at(&place, format!("{name}: an empty list sweeps nothing; give at least one value")));
+                return Err(ctx.at(
+                    &place,
+                    format!("{name}: an empty list sweeps nothing; give at least one value"),
+                ));
             }
-            items.iter().map(|v| read_level(name, v)).collect::<Result<Vec<_>, _>>()
+            items
+                .iter()
+                .map(|v| read_level(name, v))
+                .collect::<Result<Vec<_>, _>>()
         }
         v => read_level(name, v).map(|l| vec![l]),
     }
     .map_err(|m| ctx.at(&place, m))?;
     check_duplicates(name, &levels).map_err(|m| ctx.at(&place, m))?;
-    Ok(FactorSpec { levels, span: place })
+    Ok(FactorSpec {
+        levels,
+        span: place,
+    })
 }
 
 fn check_duplicates(name: &str, levels: &[(String, Level)]) -> Result<(), String> {
@@ -513,10 +587,12 @@ fn check_duplicates(name: &str, levels: &[(String, Level)]) -> Result<(), String
 }
 
 fn str_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<String, SpecError> {
-    v.get_ref()
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| ctx.at(&Place::File(v.span()), format!("{key}: expected a string, found {}", type_name(v.get_ref()))))
+    v.get_ref().as_str().map(str::to_string).ok_or_else(|| {
+        ctx.at(
+            &Place::File(v.span()),
+            format!("{key}: expected a string, found {}", type_name(v.get_ref())),
+        )
+    })
 }
 
 fn duration_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<Duration, SpecError> {
@@ -545,10 +621,15 @@ fn unknown_key(key: &str) -> String {
 /// Parses and checks an experiment file. `file` names it in error messages.
 pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment, SpecError> {
     let ctx = Ctx { file, src };
-    let top: BTreeMap<Spanned<String>, Spanned<toml::Value>> = toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
+    let top: BTreeMap<Spanned<String>, Spanned<toml::Value>> =
+        toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
     let blocks: RawBlocks = toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
 
-    let stem = std::path::Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("experiment").to_string();
+    let stem = std::path::Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("experiment")
+        .to_string();
     let mut exp = Experiment {
         name: stem,
         title: String::new(),
@@ -635,7 +716,10 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
             if !FACTORS.iter().any(|(n, _)| *n == key) {
                 return Err(ctx.at(
                     &Place::File(k.span()),
-                    format!("unknown factor `{key}` in [[matrix]]; a block may set only factors ({})", FACTORS.map(|f| f.0).join(", ")),
+                    format!(
+                        "unknown factor `{key}` in [[matrix]]; a block may set only factors ({})",
+                        FACTORS.map(|f| f.0).join(", ")
+                    ),
                 ));
             }
             b.insert(key.to_string(), read_factor(&ctx, key, v)?);
@@ -654,7 +738,11 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
                 .map(|r| PublishedRow {
                     label: r.label,
                     factors: r.factors,
-                    values: r.values.into_iter().map(|v| v.is_finite().then_some(v)).collect(),
+                    values: r
+                        .values
+                        .into_iter()
+                        .map(|v| v.is_finite().then_some(v))
+                        .collect(),
                 })
                 .collect(),
         });
@@ -663,7 +751,10 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
     // Command-line overrides replace a factor everywhere.
     if let Some(r) = overrides.repetitions {
         if !(1..=1000).contains(&r) {
-            return Err(SpecError::Override { option: format!("--repetitions {r}"), message: "expected 1 to 1000".into() });
+            return Err(SpecError::Override {
+                option: format!("--repetitions {r}"),
+                message: "expected 1 to 1000".into(),
+            });
         }
         exp.repetitions = r;
     }
@@ -676,11 +767,20 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
     for set in &overrides.set {
         let option = format!("--set {set}");
         let Some((name, values)) = set.split_once('=') else {
-            return Err(SpecError::Override { option, message: "expected FACTOR=VALUE[,VALUE...]".into() });
+            return Err(SpecError::Override {
+                option,
+                message: "expected FACTOR=VALUE[,VALUE...]".into(),
+            });
         };
         let name = name.trim();
         if !FACTORS.iter().any(|(n, _)| *n == name) {
-            return Err(SpecError::Override { option, message: format!("unknown factor {name:?}; expected one of {}", FACTORS.map(|f| f.0).join(", ")) });
+            return Err(SpecError::Override {
+                option,
+                message: format!(
+                    "unknown factor {name:?}; expected one of {}",
+                    FACTORS.map(|f| f.0).join(", ")
+                ),
+            });
         }
         let mut levels = Vec::new();
         for raw in values.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -691,27 +791,50 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
             } else {
                 toml::Value::String(raw.to_string())
             };
-            levels.push(read_level(name, &v).map_err(|m| SpecError::Override { option: option.clone(), message: m })?);
+            levels.push(read_level(name, &v).map_err(|m| SpecError::Override {
+                option: option.clone(),
+                message: m,
+            })?);
         }
         if levels.is_empty() {
-            return Err(SpecError::Override { option, message: "no value given".into() });
+            return Err(SpecError::Override {
+                option,
+                message: "no value given".into(),
+            });
         }
-        check_duplicates(name, &levels).map_err(|m| SpecError::Override { option: option.clone(), message: m })?;
+        check_duplicates(name, &levels).map_err(|m| SpecError::Override {
+            option: option.clone(),
+            message: m,
+        })?;
         for b in &mut block_specs {
             b.remove(name);
         }
-        base.insert(name.to_string(), FactorSpec { levels, span: Place::Option(option) });
+        base.insert(
+            name.to_string(),
+            FactorSpec {
+                levels,
+                span: Place::Option(option),
+            },
+        );
     }
 
-    if !base.contains_key("protocol") && (block_specs.is_empty() || block_specs.iter().any(|b| !b.contains_key("protocol"))) {
+    if !base.contains_key("protocol")
+        && (block_specs.is_empty() || block_specs.iter().any(|b| !b.contains_key("protocol")))
+    {
         return Err(ctx.whole("no `protocol` given; e.g. protocol = [\"h1-tls\", \"h2\", \"h3\"]"));
     }
-    if exp.workload == Workload::Throughput && !has_factor(&base, &block_specs, "requests") && !has_factor(&base, &block_specs, "duration") {
+    if exp.workload == Workload::Throughput
+        && !has_factor(&base, &block_specs, "requests")
+        && !has_factor(&base, &block_specs, "duration")
+    {
         return Err(ctx.whole("the throughput workload needs `requests` (a count) or `duration`"));
     }
     if exp.workload == Workload::Resources {
         for f in ["clients", "streams", "requests", "duration"] {
-            if let Some(spec) = base.get(f).or_else(|| block_specs.iter().find_map(|b| b.get(f))) {
+            if let Some(spec) = base
+                .get(f)
+                .or_else(|| block_specs.iter().find_map(|b| b.get(f)))
+            {
                 return Err(ctx.at(
                     &spec.span,
                     format!("`{f}` belongs to the throughput workload; the resources workload opens connections as a browser would (set workload = \"throughput\" for h2load-style -n/-c/-m)"),
@@ -723,12 +846,16 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
     expand(&ctx, &mut exp, &base, &block_specs)?;
     if let Some(c) = &exp.columns {
         if !exp.factors.iter().any(|f| &f.name == c) {
-            return Err(ctx.whole(format!("columns = {c:?}, but the experiment has no factor {c:?}")));
+            return Err(ctx.whole(format!(
+                "columns = {c:?}, but the experiment has no factor {c:?}"
+            )));
         }
     }
     if let Some(b) = &exp.baseline {
         if !exp.levels("protocol").contains(b) {
-            return Err(ctx.whole(format!("baseline = {b:?}, but {b} is not among the protocols")));
+            return Err(ctx.whole(format!(
+                "baseline = {b:?}, but {b} is not among the protocols"
+            )));
         }
     }
     if exp.total_runs() > MAX_RUNS {
@@ -744,11 +871,19 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
 
 impl Experiment {
     fn levels(&self, name: &str) -> Vec<String> {
-        self.factors.iter().find(|f| f.name == name).map(|f| f.levels.clone()).unwrap_or_default()
+        self.factors
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.levels.clone())
+            .unwrap_or_default()
     }
 }
 
-fn has_factor(base: &BTreeMap<String, FactorSpec>, blocks: &[BTreeMap<String, FactorSpec>], f: &str) -> bool {
+fn has_factor(
+    base: &BTreeMap<String, FactorSpec>,
+    blocks: &[BTreeMap<String, FactorSpec>],
+    f: &str,
+) -> bool {
     base.contains_key(f) || blocks.iter().any(|b| b.contains_key(f))
 }
 
@@ -787,7 +922,13 @@ fn expand(
     for (name, v) in defaults(exp.workload) {
         if !base.contains_key(name) {
             let level = read_level(name, &v).map_err(|m| ctx.whole(m))?;
-            base.insert(name.to_string(), FactorSpec { levels: vec![level], span: Place::Option(format!("default {name}")) });
+            base.insert(
+                name.to_string(),
+                FactorSpec {
+                    levels: vec![level],
+                    span: Place::Option(format!("default {name}")),
+                },
+            );
         }
     }
     let merged: Vec<BTreeMap<String, FactorSpec>> = if blocks.is_empty() {
@@ -818,12 +959,19 @@ fn expand(
             }
         }
         if !levels.is_empty() {
-            factor_levels.push(FactorLevels { name: name.to_string(), levels });
+            factor_levels.push(FactorLevels {
+                name: name.to_string(),
+                levels,
+            });
         }
     }
     let mut seen = std::collections::HashSet::new();
     for m in &merged {
-        let names: Vec<&str> = FACTORS.iter().map(|(n, _)| *n).filter(|n| m.contains_key(*n)).collect();
+        let names: Vec<&str> = FACTORS
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| m.contains_key(*n))
+            .collect();
         let mut combos: Vec<Vec<(&str, &(String, Level))>> = vec![Vec::new()];
         for n in &names {
             let spec = &m[*n];
@@ -837,17 +985,30 @@ fn expand(
             }
             combos = next;
             if combos.len() > MAX_RUNS {
-                return Err(ctx.whole(format!("the matrix has more than {MAX_RUNS} cells; sweep fewer values")));
+                return Err(ctx.whole(format!(
+                    "the matrix has more than {MAX_RUNS} cells; sweep fewer values"
+                )));
             }
         }
         for combo in combos {
-            let key = combo.iter().map(|(n, (d, _))| format!("{n}={d}")).collect::<Vec<_>>().join(" ");
+            let key = combo
+                .iter()
+                .map(|(n, (d, _))| format!("{n}={d}"))
+                .collect::<Vec<_>>()
+                .join(" ");
             if !seen.insert(key.clone()) {
                 continue;
             }
             let config = cell_config(ctx, m, &combo)?;
-            let factors = combo.iter().map(|(n, (d, _))| (n.to_string(), d.clone())).collect();
-            exp.cells.push(Cell { key, factors, config });
+            let factors = combo
+                .iter()
+                .map(|(n, (d, _))| (n.to_string(), d.clone()))
+                .collect();
+            exp.cells.push(Cell {
+                key,
+                factors,
+                config,
+            });
         }
     }
     // Factors that are absent from some blocks still need a level in every cell for the
@@ -856,8 +1017,17 @@ fn expand(
     Ok(())
 }
 
-fn cell_config(ctx: &Ctx, m: &BTreeMap<String, FactorSpec>, combo: &[(&str, &(String, Level))]) -> Result<CellConfig, SpecError> {
-    let get = |n: &str| combo.iter().find(|(k, _)| *k == n).map(|(_, (_, l))| l.clone());
+fn cell_config(
+    ctx: &Ctx,
+    m: &BTreeMap<String, FactorSpec>,
+    combo: &[(&str, &(String, Level))],
+) -> Result<CellConfig, SpecError> {
+    let get = |n: &str| {
+        combo
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, (_, l))| l.clone())
+    };
     let text = |n: &str| match get(n) {
         Some(Level::Text(s)) => Some(s),
         _ => None,
@@ -874,9 +1044,19 @@ fn cell_config(ctx: &Ctx, m: &BTreeMap<String, FactorSpec>, combo: &[(&str, &(St
         Some(Level::Time(d)) => Some(d),
         _ => None,
     };
-    let place = |n: &str| m.get(n).map(|s| s.span.clone()).unwrap_or(Place::Option(n.to_string()));
-    let key = combo.iter().map(|(n, (d, _))| format!("{n}={d}")).collect::<Vec<_>>().join(" ");
-    let protocol = text("protocol").and_then(|s| Protocol::parse(&s)).ok_or_else(|| ctx.whole("a cell has no protocol"))?;
+    let place = |n: &str| {
+        m.get(n)
+            .map(|s| s.span.clone())
+            .unwrap_or(Place::Option(n.to_string()))
+    };
+    let key = combo
+        .iter()
+        .map(|(n, (d, _))| format!("{n}={d}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let protocol = text("protocol")
+        .and_then(|s| Protocol::parse(&s))
+        .ok_or_else(|| ctx.whole("a cell has no protocol"))?;
     let cfg = CellConfig {
         protocol,
         profile: text("profile").filter(|p| p != "none"),
@@ -910,7 +1090,11 @@ fn cell_config(ctx: &Ctx, m: &BTreeMap<String, FactorSpec>, combo: &[(&str, &(St
         ));
     }
     if (cfg.tls_resume || cfg.zero_rtt) && !cfg.protocol.tls() {
-        let f = if cfg.zero_rtt { "zero_rtt" } else { "tls_resume" };
+        let f = if cfg.zero_rtt {
+            "zero_rtt"
+        } else {
+            "tls_resume"
+        };
         return Err(ctx.at(
             &place(f),
             format!("impossible cell `{key}`: {f} needs TLS, and {} is plain text; use it with h1-tls, h2 or h3", cfg.protocol.name()),
@@ -923,10 +1107,16 @@ fn cell_config(ctx: &Ctx, m: &BTreeMap<String, FactorSpec>, combo: &[(&str, &(St
         ));
     }
     if cfg.push && cfg.resources < 1 {
-        return Err(ctx.at(&place("push"), format!("impossible cell `{key}`: push needs at least one resource")));
+        return Err(ctx.at(
+            &place("push"),
+            format!("impossible cell `{key}`: push needs at least one resource"),
+        ));
     }
     if cfg.duration.is_some() && cfg.requests > 0 {
-        return Err(ctx.at(&place("duration"), format!("cell `{key}`: give `requests` or `duration`, not both")));
+        return Err(ctx.at(
+            &place("duration"),
+            format!("cell `{key}`: give `requests` or `duration`, not both"),
+        ));
     }
     Ok(cfg)
 }
@@ -950,8 +1140,14 @@ mod tests {
         let e = ok("protocol = [\"h1-tls\", \"h2\"]\ndelay = [\"0ms\", \"10ms\", \"30ms\"]\nresources = 100\nsize = \"0.1MiB\"\nrepetitions = 3\n");
         assert_eq!(e.cells.len(), 6);
         assert_eq!(e.total_runs(), 18);
-        assert_eq!(e.cells[0].key, "protocol=h1-tls delay=0ms resources=100 size=0.1MiB");
-        assert_eq!(e.cells[1].key, "protocol=h1-tls delay=10ms resources=100 size=0.1MiB");
+        assert_eq!(
+            e.cells[0].key,
+            "protocol=h1-tls delay=0ms resources=100 size=0.1MiB"
+        );
+        assert_eq!(
+            e.cells[1].key,
+            "protocol=h1-tls delay=10ms resources=100 size=0.1MiB"
+        );
         assert_eq!(e.cells[5].config.protocol, Protocol::H2);
         assert_eq!(e.cells[5].config.delay, Duration::from_millis(30));
         assert_eq!(e.cells[5].config.size, 104857);
@@ -974,25 +1170,41 @@ mod tests {
         // 2×2 loopback cells + 2 network cells.
         assert_eq!(e.cells.len(), 6);
         assert_eq!(e.cells.iter().filter(|c| c.config.needs_link()).count(), 2);
-        let prof = e.factors.iter().find(|f| f.name == "profile").expect("profile factor");
+        let prof = e
+            .factors
+            .iter()
+            .find(|f| f.name == "profile")
+            .expect("profile factor");
         assert_eq!(prof.levels, vec!["Regular 4G"]);
     }
 
     #[test]
     fn impossible_combinations_are_refused_with_place() {
         let m = err("protocol = [\"h1\", \"h2\"]\npush = true\n");
-        assert!(m.starts_with("t.toml:2:8: impossible cell `protocol=h1"), "{m}");
+        assert!(
+            m.starts_with("t.toml:2:8: impossible cell `protocol=h1"),
+            "{m}"
+        );
         assert!(m.contains("server push exists only in HTTP/2"), "{m}");
         let m = err("protocol = \"h3c\"\n");
-        assert!(m.contains("t.toml:1:12:") && m.contains("there is no h3 without TLS"), "{m}");
+        assert!(
+            m.contains("t.toml:1:12:") && m.contains("there is no h3 without TLS"),
+            "{m}"
+        );
         let m = err("protocol = \"h2\"\nprofile = [\"none\", \"Regular 5G\"]\n");
-        assert!(m.starts_with("t.toml:2:11: unknown profile \"Regular 5G\""), "{m}");
+        assert!(
+            m.starts_with("t.toml:2:11: unknown profile \"Regular 5G\""),
+            "{m}"
+        );
         let m = err("protocol = [\"h1\"]\nzero_rtt = true\n");
         assert!(m.contains("zero_rtt needs TLS"), "{m}");
         let m = err("protocol = \"h2\"\nkeepalive = false\n");
         assert!(m.contains("only HTTP/1.1 does"), "{m}");
         let m = err("workload = \"browser\"\nprotocol = \"h2\"\n");
-        assert!(m.contains("t.toml:1:12:") && m.contains("needs `hxlab page`"), "{m}");
+        assert!(
+            m.contains("t.toml:1:12:") && m.contains("needs `hxlab page`"),
+            "{m}"
+        );
     }
 
     #[test]
@@ -1000,13 +1212,25 @@ mod tests {
         let m = err("protocol = [\"h1\",\n  \"h2\"\ndelay = 3\n");
         assert!(m.starts_with("t.toml:"), "{m}");
         let m = err("protocol = \"h2\"\ndelay = 30\n");
-        assert_eq!(m, "t.toml:2:9: delay: a duration needs a unit, e.g. \"30ms\"");
+        assert_eq!(
+            m,
+            "t.toml:2:9: delay: a duration needs a unit, e.g. \"30ms\""
+        );
         let m = err("protocol = \"h2\"\nresources = \"many\"\n");
-        assert_eq!(m, "t.toml:2:13: resources: expected a positive number of resources, found a string");
+        assert_eq!(
+            m,
+            "t.toml:2:13: resources: expected a positive number of resources, found a string"
+        );
         let m = err("protocols = [\"h2\"]\n");
-        assert!(m.starts_with("t.toml:1:1: unknown key `protocols` (did you mean `protocol`?)"), "{m}");
+        assert!(
+            m.starts_with("t.toml:1:1: unknown key `protocols` (did you mean `protocol`?)"),
+            "{m}"
+        );
         let m = err("protocol = \"h2\"\nsize = \"10 parsecs\"\n");
-        assert!(m.starts_with("t.toml:2:8: size: size \"10 parsecs\": unknown unit"), "{m}");
+        assert!(
+            m.starts_with("t.toml:2:8: size: size \"10 parsecs\": unknown unit"),
+            "{m}"
+        );
         let m = err("protocol = [\"h2\", \"h2\"]\n");
         assert!(m.contains("listed twice"), "{m}");
         let m = err("delay = \"1ms\"\n");
@@ -1016,21 +1240,39 @@ mod tests {
         let m = err("workload = \"throughput\"\nprotocol = \"h2\"\n");
         assert!(m.contains("needs `requests`"), "{m}");
         let m = err("protocol = \"h2\"\nclients = 10\n");
-        assert!(m.contains("`clients` belongs to the throughput workload"), "{m}");
+        assert!(
+            m.contains("`clients` belongs to the throughput workload"),
+            "{m}"
+        );
         let m = err("protocol = \"h2\"\n[[matrix]]\nfoo = 1\n");
-        assert!(m.starts_with("t.toml:3:1: unknown factor `foo` in [[matrix]]"), "{m}");
+        assert!(
+            m.starts_with("t.toml:3:1: unknown factor `foo` in [[matrix]]"),
+            "{m}"
+        );
     }
 
     #[test]
     fn command_line_overrides_replace_factors_everywhere() {
-        let o = Overrides { repetitions: Some(2), set: vec!["resources=6,12".into(), "protocol=h1,h2".into()], ..Default::default() };
+        let o = Overrides {
+            repetitions: Some(2),
+            set: vec!["resources=6,12".into(), "protocol=h1,h2".into()],
+            ..Default::default()
+        };
         let e = parse("t.toml", "protocol = [\"h1\", \"h2\", \"h3\"]\nresources = [6, 30, 150]\n[[matrix]]\nresources = 750\n", &o).expect("parse");
         assert_eq!(e.repetitions, 2);
         assert_eq!(e.cells.len(), 4);
-        let bad = Overrides { set: vec!["resources=zero".into()], ..Default::default() };
-        let m = parse("t.toml", "protocol = \"h2\"\n", &bad).expect_err("bad override").to_string();
+        let bad = Overrides {
+            set: vec!["resources=zero".into()],
+            ..Default::default()
+        };
+        let m = parse("t.toml", "protocol = \"h2\"\n", &bad)
+            .expect_err("bad override")
+            .to_string();
         assert_eq!(m, "--set resources=zero: resources: expected a positive number of resources, found a string");
-        let bad = Overrides { set: vec!["colour=red".into()], ..Default::default() };
+        let bad = Overrides {
+            set: vec!["colour=red".into()],
+            ..Default::default()
+        };
         assert!(parse("t.toml", "protocol = \"h2\"\n", &bad).is_err());
     }
 

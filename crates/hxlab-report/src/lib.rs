@@ -13,7 +13,10 @@ pub mod model;
 pub mod summary;
 
 pub use export::{render_all, Exporter};
-pub use model::{ExperimentMeta, FactorLevels, Metric, PublishedRow, PublishedTable, Record, ServerCost, Workload};
+pub use model::{
+    ExperimentMeta, FactorLevels, Metric, PublishedRow, PublishedTable, Record, ServerCost,
+    Workload,
+};
 pub use summary::{CellSummary, Comparison, Report, Table};
 
 use std::path::{Path, PathBuf};
@@ -58,7 +61,10 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 /// line (an interrupted run) is ignored, since the record it began was never finished.
 pub fn load_dir(dir: &Path) -> Result<(ExperimentMeta, Vec<Record>), ReportError> {
     let meta_path = dir.join(META_FILE);
-    let text = std::fs::read_to_string(&meta_path).map_err(|source| ReportError::Io { path: meta_path.clone(), source })?;
+    let text = std::fs::read_to_string(&meta_path).map_err(|source| ReportError::Io {
+        path: meta_path.clone(),
+        source,
+    })?;
     let meta: ExperimentMeta = serde_json::from_str(&text).map_err(|e| ReportError::Parse {
         path: meta_path.clone(),
         line: e.line(),
@@ -73,7 +79,12 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ReportError::Io { path: path.to_path_buf(), source }),
+        Err(source) => {
+            return Err(ReportError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut records = Vec::with_capacity(lines.len());
@@ -86,7 +97,11 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
             // The last line may have been cut by an interruption; anything else is damage.
             Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
             Err(e) => {
-                return Err(ReportError::Parse { path: path.to_path_buf(), line: i + 1, reason: e.to_string() })
+                return Err(ReportError::Parse {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })
             }
         }
     }

@@ -114,10 +114,9 @@ impl Record {
     pub fn is_clean(&self) -> bool {
         self.error.is_none()
             && self.skipped.is_none()
-            && self
-                .result
-                .as_ref()
-                .is_some_and(|r| r.requests_done > 0 && r.requests_failed == 0 && r.errors.total() == 0)
+            && self.result.as_ref().is_some_and(|r| {
+                r.requests_done > 0 && r.requests_failed == 0 && r.errors.total() == 0
+            })
     }
 }
 
@@ -197,7 +196,10 @@ impl ExperimentMeta {
     }
     /// Levels of a factor, if the experiment has it.
     pub fn levels(&self, name: &str) -> Option<&[String]> {
-        self.factors.iter().find(|f| f.name == name).map(|f| f.levels.as_slice())
+        self.factors
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.levels.as_slice())
     }
     /// Factors with more than one level, in display order.
     pub fn swept(&self) -> Vec<&FactorLevels> {

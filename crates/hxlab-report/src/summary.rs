@@ -113,7 +113,11 @@ fn family(label: &str) -> &'static str {
 }
 
 fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
-    let mut s = CellSummary { key: key.to_string(), repetitions: records.len(), ..Default::default() };
+    let mut s = CellSummary {
+        key: key.to_string(),
+        repetitions: records.len(),
+        ..Default::default()
+    };
     if let Some(r) = records.first() {
         s.factors = r.factors.clone();
     }
@@ -173,7 +177,10 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
             .map(|(k, n)| format!("{k} ×{n}"))
             .collect();
         if !other.is_empty() {
-            s.warnings.push(format!("asked for {proto} ({want}) but connections negotiated {}", other.join(", ")));
+            s.warnings.push(format!(
+                "asked for {proto} ({want}) but connections negotiated {}",
+                other.join(", ")
+            ));
         }
     }
     s.median = stats::median(&s.values);
@@ -186,7 +193,10 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
             (s.ci.1 - s.ci.0) / s.median * 100.0
         ));
     }
-    s.secondary = sec.into_iter().map(|(k, v)| (k, stats::median(&v))).collect();
+    s.secondary = sec
+        .into_iter()
+        .map(|(k, v)| (k, stats::median(&v)))
+        .collect();
     s
 }
 
@@ -197,7 +207,10 @@ fn describe_failure(r: &Record) -> String {
     match &r.result {
         None => "no result".into(),
         Some(res) => {
-            let mut text = format!("{} of {} requests failed", res.requests_failed, res.requests_started);
+            let mut text = format!(
+                "{} of {} requests failed",
+                res.requests_failed, res.requests_started
+            );
             if let Some(sample) = res.error_samples.first() {
                 text.push_str(&format!(": {sample}"));
             }
@@ -285,6 +298,9 @@ pub struct Table {
     pub rows: Vec<TableRow>,
 }
 
+/// A point of a chart series: (x index, median, CI low, CI high).
+pub type ChartPoint = (usize, f64, f64, f64);
+
 /// A chart: one series per row, points at the levels of one swept factor.
 #[derive(Clone, Debug)]
 pub struct ChartData {
@@ -296,8 +312,8 @@ pub struct ChartData {
     pub levels: Vec<String>,
     /// Y axis label.
     pub y_label: String,
-    /// Series: label and points (x index, median, ci low, ci high).
-    pub series: Vec<(String, Vec<(usize, f64, f64, f64)>)>,
+    /// Series: label and points.
+    pub series: Vec<(String, Vec<ChartPoint>)>,
 }
 
 /// Everything the exporters show.
@@ -335,8 +351,6 @@ pub fn fmt_num(x: f64) -> String {
         format!("{:.1}", x)
     } else if a >= 10.0 {
         format!("{:.2}", x)
-    } else if a >= 1.0 {
-        format!("{:.3}", x)
     } else if a >= 0.01 {
         format!("{:.3}", x)
     } else {
@@ -421,7 +435,11 @@ impl Report {
                     }
                 }
             }
-            names = levels.into_iter().filter(|(_, l)| l.len() > 1).map(|(k, _)| k.to_string()).collect();
+            names = levels
+                .into_iter()
+                .filter(|(_, l)| l.len() > 1)
+                .map(|(k, _)| k.to_string())
+                .collect();
         }
         names
     }
@@ -454,8 +472,11 @@ impl Report {
     /// Row groups: every combination of the swept factors other than `exclude`, in level
     /// order, outer factors first and the protocol innermost (as the studies lay them out).
     fn row_keys(&self, exclude: Option<&str>) -> Vec<Vec<(String, String)>> {
-        let mut names: Vec<String> =
-            self.swept().into_iter().filter(|f| Some(f.as_str()) != exclude && f != "protocol").collect();
+        let mut names: Vec<String> = self
+            .swept()
+            .into_iter()
+            .filter(|f| Some(f.as_str()) != exclude && f != "protocol")
+            .collect();
         if self.swept().iter().any(|f| f == "protocol") {
             names.push("protocol".into());
         }
@@ -472,7 +493,11 @@ impl Report {
             combos = next;
         }
         // Keep only combinations some cell has.
-        combos.retain(|combo| self.cells.iter().any(|c| combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))));
+        combos.retain(|combo| {
+            self.cells
+                .iter()
+                .any(|c| combo.iter().all(|(k, v)| c.factors.get(k) == Some(v)))
+        });
         combos
     }
 
@@ -481,12 +506,25 @@ impl Report {
             return "all".into();
         }
         // Protocol first, then the conditions, as "h2, 10ms".
-        let mut parts: Vec<String> = combo.iter().filter(|(k, _)| k == "protocol").map(|(_, v)| v.clone()).collect();
-        parts.extend(combo.iter().filter(|(k, _)| k != "protocol").map(|(k, v)| format!("{k} {v}")));
+        let mut parts: Vec<String> = combo
+            .iter()
+            .filter(|(k, _)| k == "protocol")
+            .map(|(_, v)| v.clone())
+            .collect();
+        parts.extend(
+            combo
+                .iter()
+                .filter(|(k, _)| k != "protocol")
+                .map(|(k, v)| format!("{k} {v}")),
+        );
         parts.join(", ")
     }
 
-    fn find_cell(&self, combo: &[(String, String)], extra: Option<(&str, &str)>) -> Option<&CellSummary> {
+    fn find_cell(
+        &self,
+        combo: &[(String, String)],
+        extra: Option<(&str, &str)>,
+    ) -> Option<&CellSummary> {
         self.cells.iter().find(|c| {
             combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))
                 && extra.is_none_or(|(k, v)| c.factors.get(k).map(String::as_str) == Some(v))
@@ -507,7 +545,11 @@ impl Report {
     fn build_tables(&self) -> Vec<Table> {
         let mut tables = Vec::new();
         let fixed = self.fixed_conditions();
-        let suffix = if fixed.is_empty() { String::new() } else { format!(" — {fixed}") };
+        let suffix = if fixed.is_empty() {
+            String::new()
+        } else {
+            format!(" — {fixed}")
+        };
         let column = self.column_factor();
         let mut used_published = vec![false; self.meta.published.len()];
         match &column {
@@ -520,14 +562,16 @@ impl Report {
                     rows: Vec::new(),
                 };
                 let published: Vec<usize> = (0..self.meta.published.len())
-                    .filter(|&i| self.meta.published[i].column_factor.as_deref() == Some(col.as_str()))
+                    .filter(|&i| {
+                        self.meta.published[i].column_factor.as_deref() == Some(col.as_str())
+                    })
                     .collect();
                 for combo in self.row_keys(Some(col)) {
                     let cells = levels
                         .iter()
                         .map(|l| {
                             self.find_cell(&combo, Some((col, l))).and_then(|c| {
-                                c.median.is_finite().then(|| Figure {
+                                c.median.is_finite().then_some(Figure {
                                     value: c.median,
                                     ci: Some(c.ci),
                                     warn: !c.warnings.is_empty(),
@@ -535,11 +579,20 @@ impl Report {
                             })
                         })
                         .collect();
-                    table.rows.push(TableRow { label: Self::row_label(&combo), published: false, cells });
+                    table.rows.push(TableRow {
+                        label: Self::row_label(&combo),
+                        published: false,
+                        cells,
+                    });
                     for &pi in &published {
                         let pt = &self.meta.published[pi];
                         for prow in &pt.rows {
-                            if !prow.factors.is_empty() && prow.factors.iter().all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v)) {
+                            if !prow.factors.is_empty()
+                                && prow
+                                    .factors
+                                    .iter()
+                                    .all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v))
+                            {
                                 used_published[pi] = true;
                                 table.rows.push(published_row(prow, &pt.columns, &levels));
                             }
@@ -552,7 +605,9 @@ impl Report {
                     for prow in &pt.rows {
                         let matched = !prow.factors.is_empty()
                             && self.row_keys(Some(col)).iter().any(|combo| {
-                                prow.factors.iter().all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v))
+                                prow.factors
+                                    .iter()
+                                    .all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v))
                             });
                         if !matched {
                             used_published[pi] = true;
@@ -567,17 +622,27 @@ impl Report {
                 let mut table = Table {
                     title: format!("figures per protocol{suffix}"),
                     corner: "protocol".into(),
-                    columns: METRICS.iter().map(|m| metric_header(m).to_string()).collect(),
+                    columns: METRICS
+                        .iter()
+                        .map(|m| metric_header(m).to_string())
+                        .collect(),
                     rows: Vec::new(),
                 };
-                let published: Vec<usize> =
-                    (0..self.meta.published.len()).filter(|&i| self.meta.published[i].column_factor.is_none()).collect();
+                let published: Vec<usize> = (0..self.meta.published.len())
+                    .filter(|&i| self.meta.published[i].column_factor.is_none())
+                    .collect();
                 for combo in self.row_keys(None) {
-                    let Some(c) = self.find_cell(&combo, None) else { continue };
+                    let Some(c) = self.find_cell(&combo, None) else {
+                        continue;
+                    };
                     let cells = METRICS
                         .iter()
                         .map(|m| {
-                            let value = if *m == metric_key(self.metric) { Some(c.median) } else { c.secondary.get(m).copied() };
+                            let value = if *m == metric_key(self.metric) {
+                                Some(c.median)
+                            } else {
+                                c.secondary.get(m).copied()
+                            };
                             value.filter(|v| v.is_finite()).map(|value| Figure {
                                 value,
                                 ci: (*m == metric_key(self.metric)).then_some(c.ci),
@@ -585,11 +650,19 @@ impl Report {
                             })
                         })
                         .collect();
-                    table.rows.push(TableRow { label: Self::row_label(&combo), published: false, cells });
+                    table.rows.push(TableRow {
+                        label: Self::row_label(&combo),
+                        published: false,
+                        cells,
+                    });
                     for &pi in &published {
                         let pt = &self.meta.published[pi];
                         for prow in &pt.rows {
-                            if prow.factors.iter().all(|(k, v)| c.factors.get(k) == Some(v)) {
+                            if prow
+                                .factors
+                                .iter()
+                                .all(|(k, v)| c.factors.get(k) == Some(v))
+                            {
                                 used_published[pi] = true;
                                 table.rows.push(published_row(prow, &pt.columns, &columns));
                             }
@@ -607,14 +680,28 @@ impl Report {
             tables.push(Table {
                 title: format!("published: {}", pt.title),
                 corner: pt.column_factor.clone().unwrap_or_default(),
-                columns: pt.columns.iter().map(|c| metric_header(c).to_string()).collect(),
+                columns: pt
+                    .columns
+                    .iter()
+                    .map(|c| metric_header(c).to_string())
+                    .collect(),
                 rows: pt
                     .rows
                     .iter()
                     .map(|r| TableRow {
                         label: format!("{} (published)", r.label),
                         published: true,
-                        cells: r.values.iter().map(|v| v.map(|value| Figure { value, ci: None, warn: false })).collect(),
+                        cells: r
+                            .values
+                            .iter()
+                            .map(|v| {
+                                v.map(|value| Figure {
+                                    value,
+                                    ci: None,
+                                    warn: false,
+                                })
+                            })
+                            .collect(),
                     })
                     .collect(),
             });
@@ -624,12 +711,25 @@ impl Report {
 
     fn build_comparisons(&self) -> Vec<Comparison> {
         let protocols = self.levels_of("protocol");
-        let Some(baseline) = self.meta.baseline.clone().or_else(|| protocols.first().cloned()) else {
+        let Some(baseline) = self
+            .meta
+            .baseline
+            .clone()
+            .or_else(|| protocols.first().cloned())
+        else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for base in self.cells.iter().filter(|c| c.factors.get("protocol") == Some(&baseline)) {
-            let conditions: Vec<(&String, &String)> = base.factors.iter().filter(|(k, _)| *k != "protocol").collect();
+        for base in self
+            .cells
+            .iter()
+            .filter(|c| c.factors.get("protocol") == Some(&baseline))
+        {
+            let conditions: Vec<(&String, &String)> = base
+                .factors
+                .iter()
+                .filter(|(k, _)| *k != "protocol")
+                .collect();
             let condition = self
                 .meta
                 .factors
@@ -640,14 +740,17 @@ impl Report {
                 .join(", ");
             for p in protocols.iter().filter(|p| **p != baseline) {
                 let Some(other) = self.cells.iter().find(|c| {
-                    c.factors.get("protocol") == Some(p) && conditions.iter().all(|(k, v)| c.factors.get(*k) == Some(*v))
+                    c.factors.get("protocol") == Some(p)
+                        && conditions
+                            .iter()
+                            .all(|(k, v)| c.factors.get(*k) == Some(*v))
                 }) else {
                     continue;
                 };
                 if other.values.is_empty() || base.values.is_empty() {
                     continue;
                 }
-                let (_, p_value) = stats::mann_whitney_u(&other.values, &base.values);
+                let p_value = mann_whitney_p(&other.values, &base.values);
                 out.push(Comparison {
                     condition: condition.clone(),
                     protocol: p.clone(),
@@ -668,7 +771,7 @@ impl Report {
             let levels = self.levels_of(&factor);
             let mut series = Vec::new();
             for combo in self.row_keys(Some(&factor)) {
-                let points: Vec<(usize, f64, f64, f64)> = levels
+                let points: Vec<ChartPoint> = levels
                     .iter()
                     .enumerate()
                     .filter_map(|(i, l)| {
@@ -697,6 +800,47 @@ impl Report {
     }
 }
 
+/// Two-sided Mann-Whitney U p-value: exact (by counting rank arrangements) for small samples
+/// without ties, where the normal approximation is too optimistic (3 against 3 fully
+/// separated is p = 0.1, not 0.05); the tie-corrected normal approximation otherwise.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
+    all.sort_by(|x, y| x.total_cmp(y));
+    let ties = all.windows(2).any(|w| w[0] == w[1]);
+    if ties || n1 + n2 > 60 {
+        return stats::mann_whitney_u(a, b).1;
+    }
+    // U of `a`: pairs (x in a, y in b) with x > y.
+    let u: usize = a.iter().map(|x| b.iter().filter(|y| x > *y).count()).sum();
+    let max = n1 * n2;
+    // counts[i][j][u]: arrangements of i values of a and j of b with statistic u, built
+    // from the largest value down (it is either a's, adding j to U, or b's, adding nothing).
+    let mut prev: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n2 + 1];
+    for row in prev.iter_mut() {
+        row[0] = 1.0;
+    }
+    for _ in 1..=n1 {
+        let mut cur: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n2 + 1];
+        cur[0][0] = 1.0;
+        for j in 1..=n2 {
+            for k in 0..=max {
+                let from_a = if k >= j { prev[j][k - j] } else { 0.0 };
+                cur[j][k] = from_a + cur[j - 1][k];
+            }
+        }
+        prev = cur;
+    }
+    let counts = &prev[n2];
+    let total: f64 = counts.iter().sum();
+    let tail = u.min(max - u);
+    let p: f64 = counts[..=tail].iter().sum::<f64>() / total;
+    (2.0 * p).min(1.0)
+}
+
 fn metric_key(m: Metric) -> &'static str {
     match m {
         Metric::TimeS => "time_s",
@@ -704,7 +848,11 @@ fn metric_key(m: Metric) -> &'static str {
     }
 }
 
-fn published_row(prow: &crate::model::PublishedRow, pcols: &[String], our_cols: &[String]) -> TableRow {
+fn published_row(
+    prow: &crate::model::PublishedRow,
+    pcols: &[String],
+    our_cols: &[String],
+) -> TableRow {
     let cells = our_cols
         .iter()
         .map(|c| {
@@ -712,10 +860,18 @@ fn published_row(prow: &crate::model::PublishedRow, pcols: &[String], our_cols: 
                 .iter()
                 .position(|pc| pc == c)
                 .and_then(|i| prow.values.get(i).copied().flatten())
-                .map(|value| Figure { value, ci: None, warn: false })
+                .map(|value| Figure {
+                    value,
+                    ci: None,
+                    warn: false,
+                })
         })
         .collect();
-    TableRow { label: format!("{} (published)", prow.label), published: true, cells }
+    TableRow {
+        label: format!("{} (published)", prow.label),
+        published: true,
+        cells,
+    }
 }
 
 #[cfg(test)]
@@ -725,7 +881,15 @@ mod tests {
     use hxlab_core::RunResult;
 
     fn rec(protocol: &str, delay: &str, rep: u32, secs: f64, negotiated: &str) -> Record {
-        let mut res = RunResult { schema: 1, duration_s: secs, requests_started: 10, requests_done: 10, requests_succeeded: 10, connections: 1, ..Default::default() };
+        let mut res = RunResult {
+            schema: 1,
+            duration_s: secs,
+            requests_started: 10,
+            requests_done: 10,
+            requests_succeeded: 10,
+            connections: 1,
+            ..Default::default()
+        };
         res.negotiated.insert(negotiated.into(), 1);
         let mut factors = BTreeMap::new();
         factors.insert("protocol".to_string(), protocol.to_string());
@@ -747,8 +911,14 @@ mod tests {
             workload: Some(Workload::Resources),
             repetitions: 10,
             factors: vec![
-                FactorLevels { name: "protocol".into(), levels: vec!["h1".into(), "h2".into()] },
-                FactorLevels { name: "delay".into(), levels: vec!["0ms".into(), "30ms".into()] },
+                FactorLevels {
+                    name: "protocol".into(),
+                    levels: vec!["h1".into(), "h2".into()],
+                },
+                FactorLevels {
+                    name: "delay".into(),
+                    levels: vec!["0ms".into(), "30ms".into()],
+                },
             ],
             published: vec![PublishedTable {
                 title: "seed".into(),
@@ -780,7 +950,11 @@ mod tests {
     #[test]
     fn statistics_of_known_values() {
         let r = Report::build(meta(), synthetic());
-        let h1 = r.cells.iter().find(|c| c.key == "protocol=h1 delay=0ms").expect("cell");
+        let h1 = r
+            .cells
+            .iter()
+            .find(|c| c.key == "protocol=h1 delay=0ms")
+            .expect("cell");
         assert_eq!(h1.values.len(), 10);
         assert!((h1.median - 0.1045).abs() < 1e-9, "{}", h1.median);
         assert!((h1.mean - 0.1045).abs() < 1e-9);
@@ -791,7 +965,11 @@ mod tests {
     #[test]
     fn comparison_ratio_and_significance() {
         let r = Report::build(meta(), synthetic());
-        let c = r.comparisons.iter().find(|c| c.condition == "delay 30ms").expect("comparison");
+        let c = r
+            .comparisons
+            .iter()
+            .find(|c| c.condition == "delay 30ms")
+            .expect("comparison");
         assert_eq!(c.protocol, "h2");
         assert_eq!(c.baseline, "h1");
         assert!((c.ratio - 0.1045 / 0.4045).abs() < 1e-9);
@@ -820,7 +998,10 @@ mod tests {
     fn warns_on_fallback_errors_and_wide_spread() {
         let mut recs = synthetic();
         // h2 that fell back to HTTP/1.1.
-        for r in recs.iter_mut().filter(|r| r.cell == "protocol=h2 delay=0ms") {
+        for r in recs
+            .iter_mut()
+            .filter(|r| r.cell == "protocol=h2 delay=0ms")
+        {
             if let Some(res) = r.result.as_mut() {
                 res.negotiated.clear();
                 res.negotiated.insert("http/1.1".into(), 1);
@@ -833,18 +1014,35 @@ mod tests {
             res.error_samples.push("connection refused".into());
         }
         // Wide spread.
-        for (i, r) in recs.iter_mut().filter(|r| r.cell == "protocol=h1 delay=30ms").enumerate() {
+        for (i, r) in recs
+            .iter_mut()
+            .filter(|r| r.cell == "protocol=h1 delay=30ms")
+            .enumerate()
+        {
             if let Some(res) = r.result.as_mut() {
                 res.duration_s = if i % 2 == 0 { 0.1 } else { 0.9 };
             }
         }
         let r = Report::build(meta(), recs);
         let all = r.warnings.join("\n");
-        assert!(all.contains("protocol=h2 delay=0ms: asked for h2 (HTTP/2) but connections negotiated http/1.1"), "{all}");
+        assert!(
+            all.contains(
+                "protocol=h2 delay=0ms: asked for h2 (HTTP/2) but connections negotiated http/1.1"
+            ),
+            "{all}"
+        );
         assert!(all.contains("protocol=h1 delay=0ms: 1 of 10 repetitions had errors (first: 2 of 10 requests failed: connection refused)"), "{all}");
         assert!(all.contains("protocol=h1 delay=30ms: wide spread"), "{all}");
-        let h1 = r.cells.iter().find(|c| c.key == "protocol=h1 delay=0ms").expect("cell");
-        assert_eq!(h1.values.len(), 9, "the failed repetition is left out of the statistics");
+        let h1 = r
+            .cells
+            .iter()
+            .find(|c| c.key == "protocol=h1 delay=0ms")
+            .expect("cell");
+        assert_eq!(
+            h1.values.len(),
+            9,
+            "the failed repetition is left out of the statistics"
+        );
     }
 
     #[test]
@@ -858,9 +1056,32 @@ mod tests {
         skipped.skipped = Some("link emulation is not available here: not root".into());
         recs.push(skipped);
         let r = Report::build(meta(), recs);
-        let h1 = r.cells.iter().find(|c| c.key == "protocol=h1 delay=0ms").expect("cell");
+        let h1 = r
+            .cells
+            .iter()
+            .find(|c| c.key == "protocol=h1 delay=0ms")
+            .expect("cell");
         assert!(h1.values.contains(&5.0) && !h1.values.contains(&0.1));
-        assert!(r.warnings.iter().any(|w| w == "1 cell(s) skipped: link emulation is not available here: not root"), "{:?}", r.warnings);
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w == "1 cell(s) skipped: link emulation is not available here: not root"),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn exact_mann_whitney_for_small_samples() {
+        // 3 against 3, fully separated: 2 of 20 arrangements are as extreme.
+        assert!((mann_whitney_p(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]) - 0.1).abs() < 1e-12);
+        // 5 against 5, fully separated: 2 of 252.
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!((p - 2.0 / 252.0).abs() < 1e-12, "{p}");
+        // Interleaved: no evidence.
+        assert!(mann_whitney_p(&[1.0, 3.0, 5.0], &[2.0, 4.0, 6.0]) > 0.5);
+        // Ties fall back to the normal approximation.
+        assert!(mann_whitney_p(&[1.0, 1.0, 1.0, 1.0], &[2.0, 2.0, 2.0, 2.0]) < 0.05);
     }
 
     #[test]

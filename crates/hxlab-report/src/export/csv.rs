@@ -64,7 +64,11 @@ impl Exporter for CsvExporter {
         out.push('\n');
         for rec in &r.records {
             let mut row: Vec<String> = vec![quote(&rec.experiment), quote(&rec.cell)];
-            row.extend(factor_names.iter().map(|f| quote(rec.factors.get(f).map(String::as_str).unwrap_or(""))));
+            row.extend(
+                factor_names
+                    .iter()
+                    .map(|f| quote(rec.factors.get(f).map(String::as_str).unwrap_or(""))),
+            );
             let status = if rec.skipped.is_some() {
                 "skipped"
             } else if rec.is_clean() {
@@ -77,21 +81,51 @@ impl Exporter for CsvExporter {
             let res = rec.result.as_ref();
             row.push(num(res.map(|r| r.duration_s)));
             row.push(res.map(|r| r.requests_done.to_string()).unwrap_or_default());
-            row.push(res.map(|r| r.requests_failed.to_string()).unwrap_or_default());
+            row.push(
+                res.map(|r| r.requests_failed.to_string())
+                    .unwrap_or_default(),
+            );
             row.push(num(res.map(|r| r.requests_per_sec())));
-            row.push(num(res.filter(|r| !r.histograms.ttfb.is_empty()).map(|r| r.histograms.ttfb.quantile(0.5) as f64 / 1000.0)));
-            row.push(num(res.filter(|r| !r.histograms.latency.is_empty()).map(|r| r.histograms.latency.percentiles().mean)));
-            row.push(num(res.filter(|r| !r.histograms.latency.is_empty()).map(|r| r.histograms.latency.quantile(0.99) as f64)));
+            row.push(num(res
+                .filter(|r| !r.histograms.ttfb.is_empty())
+                .map(|r| r.histograms.ttfb.quantile(0.5) as f64 / 1000.0)));
+            row.push(num(res
+                .filter(|r| !r.histograms.latency.is_empty())
+                .map(|r| r.histograms.latency.percentiles().mean)));
+            row.push(num(res
+                .filter(|r| !r.histograms.latency.is_empty())
+                .map(|r| r.histograms.latency.quantile(0.99) as f64)));
             row.push(res.map(|r| r.connections.to_string()).unwrap_or_default());
             row.push(quote(
-                &res.map(|r| r.negotiated.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" ")).unwrap_or_default(),
+                &res.map(|r| {
+                    r.negotiated
+                        .iter()
+                        .map(|(k, v)| format!("{k}:{v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default(),
             ));
-            row.push(res.map(|r| r.bytes.body_received.to_string()).unwrap_or_default());
-            row.push(num(res.filter(|r| r.bytes.header_uncompressed > 0).map(|r| r.bytes.header_savings() * 100.0)));
-            row.push(num(rec.server.as_ref().and_then(|s| s.cpu_us_per_request())));
-            row.push(num(res.filter(|r| r.requests_done > 0).map(|r| r.cpu_us_per_request())));
+            row.push(
+                res.map(|r| r.bytes.body_received.to_string())
+                    .unwrap_or_default(),
+            );
+            row.push(num(res
+                .filter(|r| r.bytes.header_uncompressed > 0)
+                .map(|r| r.bytes.header_savings() * 100.0)));
+            row.push(num(rec
+                .server
+                .as_ref()
+                .and_then(|s| s.cpu_us_per_request())));
+            row.push(num(res
+                .filter(|r| r.requests_done > 0)
+                .map(|r| r.cpu_us_per_request())));
             row.push(num(Some(rec.wall_s)));
-            let note = rec.skipped.clone().or_else(|| rec.error.clone()).unwrap_or_default();
+            let note = rec
+                .skipped
+                .clone()
+                .or_else(|| rec.error.clone())
+                .unwrap_or_default();
             row.push(quote(&note));
             out.push_str(&row.join(","));
             out.push('\n');

@@ -12,7 +12,10 @@ use std::fmt::Write;
 pub struct HtmlExporter;
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
@@ -22,7 +25,10 @@ td:first-child,th:first-child{text-align:left}tr.published td{color:#666;font-st
 
 /// Draws one chart as an SVG string.
 pub fn chart_svg(c: &ChartData) -> Result<String, ReportError> {
-    let fail = |e: String| ReportError::Chart { title: c.title.clone(), reason: e };
+    let fail = |e: String| ReportError::Chart {
+        title: c.title.clone(),
+        reason: e,
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 420)).into_drawing_area();
@@ -68,14 +74,19 @@ pub fn chart_svg(c: &ChartData) -> Result<String, ReportError> {
                 .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
                 .map_err(|e| fail(e.to_string()))?
                 .label(label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
             chart
                 .draw_series(points.iter().map(|p| {
                     ErrorBar::new_vertical(p.0 as f64 + dx, p.2, p.1, p.3, color.stroke_width(1), 8)
                 }))
                 .map_err(|e| fail(e.to_string()))?;
             chart
-                .draw_series(line.iter().map(|&(x, y)| Circle::new((x, y), 3, color.filled())))
+                .draw_series(
+                    line.iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                )
                 .map_err(|e| fail(e.to_string()))?;
         }
         chart
@@ -97,7 +108,11 @@ impl Exporter for HtmlExporter {
 
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let m = &r.meta;
-        let title = if m.title.is_empty() { m.name.clone() } else { m.title.clone() };
+        let title = if m.title.is_empty() {
+            m.name.clone()
+        } else {
+            m.title.clone()
+        };
         let mut o = String::new();
         let _ = write!(
             o,
@@ -119,16 +134,35 @@ impl Exporter for HtmlExporter {
         );
         let _ = writeln!(o, "<p>Medians over repetitions with their 95 % bootstrap interval; grey italic rows are the published figures; <span class=\"warn\">!</span> marks a figure with a warning.</p>");
         for t in &r.tables {
-            let _ = writeln!(o, "<h2>{}</h2>\n<table><tr><th>{}</th>", esc(&t.title), esc(&t.corner));
+            let _ = writeln!(
+                o,
+                "<h2>{}</h2>\n<table><tr><th>{}</th>",
+                esc(&t.title),
+                esc(&t.corner)
+            );
             for c in &t.columns {
                 let _ = write!(o, "<th>{}</th>", esc(c));
             }
             let _ = writeln!(o, "</tr>");
             for row in &t.rows {
-                let _ = write!(o, "<tr{}><td>{}</td>", if row.published { " class=\"published\"" } else { "" }, esc(&row.label));
+                let _ = write!(
+                    o,
+                    "<tr{}><td>{}</td>",
+                    if row.published {
+                        " class=\"published\""
+                    } else {
+                        ""
+                    },
+                    esc(&row.label)
+                );
                 for f in &row.cells {
                     let warn = f.as_ref().is_some_and(|f| f.warn);
-                    let _ = write!(o, "<td{}>{}</td>", if warn { " class=\"warn\"" } else { "" }, esc(&figure_text(f, !row.published)));
+                    let _ = write!(
+                        o,
+                        "<td{}>{}</td>",
+                        if warn { " class=\"warn\"" } else { "" },
+                        esc(&figure_text(f, !row.published))
+                    );
                 }
                 let _ = writeln!(o, "</tr>");
             }
@@ -140,8 +174,18 @@ impl Exporter for HtmlExporter {
         if !r.comparisons.is_empty() {
             let _ = writeln!(o, "<h2>Comparisons</h2><ul>");
             for c in &r.comparisons {
-                let cond = if c.condition.is_empty() { String::new() } else { format!("{}: ", c.condition) };
-                let _ = writeln!(o, "<li>{}{} (p = {:.3})</li>", esc(&cond), esc(&c.sentence()), c.p_value);
+                let cond = if c.condition.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", c.condition)
+                };
+                let _ = writeln!(
+                    o,
+                    "<li>{}{} (p = {:.3})</li>",
+                    esc(&cond),
+                    esc(&c.sentence()),
+                    c.p_value
+                );
             }
             let _ = writeln!(o, "</ul>");
         }
@@ -193,8 +237,18 @@ mod tests {
             levels: vec!["0ms".into(), "10ms".into(), "20ms".into()],
             y_label: "s".into(),
             series: vec![
-                ("h1".into(), vec![(0, 0.38, 0.36, 0.40), (1, 0.51, 0.5, 0.52), (2, 0.62, 0.6, 0.64)]),
-                ("h2".into(), vec![(0, 0.48, 0.47, 0.49), (2, 0.49, 0.48, 0.5)]),
+                (
+                    "h1".into(),
+                    vec![
+                        (0, 0.38, 0.36, 0.40),
+                        (1, 0.51, 0.5, 0.52),
+                        (2, 0.62, 0.6, 0.64),
+                    ],
+                ),
+                (
+                    "h2".into(),
+                    vec![(0, 0.48, 0.47, 0.49), (2, 0.49, 0.48, 0.5)],
+                ),
             ],
         };
         let svg = chart_svg(&c).expect("chart");

@@ -20,15 +20,23 @@ impl Exporter for MarkdownExporter {
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let mut o = String::new();
         let m = &r.meta;
-        let _ = writeln!(o, "# {}\n", if m.title.is_empty() { &m.name } else { &m.title });
+        let _ = writeln!(
+            o,
+            "# {}\n",
+            if m.title.is_empty() {
+                &m.name
+            } else {
+                &m.title
+            }
+        );
         if !m.description.is_empty() {
             let _ = writeln!(o, "{}\n", m.description.trim());
         }
         let _ = writeln!(
             o,
-            "- experiment: `{}`, workload `{:?}`, metric: {}, {} repetitions per cell\n- swept: {}\n- fixed: {}\n",
+            "- experiment: `{}`, workload `{}`, metric: {}, {} repetitions per cell\n- swept: {}\n- fixed: {}\n",
             m.name,
-            m.workload(),
+            format!("{:?}", m.workload()).to_lowercase(),
             r.metric.label(),
             m.repetitions,
             swept_line(r),
@@ -37,19 +45,43 @@ impl Exporter for MarkdownExporter {
         let _ = writeln!(o, "Figures are medians over repetitions with their 95 % bootstrap interval; `!` marks a figure with a warning below.\n");
         for t in &r.tables {
             let _ = writeln!(o, "## {}\n", t.title);
-            let _ = writeln!(o, "| {} | {} |", cell(&t.corner), t.columns.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(
+                o,
+                "| {} | {} |",
+                cell(&t.corner),
+                t.columns
+                    .iter()
+                    .map(|c| cell(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            );
             let _ = writeln!(o, "|---|{}", "---|".repeat(t.columns.len()));
             for row in &t.rows {
-                let label = if row.published { format!("*{}*", cell(&row.label)) } else { cell(&row.label) };
-                let figures: Vec<String> = row.cells.iter().map(|f| figure_text(f, !row.published)).collect();
+                let label = if row.published {
+                    format!("*{}*", cell(&row.label))
+                } else {
+                    cell(&row.label)
+                };
+                let figures: Vec<String> = row
+                    .cells
+                    .iter()
+                    .map(|f| figure_text(f, !row.published))
+                    .collect();
                 let _ = writeln!(o, "| {label} | {} |", figures.join(" | "));
             }
             let _ = writeln!(o);
         }
         if !r.comparisons.is_empty() {
-            let _ = writeln!(o, "## Comparisons (ratio of medians, 95 % CI, Mann-Whitney U at p < 0.05)\n");
+            let _ = writeln!(
+                o,
+                "## Comparisons (ratio of medians, 95 % CI, Mann-Whitney U at p < 0.05)\n"
+            );
             for c in &r.comparisons {
-                let cond = if c.condition.is_empty() { String::new() } else { format!("{}: ", c.condition) };
+                let cond = if c.condition.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", c.condition)
+                };
                 let _ = writeln!(o, "- {cond}{} (p = {:.3})", c.sentence(), c.p_value);
             }
             let _ = writeln!(o);
@@ -73,7 +105,12 @@ impl Exporter for MarkdownExporter {
         let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
         for c in &r.cells {
             if let Some(why) = &c.skipped {
-                let _ = writeln!(o, "| {} | 0 | skipped: {} | | | | | | |", cell(&c.key), cell(why));
+                let _ = writeln!(
+                    o,
+                    "| {} | 0 | skipped: {} | | | | | | |",
+                    cell(&c.key),
+                    cell(why)
+                );
                 continue;
             }
             let _ = writeln!(
@@ -87,8 +124,14 @@ impl Exporter for MarkdownExporter {
                 fmt_num(c.stdev),
                 fmt_num(c.ci.0),
                 fmt_num(c.ci.1),
-                c.secondary.get("ttfb_ms").map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into()),
-                c.secondary.get("server_cpu_us_per_req").map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into()),
+                c.secondary
+                    .get("ttfb_ms")
+                    .map(|v| fmt_num(*v))
+                    .unwrap_or_else(|| "—".into()),
+                c.secondary
+                    .get("server_cpu_us_per_req")
+                    .map(|v| fmt_num(*v))
+                    .unwrap_or_else(|| "—".into()),
                 cell(&negotiated_text(&c.negotiated)),
             );
         }

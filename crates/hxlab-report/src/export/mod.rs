@@ -25,7 +25,11 @@ pub trait Exporter {
 
 /// Every file format, in the order they are written.
 pub fn file_exporters() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(MarkdownExporter), Box::new(CsvExporter), Box::new(HtmlExporter)]
+    vec![
+        Box::new(MarkdownExporter),
+        Box::new(CsvExporter),
+        Box::new(HtmlExporter),
+    ]
 }
 
 /// Writes report.md, results.csv and report.html into `dir` (each atomically, so a reader
@@ -37,8 +41,14 @@ pub fn render_all(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportErr
         let text = e.render(report)?;
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).map_err(|source| ReportError::Io { path: tmp.clone(), source })?;
-        std::fs::rename(&tmp, &path).map_err(|source| ReportError::Io { path: path.clone(), source })?;
+        std::fs::write(&tmp, text).map_err(|source| ReportError::Io {
+            path: tmp.clone(),
+            source,
+        })?;
+        std::fs::rename(&tmp, &path).map_err(|source| ReportError::Io {
+            path: path.clone(),
+            source,
+        })?;
         written.push(path);
     }
     Ok(written)
@@ -95,5 +105,8 @@ pub(crate) fn negotiated_text(n: &std::collections::BTreeMap<String, u64>) -> St
     if n.is_empty() {
         return "—".into();
     }
-    n.iter().map(|(k, v)| format!("{k} ×{v}")).collect::<Vec<_>>().join(", ")
+    n.iter()
+        .map(|(k, v)| format!("{k} ×{v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

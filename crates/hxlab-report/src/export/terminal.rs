@@ -37,10 +37,21 @@ impl Exporter for TerminalExporter {
                 grid.push(line);
             }
             let cols = grid.iter().map(Vec::len).max().unwrap_or(0);
-            let widths: Vec<usize> =
-                (0..cols).map(|i| grid.iter().filter_map(|l| l.get(i)).map(|s| width(s)).max().unwrap_or(0)).collect();
+            let widths: Vec<usize> = (0..cols)
+                .map(|i| {
+                    grid.iter()
+                        .filter_map(|l| l.get(i))
+                        .map(|s| width(s))
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
             for line in &grid {
-                let cells: Vec<String> = line.iter().enumerate().map(|(i, s)| pad(s, widths[i])).collect();
+                let cells: Vec<String> = line
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| pad(s, widths[i]))
+                    .collect();
                 let _ = writeln!(o, "  {}", cells.join("  ").trim_end());
             }
             let _ = writeln!(o);
@@ -48,7 +59,11 @@ impl Exporter for TerminalExporter {
         if !r.comparisons.is_empty() {
             let _ = writeln!(o, "comparisons (ratio of medians, 95 % CI):");
             for c in &r.comparisons {
-                let cond = if c.condition.is_empty() { String::new() } else { format!("[{}] ", c.condition) };
+                let cond = if c.condition.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{}] ", c.condition)
+                };
                 let _ = writeln!(o, "  {cond}{}", c.sentence());
             }
             let _ = writeln!(o);
