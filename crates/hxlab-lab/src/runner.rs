@@ -174,6 +174,7 @@ impl Runner {
                 )));
             }
             meta.notes = old.notes;
+            drop_partial_line(&results)?;
             for r in hxlab_report::read_records(&results)? {
                 if r.result.is_some() && r.error.is_none() && r.skipped.is_none() {
                     done.insert((r.cell, r.repetition));
@@ -858,6 +859,25 @@ fn dechunk(body: &str) -> Option<String> {
     }
 }
 
+/// Cuts a half-written last line (an interrupted append) so new records start on a line
+/// of their own.
+fn drop_partial_line(path: &Path) -> Result<(), RunnerError> {
+    let bytes = std::fs::read(path).map_err(io_err(path))?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(io_err(path))?;
+    f.set_len(keep as u64).map_err(io_err(path))
+}
+
 fn write_atomic(path: &Path, text: &str) -> Result<(), RunnerError> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
@@ -969,6 +989,19 @@ mod tests {
             run_bounded(c, Duration::from_secs(10)).expect("ran"),
             (Some(3), "oops\n".to_string())
         );
+    }
+
+    #[test]
+    fn a_half_written_last_line_is_cut_before_resuming() {
+        let dir = std::env::temp_dir().join(format!("hxlab-partial-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let p = dir.join("results.jsonl");
+        std::fs::write(&p, "{\"a\":1}\n{\"b\":").expect("write");
+        drop_partial_line(&p).expect("cut");
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "{\"a\":1}\n");
+        drop_partial_line(&p).expect("idempotent");
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "{\"a\":1}\n");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
