@@ -5,6 +5,7 @@
 
 use super::run::{execute, finish, CommonArgs};
 use hxlab_lab::scenarios;
+use super::run::emit;
 use std::process::ExitCode;
 
 /// Options of `hxlab compare`.
@@ -26,7 +27,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let (summary, report, dir) = execute(&exp, &args.common)?;
     let code = finish(&summary, &report, &dir)?;
     if summary.measured_s > 0.0 {
-        println!(
+        emit!(
             "runner overhead: {:.1} % over the cells' own measured time ({:.2} s wall for {:.2} s measured; {:.2} s starting the server{})",
             summary.overhead() * 100.0,
             summary.wall_s,

@@ -4,6 +4,7 @@
 use hxlab_report::export::TerminalExporter;
 use hxlab_report::Exporter;
 use std::path::PathBuf;
+use super::run::{emit, emit_raw};
 use std::process::ExitCode;
 
 /// Options of `hxlab report`.
@@ -28,8 +29,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let report = super::run::render(&args.dir)?;
     if !args.quiet {
-        print!("{}", TerminalExporter.render(&report)?);
+        emit_raw!("{}", TerminalExporter.render(&report)?);
     }
-    println!("report: {}", args.dir.join("report.md").display());
+    emit!("report: {}", args.dir.join("report.md").display());
     Ok(ExitCode::SUCCESS)
 }

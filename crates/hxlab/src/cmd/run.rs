@@ -2,6 +2,23 @@
 //! results.csv, report.html and a table on the terminal.
 
 use anyhow::Context;
+
+/// Writes a line to stdout; a closed pipe (`hxlab run ... | head`) is not an error worth a
+/// panic, so write errors are ignored.
+macro_rules! emit {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+/// Like `emit!` without the newline.
+macro_rules! emit_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+pub(crate) use {emit, emit_raw};
 use hxlab_lab::scenarios;
 use hxlab_lab::{Experiment, Overrides, RunOptions, RunSummary, Runner};
 use hxlab_report::export::TerminalExporter;
@@ -80,7 +97,7 @@ impl CommonArgs {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.list_scenarios {
         for s in scenarios::SCENARIOS {
-            println!("{:<20} {}", s.name, s.summary);
+            emit!("{:<20} {}", s.name, s.summary);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -112,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     if args.dry_run {
-        println!(
+        emit!(
             "{}: {} cells × {} repetitions = {} runs",
             exp.name,
             exp.cells.len(),
@@ -120,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             exp.total_runs()
         );
         for c in &exp.cells {
-            println!(
+            emit!(
                 "  {}{}",
                 c.key,
                 if c.config.needs_link() {
@@ -213,11 +230,11 @@ pub fn render(dir: &Path) -> anyhow::Result<Report> {
 /// Prints the terminal table and where the files are; the exit code says whether anything
 /// was measured.
 pub fn finish(summary: &RunSummary, report: &Report, dir: &Path) -> anyhow::Result<ExitCode> {
-    print!("{}", TerminalExporter.render(report)?);
+    emit_raw!("{}", TerminalExporter.render(report)?);
     for n in &summary.notes {
-        println!("note: {n}");
+        emit!("note: {n}");
     }
-    println!(
+    emit!(
         "{} runs ({} failed, {} skipped{}) in {:.1} s; report: {}",
         summary.runs,
         summary.failed,
