@@ -132,6 +132,13 @@ pub struct Runner {
     link: Option<Result<(), String>>,
 }
 
+/// Connections per origin a browser opens for HTTP/1.1.
+pub const BROWSER_CONNECTIONS: u64 = 6;
+/// Streams in flight on one HTTP/2 or HTTP/3 connection in the resources workload: browsers
+/// keep to the server's MAX_CONCURRENT_STREAMS, which is 100 on `hxlab serve` (as on most
+/// servers and quinn's default).
+pub const MAX_STREAMS: u64 = 100;
+
 /// Placeholder for the link's host address inside URLs; replaced by the shell in the link.
 const HOST: &str = "\u{1}HOST\u{1}";
 
@@ -245,58 +252,73 @@ impl Runner {
             Some(pb) => pb.println(text),
             None => eprintln!("{text}"),
         };
-        let tmp_json = dir.join(".load-result.json");
         let t_runs = Instant::now();
         let mut cell_no = 0;
-        let mut last_cell = String::new();
-        for (i, (cell, rep)) in pending.iter().enumerate() {
-            if cell.key != last_cell {
+        let total_cells = count_cells(&pending);
+        let mut i = 0;
+        while i < pending.len() {
+            let cell = pending[i].0;
+            // Repetitions of a network cell share one `hxlab link`: setting a link up and
+            // tearing it down costs far more than a loopback repetition.
+            let mut j = i + 1;
+            if cell.config.needs_link() {
+                while j < pending.len() && pending[j].0.key == cell.key {
+                    j += 1;
+                }
+            }
+            let reps: Vec<u32> = pending[i..j].iter().map(|p| p.1).collect();
+            if i == 0 || pending[i - 1].0.key != cell.key {
                 cell_no += 1;
-                last_cell = cell.key.clone();
                 if let Some(pb) = &bar {
                     pb.set_message(cell.key.clone());
                 }
             }
-            let record = self.run_one(exp, cell, *rep, &tmp_json);
-            if let Some(r) = &record.result {
-                summary.measured_s += r.duration_s;
-            }
-            if record.skipped.is_some() {
-                summary.skipped += 1;
-            } else {
-                summary.runs += 1;
-                if !record.is_clean() {
-                    summary.failed += 1;
-                    say(&format!(
-                        "warning: {} (repetition {}): {}",
-                        cell.key,
-                        rep,
-                        failure_text(&record)
-                    ));
-                } else if let Some(w) = fallback(&cell.config, record.result.as_ref()) {
-                    say(&format!("warning: {} (repetition {}): {w}", cell.key, rep));
+            for record in self.run_cell(exp, cell, &reps, &dir) {
+                if let Some(r) = &record.result {
+                    summary.measured_s += r.duration_s;
+                }
+                if record.skipped.is_some() {
+                    summary.skipped += 1;
+                } else {
+                    summary.runs += 1;
+                    if !record.is_clean() {
+                        summary.failed += 1;
+                        say(&format!(
+                            "warning: {} (repetition {}): {}",
+                            cell.key,
+                            record.repetition,
+                            failure_text(&record)
+                        ));
+                    } else if let Some(w) = fallback(&cell.config, record.result.as_ref()) {
+                        say(&format!(
+                            "warning: {} (repetition {}): {w}",
+                            cell.key, record.repetition
+                        ));
+                    }
+                }
+                let mut line = serde_json::to_string(&record).unwrap_or_default();
+                line.push('\n');
+                file.write_all(line.as_bytes())
+                    .and_then(|_| file.flush())
+                    .map_err(io_err(&results))?;
+                if let Some(pb) = &bar {
+                    pb.inc(1);
                 }
             }
-            let mut line = serde_json::to_string(&record).unwrap_or_default();
-            line.push('\n');
-            file.write_all(line.as_bytes())
-                .and_then(|_| file.flush())
-                .map_err(io_err(&results))?;
-            if let Some(pb) = &bar {
-                pb.inc(1);
-            }
-            let last_of_cell = pending
-                .get(i + 1)
-                .is_none_or(|(next, _)| next.key != cell.key);
+            let last_of_cell = pending.get(j).is_none_or(|(next, _)| next.key != cell.key);
             if self.opts.log_cells && last_of_cell && bar.is_none() {
-                eprintln!("[{cell_no}/{}] {} done", count_cells(&pending), cell.key);
+                eprintln!("[{cell_no}/{total_cells}] {} done", cell.key);
             }
+            i = j;
         }
         summary.wall_s = t_runs.elapsed().as_secs_f64();
         if let Some(pb) = bar {
             pb.finish_and_clear();
         }
-        let _ = std::fs::remove_file(&tmp_json);
+        for k in 0..exp.repetitions {
+            let _ = std::fs::remove_file(dir.join(format!(".load-{k}.json")));
+            let _ = std::fs::remove_file(dir.join(format!(".load-{k}.rc")));
+        }
         self.server = None;
         summary.notes = meta.notes.clone();
         Ok(summary)
@@ -414,54 +436,75 @@ impl Runner {
         }
     }
 
-    fn run_one(&mut self, exp: &Experiment, cell: &Cell, rep: u32, tmp_json: &Path) -> Record {
+    /// Runs the given repetitions of one cell: one `hxlab load` for a loopback cell (called
+    /// with one repetition), or all of them in turn inside one `hxlab link` for a network
+    /// cell. Every repetition gets a record, whatever happened.
+    fn run_cell(&mut self, exp: &Experiment, cell: &Cell, reps: &[u32], dir: &Path) -> Vec<Record> {
         let started_unix_s = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
-        let mut record = Record {
-            experiment: exp.name.clone(),
-            cell: cell.key.clone(),
-            factors: cell.factors.clone(),
-            repetition: rep,
-            started_unix_s,
-            ..Default::default()
+        let mut records: Vec<Record> = reps
+            .iter()
+            .map(|&rep| Record {
+                experiment: exp.name.clone(),
+                cell: cell.key.clone(),
+                factors: cell.factors.clone(),
+                repetition: rep,
+                started_unix_s,
+                ..Default::default()
+            })
+            .collect();
+        let fail_all = |mut records: Vec<Record>, skipped: bool, why: String| {
+            for r in records.iter_mut() {
+                if skipped {
+                    r.skipped = Some(why.clone());
+                } else {
+                    r.error = Some(why.clone());
+                }
+            }
+            records
         };
         if cell.config.needs_link() {
             if let Some(Err(why)) = &self.link {
-                record.skipped = Some(format!("link emulation is not available here ({why})"));
-                return record;
+                return fail_all(
+                    records,
+                    true,
+                    format!("link emulation is not available here ({why})"),
+                );
             }
         }
         if let Err(e) = self.ensure_server() {
-            record.error = Some(e.to_string());
-            return record;
+            return fail_all(records, false, e.to_string());
         }
         let Some(server) = &self.server else {
-            record.error = Some("no server".into());
-            return record;
+            return fail_all(records, false, "no server".into());
         };
         let plan = match plan(exp, &cell.config, server) {
             Ok(p) => p,
-            Err(e) => {
-                record.error = Some(e);
-                return record;
-            }
+            Err(e) => return fail_all(records, false, e),
         };
-        record.expected_body_bytes = plan.expected_body_bytes;
         let stats_addr = server
             .plain_port
             .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
-        let before = stats_addr.and_then(|a| server_stats(a, cell.config.protocol));
-        let _ = std::fs::remove_file(tmp_json);
-        let mut load_args: Vec<String> = vec![
-            "load".into(),
-            "--no-progress".into(),
-            "--json".into(),
-            tmp_json.display().to_string(),
-        ];
-        load_args.extend(plan.args.iter().cloned());
-        let cmd = if cell.config.needs_link() {
+        let json_of = |rep: u32| dir.join(format!(".load-{rep}.json"));
+        let rc_of = |rep: u32| dir.join(format!(".load-{rep}.rc"));
+        let load_args = |rep: u32| {
+            let mut a: Vec<String> = vec![
+                "load".into(),
+                "--no-progress".into(),
+                "--json".into(),
+                json_of(rep).display().to_string(),
+            ];
+            a.extend(plan.args.iter().cloned());
+            a
+        };
+        for &rep in reps {
+            let _ = std::fs::remove_file(json_of(rep));
+            let _ = std::fs::remove_file(rc_of(rep));
+        }
+        let through_link = cell.config.needs_link();
+        let cmd = if through_link {
             let mut c = Command::new(&self.opts.hxlab_bin);
             c.arg("link");
             if let Some(p) = &cell.config.profile {
@@ -471,96 +514,105 @@ impl Runner {
                 c.args(["--loss", l]);
             }
             if let Some(s) = exp.seed {
-                c.args(["--seed", &(s + rep as u64).to_string()]);
+                c.args(["--seed", &(s + u64::from(reps[0])).to_string()]);
             }
-            let mut script =
-                String::from("H=$HXLAB_LINK_HOST; case $H in *:*) H=\"[$H]\";; esac; exec ");
-            script.push_str(&shell_quote(&self.opts.hxlab_bin.display().to_string()));
-            for a in &load_args {
-                script.push(' ');
-                script.push_str(&shell_quote(a));
+            let bin = shell_quote(&self.opts.hxlab_bin.display().to_string());
+            let mut script = String::from("H=$HXLAB_LINK_HOST; case $H in *:*) H=\"[$H]\";; esac");
+            for &rep in reps {
+                script.push_str("; ");
+                script.push_str(&bin);
+                for a in load_args(rep) {
+                    script.push(' ');
+                    script.push_str(&shell_quote(&a));
+                }
+                script.push_str(&format!(
+                    "; echo $? > {}",
+                    shell_quote(&rc_of(rep).display().to_string())
+                ));
             }
             c.args(["--", "sh", "-c", &script]);
             c
         } else {
             let mut c = Command::new(&self.opts.hxlab_bin);
-            c.args(load_args.iter().map(|a| a.replace(HOST, "127.0.0.1")));
+            c.args(
+                load_args(reps[0])
+                    .iter()
+                    .map(|a| a.replace(HOST, "127.0.0.1")),
+            );
             c
         };
+        let before = stats_addr.and_then(|a| server_stats(a, cell.config.protocol));
         let t = Instant::now();
-        let outcome = run_bounded(cmd, exp.timeout);
-        record.wall_s = t.elapsed().as_secs_f64();
+        let outcome = run_bounded(cmd, exp.timeout * reps.len() as u32);
+        let wall = t.elapsed().as_secs_f64();
         let after = stats_addr.and_then(|a| server_stats(a, cell.config.protocol));
-        let stderr = match outcome {
-            Ok((code, stderr)) => {
-                record.exit_code = code;
-                stderr
-            }
-            Err(e) => {
-                record.error = Some(e);
-                return record;
-            }
+        let (code, stderr) = match outcome {
+            Ok(x) => x,
+            Err(e) => (None, e),
         };
-        match std::fs::read_to_string(tmp_json) {
-            Ok(text) => match serde_json::from_str::<RunResult>(&text) {
-                Ok(r) => record.result = Some(r),
-                Err(e) => {
-                    record.error = Some(format!("hxlab load wrote an unreadable result: {e}"))
-                }
-            },
-            Err(_) => {
-                let line = stderr
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
-                record.error = Some(format!(
-                    "hxlab load wrote no result (exit {}): {line}",
-                    record
-                        .exit_code
-                        .map(|c| c.to_string())
-                        .unwrap_or_else(|| "by signal".into())
-                ));
-            }
-        }
-        if record.error.is_none() && record.exit_code != Some(0) {
-            if let Some(r) = &record.result {
-                if r.requests_failed == 0 && r.errors.total() == 0 {
-                    let line = stderr
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or("")
-                        .trim()
-                        .to_string();
-                    record.error = Some(format!(
-                        "hxlab load exited with {:?}: {line}",
-                        record.exit_code
-                    ));
-                }
-            }
-        }
-        if let (Some(b), Some(a)) = (before, after) {
-            let mut requests = a.1.saturating_sub(b.1);
-            // The /stats request itself is counted as plain HTTP/1.1.
-            if cell.config.protocol == Protocol::H1 {
-                let started = record
-                    .result
-                    .as_ref()
-                    .map(|r| r.requests_started)
-                    .unwrap_or(0);
-                if requests > started {
-                    requests -= 1;
+        let last_line = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let n = reps.len();
+        for (record, &rep) in records.iter_mut().zip(reps) {
+            record.wall_s = wall / n as f64;
+            record.expected_body_bytes = plan.expected_body_bytes;
+            record.exit_code = if through_link {
+                std::fs::read_to_string(rc_of(rep))
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+            } else {
+                code
+            };
+            match std::fs::read_to_string(json_of(rep)) {
+                Ok(text) => match serde_json::from_str::<RunResult>(&text) {
+                    Ok(r) => record.result = Some(r),
+                    Err(e) => {
+                        record.error = Some(format!("hxlab load wrote an unreadable result: {e}"))
+                    }
+                },
+                Err(_) => {
+                    let who = if through_link && record.exit_code.is_none() {
+                        "hxlab link"
+                    } else {
+                        "hxlab load"
+                    };
+                    let status = match (through_link, record.exit_code, code) {
+                        (true, None, c) => format!(
+                            "link exit {}",
+                            c.map(|c| c.to_string())
+                                .unwrap_or_else(|| "by signal or timeout".into())
+                        ),
+                        (_, Some(c), _) => format!("exit {c}"),
+                        (false, None, _) => "stopped by signal or timeout".into(),
+                    };
+                    record.error = Some(format!("{who} gave no result ({status}): {last_line}"));
                 }
             }
-            record.server = Some(ServerCost {
-                cpu_s: (a.0 - b.0).max(0.0),
-                requests,
-            });
+            if record.error.is_none() && record.exit_code != Some(0) {
+                if let Some(r) = &record.result {
+                    if r.requests_failed == 0 && r.errors.total() == 0 {
+                        record.error = Some(format!(
+                            "hxlab load exited with {:?}: {last_line}",
+                            record.exit_code
+                        ));
+                    }
+                }
+            }
+            if let (Some(b), Some(a)) = (before, after) {
+                // A batch of repetitions shares the server's counters: each gets its share.
+                let requests = a.1.saturating_sub(b.1);
+                record.server = Some(ServerCost {
+                    cpu_s: (a.0 - b.0).max(0.0) / n as f64,
+                    requests: requests / n as u64,
+                });
+            }
         }
-        record
+        records
     }
 }
 
@@ -659,9 +711,9 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
         Workload::Resources | Workload::Browser => {
             let n = cfg.resources;
             let (clients, streams) = if cfg.protocol.multiplexed() {
-                (1, n)
+                (1, n.min(MAX_STREAMS))
             } else {
-                (n.min(6), 1)
+                (n.min(BROWSER_CONNECTIONS), 1)
             };
             let mut urls = Vec::new();
             let requests;
@@ -924,6 +976,20 @@ mod tests {
             Some(format!("http://{HOST}:8080/bytes/10240?delay=50").as_str())
         );
         assert!(!p.args.contains(&"--cacert".to_string()));
+        let e = parse(
+            "t.toml",
+            "protocol = \"h3\"\nresources = 3750\n",
+            &Overrides::default(),
+        )
+        .expect("parse");
+        let p = plan(&e, &e.cells[0].config, &s).expect("plan");
+        assert!(
+            p.args
+                .join(" ")
+                .starts_with("--proto h3 -n 3750 -c 1 -m 100 "),
+            "the server allows 100 streams: {:?}",
+            p.args
+        );
     }
 
     #[test]
