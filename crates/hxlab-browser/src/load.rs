@@ -194,13 +194,15 @@ async fn run(cfg: &PageConfig, program: &Path, args: &[String]) -> Result<PageRu
     let mut cdp = Cdp::new(pipe);
     let outcome = drive(cfg, &mut cdp).await;
     let outcome = match outcome {
-        Err(BrowserError::Crashed(msg))
-            if browser.has_exited() || browser.last_stderr_line().is_some() =>
-        {
-            let detail = browser
-                .last_stderr_line()
-                .map(|l| format!("{msg} (last browser message: {l})"))
-                .unwrap_or(msg);
+        Err(BrowserError::Crashed(msg)) => {
+            let status = browser.settle_after_crash().await;
+            let mut detail = match status {
+                Some(status) => format!("the browser exited ({status})"),
+                None => msg,
+            };
+            if let Some(line) = browser.last_stderr_line() {
+                detail.push_str(&format!("; last browser message: {line}"));
+            }
             Err(BrowserError::Crashed(detail))
         }
         other => other,

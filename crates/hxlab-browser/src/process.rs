@@ -29,6 +29,7 @@ pub(crate) struct BrowserProcess {
     pgid: i32,
     profile: PathBuf,
     stderr_tail: Arc<Mutex<String>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
     cleaned: bool,
 }
 
@@ -135,9 +136,10 @@ impl BrowserProcess {
         drop(browser_out_w);
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stderr_tail = Arc::new(Mutex::new(String::new()));
+        let mut stderr_task = None;
         if let Some(mut err) = child.stderr.take() {
             let tail = stderr_tail.clone();
-            tokio::spawn(async move {
+            stderr_task = Some(tokio::spawn(async move {
                 let mut buf = vec![0u8; 4096];
                 while let Ok(n) = err.read(&mut buf).await {
                     if n == 0 {
@@ -154,13 +156,14 @@ impl BrowserProcess {
                         }
                     }
                 }
-            });
+            }));
         }
         let process = BrowserProcess {
             child,
             pgid,
             profile: profile.to_path_buf(),
             stderr_tail,
+            stderr_task,
             cleaned: false,
         };
         let to_browser = pipe::Sender::from_owned_fd(browser_in_w)
@@ -186,9 +189,17 @@ impl BrowserProcess {
             .map(|l| l.chars().take(300).collect())
     }
 
-    /// True once the browser's main process has exited.
-    pub(crate) fn has_exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
+    /// After the pipe broke: waits briefly for the browser to exit and its stderr to drain,
+    /// and returns how it exited ("exit status: 3"), if it did.
+    pub(crate) async fn settle_after_crash(&mut self) -> Option<String> {
+        let status = tokio::time::timeout(Duration::from_secs(1), self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        if let Some(task) = self.stderr_task.as_mut() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
+        }
+        status.map(|s| s.to_string())
     }
 
     /// Waits up to `grace` for the browser to exit on its own (after `Browser.close`), then
