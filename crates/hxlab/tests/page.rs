@@ -79,8 +79,8 @@ fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
     (code, json, err)
 }
 
-/// Checks one counted run of a synthetic page of `n` sub-resources over `proto`.
-fn check_run(run: &Value, want_protocol: &str, n: u64) {
+/// Checks one counted run of a page of `n` sub-resources of at least `size` bytes each.
+fn check_run(run: &Value, want_protocol: &str, n: u64, size: u64) {
     assert_eq!(run["counted"], true, "run not counted: {run}");
     assert_eq!(run["protocol_ok"], true);
     let protocols = run["protocols"].as_object().expect("protocols");
@@ -109,9 +109,11 @@ fn check_run(run: &Value, want_protocol: &str, n: u64) {
         "timings out of order: ttfb {ttfb} dcl {dcl} load {load}"
     );
     assert!(run["connections"].as_u64().unwrap_or(0) >= 1);
+    // The browser's byte count can be a little under the bodies (it books some bytes of a
+    // reused HTTP/1.1 connection elsewhere), so the bound is loose.
     assert!(
-        run["bytes"].as_u64().unwrap_or(0) >= n * 4096,
-        "bytes {} for {n} × 4 KiB",
+        run["bytes"].as_u64().unwrap_or(0) >= n * size * 3 / 4,
+        "bytes {} for {n} × {size} B",
         run["bytes"]
     );
 }
@@ -149,7 +151,7 @@ fn synthetic(proto: &str, want_protocol: &str) {
         .starts_with("Chromium "));
     let runs = json["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 1);
-    check_run(&runs[0], want_protocol, 4);
+    check_run(&runs[0], want_protocol, 4, 4096);
     assert_eq!(json["summary"]["valid_runs"], 1);
     assert!(
         json["summary"]["metrics"]["load_ms"]["median"]
@@ -186,7 +188,7 @@ fn synthetic_page_over_h3() {
 }
 
 #[test]
-fn push_is_reported_as_ignored_by_current_chromium() {
+fn push_is_reported_as_ignored_and_early_hints_arrive() {
     if require_peer("chromium").is_none() {
         return;
     }
@@ -213,7 +215,10 @@ fn push_is_reported_as_ignored_by_current_chromium() {
     if major >= 106 {
         assert!(err.contains("ignores HTTP/2 server push"), "stderr: {err}");
     }
-    check_run(&json["runs"][0], "h2", 2);
+    check_run(&json["runs"][0], "h2", 2, 1024);
+    // The origin answered with a 103 before the page, and the browser saw it.
+    assert_eq!(json["early_hints"]["runs_with_103"], 1, "{json}");
+    assert!(json["runs"][0]["early_hints"].as_u64().unwrap_or(0) >= 1);
     assert_no_browser_left(tmp.path());
 }
 
@@ -332,7 +337,7 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
         ],
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    check_run(&json["runs"][0], "h2", 3);
+    check_run(&json["runs"][0], "h2", 3, 5000);
 
     // A TLS server without h2: asked for h2, the browser falls back to HTTP/1.1. The run is
     // flagged, left out of the figures, and with nothing left the command fails.
