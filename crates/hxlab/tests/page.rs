@@ -204,6 +204,7 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
             "--runs",
             "1",
             "--push",
+            "--early-hints",
             "--json",
             "-",
         ],
