@@ -12,6 +12,9 @@ use std::time::Duration;
 /// How long the browser gets to exit after `Browser.close` before its group is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+/// How long requests may stay open after the load event before they count as unfinished.
+const AFTER_LOAD_SETTLE: Duration = Duration::from_secs(5);
+
 /// Reads navigation and paint timing once the load event has ended and the first contentful
 /// paint is known (or 3 s have passed: a page may paint nothing contentful).
 const TIMING_SCRIPT: &str = r#"new Promise(resolve => {
@@ -323,6 +326,12 @@ impl Collected {
         Ok(())
     }
 
+    fn mark_unfinished(&mut self) {
+        for r in self.records.iter_mut().filter(|r| !r.done()) {
+            r.error = Some("unfinished when the page had loaded".into());
+        }
+    }
+
     fn all_done(&self) -> bool {
         self.records.iter().all(RequestRecord::done)
     }
@@ -373,8 +382,23 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError>
     }
 
     let mut seen = Collected::default();
+    // Requests still open this long after the load event (long polls, stuck streams) are
+    // recorded as unfinished instead of holding the run until its timeout.
+    let mut settle_deadline: Option<tokio::time::Instant> = None;
     while !(seen.load_fired && seen.all_done()) {
-        let e = cdp.next_event().await?;
+        if seen.load_fired && settle_deadline.is_none() {
+            settle_deadline = Some(tokio::time::Instant::now() + AFTER_LOAD_SETTLE);
+        }
+        let e = match settle_deadline {
+            Some(d) => match tokio::time::timeout_at(d, cdp.next_event()).await {
+                Ok(e) => e?,
+                Err(_) => {
+                    seen.mark_unfinished();
+                    break;
+                }
+            },
+            None => cdp.next_event().await?,
+        };
         if e.session_id.as_deref() == s {
             seen.on_event(&e)?;
         } else if e.method == "Target.targetCrashed" || e.method == "Target.detachedFromTarget" {
@@ -434,6 +458,7 @@ fn build_run(
     let mut bytes = 0u64;
     let mut loaded = 0u32;
     let mut failed = 0u32;
+    let mut http_errors = 0u32;
     let mut resources = Vec::with_capacity(seen.records.len());
     for r in &seen.records {
         let resp = r.response.as_ref();
@@ -462,11 +487,15 @@ fn build_run(
             let headers_end = t.get("receiveHeadersEnd")?.as_f64()?;
             Some((request_time - r.started) * 1000.0 + headers_end)
         });
+        let status = resp.map(|v| num(v, "status").max(0.0) as u16).unwrap_or(0);
+        if status >= 400 {
+            http_errors += 1;
+        }
         resources.push(ResourceTiming {
             url: r.url.clone(),
             resource_type: r.resource_type.clone(),
             protocol,
-            status: resp.map(|v| num(v, "status").max(0.0) as u16).unwrap_or(0),
+            status,
             connection_id,
             connection_reused: resp
                 .and_then(|v| v.get("connectionReused"))
@@ -494,6 +523,9 @@ fn build_run(
     }
     if failed > 0 {
         reasons.push(format!("{failed} resource(s) failed"));
+    }
+    if http_errors > 0 {
+        reasons.push(format!("{http_errors} response(s) with status 4xx/5xx"));
     }
     if nav.is_null() {
         reasons.push("no navigation timing".to_string());
@@ -570,6 +602,86 @@ mod tests {
         assert_eq!(Protocol::from_browser("h3-29"), Some(Protocol::H3));
         assert_eq!(Protocol::from_browser("quic/1+spdy/3"), Some(Protocol::H3));
         assert_eq!(Protocol::from_browser("data"), None);
+    }
+
+    fn record(url: &str, protocol: &str, status: u16, conn: u64, start: f64) -> RequestRecord {
+        RequestRecord {
+            url: url.into(),
+            method: "GET".into(),
+            resource_type: "Image".into(),
+            started: start,
+            wall_time: 1.0e9,
+            response: Some(
+                json!({ "protocol": protocol, "status": status, "connectionId": conn,
+                "timing": { "requestTime": start, "receiveHeadersEnd": 5.0 } }),
+            ),
+            finished: Some(start + 0.010),
+            encoded_bytes: 100,
+            ..Default::default()
+        }
+    }
+
+    fn collected(records: Vec<RequestRecord>) -> Collected {
+        Collected {
+            records,
+            load_fired: true,
+            dcl_fired: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_protocol_fallback_or_error_flags_the_run() {
+        let perf = json!({ "nav": { "responseStart": 5.0, "domContentLoadedEventStart": 8.0,
+            "loadEventStart": 9.0 }, "paint": [{ "name": "first-contentful-paint", "startTime": 7.0 }] });
+        let cfg = PageConfig::new("https://h/", Protocol::H2);
+        let ok = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "h2", 200, 7, 10.1),
+        ]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &ok, &perf);
+        assert!(run.is_valid(), "{:?}", run.flag);
+        assert_eq!(
+            (run.connections, run.resources_loaded, run.bytes),
+            (1, 2, 200)
+        );
+        assert_eq!(
+            (run.ttfb_ms, run.load_ms, run.fcp_ms),
+            (5.0, 9.0, Some(7.0))
+        );
+        assert!((run.resources[1].start_ms - 100.0).abs() < 1e-6);
+        assert!(run.push_ignored());
+
+        let fallback = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "http/1.1", 200, 8, 10.1),
+        ]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &fallback, &perf);
+        assert!(!run.protocol_ok);
+        assert!(
+            run.flag.as_deref().unwrap_or("").contains("asked for h2"),
+            "{:?}",
+            run.flag
+        );
+        assert_eq!(run.connections, 2);
+
+        let mut missing = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "h2", 404, 7, 10.1),
+        ]);
+        missing.records.push(RequestRecord {
+            url: "https://h/b".into(),
+            started: 10.2,
+            ..Default::default()
+        });
+        missing.mark_unfinished();
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &missing, &perf);
+        assert_eq!(run.resources_failed, 1);
+        let flag = run.flag.unwrap_or_default();
+        assert!(
+            flag.contains("1 resource(s) failed") && flag.contains("4xx/5xx"),
+            "{flag}"
+        );
     }
 
     #[test]
