@@ -163,6 +163,8 @@ pub struct ResourceTiming {
     pub duration_ms: Option<f64>,
     /// Bytes received for it on the wire (headers + body, as the browser counts them).
     pub encoded_bytes: u64,
+    /// Body bytes the browser read (after content decoding).
+    pub body_bytes: u64,
     /// Why it failed, if it did.
     pub error: Option<String>,
 }
@@ -200,6 +202,8 @@ pub struct PageRun {
     pub resources_loaded: u32,
     /// Requests that failed.
     pub resources_failed: u32,
+    /// Responses the browser stopped reading before the end of their Content-Length.
+    pub resources_incomplete: u32,
     /// 103 Early Hints responses the browser received.
     pub early_hints: u32,
     /// Per-resource timings, in request order.

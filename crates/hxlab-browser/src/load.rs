@@ -235,6 +235,9 @@ pub(crate) struct RequestRecord {
     pub response: Option<Value>,
     pub finished: Option<f64>,
     pub encoded_bytes: u64,
+    /// Sums over `Network.dataReceived`: bytes on the wire and body bytes after decoding.
+    pub data_encoded: u64,
+    pub data_decoded: u64,
     pub error: Option<String>,
 }
 
@@ -302,6 +305,13 @@ impl Collected {
                     r.encoded_bytes = num(p, "encodedDataLength").max(0.0) as u64;
                 }
             }
+            "Network.dataReceived" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    let r = &mut self.records[i];
+                    r.data_encoded += num(p, "encodedDataLength").max(0.0) as u64;
+                    r.data_decoded += num(p, "dataLength").max(0.0) as u64;
+                }
+            }
             "Network.loadingFailed" => {
                 if let Some(&i) = self.index.get(req_id) {
                     let r = &mut self.records[i];
@@ -339,6 +349,16 @@ impl Collected {
 
 fn num(v: &Value, key: &str) -> f64 {
     v.get(key).and_then(Value::as_f64).unwrap_or(-1.0)
+}
+
+/// A response header by case-insensitive name (CDP keeps the server's spelling).
+fn header<'a>(response: &'a Value, name: &str) -> Option<&'a str> {
+    response
+        .get("headers")?
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| v.as_str())
 }
 
 fn str_of(v: &Value, key: &str) -> String {
@@ -459,6 +479,7 @@ fn build_run(
     let mut loaded = 0u32;
     let mut failed = 0u32;
     let mut http_errors = 0u32;
+    let mut incomplete = 0u32;
     let mut resources = Vec::with_capacity(seen.records.len());
     for r in &seen.records {
         let resp = r.response.as_ref();
@@ -491,6 +512,18 @@ fn build_run(
         if status >= 400 {
             http_errors += 1;
         }
+        // The browser may stop reading a body it has no use for (an <img> whose bytes do not
+        // decode): the load then ends before the transfer would have, and must not count.
+        let content_length = resp
+            .and_then(|v| header(v, "content-length"))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if status == 200 && r.error.is_none() && r.data_decoded > 0 {
+            if let Some(cl) = content_length {
+                if r.data_decoded < cl {
+                    incomplete += 1;
+                }
+            }
+        }
         resources.push(ResourceTiming {
             url: r.url.clone(),
             resource_type: r.resource_type.clone(),
@@ -505,6 +538,7 @@ fn build_run(
             response_ms,
             duration_ms: r.finished.map(|f| (f - r.started) * 1000.0),
             encoded_bytes: r.encoded_bytes,
+            body_bytes: r.data_decoded,
             error: r.error.clone(),
         });
     }
@@ -523,6 +557,11 @@ fn build_run(
     }
     if failed > 0 {
         reasons.push(format!("{failed} resource(s) failed"));
+    }
+    if incomplete > 0 {
+        reasons.push(format!(
+            "{incomplete} resource(s) not read to the end by the browser (it stops reading e.g. an image it cannot decode), so the load time leaves out part of the transfer"
+        ));
     }
     if http_errors > 0 {
         reasons.push(format!("{http_errors} response(s) with status 4xx/5xx"));
@@ -550,6 +589,7 @@ fn build_run(
         bytes,
         resources_loaded: loaded,
         resources_failed: failed,
+        resources_incomplete: incomplete,
         early_hints: seen.early_hints,
         resources,
         har,
@@ -682,6 +722,22 @@ mod tests {
             flag.contains("1 resource(s) failed") && flag.contains("4xx/5xx"),
             "{flag}"
         );
+
+        // A body the browser stopped reading before its Content-Length.
+        let mut short = record("https://h/a", "h2", 200, 7, 10.1);
+        if let Some(r) = short.response.as_mut() {
+            r["headers"] = json!({ "Content-Length": "1000" });
+        }
+        short.data_decoded = 400;
+        let mut whole = record("https://h/b", "h2", 200, 7, 10.1);
+        if let Some(r) = whole.response.as_mut() {
+            r["headers"] = json!({ "content-length": "1000" });
+        }
+        whole.data_decoded = 1000;
+        let partial = collected(vec![record("https://h/", "h2", 200, 7, 10.0), short, whole]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &partial, &perf);
+        assert_eq!(run.resources_incomplete, 1);
+        assert!(run.flag.unwrap_or_default().contains("not read to the end"));
     }
 
     #[test]

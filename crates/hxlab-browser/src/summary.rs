@@ -108,6 +108,7 @@ mod tests {
             bytes: 100,
             resources_loaded: 3,
             resources_failed: 0,
+            resources_incomplete: 0,
             early_hints: 0,
             resources: Vec::new(),
             har: None,

@@ -108,7 +108,14 @@ fn check_run(run: &Value, want_protocol: &str, n: u64, size: u64) {
         ttfb <= dcl && dcl <= load,
         "timings out of order: ttfb {ttfb} dcl {dcl} load {load}"
     );
-    assert!(run["connections"].as_u64().unwrap_or(0) >= 1);
+    assert_eq!(run["resources_incomplete"], 0);
+    let connections = run["connections"].as_u64().unwrap_or(0);
+    if want_protocol == "http/1.1" {
+        // Chromium's pool: at most 6 connections per origin for HTTP/1.1.
+        assert!((1..=6).contains(&connections), "connections {connections}");
+    } else {
+        assert_eq!(connections, 1, "one multiplexed {want_protocol} connection");
+    }
     // The browser's byte count can be a little under the bodies (it books some bytes of a
     // reused HTTP/1.1 connection elsewhere), so the bound is loose.
     assert!(

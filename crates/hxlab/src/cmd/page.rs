@@ -136,7 +136,9 @@ struct Origin {
 }
 
 impl Origin {
-    fn start(bind: &str) -> anyhow::Result<Origin> {
+    /// Starts `hxlab serve` on `bind`; with `page`, also writes that HTML as
+    /// `/static/page.html` of a directory the server serves.
+    fn start(bind: &str, page: Option<&str>) -> anyhow::Result<Origin> {
         let exe = match std::env::var_os("HXLAB_BIN") {
             Some(p) => PathBuf::from(p),
             None => std::env::current_exe().context("locating the hxlab binary")?,
@@ -152,16 +154,16 @@ impl Origin {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let ready_file = dir.join("ready.json");
         let cert = dir.join("cert.pem");
-        let child = Command::new(&exe)
-            .args([
-                "serve",
-                "--bind",
-                bind,
-                "--tls-port",
-                "0",
-                "--plain-port",
-                "0",
-            ])
+        let mut cmd = Command::new(&exe);
+        cmd.arg("serve");
+        if let Some(html) = page {
+            let www = dir.join("www");
+            std::fs::create_dir_all(&www).with_context(|| format!("creating {}", www.display()))?;
+            std::fs::write(www.join("page.html"), html).context("writing the synthetic page")?;
+            cmd.arg("--dir").arg(&www);
+        }
+        let child = cmd
+            .args(["--bind", bind, "--tls-port", "0", "--plain-port", "0"])
             .arg("--ready-file")
             .arg(&ready_file)
             .arg("--cert-out")
@@ -214,13 +216,37 @@ struct Target {
     _origin: Option<Origin>,
 }
 
+/// The synthetic page: N async scripts of `size` bytes from `/bytes/SIZE?delay=MS`, so each
+/// sub-resource waits `delay` at the origin (as in seed-003's `/option` endpoint) and the
+/// browser reads every body to the end (it abandons `<img>` bodies that do not decode).
+fn synthetic_html(s: &Synthetic) -> String {
+    let ms = s.delay.as_secs_f64() * 1000.0;
+    let mut html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab synthetic page</title></head><body>\n\
+         <h1>hxlab synthetic page</h1>\n<p>{} resources of {} bytes, each delayed {ms} ms at the origin</p>\n",
+        s.n, s.size
+    );
+    for i in 0..s.n {
+        html.push_str(&format!(
+            "<script async src=\"/bytes/{}?delay={ms}&amp;r={i}\"></script>\n",
+            s.size
+        ));
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
 fn synthetic_target(
     s: &Synthetic,
     proto: Protocol,
     push: bool,
     early_hints: bool,
 ) -> anyhow::Result<Target> {
-    let origin = Origin::start("127.0.0.1")?;
+    // Push and 103 Early Hints are features of the origin's own /page endpoint; otherwise the
+    // page is generated here (see `synthetic_html`).
+    let use_origin_page = push || early_hints;
+    let html = (!use_origin_page).then(|| synthetic_html(s));
+    let origin = Origin::start("127.0.0.1", html.as_deref())?;
     let tls = origin
         .field("tls")
         .context("the origin's ready file has no \"tls\" address")?
@@ -232,14 +258,18 @@ fn synthetic_target(
         .field("spki_sha256")
         .context("the origin's ready file has no \"spki_sha256\"")?
         .to_string();
-    let url = format!(
-        "https://{tls}/page?n={}&size={}&delay={}&push={}&early_hints={}",
-        s.n,
-        s.size,
-        s.delay.as_millis(),
-        u8::from(push),
-        u8::from(early_hints)
-    );
+    let url = if use_origin_page {
+        format!(
+            "https://{tls}/page?n={}&size={}&delay={}&push={}&early_hints={}",
+            s.n,
+            s.size,
+            s.delay.as_secs_f64() * 1000.0,
+            u8::from(push),
+            u8::from(early_hints)
+        )
+    } else {
+        format!("https://{tls}/static/page.html")
+    };
     Ok(Target {
         url,
         spki: vec![spki],
