@@ -5,7 +5,8 @@
 //! browser's own records: the protocol every resource used, navigation and paint timings
 //! (TTFB, DOMContentLoaded, load, first contentful paint), connections, bytes, per-resource
 //! timings and, on request, a HAR 1.2 log. [`load_page`] is one run; [`summarize`] turns runs
-//! into medians with 95 % confidence intervals. The lab's `workload = "browser"` calls
+//! into medians with 95 % confidence intervals; [`PageRun::to_run_result`] stores a run as the
+//! `RunResult` every part of hxlab reads. The lab's `workload = "browser"` calls
 //! [`load_page`] once per repetition.
 //!
 //! What it is not: no server, no network emulation (a [`Launcher`] lets the caller start the
@@ -18,6 +19,7 @@ mod cdp;
 mod har;
 mod load;
 mod process;
+mod result;
 mod summary;
 
 pub use load::{find_chromium, load_page, load_page_async};
@@ -180,6 +182,8 @@ pub struct PageRun {
     pub browser: String,
     /// Chromium major version.
     pub browser_major: u32,
+    /// When the navigation started, seconds since the Unix epoch.
+    pub started_unix_s: f64,
     /// Responses per protocol as the browser reported them ("h2": 31).
     pub protocols: BTreeMap<String, u32>,
     /// Every response used the protocol asked for.

@@ -578,6 +578,7 @@ fn build_run(
         requested_protocol: cfg.protocol,
         browser,
         browser_major,
+        started_unix_s: seen.records.first().map(|r| r.wall_time).unwrap_or(0.0),
         protocols,
         protocol_ok,
         flag: (!reasons.is_empty()).then(|| reasons.join("; ")),

@@ -97,6 +97,7 @@ mod tests {
             requested_protocol: Protocol::H2,
             browser: "Chromium 156".into(),
             browser_major: 156,
+            started_unix_s: 0.0,
             protocols: BTreeMap::new(),
             protocol_ok: flag.is_none(),
             flag: flag.map(str::to_string),
