@@ -535,3 +535,59 @@ fn bad_flags_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: stderr: {err}");
     }
 }
+
+/// Behind `hxlab link` with 50 ms each way, the browser (in the link's namespace) still gets
+/// every resource over the protocol asked for, and the first byte takes at least the
+/// handshake and request round trips.
+#[test]
+fn synthetic_page_behind_an_emulated_link() {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    if !common::is_root() {
+        eprintln!(
+            "\n!!!!! SKIPPED: the emulated link needs root (network namespaces, TUN) !!!!!\n"
+        );
+        return;
+    }
+    let _one = browser_lock();
+    for (proto, want) in [("h2", "h2"), ("h3", "h3")] {
+        let tmp = TempDir::new("hxlab-page-test");
+        let (code, json, err) = page(
+            tmp.path(),
+            &[
+                "--synthetic",
+                "n=3,size=4KiB,delay=0ms",
+                "--proto",
+                proto,
+                "--runs",
+                "1",
+                "--delay",
+                "50ms",
+                "--down",
+                "20mbit",
+                "--up",
+                "5mbit",
+                "--timeout",
+                "40s",
+                "--json",
+                "-",
+            ],
+        );
+        assert_eq!(code, Some(0), "{proto}: stderr: {err}");
+        let run = &json["runs"][0];
+        check_run(run, want, 3, 4096);
+        // TCP+TLS or QUIC handshake, then the request: at least two 100 ms round trips.
+        let ttfb = run["ttfb_ms"].as_f64().unwrap_or(0.0);
+        assert!(
+            ttfb >= 150.0,
+            "{proto}: TTFB {ttfb} ms behind a 100 ms RTT link"
+        );
+        assert!(
+            !json["url"].as_str().unwrap_or("").contains("127.0.0.1"),
+            "the page is served on the link's host address: {}",
+            json["url"]
+        );
+        assert_no_browser_left(tmp.path());
+    }
+}

@@ -2,12 +2,13 @@
 //! browser's own timings, a median and 95 % CI per metric, and optional HAR/JSON output.
 
 use anyhow::{bail, Context};
-use hxlab_browser::{BrowserError, PageConfig, PageRun, Protocol};
+use hxlab_browser::{BrowserError, Launcher, PageConfig, PageRun, Protocol};
 use hxlab_core::{parse_duration, parse_size};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Options of `hxlab page`.
@@ -241,12 +242,13 @@ fn synthetic_target(
     proto: Protocol,
     push: bool,
     early_hints: bool,
+    bind: &str,
 ) -> anyhow::Result<Target> {
     // Push and 103 Early Hints are features of the origin's own /page endpoint; otherwise the
     // page is generated here (see `synthetic_html`).
     let use_origin_page = push || early_hints;
     let html = (!use_origin_page).then(|| synthetic_html(s));
-    let origin = Origin::start("127.0.0.1", html.as_deref())?;
+    let origin = Origin::start(bind, html.as_deref())?;
     let tls = origin
         .field("tls")
         .context("the origin's ready file has no \"tls\" address")?
@@ -275,6 +277,62 @@ fn synthetic_target(
         spki: vec![spki],
         _origin: Some(origin),
     })
+}
+
+/// The emulated link the flags ask for: a profile, possibly adjusted by the explicit options.
+fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
+    use hxlab_link::{LinkConfig, Server};
+    if args.profile.is_none()
+        && args.delay.is_none()
+        && args.down.is_none()
+        && args.up.is_none()
+        && args.loss.is_none()
+    {
+        return Ok(None);
+    }
+    let mut cfg = match &args.profile {
+        Some(name) => {
+            LinkConfig::from_profile(name).map_err(|e| super::usage(format!("--profile: {e}")))?
+        }
+        None => LinkConfig::default(),
+    };
+    if let Some(d) = &args.delay {
+        let d = parse_duration(d).map_err(|e| super::usage(format!("--delay: {e}")))?;
+        cfg = cfg.with_delay(d);
+    }
+    for (flag, value, dir) in [
+        ("--down", &args.down, &mut cfg.down),
+        ("--up", &args.up, &mut cfg.up),
+    ] {
+        if let Some(r) = value {
+            let bps =
+                hxlab_core::parse_rate(r).map_err(|e| super::usage(format!("{flag}: {e}")))?;
+            dir.server = Server::Rate(bps);
+        }
+    }
+    if let Some(l) = &args.loss {
+        let loss =
+            hxlab_link::config::parse_loss(l).map_err(|e| super::usage(format!("--loss: {e}")))?;
+        cfg.down.loss = loss;
+        cfg.up.loss = loss;
+    }
+    Ok(Some(cfg))
+}
+
+/// A URL for 127.0.0.1/localhost rewritten to `host`: inside the link's namespace, loopback is
+/// the namespace's own, and this side is reached at the link's host address.
+fn loopback_to(url: &str, host: &str) -> String {
+    for lo in ["127.0.0.1", "localhost", "[::1]"] {
+        for scheme in ["https://", "http://"] {
+            let from = format!("{scheme}{lo}");
+            if let Some(rest) = url.strip_prefix(&from) {
+                if rest.is_empty() || rest.starts_with([':', '/', '?', '#']) {
+                    return format!("{scheme}{host}{rest}");
+                }
+            }
+        }
+    }
+    url.to_string()
 }
 
 /// One row of the output: a run that produced figures, or one that failed.
@@ -320,14 +378,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )));
         }
     }
-    let link_asked = args.profile.is_some()
-        || args.delay.is_some()
-        || args.down.is_some()
-        || args.up.is_some()
-        || args.loss.is_some();
-    if link_asked {
-        bail!("network emulation for `hxlab page` (--profile/--delay/--down/--up/--loss) needs hxlab link, which is not in this build yet");
-    }
+    let link_cfg = link_config(&args)?;
     let json_out = args.json.clone();
     let har_dir = args.har.clone();
     if let Some(dir) = &har_dir {
@@ -344,14 +395,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
+    // With a link, the browser runs in the link's namespace and reaches this side at the
+    // link's host address; the synthetic origin listens there.
+    let link = match link_cfg {
+        Some(cfg) => Some(Arc::new(
+            hxlab_link::Link::start(cfg).context("starting the emulated link")?,
+        )),
+        None => None,
+    };
+    let host = link
+        .as_ref()
+        .map(|l| l.host_addr().to_string())
+        .unwrap_or_else(|| "127.0.0.1".to_string());
     let target = match &synthetic {
-        Some(s) => synthetic_target(s, proto, args.push, args.early_hints)?,
+        Some(s) => synthetic_target(s, proto, args.push, args.early_hints, &host)?,
         None => Target {
-            url: args.url.clone().unwrap_or_default(),
+            url: match &link {
+                Some(_) => loopback_to(&args.url.clone().unwrap_or_default(), &host),
+                None => args.url.clone().unwrap_or_default(),
+            },
             spki: args.spki.clone(),
             _origin: None,
         },
     };
+    let launcher: Option<Launcher> = link.as_ref().map(|l| {
+        let l = l.clone();
+        Arc::new(move |program: &Path| l.command(program)) as Launcher
+    });
 
     // With `--json -` the JSON owns stdout and the human-readable text goes to stderr.
     let json_to_stdout = json_out.as_deref() == Some("-");
@@ -378,6 +448,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cfg.spki_sha256 = target.spki.clone();
         cfg.timeout = timeout;
         cfg.collect_har = har_dir.is_some();
+        cfg.launcher = launcher.clone();
         let result = rt.block_on(async {
             tokio::select! {
                 r = hxlab_browser::load_page_async(&cfg) => Some(r),
@@ -574,6 +645,26 @@ fn run_row(i: u32, r: &PageRun) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_urls_move_to_the_link_host() {
+        assert_eq!(
+            loopback_to("https://127.0.0.1:8443/x", "10.0.0.1"),
+            "https://10.0.0.1:8443/x"
+        );
+        assert_eq!(
+            loopback_to("http://localhost/", "10.0.0.1"),
+            "http://10.0.0.1/"
+        );
+        assert_eq!(
+            loopback_to("https://127.0.0.10/", "10.0.0.1"),
+            "https://127.0.0.10/"
+        );
+        assert_eq!(
+            loopback_to("https://example.test/", "10.0.0.1"),
+            "https://example.test/"
+        );
+    }
 
     #[test]
     fn parses_synthetic_specs() {
