@@ -437,6 +437,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "hxlab page: {} over {proto}, {} run(s)",
         target.url, args.runs
     )?;
+    if let Some(l) = &link {
+        let what = match &args.profile {
+            Some(p) => format!("profile {p}"),
+            None => "the link options".to_string(),
+        };
+        writeln!(
+            text,
+            "the browser runs behind an emulated link ({what}) at {}, the origin at {}",
+            l.client_addr(),
+            l.host_addr()
+        )?;
+    }
     writeln!(
         text,
         "{:>3}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8}",
@@ -579,6 +591,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "protocol": proto,
             "browser": browser,
             "browser_major": browser_major,
+            "link": link.as_ref().map(|l| json!({
+                "profile": args.profile, "delay": args.delay, "down": args.down, "up": args.up,
+                "loss": args.loss, "host": l.host_addr().to_string(), "client": l.client_addr().to_string() })),
             "synthetic": synthetic.as_ref().map(|s| json!({
                 "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0 })),
             "push": { "requested": args.push, "ignored_by_browser": args.push && push_ignored, "note": push_note },
