@@ -182,6 +182,16 @@ impl RunningServer {
     }
 }
 
+/// For a process that installs no tracing subscriber of its own (the `hxlab serve` CLI):
+/// installs one that records nothing. Without any subscriber, `tracing`'s `log` fallback
+/// (switched on by quinn's `log` feature) formats span activity on every HTTP/2 frame, which
+/// costs a few percent of the server's CPU. Does nothing if a subscriber is already set.
+pub fn install_null_tracing() {
+    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(
+        tracing::subscriber::NoSubscriber::default(),
+    ));
+}
+
 /// Binds every listener, makes or loads the certificate and starts serving on the current
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
