@@ -478,3 +478,68 @@ fn bad_input_is_one_line_and_exit_2() {
             && out.contains("NetworkManager.ts")
     );
 }
+
+/// `hxlab serve` outside on 0.0.0.0; returns the child and the TLS (= h3 UDP) port.
+fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
+    let ready = dir.join("ready.json");
+    let mut child = Command::new(hxlab())
+        .args(["serve", "--bind", "0.0.0.0", "--tls-port", "0", "--plain-port", "0", "--threads", "1"])
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start hxlab serve");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = std::fs::read_to_string(&ready)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            let tls = v["tls"].as_str().expect("tls address in ready file").to_string();
+            let port = tls.rsplit(':').next().and_then(|p| p.parse().ok()).expect("tls port");
+            return (child, port);
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("hxlab serve exited early: {s}");
+        }
+        assert!(Instant::now() < deadline, "hxlab serve not ready in 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn h2_and_h3_through_the_link() {
+    if !root_or_skip("h2_and_h3_through_the_link") {
+        return;
+    }
+    let dir = common::tempfile_dir::TempDir::new("hxlab-link-h3");
+    let (mut server, port) = serve_outside(dir.path());
+    for proto in ["h3", "h2"] {
+        // 10 ms each way and 20 Mbit/s down: every request takes at least one 20 ms RTT.
+        let script = format!(
+            "exec {} load --proto {proto} -k -n 20 -c 2 --no-progress -q --json - https://$HXLAB_LINK_HOST:{port}/bytes/50000",
+            hxlab().display()
+        );
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args(["link", "--delay", "10ms", "--down", "20mbit", "--", "sh", "-c", &script]),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        let v: serde_json::Value = out
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("{proto}: no RunResult in {out} / {err}"));
+        assert_eq!(v["status"]["200"], 20, "{proto}: {v}");
+        let p50 = hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().expect("latency"))
+            .expect("histogram")
+            .quantile(0.5);
+        // 50 kB at 20 Mbit/s is 20 ms on the wire, plus the 20 ms RTT: ≥ 35 ms, well under 2 s.
+        assert!((35_000..2_000_000).contains(&p50), "{proto}: p50 {p50} µs through a 20 ms RTT link");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}
