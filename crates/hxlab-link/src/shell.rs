@@ -742,3 +742,47 @@ impl Drop for SignalForward {
         FORWARD_PID.store(0, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// True when this process is root (then no user namespace is needed).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Checks that /dev/net/tun can be opened by this user, with the fix in the error if not.
+pub fn check_tun_access() -> Result<(), LinkError> {
+    let path = CString::new("/dev/net/tun").map_err(|_| LinkError::Setup("tun path".into()))?;
+    // SAFETY: valid path; the fd is closed right away.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(tun_open_error(std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just opened here.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
+/// Rootless mode: moves the whole process into a new user namespace (where it is root) and a
+/// new network namespace with loopback up, so [`Link::start`] can create its devices without
+/// privileges. Both ends of the link then live in namespaces of this process: the "outside"
+/// is reachable only from servers this process (or its children) start. Must be called while
+/// the process is single-threaded (the kernel refuses otherwise).
+pub fn enter_user_namespace() -> Result<(), LinkError> {
+    check_tun_access()?;
+    // SAFETY: plain syscalls.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // SAFETY: unshare affects this (single-threaded) process.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(LinkError::Permission(format!(
+            "cannot create an unprivileged user namespace ({e}); enable them (`sudo sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=10000`) or run hxlab link as root"
+        )));
+    }
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| LinkError::Setup(format!("writing {file}: {e}")))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    ip(&["link", "set", "dev", "lo", "up"])
+}

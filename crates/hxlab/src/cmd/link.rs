@@ -206,15 +206,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "missing COMMAND: hxlab link [OPTIONS] -- COMMAND [ARGS...]",
         ));
     };
+    // Without root, both ends go into namespaces of our own (see docs/link.md, "Rootless").
+    let rootless = !hxlab_link::shell::is_root() || std::env::var_os("HXLAB_LINK_ROOTLESS").is_some();
+    if rootless {
+        hxlab_link::shell::enter_user_namespace().context("rootless mode")?;
+    }
     let seed = cfg.seed;
     let profile = cfg.profile.clone();
     let summary = describe(&cfg);
     let link = Link::start(cfg).context("starting the link")?;
     if std::env::var_os("HXLAB_LINK_QUIET").is_none() {
         eprintln!(
-            "hxlab link: HOST {} ⇄ CLIENT {} ({summary}; seed {seed})",
+            "hxlab link: HOST {} ⇄ CLIENT {} ({summary}; seed {seed}){}",
             link.host_addr(),
-            link.client_addr()
+            link.client_addr(),
+            if rootless {
+                "; rootless: HOST is in hxlab's own network namespace, not the one it started in"
+            } else {
+                ""
+            }
         );
     }
     let mut cmd = link.command(program);
