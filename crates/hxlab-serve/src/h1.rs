@@ -41,7 +41,10 @@ impl Body for OutBody {
     type Data = Bytes;
     type Error = std::io::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
         match this.source.poll_chunk(cx, CHUNK) {
             Poll::Pending => Poll::Pending,
@@ -80,7 +83,11 @@ impl Drop for OutBody {
     }
 }
 
-async fn respond(ctx: Arc<Ctx>, proto: Proto, req: Request<Incoming>) -> Result<Response<OutBody>, Infallible> {
+async fn respond(
+    ctx: Arc<Ctx>,
+    proto: Proto,
+    req: Request<Incoming>,
+) -> Result<Response<OutBody>, Infallible> {
     let (parts, mut body) = req.into_parts();
     // Read the request body to its end (discarding it) so every protocol sees the same thing.
     if !body.is_end_stream() {
@@ -95,8 +102,18 @@ async fn respond(ctx: Arc<Ctx>, proto: Proto, req: Request<Incoming>) -> Result<
         tokio::time::sleep(reply.delay).await;
     }
     let head = reply.head(&ctx, true);
-    let body = if parts.method == Method::HEAD { crate::body::BodySpec::Empty } else { reply.body };
-    let out = OutBody { source: body.into_source(), ctx: ctx.clone(), proto, counted: reply.counted, done: false };
+    let body = if parts.method == Method::HEAD {
+        crate::body::BodySpec::Empty
+    } else {
+        reply.body
+    };
+    let out = OutBody {
+        source: body.into_source(),
+        ctx: ctx.clone(),
+        proto,
+        counted: reply.counted,
+        done: false,
+    };
     Ok(head.map(|()| out))
 }
 

@@ -73,7 +73,9 @@ impl Default for ServeConfig {
             cert_out: None,
             dir: None,
             max_streams: 100,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             max_delay: Duration::from_secs(60),
             max_size: 1 << 40,
             max_header_size: 64 * 1024,
@@ -165,7 +167,8 @@ impl RunningServer {
             let _ = h.await;
         }
         self.ctx.tracker.close();
-        let drained = tokio::time::timeout(self.ctx.limits.drain_timeout, self.ctx.tracker.wait()).await;
+        let drained =
+            tokio::time::timeout(self.ctx.limits.drain_timeout, self.ctx.tracker.wait()).await;
         if drained.is_err() {
             eprintln!(
                 "hxlab serve: {} connection(s) still busy after the drain timeout; closing them",
@@ -183,38 +186,60 @@ impl RunningServer {
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     if cfg.max_streams == 0 {
-        return Err(ServeError::Config("--max-streams must be at least 1".into()));
+        return Err(ServeError::Config(
+            "--max-streams must be at least 1".into(),
+        ));
     }
     if cfg.threads == 0 {
         return Err(ServeError::Config("--threads must be at least 1".into()));
     }
     let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
     if let Some(out) = &cfg.cert_out {
-        tls::write_atomically(out, identity.cert_pem.as_bytes())
-            .map_err(|source| ServeError::File { path: out.clone(), source })?;
+        tls::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
+            ServeError::File {
+                path: out.clone(),
+                source,
+            }
+        })?;
     }
     let dir = match &cfg.dir {
         Some(d) => {
-            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File { path: d.clone(), source })?;
+            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File {
+                path: d.clone(),
+                source,
+            })?;
             if !canon.is_dir() {
-                return Err(ServeError::Config(format!("--dir {}: not a directory", d.display())));
+                return Err(ServeError::Config(format!(
+                    "--dir {}: not a directory",
+                    d.display()
+                )));
             }
             Some(canon)
         }
         None => None,
     };
     let sockets = listen::bind_all(&cfg)?;
-    let tls_addr = sockets.tls.local_addr().map_err(|source| ServeError::Bind {
-        what: "tls",
-        addr: SocketAddr::new(cfg.bind, cfg.tls_port),
-        source,
-    })?;
-    let plain_addr = sockets.plain.local_addr().map_err(|source| ServeError::Bind {
-        what: "plain",
-        addr: SocketAddr::new(cfg.bind, cfg.plain_port),
-        source,
-    })?;
-    let h3_addr = if sockets.udp.is_some() { Some(tls_addr) } else { None };
+    let tls_addr = sockets
+        .tls
+        .local_addr()
+        .map_err(|source| ServeError::Bind {
+            what: "tls",
+            addr: SocketAddr::new(cfg.bind, cfg.tls_port),
+            source,
+        })?;
+    let plain_addr = sockets
+        .plain
+        .local_addr()
+        .map_err(|source| ServeError::Bind {
+            what: "plain",
+            addr: SocketAddr::new(cfg.bind, cfg.plain_port),
+            source,
+        })?;
+    let h3_addr = if sockets.udp.is_some() {
+        Some(tls_addr)
+    } else {
+        None
+    };
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let limits = routes::Limits {
@@ -225,7 +250,14 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         max_streams: cfg.max_streams,
         drain_timeout: cfg.drain_timeout,
     };
-    let ctx = Arc::new(routes::Ctx::new(limits, dir, tls_addr, plain_addr, h3_addr, shutdown_rx));
+    let ctx = Arc::new(routes::Ctx::new(
+        limits,
+        dir,
+        tls_addr,
+        plain_addr,
+        h3_addr,
+        shutdown_rx,
+    ));
 
     let tls_config = Arc::new(identity.tcp_server_config()?);
     let mut accept_loops = Vec::new();
@@ -240,9 +272,22 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
             udp,
             Arc::new(quinn::TokioRuntime),
         )
-        .map_err(|source| ServeError::Bind { what: "h3", addr: tls_addr, source })?;
+        .map_err(|source| ServeError::Bind {
+            what: "h3",
+            addr: tls_addr,
+            source,
+        })?;
         accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
         endpoint = Some(ep);
     }
-    Ok(RunningServer { tls_addr, plain_addr, h3_addr, identity, ctx, shutdown_tx, accept_loops, endpoint })
+    Ok(RunningServer {
+        tls_addr,
+        plain_addr,
+        h3_addr,
+        identity,
+        ctx,
+        shutdown_tx,
+        accept_loops,
+        endpoint,
+    })
 }
