@@ -1,1 +1,75 @@
-//! hxlab-load: the load generator; one Driver per protocol, one recorder.
+//! hxlab-load: the load generator behind `hxlab load`.
+//!
+//! What it is for: driving an HTTP origin over HTTP/1.1 (plain or TLS, keep-alive or not,
+//! pipelined), HTTP/2 (TLS with ALPN, or h2c with prior knowledge) and HTTP/3 (QUIC), in a
+//! closed model (`-n`/`-D`, `-c` connections × `-m` streams) or an open model (`--rate`,
+//! latency corrected for coordinated omission), and counting every protocol the same way
+//! into one [`hxlab_core::RunResult`].
+//!
+//! How it is built (after h2load's workers): `-t` OS threads, each with its own
+//! current-thread tokio runtime, its own connections and its own [`recorder::Recorder`]
+//! (HDR histograms and counters); nothing is shared in the hot path and the recorders are
+//! merged once at the end. Each protocol has its own driver module ([`h1`], [`h2`],
+//! [`h3`]) that runs one connection's requests; what to send next and when comes from one
+//! [`plan::Plan`] (a closed-model budget or the open-model [`scheduler::Schedule`]), and
+//! what happened goes into the same recorder, so a number means the same thing on every
+//! protocol.
+//!
+//! What it is not: a browser (no page model, no caching, no redirects), a correctness
+//! checker (responses are counted and their bodies discarded), or a server.
+
+pub mod config;
+pub mod h1;
+pub mod h2;
+pub mod h3;
+pub mod net;
+pub mod plan;
+pub mod recorder;
+pub mod scheduler;
+pub mod target;
+pub mod tls;
+mod worker;
+
+pub use config::{CongestionControl, LoadConfig, Proto};
+pub use worker::run;
+
+/// Why a load run could not start (bad configuration, unreadable files, no threads).
+///
+/// Failures *during* a run (refused connections, resets, timeouts) are not errors of
+/// [`run`]: they are counted in the returned [`hxlab_core::RunResult`].
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The configuration is inconsistent or a value is out of range.
+    #[error("{0}")]
+    Config(String),
+    /// A URL could not be used.
+    #[error("bad URL {url:?}: {reason}")]
+    Url {
+        /// The URL as given.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The host name did not resolve.
+    #[error("cannot resolve {host}: {reason}")]
+    Resolve {
+        /// Host name.
+        host: String,
+        /// Resolver message.
+        reason: String,
+    },
+    /// A file named in the configuration could not be read.
+    #[error("cannot read {path}: {source}")]
+    File {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// TLS or QUIC client configuration failed.
+    #[error("TLS setup: {0}")]
+    Tls(String),
+    /// A worker thread or runtime could not be created.
+    #[error("cannot start worker: {0}")]
+    Worker(String),
+}

@@ -1,1 +1,293 @@
-//! hxlab-serve: the origin server (h1, h1+TLS, h2, h2c, h3), its routes and push.
+//! hxlab-serve: the origin server behind `hxlab serve`.
+//!
+//! What it is for: one process that serves the same endpoints (`/bytes/N`, `/option`, `/page`
+//! with push and early hints, `/delay`, `/status`, `/headers`, `/static`, `/stats`, `/`) over
+//! HTTP/1.1, HTTP/1.1+TLS, HTTP/2 (ALPN), h2c (prior knowledge) and HTTP/3 (QUIC on the TLS
+//! port), with streamed bodies, limits, per-protocol counters and a graceful shutdown.
+//! Layout: `routes` decides what to answer (protocol-free), `h1` (hyper), `h2` (the raw `h2`
+//! crate, for push and identical GOAWAY on TLS and h2c) and `h3` (quinn + h3) only carry the
+//! answer; `listen` owns sockets and accept loops; `tls` owns certificates.
+//! What it is not: no load generation, no link emulation, no reverse proxying, no caching.
+
+mod body;
+mod h1;
+mod h2;
+mod h3;
+mod listen;
+mod routes;
+mod stats;
+mod tls;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use stats::{ProtoStats, StatsSnapshot};
+
+/// Everything `hxlab serve` can be told; `Default` gives the CLI's defaults.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address every listener binds to.
+    pub bind: IpAddr,
+    /// TCP port for TLS (h1 + h2 by ALPN); the UDP HTTP/3 port is the same number. 0 = free.
+    pub tls_port: u16,
+    /// TCP port for cleartext h1 and h2c (prior knowledge). 0 = free.
+    pub plain_port: u16,
+    /// Serve HTTP/3 on UDP `tls_port` (and advertise it with Alt-Svc on TCP).
+    pub h3: bool,
+    /// PEM certificate chain; without it a self-signed one is made for localhost/127.0.0.1/::1.
+    pub cert: Option<PathBuf>,
+    /// PEM private key belonging to `cert`.
+    pub key: Option<PathBuf>,
+    /// Where to write the served certificate (PEM) so clients can trust it.
+    pub cert_out: Option<PathBuf>,
+    /// Directory served under `/static/`; nothing outside it is ever served.
+    pub dir: Option<PathBuf>,
+    /// Concurrent streams per HTTP/2 or HTTP/3 connection.
+    pub max_streams: u32,
+    /// Worker threads for the runtime the CLI builds (1 = single-threaded runtime). `start`
+    /// runs on the caller's runtime and ignores it.
+    pub threads: usize,
+    /// Longest server think time a request may ask for (`delay=`).
+    pub max_delay: Duration,
+    /// Largest response body a request may ask for (`/bytes/N`, `size=`).
+    pub max_size: u64,
+    /// Largest request header block accepted, in bytes.
+    pub max_header_size: u32,
+    /// Most sub-resources a `/page` may reference.
+    pub max_page_resources: u32,
+    /// How long a shutdown waits for in-flight requests before giving up on them.
+    pub drain_timeout: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            tls_port: 8443,
+            plain_port: 8080,
+            h3: true,
+            cert: None,
+            key: None,
+            cert_out: None,
+            dir: None,
+            max_streams: 100,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            max_delay: Duration::from_secs(60),
+            max_size: 1 << 40,
+            max_header_size: 64 * 1024,
+            max_page_resources: 1000,
+            drain_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A socket could not be bound.
+    #[error("cannot listen on {what} {addr}: {source}")]
+    Bind {
+        /// Which listener ("tls", "plain", "h3").
+        what: &'static str,
+        /// The address tried.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The certificate or key could not be read, made or used.
+    #[error("certificate: {0}")]
+    Cert(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A setting is out of range or inconsistent.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A server that is accepting on every listener; dropped without `shutdown` it keeps running
+/// until the runtime stops.
+pub struct RunningServer {
+    tls_addr: SocketAddr,
+    plain_addr: SocketAddr,
+    h3_addr: Option<SocketAddr>,
+    identity: tls::Identity,
+    ctx: Arc<routes::Ctx>,
+    shutdown_tx: tokio::sync::watch::Sender<bool>,
+    accept_loops: Vec<tokio::task::JoinHandle<()>>,
+    endpoint: Option<quinn::Endpoint>,
+}
+
+impl RunningServer {
+    /// The TCP TLS listener (h1 and h2 by ALPN).
+    pub fn tls_addr(&self) -> SocketAddr {
+        self.tls_addr
+    }
+
+    /// The cleartext TCP listener (h1 and h2c).
+    pub fn plain_addr(&self) -> SocketAddr {
+        self.plain_addr
+    }
+
+    /// The UDP HTTP/3 listener (same port as `tls_addr`), unless HTTP/3 is off.
+    pub fn h3_addr(&self) -> Option<SocketAddr> {
+        self.h3_addr
+    }
+
+    /// SHA-256 of the certificate's SubjectPublicKeyInfo, base64 (Chromium's
+    /// `--ignore-certificate-errors-spki-list`).
+    pub fn spki_sha256(&self) -> &str {
+        &self.identity.spki_sha256
+    }
+
+    /// The served certificate chain as PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.identity.cert_pem
+    }
+
+    /// Counters so far, the same numbers `/stats` serves.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.ctx.stats.snapshot()
+    }
+
+    /// Stops accepting, sends GOAWAY on h2/h3, lets in-flight requests finish (up to the
+    /// drain timeout) and closes the QUIC endpoint.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown_tx.send(true);
+        for h in self.accept_loops {
+            let _ = h.await;
+        }
+        self.ctx.tracker.close();
+        let drained =
+            tokio::time::timeout(self.ctx.limits.drain_timeout, self.ctx.tracker.wait()).await;
+        if drained.is_err() {
+            eprintln!(
+                "hxlab serve: {} connection(s) still busy after the drain timeout; closing them",
+                self.ctx.tracker.len()
+            );
+        }
+        if let Some(ep) = self.endpoint {
+            ep.close(quinn::VarInt::from_u32(0x100), b"shutdown");
+            let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
+        }
+    }
+}
+
+/// Binds every listener, makes or loads the certificate and starts serving on the current
+/// tokio runtime. Returns once all listeners accept.
+pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
+    if cfg.max_streams == 0 {
+        return Err(ServeError::Config(
+            "--max-streams must be at least 1".into(),
+        ));
+    }
+    if cfg.threads == 0 {
+        return Err(ServeError::Config("--threads must be at least 1".into()));
+    }
+    let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
+    if let Some(out) = &cfg.cert_out {
+        tls::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
+            ServeError::File {
+                path: out.clone(),
+                source,
+            }
+        })?;
+    }
+    let dir = match &cfg.dir {
+        Some(d) => {
+            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File {
+                path: d.clone(),
+                source,
+            })?;
+            if !canon.is_dir() {
+                return Err(ServeError::Config(format!(
+                    "--dir {}: not a directory",
+                    d.display()
+                )));
+            }
+            Some(canon)
+        }
+        None => None,
+    };
+    let sockets = listen::bind_all(&cfg)?;
+    let tls_addr = sockets
+        .tls
+        .local_addr()
+        .map_err(|source| ServeError::Bind {
+            what: "tls",
+            addr: SocketAddr::new(cfg.bind, cfg.tls_port),
+            source,
+        })?;
+    let plain_addr = sockets
+        .plain
+        .local_addr()
+        .map_err(|source| ServeError::Bind {
+            what: "plain",
+            addr: SocketAddr::new(cfg.bind, cfg.plain_port),
+            source,
+        })?;
+    let h3_addr = if sockets.udp.is_some() {
+        Some(tls_addr)
+    } else {
+        None
+    };
+
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let limits = routes::Limits {
+        max_delay: cfg.max_delay,
+        max_size: cfg.max_size,
+        max_header_size: cfg.max_header_size,
+        max_page_resources: cfg.max_page_resources,
+        max_streams: cfg.max_streams,
+        drain_timeout: cfg.drain_timeout,
+    };
+    let ctx = Arc::new(routes::Ctx::new(
+        limits,
+        dir,
+        tls_addr,
+        plain_addr,
+        h3_addr,
+        shutdown_rx,
+    ));
+
+    let tls_config = Arc::new(identity.tcp_server_config()?);
+    let mut accept_loops = Vec::new();
+    accept_loops.push(listen::spawn_tls(sockets.tls, tls_config, ctx.clone()));
+    accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone()));
+    let mut endpoint = None;
+    if let Some(udp) = sockets.udp {
+        let quic_config = identity.quic_server_config(cfg.max_streams)?;
+        let ep = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            Some(quic_config),
+            udp,
+            Arc::new(quinn::TokioRuntime),
+        )
+        .map_err(|source| ServeError::Bind {
+            what: "h3",
+            addr: tls_addr,
+            source,
+        })?;
+        accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
+        endpoint = Some(ep);
+    }
+    Ok(RunningServer {
+        tls_addr,
+        plain_addr,
+        h3_addr,
+        identity,
+        ctx,
+        shutdown_tx,
+        accept_loops,
+        endpoint,
+    })
+}

@@ -1,12 +1,373 @@
-//! `hxlab load`.
+//! `hxlab load`: the command line of the load generator (hxlab-load does the work), the
+//! human summary and `--json`.
 
+use anyhow::Context;
+use hxlab_core::histogram::Percentiles;
+use hxlab_core::units::{format_bytes, parse_duration};
+use hxlab_core::{LatencyHistogram, RunResult};
+use hxlab_load::{CongestionControl, LoadConfig, LoadError, Proto};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-/// Options of `hxlab load`.
+/// Options of `hxlab load` (h2load-compatible where h2load has the flag).
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Target URLs (same scheme, host and port), requested round-robin.
+    #[arg(required = true, value_name = "URL")]
+    pub urls: Vec<String>,
+    /// Total requests (ignored with -D).
+    #[arg(short = 'n', long = "requests", default_value_t = 1)]
+    pub requests: u64,
+    /// Connections (clients).
+    #[arg(short = 'c', long = "clients", default_value_t = 1)]
+    pub clients: u64,
+    /// Concurrent streams per connection; on HTTP/1.1 the pipelining depth.
+    #[arg(short = 'm', long = "max-concurrent-streams", default_value_t = 1)]
+    pub max_concurrent_streams: u64,
+    /// Worker threads (each with its own connections).
+    #[arg(short = 't', long = "threads", default_value_t = 1)]
+    pub threads: u64,
+    /// Run for this long instead of -n requests (e.g. 10s, 500ms; a bare number is seconds).
+    #[arg(short = 'D', long = "duration", value_name = "DUR")]
+    pub duration: Option<String>,
+    /// Warm-up before the measured duration (needs -D).
+    #[arg(long = "warm-up", value_name = "DUR")]
+    pub warm_up: Option<String>,
+    /// Extra request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body (makes the default method POST).
+    #[arg(short = 'd', long = "data", conflicts_with = "data_file")]
+    pub data: Option<String>,
+    /// Request body read from a file.
+    #[arg(long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
+    /// Request method (default GET, or POST with a body).
+    #[arg(long = "method")]
+    pub method: Option<String>,
+    /// Longest wait for a response, from send to last byte.
+    #[arg(long = "timeout", default_value = "30s", value_name = "DUR")]
+    pub timeout: String,
+    /// Longest wait for connect and TLS/QUIC handshake.
+    #[arg(long = "connect-timeout", default_value = "10s", value_name = "DUR")]
+    pub connect_timeout: String,
+    /// Accept any server certificate.
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+    /// Trust the CA certificates in this PEM file.
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// A new connection for every request.
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+    /// Open model: requests per second over all connections (latency corrected for
+    /// coordinated omission).
+    #[arg(long = "rate", value_name = "R")]
+    pub rate: Option<String>,
+    /// Protocol: h1, h2, h2c, h3 or auto (https: ALPN h2,http/1.1; http: HTTP/1.1).
+    #[arg(long = "proto", default_value = "auto")]
+    pub proto: String,
+    /// Same as --proto h1.
+    #[arg(long = "h1", conflicts_with = "proto")]
+    pub h1: bool,
+    /// ALPN protocol ids to offer, comma-separated (TLS over TCP), e.g. h2,http/1.1.
+    #[arg(long = "alpn-list", value_name = "LIST")]
+    pub alpn_list: Option<String>,
+    /// Resume TLS sessions on new connections.
+    #[arg(long = "tls-resume")]
+    pub tls_resume: bool,
+    /// Use QUIC 0-RTT on new connections when a session ticket is available.
+    #[arg(long = "0rtt")]
+    pub zero_rtt: bool,
+    /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
+    #[arg(long = "cc")]
+    pub cc: Option<String>,
+    /// Write the RunResult as JSON to FILE, or to stdout with "-".
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<String>,
+    /// No progress bar.
+    #[arg(long = "no-progress")]
+    pub no_progress: bool,
+    /// No human summary.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// A duration with a unit, or a bare number of seconds (as h2load's -D).
+fn duration_arg(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    if let Ok(secs) = s.trim().parse::<f64>() {
+        if secs.is_finite() && (0.0..366.0 * 86400.0).contains(&secs) {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+        return Err(super::usage(format!(
+            "{flag} {s:?}: not a valid number of seconds"
+        )));
+    }
+    parse_duration(s).map_err(|e| super::usage(format!("{flag}: {e}")))
+}
+
+/// Builds the library configuration from the command line (usage errors exit 2).
+pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
+    let mut cfg = LoadConfig {
+        urls: a.urls.clone(),
+        ..Default::default()
+    };
+    cfg.requests = a.requests;
+    cfg.clients = a.clients;
+    cfg.max_concurrent_streams = a.max_concurrent_streams;
+    cfg.threads = a.threads;
+    cfg.duration = a
+        .duration
+        .as_deref()
+        .map(|s| duration_arg("-D/--duration", s))
+        .transpose()?;
+    if let Some(w) = &a.warm_up {
+        cfg.warm_up = duration_arg("--warm-up", w)?;
+    }
+    for h in &a.headers {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(super::usage(format!("-H {h:?}: expected \"Name: value\"")));
+        };
+        if name.trim().is_empty() {
+            return Err(super::usage(format!("-H {h:?}: empty header name")));
+        }
+        cfg.headers
+            .push((name.trim().to_string(), value.trim().to_string()));
+    }
+    if let Some(d) = &a.data {
+        cfg.body = Some(d.as_bytes().to_vec());
+    }
+    if let Some(p) = &a.data_file {
+        let body =
+            std::fs::read(p).with_context(|| format!("cannot read --data-file {}", p.display()))?;
+        cfg.body = Some(body);
+    }
+    cfg.method = a.method.clone();
+    cfg.timeout = duration_arg("--timeout", &a.timeout)?;
+    cfg.connect_timeout = duration_arg("--connect-timeout", &a.connect_timeout)?;
+    cfg.insecure = a.insecure;
+    cfg.cacert = a.cacert.clone();
+    cfg.no_keepalive = a.no_keepalive;
+    if let Some(r) = &a.rate {
+        let t = r.trim().trim_end_matches("/s");
+        let rate: f64 = t.parse().map_err(|_| {
+            super::usage(format!(
+                "--rate {r:?}: expected requests per second, e.g. 1000"
+            ))
+        })?;
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(super::usage(format!(
+                "--rate {r:?}: must be a positive number"
+            )));
+        }
+        cfg.rate = Some(rate);
+    }
+    cfg.proto = if a.h1 {
+        Proto::H1
+    } else {
+        Proto::parse(&a.proto).ok_or_else(|| {
+            super::usage(format!(
+                "--proto {:?}: use h1, h2, h2c, h3 or auto",
+                a.proto
+            ))
+        })?
+    };
+    if let Some(list) = &a.alpn_list {
+        let ids: Vec<String> = list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if ids.is_empty() {
+            return Err(super::usage(
+                "--alpn-list: give at least one protocol id, e.g. h2,http/1.1",
+            ));
+        }
+        cfg.alpn_list = Some(ids);
+    }
+    cfg.tls_resume = a.tls_resume;
+    cfg.zero_rtt = a.zero_rtt;
+    if let Some(cc) = &a.cc {
+        cfg.cc = Some(
+            CongestionControl::parse(cc)
+                .ok_or_else(|| super::usage(format!("--cc {cc:?}: use reno, cubic or bbr")))?,
+        );
+    }
+    cfg.progress = !a.no_progress && !a.quiet && std::io::stderr().is_terminal();
+    Ok(cfg)
+}
 
 /// Runs `hxlab load`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_yet("load", 3)
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = config_from_args(&args)?;
+    let result = match hxlab_load::run(cfg) {
+        Ok(r) => r,
+        Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => {
+            return Err(super::usage(e.to_string()))
+        }
+        Err(e) => return Err(anyhow::Error::new(e)),
+    };
+    let json_to_stdout = args.json.as_deref() == Some("-");
+    if !args.quiet {
+        let text = summary(&result);
+        if json_to_stdout {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+    if let Some(dest) = &args.json {
+        let text = serde_json::to_string(&result).context("serialise the result")?;
+        if dest == "-" {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{text}").context("write the result to stdout")?;
+        } else {
+            std::fs::write(dest, format!("{text}\n")).with_context(|| format!("write {dest}"))?;
+        }
+    }
+    if result.requests_done == 0 {
+        let why = result
+            .error_samples
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "no request completed".to_string());
+        anyhow::bail!("{why}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn row(name: &str, p: &Percentiles) -> String {
+    let f = |us: u64| hxlab_core::units::format_duration(Duration::from_micros(us));
+    let ff =
+        |us: f64| hxlab_core::units::format_duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
+    format!(
+        "{name:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
+        f(p.min),
+        f(p.max),
+        ff(p.mean),
+        ff(p.stdev),
+        f(p.p50),
+        f(p.p90),
+        f(p.p99),
+        f(p.p999),
+        p.count
+    )
+}
+
+fn hist_row(out: &mut String, name: &str, h: &LatencyHistogram) {
+    if !h.is_empty() {
+        out.push_str(&row(name, &h.percentiles()));
+    }
+}
+
+/// The human summary (h2load-like, plus percentiles).
+pub fn summary(r: &RunResult) -> String {
+    let mut s = String::new();
+    let b = &r.bytes;
+    let secs = r.duration_s.max(1e-9);
+    s.push_str(&format!(
+        "finished in {:.3}s, {:.2} req/s, {}/s\n",
+        r.duration_s,
+        r.requests_per_sec(),
+        format_bytes((b.total_received as f64 / secs) as u64)
+    ));
+    s.push_str(&format!(
+        "requests: {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout\n",
+        r.requests_started,
+        r.requests_done,
+        r.requests_succeeded,
+        r.requests_failed,
+        r.errors.total(),
+        r.errors.timeout
+    ));
+    let class = |lo: u64| {
+        r.status
+            .iter()
+            .filter(|(k, _)| k.parse::<u64>().map(|c| c / 100 == lo).unwrap_or(false))
+            .map(|(_, v)| v)
+            .sum::<u64>()
+    };
+    s.push_str(&format!(
+        "status codes: {} 2xx, {} 3xx, {} 4xx, {} 5xx",
+        class(2),
+        class(3),
+        class(4),
+        class(5)
+    ));
+    let codes: Vec<String> = r.status.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    s.push_str(&format!(" ({})\n", codes.join(" ")));
+    s.push_str(&format!(
+        "traffic: {} ({}) total, {} ({}) headers (space savings {:.2}%), {} ({}) data; sent {} ({})\n",
+        format_bytes(b.total_received),
+        b.total_received,
+        format_bytes(b.header_received),
+        b.header_received,
+        b.header_savings() * 100.0,
+        format_bytes(b.body_received),
+        b.body_received,
+        format_bytes(b.total_sent),
+        b.total_sent
+    ));
+    let neg: Vec<String> = r
+        .negotiated
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let tls: Vec<String> = r
+        .tls_versions
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    s.push_str(&format!(
+        "connections: {} ({}){}{}\n",
+        r.connections,
+        if neg.is_empty() {
+            "none".to_string()
+        } else {
+            neg.join(" ")
+        },
+        if tls.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", tls.join(" "))
+        },
+        if r.resumed > 0 {
+            format!(", {} resumed", r.resumed)
+        } else {
+            String::new()
+        }
+    ));
+    let e = &r.errors;
+    if e.total() > 0 {
+        s.push_str(&format!(
+            "errors: connect {}, tls {}, timeout {}, reset {}, protocol {}, other {}\n",
+            e.connect, e.tls, e.timeout, e.reset, e.protocol, e.other
+        ));
+        for m in r.error_samples.iter().take(5) {
+            s.push_str(&format!("  {m}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "client CPU: user {:.3}s, sys {:.3}s, {:.2} us/request\n",
+        r.cpu_user_s,
+        r.cpu_sys_s,
+        r.cpu_us_per_request()
+    ));
+    s.push_str(&format!(
+        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
+        "", "min", "max", "mean", "sd", "p50", "p90", "p99", "p99.9", "count"
+    ));
+    let h = &r.histograms;
+    hist_row(&mut s, "time for request:", &h.latency);
+    if r.config.rate.is_some() {
+        hist_row(&mut s, "  (uncorrected):", &h.latency_uncorrected);
+    }
+    hist_row(&mut s, "time to 1st byte:", &h.ttfb);
+    hist_row(&mut s, "time for connect:", &h.connect);
+    hist_row(&mut s, "time for handshake:", &h.handshake);
+    hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
+    s
 }

@@ -1,12 +1,211 @@
-//! `hxlab serve`.
+//! `hxlab serve`: a thin wrapper over `hxlab_serve::start` that prints the listeners, writes
+//! the ready file and shuts down gracefully on SIGINT/SIGTERM.
 
+use anyhow::Context;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-/// Options of `hxlab serve`.
+/// Options of `hxlab serve` (boxed so the subcommand enum in main stays small).
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub options: Box<Options>,
+}
+
+/// The flags of `hxlab serve`.
+#[derive(clap::Args, Debug)]
+pub struct Options {
+    /// Address to listen on (an IP address, e.g. 127.0.0.1, ::1 or 0.0.0.0).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// TCP port for TLS (HTTP/1.1 and HTTP/2 by ALPN); HTTP/3 uses the same UDP port. 0 = free.
+    #[arg(long, default_value_t = 8443)]
+    pub tls_port: u16,
+    /// TCP port for cleartext HTTP/1.1 and h2c (prior knowledge). 0 = free.
+    #[arg(long, default_value_t = 8080)]
+    pub plain_port: u16,
+    /// Do not serve HTTP/3 (and do not advertise it with Alt-Svc).
+    #[arg(long)]
+    pub no_h3: bool,
+    /// PEM certificate chain (with --key); default: a fresh self-signed certificate.
+    #[arg(long, value_name = "PEM")]
+    pub cert: Option<PathBuf>,
+    /// PEM private key of --cert.
+    #[arg(long, value_name = "PEM")]
+    pub key: Option<PathBuf>,
+    /// Write the served certificate here (PEM) so clients can trust it.
+    #[arg(long, value_name = "PEM")]
+    pub cert_out: Option<PathBuf>,
+    /// Once every listener accepts, write {"pid","tls","plain","h3","cert","spki_sha256"} here
+    /// as JSON (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
+    /// Directory served under /static/ (nothing outside it is ever served).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Concurrent streams per HTTP/2 or HTTP/3 connection.
+    #[arg(long, default_value_t = 100)]
+    pub max_streams: u32,
+    /// Worker threads (1 = single-threaded runtime); default: the number of cores.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Longest delay a request may ask for (e.g. 60s, 500ms).
+    #[arg(long, default_value = "60s")]
+    pub max_delay: String,
+    /// Largest response body a request may ask for (e.g. 1TiB, 100G).
+    #[arg(long, default_value = "1TiB")]
+    pub max_size: String,
+    /// Largest request header block accepted (e.g. 64KiB).
+    #[arg(long, default_value = "64KiB")]
+    pub max_header_size: String,
+    /// Most sub-resources a /page may reference.
+    #[arg(long, default_value_t = 1000)]
+    pub max_page_resources: u32,
+    /// How long shutdown waits for requests in flight.
+    #[arg(long, default_value = "10s")]
+    pub drain_timeout: String,
+}
+
+fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
+    let bind: IpAddr = args.bind.parse().map_err(|_| {
+        super::usage(format!(
+            "--bind {:?}: not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)",
+            args.bind
+        ))
+    })?;
+    if args.cert.is_some() != args.key.is_some() {
+        return Err(super::usage(
+            "--cert and --key go together: give both or neither",
+        ));
+    }
+    let size = |flag: &str, v: &str| {
+        hxlab_core::parse_size(v).map_err(|e| super::usage(format!("{flag}: {e}")))
+    };
+    let duration = |flag: &str, v: &str| {
+        hxlab_core::parse_duration(v).map_err(|e| super::usage(format!("{flag}: {e}")))
+    };
+    let max_header_size = size("--max-header-size", &args.max_header_size)?;
+    if !(1024..=16 * 1024 * 1024).contains(&max_header_size) {
+        return Err(super::usage(
+            "--max-header-size must be between 1KiB and 16MiB",
+        ));
+    }
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    if threads == 0 || threads > 1024 {
+        return Err(super::usage("--threads must be between 1 and 1024"));
+    }
+    if args.max_streams == 0 {
+        return Err(super::usage("--max-streams must be at least 1"));
+    }
+    Ok(hxlab_serve::ServeConfig {
+        bind,
+        tls_port: args.tls_port,
+        plain_port: args.plain_port,
+        h3: !args.no_h3,
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        cert_out: args.cert_out.clone(),
+        dir: args.dir.clone(),
+        max_streams: args.max_streams,
+        threads,
+        max_delay: duration("--max-delay", &args.max_delay)?,
+        max_size: size("--max-size", &args.max_size)?,
+        max_header_size: max_header_size as u32,
+        max_page_resources: args.max_page_resources,
+        drain_timeout: duration("--drain-timeout", &args.drain_timeout)?,
+    })
+}
 
 /// Runs `hxlab serve`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_yet("serve", 2)
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = args.options;
+    let cfg = config_from(&args)?;
+    let runtime = if cfg.threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.threads)
+            .enable_all()
+            .build()
+    }
+    .context("cannot start the async runtime")?;
+    let code = runtime.block_on(serve(cfg, args.ready_file))?;
+    // Tasks still running after the drain timeout are dropped with the runtime.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(code)
+}
+
+async fn serve(
+    cfg: hxlab_serve::ServeConfig,
+    ready_file: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{signal, SignalKind};
+    // Install the handlers before anything is announced, so a quick SIGTERM is never fatal.
+    let mut sigterm =
+        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut sigint =
+        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    let cert_out = cfg.cert_out.clone();
+    let server = match hxlab_serve::start(cfg).await {
+        Ok(s) => s,
+        Err(e @ hxlab_serve::ServeError::Config(_)) => return Err(super::usage(e.to_string())),
+        Err(e) => return Err(anyhow::Error::new(e).context("hxlab serve could not start")),
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listen proto=h1,h2 tls=1 addr={}", server.tls_addr())?;
+        writeln!(
+            out,
+            "listen proto=h1,h2c tls=0 addr={}",
+            server.plain_addr()
+        )?;
+        if let Some(a) = server.h3_addr() {
+            writeln!(out, "listen proto=h3 tls=1 addr={a} (udp)")?;
+        }
+        writeln!(out, "spki_sha256={}", server.spki_sha256())?;
+        out.flush()?;
+    }
+    if let Some(path) = &ready_file {
+        let doc = serde_json::json!({
+            "pid": std::process::id(),
+            "tls": server.tls_addr().to_string(),
+            "plain": server.plain_addr().to_string(),
+            "h3": server.h3_addr().map(|a| a.to_string()),
+            "cert": cert_out.as_ref().map(|p| p.display().to_string()),
+            "spki_sha256": server.spki_sha256(),
+        });
+        write_atomically(path, doc.to_string().as_bytes())
+            .with_context(|| format!("cannot write --ready-file {}", path.display()))?;
+    }
+    tokio::select! {
+        _ = sigterm.recv() => {}
+        _ = sigint.recv() => {}
+    }
+    eprintln!("hxlab serve: shutting down (finishing requests in flight)");
+    tokio::select! {
+        _ = server.shutdown() => {}
+        // A second signal means "now".
+        _ = sigterm.recv() => {}
+        _ = sigint.recv() => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_atomically(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "ready".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
 }

@@ -1,0 +1,304 @@
+//! The one recorder: what every driver reports goes through these methods, so a request,
+//! a connection or a byte is counted the same way on HTTP/1.1, HTTP/2 and HTTP/3.
+//!
+//! One recorder per worker thread (shared by that worker's connections through `Rc`, never
+//! across threads); the worker recorders are merged once at the end into a `RunResult`.
+
+use hxlab_core::result::{ByteCounts, ErrorCounts, Histograms};
+use hxlab_core::RunResult;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// A worker's recorder, shared by its connections.
+pub type SharedRecorder = Rc<RefCell<Recorder>>;
+
+/// Kinds of failure, as `RunResult.errors` counts them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// TCP/UDP connect failed.
+    Connect,
+    /// TLS/QUIC handshake failed (certificate, ALPN, version).
+    Tls,
+    /// A timeout expired.
+    Timeout,
+    /// The peer reset or closed the stream/connection.
+    Reset,
+    /// Malformed response, wrong protocol.
+    Protocol,
+    /// Anything else.
+    Other,
+}
+
+impl ErrorKind {
+    /// Classifies an I/O error met while talking on an established connection.
+    pub fn of_io(e: &std::io::Error) -> ErrorKind {
+        use std::io::ErrorKind as K;
+        match e.kind() {
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+                ErrorKind::Reset
+            }
+            K::TimedOut => ErrorKind::Timeout,
+            K::InvalidData => ErrorKind::Protocol,
+            K::ConnectionRefused | K::NotConnected | K::AddrNotAvailable => ErrorKind::Connect,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// Highest status code counted individually; others count under "other".
+const MAX_STATUS: usize = 1000;
+
+/// Counters and histograms of one worker.
+#[derive(Debug)]
+pub struct Recorder {
+    /// Requests sent before this instant are warm-up and not recorded.
+    pub measure_start: Instant,
+    /// False during warm-up: bytes and connections are not counted.
+    pub measuring: bool,
+    /// Histograms (microseconds).
+    pub hist: Histograms,
+    status: Vec<u64>,
+    /// Requests sent (measured phase).
+    pub started: u64,
+    /// Requests answered (any status).
+    pub done: u64,
+    /// Answered with 2xx/3xx.
+    pub succeeded: u64,
+    /// Requests that got no complete response.
+    pub failed: u64,
+    /// Errors by kind.
+    pub errors: ErrorCounts,
+    /// First distinct error messages.
+    pub error_samples: Vec<String>,
+    /// The first connection-level failure, for the one-line message when nothing worked.
+    pub first_connect_error: Option<String>,
+    /// Connections established.
+    pub connections: u64,
+    /// Negotiated protocol per connection.
+    pub negotiated: BTreeMap<&'static str, u64>,
+    /// TLS versions per connection.
+    pub tls_versions: BTreeMap<&'static str, u64>,
+    /// Resumed TLS sessions / accepted 0-RTT.
+    pub resumed: u64,
+    /// Byte counts.
+    pub bytes: ByteCounts,
+    /// Completion time of the last measured response.
+    pub last_done: Option<Instant>,
+}
+
+impl Recorder {
+    /// An empty recorder; recording starts with requests sent at or after `measure_start`.
+    pub fn new(measure_start: Instant, measuring: bool) -> Recorder {
+        Recorder {
+            measure_start,
+            measuring,
+            hist: Histograms::default(),
+            status: vec![0; MAX_STATUS],
+            started: 0,
+            done: 0,
+            succeeded: 0,
+            failed: 0,
+            errors: ErrorCounts::default(),
+            error_samples: Vec::new(),
+            first_connect_error: None,
+            connections: 0,
+            negotiated: BTreeMap::new(),
+            tls_versions: BTreeMap::new(),
+            resumed: 0,
+            bytes: ByteCounts::default(),
+            last_done: None,
+        }
+    }
+
+    /// A request was sent (or, in the open model, became due and was sent).
+    #[inline]
+    pub fn request_started(&mut self, scheduled: Instant) {
+        if scheduled >= self.measure_start {
+            self.started += 1;
+        }
+    }
+
+    /// A request that was written but will be sent again (the server closed the connection
+    /// before answering a pipelined request): it no longer counts as started.
+    pub fn request_unsent(&mut self, scheduled: Instant) {
+        if scheduled >= self.measure_start {
+            self.started = self.started.saturating_sub(1);
+        }
+    }
+
+    /// A complete response: latency from `scheduled` (= `sent` in the closed model) and from
+    /// `sent`, time to first byte from `sent`.
+    #[inline]
+    pub fn response(
+        &mut self,
+        scheduled: Instant,
+        sent: Instant,
+        first_byte: Instant,
+        done: Instant,
+        status: u16,
+    ) {
+        if scheduled < self.measure_start {
+            return;
+        }
+        self.done += 1;
+        if (200..400).contains(&status) {
+            self.succeeded += 1;
+        }
+        self.status[(status as usize).min(MAX_STATUS - 1)] += 1;
+        self.hist
+            .latency
+            .record(done.saturating_duration_since(scheduled));
+        self.hist
+            .latency_uncorrected
+            .record(done.saturating_duration_since(sent));
+        self.hist
+            .ttfb
+            .record(first_byte.saturating_duration_since(sent));
+        self.last_done = Some(done);
+    }
+
+    /// A request that got no complete response.
+    pub fn request_failed(
+        &mut self,
+        scheduled: Instant,
+        kind: ErrorKind,
+        message: &dyn std::fmt::Display,
+    ) {
+        if scheduled < self.measure_start {
+            return;
+        }
+        self.failed += 1;
+        self.error(kind, message);
+    }
+
+    /// Requests never sent because every connection of the worker failed.
+    pub fn requests_abandoned(&mut self, n: u64) {
+        self.failed += n;
+    }
+
+    /// A connection attempt failed (counted once, as an error of `kind`).
+    pub fn connect_failed(&mut self, kind: ErrorKind, message: &dyn std::fmt::Display) {
+        if self.first_connect_error.is_none() {
+            self.first_connect_error = Some(message.to_string());
+        }
+        if self.measuring {
+            self.error(kind, message);
+        }
+    }
+
+    fn error(&mut self, kind: ErrorKind, message: &dyn std::fmt::Display) {
+        match kind {
+            ErrorKind::Connect => self.errors.connect += 1,
+            ErrorKind::Tls => self.errors.tls += 1,
+            ErrorKind::Timeout => self.errors.timeout += 1,
+            ErrorKind::Reset => self.errors.reset += 1,
+            ErrorKind::Protocol => self.errors.protocol += 1,
+            ErrorKind::Other => self.errors.other += 1,
+        }
+        if self.error_samples.len() < 10 {
+            let text = message.to_string();
+            if !self.error_samples.contains(&text) {
+                self.error_samples.push(text);
+            }
+        }
+    }
+
+    /// A connection is up: TCP connect time (None on QUIC), TLS/QUIC handshake time (None on plain TCP),
+    /// whether the handshake resumed a session, what was negotiated.
+    pub fn connected(
+        &mut self,
+        connect: Option<Duration>,
+        handshake: Option<Duration>,
+        resumed: bool,
+        negotiated: &'static str,
+        tls_version: Option<&'static str>,
+    ) {
+        if !self.measuring {
+            return;
+        }
+        self.connections += 1;
+        if let Some(c) = connect {
+            self.hist.connect.record(c);
+        }
+        if let Some(h) = handshake {
+            self.hist.handshake.record(h);
+            if resumed {
+                self.hist.handshake_resumed.record(h);
+            }
+        }
+        if resumed {
+            self.resumed += 1;
+        }
+        *self.negotiated.entry(negotiated).or_default() += 1;
+        if let Some(v) = tls_version {
+            *self.tls_versions.entry(v).or_default() += 1;
+        }
+    }
+
+    /// Bytes received at the HTTP layer: all of them, the header part, the body part.
+    #[inline]
+    pub fn received(&mut self, total: u64, header: u64, body: u64) {
+        if self.measuring {
+            self.bytes.total_received += total;
+            self.bytes.header_received += header;
+            self.bytes.body_received += body;
+        }
+    }
+
+    /// Uncompressed size of received response headers.
+    #[inline]
+    pub fn received_header_uncompressed(&mut self, n: u64) {
+        if self.measuring {
+            self.bytes.header_uncompressed += n;
+        }
+    }
+
+    /// Bytes sent at the HTTP layer: all of them, request header bytes on the wire, request
+    /// header bytes before compression.
+    #[inline]
+    pub fn sent(&mut self, total: u64, header: u64, header_uncompressed: u64) {
+        if self.measuring {
+            self.bytes.total_sent += total;
+            self.bytes.header_sent += header;
+            self.bytes.header_sent_uncompressed += header_uncompressed;
+        }
+    }
+
+    /// Adds this worker's figures to `r` (counts, maps, histograms; not times or CPU).
+    pub fn add_to(&self, r: &mut RunResult) {
+        let mut part = RunResult {
+            schema: r.schema,
+            requests_started: self.started,
+            requests_done: self.done,
+            requests_succeeded: self.succeeded,
+            requests_failed: self.failed,
+            errors: self.errors.clone(),
+            error_samples: self.error_samples.clone(),
+            connections: self.connections,
+            resumed: self.resumed,
+            bytes: self.bytes.clone(),
+            histograms: self.hist.clone(),
+            ..Default::default()
+        };
+        for (code, n) in self.status.iter().enumerate() {
+            if *n > 0 {
+                part.status.insert(code.to_string(), *n);
+            }
+        }
+        for (k, v) in &self.negotiated {
+            part.negotiated.insert(k.to_string(), *v);
+        }
+        for (k, v) in &self.tls_versions {
+            part.tls_versions.insert(k.to_string(), *v);
+        }
+        // Keep the caller's identity fields; merge only the counts.
+        part.config = r.config.clone();
+        part.tool_version = r.tool_version.clone();
+        part.started_unix_s = r.started_unix_s;
+        let duration = r.duration_s;
+        r.merge(&part);
+        r.duration_s = duration;
+    }
+}

@@ -1,0 +1,224 @@
+//! The target: URLs parsed once into what every driver needs (address, authority, paths,
+//! prebuilt HTTP/1.1 request bytes and HTTP/2-3 request parts).
+
+use crate::{LoadConfig, LoadError};
+use http::header::{HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Uri};
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// One origin (scheme, host, port) and the paths requested round-robin.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// https:// (TLS or QUIC) rather than http://.
+    pub https: bool,
+    /// Host as written in the URL (no brackets for IPv6).
+    pub host: String,
+    /// Port (default 80/443).
+    pub port: u16,
+    /// Resolved address (the first one the resolver returned).
+    pub addr: SocketAddr,
+    /// `host[:port]` for Host / :authority (or the user's Host header).
+    pub authority: String,
+    /// One entry per URL, in order.
+    pub requests: Vec<RequestTemplate>,
+    /// Request method.
+    pub method: Method,
+    /// Request body, if any.
+    pub body: Option<bytes::Bytes>,
+}
+
+/// What is sent for one URL.
+#[derive(Clone, Debug)]
+pub struct RequestTemplate {
+    /// Full URI (for h2/h3 pseudo-headers).
+    pub uri: Uri,
+    /// Extra headers for h2/h3 (user headers, user-agent, content-length).
+    pub headers: HeaderMap,
+    /// The whole HTTP/1.1 request head, keep-alive form.
+    pub h1_head: Vec<u8>,
+    /// The HTTP/1.1 request head with `Connection: close` (for --no-keepalive).
+    pub h1_head_close: Vec<u8>,
+    /// Uncompressed size of the h2/h3 request header list (name + value of every field,
+    /// pseudo-headers included, as h2load counts).
+    pub h2_header_size: u64,
+}
+
+fn url_err(url: &str, reason: impl Into<String>) -> LoadError {
+    LoadError::Url {
+        url: url.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Target {
+    /// Parses and resolves the URLs of `cfg`; all must share scheme, host and port.
+    pub fn from_config(cfg: &LoadConfig) -> Result<Target, LoadError> {
+        let first = cfg
+            .urls
+            .first()
+            .ok_or_else(|| LoadError::Config("no URL given".into()))?;
+        let mut origin: Option<(bool, String, u16)> = None;
+        let mut uris = Vec::new();
+        for url in &cfg.urls {
+            let uri: Uri = url.parse().map_err(|e| url_err(url, format!("{e}")))?;
+            let https = match uri.scheme_str() {
+                Some("http") => false,
+                Some("https") => true,
+                Some(s) => return Err(url_err(url, format!("scheme {s:?} is not http or https"))),
+                None => return Err(url_err(url, "needs a scheme: http:// or https://")),
+            };
+            let host = uri.host().ok_or_else(|| url_err(url, "no host"))?;
+            let host = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
+            if host.is_empty() {
+                return Err(url_err(url, "no host"));
+            }
+            let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+            match &origin {
+                None => origin = Some((https, host, port)),
+                Some(o) if *o != (https, host.clone(), port) => {
+                    return Err(url_err(
+                        url,
+                        "all URLs must have the same scheme, host and port",
+                    ))
+                }
+                Some(_) => {}
+            }
+            uris.push(uri);
+        }
+        let (https, host, port) = origin.ok_or_else(|| url_err(first, "no host"))?;
+        let addr = (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| LoadError::Resolve {
+                host: host.clone(),
+                reason: e.to_string(),
+            })?
+            .next()
+            .ok_or_else(|| LoadError::Resolve {
+                host: host.clone(),
+                reason: "no address".into(),
+            })?;
+
+        let method = match (&cfg.method, &cfg.body) {
+            (Some(m), _) => Method::from_bytes(m.as_bytes())
+                .map_err(|_| LoadError::Config(format!("bad method {m:?}")))?,
+            (None, Some(_)) => Method::POST,
+            (None, None) => Method::GET,
+        };
+        let body = cfg.body.clone().map(bytes::Bytes::from);
+
+        // Authority: the user's Host header wins, as with curl and h2load.
+        let default_port = if https { 443 } else { 80 };
+        let url_authority = if port == default_port {
+            bracket(&host)
+        } else {
+            format!("{}:{port}", bracket(&host))
+        };
+        let mut authority = url_authority;
+        let mut user_headers: Vec<(HeaderName, HeaderValue)> = Vec::new();
+        let mut has_user_agent = false;
+        for (name, value) in &cfg.headers {
+            let n = HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| LoadError::Config(format!("bad header name {name:?}")))?;
+            let v = HeaderValue::from_str(value.trim())
+                .map_err(|_| LoadError::Config(format!("bad value for header {name:?}")))?;
+            if n == http::header::HOST {
+                authority = value.trim().to_string();
+                continue;
+            }
+            if n == http::header::USER_AGENT {
+                has_user_agent = true;
+            }
+            user_headers.push((n, v));
+        }
+        if !has_user_agent {
+            user_headers.push((
+                http::header::USER_AGENT,
+                HeaderValue::from_static(concat!("hxlab/", env!("CARGO_PKG_VERSION"))),
+            ));
+        }
+        if let Some(b) = &body {
+            user_headers.push((http::header::CONTENT_LENGTH, HeaderValue::from(b.len())));
+        }
+
+        let mut requests = Vec::new();
+        for uri in uris {
+            let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+            let path = if path.is_empty() { "/" } else { path };
+            let mut headers = HeaderMap::new();
+            let mut h1 = format!(
+                "{} {path} HTTP/1.1\r\nHost: {authority}\r\n",
+                method.as_str()
+            )
+            .into_bytes();
+            let mut h2_size = (":method".len()
+                + method.as_str().len()
+                + ":scheme".len()
+                + if https { 5 } else { 4 }
+                + ":authority".len()
+                + authority.len()
+                + ":path".len()
+                + path.len()) as u64;
+            for (n, v) in &user_headers {
+                headers.append(n.clone(), v.clone());
+                h1.extend_from_slice(n.as_str().as_bytes());
+                h1.extend_from_slice(b": ");
+                h1.extend_from_slice(v.as_bytes());
+                h1.extend_from_slice(b"\r\n");
+                h2_size += (n.as_str().len() + v.len()) as u64;
+            }
+            let mut h1_close = h1.clone();
+            h1_close.extend_from_slice(b"Connection: close\r\n\r\n");
+            h1.extend_from_slice(b"\r\n");
+            // h2/h3 carry the authority as :authority; rebuild the URI so it matches.
+            let full: Uri = Uri::builder()
+                .scheme(if https { "https" } else { "http" })
+                .authority(authority.as_str())
+                .path_and_query(path)
+                .build()
+                .map_err(|e| url_err(&uri.to_string(), format!("{e}")))?;
+            requests.push(RequestTemplate {
+                uri: full,
+                headers,
+                h1_head: h1,
+                h1_head_close: h1_close,
+                h2_header_size: h2_size,
+            });
+        }
+        Ok(Target {
+            https,
+            host,
+            port,
+            addr,
+            authority,
+            requests,
+            method,
+            body,
+        })
+    }
+
+    /// An `http::Request` for URL `i` (h2/h3).
+    pub fn http_request(&self, i: usize) -> http::Request<()> {
+        let t = &self.requests[i];
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = t.uri.clone();
+        *req.headers_mut() = t.headers.clone();
+        req
+    }
+
+    /// True when the request method never gets a response body (HEAD).
+    pub fn is_head(&self) -> bool {
+        self.method == Method::HEAD
+    }
+}
+
+fn bracket(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}

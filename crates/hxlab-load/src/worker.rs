@@ -1,0 +1,732 @@
+//! Workers: `-t` OS threads, each a current-thread tokio runtime running its share of the
+//! connections; the client loop (connect, run a session, reconnect or give up) common to
+//! every protocol; and [`run`], which starts the workers and merges what they recorded.
+
+use crate::h1::H1Buffers;
+use crate::h3::QuicDialer;
+use crate::net::{ConnectInfo, Dialer};
+use crate::plan::{Next, Plan};
+use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
+use crate::scheduler::Schedule;
+use crate::target::Target;
+use crate::{tls, LoadConfig, LoadError, Proto};
+use hxlab_core::result::RunConfig;
+use hxlab_core::RunResult;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How a session ended.
+#[derive(Debug)]
+pub enum SessionEnd {
+    /// The client has nothing more to send.
+    PlanDone,
+    /// The connection was closed in an orderly way (server `Connection: close`, GOAWAY,
+    /// `--no-keepalive`); the client may open another.
+    Closed {
+        /// Responses received on the connection.
+        answered: u64,
+    },
+    /// The connection failed; failed requests were already counted.
+    Failed {
+        /// Responses received before the failure.
+        answered: u64,
+        /// What went wrong.
+        kind: ErrorKind,
+        /// One line for the user.
+        message: String,
+    },
+}
+
+/// One client (connection slot): what it sends, where it counts.
+pub struct ClientCtx {
+    /// The target.
+    pub target: Rc<Target>,
+    /// The worker's recorder.
+    pub rec: SharedRecorder,
+    /// What to send next and when.
+    pub plan: Plan,
+    /// Streams (h2/h3) or pipelined requests (h1) in flight per connection.
+    pub depth: usize,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect/handshake timeout.
+    pub connect_timeout: Duration,
+    /// One request per connection.
+    pub no_keepalive: bool,
+    url: usize,
+    /// A request taken before connecting (so no connection is opened for nothing).
+    reserved: Option<(Instant, u64)>,
+}
+
+impl ClientCtx {
+    /// The next request to send (the reserved one first), given the current time.
+    #[inline]
+    pub fn next(&mut self, now: Instant) -> Next {
+        if let Some((scheduled, ticket)) = self.reserved.take() {
+            // Closed model: latency counts from the actual send, not from the reservation.
+            let scheduled = if matches!(self.plan, Plan::Closed(_)) {
+                now
+            } else {
+                scheduled
+            };
+            return Next::Go { scheduled, ticket };
+        }
+        self.plan.next(now)
+    }
+
+    /// Gives back a reservation that was not used.
+    fn unreserve(&mut self) {
+        if let Some((_, ticket)) = self.reserved.take() {
+            self.plan.give_back(ticket);
+        }
+    }
+
+    /// Index of the next URL (round-robin).
+    #[inline]
+    pub fn next_url(&mut self) -> usize {
+        let i = self.url;
+        self.url += 1;
+        if self.url == self.target.requests.len() {
+            self.url = 0;
+        }
+        i
+    }
+}
+
+/// Which session runs on a TCP connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TcpSession {
+    /// HTTP/1.1 (plain or TLS).
+    H1,
+    /// h2c prior knowledge.
+    H2c,
+    /// TLS, and ALPN must say h2.
+    H2,
+    /// TLS, whatever ALPN says (h2 or HTTP/1.1).
+    Auto,
+}
+
+#[derive(Clone)]
+enum Transport {
+    Tcp {
+        dialer: Dialer,
+        session: TcpSession,
+    },
+    Quic {
+        config: quinn::ClientConfig,
+        server_name: String,
+    },
+}
+
+/// What every worker needs, built once.
+struct Setup {
+    cfg: LoadConfig,
+    target: Target,
+    transport: Transport,
+    start: Instant,
+    measure_start: Instant,
+    deadline: Option<Instant>,
+}
+
+struct WorkerSpec {
+    clients: u64,
+    requests: u64,
+    rate: Option<f64>,
+    progress: Arc<AtomicU64>,
+}
+
+struct WorkerOutput {
+    rec: Recorder,
+    cpu_user_s: f64,
+    cpu_sys_s: f64,
+    finished: Instant,
+    setup_error: Option<String>,
+}
+
+fn thread_cpu() -> (f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
+    let bad = |m: &str| Err(LoadError::Config(m.to_string()));
+    if cfg.urls.is_empty() {
+        return bad("no URL given");
+    }
+    if cfg.clients == 0 {
+        return bad("-c/--clients must be at least 1");
+    }
+    if cfg.max_concurrent_streams == 0 {
+        return bad("-m/--max-concurrent-streams must be at least 1");
+    }
+    if cfg.max_concurrent_streams > 1 << 20 {
+        return bad("-m/--max-concurrent-streams is too large");
+    }
+    if cfg.threads == 0 {
+        return bad("-t/--threads must be at least 1");
+    }
+    if cfg.threads > 1024 || cfg.clients > 1_000_000 {
+        return bad("too many threads or clients");
+    }
+    match cfg.duration {
+        Some(d) if d.is_zero() => return bad("-D/--duration must be longer than 0"),
+        None if cfg.requests == 0 => return bad("-n/--requests must be at least 1 (or give -D)"),
+        _ => {}
+    }
+    if !cfg.warm_up.is_zero() && cfg.duration.is_none() {
+        return bad("--warm-up needs -D/--duration (as in h2load)");
+    }
+    if let Some(r) = cfg.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return bad("--rate must be a positive number of requests per second");
+        }
+    }
+    if cfg.timeout.is_zero() || cfg.connect_timeout.is_zero() {
+        return bad("timeouts must be longer than 0");
+    }
+    Ok(())
+}
+
+fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> {
+    let dialer = Dialer {
+        addr: target.addr,
+        tls: None,
+        cc: cfg.cc,
+        limit: cfg.connect_timeout,
+    };
+    let alpn_owned: Option<Vec<Vec<u8>>> = cfg
+        .alpn_list
+        .as_ref()
+        .map(|l| l.iter().map(|s| s.as_bytes().to_vec()).collect());
+    let offer = |default: &[&[u8]]| -> Vec<Vec<u8>> {
+        alpn_owned
+            .clone()
+            .unwrap_or_else(|| default.iter().map(|p| p.to_vec()).collect())
+    };
+    let with_tls = |alpn: Vec<Vec<u8>>, session| -> Result<Transport, LoadError> {
+        let refs: Vec<&[u8]> = alpn.iter().map(|v| v.as_slice()).collect();
+        let config = tls::tcp_config(cfg, &refs)?;
+        let name = tls::server_name(&target.host)?;
+        Ok(Transport::Tcp {
+            dialer: dialer.clone().with_tls(config, name),
+            session,
+        })
+    };
+    match (cfg.proto, target.https) {
+        (Proto::H1, false) | (Proto::Auto, false) => Ok(Transport::Tcp {
+            dialer,
+            session: TcpSession::H1,
+        }),
+        (Proto::H1, true) => with_tls(offer(&[b"http/1.1"]), TcpSession::H1),
+        (Proto::H2, false) | (Proto::H2c, false) => Ok(Transport::Tcp {
+            dialer,
+            session: TcpSession::H2c,
+        }),
+        (Proto::H2, true) => with_tls(offer(&[b"h2"]), TcpSession::H2),
+        (Proto::Auto, true) => with_tls(offer(&[b"h2", b"http/1.1"]), TcpSession::Auto),
+        (Proto::H2c, true) => Err(LoadError::Config(
+            "h2c is HTTP/2 over cleartext: use an http:// URL".into(),
+        )),
+        (Proto::H3, false) => Err(LoadError::Config(
+            "h3 runs over QUIC with TLS: use an https:// URL".into(),
+        )),
+        (Proto::H3, true) => Ok(Transport::Quic {
+            config: tls::quic_config(cfg)?,
+            server_name: target.host.clone(),
+        }),
+    }
+}
+
+/// Runs a load test and returns its result. Blocking: it starts its own worker threads,
+/// each with its own tokio runtime, and returns when they are done.
+///
+/// Errors are only for runs that cannot start (configuration, URLs, files); connection and
+/// request failures are counted in the result. A run in which nothing worked has
+/// `requests_done == 0` and the first failure in `error_samples`.
+pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
+    validate(&cfg)?;
+    let target = Target::from_config(&cfg)?;
+    let transport = transport(&cfg, &target)?;
+    let threads = cfg.threads.min(cfg.clients);
+    let started_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let start = Instant::now();
+    let measure_start = start + cfg.warm_up;
+    let deadline = cfg.duration.map(|d| measure_start + d);
+    let setup = Arc::new(Setup {
+        cfg: cfg.clone(),
+        target,
+        transport,
+        start,
+        measure_start,
+        deadline,
+    });
+
+    let mut handles = Vec::new();
+    let mut progress = Vec::new();
+    let c = cfg.clients;
+    for w in 0..threads {
+        // Clients and requests in proportion: worker w gets clients [c*w/t, c*(w+1)/t).
+        let c0 = c * w / threads;
+        let c1 = c * (w + 1) / threads;
+        let n = cfg.requests as u128;
+        let r0 = (n * c0 as u128 / c as u128) as u64;
+        let r1 = (n * c1 as u128 / c as u128) as u64;
+        let counter = Arc::new(AtomicU64::new(0));
+        progress.push(counter.clone());
+        let spec = WorkerSpec {
+            clients: c1 - c0,
+            requests: r1 - r0,
+            rate: cfg.rate.map(|r| r * (c1 - c0) as f64 / c as f64),
+            progress: counter,
+        };
+        let s = setup.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("hxlab-load-{w}"))
+            .spawn(move || worker(s, spec))
+            .map_err(|e| LoadError::Worker(e.to_string()))?;
+        handles.push(h);
+    }
+
+    if cfg.progress {
+        draw_progress(&cfg, &handles, &progress);
+    }
+
+    let mut result = RunResult {
+        schema: hxlab_core::result::SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_s,
+        config: run_config(&cfg),
+        ..Default::default()
+    };
+    let mut last = measure_start;
+    let mut setup_error = None;
+    for h in handles {
+        let out = h
+            .join()
+            .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?;
+        if out.setup_error.is_some() && setup_error.is_none() {
+            setup_error = out.setup_error.clone();
+        }
+        out.rec.add_to(&mut result);
+        if result.error_samples.is_empty() {
+            if let Some(e) = &out.rec.first_connect_error {
+                result.error_samples.push(e.clone());
+            }
+        }
+        result.cpu_user_s += out.cpu_user_s;
+        result.cpu_sys_s += out.cpu_sys_s;
+        last = last.max(out.finished);
+    }
+    if let Some(e) = setup_error {
+        return Err(LoadError::Worker(e));
+    }
+    let end = match deadline {
+        Some(d) => last.min(d),
+        None => last,
+    };
+    result.duration_s = end.saturating_duration_since(measure_start).as_secs_f64();
+    Ok(result)
+}
+
+fn run_config(cfg: &LoadConfig) -> RunConfig {
+    let mut extra = std::collections::BTreeMap::new();
+    if let Some(m) = &cfg.method {
+        extra.insert("method".into(), m.clone());
+    }
+    if cfg.body.is_some() {
+        extra.insert(
+            "body_bytes".into(),
+            cfg.body.as_ref().map(|b| b.len()).unwrap_or(0).to_string(),
+        );
+    }
+    if !cfg.warm_up.is_zero() {
+        extra.insert("warm_up_s".into(), cfg.warm_up.as_secs_f64().to_string());
+    }
+    if cfg.tls_resume {
+        extra.insert("tls_resume".into(), "true".into());
+    }
+    if cfg.zero_rtt {
+        extra.insert("0rtt".into(), "true".into());
+    }
+    if let Some(a) = &cfg.alpn_list {
+        extra.insert("alpn_list".into(), a.join(","));
+    }
+    if !cfg.headers.is_empty() {
+        extra.insert(
+            "headers".into(),
+            cfg.headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+    }
+    RunConfig {
+        urls: cfg.urls.clone(),
+        protocol: cfg.proto.name().to_string(),
+        clients: cfg.clients,
+        max_concurrent_streams: cfg.max_concurrent_streams,
+        threads: cfg.threads.min(cfg.clients),
+        requests: if cfg.duration.is_some() {
+            0
+        } else {
+            cfg.requests
+        },
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0),
+        rate: cfg.rate,
+        no_keepalive: cfg.no_keepalive,
+        cc: cfg.cc.map(|c| c.name().to_string()),
+        extra,
+    }
+}
+
+fn draw_progress(
+    cfg: &LoadConfig,
+    handles: &[std::thread::JoinHandle<WorkerOutput>],
+    counters: &[Arc<AtomicU64>],
+) {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let by_time = cfg.duration.is_some();
+    let total = match cfg.duration {
+        Some(d) => (d + cfg.warm_up).as_millis() as u64,
+        None => cfg.requests,
+    };
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
+    let template = if by_time {
+        "{bar:40} {elapsed}/{duration} {msg}"
+    } else {
+        "{bar:40} {pos}/{len} requests {msg}"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    let t0 = Instant::now();
+    while handles.iter().any(|h| !h.is_finished()) {
+        let done: u64 = counters.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+        if by_time {
+            bar.set_position(t0.elapsed().as_millis() as u64);
+            bar.set_message(format!("{done} requests"));
+        } else {
+            bar.set_position(done);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bar.finish_and_clear();
+}
+
+fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let rt = match rt {
+        Ok(rt) => rt,
+        Err(e) => {
+            return WorkerOutput {
+                rec: Recorder::new(setup.measure_start, true),
+                cpu_user_s: 0.0,
+                cpu_sys_s: 0.0,
+                finished: Instant::now(),
+                setup_error: Some(format!("tokio runtime: {e}")),
+            }
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, worker_main(setup, spec))
+}
+
+async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
+    let cfg = &setup.cfg;
+    let warm = !cfg.warm_up.is_zero();
+    let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
+    let cpu0 = Rc::new(Cell::new(thread_cpu()));
+    if warm {
+        let (rec, cpu0, at) = (rec.clone(), cpu0.clone(), setup.measure_start);
+        tokio::task::spawn_local(async move {
+            tokio::time::sleep_until(at.into()).await;
+            rec.borrow_mut().measuring = true;
+            cpu0.set(thread_cpu());
+        });
+    }
+    if cfg.progress {
+        let (rec, counter) = (rec.clone(), spec.progress.clone());
+        tokio::task::spawn_local(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let r = rec.borrow();
+                counter.store(r.done + r.failed, Ordering::Relaxed);
+            }
+        });
+    }
+    let target = Rc::new(setup.target.clone());
+    let quic = match &setup.transport {
+        Transport::Quic {
+            config,
+            server_name,
+        } => {
+            let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
+                ([0, 0, 0, 0], 0).into()
+            } else {
+                ([0u16; 8], 0).into()
+            };
+            match quinn::Endpoint::client(bind) {
+                Ok(endpoint) => Some(QuicDialer {
+                    endpoint,
+                    config: config.clone(),
+                    addr: target.addr,
+                    server_name: server_name.clone(),
+                    limit: cfg.connect_timeout,
+                    zero_rtt: cfg.zero_rtt,
+                }),
+                Err(e) => {
+                    return WorkerOutput {
+                        rec: Recorder::new(setup.measure_start, true),
+                        cpu_user_s: 0.0,
+                        cpu_sys_s: 0.0,
+                        finished: Instant::now(),
+                        setup_error: Some(format!("UDP socket for QUIC: {e}")),
+                    }
+                }
+            }
+        }
+        Transport::Tcp { .. } => None,
+    };
+    let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
+        u64::MAX
+    } else {
+        spec.requests
+    }));
+    let limit = if cfg.duration.is_some() {
+        u64::MAX
+    } else {
+        spec.requests
+    };
+    let mut tasks = Vec::new();
+    for k in 0..spec.clients {
+        let plan = match spec.rate {
+            None => Plan::Closed(budget.clone()),
+            Some(rate) => Plan::Open {
+                schedule: Schedule::new(rate, k, spec.clients, limit),
+                start: setup.start,
+            },
+        };
+        let ctx = ClientCtx {
+            target: target.clone(),
+            rec: rec.clone(),
+            plan,
+            depth: cfg.max_concurrent_streams as usize,
+            timeout: cfg.timeout,
+            connect_timeout: cfg.connect_timeout,
+            no_keepalive: cfg.no_keepalive,
+            url: (k as usize) % target.requests.len(),
+            reserved: None,
+        };
+        let transport = setup.transport.clone();
+        let quic = quic.clone();
+        tasks.push(tokio::task::spawn_local(client_loop(ctx, transport, quic)));
+    }
+    let all = futures::future::join_all(tasks);
+    let finished_all = match setup.deadline {
+        Some(d) => tokio::time::timeout_at(d.into(), all).await.ok(),
+        None => Some(all.await),
+    };
+    let finished = Instant::now();
+    let (u1, s1) = thread_cpu();
+    let (u0, s0) = cpu0.get();
+    if let Some(results) = finished_all {
+        // Every client gave up or finished: what is left was never sent.
+        let mut left: u64 = results.into_iter().map(|r| r.unwrap_or(0)).sum();
+        if spec.rate.is_none() && budget.get() != u64::MAX {
+            left += budget.get();
+        }
+        rec.borrow_mut().requests_abandoned(left);
+    }
+    if let Some(q) = &quic {
+        q.endpoint.close(quinn::VarInt::from_u32(0), b"");
+    }
+    let out = std::mem::replace(
+        &mut *rec.borrow_mut(),
+        Recorder::new(setup.measure_start, true),
+    );
+    WorkerOutput {
+        rec: out,
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+        finished,
+        setup_error: None,
+    }
+}
+
+/// Connects, runs sessions and reconnects until the plan is done or connecting fails.
+/// Returns the number of open-model requests left unsent (0 in the closed model).
+async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<QuicDialer>) -> u64 {
+    let mut h1_bufs: Option<H1Buffers> = None;
+    let mut empty_sessions = 0u32;
+    loop {
+        if ctx.reserved.is_none() {
+            match ctx.plan.next(Instant::now()) {
+                Next::Done => return 0,
+                Next::Go { scheduled, ticket } => ctx.reserved = Some((scheduled, ticket)),
+                // A new connection per request opens when the request is due (its latency
+                // includes the connection, as for a new visitor); a kept-alive one at once.
+                Next::Wait(t) if ctx.no_keepalive => {
+                    tokio::time::sleep_until(t.into()).await;
+                    continue;
+                }
+                Next::Wait(_) => {}
+            }
+        }
+        let end = match &transport {
+            Transport::Tcp { dialer, session } => {
+                let (mut stream, info) = match dialer.dial().await {
+                    Ok(x) => x,
+                    Err(e) => {
+                        ctx.unreserve();
+                        ctx.rec.borrow_mut().connect_failed(e.kind, &e);
+                        return unsent(&ctx);
+                    }
+                };
+                let is_h2 = info.alpn.as_deref() == Some(b"h2");
+                let run_h2 = match session {
+                    TcpSession::H1 => false,
+                    TcpSession::H2c => true,
+                    TcpSession::Auto => is_h2,
+                    TcpSession::H2 => {
+                        if !is_h2 {
+                            let chose = match &info.alpn {
+                                Some(p) => String::from_utf8_lossy(p).into_owned(),
+                                None => "none".to_string(),
+                            };
+                            let msg = format!(
+                                "{} did not negotiate h2 by ALPN (server chose {chose}); it may speak only HTTP/1.1: try --proto h1 or auto",
+                                dialer.addr
+                            );
+                            ctx.unreserve();
+                            ctx.rec
+                                .borrow_mut()
+                                .connect_failed(ErrorKind::Protocol, &msg);
+                            return unsent(&ctx);
+                        }
+                        true
+                    }
+                };
+                let negotiated = match (run_h2, session) {
+                    (true, TcpSession::H2c) => "h2c",
+                    (true, _) => "h2",
+                    (false, _) => "http/1.1",
+                };
+                record_connected(&ctx, &info, negotiated);
+                if run_h2 {
+                    crate::h2::session(&mut ctx, stream, *session == TcpSession::H2c).await
+                } else {
+                    let depth = ctx.depth;
+                    let bufs = h1_bufs.get_or_insert_with(|| H1Buffers::new(depth));
+                    crate::h1::session(&mut ctx, &mut stream, bufs).await
+                }
+            }
+            Transport::Quic { .. } => {
+                let Some(dialer) = &quic else {
+                    ctx.unreserve();
+                    return unsent(&ctx);
+                };
+                let qc = match dialer.dial().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        ctx.unreserve();
+                        ctx.rec.borrow_mut().connect_failed(e.kind, &e);
+                        return unsent(&ctx);
+                    }
+                };
+                match qc.zero_rtt {
+                    None => ctx.rec.borrow_mut().connected(
+                        None,
+                        Some(qc.handshake),
+                        false,
+                        "h3",
+                        Some("TLSv1.3"),
+                    ),
+                    Some(accepted) => {
+                        // 0-RTT: requests go out at once; whether the server took them is
+                        // known later, and the connection is counted then.
+                        let rec = ctx.rec.clone();
+                        let t0 = Instant::now() - qc.handshake;
+                        tokio::task::spawn_local(async move {
+                            let ok = accepted.await;
+                            rec.borrow_mut().connected(
+                                None,
+                                Some(t0.elapsed()),
+                                ok,
+                                "h3",
+                                Some("TLSv1.3"),
+                            );
+                        });
+                    }
+                }
+                crate::h3::session(&mut ctx, qc.conn).await
+            }
+        };
+        ctx.unreserve();
+        match end {
+            SessionEnd::PlanDone => return 0,
+            SessionEnd::Closed { answered } | SessionEnd::Failed { answered, .. } => {
+                // A server that keeps closing connections without answering would make the
+                // client spin: give up after three such connections in a row.
+                if answered == 0 {
+                    empty_sessions += 1;
+                    if empty_sessions >= 3 {
+                        if let SessionEnd::Failed { kind, message, .. } = &end {
+                            let mut rec = ctx.rec.borrow_mut();
+                            if rec.first_connect_error.is_none() {
+                                rec.first_connect_error = Some(message.clone());
+                            }
+                            let _ = kind;
+                        }
+                        return unsent(&ctx);
+                    }
+                } else {
+                    empty_sessions = 0;
+                }
+            }
+        }
+    }
+}
+
+fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static str) {
+    ctx.rec.borrow_mut().connected(
+        Some(info.connect),
+        info.handshake,
+        info.resumed,
+        negotiated,
+        info.tls_version,
+    );
+}
+
+/// Open-model requests this client will never send.
+fn unsent(ctx: &ClientCtx) -> u64 {
+    match &ctx.plan {
+        Plan::Open { schedule, .. } => match schedule.peek() {
+            None => 0,
+            Some((next, _)) => {
+                let total = schedule.total();
+                if total == u64::MAX {
+                    0
+                } else {
+                    let taken = schedule.taken_before(next);
+                    total - taken
+                }
+            }
+        },
+        Plan::Closed(_) => 0,
+    }
+}

@@ -1,0 +1,234 @@
+//! HTTP/2 over TLS and h2c through the raw `h2` crate, so both get server push
+//! (`PUSH_PROMISE`), 103 Early Hints and the same GOAWAY on shutdown. Small immediate answers
+//! are written inline from the connection loop; anything that waits (delay, large bodies,
+//! request bodies, push) gets its own task.
+
+use crate::body::{BodySpec, Source, CHUNK};
+use crate::routes::{early_hints_head, route, Ctx, Reply};
+use crate::stats::Proto;
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{RecvStream, SendStream};
+use http::{Method, Request, Uri};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Serves one HTTP/2 connection (TLS or h2c) until the peer closes it or, after shutdown,
+/// until its streams are done.
+pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Proto)
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let _guard = ctx.stats.connection(proto);
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(ctx.limits.max_streams)
+        .max_header_list_size(ctx.limits.max_header_size)
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(4 << 20)
+        .max_send_buffer_size(1 << 20);
+    let handshake = builder.handshake::<_, Bytes>(io);
+    let mut conn = match tokio::time::timeout(Duration::from_secs(10), handshake).await {
+        Ok(Ok(c)) => c,
+        _ => return,
+    };
+    let mut shutdown = ctx.shutdown.clone();
+    let mut stopping = *shutdown.borrow();
+    if stopping {
+        conn.graceful_shutdown();
+    }
+    loop {
+        tokio::select! {
+            next = conn.accept() => match next {
+                Some(Ok((req, respond))) => on_request(&ctx, proto, req, respond),
+                Some(Err(_)) | None => break,
+            },
+            changed = shutdown.changed(), if !stopping => {
+                stopping = true;
+                if changed.is_ok() {
+                    conn.graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+fn on_request(
+    ctx: &Arc<Ctx>,
+    proto: Proto,
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+) {
+    let (parts, body) = req.into_parts();
+    let reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
+    let head_only = parts.method == Method::HEAD;
+    if body.is_end_stream() && reply.is_immediate() {
+        send_immediate(ctx, proto, &mut respond, reply, head_only);
+        return;
+    }
+    let ctx2 = ctx.clone();
+    let uri = parts.uri;
+    ctx.tracker.spawn(async move {
+        drain(body).await;
+        serve_stream(ctx2, proto, respond, reply, head_only, uri).await;
+    });
+}
+
+/// Reads a request body to its end, returning flow-control credit as it goes.
+async fn drain(mut body: RecvStream) {
+    while let Some(chunk) = body.data().await {
+        match chunk {
+            Ok(data) => {
+                let _ = body.flow_control().release_capacity(data.len());
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+fn send_immediate(
+    ctx: &Ctx,
+    proto: Proto,
+    respond: &mut SendResponse<Bytes>,
+    reply: Reply,
+    head_only: bool,
+) {
+    let data = if head_only {
+        Bytes::new()
+    } else {
+        reply.body.in_memory().unwrap_or_default()
+    };
+    let head = reply.head(ctx, true);
+    let end = data.is_empty();
+    let Ok(mut stream) = respond.send_response(head, end) else {
+        return;
+    };
+    let n = data.len() as u64;
+    if !end && stream.send_data(data, true).is_err() {
+        return;
+    }
+    if reply.counted {
+        ctx.stats.body_bytes(proto, n);
+        ctx.stats.request_done(proto);
+    }
+}
+
+/// Waits for the client to reset the stream (used to cut a delay short).
+async fn reset_by_peer(respond: &mut SendResponse<Bytes>) {
+    let _ = std::future::poll_fn(|cx| respond.poll_reset(cx)).await;
+}
+
+async fn serve_stream(
+    ctx: Arc<Ctx>,
+    proto: Proto,
+    mut respond: SendResponse<Bytes>,
+    reply: Reply,
+    head_only: bool,
+    uri: Uri,
+) {
+    if !reply.delay.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(reply.delay) => {}
+            _ = reset_by_peer(&mut respond) => return,
+        }
+    }
+    if let Some(link) = &reply.early_hints {
+        let _ = respond.send_informational(early_hints_head(link));
+    }
+    // PUSH_PROMISEs go out before the page's body so the client never requests them itself.
+    let mut pushed = Vec::new();
+    for path in &reply.push {
+        let Some(req) = push_request(&uri, path) else {
+            continue;
+        };
+        match respond.push_request(req) {
+            Ok(p) => pushed.push((p, path.clone())),
+            // The client disabled push or has no room for more pushed streams.
+            Err(_) => break,
+        }
+    }
+    let head = reply.head(&ctx, true);
+    let body = if head_only {
+        BodySpec::Empty
+    } else {
+        reply.body
+    };
+    let end = body.len() == 0;
+    if let Ok(stream) = respond.send_response(head, end) {
+        for (mut p, path) in pushed {
+            let ctx = ctx.clone();
+            ctx.clone().tracker.spawn(async move {
+                let Ok(uri) = path.parse::<Uri>() else { return };
+                let r = route(&ctx, &Method::GET, &uri, &http::HeaderMap::new(), proto);
+                let head = r.head(&ctx, true);
+                let end = r.body.len() == 0;
+                if let Ok(s) = p.send_response(head, end) {
+                    send_body(&ctx, proto, s, r.body.into_source(), r.counted, end).await;
+                }
+            });
+        }
+        send_body(&ctx, proto, stream, body.into_source(), reply.counted, end).await;
+    }
+}
+
+/// The request a PUSH_PROMISE announces: GET of `path` on the page's own origin.
+fn push_request(page: &Uri, path: &str) -> Option<Request<()>> {
+    let mut uri = Uri::builder().path_and_query(path);
+    if let Some(s) = page.scheme() {
+        uri = uri.scheme(s.clone());
+    }
+    if let Some(a) = page.authority() {
+        uri = uri.authority(a.clone());
+    }
+    Request::builder()
+        .method(Method::GET)
+        .uri(uri.build().ok()?)
+        .body(())
+        .ok()
+}
+
+/// Sends a body within HTTP/2 flow control: asks for window, sends what was granted.
+async fn send_body(
+    ctx: &Ctx,
+    proto: Proto,
+    mut stream: SendStream<Bytes>,
+    mut source: Source,
+    counted: bool,
+    already_ended: bool,
+) {
+    if !already_ended {
+        loop {
+            let left = source.remaining();
+            if left == 0 {
+                break;
+            }
+            stream.reserve_capacity(left.min(CHUNK as u64) as usize);
+            let granted = match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
+                Some(Ok(n)) => n,
+                _ => return,
+            };
+            if granted == 0 {
+                continue;
+            }
+            let chunk = match source.chunk(granted).await {
+                Ok(Some(c)) => c,
+                _ => {
+                    stream.send_reset(h2::Reason::INTERNAL_ERROR);
+                    return;
+                }
+            };
+            let n = chunk.len() as u64;
+            let end = source.remaining() == 0;
+            if stream.send_data(chunk, end).is_err() {
+                return;
+            }
+            if counted {
+                ctx.stats.body_bytes(proto, n);
+            }
+        }
+    }
+    if counted {
+        ctx.stats.request_done(proto);
+    }
+}

@@ -1,0 +1,129 @@
+//! HTTP/3 over QUIC v1 (quinn + h3 + h3-quinn) on the UDP twin of the TLS port. Every request
+//! stream is read to its end before it is answered and dropped: dropping a stream with unread
+//! data makes quinn send STOP_SENDING, and some clients then fail the request.
+
+use crate::body::{BodySpec, CHUNK};
+use crate::routes::{early_hints_head, route, Ctx};
+use crate::stats::Proto;
+use bytes::Bytes;
+use http::Method;
+use std::sync::Arc;
+use std::time::Duration;
+
+type H3Conn = h3::server::Connection<h3_quinn::Connection, Bytes>;
+type H3Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+
+/// Accepts QUIC connections until shutdown.
+pub(crate) fn spawn_accept(
+    endpoint: quinn::Endpoint,
+    ctx: Arc<Ctx>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut shutdown = ctx.shutdown.clone();
+        loop {
+            tokio::select! {
+                incoming = endpoint.accept() => match incoming {
+                    Some(incoming) => {
+                        let ctx2 = ctx.clone();
+                        ctx.tracker.spawn(serve_connection(incoming, ctx2));
+                    }
+                    None => break,
+                },
+                _ = shutdown.changed() => break,
+            }
+        }
+    })
+}
+
+async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<Ctx>) {
+    let conn = match tokio::time::timeout(Duration::from_secs(10), incoming).await {
+        Ok(Ok(c)) => c,
+        _ => return,
+    };
+    let _guard = ctx.stats.connection(Proto::H3);
+    let mut builder = h3::server::builder();
+    builder.max_field_section_size(ctx.limits.max_header_size as u64);
+    let mut h3c: H3Conn = match builder.build(h3_quinn::Connection::new(conn)).await {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let mut shutdown = ctx.shutdown.clone();
+    let mut stopping = *shutdown.borrow();
+    if stopping {
+        let _ = h3c.shutdown(0).await;
+    }
+    loop {
+        tokio::select! {
+            next = h3c.accept() => match next {
+                Ok(Some(resolver)) => {
+                    let ctx2 = ctx.clone();
+                    ctx.tracker.spawn(async move {
+                        if let Ok((req, stream)) = resolver.resolve_request().await {
+                            serve_request(ctx2, req, stream).await;
+                        }
+                    });
+                }
+                Ok(None) | Err(_) => break,
+            },
+            changed = shutdown.changed(), if !stopping => {
+                stopping = true;
+                if changed.is_ok() {
+                    // GOAWAY: no new requests; those in flight finish.
+                    let _ = h3c.shutdown(0).await;
+                }
+            }
+        }
+    }
+}
+
+async fn serve_request(ctx: Arc<Ctx>, req: http::Request<()>, mut stream: H3Stream) {
+    // Read the request to its end first (see the module comment).
+    loop {
+        match stream.recv_data().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => break,
+            Err(_) => return,
+        }
+    }
+    let (parts, ()) = req.into_parts();
+    let reply = route(&ctx, &parts.method, &parts.uri, &parts.headers, Proto::H3);
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    if let Some(link) = &reply.early_hints {
+        if stream.send_response(early_hints_head(link)).await.is_err() {
+            return;
+        }
+    }
+    let head = reply.head(&ctx, false);
+    if stream.send_response(head).await.is_err() {
+        return;
+    }
+    let body = if parts.method == Method::HEAD {
+        BodySpec::Empty
+    } else {
+        reply.body
+    };
+    let mut source = body.into_source();
+    loop {
+        match source.chunk(CHUNK).await {
+            Ok(Some(chunk)) => {
+                let n = chunk.len() as u64;
+                if stream.send_data(chunk).await.is_err() {
+                    return;
+                }
+                if reply.counted {
+                    ctx.stats.body_bytes(Proto::H3, n);
+                }
+            }
+            Ok(None) => break,
+            Err(_) => {
+                stream.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
+                return;
+            }
+        }
+    }
+    if stream.finish().await.is_ok() && reply.counted {
+        ctx.stats.request_done(Proto::H3);
+    }
+}

@@ -1,0 +1,225 @@
+//! Sockets and accept loops: the TCP TLS port (ALPN picks h2 or HTTP/1.1), the cleartext
+//! port (the HTTP/2 connection preface picks h2c, anything else is HTTP/1.1) and the UDP
+//! socket for QUIC on the same port number as TLS.
+
+use crate::routes::Ctx;
+use crate::stats::Proto;
+use crate::{ServeConfig, ServeError};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::task::JoinHandle;
+
+/// The bound, not yet served, sockets.
+pub(crate) struct Sockets {
+    pub tls: TcpListener,
+    pub plain: TcpListener,
+    pub udp: Option<std::net::UdpSocket>,
+}
+
+fn tcp_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // Restarting right after a run must not fail on connections in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// Binds TLS, plain and (unless off) UDP. With `--tls-port 0` the TCP port is picked first and
+/// UDP bound on the same number, retrying with a new TCP port if that UDP port is taken.
+pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
+    let tls_addr = SocketAddr::new(cfg.bind, cfg.tls_port);
+    let attempts = if cfg.tls_port == 0 { 20 } else { 1 };
+    let mut last_err = None;
+    let mut pair = None;
+    for _ in 0..attempts {
+        let tls = tcp_listener(tls_addr).map_err(|source| ServeError::Bind {
+            what: "tls",
+            addr: tls_addr,
+            source,
+        })?;
+        if !cfg.h3 {
+            pair = Some((tls, None));
+            break;
+        }
+        let port = tls.local_addr().map(|a| a.port()).unwrap_or(cfg.tls_port);
+        let udp_addr = SocketAddr::new(cfg.bind, port);
+        match std::net::UdpSocket::bind(udp_addr) {
+            Ok(udp) => {
+                pair = Some((tls, Some(udp)));
+                break;
+            }
+            Err(source) => {
+                last_err = Some(ServeError::Bind {
+                    what: "h3 (udp)",
+                    addr: udp_addr,
+                    source,
+                })
+            }
+        }
+    }
+    let (tls, udp) = match pair {
+        Some(p) => p,
+        None => {
+            return Err(last_err.unwrap_or_else(|| {
+                ServeError::Config("could not bind the TLS and UDP ports".into())
+            }))
+        }
+    };
+    let plain_addr = SocketAddr::new(cfg.bind, cfg.plain_port);
+    let plain = tcp_listener(plain_addr).map_err(|source| ServeError::Bind {
+        what: "plain",
+        addr: plain_addr,
+        source,
+    })?;
+    Ok(Sockets { tls, plain, udp })
+}
+
+/// Accepts until shutdown; `serve` runs each accepted connection as a tracked task.
+fn accept_loop<F, Fut>(listener: TcpListener, ctx: Arc<Ctx>, serve: F) -> JoinHandle<()>
+where
+    F: Fn(TcpStream, Arc<Ctx>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut shutdown = ctx.shutdown.clone();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((tcp, _)) => {
+                        // Small responses must not wait for Nagle.
+                        let _ = tcp.set_nodelay(true);
+                        ctx.tracker.spawn(serve(tcp, ctx.clone()));
+                    }
+                    // Out of descriptors and similar: back off a little instead of spinning.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                },
+                _ = shutdown.changed() => break,
+            }
+        }
+    })
+}
+
+/// The TLS port: handshake (10 s limit), then h2 if ALPN chose it, HTTP/1.1 otherwise.
+pub(crate) fn spawn_tls(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    ctx: Arc<Ctx>,
+) -> JoinHandle<()> {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    accept_loop(listener, ctx, move |tcp, ctx| {
+        let acceptor = acceptor.clone();
+        async move {
+            let tls =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(t)) => t,
+                    _ => return,
+                };
+            if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                crate::h2::serve(tls, ctx, Proto::H2).await;
+            } else {
+                crate::h1::serve(tls, ctx, Proto::H1Tls).await;
+            }
+        }
+    })
+}
+
+const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What a cleartext connection turned out to speak.
+#[derive(Debug, PartialEq, Eq)]
+enum Cleartext {
+    H2c,
+    H1,
+    /// Neither an HTTP/2 preface nor an HTTP/1.x request line (e.g. an invalid preface):
+    /// the connection is closed without an answer, as RFC 9113 section 3.4 asks.
+    Garbage,
+}
+
+/// Classifies a cleartext connection by its first bytes. Peeks, so nothing is consumed.
+async fn classify(tcp: &TcpStream) -> std::io::Result<Cleartext> {
+    let mut buf = [0u8; 512];
+    for _ in 0..3000 {
+        let n = tcp.peek(&mut buf).await?;
+        if n == 0 {
+            return Ok(Cleartext::H1);
+        }
+        let seen = &buf[..n];
+        if seen.len() >= PREFACE.len() && seen.starts_with(PREFACE) {
+            return Ok(Cleartext::H2c);
+        }
+        if seen.len() < PREFACE.len() && PREFACE.starts_with(seen) {
+            // Only part of the preface has arrived; peek would return at once, so wait a little.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            continue;
+        }
+        return Ok(classify_h1(seen));
+    }
+    Ok(Cleartext::Garbage)
+}
+
+/// An HTTP/1 request line ends in ` HTTP/1.x`; when the first line is already complete and
+/// does not, the peer speaks something else. An incomplete line is left to hyper.
+fn classify_h1(seen: &[u8]) -> Cleartext {
+    match seen.windows(2).position(|w| w == b"\r\n") {
+        Some(end) => {
+            let line = &seen[..end];
+            if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") {
+                Cleartext::H1
+            } else {
+                Cleartext::Garbage
+            }
+        }
+        None => Cleartext::H1,
+    }
+}
+
+/// Closes with a FIN, not a RST: unread input at close() makes the kernel send RST, so read
+/// what has arrived (briefly, bounded) first.
+async fn close_quietly(mut tcp: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sink = [0u8; 4096];
+    let _ = tcp.shutdown().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    for _ in 0..64 {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => continue,
+            _ => break,
+        }
+    }
+}
+
+/// The cleartext port: h2c by prior knowledge, HTTP/1.1 otherwise.
+pub(crate) fn spawn_plain(listener: TcpListener, ctx: Arc<Ctx>) -> JoinHandle<()> {
+    accept_loop(listener, ctx, |tcp, ctx| async move {
+        match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
+            Ok(Ok(Cleartext::H2c)) => crate::h2::serve(tcp, ctx, Proto::H2c).await,
+            Ok(Ok(Cleartext::H1)) => crate::h1::serve(tcp, ctx, Proto::H1).await,
+            Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,
+            _ => {}
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_are_told_from_garbage() {
+        assert_eq!(
+            classify_h1(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Cleartext::H1
+        );
+        assert_eq!(classify_h1(b"GET /very-long-and-incomplete"), Cleartext::H1);
+        assert_eq!(
+            classify_h1(b"INVALID CONNECTION PREFACE\r\n\r\n"),
+            Cleartext::Garbage
+        );
+    }
+}

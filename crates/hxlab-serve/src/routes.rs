@@ -1,0 +1,688 @@
+//! What to answer, independent of the protocol: the router turns (method, URI, headers) into a
+//! [`Reply`] that the h1, h2 and h3 front ends carry. Bad parameters become a 400 with a
+//! one-line reason here, so every protocol refuses them the same way.
+
+use crate::body::BodySpec;
+use crate::stats::{Proto, Stats};
+use bytes::Bytes;
+use http::header::{HeaderValue, ALT_SVC, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, Method, Response, StatusCode, Uri};
+use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::task::TaskTracker;
+
+/// Limits a request cannot exceed.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub max_delay: Duration,
+    pub max_size: u64,
+    pub max_header_size: u32,
+    pub max_page_resources: u32,
+    pub max_streams: u32,
+    pub drain_timeout: Duration,
+}
+
+/// State shared by every connection of one server.
+pub(crate) struct Ctx {
+    pub limits: Limits,
+    pub dir: Option<PathBuf>,
+    /// `h3=":PORT"` for TCP responses when HTTP/3 is on.
+    pub alt_svc: Option<HeaderValue>,
+    pub stats: Arc<Stats>,
+    /// Every connection and stream task, so shutdown can wait for them.
+    pub tracker: TaskTracker,
+    /// Flips to true when the server shuts down.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+    demo: Bytes,
+}
+
+impl Ctx {
+    pub fn new(
+        limits: Limits,
+        dir: Option<PathBuf>,
+        tls: SocketAddr,
+        plain: SocketAddr,
+        h3: Option<SocketAddr>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Ctx {
+        let alt_svc =
+            h3.and_then(|a| HeaderValue::from_str(&format!("h3=\":{}\"; ma=86400", a.port())).ok());
+        Ctx {
+            limits,
+            dir,
+            alt_svc,
+            stats: Arc::new(Stats::new()),
+            tracker: TaskTracker::new(),
+            shutdown,
+            demo: Bytes::from(demo_page(tls.port(), plain.port(), h3.is_some())),
+        }
+    }
+}
+
+/// The answer to one request.
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub content_type: &'static str,
+    pub body: BodySpec,
+    /// Server think time before the response head goes out.
+    pub delay: Duration,
+    /// `Link` value of a 103 Early Hints response sent first.
+    pub early_hints: Option<HeaderValue>,
+    /// Paths to push with this response (HTTP/2 only, when the client allows push).
+    pub push: Vec<String>,
+    /// False for `/stats`, which does not count itself.
+    pub counted: bool,
+}
+
+impl Reply {
+    fn new(status: StatusCode, content_type: &'static str, body: BodySpec) -> Reply {
+        Reply {
+            status,
+            content_type,
+            body,
+            delay: Duration::ZERO,
+            early_hints: None,
+            push: Vec::new(),
+            counted: true,
+        }
+    }
+
+    fn text(status: StatusCode, text: String) -> Reply {
+        Reply::new(
+            status,
+            "text/plain; charset=utf-8",
+            BodySpec::Bytes(Bytes::from(text)),
+        )
+    }
+
+    fn bad(reason: impl std::fmt::Display) -> Reply {
+        Reply::text(StatusCode::BAD_REQUEST, format!("bad request: {reason}\n"))
+    }
+
+    /// True when the whole response can be written at once: no wait, no push, small body.
+    pub fn is_immediate(&self) -> bool {
+        self.delay.is_zero()
+            && self.early_hints.is_none()
+            && self.push.is_empty()
+            && self.body.in_memory().is_some()
+    }
+
+    /// The response head (status and headers); `tcp` adds Alt-Svc.
+    pub fn head(&self, ctx: &Ctx, tcp: bool) -> Response<()> {
+        let mut r = Response::new(());
+        *r.status_mut() = self.status;
+        let h = r.headers_mut();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
+            h.insert(CONTENT_LENGTH, HeaderValue::from(self.body.len()));
+        }
+        if tcp {
+            if let Some(a) = &ctx.alt_svc {
+                h.insert(ALT_SVC, a.clone());
+            }
+        }
+        r
+    }
+}
+
+/// The 103 response carrying `link`.
+pub(crate) fn early_hints_head(link: &HeaderValue) -> Response<()> {
+    let mut r = Response::new(());
+    *r.status_mut() = StatusCode::EARLY_HINTS;
+    r.headers_mut().insert(http::header::LINK, link.clone());
+    r
+}
+
+/// Routes one request.
+pub(crate) fn route(
+    ctx: &Ctx,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    proto: Proto,
+) -> Reply {
+    let path = uri.path();
+    let query = uri.query();
+    let reply = if let Some(n) = path.strip_prefix("/bytes/") {
+        bytes_endpoint(ctx, n, query)
+    } else if path == "/option" {
+        option_endpoint(ctx, query)
+    } else if let Some(ms) = path.strip_prefix("/delay/") {
+        delay_endpoint(ctx, ms)
+    } else if let Some(code) = path.strip_prefix("/status/") {
+        status_endpoint(code)
+    } else if path == "/headers" {
+        headers_endpoint(method, uri, headers, proto)
+    } else if let Some(rest) = path.strip_prefix("/static/") {
+        static_endpoint(ctx, rest)
+    } else if path == "/page" {
+        page_endpoint(ctx, query)
+    } else if path == "/stats" {
+        let mut r = match serde_json::to_vec(&ctx.stats.snapshot()) {
+            Ok(json) => Reply::new(
+                StatusCode::OK,
+                "application/json",
+                BodySpec::Bytes(Bytes::from(json)),
+            ),
+            Err(e) => Reply::text(StatusCode::INTERNAL_SERVER_ERROR, format!("stats: {e}\n")),
+        };
+        r.counted = false;
+        r
+    } else if path == "/" || path == "/index.html" {
+        Reply::new(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            BodySpec::Bytes(ctx.demo.clone()),
+        )
+    } else {
+        Reply::text(
+            StatusCode::NOT_FOUND,
+            format!(
+                "not found: {path}; endpoints: /bytes/N /option /delay/MS /status/CODE /headers /static/PATH /page /stats /\n"
+            ),
+        )
+    };
+    reply
+}
+
+/// Query parameters, percent-decoded; a parameter that is not UTF-8 is an error.
+/// One decoded `key=value` query parameter.
+type Param<'a> = (Cow<'a, str>, Cow<'a, str>);
+
+fn params(query: Option<&str>) -> Result<Vec<Param<'_>>, String> {
+    let mut out = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let k = percent_decode_str(k)
+            .decode_utf8()
+            .map_err(|_| format!("parameter {k:?} is not UTF-8"))?;
+        let v = percent_decode_str(v)
+            .decode_utf8()
+            .map_err(|_| format!("value of {k} is not UTF-8"))?;
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
+/// A delay in milliseconds (`250`, `2.5`) or with a unit (`1s`), within the limit.
+fn parse_delay(ctx: &Ctx, v: &str) -> Result<Duration, String> {
+    let d = match v.trim().parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_secs_f64(ms / 1000.0),
+        Ok(_) => {
+            return Err(format!(
+                "delay {v:?} must be a non-negative number of milliseconds"
+            ))
+        }
+        Err(_) => hxlab_core::parse_duration(v).map_err(|e| e.to_string())?,
+    };
+    if d > ctx.limits.max_delay {
+        return Err(format!(
+            "delay {} ms is over the limit of {} ms (--max-delay)",
+            d.as_millis(),
+            ctx.limits.max_delay.as_millis()
+        ));
+    }
+    Ok(d)
+}
+
+fn check_size(ctx: &Ctx, n: u64) -> Result<u64, String> {
+    if n > ctx.limits.max_size {
+        return Err(format!(
+            "size {n} bytes is over the limit of {} bytes (--max-size)",
+            ctx.limits.max_size
+        ));
+    }
+    Ok(n)
+}
+
+fn parse_size_param(ctx: &Ctx, v: &str) -> Result<u64, String> {
+    let n = hxlab_core::parse_size(v).map_err(|e| e.to_string())?;
+    check_size(ctx, n)
+}
+
+/// `delay` parameter, the only one `/bytes/N` takes.
+fn delay_param(ctx: &Ctx, query: Option<&str>) -> Result<Duration, String> {
+    let mut delay = Duration::ZERO;
+    for (k, v) in params(query)? {
+        if k == "delay" {
+            delay = parse_delay(ctx, &v)?;
+        }
+    }
+    Ok(delay)
+}
+
+fn filler(n: u64, delay: Duration) -> Reply {
+    let mut r = Reply::new(
+        StatusCode::OK,
+        "application/octet-stream",
+        BodySpec::Filler(n),
+    );
+    r.delay = delay;
+    r
+}
+
+fn bytes_endpoint(ctx: &Ctx, n: &str, query: Option<&str>) -> Reply {
+    let decoded = percent_decode_str(n).decode_utf8_lossy();
+    let n = match parse_size_param(ctx, &decoded) {
+        Ok(n) => n,
+        Err(e) => return Reply::bad(e),
+    };
+    match delay_param(ctx, query) {
+        Ok(d) => filler(n, d),
+        Err(e) => Reply::bad(e),
+    }
+}
+
+/// The seed study's endpoint: `size` in MiB (fractions allowed), `delay` in ms.
+fn option_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
+    let run = || -> Result<Reply, String> {
+        let mut size = 0u64;
+        let mut delay = Duration::ZERO;
+        for (k, v) in params(query)? {
+            match &*k {
+                "size" => {
+                    let mb: f64 = v
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("size {v:?} is not a number of MB"))?;
+                    if !mb.is_finite() || mb < 0.0 {
+                        return Err(format!("size {v:?} must be a non-negative number of MB"));
+                    }
+                    let bytes = (mb * 1_048_576.0).floor();
+                    if bytes > ctx.limits.max_size as f64 {
+                        return Err(format!(
+                            "size {v} MB is over the limit of {} bytes (--max-size)",
+                            ctx.limits.max_size
+                        ));
+                    }
+                    size = bytes as u64;
+                }
+                "delay" => delay = parse_delay(ctx, &v)?,
+                _ => {}
+            }
+        }
+        Ok(filler(size, delay))
+    };
+    run().unwrap_or_else(Reply::bad)
+}
+
+fn delay_endpoint(ctx: &Ctx, ms: &str) -> Reply {
+    match parse_delay(ctx, ms) {
+        Ok(d) => {
+            let mut r = Reply::new(
+                StatusCode::OK,
+                "application/json",
+                BodySpec::Bytes(Bytes::from(format!(
+                    "{{\"delay_ms\":{}}}\n",
+                    d.as_secs_f64() * 1000.0
+                ))),
+            );
+            r.delay = d;
+            r
+        }
+        Err(e) => Reply::bad(e),
+    }
+}
+
+fn status_endpoint(code: &str) -> Reply {
+    let status = match code
+        .parse::<u16>()
+        .ok()
+        .and_then(|c| StatusCode::from_u16(c).ok())
+    {
+        Some(s) if s.as_u16() >= 200 && s.as_u16() <= 599 => s,
+        _ => return Reply::bad(format!("status {code:?} must be a number from 200 to 599")),
+    };
+    if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+        return Reply::new(status, "text/plain; charset=utf-8", BodySpec::Empty);
+    }
+    Reply::text(
+        status,
+        format!(
+            "{} {}\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ),
+    )
+}
+
+fn headers_endpoint(method: &Method, uri: &Uri, headers: &HeaderMap, proto: Proto) -> Reply {
+    let mut map: BTreeMap<String, String> = BTreeMap::new();
+    for (name, value) in headers {
+        let v = String::from_utf8_lossy(value.as_bytes());
+        map.entry(name.as_str().to_string())
+            .and_modify(|e| {
+                e.push_str(", ");
+                e.push_str(&v);
+            })
+            .or_insert_with(|| v.into_owned());
+    }
+    let doc = serde_json::json!({
+        "method": method.as_str(),
+        "path": uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"),
+        "authority": uri.authority().map(|a| a.as_str()),
+        "protocol": proto.name(),
+        "headers": map,
+    });
+    let mut body = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+    body.push(b'\n');
+    Reply::new(
+        StatusCode::OK,
+        "application/json",
+        BodySpec::Bytes(Bytes::from(body)),
+    )
+}
+
+/// A path below `/static/` that stays inside the directory: no `..`, no absolute parts, no
+/// NUL, and after resolving symlinks still under the root.
+fn static_endpoint(ctx: &Ctx, rest: &str) -> Reply {
+    let Some(root) = &ctx.dir else {
+        return Reply::text(
+            StatusCode::NOT_FOUND,
+            "not found: no --dir given, /static/ is empty\n".into(),
+        );
+    };
+    let decoded = match percent_decode_str(rest).decode_utf8() {
+        Ok(d) => d,
+        Err(_) => return Reply::bad("static path is not UTF-8"),
+    };
+    if decoded.contains('\0') || decoded.contains('\\') {
+        return Reply::bad("static path contains a forbidden character");
+    }
+    let rel = Path::new(&*decoded);
+    if rel
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Reply::text(
+            StatusCode::FORBIDDEN,
+            "forbidden: static path leaves --dir\n".into(),
+        );
+    }
+    let candidate = root.join(rel);
+    let real = match std::fs::canonicalize(&candidate) {
+        Ok(p) => p,
+        Err(_) => {
+            return Reply::text(
+                StatusCode::NOT_FOUND,
+                format!("not found: /static/{decoded}\n"),
+            )
+        }
+    };
+    if !real.starts_with(root) {
+        return Reply::text(
+            StatusCode::FORBIDDEN,
+            "forbidden: static path leaves --dir\n".into(),
+        );
+    }
+    let file = match std::fs::File::open(&real) {
+        Ok(f) => f,
+        Err(_) => {
+            return Reply::text(
+                StatusCode::NOT_FOUND,
+                format!("not found: /static/{decoded}\n"),
+            )
+        }
+    };
+    match file.metadata() {
+        Ok(m) if m.is_file() => Reply::new(
+            StatusCode::OK,
+            content_type_of(&real),
+            BodySpec::File(file, m.len()),
+        ),
+        _ => Reply::text(
+            StatusCode::NOT_FOUND,
+            format!("not found: /static/{decoded} is not a file\n"),
+        ),
+    }
+}
+
+fn content_type_of(p: &Path) -> &'static str {
+    match p.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" | "htm" => "text/html; charset=utf-8",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "json" => "application/json",
+        "txt" | "md" => "text/plain; charset=utf-8",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "wasm" => "application/wasm",
+        "woff2" => "font/woff2",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Most `Link` entries a 103 carries; a page of 1000 resources would otherwise make a header
+/// block larger than clients accept.
+const MAX_HINT_LINKS: u32 = 64;
+
+fn page_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
+    let run = || -> Result<Reply, String> {
+        let mut n: u32 = 10;
+        let mut size: u64 = 1000;
+        let mut delay = Duration::ZERO;
+        let mut push = false;
+        let mut hints = false;
+        let flag = |k: &str, v: &str| match v {
+            "0" | "false" => Ok(false),
+            "1" | "true" | "" => Ok(true),
+            _ => Err(format!("{k} must be 0 or 1, not {v:?}")),
+        };
+        for (k, v) in params(query)? {
+            match &*k {
+                "n" => {
+                    n = v
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("n {v:?} is not a whole number"))?;
+                    if n > ctx.limits.max_page_resources {
+                        return Err(format!(
+                            "n {n} is over the limit of {} resources (--max-page-resources)",
+                            ctx.limits.max_page_resources
+                        ));
+                    }
+                }
+                "size" => size = parse_size_param(ctx, &v)?,
+                "delay" => delay = parse_delay(ctx, &v)?,
+                "push" => push = flag("push", &v)?,
+                "early_hints" => hints = flag("early_hints", &v)?,
+                _ => {}
+            }
+        }
+        let paths: Vec<String> = (0..n).map(|i| format!("/bytes/{size}?r={i}")).collect();
+        let mut html = String::with_capacity(300 + paths.len() * 60);
+        html.push_str("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab page</title></head><body>\n");
+        html.push_str(&format!("<p>{n} resources of {size} bytes</p>\n"));
+        for p in &paths {
+            html.push_str(&format!(
+                "<img src=\"{p}\" width=\"1\" height=\"1\" alt=\"\">\n"
+            ));
+        }
+        html.push_str("</body></html>\n");
+        let mut r = Reply::new(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            BodySpec::Bytes(Bytes::from(html)),
+        );
+        r.delay = delay;
+        if hints && n > 0 {
+            let link = paths
+                .iter()
+                .take(MAX_HINT_LINKS as usize)
+                .map(|p| format!("<{p}>; rel=preload; as=image"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            r.early_hints = HeaderValue::from_str(&link).ok();
+        }
+        if push {
+            r.push = paths;
+        }
+        Ok(r)
+    };
+    run().unwrap_or_else(Reply::bad)
+}
+
+/// The `/` page: loads N resources over the HTTP/1.1 origin and over the HTTP/2 (and, when
+/// the browser takes the Alt-Svc hint, HTTP/3) origin and shows both times side by side.
+fn demo_page(tls_port: u16, plain_port: u16, h3: bool) -> String {
+    let h3_note = if h3 {
+        "The HTTPS origin also advertises HTTP/3 (Alt-Svc); a browser may switch to it after the first load."
+    } else {
+        "HTTP/3 is off on this server."
+    };
+    format!(
+        r##"<!doctype html>
+<html><head><meta charset="utf-8"><title>hxlab serve</title>
+<style>body{{font-family:sans-serif;max-width:50em;margin:2em auto}}td,th{{padding:.3em 1em;text-align:right}}</style>
+</head><body>
+<h1>hxlab serve</h1>
+<p>Loads <i>N</i> resources of <i>size</i> bytes from the HTTP/1.1 origin (port {plain_port}) and from the
+HTTP/2 origin (TLS, port {tls_port}) and shows the time each took. {h3_note}
+With a self-signed certificate, open <a id="tlslink" href="#">the HTTPS origin</a> once and accept it.</p>
+<p>N <input id="n" value="100" size="5"> size <input id="size" value="1k" size="6">
+delay ms <input id="delay" value="0" size="5"> <button id="go">Run</button></p>
+<table><thead><tr><th>origin</th><th>N</th><th>time (ms)</th></tr></thead><tbody id="out"></tbody></table>
+<script>
+const host = location.hostname.includes(':') ? '[' + location.hostname + ']' : location.hostname;
+const origins = [['HTTP/1.1', 'http://' + host + ':{plain_port}'], ['HTTP/2 (or 3)', 'https://' + host + ':{tls_port}']];
+document.getElementById('tlslink').href = origins[1][1] + '/';
+function load(origin, n, size, delay) {{
+  return new Promise(resolve => {{
+    const t0 = performance.now(); let left = n; const tag = Date.now() + '-' + Math.random();
+    if (n === 0) return resolve(0);
+    for (let i = 0; i < n; i++) {{
+      const img = new Image();
+      img.onload = img.onerror = () => {{ if (--left === 0) resolve(performance.now() - t0); }};
+      img.src = origin + '/bytes/' + encodeURIComponent(size) + '?delay=' + delay + '&r=' + i + '-' + tag;
+    }}
+  }});
+}}
+document.getElementById('go').onclick = async () => {{
+  const n = parseInt(document.getElementById('n').value, 10) || 0;
+  const size = document.getElementById('size').value, delay = document.getElementById('delay').value;
+  for (const [name, origin] of origins) {{
+    const ms = await load(origin, n, size, delay);
+    const row = document.createElement('tr');
+    row.innerHTML = '<td>' + name + '</td><td>' + n + '</td><td>' + ms.toFixed(1) + '</td>';
+    document.getElementById('out').appendChild(row);
+  }}
+}};
+</script>
+</body></html>
+"##
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: Option<PathBuf>) -> Ctx {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let limits = Limits {
+            max_delay: Duration::from_secs(60),
+            max_size: 1 << 40,
+            max_header_size: 65536,
+            max_page_resources: 1000,
+            max_streams: 100,
+            drain_timeout: Duration::from_secs(1),
+        };
+        let a: SocketAddr = "127.0.0.1:1".parse().expect("addr");
+        Ctx::new(limits, dir, a, a, Some(a), rx)
+    }
+
+    fn get(c: &Ctx, uri: &str) -> Reply {
+        let uri: Uri = uri.parse().expect("uri");
+        route(c, &Method::GET, &uri, &HeaderMap::new(), Proto::H1)
+    }
+
+    #[test]
+    fn bytes_sizes_with_units() {
+        let c = ctx(None);
+        for (u, n) in [
+            ("/bytes/100", 100),
+            ("/bytes/5k", 5000),
+            ("/bytes/10KiB", 10240),
+            ("/bytes/1MiB", 1048576),
+        ] {
+            let r = get(&c, u);
+            assert_eq!(r.status, StatusCode::OK, "{u}");
+            assert_eq!(r.body.len(), n, "{u}");
+        }
+        assert_eq!(get(&c, "/bytes/100G").body.len(), 100_000_000_000);
+    }
+
+    #[test]
+    fn bad_parameters_get_400_with_one_line() {
+        let c = ctx(None);
+        for u in [
+            "/bytes/abc",
+            "/bytes/10?delay=-1",
+            "/bytes/10?delay=999999999",
+            "/option?size=x",
+            "/option?size=-1",
+            "/delay/zz",
+            "/status/99",
+            "/status/abc",
+            "/page?n=100000",
+            "/page?push=2",
+            "/bytes/2T",
+        ] {
+            let r = get(&c, u);
+            assert_eq!(r.status, StatusCode::BAD_REQUEST, "{u}");
+            let text = r.body.in_memory().expect("in memory");
+            assert_eq!(
+                text.iter().filter(|b| **b == b'\n').count(),
+                1,
+                "{u}: one line"
+            );
+        }
+    }
+
+    #[test]
+    fn option_is_floor_of_mebibytes() {
+        let c = ctx(None);
+        let r = get(&c, "/option?size=0.5&delay=20");
+        assert_eq!(r.body.len(), 524288);
+        assert_eq!(r.delay, Duration::from_millis(20));
+    }
+
+    #[test]
+    fn page_lists_resources_and_push() {
+        let c = ctx(None);
+        let r = get(&c, "/page?n=3&size=2k&push=1&early_hints=1");
+        assert_eq!(
+            r.push,
+            vec!["/bytes/2000?r=0", "/bytes/2000?r=1", "/bytes/2000?r=2"]
+        );
+        assert!(r.early_hints.is_some());
+        let html = r.body.in_memory().expect("html");
+        assert!(String::from_utf8_lossy(&html).contains("/bytes/2000?r=2"));
+    }
+
+    #[test]
+    fn static_refuses_traversal() {
+        let dir = std::env::temp_dir().join(format!("hxlab-serve-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("a.txt"), b"hello").expect("write");
+        let c = ctx(Some(std::fs::canonicalize(&dir).expect("canon")));
+        assert_eq!(get(&c, "/static/a.txt").body.len(), 5);
+        for u in [
+            "/static/../etc/passwd",
+            "/static/%2e%2e/etc/passwd",
+            "/static/%2Fetc%2Fpasswd",
+            "/static/x/../../a",
+        ] {
+            assert_ne!(get(&c, u).status, StatusCode::OK, "{u}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

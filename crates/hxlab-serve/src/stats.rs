@@ -1,0 +1,163 @@
+//! Per-protocol counters behind `/stats`: plain relaxed atomics, no locks in the hot path.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// The protocol a connection or request was served over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Proto {
+    H1,
+    H1Tls,
+    H2,
+    H2c,
+    H3,
+}
+
+impl Proto {
+    pub const ALL: [Proto; 5] = [Proto::H1, Proto::H1Tls, Proto::H2, Proto::H2c, Proto::H3];
+
+    /// The key used in `/stats`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::H1 => "h1",
+            Proto::H1Tls => "h1-tls",
+            Proto::H2 => "h2",
+            Proto::H2c => "h2c",
+            Proto::H3 => "h3",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    body_bytes: AtomicU64,
+    connections: AtomicU64,
+    open_connections: AtomicU64,
+}
+
+/// All counters of one server.
+pub(crate) struct Stats {
+    started: Instant,
+    by: [Counters; 5],
+}
+
+/// One protocol's counters as served by `/stats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ProtoStats {
+    /// Completed responses (the `/stats` requests themselves are not counted).
+    pub requests: u64,
+    /// Response body bytes handed to the protocol stack.
+    pub body_bytes: u64,
+    /// Connections accepted so far.
+    pub connections: u64,
+    /// Connections open now.
+    pub open_connections: u64,
+}
+
+/// The `/stats` document.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct StatsSnapshot {
+    /// Seconds since the server started.
+    pub uptime_s: f64,
+    /// User CPU time of the whole server process, seconds.
+    pub cpu_user_s: f64,
+    /// System CPU time of the whole server process, seconds.
+    pub cpu_sys_s: f64,
+    /// Counters keyed by "h1", "h1-tls", "h2", "h2c", "h3".
+    pub by_protocol: BTreeMap<String, ProtoStats>,
+    /// The sum over all protocols.
+    pub total: ProtoStats,
+}
+
+impl Stats {
+    pub fn new() -> Stats {
+        Stats {
+            started: Instant::now(),
+            by: Default::default(),
+        }
+    }
+
+    pub fn request_done(&self, p: Proto) {
+        self.by[p.index()].requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn body_bytes(&self, p: Proto, n: u64) {
+        if n > 0 {
+            self.by[p.index()]
+                .body_bytes
+                .fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a new connection; the guard counts it closed when dropped.
+    pub fn connection(self: &std::sync::Arc<Self>, p: Proto) -> ConnectionGuard {
+        let c = &self.by[p.index()];
+        c.connections.fetch_add(1, Ordering::Relaxed);
+        c.open_connections.fetch_add(1, Ordering::Relaxed);
+        ConnectionGuard {
+            stats: self.clone(),
+            proto: p,
+        }
+    }
+
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let mut by_protocol = BTreeMap::new();
+        let mut total = ProtoStats::default();
+        for p in Proto::ALL {
+            let c = &self.by[p.index()];
+            let s = ProtoStats {
+                requests: c.requests.load(Ordering::Relaxed),
+                body_bytes: c.body_bytes.load(Ordering::Relaxed),
+                connections: c.connections.load(Ordering::Relaxed),
+                open_connections: c.open_connections.load(Ordering::Relaxed),
+            };
+            total.requests += s.requests;
+            total.body_bytes += s.body_bytes;
+            total.connections += s.connections;
+            total.open_connections += s.open_connections;
+            by_protocol.insert(p.name().to_string(), s);
+        }
+        let (cpu_user_s, cpu_sys_s) = cpu_times();
+        StatsSnapshot {
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            cpu_user_s,
+            cpu_sys_s,
+            by_protocol,
+            total,
+        }
+    }
+}
+
+/// Marks a connection closed in the counters when dropped.
+pub(crate) struct ConnectionGuard {
+    stats: std::sync::Arc<Stats>,
+    proto: Proto,
+}
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.stats.by[self.proto.index()]
+            .open_connections
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// (user, system) CPU seconds of this process.
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage only writes into the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF with a valid pointer has no other preconditions.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}

@@ -1,0 +1,834 @@
+//! `hxlab load` and `hxlab merge` against real peers on loopback: nginx (h1, h1+TLS, h2),
+//! nghttpd (h2 over TLS, h2c), and small servers written here for what nginx cannot do
+//! (stall once, die mid-run).
+
+mod common;
+
+use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const OBJECT: usize = 100;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn wait_port(port: u16, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("server exited early: {s}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server on port {port} not ready in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A self-signed certificate and key for 127.0.0.1/localhost, made with openssl.
+fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let openssl = require_peer("openssl")?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = Command::new(openssl)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run openssl");
+    assert!(status.success(), "openssl could not make a certificate");
+    Some((cert, key))
+}
+
+/// nginx with one worker: h1 on `plain`, TLS+h2 on `h2`, TLS h1-only on `tls_h1`.
+struct Nginx {
+    child: Child,
+    dir: TempDir,
+    plain: u16,
+    h2: u16,
+    tls_h1: u16,
+}
+
+impl Nginx {
+    fn start() -> Option<Nginx> {
+        let nginx = require_peer("nginx")?;
+        let dir = TempDir::new("hxlab-load-nginx");
+        let (cert, key) = make_cert(dir.path())?;
+        let www = dir.path().join("www");
+        std::fs::create_dir_all(&www).unwrap();
+        std::fs::write(www.join("obj"), vec![b'x'; OBJECT]).unwrap();
+        std::fs::write(www.join("big"), vec![b'y'; 1_000_000]).unwrap();
+        let (plain, h2, tls_h1) = (free_port(), free_port(), free_port());
+        let d = dir.path().display();
+        let conf = format!(
+            "worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid;\n\
+             events {{ worker_connections 1024; }}\n\
+             http {{ access_log off; keepalive_requests 100000;\n\
+               client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;\n\
+               server {{ listen 127.0.0.1:{plain}; listen 127.0.0.1:{h2} ssl http2; listen 127.0.0.1:{tls_h1} ssl;\n\
+                 ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {}; ssl_certificate_key {}; root {}; }} }}\n",
+            cert.display(),
+            key.display(),
+            www.display()
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let mut child = Command::new(nginx)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start nginx");
+        for p in [plain, h2, tls_h1] {
+            wait_port(p, &mut child);
+        }
+        Some(Nginx {
+            child,
+            dir,
+            plain,
+            h2,
+            tls_h1,
+        })
+    }
+
+    fn cert(&self) -> PathBuf {
+        self.dir.path().join("cert.pem")
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// nghttpd serving a directory with a 100-byte object, TLS or cleartext (h2c).
+struct Nghttpd {
+    child: Child,
+    _dir: TempDir,
+    port: u16,
+}
+
+impl Nghttpd {
+    fn start(tls: bool) -> Option<Nghttpd> {
+        let bin = require_peer("nghttpd")?;
+        let dir = TempDir::new("hxlab-load-nghttpd");
+        std::fs::write(dir.path().join("obj"), vec![b'z'; OBJECT]).unwrap();
+        let port = free_port();
+        let mut cmd = Command::new(bin);
+        cmd.arg("-d").arg(dir.path());
+        if tls {
+            let (cert, key) = make_cert(dir.path())?;
+            cmd.arg(port.to_string()).arg(key).arg(cert);
+        } else {
+            cmd.arg("--no-tls").arg(port.to_string());
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nghttpd");
+        wait_port(port, &mut child);
+        Some(Nghttpd {
+            child,
+            _dir: dir,
+            port,
+        })
+    }
+}
+
+impl Drop for Nghttpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tiny HTTP/1.1 keep-alive server: 100-byte bodies; request number `stall_at` (1-based,
+/// over all connections) is answered after a 1 s stall; after `die_after` responses it
+/// closes every connection and stops listening.
+struct TinyServer {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl TinyServer {
+    fn start(stall_at: u64, die_after: u64) -> TinyServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let s = stop.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + LIMIT;
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        let (s, count) = (s.clone(), count.clone());
+                        std::thread::spawn(move || {
+                            serve_conn(conn, &count, &s, stall_at, die_after)
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            // Dropping the listener here refuses new connections.
+        });
+        TinyServer { port, stop }
+    }
+}
+
+impl Drop for TinyServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn serve_conn(
+    mut conn: TcpStream,
+    count: &AtomicU64,
+    stop: &AtomicBool,
+    stall_at: u64,
+    die_after: u64,
+) {
+    let _ = conn.set_nodelay(true);
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let deadline = Instant::now() + LIMIT;
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.drain(..end + 4);
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            if n > die_after {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            if n == stall_at {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {OBJECT}\r\n\r\n{}",
+                "a".repeat(OBJECT)
+            );
+            if conn.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
+        }
+        match conn.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Runs `hxlab load ARGS --json - --no-progress`; returns (exit code, parsed JSON, stderr).
+fn load(args: &[&str]) -> (i32, Option<Value>, String) {
+    let mut cmd = Command::new(hxlab());
+    cmd.arg("load")
+        .args(args)
+        .args(["--json", "-", "--no-progress"]);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    let json = out
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok());
+    (code.unwrap_or(-1), json, err)
+}
+
+fn u(v: &Value, path: &[&str]) -> u64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_u64()
+        .unwrap_or_else(|| panic!("{path:?} is not a number in {v}"))
+}
+
+fn hist_count(v: &Value, name: &str) -> u64 {
+    let text = v["histograms"][name].as_str().expect("histogram string");
+    hxlab_core::LatencyHistogram::from_base64(text)
+        .expect("histogram")
+        .len()
+}
+
+fn hist_p99(v: &Value, name: &str) -> u64 {
+    let text = v["histograms"][name].as_str().expect("histogram string");
+    hxlab_core::LatencyHistogram::from_base64(text)
+        .expect("histogram")
+        .quantile(0.99)
+}
+
+/// Checks the counts every successful run of `n` requests of the 100-byte object must show.
+fn assert_counts(v: &Value, n: u64, proto: &str, conns: u64) {
+    assert_eq!(u(v, &["requests_done"]), n, "{v}");
+    assert_eq!(u(v, &["requests_started"]), n);
+    assert_eq!(u(v, &["requests_succeeded"]), n);
+    assert_eq!(u(v, &["requests_failed"]), 0);
+    assert_eq!(u(v, &["status", "200"]), n);
+    assert_eq!(u(v, &["bytes", "body_received"]), n * OBJECT as u64);
+    assert_eq!(
+        u(v, &["negotiated", proto]),
+        conns,
+        "negotiated: {}",
+        v["negotiated"]
+    );
+    assert_eq!(u(v, &["connections"]), conns);
+    assert_eq!(hist_count(v, "latency"), n);
+    assert_eq!(hist_count(v, "ttfb"), n);
+    assert!(u(v, &["bytes", "header_received"]) > 0);
+    assert!(u(v, &["bytes", "total_received"]) > u(v, &["bytes", "body_received"]));
+    assert!(v["duration_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn nginx_h1_counts_keepalive_pipelining_and_no_keepalive() {
+    let Some(ngx) = Nginx::start() else { return };
+    let url = format!("http://127.0.0.1:{}/obj", ngx.plain);
+    let (code, v, err) = load(&["-n", "300", "-c", "6", "-t", "2", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_counts(&v, 300, "http/1.1", 6);
+    // h1: header bytes are the raw head, no compression.
+    assert_eq!(
+        u(&v, &["bytes", "header_received"]),
+        u(&v, &["bytes", "header_uncompressed"])
+    );
+    assert_eq!(
+        u(&v, &["bytes", "total_received"]),
+        u(&v, &["bytes", "header_received"]) + u(&v, &["bytes", "body_received"])
+    );
+    assert_eq!(hist_count(&v, "connect"), 6);
+
+    let (code, v, err) = load(&["-n", "200", "-c", "2", "-m", "8", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_counts(&v.expect("json"), 200, "http/1.1", 2);
+
+    let (code, v, err) = load(&["-n", "20", "-c", "2", "--no-keepalive", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_counts(&v.expect("json"), 20, "http/1.1", 20);
+
+    // Several URLs round-robin: 10 × 100 B + 10 × 1 MB.
+    let big = format!("http://127.0.0.1:{}/big", ngx.plain);
+    let (code, v, err) = load(&["-n", "20", "-c", "1", &url, &big]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(
+        u(&v, &["bytes", "body_received"]),
+        10 * 100 + 10 * 1_000_000
+    );
+}
+
+#[test]
+fn nginx_tls_h2_h1_auto_and_resumption() {
+    let Some(ngx) = Nginx::start() else { return };
+    let h2 = format!("https://127.0.0.1:{}/obj", ngx.h2);
+    let (code, v, err) = load(&[
+        "-n", "400", "-c", "4", "-m", "10", "--proto", "h2", "-k", &h2,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_counts(&v, 400, "h2", 4);
+    assert_eq!(hist_count(&v, "handshake"), 4);
+    // HPACK: the wire size of headers is smaller than the decoded size.
+    let b = &v["bytes"];
+    assert!(
+        b["header_received"].as_u64() < b["header_uncompressed"].as_u64(),
+        "{b}"
+    );
+    assert!(
+        b["header_sent"].as_u64().unwrap() > 0
+            && b["header_sent"].as_u64() < b["header_sent_uncompressed"].as_u64()
+    );
+
+    // auto picks h2 by ALPN; --cacert verifies the real certificate.
+    let cacert = ngx.cert().display().to_string();
+    let (code, v, err) = load(&["-n", "50", "-c", "2", "-m", "5", "--cacert", &cacert, &h2]);
+    assert_eq!(code, 0, "{err}");
+    assert_counts(&v.expect("json"), 50, "h2", 2);
+
+    // HTTP/1.1 over TLS, and auto falling back to http/1.1 on an h1-only TLS port.
+    let tls_h1 = format!("https://127.0.0.1:{}/obj", ngx.tls_h1);
+    let (code, v, err) = load(&["-n", "60", "-c", "3", "--h1", "-k", &h2]);
+    assert_eq!(code, 0, "{err}");
+    assert_counts(&v.expect("json"), 60, "http/1.1", 3);
+    let (code, v, err) = load(&["-n", "60", "-c", "3", "-k", &tls_h1]);
+    assert_eq!(code, 0, "{err}");
+    assert_counts(&v.expect("json"), 60, "http/1.1", 3);
+
+    // Resumption: every connection after the first resumes.
+    let (code, v, err) = load(&[
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--tls-resume",
+        "-k",
+        "--h1",
+        &tls_h1,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_counts(&v, 10, "http/1.1", 10);
+    assert!(u(&v, &["resumed"]) >= 8, "resumed: {}", v["resumed"]);
+    assert_eq!(hist_count(&v, "handshake_resumed"), u(&v, &["resumed"]));
+
+    // A CA file without certificates cannot start the run: exit 1 and no result.
+    let (code, v, err) = load(&["-n", "5", "--cacert", "/dev/null", &h2]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no PEM certificate"), "{err}");
+    assert!(v.is_none());
+}
+
+#[test]
+fn nghttpd_h2_tls_and_h2c() {
+    let Some(tls) = Nghttpd::start(true) else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/obj", tls.port);
+    let (code, v, err) = load(&["-n", "300", "-c", "3", "-m", "10", "-t", "2", "-k", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_counts(&v.expect("json"), 300, "h2", 3);
+
+    let Some(plain) = Nghttpd::start(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/obj", plain.port);
+    let (code, v, err) = load(&["-n", "300", "-c", "3", "-m", "10", "--proto", "h2c", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_counts(&v, 300, "h2c", 3);
+    let b = &v["bytes"];
+    assert!(
+        b["header_received"].as_u64() < b["header_uncompressed"].as_u64(),
+        "{b}"
+    );
+
+    // A 404 is a response (done, not succeeded) and is counted by status.
+    let missing = format!("http://127.0.0.1:{}/missing", plain.port);
+    let (code, v, _) = load(&["-n", "10", "--proto", "h2c", &missing]);
+    assert_eq!(code, 0);
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["status", "404"]), 10);
+    assert_eq!(u(&v, &["requests_succeeded"]), 0);
+}
+
+#[test]
+fn open_model_rate_is_kept() {
+    let Some(ngx) = Nginx::start() else { return };
+    let url = format!("http://127.0.0.1:{}/obj", ngx.plain);
+    // 3 s at 200/s over 4 connections: the timetable has 600 requests due (count-based).
+    let (code, v, err) = load(&["-D", "3s", "--rate", "200", "-c", "4", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    let started = u(&v, &["requests_started"]) as f64;
+    assert!(
+        (started - 600.0).abs() <= 6.0,
+        "started {started}, expected 600 ± 1 %"
+    );
+    assert!(u(&v, &["requests_done"]) as f64 >= 594.0);
+    assert_eq!(v["config"]["rate"].as_f64(), Some(200.0));
+    // And count-bound: 100 requests at 100/s take about one second, never much less.
+    let (code, v, err) = load(&["-n", "100", "--rate", "100", "-c", "2", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 100);
+    let d = v["duration_s"].as_f64().unwrap();
+    assert!((0.98..5.0).contains(&d), "duration {d}");
+}
+
+#[test]
+fn coordinated_omission_is_corrected() {
+    // One connection at 100/s; the 50th request stalls 1 s, delaying ~100 requests behind it.
+    let server = TinyServer::start(50, u64::MAX);
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let (code, v, err) = load(&["-n", "300", "--rate", "100", "-c", "1", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 300);
+    let corrected = hist_p99(&v, "latency");
+    let uncorrected = hist_p99(&v, "latency_uncorrected");
+    assert!(
+        corrected >= 500_000,
+        "corrected p99 {corrected} us should show the 1 s stall"
+    );
+    assert!(
+        uncorrected < 200_000,
+        "uncorrected p99 {uncorrected} us should not"
+    );
+}
+
+#[test]
+fn server_dying_mid_run_gives_partial_result() {
+    let server = TinyServer::start(0, 100);
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let t0 = Instant::now();
+    let (code, v, err) = load(&["-n", "1000", "-c", "2", "--timeout", "5s", &url]);
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(code, 0, "some requests were answered: {err}");
+    let v = v.expect("partial json");
+    let done = u(&v, &["requests_done"]);
+    assert!((1..=100).contains(&done), "done {done}");
+    assert_eq!(
+        done + u(&v, &["requests_failed"]),
+        1000,
+        "every request is done or failed: {v}"
+    );
+    assert!(u(&v, &["errors", "reset"]) + u(&v, &["errors", "connect"]) > 0);
+}
+
+#[test]
+fn merge_of_two_runs_is_their_sum() {
+    let Some(ngx) = Nginx::start() else { return };
+    let url = format!("http://127.0.0.1:{}/obj", ngx.plain);
+    let dir = TempDir::new("hxlab-merge");
+    let (a, b, m) = (
+        dir.path().join("a.json"),
+        dir.path().join("b.json"),
+        dir.path().join("m.json"),
+    );
+    for (path, n) in [(&a, "70"), (&b, "30")] {
+        let mut cmd = Command::new(hxlab());
+        cmd.args(["load", "-n", n, "-c", "2", "-q", "--no-progress", "--json"])
+            .arg(path)
+            .arg(&url);
+        let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let mut cmd = Command::new(hxlab());
+    cmd.arg("merge").arg(&a).arg(&b).arg("-o").arg(&m);
+    let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    let read =
+        |p: &Path| -> Value { serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
+    let (va, vb, vm) = (read(&a), read(&b), read(&m));
+    for path in [
+        &["requests_done"][..],
+        &["requests_started"],
+        &["status", "200"],
+        &["connections"],
+        &["bytes", "total_received"],
+        &["bytes", "header_received"],
+        &["bytes", "body_received"],
+        &["bytes", "total_sent"],
+    ] {
+        assert_eq!(u(&vm, path), u(&va, path) + u(&vb, path), "{path:?}");
+    }
+    assert_eq!(u(&vm, &["requests_done"]), 100);
+    for h in ["latency", "latency_uncorrected", "ttfb", "connect"] {
+        assert_eq!(
+            hist_count(&vm, h),
+            hist_count(&va, h) + hist_count(&vb, h),
+            "{h}"
+        );
+    }
+    let max = |v: &Value| {
+        hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().unwrap())
+            .unwrap()
+            .raw()
+            .max()
+    };
+    assert_eq!(max(&vm), max(&va).max(max(&vb)));
+
+    // Bad input to merge: a file that is not a RunResult.
+    std::fs::write(dir.path().join("bad.json"), "{\"not\": 1}").unwrap();
+    let mut cmd = Command::new(hxlab());
+    cmd.arg("merge").arg(dir.path().join("bad.json"));
+    let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(1));
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn bad_input_gives_one_line_and_the_right_exit_code() {
+    // Refused connection: exit 1, one error line, and still the (empty) result.
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, v, err) = load(&["-n", "10", "-c", "2", &url]);
+    assert_eq!(code, 1);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("hxlab: error:"))
+        .expect("error line");
+    assert!(
+        line.contains("connection refused") && line.contains(&port.to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("hxlab: error:"))
+            .count(),
+        1
+    );
+    let v = v.expect("partial result is still written");
+    assert_eq!(u(&v, &["requests_done"]), 0);
+    assert_eq!(u(&v, &["requests_failed"]), 10);
+    assert!(u(&v, &["errors", "connect"]) >= 1);
+
+    // Usage errors: exit 2.
+    for args in [
+        &["--bogus-flag", "http://127.0.0.1:1/"][..],
+        &["-n", "x", "http://127.0.0.1:1/"],
+        &["--proto", "h4", "http://127.0.0.1:1/"],
+        &["--cc", "vegas", "http://127.0.0.1:1/"],
+        &["--rate", "-5", "http://127.0.0.1:1/"],
+        &["-c", "0", "http://127.0.0.1:1/"],
+        &["ftp://127.0.0.1/"],
+        &["--proto", "h3", "http://127.0.0.1:1/"],
+        &["--warm-up", "1s", "http://127.0.0.1:1/"],
+        &["-H", "no colon", "http://127.0.0.1:1/"],
+    ] {
+        let mut cmd = Command::new(hxlab());
+        cmd.arg("load").args(args);
+        let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+
+    // A protocol the server does not speak: one clear line, exit 1.
+    let Some(ngx) = Nginx::start() else { return };
+    let tls_h1 = format!("https://127.0.0.1:{}/obj", ngx.tls_h1);
+    let (code, _, err) = load(&["-n", "5", "--proto", "h2", "-k", &tls_h1]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("ALPN") && err.contains("--proto h1"), "{err}");
+    let plain = format!("http://127.0.0.1:{}/obj", ngx.plain);
+    let (code, _, err) = load(&["-n", "5", "--proto", "h2c", &plain]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("h2c"), "{err}");
+    // Certificate not trusted (no -k, no --cacert): a TLS error.
+    let (code, v, err) = load(&["-n", "5", &tls_h1]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("TLS"), "{err}");
+    assert!(u(&v.expect("json"), &["errors", "tls"]) >= 1);
+}
+
+#[test]
+fn duration_warm_up_cc_and_summary() {
+    let Some(ngx) = Nginx::start() else { return };
+    let url = format!("http://127.0.0.1:{}/obj", ngx.plain);
+    let t0 = Instant::now();
+    let (code, v, err) = load(&[
+        "-D",
+        "1s",
+        "--warm-up",
+        "500ms",
+        "-c",
+        "2",
+        "--cc",
+        "reno",
+        &url,
+    ]);
+    let took = t0.elapsed();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    let v = v.expect("json");
+    let d = v["duration_s"].as_f64().unwrap();
+    assert!((0.9..=1.2).contains(&d), "measured duration {d}");
+    assert!(u(&v, &["requests_done"]) > 10);
+    assert_eq!(v["config"]["cc"].as_str(), Some("reno"));
+    assert!(v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap() > 0.0);
+    // The human summary (stderr when the JSON goes to stdout).
+    assert!(
+        err.contains("req/s") && err.contains("time for request:"),
+        "{err}"
+    );
+}
+
+/// GET /stats from `hxlab serve` over cleartext HTTP/1.1.
+fn serve_stats(plain: &str) -> Value {
+    let mut conn = TcpStream::connect(plain).expect("connect to serve");
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("read /stats");
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    // The body may be chunked; the JSON object is the part between the outer braces.
+    let (start, end) = (
+        body.find('{').expect("json"),
+        body.rfind('}').expect("json"),
+    );
+    serde_json::from_str(&body[start..=end]).expect("stats json")
+}
+
+#[test]
+fn hxlab_serve_every_protocol_agrees_with_its_stats() {
+    let server = common::Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let cacert = server.cert().display().to_string();
+    let cases: [(&str, String, &str, &str, &[&str]); 5] = [
+        (
+            "h1",
+            format!("http://{plain}/bytes/1000"),
+            "h1",
+            "http/1.1",
+            &["-m", "4"],
+        ),
+        (
+            "h1",
+            format!("https://{tls}/bytes/1000"),
+            "h1-tls",
+            "http/1.1",
+            &[],
+        ),
+        (
+            "h2",
+            format!("https://{tls}/bytes/1000"),
+            "h2",
+            "h2",
+            &["-m", "10"],
+        ),
+        (
+            "h2c",
+            format!("http://{plain}/bytes/1000"),
+            "h2c",
+            "h2c",
+            &["-m", "10"],
+        ),
+        (
+            "h3",
+            format!("https://{h3}/bytes/1000"),
+            "h3",
+            "h3",
+            &["-m", "10"],
+        ),
+    ];
+    for (proto, url, key, negotiated, extra) in cases {
+        let before = serve_stats(&plain);
+        let mut args = vec!["-n", "300", "-c", "3", "-t", "2", "--proto", proto, "-k"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let (code, v, err) = load(&args);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        let after = serve_stats(&plain);
+        let served = u(&after, &["by_protocol", key, "requests"])
+            - u(&before, &["by_protocol", key, "requests"]);
+        let bytes = u(&after, &["by_protocol", key, "body_bytes"])
+            - u(&before, &["by_protocol", key, "body_bytes"]);
+        assert_eq!(u(&v, &["requests_done"]), 300, "{proto}");
+        assert_eq!(served, 300, "{proto}: server counted {served}");
+        assert_eq!(u(&v, &["status", "200"]), 300);
+        assert_eq!(
+            u(&v, &["bytes", "body_received"]),
+            bytes,
+            "{proto}: body bytes disagree with /stats"
+        );
+        assert_eq!(bytes, 300_000);
+        assert_eq!(
+            u(&v, &["negotiated", negotiated]),
+            3,
+            "{proto}: {}",
+            v["negotiated"]
+        );
+        if proto == "h2" || proto == "h3" || proto == "h2c" {
+            let b = &v["bytes"];
+            assert!(
+                b["header_received"].as_u64() < b["header_uncompressed"].as_u64(),
+                "{proto}: {b}"
+            );
+            assert!(b["header_received"].as_u64().unwrap() > 0, "{proto}: {b}");
+        }
+    }
+
+    // Certificate verification against the served certificate, on TCP and QUIC.
+    for (proto, addr) in [("h2", &tls), ("h3", &h3)] {
+        let url = format!("https://{addr}/bytes/10");
+        let (code, v, err) = load(&[
+            "-n", "20", "-c", "2", "--proto", proto, "--cacert", &cacert, &url,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        assert_eq!(u(&v.expect("json"), &["requests_done"]), 20);
+    }
+
+    // Server-side delay and statuses are counted as they come.
+    let url = format!("http://{plain}/status/503");
+    let (code, v, _) = load(&["-n", "10", "--proto", "h2c", &url]);
+    assert_eq!(code, 0);
+    assert_eq!(u(&v.expect("json"), &["status", "503"]), 10);
+    let url = format!("https://{h3}/delay/300");
+    let (code, v, err) = load(&["-n", "4", "-c", "1", "-m", "4", "--proto", "h3", "-k", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    let p50 =
+        hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().unwrap())
+            .unwrap()
+            .quantile(0.5);
+    assert!(p50 >= 290_000, "h3 /delay/300 p50 {p50} us");
+    // A request timeout on a stalled response is a timeout error, not a hang.
+    let url = format!("https://{tls}/delay/5000");
+    let (code, v, err) = load(&[
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "-m",
+        "2",
+        "--proto",
+        "h2",
+        "-k",
+        "--timeout",
+        "300ms",
+        &url,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(u(&v.expect("json"), &["errors", "timeout"]), 2);
+}
