@@ -143,6 +143,9 @@ pub async fn trace(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, Trac
     if opts.proto == Proto::H3 {
         return trace_h3(opts, tracer, &origin, addr, deadline).await;
     }
+    // Certificate files are read before connecting, so a bad --cacert is reported as such.
+    let alpn_offer: Vec<&[u8]> = if opts.proto == Proto::H1 { vec![b"http/1.1"] } else { vec![b"h2", b"http/1.1"] };
+    let config = if origin.https { Some(client_config(&opts.trust, &alpn_offer, false)?) } else { None };
     let t0 = Instant::now();
     let tcp = step(deadline, opts.timeout, "TCP connect", TcpStream::connect(addr))
         .await?
@@ -155,7 +158,7 @@ pub async fn trace(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, Trac
             .field("addr", addr.to_string())
             .field("connect_ms", ms),
     );
-    if !origin.https {
+    let Some(config) = config else {
         let h2 = matches!(opts.proto, Proto::H2 | Proto::H2c);
         if h2 {
             tracer.emit(info("HTTP/2 over cleartext TCP with prior knowledge (h2c)"));
@@ -166,16 +169,14 @@ pub async fn trace(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, Trac
         let mut s = run_h1(opts, tracer, tcp, &origin, deadline).await?;
         s.protocol = "h1".into();
         return Ok(s);
-    }
-    let alpn_offer: Vec<&[u8]> = if opts.proto == Proto::H1 { vec![b"http/1.1"] } else { vec![b"h2", b"http/1.1"] };
-    let config = client_config(&opts.trust, &alpn_offer, false)?;
+    };
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let name = rustls::pki_types::ServerName::try_from(origin.host.clone())
         .map_err(|e| TraceError::Usage(format!("{}: not a valid TLS server name: {e}", origin.host)))?;
     let t1 = Instant::now();
     let tls = step(deadline, opts.timeout, "TLS handshake", connector.connect(name, tcp))
         .await?
-        .map_err(|e| TraceError::Tls(e.to_string()))?;
+        .map_err(|e| TraceError::Tls(tls_error_text(&e, &opts.trust)))?;
     let ms = t1.elapsed().as_secs_f64() * 1e3;
     let (_, conn) = tls.get_ref();
     let version = conn.protocol_version().map(|v| format!("{v:?}")).unwrap_or_else(|| "?".into());
@@ -224,6 +225,19 @@ pub async fn trace(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, Trac
     s.alpn = alpn;
     s.fell_back = fell_back && opts.proto == Proto::H2;
     Ok(s)
+}
+
+/// The rustls error, plus what to do when the certificate is the problem.
+fn tls_error_text(e: &std::io::Error, trust: &Trust) -> String {
+    let cert_problem = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| matches!(r, rustls::Error::InvalidCertificate(_)));
+    if cert_problem && matches!(trust, Trust::System) {
+        format!("{e} (the certificate is not trusted by the system roots; pass --cacert PEM or -k)")
+    } else {
+        e.to_string()
+    }
 }
 
 async fn resolve(origin: &Origin, deadline: Instant, limit: Duration) -> Result<SocketAddr, TraceError> {
@@ -462,7 +476,14 @@ async fn trace_h3(opts: &TraceOptions, tracer: &Tracer, origin: &Origin, addr: S
         .map_err(|e| TraceError::Quic(e.to_string()))?;
     let conn = step(deadline, limit, "QUIC handshake", connecting)
         .await?
-        .map_err(|e| TraceError::Quic(format!("handshake with {addr} failed: {e}")))?;
+        .map_err(|e| {
+            let hint = if matches!(opts.trust, Trust::System) && e.to_string().contains("certificate") {
+                " (pass --cacert PEM or -k)"
+            } else {
+                ""
+            };
+            TraceError::Quic(format!("handshake with {addr} failed: {e}{hint}"))
+        })?;
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     let alpn = conn
         .handshake_data()

@@ -13,7 +13,7 @@ pub struct H1Wire {
     recv_buf: Vec<u8>,
     /// True while response body bytes flow (ignored until the next request is sent).
     recv_in_body: bool,
-    /// The response head still expected is a 1xx interim one or the final one.
+    /// Set when the response bytes stopped looking like HTTP/1.1; nothing more is parsed.
     broken: bool,
 }
 
@@ -67,6 +67,22 @@ impl H1Wire {
             return out;
         }
         self.recv_buf.extend_from_slice(bytes);
+        let n = self.recv_buf.len().min(5);
+        if !b"HTTP/".starts_with(&self.recv_buf[..n]) {
+            self.broken = true;
+            let b = &self.recv_buf;
+            // A 9-byte HTTP/2 frame header of type SETTINGS on stream 0: an h2c-only server.
+            let h2 = b.len() >= 9 && b[3] == 0x4 && b[5..9] == [0, 0, 0, 0];
+            let hint = if h2 { " (an HTTP/2 SETTINGS frame: the server speaks h2c; try --proto h2c)" } else { "" };
+            let first: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
+            out.push(
+                Event::new("error", format!("recv bytes that are not an HTTP/1.1 response: {first}{hint}"))
+                    .field("dir", "recv")
+                    .field("first_bytes", first)
+                    .field("looks_like_h2", h2),
+            );
+            return out;
+        }
         while let Some(end) = head_end(&self.recv_buf) {
             let head: Vec<u8> = self.recv_buf.drain(..end).collect();
             let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -134,5 +150,14 @@ mod tests {
         w.feed_send(b"GET /b HTTP/1.1\r\n\r\n");
         let ev = w.feed_recv(b"HTTP/1.1 404 Not Found\r\n\r\n");
         assert_eq!(ev[0].fields["status"], 404);
+    }
+
+    #[test]
+    fn h2_settings_instead_of_h1_is_reported() {
+        let mut w = H1Wire::new();
+        w.feed_send(b"GET / HTTP/1.1\r\n\r\n");
+        let ev = w.feed_recv(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 100]);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].fields["looks_like_h2"], true);
     }
 }

@@ -191,7 +191,7 @@ impl<B: Buf> quic::SendStream<B> for TapSend<B> {
 
     fn reset(&mut self, reset_code: u64) {
         self.tracer.emit(
-            Event::new("stream_reset", format!("send RESET_STREAM <stream_id={}, error_code=0x{reset_code:x}>", self.send_id()))
+            Event::new("stream_reset", format!("send RESET_STREAM <stream_id={}, error_code=0x{reset_code:x}>", self.send_id().into_inner()))
                 .field("proto", "h3")
                 .field("dir", "send")
                 .field("error_code", reset_code),
@@ -224,7 +224,7 @@ impl quic::RecvStream for TapRecv {
         self.tracer.emit(
             Event::new(
                 "stop_sending",
-                format!("send STOP_SENDING <stream_id={}, error_code=0x{error_code:x}>", self.recv_id()),
+                format!("send STOP_SENDING <stream_id={}, error_code=0x{error_code:x}>", self.recv_id().into_inner()),
             )
             .field("proto", "h3")
             .field("dir", "send")

@@ -54,6 +54,7 @@ pub fn setting_name(id: u64) -> &'static str {
         0x08 => "SETTINGS_ENABLE_CONNECT_PROTOCOL",
         0x33 => "SETTINGS_H3_DATAGRAM",
         0x2b603742 => "SETTINGS_ENABLE_WEBTRANSPORT",
+        0x2b603743 => "SETTINGS_WEBTRANSPORT_MAX_SESSIONS(draft)",
         0xc671706a => "SETTINGS_WEBTRANSPORT_MAX_SESSIONS",
         id if is_grease(id) => "reserved(grease)",
         _ => "UNKNOWN",
