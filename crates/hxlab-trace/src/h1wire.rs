@@ -26,7 +26,12 @@ impl Default for H1Wire {
 impl H1Wire {
     /// A fresh parser.
     pub fn new() -> H1Wire {
-        H1Wire { send_buf: Vec::new(), recv_buf: Vec::new(), recv_in_body: false, broken: false }
+        H1Wire {
+            send_buf: Vec::new(),
+            recv_buf: Vec::new(),
+            recv_in_body: false,
+            broken: false,
+        }
     }
 
     /// Bytes the client wrote. Requests carry no body (trace sends GET), so every byte
@@ -46,9 +51,18 @@ impl H1Wire {
                         req.path.unwrap_or("?"),
                         req.version.unwrap_or(1)
                     );
-                    out.push(head_event("h1_request", "send", &line, head.len(), req.headers));
+                    out.push(head_event(
+                        "h1_request",
+                        "send",
+                        &line,
+                        head.len(),
+                        req.headers,
+                    ));
                 }
-                _ => out.push(Event::new("error", "send bytes that are not an HTTP/1.1 request head")),
+                _ => out.push(Event::new(
+                    "error",
+                    "send bytes that are not an HTTP/1.1 request head",
+                )),
             }
             // The response to this request starts fresh.
             self.recv_in_body = false;
@@ -73,13 +87,20 @@ impl H1Wire {
             let b = &self.recv_buf;
             // A 9-byte HTTP/2 frame header of type SETTINGS on stream 0: an h2c-only server.
             let h2 = b.len() >= 9 && b[3] == 0x4 && b[5..9] == [0, 0, 0, 0];
-            let hint = if h2 { " (an HTTP/2 SETTINGS frame: the server speaks h2c; try --proto h2c)" } else { "" };
+            let hint = if h2 {
+                " (an HTTP/2 SETTINGS frame: the server speaks h2c; try --proto h2c)"
+            } else {
+                ""
+            };
             let first: String = b.iter().take(16).map(|x| format!("{x:02x}")).collect();
             out.push(
-                Event::new("error", format!("recv bytes that are not an HTTP/1.1 response: {first}{hint}"))
-                    .field("dir", "recv")
-                    .field("first_bytes", first)
-                    .field("looks_like_h2", h2),
+                Event::new(
+                    "error",
+                    format!("recv bytes that are not an HTTP/1.1 response: {first}{hint}"),
+                )
+                .field("dir", "recv")
+                .field("first_bytes", first)
+                .field("looks_like_h2", h2),
             );
             return out;
         }
@@ -90,8 +111,22 @@ impl H1Wire {
             match resp.parse(&head) {
                 Ok(httparse::Status::Complete(_)) => {
                     let code = resp.code.unwrap_or(0);
-                    let line = format!("HTTP/1.{} {} {}", resp.version.unwrap_or(1), code, resp.reason.unwrap_or(""));
-                    out.push(head_event("h1_response", "recv", line.trim_end(), head.len(), resp.headers).field("status", code));
+                    let line = format!(
+                        "HTTP/1.{} {} {}",
+                        resp.version.unwrap_or(1),
+                        code,
+                        resp.reason.unwrap_or("")
+                    );
+                    out.push(
+                        head_event(
+                            "h1_response",
+                            "recv",
+                            line.trim_end(),
+                            head.len(),
+                            resp.headers,
+                        )
+                        .field("status", code),
+                    );
                     if code >= 200 {
                         self.recv_in_body = true;
                         self.recv_buf.clear();
@@ -100,14 +135,20 @@ impl H1Wire {
                 }
                 _ => {
                     self.broken = true;
-                    out.push(Event::new("error", "recv bytes that are not an HTTP/1.1 response head"));
+                    out.push(Event::new(
+                        "error",
+                        "recv bytes that are not an HTTP/1.1 response head",
+                    ));
                     return out;
                 }
             }
         }
         if self.recv_buf.len() > MAX_HEAD {
             self.broken = true;
-            out.push(Event::new("error", "recv a response head larger than 64 KiB; not parsed"));
+            out.push(Event::new(
+                "error",
+                "recv a response head larger than 64 KiB; not parsed",
+            ));
         }
         out
     }
@@ -117,7 +158,13 @@ fn head_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 
-fn head_event(kind: &'static str, dir: &str, line: &str, size: usize, headers: &[httparse::Header<'_>]) -> Event {
+fn head_event(
+    kind: &'static str,
+    dir: &str,
+    line: &str,
+    size: usize,
+    headers: &[httparse::Header<'_>],
+) -> Event {
     let mut e = Event::new(kind, format!("{dir} {line}  ({size} bytes head)"))
         .field("proto", "h1")
         .field("dir", dir)

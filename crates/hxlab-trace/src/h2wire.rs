@@ -129,16 +129,30 @@ impl H2Wire {
                 let off = PREFACE.len() - self.preface_left;
                 if self.buf[..have] != PREFACE[off..off + have] {
                     self.broken = true;
-                    out.push(Event::new("error", format!("{} bytes are not the HTTP/2 connection preface", self.dir.as_str()))
-                        .field("dir", self.dir.as_str()));
+                    out.push(
+                        Event::new(
+                            "error",
+                            format!(
+                                "{} bytes are not the HTTP/2 connection preface",
+                                self.dir.as_str()
+                            ),
+                        )
+                        .field("dir", self.dir.as_str()),
+                    );
                     return out;
                 }
                 self.buf.drain(..have);
                 self.preface_left -= have;
                 if self.preface_left == 0 {
                     out.push(
-                        Event::new("preface", format!("{} client connection preface (PRI * HTTP/2.0)", self.dir.as_str()))
-                            .field("dir", self.dir.as_str()),
+                        Event::new(
+                            "preface",
+                            format!(
+                                "{} client connection preface (PRI * HTTP/2.0)",
+                                self.dir.as_str()
+                            ),
+                        )
+                        .field("dir", self.dir.as_str()),
                     );
                 }
                 continue;
@@ -152,20 +166,26 @@ impl H2Wire {
                 .trim()
                 .to_string();
                 out.push(
-                    Event::new("error", format!("recv an HTTP/1.1 response instead of HTTP/2 frames: {first}"))
-                        .field("dir", "recv")
-                        .field("status_line", first),
+                    Event::new(
+                        "error",
+                        format!("recv an HTTP/1.1 response instead of HTTP/2 frames: {first}"),
+                    )
+                    .field("dir", "recv")
+                    .field("status_line", first),
                 );
                 return out;
             }
             if self.buf.len() < 9 {
                 return out;
             }
-            let len = ((self.buf[0] as usize) << 16) | ((self.buf[1] as usize) << 8) | self.buf[2] as usize;
+            let len = ((self.buf[0] as usize) << 16)
+                | ((self.buf[1] as usize) << 8)
+                | self.buf[2] as usize;
             let ftype = self.buf[3];
             let flags = self.buf[4];
             let stream_id =
-                u32::from_be_bytes([self.buf[5], self.buf[6], self.buf[7], self.buf[8]]) & 0x7fff_ffff;
+                u32::from_be_bytes([self.buf[5], self.buf[6], self.buf[7], self.buf[8]])
+                    & 0x7fff_ffff;
             if ftype == 0x0 {
                 // DATA: report from the header alone and pass over the payload unbuffered.
                 self.frames += 1;
@@ -187,7 +207,11 @@ impl H2Wire {
 
     fn head(&self, ftype: u8, len: usize, flags: u8, stream_id: u32) -> Event {
         let name = frame_type_name(ftype);
-        let label = if name == "UNKNOWN" { format!("UNKNOWN(0x{ftype:02x})") } else { name.to_string() };
+        let label = if name == "UNKNOWN" {
+            format!("UNKNOWN(0x{ftype:02x})")
+        } else {
+            name.to_string()
+        };
         Event::new(
             "frame",
             format!(
@@ -205,7 +229,9 @@ impl H2Wire {
     }
 
     fn data_event(&self, len: usize, flags: u8, stream_id: u32) -> Event {
-        let mut e = self.head(0, len, flags, stream_id).field("end_stream", flags & FLAG_END_STREAM != 0);
+        let mut e = self
+            .head(0, len, flags, stream_id)
+            .field("end_stream", flags & FLAG_END_STREAM != 0);
         if flags & FLAG_END_STREAM != 0 {
             e = e.detail("; END_STREAM");
         }
@@ -245,7 +271,11 @@ impl H2Wire {
                 let dep = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
                 let weight = p[4] as u32 + 1;
                 e = e
-                    .detail(format!("(dep_stream_id={}, weight={weight}, exclusive={})", dep & 0x7fff_ffff, dep >> 31))
+                    .detail(format!(
+                        "(dep_stream_id={}, weight={weight}, exclusive={})",
+                        dep & 0x7fff_ffff,
+                        dep >> 31
+                    ))
                     .field("dep_stream_id", dep & 0x7fff_ffff)
                     .field("weight", weight)
                     .field("exclusive", dep >> 31 == 1);
@@ -253,7 +283,10 @@ impl H2Wire {
             0x3 if p.len() >= 4 => {
                 let code = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
                 e = e
-                    .detail(format!("(error_code={}(0x{code:02x}))", error_code_name(code)))
+                    .detail(format!(
+                        "(error_code={}(0x{code:02x}))",
+                        error_code_name(code)
+                    ))
                     .field("error_code", code)
                     .field("error", error_code_name(code));
             }
@@ -282,12 +315,19 @@ impl H2Wire {
                     body = body.get(1..).unwrap_or_default();
                 }
                 if body.len() >= 4 {
-                    let promised = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) & 0x7fff_ffff;
+                    let promised =
+                        u32::from_be_bytes([body[0], body[1], body[2], body[3]]) & 0x7fff_ffff;
                     let block = &body[4..body.len().saturating_sub(pad).max(4)];
                     e = e
                         .detail(format!("(promised_stream_id={promised})"))
                         .field("promised_stream_id", promised);
-                    e = self.start_block(e, stream_id, Some(promised), block, flags & FLAG_END_HEADERS != 0);
+                    e = self.start_block(
+                        e,
+                        stream_id,
+                        Some(promised),
+                        block,
+                        flags & FLAG_END_HEADERS != 0,
+                    );
                 }
             }
             0x6 if p.len() >= 8 => {
@@ -295,7 +335,11 @@ impl H2Wire {
                 data.copy_from_slice(&p[..8]);
                 let ack = flags & FLAG_ACK != 0;
                 e = e
-                    .detail(format!("(opaque_data={}){}", hex(&data), if ack { "; ACK" } else { "" }))
+                    .detail(format!(
+                        "(opaque_data={}){}",
+                        hex(&data),
+                        if ack { "; ACK" } else { "" }
+                    ))
                     .field("opaque_data", hex(&data))
                     .field("ack", ack);
             }
@@ -316,7 +360,9 @@ impl H2Wire {
             }
             0x8 if p.len() >= 4 => {
                 let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
-                e = e.detail(format!("(window_size_increment={inc})")).field("window_size_increment", inc);
+                e = e
+                    .detail(format!("(window_size_increment={inc})"))
+                    .field("window_size_increment", inc);
             }
             0x9 => {
                 let end = flags & FLAG_END_HEADERS != 0;
@@ -335,8 +381,19 @@ impl H2Wire {
         e
     }
 
-    fn start_block(&mut self, e: Event, stream_id: u32, promised: Option<u32>, fragment: &[u8], end: bool) -> Event {
-        self.pending = Some(PendingBlock { stream_id, promised, fragment: fragment.to_vec() });
+    fn start_block(
+        &mut self,
+        e: Event,
+        stream_id: u32,
+        promised: Option<u32>,
+        fragment: &[u8],
+        end: bool,
+    ) -> Event {
+        self.pending = Some(PendingBlock {
+            stream_id,
+            promised,
+            fragment: fragment.to_vec(),
+        });
         if end {
             self.finish_block(e)
         } else {
@@ -346,10 +403,15 @@ impl H2Wire {
 
     /// Decodes a complete header block; the field list goes on the frame that ended it.
     fn finish_block(&mut self, mut e: Event) -> Event {
-        let Some(block) = self.pending.take() else { return e };
+        let Some(block) = self.pending.take() else {
+            return e;
+        };
         let mut headers = Vec::new();
         let result = self.hpack.decode_with_cb(&block.fragment, |n, v| {
-            headers.push((String::from_utf8_lossy(&n).into_owned(), String::from_utf8_lossy(&v).into_owned()));
+            headers.push((
+                String::from_utf8_lossy(&n).into_owned(),
+                String::from_utf8_lossy(&v).into_owned(),
+            ));
         });
         e = e.field("header_block_size", block.fragment.len());
         if let Some(p) = block.promised {
@@ -357,7 +419,11 @@ impl H2Wire {
         }
         match result {
             Ok(()) => {
-                e = e.detail(format!("; header block {} bytes (HPACK), {} fields", block.fragment.len(), headers.len()));
+                e = e.detail(format!(
+                    "; header block {} bytes (HPACK), {} fields",
+                    block.fragment.len(),
+                    headers.len()
+                ));
                 for (n, v) in &headers {
                     e = e.detail(format!("{n}: {v}"));
                 }
@@ -368,7 +434,9 @@ impl H2Wire {
                 // After a decoding error the table no longer follows the sender's.
                 self.broken = true;
                 e = e
-                    .detail(format!("; HPACK decoding failed: {err:?}; no further frames are decoded"))
+                    .detail(format!(
+                        "; HPACK decoding failed: {err:?}; no further frames are decoded"
+                    ))
                     .field("hpack_error", format!("{err:?}"));
             }
         }
@@ -385,7 +453,13 @@ mod tests {
     use super::*;
 
     fn frame(t: u8, flags: u8, sid: u32, payload: &[u8]) -> Vec<u8> {
-        let mut v = vec![(payload.len() >> 16) as u8, (payload.len() >> 8) as u8, payload.len() as u8, t, flags];
+        let mut v = vec![
+            (payload.len() >> 16) as u8,
+            (payload.len() >> 8) as u8,
+            payload.len() as u8,
+            t,
+            flags,
+        ];
         v.extend_from_slice(&sid.to_be_bytes());
         v.extend_from_slice(payload);
         v
@@ -396,7 +470,10 @@ mod tests {
         let mut wire = PREFACE.to_vec();
         wire.extend(frame(4, 0, 0, &[0, 3, 0, 0, 0, 100, 0, 2, 0, 0, 0, 0]));
         // RFC 7541 C.4.1: :method GET, :scheme http, :path /, :authority www.example.com (Huffman).
-        let block = [0x82, 0x86, 0x84, 0x41, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff];
+        let block = [
+            0x82, 0x86, 0x84, 0x41, 0x8c, 0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab,
+            0x90, 0xf4, 0xff,
+        ];
         wire.extend(frame(1, 0x5, 1, &block));
         wire.extend(frame(0, 0x1, 1, &[7u8; 300]));
         wire.extend(frame(8, 0, 0, &65535u32.to_be_bytes()));
@@ -408,15 +485,30 @@ mod tests {
         }
         let kinds: Vec<String> = events
             .iter()
-            .map(|e| e.fields.get("type").and_then(|v| v.as_str()).unwrap_or(e.kind).to_string())
+            .map(|e| {
+                e.fields
+                    .get("type")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(e.kind)
+                    .to_string()
+            })
             .collect();
-        assert_eq!(kinds, ["preface", "SETTINGS", "HEADERS", "DATA", "WINDOW_UPDATE"]);
+        assert_eq!(
+            kinds,
+            ["preface", "SETTINGS", "HEADERS", "DATA", "WINDOW_UPDATE"]
+        );
         let h = &events[2];
         assert_eq!(h.fields["header_block_size"], 17);
-        assert_eq!(h.fields["headers"][3], json!([":authority", "www.example.com"]));
+        assert_eq!(
+            h.fields["headers"][3],
+            json!([":authority", "www.example.com"])
+        );
         assert_eq!(events[3].fields["length"], 300);
         assert_eq!(events[4].fields["window_size_increment"], 65535);
-        assert_eq!(events[1].fields["settings"][0]["name"], "SETTINGS_MAX_CONCURRENT_STREAMS");
+        assert_eq!(
+            events[1].fields["settings"][0]["name"],
+            "SETTINGS_MAX_CONCURRENT_STREAMS"
+        );
     }
 
     #[test]

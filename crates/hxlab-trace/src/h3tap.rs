@@ -66,33 +66,57 @@ pub struct TapBidi<B: Buf> {
 impl<B: Buf> TapSend<B> {
     fn new(inner: h3_quinn::SendStream<B>, bidi: bool, tracer: Tracer) -> TapSend<B> {
         let id = quic::SendStream::<B>::send_id(&inner).into_inner();
-        TapSend { inner, pending: Bytes::new(), wire: H3StreamWire::new(Dir::Send, id, bidi), tracer, fin_reported: false }
+        TapSend {
+            inner,
+            pending: Bytes::new(),
+            wire: H3StreamWire::new(Dir::Send, id, bidi),
+            tracer,
+            fin_reported: false,
+        }
     }
 }
 
 impl TapRecv {
     fn new(inner: h3_quinn::RecvStream, bidi: bool, tracer: Tracer) -> TapRecv {
         let id = quic::RecvStream::recv_id(&inner).into_inner();
-        TapRecv { inner, wire: H3StreamWire::new(Dir::Recv, id, bidi), tracer, fin_reported: false }
+        TapRecv {
+            inner,
+            wire: H3StreamWire::new(Dir::Recv, id, bidi),
+            tracer,
+            fin_reported: false,
+        }
     }
 }
 
 fn bidi<B: Buf>(s: h3_quinn::BidiStream<B>, tracer: &Tracer) -> TapBidi<B> {
     let (send, recv) = quic::BidiStream::<B>::split(s);
-    TapBidi { send: TapSend::new(send, true, tracer.clone()), recv: TapRecv::new(recv, true, tracer.clone()) }
+    TapBidi {
+        send: TapSend::new(send, true, tracer.clone()),
+        recv: TapRecv::new(recv, true, tracer.clone()),
+    }
 }
 
 impl<B: Buf> quic::Connection<B> for TapConnection {
     type RecvStream = TapRecv;
     type OpenStreams = TapOpener;
 
-    fn poll_accept_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapRecv, ConnectionErrorIncoming>> {
-        let s = ready!(<h3_quinn::Connection as quic::Connection<B>>::poll_accept_recv(&mut self.inner, cx))?;
+    fn poll_accept_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapRecv, ConnectionErrorIncoming>> {
+        let s = ready!(
+            <h3_quinn::Connection as quic::Connection<B>>::poll_accept_recv(&mut self.inner, cx)
+        )?;
         Poll::Ready(Ok(TapRecv::new(s, false, self.tracer.clone())))
     }
 
-    fn poll_accept_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapBidi<B>, ConnectionErrorIncoming>> {
-        let s = ready!(<h3_quinn::Connection as quic::Connection<B>>::poll_accept_bidi(&mut self.inner, cx))?;
+    fn poll_accept_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapBidi<B>, ConnectionErrorIncoming>> {
+        let s = ready!(
+            <h3_quinn::Connection as quic::Connection<B>>::poll_accept_bidi(&mut self.inner, cx)
+        )?;
         Poll::Ready(Ok(bidi(s, &self.tracer)))
     }
 
@@ -108,13 +132,23 @@ impl<B: Buf> quic::OpenStreams<B> for TapConnection {
     type BidiStream = TapBidi<B>;
     type SendStream = TapSend<B>;
 
-    fn poll_open_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapBidi<B>, StreamErrorIncoming>> {
-        let s = ready!(<h3_quinn::Connection as quic::OpenStreams<B>>::poll_open_bidi(&mut self.inner, cx))?;
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapBidi<B>, StreamErrorIncoming>> {
+        let s = ready!(
+            <h3_quinn::Connection as quic::OpenStreams<B>>::poll_open_bidi(&mut self.inner, cx)
+        )?;
         Poll::Ready(Ok(bidi(s, &self.tracer)))
     }
 
-    fn poll_open_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapSend<B>, StreamErrorIncoming>> {
-        let s = ready!(<h3_quinn::Connection as quic::OpenStreams<B>>::poll_open_send(&mut self.inner, cx))?;
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapSend<B>, StreamErrorIncoming>> {
+        let s = ready!(
+            <h3_quinn::Connection as quic::OpenStreams<B>>::poll_open_send(&mut self.inner, cx)
+        )?;
         Poll::Ready(Ok(TapSend::new(s, false, self.tracer.clone())))
     }
 
@@ -128,13 +162,23 @@ impl<B: Buf> quic::OpenStreams<B> for TapOpener {
     type BidiStream = TapBidi<B>;
     type SendStream = TapSend<B>;
 
-    fn poll_open_bidi(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapBidi<B>, StreamErrorIncoming>> {
-        let s = ready!(<h3_quinn::OpenStreams as quic::OpenStreams<B>>::poll_open_bidi(&mut self.inner, cx))?;
+    fn poll_open_bidi(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapBidi<B>, StreamErrorIncoming>> {
+        let s = ready!(
+            <h3_quinn::OpenStreams as quic::OpenStreams<B>>::poll_open_bidi(&mut self.inner, cx)
+        )?;
         Poll::Ready(Ok(bidi(s, &self.tracer)))
     }
 
-    fn poll_open_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<TapSend<B>, StreamErrorIncoming>> {
-        let s = ready!(<h3_quinn::OpenStreams as quic::OpenStreams<B>>::poll_open_send(&mut self.inner, cx))?;
+    fn poll_open_send(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<TapSend<B>, StreamErrorIncoming>> {
+        let s = ready!(
+            <h3_quinn::OpenStreams as quic::OpenStreams<B>>::poll_open_send(&mut self.inner, cx)
+        )?;
         Poll::Ready(Ok(TapSend::new(s, false, self.tracer.clone())))
     }
 
@@ -146,11 +190,14 @@ impl<B: Buf> quic::OpenStreams<B> for TapOpener {
 
 fn close_event(code: Code, reason: &[u8]) -> Event {
     let reason = String::from_utf8_lossy(reason).into_owned();
-    Event::new("quic_close", format!("send CONNECTION_CLOSE <error_code={code}, reason={reason:?}>"))
-        .field("proto", "h3")
-        .field("dir", "send")
-        .field("error_code", code.value())
-        .field("reason", reason)
+    Event::new(
+        "quic_close",
+        format!("send CONNECTION_CLOSE <error_code={code}, reason={reason:?}>"),
+    )
+    .field("proto", "h3")
+    .field("dir", "send")
+    .field("error_code", code.value())
+    .field("reason", reason)
 }
 
 impl<B: Buf> quic::SendStream<B> for TapSend<B> {
@@ -191,10 +238,16 @@ impl<B: Buf> quic::SendStream<B> for TapSend<B> {
 
     fn reset(&mut self, reset_code: u64) {
         self.tracer.emit(
-            Event::new("stream_reset", format!("send RESET_STREAM <stream_id={}, error_code=0x{reset_code:x}>", self.send_id().into_inner()))
-                .field("proto", "h3")
-                .field("dir", "send")
-                .field("error_code", reset_code),
+            Event::new(
+                "stream_reset",
+                format!(
+                    "send RESET_STREAM <stream_id={}, error_code=0x{reset_code:x}>",
+                    self.send_id().into_inner()
+                ),
+            )
+            .field("proto", "h3")
+            .field("dir", "send")
+            .field("error_code", reset_code),
         );
         quic::SendStream::<B>::reset(&mut self.inner, reset_code)
     }
@@ -207,7 +260,10 @@ impl<B: Buf> quic::SendStream<B> for TapSend<B> {
 impl quic::RecvStream for TapRecv {
     type Buf = Bytes;
 
-    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         let r = ready!(self.inner.poll_data(cx));
         match &r {
             Ok(Some(b)) => emit_all(&self.tracer, self.wire.feed(b)),
@@ -224,7 +280,10 @@ impl quic::RecvStream for TapRecv {
         self.tracer.emit(
             Event::new(
                 "stop_sending",
-                format!("send STOP_SENDING <stream_id={}, error_code=0x{error_code:x}>", self.recv_id().into_inner()),
+                format!(
+                    "send STOP_SENDING <stream_id={}, error_code=0x{error_code:x}>",
+                    self.recv_id().into_inner()
+                ),
             )
             .field("proto", "h3")
             .field("dir", "send")
@@ -258,7 +317,10 @@ impl<B: Buf> quic::SendStream<B> for TapBidi<B> {
 
 impl<B: Buf> quic::RecvStream for TapBidi<B> {
     type Buf = Bytes;
-    fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
+    fn poll_data(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
         self.recv.poll_data(cx)
     }
     fn stop_sending(&mut self, error_code: u64) {

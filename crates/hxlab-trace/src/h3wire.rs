@@ -25,7 +25,7 @@ pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
 }
 
 fn is_grease(v: u64) -> bool {
-    v >= 0x21 && (v - 0x21) % 0x1f == 0
+    v >= 0x21 && (v - 0x21).is_multiple_of(0x1f)
 }
 
 /// Name of an HTTP/3 frame type.
@@ -108,7 +108,11 @@ impl H3StreamWire {
         H3StreamWire {
             dir,
             stream_id,
-            kind: if bidi { StreamKind::Request } else { StreamKind::UniUntyped },
+            kind: if bidi {
+                StreamKind::Request
+            } else {
+                StreamKind::UniUntyped
+            },
             buf: Vec::new(),
             skip: 0,
             broken: false,
@@ -150,7 +154,9 @@ impl H3StreamWire {
         loop {
             match self.kind {
                 StreamKind::UniUntyped => {
-                    let Some((t, n)) = varint(&self.buf) else { return out };
+                    let Some((t, n)) = varint(&self.buf) else {
+                        return out;
+                    };
                     self.buf.drain(..n);
                     self.kind = match t {
                         0x00 => StreamKind::Control,
@@ -160,8 +166,15 @@ impl H3StreamWire {
                         t => StreamKind::Other(t),
                     };
                     out.push(
-                        self.base("h3_stream", format!("unidirectional stream {}: {}", self.stream_id, uni_type_name(t)))
-                            .field("stream_type", t),
+                        self.base(
+                            "h3_stream",
+                            format!(
+                                "unidirectional stream {}: {}",
+                                self.stream_id,
+                                uni_type_name(t)
+                            ),
+                        )
+                        .field("stream_type", t),
                     );
                     if let StreamKind::Other(_) = self.kind {
                         self.buf.clear();
@@ -169,10 +182,15 @@ impl H3StreamWire {
                     }
                 }
                 StreamKind::Push { id_read: false } => {
-                    let Some((id, n)) = varint(&self.buf) else { return out };
+                    let Some((id, n)) = varint(&self.buf) else {
+                        return out;
+                    };
                     self.buf.drain(..n);
                     self.kind = StreamKind::Push { id_read: true };
-                    out.push(self.base("h3_push_stream", format!("push stream for push id {id}")).field("push_id", id));
+                    out.push(
+                        self.base("h3_push_stream", format!("push stream for push id {id}"))
+                            .field("push_id", id),
+                    );
                 }
                 StreamKind::QpackEncoder | StreamKind::QpackDecoder => {
                     let r = if self.kind == StreamKind::QpackEncoder {
@@ -183,10 +201,17 @@ impl H3StreamWire {
                     match r {
                         Ok(Some((n, text))) => {
                             self.buf.drain(..n);
-                            let which = if self.kind == StreamKind::QpackEncoder { "encoder" } else { "decoder" };
+                            let which = if self.kind == StreamKind::QpackEncoder {
+                                "encoder"
+                            } else {
+                                "decoder"
+                            };
                             out.push(
-                                self.base("qpack_instruction", format!("QPACK {which} instruction: {text}"))
-                                    .field("instruction", text),
+                                self.base(
+                                    "qpack_instruction",
+                                    format!("QPACK {which} instruction: {text}"),
+                                )
+                                .field("instruction", text),
                             );
                         }
                         Ok(None) => {
@@ -197,15 +222,21 @@ impl H3StreamWire {
                         }
                         Err(e) => {
                             self.broken = true;
-                            out.push(self.base("error", format!("QPACK instruction not decodable: {e}")));
+                            out.push(
+                                self.base("error", format!("QPACK instruction not decodable: {e}")),
+                            );
                             return out;
                         }
                     }
                 }
                 StreamKind::Other(_) => return out,
                 StreamKind::Request | StreamKind::Control | StreamKind::Push { id_read: true } => {
-                    let Some((ftype, n1)) = varint(&self.buf) else { return out };
-                    let Some((len, n2)) = varint(&self.buf[n1..]) else { return out };
+                    let Some((ftype, n1)) = varint(&self.buf) else {
+                        return out;
+                    };
+                    let Some((len, n2)) = varint(&self.buf[n1..]) else {
+                        return out;
+                    };
                     let hdr = n1 + n2;
                     if ftype == 0x0 || len > MAX_BUFFERED_FRAME || is_grease(ftype) {
                         // Reported from the header alone; the payload passes unbuffered.
@@ -235,11 +266,18 @@ impl H3StreamWire {
 
     fn frame_head(&self, ftype: u64, len: u64) -> Event {
         let name = frame_type_name(ftype);
-        let label = if name == "UNKNOWN" || is_grease(ftype) { format!("{name}(0x{ftype:x})") } else { name.to_string() };
-        self.base("frame", format!("{label} frame <length={len}, stream_id={}>", self.stream_id))
-            .field("type", name)
-            .field("type_code", ftype)
-            .field("length", len)
+        let label = if name == "UNKNOWN" || is_grease(ftype) {
+            format!("{name}(0x{ftype:x})")
+        } else {
+            name.to_string()
+        };
+        self.base(
+            "frame",
+            format!("{label} frame <length={len}, stream_id={}>", self.stream_id),
+        )
+        .field("type", name)
+        .field("type_code", ftype)
+        .field("length", len)
     }
 
     fn frame_event(&self, ftype: u64, p: &[u8]) -> Event {
@@ -256,7 +294,9 @@ impl H3StreamWire {
                 let mut rest = p;
                 let mut list = Vec::new();
                 while let Some((id, n1)) = varint(rest) {
-                    let Some((value, n2)) = varint(&rest[n1..]) else { break };
+                    let Some((value, n2)) = varint(&rest[n1..]) else {
+                        break;
+                    };
                     rest = &rest[n1 + n2..];
                     e = e.detail(format!("[{}(0x{id:x}): {value}]", setting_name(id)));
                     list.push(json!({"id": id, "name": setting_name(id), "value": value}));
@@ -303,7 +343,9 @@ fn field_section(mut e: Event, block: &[u8]) -> Event {
                 .field("required_insert_count", fs.required_insert_count)
                 .field("dynamic_refs", fs.dynamic_refs)
         }
-        Err(err) => e.detail(format!("; QPACK decoding failed: {err}")).field("qpack_error", err.to_string()),
+        Err(err) => e
+            .detail(format!("; QPACK decoding failed: {err}"))
+            .field("qpack_error", err.to_string()),
     }
 }
 
@@ -315,7 +357,9 @@ mod tests {
     fn control_stream_settings_then_goaway() {
         let mut p = H3StreamWire::new(Dir::Recv, 3, false);
         // type 0x00, SETTINGS(len 4): QPACK_MAX_TABLE_CAPACITY=0, MAX_FIELD_SECTION_SIZE=16383 (2-byte varint)
-        let wire = [0x00, 0x04, 0x05, 0x01, 0x00, 0x06, 0x7f, 0xff, 0x07, 0x01, 0x00];
+        let wire = [
+            0x00, 0x04, 0x05, 0x01, 0x00, 0x06, 0x7f, 0xff, 0x07, 0x01, 0x00,
+        ];
         let mut ev = Vec::new();
         for b in wire {
             ev.extend(p.feed(&[b]));

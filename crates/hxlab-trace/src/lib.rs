@@ -23,9 +23,9 @@ pub mod tls;
 
 pub use client::{trace, Proto, ResponseSummary, Summary, TraceOptions};
 pub use event::{Dir, Event, Tracer};
-pub use tls::Trust;
 /// The `http` crate this API uses (URIs, header names and values), for callers.
 pub use http;
+pub use tls::Trust;
 
 /// Why a trace could not be completed. Each renders as one line for the user.
 #[derive(Debug, thiserror::Error)]

@@ -61,8 +61,14 @@ pub const STATIC_TABLE: [(&str, &str); 99] = [
     ("content-type", "text/plain;charset=utf-8"),
     ("range", "bytes=0-"),
     ("strict-transport-security", "max-age=31536000"),
-    ("strict-transport-security", "max-age=31536000; includesubdomains"),
-    ("strict-transport-security", "max-age=31536000; includesubdomains; preload"),
+    (
+        "strict-transport-security",
+        "max-age=31536000; includesubdomains",
+    ),
+    (
+        "strict-transport-security",
+        "max-age=31536000; includesubdomains; preload",
+    ),
     ("vary", "accept-encoding"),
     ("vary", "origin"),
     ("x-content-type-options", "nosniff"),
@@ -89,7 +95,10 @@ pub const STATIC_TABLE: [(&str, &str); 99] = [
     ("access-control-request-method", "post"),
     ("alt-svc", "clear"),
     ("authorization", ""),
-    ("content-security-policy", "script-src 'none'; object-src 'none'; base-uri 'none'"),
+    (
+        "content-security-policy",
+        "script-src 'none'; object-src 'none'; base-uri 'none'",
+    ),
     ("early-data", "1"),
     ("expect-ct", ""),
     ("forwarded", ""),
@@ -149,7 +158,9 @@ pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, QpackError>
         if shift > 56 {
             return Err(QpackError::Overflow);
         }
-        value = value.checked_add(((b & 0x7f) as u64) << shift).ok_or(QpackError::Overflow)?;
+        value = value
+            .checked_add(((b & 0x7f) as u64) << shift)
+            .ok_or(QpackError::Overflow)?;
         shift += 7;
         if b & 0x80 == 0 {
             return Ok(value);
@@ -167,7 +178,9 @@ pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, QpackError> 
     let raw = buf.get(*pos..end).ok_or(QpackError::Truncated)?;
     *pos = end;
     let bytes = if huffman {
-        fluke_hpack::huffman::HuffmanDecoder::new().decode(raw).map_err(|_| QpackError::Huffman)?
+        fluke_hpack::huffman::HuffmanDecoder::new()
+            .decode(raw)
+            .map_err(|_| QpackError::Huffman)?
     } else {
         raw.to_vec()
     };
@@ -175,13 +188,19 @@ pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, QpackError> 
 }
 
 fn static_entry(i: u64) -> Result<(&'static str, &'static str), QpackError> {
-    STATIC_TABLE.get(i as usize).copied().ok_or(QpackError::BadStaticIndex(i))
+    STATIC_TABLE
+        .get(i as usize)
+        .copied()
+        .ok_or(QpackError::BadStaticIndex(i))
 }
 
 /// Decodes one field section (the payload of an HTTP/3 HEADERS or PUSH_PROMISE frame).
 pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, QpackError> {
     let mut pos = 0;
-    let mut out = FieldSection { required_insert_count: prefix_int(buf, &mut pos, 8)?, ..Default::default() };
+    let mut out = FieldSection {
+        required_insert_count: prefix_int(buf, &mut pos, 8)?,
+        ..Default::default()
+    };
     // Sign bit + Delta Base: only meaningful with the dynamic table.
     prefix_int(buf, &mut pos, 7)?;
     while pos < buf.len() {
@@ -217,13 +236,15 @@ pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, QpackError> {
             // Indexed field line with post-base index.
             let i = prefix_int(buf, &mut pos, 4)?;
             out.dynamic_refs += 1;
-            out.fields.push((format!("<dynamic post-base #{i}>"), String::new()));
+            out.fields
+                .push((format!("<dynamic post-base #{i}>"), String::new()));
         } else {
             // Literal with post-base name reference.
             let i = prefix_int(buf, &mut pos, 3)?;
             let value = string(buf, &mut pos, 7)?;
             out.dynamic_refs += 1;
-            out.fields.push((format!("<dynamic post-base name #{i}>"), value));
+            out.fields
+                .push((format!("<dynamic post-base name #{i}>"), value));
         }
     }
     Ok(out)
@@ -231,20 +252,28 @@ pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, QpackError> {
 
 /// Decodes one encoder-stream instruction; `Ok(None)` when more bytes are needed.
 pub fn encoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackError> {
-    let Some(&b) = buf.first() else { return Ok(None) };
+    let Some(&b) = buf.first() else {
+        return Ok(None);
+    };
     let mut pos = 0;
     let r = (|| {
         if b & 0x80 != 0 {
             let is_static = b & 0x40 != 0;
             let i = prefix_int(buf, &mut pos, 6)?;
             let v = string(buf, &mut pos, 7)?;
-            Ok(format!("Insert With Name Reference ({} #{i}) value={v:?}", if is_static { "static" } else { "dynamic" }))
+            Ok(format!(
+                "Insert With Name Reference ({} #{i}) value={v:?}",
+                if is_static { "static" } else { "dynamic" }
+            ))
         } else if b & 0x40 != 0 {
             let n = string(buf, &mut pos, 5)?;
             let v = string(buf, &mut pos, 7)?;
             Ok(format!("Insert With Literal Name {n}: {v}"))
         } else if b & 0x20 != 0 {
-            Ok(format!("Set Dynamic Table Capacity {}", prefix_int(buf, &mut pos, 5)?))
+            Ok(format!(
+                "Set Dynamic Table Capacity {}",
+                prefix_int(buf, &mut pos, 5)?
+            ))
         } else {
             Ok(format!("Duplicate #{}", prefix_int(buf, &mut pos, 5)?))
         }
@@ -258,7 +287,9 @@ pub fn encoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackE
 
 /// Decodes one decoder-stream instruction; `Ok(None)` when more bytes are needed.
 pub fn decoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackError> {
-    let Some(&b) = buf.first() else { return Ok(None) };
+    let Some(&b) = buf.first() else {
+        return Ok(None);
+    };
     let mut pos = 0;
     let r = if b & 0x80 != 0 {
         prefix_int(buf, &mut pos, 7).map(|s| format!("Section Acknowledgment (stream {s})"))
@@ -282,7 +313,9 @@ mod tests {
     fn static_and_literal_fields() {
         // RIC=0, base=0; indexed static 17 (:method GET), 23 (:scheme https),
         // literal with static name ref 1 (:path) value "/x", literal name "x-a" value "b".
-        let buf = [0x00, 0x00, 0xd1, 0xd7, 0x51, 0x02, b'/', b'x', 0x23, b'x', b'-', b'a', 0x01, b'b'];
+        let buf = [
+            0x00, 0x00, 0xd1, 0xd7, 0x51, 0x02, b'/', b'x', 0x23, b'x', b'-', b'a', 0x01, b'b',
+        ];
         let fs = decode_field_section(&buf).expect("decode");
         assert_eq!(
             fs.fields,
@@ -300,17 +333,31 @@ mod tests {
     fn huffman_value_and_truncation() {
         // "www.example.com" Huffman-coded (RFC 7541 C.4.1) as the :authority value.
         let mut buf = vec![0x00, 0x00, 0x50, 0x8c];
-        buf.extend([0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff]);
+        buf.extend([
+            0xf1, 0xe3, 0xc2, 0xe5, 0xf2, 0x3a, 0x6b, 0xa0, 0xab, 0x90, 0xf4, 0xff,
+        ]);
         let fs = decode_field_section(&buf).expect("decode");
-        assert_eq!(fs.fields[0], (":authority".into(), "www.example.com".into()));
+        assert_eq!(
+            fs.fields[0],
+            (":authority".into(), "www.example.com".into())
+        );
         assert_eq!(decode_field_section(&buf[..8]), Err(QpackError::Truncated));
-        assert_eq!(decode_field_section(&[0, 0, 0xff, 0x7f]), Err(QpackError::BadStaticIndex(63 + 127)));
+        assert_eq!(
+            decode_field_section(&[0, 0, 0xff, 0x7f]),
+            Err(QpackError::BadStaticIndex(63 + 127))
+        );
     }
 
     #[test]
     fn instructions() {
-        assert_eq!(encoder_instruction(&[0x3f, 0xe1, 0x1f]).expect("ok"), Some((3, "Set Dynamic Table Capacity 4096".into())));
+        assert_eq!(
+            encoder_instruction(&[0x3f, 0xe1, 0x1f]).expect("ok"),
+            Some((3, "Set Dynamic Table Capacity 4096".into()))
+        );
         assert_eq!(encoder_instruction(&[0x3f]).expect("ok"), None);
-        assert_eq!(decoder_instruction(&[0x84]).expect("ok"), Some((1, "Section Acknowledgment (stream 4)".into())));
+        assert_eq!(
+            decoder_instruction(&[0x84]).expect("ok"),
+            Some((1, "Section Acknowledgment (stream 4)".into()))
+        );
     }
 }

@@ -26,7 +26,10 @@ pub struct H2Observer {
 impl H2Observer {
     /// A fresh pair of parsers (client→server starts with the preface).
     pub fn new() -> H2Observer {
-        H2Observer { send: H2Wire::new(Dir::Send), recv: H2Wire::new(Dir::Recv) }
+        H2Observer {
+            send: H2Wire::new(Dir::Send),
+            recv: H2Wire::new(Dir::Recv),
+        }
     }
 }
 
@@ -53,7 +56,9 @@ pub struct H1Observer {
 impl H1Observer {
     /// A fresh HTTP/1.1 observer.
     pub fn new() -> H1Observer {
-        H1Observer { wire: H1Wire::new() }
+        H1Observer {
+            wire: H1Wire::new(),
+        }
     }
 }
 
@@ -82,7 +87,11 @@ pub struct Tap<S, O> {
 impl<S, O: Observer> Tap<S, O> {
     /// Wraps `inner`; events go to `tracer`.
     pub fn new(inner: S, observer: O, tracer: Tracer) -> Tap<S, O> {
-        Tap { inner, observer, tracer }
+        Tap {
+            inner,
+            observer,
+            tracer,
+        }
     }
 
     fn sent(&mut self, bytes: &[u8]) {
@@ -93,7 +102,11 @@ impl<S, O: Observer> Tap<S, O> {
 }
 
 impl<S: AsyncRead + Unpin, O: Observer> AsyncRead for Tap<S, O> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let r = Pin::new(&mut this.inner).poll_read(cx, buf);
@@ -110,7 +123,11 @@ impl<S: AsyncRead + Unpin, O: Observer> AsyncRead for Tap<S, O> {
 }
 
 impl<S: AsyncWrite + Unpin, O: Observer> AsyncWrite for Tap<S, O> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
         let r = Pin::new(&mut this.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {

@@ -24,10 +24,17 @@ fn provider() -> Arc<CryptoProvider> {
 }
 
 /// A client config offering `alpn`; `tls13_only` for QUIC.
-pub fn client_config(trust: &Trust, alpn: &[&[u8]], tls13_only: bool) -> Result<rustls::ClientConfig, TraceError> {
+pub fn client_config(
+    trust: &Trust,
+    alpn: &[&[u8]],
+    tls13_only: bool,
+) -> Result<rustls::ClientConfig, TraceError> {
     let provider = provider();
-    let versions: &[&rustls::SupportedProtocolVersion] =
-        if tls13_only { &[&rustls::version::TLS13] } else { rustls::DEFAULT_VERSIONS };
+    let versions: &[&rustls::SupportedProtocolVersion] = if tls13_only {
+        &[&rustls::version::TLS13]
+    } else {
+        rustls::DEFAULT_VERSIONS
+    };
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(versions)
         .map_err(|e| TraceError::Tls(e.to_string()))?;
@@ -37,19 +44,24 @@ pub fn client_config(trust: &Trust, alpn: &[&[u8]], tls13_only: bool) -> Result<
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
             .with_no_client_auth(),
         Trust::CaFile(path) => {
-            let pem = std::fs::read(path)
-                .map_err(|e| TraceError::Usage(format!("cannot read --cacert {}: {e}", path.display())))?;
+            let pem = std::fs::read(path).map_err(|e| {
+                TraceError::Usage(format!("cannot read --cacert {}: {e}", path.display()))
+            })?;
             let mut roots = rustls::RootCertStore::empty();
             let mut n = 0;
             for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| TraceError::Usage(format!("--cacert {}: {e}", path.display())))?;
+                let cert = cert
+                    .map_err(|e| TraceError::Usage(format!("--cacert {}: {e}", path.display())))?;
                 roots
                     .add(cert)
                     .map_err(|e| TraceError::Usage(format!("--cacert {}: {e}", path.display())))?;
                 n += 1;
             }
             if n == 0 {
-                return Err(TraceError::Usage(format!("--cacert {}: no PEM certificate in the file", path.display())));
+                return Err(TraceError::Usage(format!(
+                    "--cacert {}: no PEM certificate in the file",
+                    path.display()
+                )));
             }
             builder.with_root_certificates(roots).with_no_client_auth()
         }
@@ -87,7 +99,12 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -96,7 +113,12 @@ impl ServerCertVerifier for AcceptAnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

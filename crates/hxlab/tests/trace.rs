@@ -24,7 +24,10 @@ fn wait_port(port: u16, child: &mut Child) {
         if let Ok(Some(s)) = child.try_wait() {
             panic!("server on port {port} exited early: {s}");
         }
-        assert!(Instant::now() < deadline, "server on port {port} not ready in 15 s");
+        assert!(
+            Instant::now() < deadline,
+            "server on port {port} not ready in 15 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -34,12 +37,27 @@ fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let openssl = require_peer("openssl")?;
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let mut cmd = Command::new(openssl);
-    cmd.args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert);
+    cmd.args([
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "2",
+    ])
+    .args([
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    ])
+    .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
+    .arg(&key)
+    .arg("-out")
+    .arg(&cert);
     let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
     assert_eq!(code, Some(0), "openssl failed: {err}");
     Some((cert, key))
@@ -88,7 +106,11 @@ impl Peer {
         } else {
             cmd.arg("--no-tls").arg(port.to_string());
         }
-        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start nghttpd");
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nghttpd");
         wait_port(port, &mut child);
         Some(Peer { child, port, dir })
     }
@@ -130,7 +152,9 @@ impl Peer {
 /// Runs `hxlab trace ARGS --json`, expects success, returns the events.
 fn trace_json(args: &[&str]) -> Vec<Value> {
     let mut cmd = Command::new(hxlab());
-    cmd.arg("trace").args(args).args(["--json", "--timeout", "20s"]);
+    cmd.arg("trace")
+        .args(args)
+        .args(["--json", "--timeout", "20s"]);
     let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
     assert_eq!(code, Some(0), "hxlab trace {args:?} failed: {err}\n{out}");
     out.lines()
@@ -147,11 +171,18 @@ fn position(events: &[Value], f: impl Fn(&Value) -> bool) -> Option<usize> {
 }
 
 fn header<'a>(e: &'a Value, name: &str) -> Option<&'a str> {
-    e["headers"].as_array()?.iter().find(|h| h[0] == name).and_then(|h| h[1].as_str())
+    e["headers"]
+        .as_array()?
+        .iter()
+        .find(|h| h[0] == name)
+        .and_then(|h| h[1].as_str())
 }
 
 fn summary(events: &[Value]) -> &Value {
-    events.iter().find(|e| e["event"] == "summary").expect("a summary event")
+    events
+        .iter()
+        .find(|e| e["event"] == "summary")
+        .expect("a summary event")
 }
 
 /// The frames of a two-request (-m 2) h2 exchange: preface and client SETTINGS first, HEADERS
@@ -160,88 +191,182 @@ fn assert_two_request_h2_order(events: &[Value], path: &str) {
     let preface = position(events, |e| e["event"] == "preface").expect("client preface");
     // Each side's first frame is its SETTINGS (RFC 9113 §3.4); how the two directions
     // interleave depends on timing (an h2c server sends its SETTINGS at once).
-    let first_sent = position(events, |e| e["event"] == "frame" && e["dir"] == "send").expect("sent frames");
-    assert!(preface < first_sent, "the preface comes before any frame the client sends");
+    let first_sent =
+        position(events, |e| e["event"] == "frame" && e["dir"] == "send").expect("sent frames");
+    assert!(
+        preface < first_sent,
+        "the preface comes before any frame the client sends"
+    );
     let f = &events[first_sent];
-    assert!(is_frame(f, "send", "SETTINGS") && f["ack"] == false, "the client's first frame is SETTINGS: {f}");
-    let first_recv = position(events, |e| e["event"] == "frame" && e["dir"] == "recv").expect("received frames");
+    assert!(
+        is_frame(f, "send", "SETTINGS") && f["ack"] == false,
+        "the client's first frame is SETTINGS: {f}"
+    );
+    let first_recv =
+        position(events, |e| e["event"] == "frame" && e["dir"] == "recv").expect("received frames");
     let f = &events[first_recv];
-    assert!(is_frame(f, "recv", "SETTINGS") && f["ack"] == false, "the server's first frame is SETTINGS: {f}");
+    assert!(
+        is_frame(f, "recv", "SETTINGS") && f["ack"] == false,
+        "the server's first frame is SETTINGS: {f}"
+    );
     let sent: Vec<(usize, u64)> = events
         .iter()
         .enumerate()
         .filter(|(_, e)| is_frame(e, "send", "HEADERS"))
         .map(|(i, e)| (i, e["stream_id"].as_u64().expect("stream id")))
         .collect();
-    assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [1, 3], "request HEADERS on streams 1 and 3");
+    assert_eq!(
+        sent.iter().map(|s| s.1).collect::<Vec<_>>(),
+        [1, 3],
+        "request HEADERS on streams 1 and 3"
+    );
     for (i, _) in &sent {
         assert_eq!(header(&events[*i], ":path"), Some(path));
         assert_eq!(header(&events[*i], ":method"), Some("GET"));
         assert!(events[*i]["header_block_size"].as_u64().unwrap_or(0) > 0);
     }
     let first_data = position(events, |e| is_frame(e, "recv", "DATA")).expect("response DATA");
-    assert!(sent[1].0 < first_data, "the second HEADERS left before the first response DATA");
+    assert!(
+        sent[1].0 < first_data,
+        "the second HEADERS left before the first response DATA"
+    );
     for sid in [1, 3] {
-        let h = position(events, |e| is_frame(e, "recv", "HEADERS") && e["stream_id"] == sid)
-            .unwrap_or_else(|| panic!("response HEADERS on stream {sid}"));
+        let h = position(events, |e| {
+            is_frame(e, "recv", "HEADERS") && e["stream_id"] == sid
+        })
+        .unwrap_or_else(|| panic!("response HEADERS on stream {sid}"));
         assert_eq!(header(&events[h], ":status"), Some("200"));
         assert!(h > sent[0].0);
         let end = position(events, |e| {
-            e["event"] == "frame" && e["dir"] == "recv" && e["stream_id"] == sid && e["end_stream"] == true
+            e["event"] == "frame"
+                && e["dir"] == "recv"
+                && e["stream_id"] == sid
+                && e["end_stream"] == true
         });
-        assert!(end.is_some_and(|end| end > h), "stream {sid} ends after its HEADERS");
+        assert!(
+            end.is_some_and(|end| end > h),
+            "stream {sid} ends after its HEADERS"
+        );
     }
-    let server_settings = position(events, |e| is_frame(e, "recv", "SETTINGS") && e["ack"] == false);
+    let server_settings = position(events, |e| {
+        is_frame(e, "recv", "SETTINGS") && e["ack"] == false
+    });
     assert!(server_settings.is_some(), "server SETTINGS");
-    assert!(position(events, |e| is_frame(e, "send", "SETTINGS") && e["ack"] == true).is_some(), "client ACKs");
+    assert!(
+        position(events, |e| is_frame(e, "send", "SETTINGS")
+            && e["ack"] == true)
+        .is_some(),
+        "client ACKs"
+    );
 }
 
 #[test]
 fn nghttpd_h2_two_requests_push_and_h2c() {
-    let Some(tls) = Peer::nghttpd(true) else { return };
+    let Some(tls) = Peer::nghttpd(true) else {
+        return;
+    };
     let base = format!("https://127.0.0.1:{}", tls.port);
     let cert = tls.cert();
     let cacert = cert.to_str().expect("utf-8 path");
 
     // -m 2 on a 100 kB object: interleaving, flow control (WINDOW_UPDATE), GOAWAY at the end.
     let url = format!("{base}/big");
-    let ev = trace_json(&[&url, "-m", "2", "--cacert", cacert, "-H", "x-trace-test: yes"]);
+    let ev = trace_json(&[
+        &url,
+        "-m",
+        "2",
+        "--cacert",
+        cacert,
+        "-H",
+        "x-trace-test: yes",
+    ]);
     assert_two_request_h2_order(&ev, "/big");
     let tls_ev = ev.iter().find(|e| e["event"] == "tls").expect("tls event");
     assert_eq!(tls_ev["alpn"], "h2");
-    assert!(tls_ev["version"].as_str().unwrap_or("").starts_with("TLSv1_"), "{tls_ev}");
-    assert!(tls_ev["cipher"].as_str().unwrap_or("").starts_with("TLS"), "{tls_ev}");
-    let h = ev.iter().find(|e| is_frame(e, "send", "HEADERS")).expect("HEADERS");
-    assert_eq!(header(h, "x-trace-test"), Some("yes"), "-H goes into the request");
-    assert!(ev.iter().any(|e| is_frame(e, "send", "WINDOW_UPDATE") && e["window_size_increment"].as_u64() > Some(0)));
-    assert!(ev.iter().any(|e| is_frame(e, "send", "GOAWAY") && e["error"] == "NO_ERROR"));
-    let bytes: u64 = ev.iter().filter(|e| e["event"] == "response").map(|e| e["body_bytes"].as_u64().unwrap_or(0)).sum();
+    assert!(
+        tls_ev["version"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("TLSv1_"),
+        "{tls_ev}"
+    );
+    assert!(
+        tls_ev["cipher"].as_str().unwrap_or("").starts_with("TLS"),
+        "{tls_ev}"
+    );
+    let h = ev
+        .iter()
+        .find(|e| is_frame(e, "send", "HEADERS"))
+        .expect("HEADERS");
+    assert_eq!(
+        header(h, "x-trace-test"),
+        Some("yes"),
+        "-H goes into the request"
+    );
+    assert!(ev
+        .iter()
+        .any(|e| is_frame(e, "send", "WINDOW_UPDATE")
+            && e["window_size_increment"].as_u64() > Some(0)));
+    assert!(ev
+        .iter()
+        .any(|e| is_frame(e, "send", "GOAWAY") && e["error"] == "NO_ERROR"));
+    let bytes: u64 = ev
+        .iter()
+        .filter(|e| e["event"] == "response")
+        .map(|e| e["body_bytes"].as_u64().unwrap_or(0))
+        .sum();
     assert_eq!(bytes, 200_000);
     // DATA lengths on the wire add up to the bodies.
-    let data: u64 = ev.iter().filter(|e| is_frame(e, "recv", "DATA")).map(|e| e["length"].as_u64().unwrap_or(0)).sum();
+    let data: u64 = ev
+        .iter()
+        .filter(|e| is_frame(e, "recv", "DATA"))
+        .map(|e| e["length"].as_u64().unwrap_or(0))
+        .sum();
     assert_eq!(data, 200_000);
     assert_eq!(summary(&ev)["protocol"], "h2");
 
     // Without --push the client says ENABLE_PUSH=0 and nothing is promised.
     let index = format!("{base}/");
     let ev = trace_json(&[&index, "--cacert", cacert]);
-    let s = ev.iter().find(|e| is_frame(e, "send", "SETTINGS")).expect("client SETTINGS");
-    assert!(s["settings"].as_array().expect("list").iter().any(|x| x["id"] == 2 && x["value"] == 0), "{s}");
+    let s = ev
+        .iter()
+        .find(|e| is_frame(e, "send", "SETTINGS"))
+        .expect("client SETTINGS");
+    assert!(
+        s["settings"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|x| x["id"] == 2 && x["value"] == 0),
+        "{s}"
+    );
     assert!(!ev.iter().any(|e| is_frame(e, "recv", "PUSH_PROMISE")));
 
     // With --push: PUSH_PROMISE on stream 1 promising an even stream with the pushed request.
     let ev = trace_json(&[&index, "--cacert", cacert, "--push"]);
-    let pp = ev.iter().find(|e| is_frame(e, "recv", "PUSH_PROMISE")).expect("PUSH_PROMISE");
+    let pp = ev
+        .iter()
+        .find(|e| is_frame(e, "recv", "PUSH_PROMISE"))
+        .expect("PUSH_PROMISE");
     assert_eq!(pp["stream_id"], 1);
     let promised = pp["promised_stream_id"].as_u64().expect("promised id");
-    assert!(promised > 0 && promised % 2 == 0, "server streams are even: {promised}");
+    assert!(
+        promised > 0 && promised % 2 == 0,
+        "server streams are even: {promised}"
+    );
     assert_eq!(header(pp, ":path"), Some("/style.css"));
-    assert!(ev.iter().any(|e| is_frame(e, "recv", "HEADERS") && e["stream_id"] == promised));
-    assert!(ev.iter().any(|e| e["event"] == "response" && e["pushed"] == true && e["stream_id"] == promised));
+    assert!(ev
+        .iter()
+        .any(|e| is_frame(e, "recv", "HEADERS") && e["stream_id"] == promised));
+    assert!(ev
+        .iter()
+        .any(|e| e["event"] == "response" && e["pushed"] == true && e["stream_id"] == promised));
     assert_eq!(summary(&ev)["pushed"], 1);
 
     // h2c with prior knowledge against nghttpd --no-tls.
-    let Some(plain) = Peer::nghttpd(false) else { return };
+    let Some(plain) = Peer::nghttpd(false) else {
+        return;
+    };
     let url = format!("http://127.0.0.1:{}/", plain.port);
     let ev = trace_json(&[&url, "--proto", "h2c", "-m", "2"]);
     assert_two_request_h2_order(&ev, "/");
@@ -251,19 +376,46 @@ fn nghttpd_h2_two_requests_push_and_h2c() {
 
 #[test]
 fn nginx_without_http2_shows_the_fallback() {
-    let Some(nginx) = Peer::nginx_h1_only() else { return };
+    let Some(nginx) = Peer::nginx_h1_only() else {
+        return;
+    };
     let url = format!("https://127.0.0.1:{}/", nginx.port);
     let cert = nginx.cert();
-    let ev = trace_json(&[&url, "--proto", "h2", "--cacert", cert.to_str().expect("utf-8"), "-m", "2"]);
+    let ev = trace_json(&[
+        &url,
+        "--proto",
+        "h2",
+        "--cacert",
+        cert.to_str().expect("utf-8"),
+        "-m",
+        "2",
+    ]);
     let tls = position(&ev, |e| e["event"] == "tls").expect("tls event");
     assert_eq!(ev[tls]["alpn"], "http/1.1");
-    assert_eq!(ev[tls]["alpn_offered"], serde_json::json!(["h2", "http/1.1"]));
+    assert_eq!(
+        ev[tls]["alpn_offered"],
+        serde_json::json!(["h2", "http/1.1"])
+    );
     let fb = position(&ev, |e| e["event"] == "fallback").expect("a fallback line");
     assert!(fb > tls);
     assert_eq!(ev[fb]["using"], "http/1.1");
-    assert!(!ev.iter().any(|e| e["event"] == "frame" || e["event"] == "preface"), "no HTTP/2 was spoken");
-    let reqs: Vec<usize> = ev.iter().enumerate().filter(|(_, e)| e["event"] == "h1_request").map(|(i, _)| i).collect();
-    let resps: Vec<usize> = ev.iter().enumerate().filter(|(_, e)| e["event"] == "h1_response").map(|(i, _)| i).collect();
+    assert!(
+        !ev.iter()
+            .any(|e| e["event"] == "frame" || e["event"] == "preface"),
+        "no HTTP/2 was spoken"
+    );
+    let reqs: Vec<usize> = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["event"] == "h1_request")
+        .map(|(i, _)| i)
+        .collect();
+    let resps: Vec<usize> = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["event"] == "h1_response")
+        .map(|(i, _)| i)
+        .collect();
     assert_eq!((reqs.len(), resps.len()), (2, 2));
     // HTTP/1.1 without pipelining: request, response, request, response.
     assert!(fb < reqs[0] && reqs[0] < resps[0] && resps[0] < reqs[1] && reqs[1] < resps[1]);
@@ -287,22 +439,34 @@ fn hxlab_serve_h2_push_page_and_h3() {
 
     let url = format!("https://{tls}/page?n=3&push=1");
     let ev = trace_json(&[&url, "--cacert", cacert, "--push"]);
-    let promises: Vec<&Value> = ev.iter().filter(|e| is_frame(e, "recv", "PUSH_PROMISE")).collect();
+    let promises: Vec<&Value> = ev
+        .iter()
+        .filter(|e| is_frame(e, "recv", "PUSH_PROMISE"))
+        .collect();
     assert_eq!(promises.len(), 3, "three pushed resources");
-    let mut promised: Vec<u64> = promises.iter().map(|p| p["promised_stream_id"].as_u64().expect("id")).collect();
+    let mut promised: Vec<u64> = promises
+        .iter()
+        .map(|p| p["promised_stream_id"].as_u64().expect("id"))
+        .collect();
     promised.sort();
     promised.dedup();
     assert_eq!(promised.len(), 3);
     for p in &promises {
         assert_eq!(p["stream_id"], 1);
-        assert!(header(p, ":path").is_some_and(|x| x.starts_with("/bytes/")), "{p}");
+        assert!(
+            header(p, ":path").is_some_and(|x| x.starts_with("/bytes/")),
+            "{p}"
+        );
     }
     assert_eq!(summary(&ev)["pushed"], 3);
 
     let h3 = s.ready["h3"].as_str().expect("h3 address").to_string();
     let url = format!("https://{h3}/bytes/1000");
     let ev = trace_json(&[&url, "--proto", "h3", "-m", "2", "--cacert", cacert]);
-    let hs = ev.iter().find(|e| e["event"] == "quic_handshake").expect("QUIC handshake");
+    let hs = ev
+        .iter()
+        .find(|e| e["event"] == "quic_handshake")
+        .expect("QUIC handshake");
     assert_eq!(hs["alpn"], "h3");
     assert!(hs["handshake_ms"].as_f64().is_some_and(|ms| ms > 0.0));
     // The server's control stream: stream type 0x00, then SETTINGS on the same stream.
@@ -312,20 +476,37 @@ fn hxlab_serve_h2_push_page_and_h3() {
         .expect("server control stream");
     let ctl_id = ctl["stream_id"].as_u64().expect("id");
     assert_eq!(ctl_id % 4, 3, "a server-initiated unidirectional stream");
-    let settings = ev.iter().find(|e| is_frame(e, "recv", "SETTINGS")).expect("server SETTINGS");
+    let settings = ev
+        .iter()
+        .find(|e| is_frame(e, "recv", "SETTINGS"))
+        .expect("server SETTINGS");
     assert_eq!(settings["stream_id"], ctl_id);
     assert!(!settings["settings"].as_array().expect("list").is_empty());
-    assert!(ev.iter().any(|e| e["event"] == "h3_stream" && e["dir"] == "send" && e["stream_type"] == 0));
-    assert!(ev.iter().any(|e| e["event"] == "h3_stream" && e["stream_type"] == 2), "QPACK encoder stream");
+    assert!(ev
+        .iter()
+        .any(|e| e["event"] == "h3_stream" && e["dir"] == "send" && e["stream_type"] == 0));
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "h3_stream" && e["stream_type"] == 2),
+        "QPACK encoder stream"
+    );
     // Requests on client bidi streams 0 and 4, both sent before the first response DATA.
-    let sent: Vec<usize> = ev.iter().enumerate().filter(|(_, e)| is_frame(e, "send", "HEADERS")).map(|(i, _)| i).collect();
+    let sent: Vec<usize> = ev
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| is_frame(e, "send", "HEADERS"))
+        .map(|(i, _)| i)
+        .collect();
     let ids: Vec<&Value> = sent.iter().map(|i| &ev[*i]["stream_id"]).collect();
     assert_eq!(ids, [0, 4]);
     assert_eq!(header(&ev[sent[0]], ":path"), Some("/bytes/1000"));
     let first_data = position(&ev, |e| is_frame(e, "recv", "DATA")).expect("DATA");
     assert!(sent[1] < first_data);
     for sid in [0, 4] {
-        let h = ev.iter().find(|e| is_frame(e, "recv", "HEADERS") && e["stream_id"] == sid).expect("response HEADERS");
+        let h = ev
+            .iter()
+            .find(|e| is_frame(e, "recv", "HEADERS") && e["stream_id"] == sid)
+            .expect("response HEADERS");
         assert_eq!(header(h, ":status"), Some("200"));
         let n: u64 = ev
             .iter()
@@ -345,12 +526,36 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
         (vec![refused.clone(), "-k".into()], 1, "cannot connect"),
         (vec!["ftp://example/".into()], 1, "bad URL"),
         (vec!["not a url".into()], 1, "bad URL"),
-        (vec![refused.clone(), "-H".into(), "no-colon".into()], 2, "-H"),
-        (vec![refused.clone(), "--proto".into(), "h2c".into()], 2, "h2c"),
-        (vec![refused.clone(), "--timeout".into(), "soon".into()], 2, "--timeout"),
+        (
+            vec![refused.clone(), "-H".into(), "no-colon".into()],
+            2,
+            "-H",
+        ),
+        (
+            vec![refused.clone(), "--proto".into(), "h2c".into()],
+            2,
+            "h2c",
+        ),
+        (
+            vec![refused.clone(), "--timeout".into(), "soon".into()],
+            2,
+            "--timeout",
+        ),
         (vec![refused.clone(), "-m".into(), "0".into()], 2, "-m"),
-        (vec![refused.clone(), "--cacert".into(), "/nonexistent.pem".into()], 2, "--cacert"),
-        (vec![refused.clone(), format!("https://127.0.0.2:{port}/")], 1, "must share scheme, host and port"),
+        (
+            vec![
+                refused.clone(),
+                "--cacert".into(),
+                "/nonexistent.pem".into(),
+            ],
+            2,
+            "--cacert",
+        ),
+        (
+            vec![refused.clone(), format!("https://127.0.0.2:{port}/")],
+            1,
+            "must share scheme, host and port",
+        ),
     ];
     for (args, want, text) in cases {
         let mut cmd = Command::new(hxlab());

@@ -71,15 +71,19 @@ fn options(args: &Args) -> anyhow::Result<TraceOptions> {
         let (name, value) = h
             .split_once(':')
             .ok_or_else(|| super::usage(format!("-H {h:?}: expected \"Name: value\"")))?;
-        let name = hxlab_trace::http::header::HeaderName::from_bytes(name.trim().to_ascii_lowercase().as_bytes())
-            .map_err(|_| super::usage(format!("-H {h:?}: invalid header name")))?;
+        let name = hxlab_trace::http::header::HeaderName::from_bytes(
+            name.trim().to_ascii_lowercase().as_bytes(),
+        )
+        .map_err(|_| super::usage(format!("-H {h:?}: invalid header name")))?;
         let value = hxlab_trace::http::header::HeaderValue::from_str(value.trim())
             .map_err(|_| super::usage(format!("-H {h:?}: invalid header value")))?;
         headers.push((name, value));
     }
     let mut urls = Vec::new();
     for u in &args.urls {
-        let uri: hxlab_trace::http::Uri = u.parse().map_err(|e| anyhow::anyhow!("bad URL {u:?}: {e}"))?;
+        let uri: hxlab_trace::http::Uri = u
+            .parse()
+            .map_err(|e| anyhow::anyhow!("bad URL {u:?}: {e}"))?;
         urls.push(uri);
     }
     let trust = match (&args.cacert, args.insecure) {
@@ -95,7 +99,15 @@ fn options(args: &Args) -> anyhow::Result<TraceOptions> {
         ProtoArg::H2c => Proto::H2c,
         ProtoArg::H3 => Proto::H3,
     };
-    Ok(TraceOptions { urls, proto, multiply: args.multiply, headers, push: args.push, trust, timeout })
+    Ok(TraceOptions {
+        urls,
+        proto,
+        multiply: args.multiply,
+        headers,
+        push: args.push,
+        trust,
+        timeout,
+    })
 }
 
 /// Runs `hxlab trace`.
@@ -117,9 +129,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let pushed = summary.responses.iter().filter(|r| r.pushed).count();
     let line = format!(
         "done: {} over {}{}, {} responses ({} pushed), {} body bytes",
-        if summary.fell_back { "fell back to HTTP/1.1" } else { "spoke" },
+        if summary.fell_back {
+            "fell back to HTTP/1.1"
+        } else {
+            "spoke"
+        },
         summary.protocol,
-        summary.alpn.as_ref().map(|a| format!(" (ALPN {a})")).unwrap_or_default(),
+        summary
+            .alpn
+            .as_ref()
+            .map(|a| format!(" (ALPN {a})"))
+            .unwrap_or_default(),
         summary.responses.len(),
         pushed,
         summary.responses.iter().map(|r| r.body_bytes).sum::<u64>()
