@@ -72,18 +72,28 @@ struct TracerInner {
     start: Instant,
     json: bool,
     out: Mutex<Box<dyn Write + Send>>,
-    events: Mutex<Vec<(Duration, Event)>>,
+    /// Kept only when asked for: a long download must not grow memory with its DATA frames.
+    events: Option<Mutex<Vec<(Duration, Event)>>>,
 }
 
 impl Tracer {
     /// A tracer writing to `out`; `json` selects one JSON object per line.
     pub fn new(json: bool, out: Box<dyn Write + Send>) -> Tracer {
+        Tracer::build(json, out, false)
+    }
+
+    /// Like [`Tracer::new`], and also keeps every event for [`Tracer::events`].
+    pub fn capturing(json: bool, out: Box<dyn Write + Send>) -> Tracer {
+        Tracer::build(json, out, true)
+    }
+
+    fn build(json: bool, out: Box<dyn Write + Send>, keep: bool) -> Tracer {
         Tracer {
             inner: Arc::new(TracerInner {
                 start: Instant::now(),
                 json,
                 out: Mutex::new(out),
-                events: Mutex::new(Vec::new()),
+                events: keep.then(|| Mutex::new(Vec::new())),
             }),
         }
     }
@@ -107,18 +117,18 @@ impl Tracer {
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
         }
-        if let Ok(mut events) = self.inner.events.lock() {
+        if let Some(Ok(mut events)) = self.inner.events.as_ref().map(|e| e.lock()) {
             events.push((t, event));
         }
     }
 
-    /// Every event emitted so far, with its time since the start.
+    /// Every event emitted so far with its time since the start (empty unless
+    /// [`Tracer::capturing`]).
     pub fn events(&self) -> Vec<(Duration, Event)> {
-        self.inner
-            .events
-            .lock()
-            .map(|e| e.clone())
-            .unwrap_or_default()
+        match self.inner.events.as_ref().map(|e| e.lock()) {
+            Some(Ok(e)) => e.clone(),
+            _ => Vec::new(),
+        }
     }
 }
 

@@ -557,6 +557,31 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
             "must share scheme, host and port",
         ),
     ];
+    // A server that accepts TCP (the kernel backlog) but never answers: the TLS wait times out.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_url = format!("https://{}/", silent.local_addr().expect("addr"));
+    // Nothing listens on this UDP port: the QUIC handshake times out.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    let quiet_h3 = format!("https://{}/", udp.local_addr().expect("addr"));
+    drop(udp);
+    let mut cases = cases;
+    cases.push((
+        vec![silent_url, "-k".into(), "--timeout".into(), "1s".into()],
+        1,
+        "timed out after 1s during TLS handshake",
+    ));
+    cases.push((
+        vec![
+            quiet_h3,
+            "-k".into(),
+            "--proto".into(),
+            "h3".into(),
+            "--timeout".into(),
+            "1s".into(),
+        ],
+        1,
+        "QUIC",
+    ));
     for (args, want, text) in cases {
         let mut cmd = Command::new(hxlab());
         cmd.arg("trace").args(&args).args(["--timeout", "5s"]);
