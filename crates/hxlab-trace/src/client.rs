@@ -511,11 +511,20 @@ async fn run_h2<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let err = |reason: String| TraceError::Http {
-        proto: "HTTP/2",
-        reason,
+    let observer = H2Observer::new();
+    let answered_http1 = observer.answered_http1();
+    let err = move |reason: String| {
+        let reason = if answered_http1.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("{reason} (the server answered in HTTP/1.1: it does not speak HTTP/2 here; try --proto h1)")
+        } else {
+            reason
+        };
+        TraceError::Http {
+            proto: "HTTP/2",
+            reason,
+        }
     };
-    let tap = Tap::new(io, H2Observer::new(), tracer.clone());
+    let tap = Tap::new(io, observer, tracer.clone());
     let mut builder = h2::client::Builder::new();
     builder.enable_push(opts.push);
     let (mut client, conn) = step(
@@ -551,6 +560,7 @@ where
     let exchanges = in_flight.into_iter().map(|(path, mut resp)| {
         let pushes = resp.push_promises();
         let tracer = tracer.clone();
+        let err = err.clone();
         async move {
             let sid = u32::from(resp.stream_id()) as u64;
             let main = async {

@@ -142,6 +142,7 @@ fn render(t: Duration, event: &Event, json: bool) -> String {
         let mut obj = Map::new();
         obj.insert("t_ms".into(), Value::from(ms(t)));
         obj.insert("event".into(), Value::from(event.kind));
+        obj.insert("text".into(), Value::from(event.line.as_str()));
         for (k, v) in &event.fields {
             obj.insert(k.clone(), v.clone());
         }
@@ -176,5 +177,6 @@ mod tests {
         assert_eq!(v["event"], "frame");
         assert_eq!(v["type"], "SETTINGS");
         assert_eq!(v["t_ms"], 1.234);
+        assert_eq!(v["text"], "send SETTINGS");
     }
 }

@@ -91,6 +91,8 @@ pub struct H2Wire {
     broken: bool,
     /// Frames seen (for summaries and tests).
     pub frames: u64,
+    /// The peer answered with an HTTP/1.x status line instead of frames.
+    pub answered_http1: bool,
 }
 
 impl H2Wire {
@@ -105,6 +107,7 @@ impl H2Wire {
             pending: None,
             broken: false,
             frames: 0,
+            answered_http1: false,
         }
     }
 
@@ -160,6 +163,7 @@ impl H2Wire {
             if self.frames == 0 && self.dir == Dir::Recv && self.buf.starts_with(b"HTTP/1.") {
                 // An h1-only server answering an h2c prior-knowledge preface.
                 self.broken = true;
+                self.answered_http1 = true;
                 let first = String::from_utf8_lossy(
                     self.buf.split(|b| *b == b'\n').next().unwrap_or_default(),
                 )

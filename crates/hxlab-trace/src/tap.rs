@@ -6,6 +6,8 @@ use crate::h1wire::H1Wire;
 use crate::h2wire::H2Wire;
 use std::io::IoSlice;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -17,10 +19,12 @@ pub trait Observer: Send + Unpin {
     fn on_recv(&mut self, bytes: &[u8]) -> Vec<Event>;
 }
 
-/// Both directions of an HTTP/2 connection, with SETTINGS_HEADER_TABLE_SIZE carried across.
+/// Both directions of an HTTP/2 connection. The HPACK decoders accept any dynamic table size
+/// the sender announces, so SETTINGS_HEADER_TABLE_SIZE need not be carried across.
 pub struct H2Observer {
     send: H2Wire,
     recv: H2Wire,
+    answered_http1: Arc<AtomicBool>,
 }
 
 impl H2Observer {
@@ -29,7 +33,14 @@ impl H2Observer {
         H2Observer {
             send: H2Wire::new(Dir::Send),
             recv: H2Wire::new(Dir::Recv),
+            answered_http1: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Set once the server answered with HTTP/1.x instead of HTTP/2 frames, so the caller can
+    /// explain the h2 error that follows.
+    pub fn answered_http1(&self) -> Arc<AtomicBool> {
+        self.answered_http1.clone()
     }
 }
 
@@ -44,7 +55,11 @@ impl Observer for H2Observer {
         self.send.feed(bytes)
     }
     fn on_recv(&mut self, bytes: &[u8]) -> Vec<Event> {
-        self.recv.feed(bytes)
+        let events = self.recv.feed(bytes);
+        if self.recv.answered_http1 {
+            self.answered_http1.store(true, Ordering::Relaxed);
+        }
+        events
     }
 }
 

@@ -77,6 +77,8 @@ fn make_docroot(dir: &Path) -> PathBuf {
 struct Peer {
     child: Child,
     port: u16,
+    /// nginx only: a cleartext HTTP/1.1 port.
+    plain_port: u16,
     dir: TempDir,
 }
 
@@ -112,7 +114,12 @@ impl Peer {
             .spawn()
             .expect("start nghttpd");
         wait_port(port, &mut child);
-        Some(Peer { child, port, dir })
+        Some(Peer {
+            child,
+            port,
+            plain_port: 0,
+            dir,
+        })
     }
 
     /// nginx with TLS and without http2: ALPN can only give http/1.1.
@@ -122,12 +129,13 @@ impl Peer {
         let root = make_docroot(dir.path());
         let (cert, key) = make_cert(dir.path())?;
         let port = free_port();
+        let plain_port = free_port();
         let d = dir.path().display();
         let conf = format!(
             "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 64; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
-             server {{\n    listen 127.0.0.1:{port} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
+             server {{\n    listen 127.0.0.1:{port} ssl;\n    listen 127.0.0.1:{plain_port};\n    ssl_certificate {};\n    ssl_certificate_key {};\n\
              root {};\n  }}\n}}\n",
             cert.display(),
             key.display(),
@@ -145,7 +153,12 @@ impl Peer {
             .spawn()
             .expect("start nginx");
         wait_port(port, &mut child);
-        Some(Peer { child, port, dir })
+        Some(Peer {
+            child,
+            port,
+            plain_port,
+            dir,
+        })
     }
 }
 
@@ -424,6 +437,24 @@ fn nginx_without_http2_shows_the_fallback() {
     let s = summary(&ev);
     assert_eq!(s["protocol"], "h1");
     assert_eq!(s["fell_back"], true);
+
+    // h2c prior knowledge to an HTTP/1.1-only port: the 400 status line, then one clear error.
+    let url = format!("http://127.0.0.1:{}/", nginx.plain_port);
+    let mut cmd = Command::new(hxlab());
+    cmd.args([
+        "trace",
+        &url,
+        "--proto",
+        "h2c",
+        "--json",
+        "--timeout",
+        "20s",
+    ]);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("HTTP/1.1 400"), "{out}");
+    assert!(err.contains("answered in HTTP/1.1"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]
