@@ -185,3 +185,40 @@ impl<S: AsyncWrite + Unpin, O: Observer> AsyncWrite for Tap<S, O> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn tap_reports_both_directions_of_a_real_stream() {
+        let (client, mut server) = tokio::io::duplex(64);
+        let tracer = Tracer::capturing(true, Box::new(std::io::sink()));
+        let mut tap = Tap::new(client, H1Observer::new(), tracer.clone());
+        // Larger than the duplex buffer: the write is split, the head is still reported once.
+        let mut req = b"GET /x HTTP/1.1\r\nhost: a\r\n".to_vec();
+        req.extend(b"x-pad: ".iter().chain([b'p'; 100].iter()));
+        req.extend(b"\r\n\r\n");
+        let writer = async {
+            tap.write_all(&req).await.expect("write");
+            let mut buf = [0u8; 64];
+            let n = tap.read(&mut buf).await.expect("read");
+            assert!(n > 0);
+        };
+        let peer = async {
+            let mut got = vec![0u8; req.len()];
+            server.read_exact(&mut got).await.expect("server read");
+            server
+                .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+                .await
+                .expect("server write");
+        };
+        tokio::join!(writer, peer);
+        let events = tracer.events();
+        let kinds: Vec<&str> = events.iter().map(|(_, e)| e.kind).collect();
+        assert_eq!(kinds, ["h1_request", "h1_response"]);
+        assert_eq!(events[0].1.fields["line"], "GET /x HTTP/1.1");
+        assert_eq!(events[1].1.fields["status"], 204);
+    }
+}

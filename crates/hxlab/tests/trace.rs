@@ -238,6 +238,14 @@ fn assert_two_request_h2_order(events: &[Value], path: &str) {
         assert_eq!(header(&events[*i], ":method"), Some("GET"));
         assert!(events[*i]["header_block_size"].as_u64().unwrap_or(0) > 0);
     }
+    // The second block repeats the first from the HPACK dynamic table: smaller on the wire,
+    // the same fields once decoded (the decoder's table follows the client's encoder).
+    let (a, b) = (&events[sent[0].0], &events[sent[1].0]);
+    assert_eq!(a["headers"], b["headers"]);
+    assert!(
+        b["header_block_size"].as_u64() < a["header_block_size"].as_u64(),
+        "{a}\n{b}"
+    );
     let first_data = position(events, |e| is_frame(e, "recv", "DATA")).expect("response DATA");
     assert!(
         sent[1].0 < first_data,
