@@ -65,6 +65,8 @@ pub struct ResponseSummary {
     pub body_bytes: u64,
     /// True for a pushed response.
     pub pushed: bool,
+    /// The response's Alt-Svc header, if any (how a server advertises HTTP/3).
+    pub alt_svc: Option<String>,
 }
 
 /// What the trace established.
@@ -127,6 +129,30 @@ fn origin_of(urls: &[Uri]) -> Result<Origin, TraceError> {
     })
 }
 
+fn alt_svc_of(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::ALT_SVC)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+/// Tells the user when an h1/h2 server advertises HTTP/3, since `auto` does not follow Alt-Svc.
+fn alt_svc_hint(tracer: &Tracer, summary: &Summary) {
+    let advert = summary
+        .responses
+        .iter()
+        .filter_map(|r| r.alt_svc.as_deref())
+        .find(|a| a.contains("h3="));
+    if let Some(a) = advert {
+        tracer.emit(
+            Event::new(
+                "info",
+                format!("the server advertises HTTP/3 (Alt-Svc: {a}); trace it with --proto h3"),
+            )
+            .field("alt_svc", a),
+        );
+    }
+}
+
 /// Awaits `fut` unless the deadline passes first.
 async fn step<T>(
     deadline: Instant,
@@ -149,6 +175,14 @@ fn info(line: impl Into<String>) -> Event {
 
 /// Traces one connection. Events are emitted through `tracer` as they happen.
 pub async fn trace(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, TraceError> {
+    let summary = trace_connection(opts, tracer).await?;
+    if summary.protocol != "h3" {
+        alt_svc_hint(tracer, &summary);
+    }
+    Ok(summary)
+}
+
+async fn trace_connection(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, TraceError> {
     let origin = origin_of(&opts.urls)?;
     if opts.multiply == 0 {
         return Err(TraceError::Usage("-m must be at least 1".into()));
@@ -463,6 +497,7 @@ where
         .await?
         .map_err(|e| err(e.to_string()))?;
         let status = resp.status().as_u16();
+        let alt_svc = alt_svc_of(resp.headers());
         let mut body = resp.into_body();
         let mut n = 0u64;
         while let Some(frame) = step(
@@ -489,6 +524,7 @@ where
             status,
             body_bytes: n,
             pushed: false,
+            alt_svc,
         };
         tracer.emit(response_event(&r, "h1"));
         summary.responses.push(r);
@@ -566,6 +602,7 @@ where
             let main = async {
                 let resp = resp.await.map_err(|e| err(e.to_string()))?;
                 let status = resp.status().as_u16();
+                let alt_svc = alt_svc_of(resp.headers());
                 let n = read_h2_body(resp.into_body())
                     .await
                     .map_err(|e| err(e.to_string()))?;
@@ -575,6 +612,7 @@ where
                     status,
                     body_bytes: n,
                     pushed: false,
+                    alt_svc,
                 };
                 tracer.emit(response_event(&r, "h2"));
                 Ok::<_, TraceError>(r)
@@ -651,6 +689,7 @@ async fn read_pushes(
                 status,
                 body_bytes: n,
                 pushed: true,
+                alt_svc: None,
             };
             tracer.emit(response_event(&r, "h2"));
             Ok::<_, h2::Error>(r)
@@ -779,6 +818,7 @@ async fn trace_h3(
                 status: resp.status().as_u16(),
                 body_bytes: n,
                 pushed: false,
+                alt_svc: alt_svc_of(resp.headers()),
             };
             tracer.emit(response_event(&r, "h3"));
             Ok::<_, TraceError>(r)

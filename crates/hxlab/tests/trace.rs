@@ -475,6 +475,13 @@ fn hxlab_serve_h2_push_page_and_h3() {
     let url = format!("https://{tls}/bytes/20000");
     let ev = trace_json(&[&url, "-m", "2", "--cacert", cacert]);
     assert_two_request_h2_order(&ev, "/bytes/20000");
+    // hxlab serve advertises its HTTP/3 port; the trace points at it.
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "info"
+                && e["alt_svc"].as_str().is_some_and(|a| a.contains("h3="))),
+        "an Alt-Svc h3 hint"
+    );
 
     let url = format!("https://{tls}/page?n=3&push=1");
     let ev = trace_json(&[&url, "--cacert", cacert, "--push"]);
