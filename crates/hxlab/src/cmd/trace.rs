@@ -128,7 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let pushed = summary.responses.iter().filter(|r| r.pushed).count();
     let line = format!(
-        "done: {} over {}{}, {} responses ({} pushed), {} body bytes",
+        "done: {} over {}{}, {} response(s) ({} pushed), {} body bytes",
         if summary.fell_back {
             "fell back to HTTP/1.1"
         } else {
