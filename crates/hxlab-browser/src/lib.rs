@@ -130,6 +130,14 @@ impl PageConfig {
     }
 }
 
+impl PageConfig {
+    /// Checks the URL, the protocol/scheme combination and the SPKI hashes without starting
+    /// anything ([`BrowserError::Config`] says what is wrong).
+    pub fn validate(&self) -> Result<(), BrowserError> {
+        load::browser_args(self).map(|_| ())
+    }
+}
+
 impl std::fmt::Debug for PageConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PageConfig")

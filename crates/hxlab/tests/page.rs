@@ -528,6 +528,11 @@ fn bad_flags_exit_2() {
             "soon",
         ],
         vec!["page", "https://127.0.0.1:9/", "--proto", "h2", "--push"],
+        vec!["page", "https://:9/", "--proto", "h2"],
+        vec!["page", "http://127.0.0.1:9/", "--proto", "h3"],
+        vec!["page", "https://127.0.0.1:9/", "--proto", "h2", "--spki", "nope"],
+        vec!["page", "--synthetic", "n=2", "--proto", "h2", "--profile", "no-such-profile"],
+        vec!["page", "--synthetic", "n=2", "--proto", "h2", "--loss", "150%"],
     ] {
         let (code, _, err) =
             run_with_timeout(Command::new(hxlab()).args(&args), Duration::from_secs(20));

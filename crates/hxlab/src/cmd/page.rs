@@ -386,10 +386,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("creating HAR directory {}", dir.display()))?;
     }
 
+    if let Some(url) = &args.url {
+        let mut check = PageConfig::new(url.clone(), proto);
+        check.spki_sha256 = args.spki.clone();
+        check.validate().map_err(|e| super::usage(e.to_string()))?;
+    }
     // A missing browser is reported before anything is started.
-    let mut probe = PageConfig::new("about:blank", proto);
-    probe.chromium = args.chromium.clone();
-    hxlab_browser::find_chromium(&probe.chromium).map_err(anyhow::Error::new)?;
+    hxlab_browser::find_chromium(&args.chromium).map_err(anyhow::Error::new)?;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
