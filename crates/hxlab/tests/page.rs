@@ -226,6 +226,10 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
     check_run(&json["runs"][0], "h2", 2, 1024);
     // The origin answered with a 103 before the page, and the browser saw it.
     assert_eq!(json["early_hints"]["runs_with_103"], 1, "{json}");
+    assert!(
+        json["early_hints"]["resources_from_preloads"].is_u64(),
+        "{json}"
+    );
     assert!(json["runs"][0]["early_hints"].as_u64().unwrap_or(0) >= 1);
     assert_no_browser_left(tmp.path());
 }
@@ -530,9 +534,32 @@ fn bad_flags_exit_2() {
         vec!["page", "https://127.0.0.1:9/", "--proto", "h2", "--push"],
         vec!["page", "https://:9/", "--proto", "h2"],
         vec!["page", "http://127.0.0.1:9/", "--proto", "h3"],
-        vec!["page", "https://127.0.0.1:9/", "--proto", "h2", "--spki", "nope"],
-        vec!["page", "--synthetic", "n=2", "--proto", "h2", "--profile", "no-such-profile"],
-        vec!["page", "--synthetic", "n=2", "--proto", "h2", "--loss", "150%"],
+        vec![
+            "page",
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--spki",
+            "nope",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--profile",
+            "no-such-profile",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--loss",
+            "150%",
+        ],
     ] {
         let (code, _, err) =
             run_with_timeout(Command::new(hxlab()).args(&args), Duration::from_secs(20));

@@ -563,9 +563,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         writeln!(text, "  push: {note}")?;
     }
     if args.early_hints {
+        let used: u32 = measured.iter().map(|r| r.early_hint_preloads_used).sum();
         writeln!(
             text,
-            "  early hints: the browser received 103 in {early_hints_runs} of {} run(s)",
+            "  early hints: the browser received 103 in {early_hints_runs} of {} run(s); {used} resource(s) were served from the preloads it started on them",
             measured.len()
         )?;
     }
@@ -600,7 +601,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "synthetic": synthetic.as_ref().map(|s| json!({
                 "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0 })),
             "push": { "requested": args.push, "ignored_by_browser": args.push && push_ignored, "note": push_note },
-            "early_hints": { "requested": args.early_hints, "runs_with_103": early_hints_runs },
+            "early_hints": { "requested": args.early_hints, "runs_with_103": early_hints_runs,
+                "resources_from_preloads": measured.iter().map(|r| r.early_hint_preloads_used).sum::<u32>() },
             "runs": runs,
             "summary": summary,
         });
