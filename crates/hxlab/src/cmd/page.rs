@@ -489,8 +489,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Err(e @ BrowserError::NotFound(_)) => return Err(anyhow::Error::new(e)),
             Err(e) => {
-                writeln!(text, "{i:>3}  FAILED: {e}")?;
-                outcomes.push(Outcome::Failed(e.to_string()));
+                let mut msg = e.to_string();
+                if msg.contains("ERR_CERT") && target.spki.is_empty() {
+                    msg.push_str(" (trust the server's key with --spki BASE64)");
+                }
+                writeln!(text, "{i:>3}  FAILED: {msg}")?;
+                outcomes.push(Outcome::Failed(msg));
             }
         }
     }
