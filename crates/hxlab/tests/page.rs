@@ -43,7 +43,7 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 
 /// Asserts that no browser started with a profile under `tmp` is alive and no profile is left.
 fn assert_no_browser_left(tmp: &Path) {
-    let needle = format!("--user-data-dir={}/hxlab-chromium-", tmp.display());
+    let needle = format!("--user-data-dir={}/hxc-", tmp.display());
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = processes_mentioning(&needle);
@@ -60,7 +60,7 @@ fn assert_no_browser_left(tmp: &Path) {
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| n.starts_with("hxlab-chromium-"))
+                .filter(|n| n.starts_with("hxc-") || n.contains("org.chromium."))
                 .collect()
         })
         .unwrap_or_default();
