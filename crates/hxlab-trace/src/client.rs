@@ -451,11 +451,20 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     use http_body_util::BodyExt;
-    let err = |reason: String| TraceError::Http {
-        proto: "HTTP/1.1",
-        reason,
+    let observer = H1Observer::new();
+    let answered_h2 = observer.answered_h2();
+    let err = move |reason: String| {
+        let reason = if answered_h2.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("{reason} (the server answered with HTTP/2 frames: it speaks h2c here; try --proto h2c)")
+        } else {
+            reason
+        };
+        TraceError::Http {
+            proto: "HTTP/1.1",
+            reason,
+        }
     };
-    let tap = Tap::new(io, H1Observer::new(), tracer.clone());
+    let tap = Tap::new(io, observer, tracer.clone());
     let (mut sender, conn) = step(
         deadline,
         opts.timeout,

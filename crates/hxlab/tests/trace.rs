@@ -393,6 +393,15 @@ fn nghttpd_h2_two_requests_push_and_h2c() {
     assert_two_request_h2_order(&ev, "/");
     assert!(!ev.iter().any(|e| e["event"] == "tls"), "h2c has no TLS");
     assert_eq!(summary(&ev)["protocol"], "h2c");
+
+    // HTTP/1.1 to that h2c-only server: its SETTINGS frame is recognised and named.
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["trace", &url, "--proto", "h1", "--timeout", "20s"]);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(out.contains("HTTP/2 SETTINGS frame"), "{out}");
+    assert!(err.contains("try --proto h2c"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]
