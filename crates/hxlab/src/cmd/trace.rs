@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "auto")]
     pub proto: ProtoArg,
     /// Request each URL N times, all at once on h2/h3 (like `nghttp -m`).
-    #[arg(short = 'm', long = "multiply", default_value_t = 1)]
+    #[arg(short = 'm', long = "multiply", default_value_t = 1, value_name = "N")]
     pub multiply: usize,
     /// Extra request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header")]
