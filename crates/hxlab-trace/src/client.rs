@@ -48,7 +48,7 @@ pub struct TraceOptions {
     pub push: bool,
     /// Certificates to trust.
     pub trust: Trust,
-    /// Limit for the whole trace; every wait is bounded by it.
+    /// Limit for one traced connection; every wait is bounded by it.
     pub timeout: Duration,
     /// After the traced connection, open a second one with the same TLS session cache and
     /// trace it too, to show whether the server resumes the session (TLS over TCP only).

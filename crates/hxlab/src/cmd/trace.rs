@@ -50,7 +50,7 @@ pub struct Args {
     /// whether the server resumes the session (TLS over TCP).
     #[arg(long)]
     pub resume: bool,
-    /// Limit for the whole trace (connect, handshake, responses).
+    /// Limit for the traced connection (each one with --resume): connect, handshake, responses.
     #[arg(long, default_value = "10s", value_name = "DUR")]
     pub timeout: String,
 }
