@@ -258,22 +258,37 @@ impl Runner {
         let mut i = 0;
         while i < pending.len() {
             let cell = pending[i].0;
-            // Repetitions of a network cell share one `hxlab link`: setting a link up and
-            // tearing it down costs far more than a loopback repetition.
+            // Consecutive network cells with the same link settings share one `hxlab link`.
+            let link_key = |c: &Cell| (c.config.profile.clone(), c.config.loss.clone());
             let mut j = i + 1;
             if cell.config.needs_link() {
-                while j < pending.len() && pending[j].0.key == cell.key {
+                while j < pending.len()
+                    && pending[j].0.config.needs_link()
+                    && link_key(pending[j].0) == link_key(cell)
+                {
                     j += 1;
                 }
             }
-            let reps: Vec<u32> = pending[i..j].iter().map(|p| p.1).collect();
             if i == 0 || pending[i - 1].0.key != cell.key {
                 cell_no += 1;
                 if let Some(pb) = &bar {
                     pb.set_message(cell.key.clone());
                 }
             }
-            for record in self.run_cell(exp, cell, &reps, &dir) {
+            let records = if cell.config.needs_link() {
+                let mut group: Vec<(&Cell, Vec<u32>)> = Vec::new();
+                for (c, rep) in &pending[i..j] {
+                    match group.last_mut() {
+                        Some((last, reps)) if last.key == c.key => reps.push(*rep),
+                        _ => group.push((c, vec![*rep])),
+                    }
+                }
+                cell_no += group.len() - 1;
+                self.run_link_group(exp, &group, &dir)
+            } else {
+                vec![self.run_loopback(exp, cell, pending[i].1, &dir)]
+            };
+            for record in records {
                 if let Some(r) = &record.result {
                     summary.measured_s += r.duration_s;
                 }
@@ -305,19 +320,16 @@ impl Runner {
                     pb.inc(1);
                 }
             }
-            let last_of_cell = pending.get(j).is_none_or(|(next, _)| next.key != cell.key);
+            let last = pending[j - 1].0;
+            let last_of_cell = pending.get(j).is_none_or(|(next, _)| next.key != last.key);
             if self.opts.log_cells && last_of_cell && bar.is_none() {
-                eprintln!("[{cell_no}/{total_cells}] {} done", cell.key);
+                eprintln!("[{cell_no}/{total_cells}] {} done", last.key);
             }
             i = j;
         }
         summary.wall_s = t_runs.elapsed().as_secs_f64();
         if let Some(pb) = bar {
             pb.finish_and_clear();
-        }
-        for k in 0..exp.repetitions {
-            let _ = std::fs::remove_file(dir.join(format!(".load-{k}.json")));
-            let _ = std::fs::remove_file(dir.join(format!(".load-{k}.rc")));
         }
         self.server = None;
         summary.notes = meta.notes.clone();
@@ -436,16 +448,12 @@ impl Runner {
         }
     }
 
-    /// Runs the given repetitions of one cell: one `hxlab load` for a loopback cell (called
-    /// with one repetition), or all of them in turn inside one `hxlab link` for a network
-    /// cell. Every repetition gets a record, whatever happened.
-    fn run_cell(&mut self, exp: &Experiment, cell: &Cell, reps: &[u32], dir: &Path) -> Vec<Record> {
+    fn new_records(exp: &Experiment, cell: &Cell, reps: &[u32]) -> Vec<Record> {
         let started_unix_s = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
-        let mut records: Vec<Record> = reps
-            .iter()
+        reps.iter()
             .map(|&rep| Record {
                 experiment: exp.name.clone(),
                 cell: cell.key.clone(),
@@ -454,166 +462,330 @@ impl Runner {
                 started_unix_s,
                 ..Default::default()
             })
-            .collect();
-        let fail_all = |mut records: Vec<Record>, skipped: bool, why: String| {
-            for r in records.iter_mut() {
-                if skipped {
-                    r.skipped = Some(why.clone());
-                } else {
-                    r.error = Some(why.clone());
-                }
-            }
-            records
-        };
-        if cell.config.needs_link() {
-            if let Some(Err(why)) = &self.link {
-                return fail_all(
-                    records,
-                    true,
-                    format!("link emulation is not available here ({why})"),
-                );
-            }
-        }
+            .collect()
+    }
+
+    fn load_args(plan: &Plan, json: &Path) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "load".into(),
+            "--no-progress".into(),
+            "--json".into(),
+            json.display().to_string(),
+        ];
+        a.extend(plan.args.iter().cloned());
+        a
+    }
+
+    /// One repetition of a loopback cell: `GET /stats`, `hxlab load`, `GET /stats`.
+    fn run_loopback(&mut self, exp: &Experiment, cell: &Cell, rep: u32, dir: &Path) -> Record {
+        let mut record = Self::new_records(exp, cell, &[rep]).remove(0);
         if let Err(e) = self.ensure_server() {
-            return fail_all(records, false, e.to_string());
+            record.error = Some(e.to_string());
+            return record;
         }
         let Some(server) = &self.server else {
-            return fail_all(records, false, "no server".into());
+            record.error = Some("no server".into());
+            return record;
         };
         let plan = match plan(exp, &cell.config, server) {
             Ok(p) => p,
-            Err(e) => return fail_all(records, false, e),
+            Err(e) => {
+                record.error = Some(e);
+                return record;
+            }
         };
         let stats_addr = server
             .plain_port
             .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
-        let json_of = |rep: u32| dir.join(format!(".load-{rep}.json"));
-        let rc_of = |rep: u32| dir.join(format!(".load-{rep}.rc"));
-        let load_args = |rep: u32| {
-            let mut a: Vec<String> = vec![
-                "load".into(),
-                "--no-progress".into(),
-                "--json".into(),
-                json_of(rep).display().to_string(),
-            ];
-            a.extend(plan.args.iter().cloned());
-            a
-        };
-        for &rep in reps {
-            let _ = std::fs::remove_file(json_of(rep));
-            let _ = std::fs::remove_file(rc_of(rep));
-        }
-        let through_link = cell.config.needs_link();
-        let cmd = if through_link {
-            let mut c = Command::new(&self.opts.hxlab_bin);
-            c.arg("link");
-            if let Some(p) = &cell.config.profile {
-                c.args(["--profile", p]);
-            }
-            if let Some(l) = &cell.config.loss {
-                c.args(["--loss", l]);
-            }
-            if let Some(s) = exp.seed {
-                c.args(["--seed", &(s + u64::from(reps[0])).to_string()]);
-            }
-            let bin = shell_quote(&self.opts.hxlab_bin.display().to_string());
-            let mut script = String::from("H=$HXLAB_LINK_HOST; case $H in *:*) H=\"[$H]\";; esac");
-            for &rep in reps {
-                script.push_str("; ");
-                script.push_str(&bin);
-                for a in load_args(rep) {
-                    script.push(' ');
-                    script.push_str(&shell_quote(&a));
-                }
-                script.push_str(&format!(
-                    "; echo $? > {}",
-                    shell_quote(&rc_of(rep).display().to_string())
-                ));
-            }
-            c.args(["--", "sh", "-c", &script]);
-            c
-        } else {
-            let mut c = Command::new(&self.opts.hxlab_bin);
-            c.args(
-                load_args(reps[0])
-                    .iter()
-                    .map(|a| a.replace(HOST, "127.0.0.1")),
-            );
-            c
-        };
-        let before = stats_addr.and_then(|a| server_stats(a, cell.config.protocol));
+        let json = dir.join(format!(".load-{rep}.json"));
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = Command::new(&self.opts.hxlab_bin);
+        cmd.args(
+            Self::load_args(&plan, &json)
+                .iter()
+                .map(|a| a.replace(HOST, "127.0.0.1")),
+        );
+        let before = stats_addr.and_then(server_stats);
         let t = Instant::now();
-        let outcome = run_bounded(cmd, exp.timeout * reps.len() as u32);
-        let wall = t.elapsed().as_secs_f64();
-        let after = stats_addr.and_then(|a| server_stats(a, cell.config.protocol));
+        let outcome = run_bounded(cmd, exp.timeout);
+        record.wall_s = t.elapsed().as_secs_f64();
+        let after = stats_addr.and_then(server_stats);
         let (code, stderr) = match outcome {
             Ok(x) => x,
             Err(e) => (None, e),
         };
-        let last_line = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        let n = reps.len();
-        for (record, &rep) in records.iter_mut().zip(reps) {
-            record.wall_s = wall / n as f64;
-            record.expected_body_bytes = plan.expected_body_bytes;
-            record.exit_code = if through_link {
-                std::fs::read_to_string(rc_of(rep))
-                    .ok()
-                    .and_then(|t| t.trim().parse().ok())
-            } else {
-                code
-            };
-            match std::fs::read_to_string(json_of(rep)) {
-                Ok(text) => match serde_json::from_str::<RunResult>(&text) {
-                    Ok(r) => record.result = Some(r),
-                    Err(e) => {
-                        record.error = Some(format!("hxlab load wrote an unreadable result: {e}"))
-                    }
-                },
-                Err(_) => {
-                    let who = if through_link && record.exit_code.is_none() {
-                        "hxlab link"
+        record.exit_code = code;
+        record.expected_body_bytes = plan.expected_body_bytes;
+        fill_record(&mut record, &json, &stderr, None);
+        record.server = server_cost(&before, &after, cell.config.protocol, 1);
+        let _ = std::fs::remove_file(&json);
+        record
+    }
+
+    /// Every repetition of consecutive network cells that share the same link settings, in
+    /// one `hxlab link`: setting a link up and tearing it down costs far more than a
+    /// repetition. Between cells the script waits for the runner to read the server's
+    /// counters, so the server's CPU is still attributed per cell.
+    fn run_link_group(
+        &mut self,
+        exp: &Experiment,
+        group: &[(&Cell, Vec<u32>)],
+        dir: &Path,
+    ) -> Vec<Record> {
+        let mut out: Vec<Vec<Record>> = group
+            .iter()
+            .map(|(c, reps)| Self::new_records(exp, c, reps))
+            .collect();
+        let fail = |out: &mut Vec<Vec<Record>>, skipped: bool, why: &str| {
+            for r in out.iter_mut().flatten() {
+                if r.result.is_none() && r.error.is_none() && r.skipped.is_none() {
+                    if skipped {
+                        r.skipped = Some(why.to_string());
                     } else {
-                        "hxlab load"
-                    };
-                    let status = match (through_link, record.exit_code, code) {
-                        (true, None, c) => format!(
-                            "link exit {}",
-                            c.map(|c| c.to_string())
-                                .unwrap_or_else(|| "by signal or timeout".into())
-                        ),
-                        (_, Some(c), _) => format!("exit {c}"),
-                        (false, None, _) => "stopped by signal or timeout".into(),
-                    };
-                    record.error = Some(format!("{who} gave no result ({status}): {last_line}"));
-                }
-            }
-            if record.error.is_none() && record.exit_code != Some(0) {
-                if let Some(r) = &record.result {
-                    if r.requests_failed == 0 && r.errors.total() == 0 {
-                        record.error = Some(format!(
-                            "hxlab load exited with {:?}: {last_line}",
-                            record.exit_code
-                        ));
+                        r.error = Some(why.to_string());
                     }
                 }
             }
-            if let (Some(b), Some(a)) = (before, after) {
-                // A batch of repetitions shares the server's counters: each gets its share.
-                let requests = a.1.saturating_sub(b.1);
-                record.server = Some(ServerCost {
-                    cpu_s: (a.0 - b.0).max(0.0) / n as f64,
-                    requests: requests / n as u64,
-                });
+        };
+        if let Some(Err(why)) = &self.link {
+            fail(
+                &mut out,
+                true,
+                &format!("link emulation is not available here ({why})"),
+            );
+            return out.into_iter().flatten().collect();
+        }
+        if let Err(e) = self.ensure_server() {
+            fail(&mut out, false, &e.to_string());
+            return out.into_iter().flatten().collect();
+        }
+        let Some(server) = &self.server else {
+            fail(&mut out, false, "no server");
+            return out.into_iter().flatten().collect();
+        };
+        let stats_addr = server
+            .plain_port
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        let plans: Vec<Result<Plan, String>> = group
+            .iter()
+            .map(|(c, _)| plan(exp, &c.config, server))
+            .collect();
+        let file = |ci: usize, what: &str| dir.join(format!(".link-{ci}.{what}"));
+        let json = |ci: usize, rep: u32| dir.join(format!(".link-{ci}-{rep}.json"));
+        let rc = |ci: usize, rep: u32| dir.join(format!(".link-{ci}-{rep}.rc"));
+        let runnable: Vec<usize> = (0..group.len()).filter(|&ci| plans[ci].is_ok()).collect();
+        for (ci, p) in plans.iter().enumerate() {
+            if let Err(e) = p {
+                for r in out[ci].iter_mut() {
+                    r.error = Some(e.clone());
+                }
             }
         }
-        records
+        let cleanup = || {
+            for (ci, (_, reps)) in group.iter().enumerate() {
+                let _ = std::fs::remove_file(file(ci, "done"));
+                let _ = std::fs::remove_file(file(ci, "go"));
+                for &rep in reps {
+                    let _ = std::fs::remove_file(json(ci, rep));
+                    let _ = std::fs::remove_file(rc(ci, rep));
+                }
+            }
+        };
+        cleanup();
+        if runnable.is_empty() {
+            return out.into_iter().flatten().collect();
+        }
+        let first = group[runnable[0]].0;
+        let mut cmd = Command::new(&self.opts.hxlab_bin);
+        cmd.arg("link");
+        if let Some(p) = &first.config.profile {
+            cmd.args(["--profile", p]);
+        }
+        if let Some(l) = &first.config.loss {
+            cmd.args(["--loss", l]);
+        }
+        if let Some(s) = exp.seed {
+            cmd.args([
+                "--seed",
+                &(s + u64::from(group[runnable[0]].1[0])).to_string(),
+            ]);
+        }
+        let bin = shell_quote(&self.opts.hxlab_bin.display().to_string());
+        let q = |p: &Path| shell_quote(&p.display().to_string());
+        let mut script = String::from("H=$HXLAB_LINK_HOST; case $H in *:*) H=\"[$H]\";; esac");
+        for (k, &ci) in runnable.iter().enumerate() {
+            let Ok(plan) = &plans[ci] else { continue };
+            for &rep in &group[ci].1 {
+                script.push_str("; ");
+                script.push_str(&bin);
+                for a in Self::load_args(plan, &json(ci, rep)) {
+                    script.push(' ');
+                    script.push_str(&shell_quote(&a));
+                }
+                script.push_str(&format!("; echo $? > {}", q(&rc(ci, rep))));
+            }
+            script.push_str(&format!("; : > {}", q(&file(ci, "done"))));
+            if k + 1 < runnable.len() {
+                // Wait (bounded by the runner's timeout, which kills the group) until the
+                // runner has read the server's counters for this cell.
+                script.push_str(&format!(
+                    "; while [ ! -e {} ]; do sleep 0.002; done",
+                    q(&file(ci, "go"))
+                ));
+            }
+        }
+        cmd.args(["--", "sh", "-c", &script]);
+        let total_reps: usize = runnable.iter().map(|&ci| group[ci].1.len()).sum();
+        let deadline = Instant::now() + exp.timeout * total_reps as u32 + Duration::from_secs(30);
+        let mut before = stats_addr.and_then(server_stats);
+        let (mut child, stderr) = match spawn_group(cmd) {
+            Ok(x) => x,
+            Err(e) => {
+                fail(&mut out, false, &e);
+                return out.into_iter().flatten().collect();
+            }
+        };
+        let mut t = Instant::now();
+        let mut exited: Option<Option<i32>> = None;
+        let mut finished = vec![false; group.len()];
+        for &ci in &runnable {
+            // Wait for this cell's marker, the link's exit, or the deadline.
+            loop {
+                if file(ci, "done").exists() {
+                    break;
+                }
+                if exited.is_none() {
+                    if let Ok(Some(st)) = child.try_wait() {
+                        exited = Some(st.code());
+                    }
+                }
+                if exited.is_some() || Instant::now() > deadline {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let after = stats_addr.and_then(server_stats);
+            let wall = t.elapsed().as_secs_f64();
+            let n = group[ci].1.len();
+            let cost = server_cost(&before, &after, group[ci].0.config.protocol, n);
+            for r in out[ci].iter_mut() {
+                r.wall_s = wall / n as f64;
+                r.server = cost.clone();
+            }
+            finished[ci] = file(ci, "done").exists();
+            // The script waits for "go", so this reading is also the next cell's start.
+            before = after;
+            t = Instant::now();
+            let _ = std::fs::write(file(ci, "go"), b"");
+            if !finished[ci] {
+                break;
+            }
+        }
+        // Let the link finish (tear down), or stop it at the deadline.
+        let code = loop {
+            if let Some(c) = exited {
+                break c;
+            }
+            if let Ok(Some(st)) = child.try_wait() {
+                break st.code();
+            }
+            if Instant::now() > deadline {
+                // SAFETY: kill has no memory-safety preconditions; -pid names the child's group.
+                unsafe {
+                    libc::kill(-(child.id() as i32), libc::SIGKILL);
+                }
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        // SAFETY: as above; nothing of the group may outlive it.
+        unsafe {
+            libc::kill(-(child.id() as i32), libc::SIGKILL);
+        }
+        let stderr = stderr.join().unwrap_or_default();
+        for &ci in &runnable {
+            let expected = plans[ci].as_ref().ok().and_then(|p| p.expected_body_bytes);
+            for (r, &rep) in out[ci].iter_mut().zip(&group[ci].1) {
+                r.expected_body_bytes = expected;
+                r.exit_code = std::fs::read_to_string(rc(ci, rep))
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok());
+                fill_record(r, &json(ci, rep), &stderr, Some(code));
+            }
+        }
+        cleanup();
+        out.into_iter().flatten().collect()
     }
+}
+
+/// The server's cost between two `/stats` readings, shared by `n` repetitions.
+fn server_cost(
+    before: &Option<ServerStats>,
+    after: &Option<ServerStats>,
+    proto: Protocol,
+    n: usize,
+) -> Option<ServerCost> {
+    let (b, a) = (before.as_ref()?, after.as_ref()?);
+    let key = proto.stats_key();
+    let requests = a.requests.get(key)?.saturating_sub(*b.requests.get(key)?);
+    let n = n.max(1);
+    Some(ServerCost {
+        cpu_s: (a.cpu_s - b.cpu_s).max(0.0) / n as f64,
+        requests: requests / n as u64,
+    })
+}
+
+/// Reads a repetition's RunResult and decides whether it failed. `link_exit` is the link's
+/// exit status for repetitions run inside one (None for a direct `hxlab load`).
+fn fill_record(record: &mut Record, json: &Path, stderr: &str, link_exit: Option<Option<i32>>) {
+    let last_line = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match std::fs::read_to_string(json) {
+        Ok(text) => match serde_json::from_str::<RunResult>(&text) {
+            Ok(r) => record.result = Some(r),
+            Err(e) => record.error = Some(format!("hxlab load wrote an unreadable result: {e}")),
+        },
+        Err(_) => {
+            let status = match (link_exit, record.exit_code) {
+                (_, Some(c)) => format!("hxlab load exit {c}"),
+                (Some(Some(c)), None) => format!("hxlab link exit {c} before this repetition ran"),
+                (Some(None), None) => "hxlab link stopped by a signal or the timeout".into(),
+                (None, None) => "stopped by a signal or the timeout".into(),
+            };
+            record.error = Some(format!("no result ({status}): {last_line}"));
+        }
+    }
+    if record.error.is_none() && record.exit_code != Some(0) {
+        if let Some(r) = &record.result {
+            if r.requests_failed == 0 && r.errors.total() == 0 {
+                record.error = Some(format!(
+                    "hxlab load exited with {:?}: {last_line}",
+                    record.exit_code
+                ));
+            }
+        }
+    }
+}
+
+/// Starts a command in its own process group with stderr collected by a thread.
+fn spawn_group(mut cmd: Command) -> Result<(Child, std::thread::JoinHandle<String>), String> {
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    let stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || stderr.map(tail).unwrap_or_default());
+    Ok((child, reader))
 }
 
 fn count_cells(pending: &[(&Cell, u32)]) -> usize {
@@ -867,8 +1039,15 @@ fn tail(mut r: impl Read) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// `GET /stats` on the plain port: (server CPU seconds, requests counted for `proto`).
-fn server_stats(addr: SocketAddr, proto: Protocol) -> Option<(f64, u64)> {
+/// The server's counters: CPU seconds (user + system) and requests per protocol.
+#[derive(Clone, Debug, Default)]
+struct ServerStats {
+    cpu_s: f64,
+    requests: std::collections::BTreeMap<String, u64>,
+}
+
+/// `GET /stats` on the plain port.
+fn server_stats(addr: SocketAddr) -> Option<ServerStats> {
     let addr = addr.to_socket_addrs().ok()?.next()?;
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
@@ -888,13 +1067,14 @@ fn server_stats(addr: SocketAddr, proto: Protocol) -> Option<(f64, u64)> {
         body.to_string()
     };
     let v: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
-    let cpu = v.get("cpu_user_s")?.as_f64()? + v.get("cpu_sys_s")?.as_f64()?;
+    let cpu_s = v.get("cpu_user_s")?.as_f64()? + v.get("cpu_sys_s")?.as_f64()?;
     let requests = v
         .get("by_protocol")?
-        .get(proto.stats_key())?
-        .get("requests")?
-        .as_u64()?;
-    Some((cpu, requests))
+        .as_object()?
+        .iter()
+        .filter_map(|(k, p)| Some((k.clone(), p.get("requests")?.as_u64()?)))
+        .collect();
+    Some(ServerStats { cpu_s, requests })
 }
 
 fn dechunk(body: &str) -> Option<String> {

@@ -132,6 +132,40 @@ fn h1_time_grows_in_delay_steps_while_h2_stays_near_one_delay() {
     assert!(stdout.contains("h2 vs h1:"), "{stdout}");
 }
 
+/// The same physics through `hxlab link` (WiFi profile: 2 ms each way, 30 Mbit/s): the
+/// client runs in the link's namespace and reaches the server across the emulated link.
+/// Needs root here; without it the test says loudly that it did not run.
+#[test]
+fn physics_through_the_link() {
+    if !is_root() {
+        eprintln!("\n!!!!! SKIPPED: physics_through_the_link needs root (network namespaces, TUN) !!!!!\n");
+        return;
+    }
+    let dir = TempDir::new("hxlab-lab-link");
+    let spec = dir.path().join("link.toml");
+    std::fs::write(
+        &spec,
+        "protocol = [\"h1-tls\", \"h2\"]\ndelay = \"50ms\"\nresources = [12, 24]\nsize = \"1KiB\"\nprofile = \"WiFi\"\nrepetitions = 2\nseed = 3\n",
+    )
+    .expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd().arg("run").arg(&spec).arg("--out").arg(&out).arg("--no-progress"),
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, Some(0), "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let r = report_of(&out);
+    assert!(r.records.iter().all(|x| x.skipped.is_none()), "link emulation must work as root: {:?}", r.meta.notes);
+    let k = |p: &str, n: u32| format!("protocol={p} profile=WiFi delay=50ms resources={n} size=1KiB");
+    let (h1_12, h1_24) = (median(&r, &k("h1-tls", 12)), median(&r, &k("h1-tls", 24)));
+    let (h2_12, h2_24) = (median(&r, &k("h2", 12)), median(&r, &k("h2", 24)));
+    eprintln!("through WiFi: h1-tls 12 → {h1_12:.3} s, 24 → {h1_24:.3} s; h2 12 → {h2_12:.3} s, 24 → {h2_24:.3} s");
+    assert!((0.08..0.40).contains(&(h1_24 - h1_12)), "two more 50 ms rounds for h1: {h1_12} → {h1_24}");
+    assert!(h2_24 - h2_12 < 0.05, "no extra round for h2: {h2_12} → {h2_24}");
+    // The link's round trip (2 × 2 ms) and handshakes come on top of the server's delay.
+    assert!(h2_12 > 0.054, "h2 pays the delay plus the link's round trips: {h2_12}");
+}
+
 /// `hxlab compare` with a tiny override finishes, prints the table and the runner's
 /// overhead, and writes report.md, results.csv and report.html. Through the link too when
 /// it works here; otherwise the network cells are skipped with a note saying why.
