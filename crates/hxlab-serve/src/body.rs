@@ -42,7 +42,9 @@ impl BodySpec {
         match self {
             BodySpec::Empty => Some(Bytes::new()),
             BodySpec::Bytes(b) => Some(b.clone()),
-            BodySpec::Filler(n) if *n <= CHUNK as u64 => Some(Bytes::from_static(&FILLER[..*n as usize])),
+            BodySpec::Filler(n) if *n <= CHUNK as u64 => {
+                Some(Bytes::from_static(&FILLER[..*n as usize]))
+            }
             _ => None,
         }
     }
@@ -54,7 +56,10 @@ impl BodySpec {
             BodySpec::Empty => Kind::Bytes(Bytes::new()),
             BodySpec::Bytes(b) => Kind::Bytes(b),
             BodySpec::Filler(_) => Kind::Filler,
-            BodySpec::File(f, _) => Kind::File { file: tokio::fs::File::from_std(f), buf: Vec::new() },
+            BodySpec::File(f, _) => Kind::File {
+                file: tokio::fs::File::from_std(f),
+                buf: Vec::new(),
+            },
         };
         Source { kind, remaining }
     }
@@ -79,7 +84,11 @@ impl Source {
     }
 
     /// The next chunk of at most `max` bytes; `None` when the body is complete.
-    pub fn poll_chunk(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<Option<Bytes>>> {
+    pub fn poll_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<io::Result<Option<Bytes>>> {
         if self.remaining == 0 {
             return Poll::Ready(Ok(None));
         }
@@ -93,7 +102,10 @@ impl Source {
                 ready!(Pin::new(file).poll_read(cx, &mut rb))?;
                 let n = rb.filled().len();
                 if n == 0 {
-                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being served")));
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shrank while being served",
+                    )));
                 }
                 Bytes::copy_from_slice(&buf[..n])
             }

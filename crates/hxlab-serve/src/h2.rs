@@ -38,10 +38,33 @@ where
     if stopping {
         conn.graceful_shutdown();
     }
+    let mut batch = Vec::new();
     loop {
         tokio::select! {
             next = conn.accept() => match next {
-                Some(Ok((req, respond))) => on_request(&ctx, proto, req, respond),
+                Some(Ok(first)) => {
+                    // Take every request that has already arrived before answering any: each
+                    // accept() flushes what was answered so far, so answering in between
+                    // would cost one write per response instead of one per batch.
+                    batch.push(first);
+                    let mut closed = false;
+                    while batch.len() < 256 {
+                        match futures::FutureExt::now_or_never(conn.accept()) {
+                            Some(Some(Ok(more))) => batch.push(more),
+                            Some(Some(Err(_))) | Some(None) => {
+                                closed = true;
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    for (req, respond) in batch.drain(..) {
+                        on_request(&ctx, proto, req, respond);
+                    }
+                    if closed {
+                        break;
+                    }
+                }
                 Some(Err(_)) | None => break,
             },
             changed = shutdown.changed(), if !stopping => {
@@ -54,7 +77,12 @@ where
     }
 }
 
-fn on_request(ctx: &Arc<Ctx>, proto: Proto, req: Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+fn on_request(
+    ctx: &Arc<Ctx>,
+    proto: Proto,
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+) {
     let (parts, body) = req.into_parts();
     let reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
     let head_only = parts.method == Method::HEAD;
@@ -82,11 +110,23 @@ async fn drain(mut body: RecvStream) {
     }
 }
 
-fn send_immediate(ctx: &Ctx, proto: Proto, respond: &mut SendResponse<Bytes>, reply: Reply, head_only: bool) {
-    let data = if head_only { Bytes::new() } else { reply.body.in_memory().unwrap_or_default() };
+fn send_immediate(
+    ctx: &Ctx,
+    proto: Proto,
+    respond: &mut SendResponse<Bytes>,
+    reply: Reply,
+    head_only: bool,
+) {
+    let data = if head_only {
+        Bytes::new()
+    } else {
+        reply.body.in_memory().unwrap_or_default()
+    };
     let head = reply.head(ctx, true);
     let end = data.is_empty();
-    let Ok(mut stream) = respond.send_response(head, end) else { return };
+    let Ok(mut stream) = respond.send_response(head, end) else {
+        return;
+    };
     let n = data.len() as u64;
     if !end && stream.send_data(data, true).is_err() {
         return;
@@ -122,7 +162,9 @@ async fn serve_stream(
     // PUSH_PROMISEs go out before the page's body so the client never requests them itself.
     let mut pushed = Vec::new();
     for path in &reply.push {
-        let Some(req) = push_request(&uri, path) else { continue };
+        let Some(req) = push_request(&uri, path) else {
+            continue;
+        };
         match respond.push_request(req) {
             Ok(p) => pushed.push((p, path.clone())),
             // The client disabled push or has no room for more pushed streams.
@@ -130,7 +172,11 @@ async fn serve_stream(
         }
     }
     let head = reply.head(&ctx, true);
-    let body = if head_only { BodySpec::Empty } else { reply.body };
+    let body = if head_only {
+        BodySpec::Empty
+    } else {
+        reply.body
+    };
     let end = body.len() == 0;
     if let Ok(stream) = respond.send_response(head, end) {
         for (mut p, path) in pushed {
@@ -158,11 +204,22 @@ fn push_request(page: &Uri, path: &str) -> Option<Request<()>> {
     if let Some(a) = page.authority() {
         uri = uri.authority(a.clone());
     }
-    Request::builder().method(Method::GET).uri(uri.build().ok()?).body(()).ok()
+    Request::builder()
+        .method(Method::GET)
+        .uri(uri.build().ok()?)
+        .body(())
+        .ok()
 }
 
 /// Sends a body within HTTP/2 flow control: asks for window, sends what was granted.
-async fn send_body(ctx: &Ctx, proto: Proto, mut stream: SendStream<Bytes>, mut source: Source, counted: bool, already_ended: bool) {
+async fn send_body(
+    ctx: &Ctx,
+    proto: Proto,
+    mut stream: SendStream<Bytes>,
+    mut source: Source,
+    counted: bool,
+    already_ended: bool,
+) {
     if !already_ended {
         loop {
             let left = source.remaining();

@@ -14,7 +14,10 @@ type H3Conn = h3::server::Connection<h3_quinn::Connection, Bytes>;
 type H3Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
 /// Accepts QUIC connections until shutdown.
-pub(crate) fn spawn_accept(endpoint: quinn::Endpoint, ctx: Arc<Ctx>) -> tokio::task::JoinHandle<()> {
+pub(crate) fn spawn_accept(
+    endpoint: quinn::Endpoint,
+    ctx: Arc<Ctx>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut shutdown = ctx.shutdown.clone();
         loop {
@@ -96,7 +99,11 @@ async fn serve_request(ctx: Arc<Ctx>, req: http::Request<()>, mut stream: H3Stre
     if stream.send_response(head).await.is_err() {
         return;
     }
-    let body = if parts.method == Method::HEAD { BodySpec::Empty } else { reply.body };
+    let body = if parts.method == Method::HEAD {
+        BodySpec::Empty
+    } else {
+        reply.body
+    };
     let mut source = body.into_source();
     loop {
         match source.chunk(CHUNK).await {

@@ -73,7 +73,9 @@ impl Default for ServeConfig {
             cert_out: None,
             dir: None,
             max_streams: 100,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             max_delay: Duration::from_secs(60),
             max_size: 1 << 40,
             max_header_size: 64 * 1024,
@@ -165,7 +167,8 @@ impl RunningServer {
             let _ = h.await;
         }
         self.ctx.tracker.close();
-        let drained = tokio::time::timeout(self.ctx.limits.drain_timeout, self.ctx.tracker.wait()).await;
+        let drained =
+            tokio::time::timeout(self.ctx.limits.drain_timeout, self.ctx.tracker.wait()).await;
         if drained.is_err() {
             eprintln!(
                 "hxlab serve: {} connection(s) still busy after the drain timeout; closing them",
@@ -179,42 +182,74 @@ impl RunningServer {
     }
 }
 
+/// For a process that installs no tracing subscriber of its own (the `hxlab serve` CLI):
+/// installs one that records nothing. Without any subscriber, `tracing`'s `log` fallback
+/// (switched on by quinn's `log` feature) formats span activity on every HTTP/2 frame, which
+/// costs a few percent of the server's CPU. Does nothing if a subscriber is already set.
+pub fn install_null_tracing() {
+    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(
+        tracing::subscriber::NoSubscriber::default(),
+    ));
+}
+
 /// Binds every listener, makes or loads the certificate and starts serving on the current
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     if cfg.max_streams == 0 {
-        return Err(ServeError::Config("--max-streams must be at least 1".into()));
+        return Err(ServeError::Config(
+            "--max-streams must be at least 1".into(),
+        ));
     }
     if cfg.threads == 0 {
         return Err(ServeError::Config("--threads must be at least 1".into()));
     }
     let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
     if let Some(out) = &cfg.cert_out {
-        tls::write_atomically(out, identity.cert_pem.as_bytes())
-            .map_err(|source| ServeError::File { path: out.clone(), source })?;
+        tls::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
+            ServeError::File {
+                path: out.clone(),
+                source,
+            }
+        })?;
     }
     let dir = match &cfg.dir {
         Some(d) => {
-            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File { path: d.clone(), source })?;
+            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File {
+                path: d.clone(),
+                source,
+            })?;
             if !canon.is_dir() {
-                return Err(ServeError::Config(format!("--dir {}: not a directory", d.display())));
+                return Err(ServeError::Config(format!(
+                    "--dir {}: not a directory",
+                    d.display()
+                )));
             }
             Some(canon)
         }
         None => None,
     };
     let sockets = listen::bind_all(&cfg)?;
-    let tls_addr = sockets.tls.local_addr().map_err(|source| ServeError::Bind {
-        what: "tls",
-        addr: SocketAddr::new(cfg.bind, cfg.tls_port),
-        source,
-    })?;
-    let plain_addr = sockets.plain.local_addr().map_err(|source| ServeError::Bind {
-        what: "plain",
-        addr: SocketAddr::new(cfg.bind, cfg.plain_port),
-        source,
-    })?;
-    let h3_addr = if sockets.udp.is_some() { Some(tls_addr) } else { None };
+    let tls_addr = sockets
+        .tls
+        .local_addr()
+        .map_err(|source| ServeError::Bind {
+            what: "tls",
+            addr: SocketAddr::new(cfg.bind, cfg.tls_port),
+            source,
+        })?;
+    let plain_addr = sockets
+        .plain
+        .local_addr()
+        .map_err(|source| ServeError::Bind {
+            what: "plain",
+            addr: SocketAddr::new(cfg.bind, cfg.plain_port),
+            source,
+        })?;
+    let h3_addr = if sockets.udp.is_some() {
+        Some(tls_addr)
+    } else {
+        None
+    };
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let limits = routes::Limits {
@@ -225,7 +260,14 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         max_streams: cfg.max_streams,
         drain_timeout: cfg.drain_timeout,
     };
-    let ctx = Arc::new(routes::Ctx::new(limits, dir, tls_addr, plain_addr, h3_addr, shutdown_rx));
+    let ctx = Arc::new(routes::Ctx::new(
+        limits,
+        dir,
+        tls_addr,
+        plain_addr,
+        h3_addr,
+        shutdown_rx,
+    ));
 
     let tls_config = Arc::new(identity.tcp_server_config()?);
     let mut accept_loops = Vec::new();
@@ -240,9 +282,74 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
             udp,
             Arc::new(quinn::TokioRuntime),
         )
-        .map_err(|source| ServeError::Bind { what: "h3", addr: tls_addr, source })?;
+        .map_err(|source| ServeError::Bind {
+            what: "h3",
+            addr: tls_addr,
+            source,
+        })?;
         accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
         endpoint = Some(ep);
     }
-    Ok(RunningServer { tls_addr, plain_addr, h3_addr, identity, ctx, shutdown_tx, accept_loops, endpoint })
+    Ok(RunningServer {
+        tls_addr,
+        plain_addr,
+        h3_addr,
+        identity,
+        ctx,
+        shutdown_tx,
+        accept_loops,
+        endpoint,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn library_api_serves_and_shuts_down() {
+        let cfg = ServeConfig {
+            tls_port: 0,
+            plain_port: 0,
+            ..ServeConfig::default()
+        };
+        let server = start(cfg).await.expect("start");
+        assert_eq!(
+            server.h3_addr(),
+            Some(server.tls_addr()),
+            "h3 shares the TLS port number"
+        );
+        assert!(server.cert_pem().contains("BEGIN CERTIFICATE"));
+        assert_eq!(server.spki_sha256().len(), 44);
+        let mut tcp = tokio::net::TcpStream::connect(server.plain_addr())
+            .await
+            .expect("connect");
+        tcp.write_all(b"GET /bytes/10 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut answer))
+            .await
+            .expect("in time")
+            .expect("read");
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(text.ends_with("\r\n\r\nxxxxxxxxxx"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("alt-svc: h3=\""),
+            "{text}"
+        );
+        let stats = server.stats();
+        assert_eq!(stats.by_protocol["h1"].requests, 1);
+        assert_eq!(stats.by_protocol["h1"].body_bytes, 10);
+        let plain = server.plain_addr();
+        tokio::time::timeout(Duration::from_secs(15), server.shutdown())
+            .await
+            .expect("shutdown in time");
+        assert!(
+            tokio::net::TcpStream::connect(plain).await.is_err(),
+            "listener closed"
+        );
+    }
 }

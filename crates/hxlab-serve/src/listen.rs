@@ -19,7 +19,11 @@ pub(crate) struct Sockets {
 }
 
 fn tcp_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     // Restarting right after a run must not fail on connections in TIME_WAIT.
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
@@ -34,7 +38,11 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
     let mut last_err = None;
     let mut pair = None;
     for _ in 0..attempts {
-        let tls = tcp_listener(tls_addr).map_err(|source| ServeError::Bind { what: "tls", addr: tls_addr, source })?;
+        let tls = tcp_listener(tls_addr).map_err(|source| ServeError::Bind {
+            what: "tls",
+            addr: tls_addr,
+            source,
+        })?;
         if !cfg.h3 {
             pair = Some((tls, None));
             break;
@@ -46,18 +54,29 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
                 pair = Some((tls, Some(udp)));
                 break;
             }
-            Err(source) => last_err = Some(ServeError::Bind { what: "h3 (udp)", addr: udp_addr, source }),
+            Err(source) => {
+                last_err = Some(ServeError::Bind {
+                    what: "h3 (udp)",
+                    addr: udp_addr,
+                    source,
+                })
+            }
         }
     }
     let (tls, udp) = match pair {
         Some(p) => p,
         None => {
-            return Err(last_err.unwrap_or_else(|| ServeError::Config("could not bind the TLS and UDP ports".into())))
+            return Err(last_err.unwrap_or_else(|| {
+                ServeError::Config("could not bind the TLS and UDP ports".into())
+            }))
         }
     };
     let plain_addr = SocketAddr::new(cfg.bind, cfg.plain_port);
-    let plain =
-        tcp_listener(plain_addr).map_err(|source| ServeError::Bind { what: "plain", addr: plain_addr, source })?;
+    let plain = tcp_listener(plain_addr).map_err(|source| ServeError::Bind {
+        what: "plain",
+        addr: plain_addr,
+        source,
+    })?;
     Ok(Sockets { tls, plain, udp })
 }
 
@@ -87,15 +106,20 @@ where
 }
 
 /// The TLS port: handshake (10 s limit), then h2 if ALPN chose it, HTTP/1.1 otherwise.
-pub(crate) fn spawn_tls(listener: TcpListener, config: Arc<rustls::ServerConfig>, ctx: Arc<Ctx>) -> JoinHandle<()> {
+pub(crate) fn spawn_tls(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    ctx: Arc<Ctx>,
+) -> JoinHandle<()> {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
     accept_loop(listener, ctx, move |tcp, ctx| {
         let acceptor = acceptor.clone();
         async move {
-            let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                Ok(Ok(t)) => t,
-                _ => return,
-            };
+            let tls =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(t)) => t,
+                    _ => return,
+                };
             if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
                 crate::h2::serve(tls, ctx, Proto::H2).await;
             } else {
@@ -188,8 +212,14 @@ mod tests {
 
     #[test]
     fn request_lines_are_told_from_garbage() {
-        assert_eq!(classify_h1(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"), Cleartext::H1);
+        assert_eq!(
+            classify_h1(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Cleartext::H1
+        );
         assert_eq!(classify_h1(b"GET /very-long-and-incomplete"), Cleartext::H1);
-        assert_eq!(classify_h1(b"INVALID CONNECTION PREFACE\r\n\r\n"), Cleartext::Garbage);
+        assert_eq!(
+            classify_h1(b"INVALID CONNECTION PREFACE\r\n\r\n"),
+            Cleartext::Garbage
+        );
     }
 }

@@ -50,7 +50,8 @@ impl Ctx {
         h3: Option<SocketAddr>,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Ctx {
-        let alt_svc = h3.and_then(|a| HeaderValue::from_str(&format!("h3=\":{}\"; ma=86400", a.port())).ok());
+        let alt_svc =
+            h3.and_then(|a| HeaderValue::from_str(&format!("h3=\":{}\"; ma=86400", a.port())).ok());
         Ctx {
             limits,
             dir,
@@ -80,11 +81,23 @@ pub(crate) struct Reply {
 
 impl Reply {
     fn new(status: StatusCode, content_type: &'static str, body: BodySpec) -> Reply {
-        Reply { status, content_type, body, delay: Duration::ZERO, early_hints: None, push: Vec::new(), counted: true }
+        Reply {
+            status,
+            content_type,
+            body,
+            delay: Duration::ZERO,
+            early_hints: None,
+            push: Vec::new(),
+            counted: true,
+        }
     }
 
     fn text(status: StatusCode, text: String) -> Reply {
-        Reply::new(status, "text/plain; charset=utf-8", BodySpec::Bytes(Bytes::from(text)))
+        Reply::new(
+            status,
+            "text/plain; charset=utf-8",
+            BodySpec::Bytes(Bytes::from(text)),
+        )
     }
 
     fn bad(reason: impl std::fmt::Display) -> Reply {
@@ -93,7 +106,10 @@ impl Reply {
 
     /// True when the whole response can be written at once: no wait, no push, small body.
     pub fn is_immediate(&self) -> bool {
-        self.delay.is_zero() && self.early_hints.is_none() && self.push.is_empty() && self.body.in_memory().is_some()
+        self.delay.is_zero()
+            && self.early_hints.is_none()
+            && self.push.is_empty()
+            && self.body.in_memory().is_some()
     }
 
     /// The response head (status and headers); `tcp` adds Alt-Svc.
@@ -123,7 +139,13 @@ pub(crate) fn early_hints_head(link: &HeaderValue) -> Response<()> {
 }
 
 /// Routes one request.
-pub(crate) fn route(ctx: &Ctx, method: &Method, uri: &Uri, headers: &HeaderMap, proto: Proto) -> Reply {
+pub(crate) fn route(
+    ctx: &Ctx,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    proto: Proto,
+) -> Reply {
     let path = uri.path();
     let query = uri.query();
     let reply = if let Some(n) = path.strip_prefix("/bytes/") {
@@ -142,13 +164,21 @@ pub(crate) fn route(ctx: &Ctx, method: &Method, uri: &Uri, headers: &HeaderMap, 
         page_endpoint(ctx, query)
     } else if path == "/stats" {
         let mut r = match serde_json::to_vec(&ctx.stats.snapshot()) {
-            Ok(json) => Reply::new(StatusCode::OK, "application/json", BodySpec::Bytes(Bytes::from(json))),
+            Ok(json) => Reply::new(
+                StatusCode::OK,
+                "application/json",
+                BodySpec::Bytes(Bytes::from(json)),
+            ),
             Err(e) => Reply::text(StatusCode::INTERNAL_SERVER_ERROR, format!("stats: {e}\n")),
         };
         r.counted = false;
         r
     } else if path == "/" || path == "/index.html" {
-        Reply::new(StatusCode::OK, "text/html; charset=utf-8", BodySpec::Bytes(ctx.demo.clone()))
+        Reply::new(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            BodySpec::Bytes(ctx.demo.clone()),
+        )
     } else {
         Reply::text(
             StatusCode::NOT_FOUND,
@@ -161,12 +191,19 @@ pub(crate) fn route(ctx: &Ctx, method: &Method, uri: &Uri, headers: &HeaderMap, 
 }
 
 /// Query parameters, percent-decoded; a parameter that is not UTF-8 is an error.
-fn params(query: Option<&str>) -> Result<Vec<(Cow<'_, str>, Cow<'_, str>)>, String> {
+/// One decoded `key=value` query parameter.
+type Param<'a> = (Cow<'a, str>, Cow<'a, str>);
+
+fn params(query: Option<&str>) -> Result<Vec<Param<'_>>, String> {
     let mut out = Vec::new();
     for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let k = percent_decode_str(k).decode_utf8().map_err(|_| format!("parameter {k:?} is not UTF-8"))?;
-        let v = percent_decode_str(v).decode_utf8().map_err(|_| format!("value of {k} is not UTF-8"))?;
+        let k = percent_decode_str(k)
+            .decode_utf8()
+            .map_err(|_| format!("parameter {k:?} is not UTF-8"))?;
+        let v = percent_decode_str(v)
+            .decode_utf8()
+            .map_err(|_| format!("value of {k} is not UTF-8"))?;
         out.push((k, v));
     }
     Ok(out)
@@ -176,7 +213,11 @@ fn params(query: Option<&str>) -> Result<Vec<(Cow<'_, str>, Cow<'_, str>)>, Stri
 fn parse_delay(ctx: &Ctx, v: &str) -> Result<Duration, String> {
     let d = match v.trim().parse::<f64>() {
         Ok(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_secs_f64(ms / 1000.0),
-        Ok(_) => return Err(format!("delay {v:?} must be a non-negative number of milliseconds")),
+        Ok(_) => {
+            return Err(format!(
+                "delay {v:?} must be a non-negative number of milliseconds"
+            ))
+        }
         Err(_) => hxlab_core::parse_duration(v).map_err(|e| e.to_string())?,
     };
     if d > ctx.limits.max_delay {
@@ -191,7 +232,10 @@ fn parse_delay(ctx: &Ctx, v: &str) -> Result<Duration, String> {
 
 fn check_size(ctx: &Ctx, n: u64) -> Result<u64, String> {
     if n > ctx.limits.max_size {
-        return Err(format!("size {n} bytes is over the limit of {} bytes (--max-size)", ctx.limits.max_size));
+        return Err(format!(
+            "size {n} bytes is over the limit of {} bytes (--max-size)",
+            ctx.limits.max_size
+        ));
     }
     Ok(n)
 }
@@ -213,7 +257,11 @@ fn delay_param(ctx: &Ctx, query: Option<&str>) -> Result<Duration, String> {
 }
 
 fn filler(n: u64, delay: Duration) -> Reply {
-    let mut r = Reply::new(StatusCode::OK, "application/octet-stream", BodySpec::Filler(n));
+    let mut r = Reply::new(
+        StatusCode::OK,
+        "application/octet-stream",
+        BodySpec::Filler(n),
+    );
     r.delay = delay;
     r
 }
@@ -238,13 +286,19 @@ fn option_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
         for (k, v) in params(query)? {
             match &*k {
                 "size" => {
-                    let mb: f64 = v.trim().parse().map_err(|_| format!("size {v:?} is not a number of MB"))?;
+                    let mb: f64 = v
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("size {v:?} is not a number of MB"))?;
                     if !mb.is_finite() || mb < 0.0 {
                         return Err(format!("size {v:?} must be a non-negative number of MB"));
                     }
                     let bytes = (mb * 1_048_576.0).floor();
                     if bytes > ctx.limits.max_size as f64 {
-                        return Err(format!("size {v} MB is over the limit of {} bytes (--max-size)", ctx.limits.max_size));
+                        return Err(format!(
+                            "size {v} MB is over the limit of {} bytes (--max-size)",
+                            ctx.limits.max_size
+                        ));
                     }
                     size = bytes as u64;
                 }
@@ -263,7 +317,10 @@ fn delay_endpoint(ctx: &Ctx, ms: &str) -> Reply {
             let mut r = Reply::new(
                 StatusCode::OK,
                 "application/json",
-                BodySpec::Bytes(Bytes::from(format!("{{\"delay_ms\":{}}}\n", d.as_secs_f64() * 1000.0))),
+                BodySpec::Bytes(Bytes::from(format!(
+                    "{{\"delay_ms\":{}}}\n",
+                    d.as_secs_f64() * 1000.0
+                ))),
             );
             r.delay = d;
             r
@@ -273,14 +330,25 @@ fn delay_endpoint(ctx: &Ctx, ms: &str) -> Reply {
 }
 
 fn status_endpoint(code: &str) -> Reply {
-    let status = match code.parse::<u16>().ok().and_then(|c| StatusCode::from_u16(c).ok()) {
+    let status = match code
+        .parse::<u16>()
+        .ok()
+        .and_then(|c| StatusCode::from_u16(c).ok())
+    {
         Some(s) if s.as_u16() >= 200 && s.as_u16() <= 599 => s,
         _ => return Reply::bad(format!("status {code:?} must be a number from 200 to 599")),
     };
     if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
         return Reply::new(status, "text/plain; charset=utf-8", BodySpec::Empty);
     }
-    Reply::text(status, format!("{} {}\n", status.as_u16(), status.canonical_reason().unwrap_or("")))
+    Reply::text(
+        status,
+        format!(
+            "{} {}\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ),
+    )
 }
 
 fn headers_endpoint(method: &Method, uri: &Uri, headers: &HeaderMap, proto: Proto) -> Reply {
@@ -303,14 +371,21 @@ fn headers_endpoint(method: &Method, uri: &Uri, headers: &HeaderMap, proto: Prot
     });
     let mut body = serde_json::to_vec_pretty(&doc).unwrap_or_default();
     body.push(b'\n');
-    Reply::new(StatusCode::OK, "application/json", BodySpec::Bytes(Bytes::from(body)))
+    Reply::new(
+        StatusCode::OK,
+        "application/json",
+        BodySpec::Bytes(Bytes::from(body)),
+    )
 }
 
 /// A path below `/static/` that stays inside the directory: no `..`, no absolute parts, no
 /// NUL, and after resolving symlinks still under the root.
 fn static_endpoint(ctx: &Ctx, rest: &str) -> Reply {
     let Some(root) = &ctx.dir else {
-        return Reply::text(StatusCode::NOT_FOUND, "not found: no --dir given, /static/ is empty\n".into());
+        return Reply::text(
+            StatusCode::NOT_FOUND,
+            "not found: no --dir given, /static/ is empty\n".into(),
+        );
     };
     let decoded = match percent_decode_str(rest).decode_utf8() {
         Ok(d) => d,
@@ -320,24 +395,50 @@ fn static_endpoint(ctx: &Ctx, rest: &str) -> Reply {
         return Reply::bad("static path contains a forbidden character");
     }
     let rel = Path::new(&*decoded);
-    if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Reply::text(StatusCode::FORBIDDEN, "forbidden: static path leaves --dir\n".into());
+    if rel
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Reply::text(
+            StatusCode::FORBIDDEN,
+            "forbidden: static path leaves --dir\n".into(),
+        );
     }
     let candidate = root.join(rel);
     let real = match std::fs::canonicalize(&candidate) {
         Ok(p) => p,
-        Err(_) => return Reply::text(StatusCode::NOT_FOUND, format!("not found: /static/{decoded}\n")),
+        Err(_) => {
+            return Reply::text(
+                StatusCode::NOT_FOUND,
+                format!("not found: /static/{decoded}\n"),
+            )
+        }
     };
     if !real.starts_with(root) {
-        return Reply::text(StatusCode::FORBIDDEN, "forbidden: static path leaves --dir\n".into());
+        return Reply::text(
+            StatusCode::FORBIDDEN,
+            "forbidden: static path leaves --dir\n".into(),
+        );
     }
     let file = match std::fs::File::open(&real) {
         Ok(f) => f,
-        Err(_) => return Reply::text(StatusCode::NOT_FOUND, format!("not found: /static/{decoded}\n")),
+        Err(_) => {
+            return Reply::text(
+                StatusCode::NOT_FOUND,
+                format!("not found: /static/{decoded}\n"),
+            )
+        }
     };
     match file.metadata() {
-        Ok(m) if m.is_file() => Reply::new(StatusCode::OK, content_type_of(&real), BodySpec::File(file, m.len())),
-        _ => Reply::text(StatusCode::NOT_FOUND, format!("not found: /static/{decoded} is not a file\n")),
+        Ok(m) if m.is_file() => Reply::new(
+            StatusCode::OK,
+            content_type_of(&real),
+            BodySpec::File(file, m.len()),
+        ),
+        _ => Reply::text(
+            StatusCode::NOT_FOUND,
+            format!("not found: /static/{decoded} is not a file\n"),
+        ),
     }
 }
 
@@ -378,7 +479,10 @@ fn page_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
         for (k, v) in params(query)? {
             match &*k {
                 "n" => {
-                    n = v.trim().parse().map_err(|_| format!("n {v:?} is not a whole number"))?;
+                    n = v
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("n {v:?} is not a whole number"))?;
                     if n > ctx.limits.max_page_resources {
                         return Err(format!(
                             "n {n} is over the limit of {} resources (--max-page-resources)",
@@ -398,10 +502,16 @@ fn page_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
         html.push_str("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab page</title></head><body>\n");
         html.push_str(&format!("<p>{n} resources of {size} bytes</p>\n"));
         for p in &paths {
-            html.push_str(&format!("<img src=\"{p}\" width=\"1\" height=\"1\" alt=\"\">\n"));
+            html.push_str(&format!(
+                "<img src=\"{p}\" width=\"1\" height=\"1\" alt=\"\">\n"
+            ));
         }
         html.push_str("</body></html>\n");
-        let mut r = Reply::new(StatusCode::OK, "text/html; charset=utf-8", BodySpec::Bytes(Bytes::from(html)));
+        let mut r = Reply::new(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            BodySpec::Bytes(Bytes::from(html)),
+        );
         r.delay = delay;
         if hints && n > 0 {
             let link = paths
@@ -497,7 +607,12 @@ mod tests {
     #[test]
     fn bytes_sizes_with_units() {
         let c = ctx(None);
-        for (u, n) in [("/bytes/100", 100), ("/bytes/5k", 5000), ("/bytes/10KiB", 10240), ("/bytes/1MiB", 1048576)] {
+        for (u, n) in [
+            ("/bytes/100", 100),
+            ("/bytes/5k", 5000),
+            ("/bytes/10KiB", 10240),
+            ("/bytes/1MiB", 1048576),
+        ] {
             let r = get(&c, u);
             assert_eq!(r.status, StatusCode::OK, "{u}");
             assert_eq!(r.body.len(), n, "{u}");
@@ -524,7 +639,11 @@ mod tests {
             let r = get(&c, u);
             assert_eq!(r.status, StatusCode::BAD_REQUEST, "{u}");
             let text = r.body.in_memory().expect("in memory");
-            assert_eq!(text.iter().filter(|b| **b == b'\n').count(), 1, "{u}: one line");
+            assert_eq!(
+                text.iter().filter(|b| **b == b'\n').count(),
+                1,
+                "{u}: one line"
+            );
         }
     }
 
@@ -540,7 +659,10 @@ mod tests {
     fn page_lists_resources_and_push() {
         let c = ctx(None);
         let r = get(&c, "/page?n=3&size=2k&push=1&early_hints=1");
-        assert_eq!(r.push, vec!["/bytes/2000?r=0", "/bytes/2000?r=1", "/bytes/2000?r=2"]);
+        assert_eq!(
+            r.push,
+            vec!["/bytes/2000?r=0", "/bytes/2000?r=1", "/bytes/2000?r=2"]
+        );
         assert!(r.early_hints.is_some());
         let html = r.body.in_memory().expect("html");
         assert!(String::from_utf8_lossy(&html).contains("/bytes/2000?r=2"));
@@ -553,7 +675,12 @@ mod tests {
         std::fs::write(dir.join("a.txt"), b"hello").expect("write");
         let c = ctx(Some(std::fs::canonicalize(&dir).expect("canon")));
         assert_eq!(get(&c, "/static/a.txt").body.len(), 5);
-        for u in ["/static/../etc/passwd", "/static/%2e%2e/etc/passwd", "/static/%2Fetc%2Fpasswd", "/static/x/../../a"] {
+        for u in [
+            "/static/../etc/passwd",
+            "/static/%2e%2e/etc/passwd",
+            "/static/%2Fetc%2Fpasswd",
+            "/static/x/../../a",
+        ] {
             assert_ne!(get(&c, u).status, StatusCode::OK, "{u}");
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -78,7 +78,10 @@ pub struct StatsSnapshot {
 
 impl Stats {
     pub fn new() -> Stats {
-        Stats { started: Instant::now(), by: Default::default() }
+        Stats {
+            started: Instant::now(),
+            by: Default::default(),
+        }
     }
 
     pub fn request_done(&self, p: Proto) {
@@ -87,7 +90,9 @@ impl Stats {
 
     pub fn body_bytes(&self, p: Proto, n: u64) {
         if n > 0 {
-            self.by[p.index()].body_bytes.fetch_add(n, Ordering::Relaxed);
+            self.by[p.index()]
+                .body_bytes
+                .fetch_add(n, Ordering::Relaxed);
         }
     }
 
@@ -96,7 +101,10 @@ impl Stats {
         let c = &self.by[p.index()];
         c.connections.fetch_add(1, Ordering::Relaxed);
         c.open_connections.fetch_add(1, Ordering::Relaxed);
-        ConnectionGuard { stats: self.clone(), proto: p }
+        ConnectionGuard {
+            stats: self.clone(),
+            proto: p,
+        }
     }
 
     pub fn snapshot(&self) -> StatsSnapshot {
@@ -135,7 +143,9 @@ pub(crate) struct ConnectionGuard {
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
-        self.stats.by[self.proto.index()].open_connections.fetch_sub(1, Ordering::Relaxed);
+        self.stats.by[self.proto.index()]
+            .open_connections
+            .fetch_sub(1, Ordering::Relaxed);
     }
 }
 

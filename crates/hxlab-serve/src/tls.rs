@@ -25,39 +25,69 @@ fn cert_err(what: impl std::fmt::Display) -> ServeError {
 impl Identity {
     /// Loads `cert`+`key` (both or neither), or makes a self-signed certificate for
     /// localhost, 127.0.0.1 and ::1.
-    pub fn load_or_generate(cert: Option<&Path>, key: Option<&Path>) -> Result<Identity, ServeError> {
+    pub fn load_or_generate(
+        cert: Option<&Path>,
+        key: Option<&Path>,
+    ) -> Result<Identity, ServeError> {
         match (cert, key) {
             (Some(c), Some(k)) => Self::load(c, k),
             (None, None) => Self::generate(),
-            _ => Err(ServeError::Config("--cert and --key go together: give both or neither".into())),
+            _ => Err(ServeError::Config(
+                "--cert and --key go together: give both or neither".into(),
+            )),
         }
     }
 
     fn generate() -> Result<Identity, ServeError> {
-        let names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+        let names = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+        ];
         let made = rcgen::generate_simple_self_signed(names).map_err(cert_err)?;
         let cert_der = made.cert.der().clone();
         let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).map_err(cert_err)?;
         let spki_sha256 = spki_hash(&cert_der)?;
-        Ok(Identity { cert_pem: made.cert.pem(), spki_sha256, certs: vec![cert_der], key })
+        Ok(Identity {
+            cert_pem: made.cert.pem(),
+            spki_sha256,
+            certs: vec![cert_der],
+            key,
+        })
     }
 
     fn load(cert: &Path, key: &Path) -> Result<Identity, ServeError> {
-        let read = |p: &Path| std::fs::read(p).map_err(|source| ServeError::File { path: p.to_path_buf(), source });
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|source| ServeError::File {
+                path: p.to_path_buf(),
+                source,
+            })
+        };
         let cert_pem_bytes = read(cert)?;
         let key_pem = read(key)?;
-        let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem_bytes.as_slice())
-            .collect::<Result<_, _>>()
-            .map_err(|e| cert_err(format!("{}: {e}", cert.display())))?;
-        let first = certs
-            .first()
-            .ok_or_else(|| cert_err(format!("{}: no CERTIFICATE block in the PEM file", cert.display())))?;
+        let certs: Vec<CertificateDer<'static>> =
+            rustls_pemfile::certs(&mut cert_pem_bytes.as_slice())
+                .collect::<Result<_, _>>()
+                .map_err(|e| cert_err(format!("{}: {e}", cert.display())))?;
+        let first = certs.first().ok_or_else(|| {
+            cert_err(format!(
+                "{}: no CERTIFICATE block in the PEM file",
+                cert.display()
+            ))
+        })?;
         let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
             .map_err(|e| cert_err(format!("{}: {e}", key.display())))?
-            .ok_or_else(|| cert_err(format!("{}: no private key in the PEM file", key.display())))?;
+            .ok_or_else(|| {
+                cert_err(format!("{}: no private key in the PEM file", key.display()))
+            })?;
         let spki_sha256 = spki_hash(first)?;
         let cert_pem = String::from_utf8_lossy(&cert_pem_bytes).into_owned();
-        Ok(Identity { cert_pem, spki_sha256, certs, key })
+        Ok(Identity {
+            cert_pem,
+            spki_sha256,
+            certs,
+            key,
+        })
     }
 
     fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -89,7 +119,9 @@ impl Identity {
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = quinn::TransportConfig::default();
         transport.max_concurrent_bidi_streams(max_streams.into());
-        transport.max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(30_000))));
+        transport.max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(
+            30_000,
+        ))));
         config.transport_config(Arc::new(transport));
         Ok(config)
     }
@@ -97,7 +129,8 @@ impl Identity {
 
 /// base64(SHA-256(SubjectPublicKeyInfo DER)) of a certificate.
 fn spki_hash(cert: &CertificateDer<'_>) -> Result<String, ServeError> {
-    let parsed = webpki::EndEntityCert::try_from(cert).map_err(|e| cert_err(format!("cannot parse certificate: {e:?}")))?;
+    let parsed = webpki::EndEntityCert::try_from(cert)
+        .map_err(|e| cert_err(format!("cannot parse certificate: {e:?}")))?;
     let spki = parsed.subject_public_key_info();
     let digest = sha2::Sha256::digest(spki.as_ref());
     Ok(base64::engine::general_purpose::STANDARD.encode(digest))
@@ -106,7 +139,10 @@ fn spki_hash(cert: &CertificateDer<'_>) -> Result<String, ServeError> {
 /// Writes `data` to a temporary file next to `path`, then renames it into place, so a reader
 /// never sees a half-written file.
 pub(crate) fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
     let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;
@@ -124,7 +160,9 @@ mod tests {
     fn self_signed_identity_has_spki_and_pem() {
         let id = Identity::generate().expect("generate");
         assert!(id.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
-        let raw = base64::engine::general_purpose::STANDARD.decode(&id.spki_sha256).expect("base64");
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&id.spki_sha256)
+            .expect("base64");
         assert_eq!(raw.len(), 32);
         id.tcp_server_config().expect("tcp config");
         id.quic_server_config(100).expect("quic config");

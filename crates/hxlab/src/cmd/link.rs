@@ -1,12 +1,255 @@
-//! `hxlab link`.
+//! `hxlab link`: runs COMMAND in a new network namespace behind an emulated link (a thin
+//! wrapper over `hxlab_link::Link`).
 
+use super::usage;
+use anyhow::Context;
+use hxlab_link::{config, Link, LinkConfig, LinkError, Loss, Server, Trace};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Options of `hxlab link`.
+/// Options of `hxlab link` (boxed, so the CLI's subcommand enum stays small).
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    opts: Box<LinkArgs>,
+}
+
+/// The flags of `hxlab link`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "\"down\" is outside → inside (server → client), \"up\" inside → outside. COMMAND gets HXLAB_LINK_HOST (the outside address; a server bound there or on 0.0.0.0 is reachable) and HXLAB_LINK_CLIENT. See docs/link.md."
+)]
+pub struct LinkArgs {
+    /// A published profile (see --list-profiles): RTT split half each way, down/up rates.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// One-way delay added in each direction, e.g. 20ms.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub delay: Option<String>,
+    /// Jitter: each packet's delay varies uniformly within ±this (no reordering).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub jitter: Option<String>,
+    /// Loss per direction: `1%` random, or `ge:P,R,1-H,1-K` Gilbert-Elliott (netem's gemodel).
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub loss: Option<String>,
+    /// Downlink rate (outside → inside), e.g. 10mbit.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub down: Option<String>,
+    /// Uplink rate (inside → outside), e.g. 2mbit.
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub up: Option<String>,
+    /// mahimahi-format downlink trace (one ms timestamp per line = one 1500-byte opportunity).
+    #[arg(long, value_name = "FILE")]
+    pub down_trace: Option<PathBuf>,
+    /// mahimahi-format uplink trace.
+    #[arg(long, value_name = "FILE")]
+    pub up_trace: Option<PathBuf>,
+    /// Queue in front of each bottleneck: packets (`100p`) or bytes (`64KiB`); default 1000p.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub queue: Option<String>,
+    /// Queue management: droptail (default) or codel.
+    #[arg(long, value_name = "AQM")]
+    pub aqm: Option<String>,
+    /// Seed for loss and jitter draws (default: random, written to --stats).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub seed: Option<String>,
+    /// Write per-direction packet, byte, drop and queue-delay counters (JSON) at the end.
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+    /// List the profiles with their sources and exit.
+    #[arg(long)]
+    pub list_profiles: bool,
+    /// The command to run inside, after `--`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Values above these are certainly typos, not links anyone means to emulate.
+const MAX_DELAY: Duration = Duration::from_secs(600);
+const MIN_RATE: u64 = 1_000;
+const MAX_RATE: u64 = 100_000_000_000;
+
+fn duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
+    let d = hxlab_core::parse_duration(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
+    if d > MAX_DELAY {
+        return Err(usage(format!(
+            "--{flag} {v:?}: more than 10 minutes is not a link"
+        )));
+    }
+    Ok(d)
+}
+
+fn rate(flag: &str, v: &str) -> anyhow::Result<u64> {
+    let r = hxlab_core::parse_rate(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
+    if !(MIN_RATE..=MAX_RATE).contains(&r) {
+        return Err(usage(format!(
+            "--{flag} {v:?}: a link rate must be between 1kbit and 100gbit"
+        )));
+    }
+    Ok(r)
+}
+
+fn trace(flag: &str, path: &std::path::Path) -> anyhow::Result<Arc<Trace>> {
+    Trace::from_file(path)
+        .map(Arc::new)
+        .map_err(|e| usage(format!("--{flag}: {e}")))
+}
+
+fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
+    usage(format!("--{flag}: {e}"))
+}
+
+/// Builds the link configuration from the flags (profile first, then explicit overrides).
+pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
+    let mut cfg = match &a.profile {
+        Some(name) => LinkConfig::from_profile(name).map_err(|e| config_usage("profile", e))?,
+        None => LinkConfig::default(),
+    };
+    if let Some(v) = &a.delay {
+        let d = duration("delay", v)?;
+        cfg.down.delay = d;
+        cfg.up.delay = d;
+    }
+    if let Some(v) = &a.jitter {
+        let d = duration("jitter", v)?;
+        cfg.down.jitter = d;
+        cfg.up.jitter = d;
+    }
+    if let Some(v) = &a.loss {
+        let l = config::parse_loss(v).map_err(|e| config_usage("loss", e))?;
+        cfg.down.loss = l;
+        cfg.up.loss = l;
+    }
+    if a.down.is_some() && a.down_trace.is_some() {
+        return Err(usage(
+            "--down and --down-trace both set the downlink; give one",
+        ));
+    }
+    if a.up.is_some() && a.up_trace.is_some() {
+        return Err(usage("--up and --up-trace both set the uplink; give one"));
+    }
+    if let Some(v) = &a.down {
+        cfg.down.server = Server::Rate(rate("down", v)?);
+    }
+    if let Some(v) = &a.up {
+        cfg.up.server = Server::Rate(rate("up", v)?);
+    }
+    if let Some(p) = &a.down_trace {
+        cfg.down.server = Server::Trace(trace("down-trace", p)?);
+    }
+    if let Some(p) = &a.up_trace {
+        cfg.up.server = Server::Trace(trace("up-trace", p)?);
+    }
+    if let Some(v) = &a.queue {
+        let q = config::parse_queue(v).map_err(|e| config_usage("queue", e))?;
+        cfg.down.queue = q;
+        cfg.up.queue = q;
+    }
+    if let Some(v) = &a.aqm {
+        let q = config::parse_aqm(v).map_err(|e| config_usage("aqm", e))?;
+        cfg.down.aqm = q;
+        cfg.up.aqm = q;
+    }
+    cfg.seed = match &a.seed {
+        Some(v) => v.trim().parse::<u64>().map_err(|_| {
+            usage(format!(
+                "--seed {v:?}: expected a whole number from 0 to 2^64-1"
+            ))
+        })?,
+        None => {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
+        }
+    };
+    Ok(cfg)
+}
+
+fn describe(cfg: &LinkConfig) -> String {
+    let dir = |d: &hxlab_link::DirectionConfig| {
+        let server = match &d.server {
+            Server::Unlimited => "unlimited".to_string(),
+            Server::Rate(r) => format!("{:.3} Mbit/s", *r as f64 / 1e6),
+            Server::Trace(t) => format!(
+                "trace ({:.3} Mbit/s average)",
+                t.average_bits_per_sec() / 1e6
+            ),
+        };
+        let loss = match d.loss {
+            Loss::None => "no loss".to_string(),
+            Loss::Random(p) => format!("{}% loss", p * 100.0),
+            Loss::GilbertElliott { .. } => "Gilbert-Elliott loss".to_string(),
+        };
+        format!("{server}, delay {:?} ±{:?}, {loss}", d.delay, d.jitter)
+    };
+    format!("down: {}; up: {}", dir(&cfg.down), dir(&cfg.up))
+}
 
 /// Runs `hxlab link`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    super::not_yet("link", 4)
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = *args.opts;
+    if args.list_profiles {
+        print!("{}", hxlab_link::profiles::listing());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cfg = link_config(&args)?;
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(usage(
+            "missing COMMAND: hxlab link [OPTIONS] -- COMMAND [ARGS...]",
+        ));
+    };
+    // Without root, both ends go into namespaces of our own (see docs/link.md, "Rootless").
+    let rootless = !hxlab_link::shell::is_root() || std::env::var_os("HXLAB_LINK_ROOTLESS").is_some();
+    if rootless {
+        hxlab_link::shell::enter_user_namespace().context("rootless mode")?;
+    }
+    let seed = cfg.seed;
+    let profile = cfg.profile.clone();
+    let summary = describe(&cfg);
+    let link = Link::start(cfg).context("starting the link")?;
+    if std::env::var_os("HXLAB_LINK_QUIET").is_none() {
+        eprintln!(
+            "hxlab link: HOST {} ⇄ CLIENT {} ({summary}; seed {seed}){}",
+            link.host_addr(),
+            link.client_addr(),
+            if rootless {
+                "; rootless: HOST is in hxlab's own network namespace, not the one it started in"
+            } else {
+                ""
+            }
+        );
+    }
+    let mut cmd = link.command(program);
+    cmd.args(rest);
+    let status = link.run(&mut cmd);
+    let (host, client) = (link.host_addr(), link.client_addr());
+    let stats = link.stop();
+    let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
+    if let Some(path) = &args.stats {
+        let doc = serde_json::json!({
+            "profile": profile,
+            "seed": seed,
+            "host": host.to_string(),
+            "client": client.to_string(),
+            "down": stats.down,
+            "up": stats.up,
+        });
+        let text = serde_json::to_string_pretty(&doc).context("encoding stats")?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let code = match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        _ => 1,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }

@@ -8,9 +8,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Options of `hxlab serve`.
+/// Options of `hxlab serve` (boxed so the subcommand enum in main stays small).
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    pub options: Box<Options>,
+}
+
+/// The flags of `hxlab serve`.
+#[derive(clap::Args, Debug)]
+pub struct Options {
     /// Address to listen on (an IP address, e.g. 127.0.0.1, ::1 or 0.0.0.0).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
@@ -62,21 +69,35 @@ pub struct Args {
     pub drain_timeout: String,
 }
 
-fn config_from(args: &Args) -> anyhow::Result<hxlab_serve::ServeConfig> {
-    let bind: IpAddr = args
-        .bind
-        .parse()
-        .map_err(|_| super::usage(format!("--bind {:?}: not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)", args.bind)))?;
+fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
+    let bind: IpAddr = args.bind.parse().map_err(|_| {
+        super::usage(format!(
+            "--bind {:?}: not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)",
+            args.bind
+        ))
+    })?;
     if args.cert.is_some() != args.key.is_some() {
-        return Err(super::usage("--cert and --key go together: give both or neither"));
+        return Err(super::usage(
+            "--cert and --key go together: give both or neither",
+        ));
     }
-    let size = |flag: &str, v: &str| hxlab_core::parse_size(v).map_err(|e| super::usage(format!("{flag}: {e}")));
-    let duration = |flag: &str, v: &str| hxlab_core::parse_duration(v).map_err(|e| super::usage(format!("{flag}: {e}")));
+    let size = |flag: &str, v: &str| {
+        hxlab_core::parse_size(v).map_err(|e| super::usage(format!("{flag}: {e}")))
+    };
+    let duration = |flag: &str, v: &str| {
+        hxlab_core::parse_duration(v).map_err(|e| super::usage(format!("{flag}: {e}")))
+    };
     let max_header_size = size("--max-header-size", &args.max_header_size)?;
     if !(1024..=16 * 1024 * 1024).contains(&max_header_size) {
-        return Err(super::usage("--max-header-size must be between 1KiB and 16MiB"));
+        return Err(super::usage(
+            "--max-header-size must be between 1KiB and 16MiB",
+        ));
     }
-    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
     if threads == 0 || threads > 1024 {
         return Err(super::usage("--threads must be between 1 and 1024"));
     }
@@ -104,11 +125,18 @@ fn config_from(args: &Args) -> anyhow::Result<hxlab_serve::ServeConfig> {
 
 /// Runs `hxlab serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = args.options;
     let cfg = config_from(&args)?;
+    hxlab_serve::install_null_tracing();
     let runtime = if cfg.threads == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(cfg.threads).enable_all().build()
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.threads)
+            .enable_all()
+            .build()
     }
     .context("cannot start the async runtime")?;
     let code = runtime.block_on(serve(cfg, args.ready_file))?;
@@ -117,11 +145,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-async fn serve(cfg: hxlab_serve::ServeConfig, ready_file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+async fn serve(
+    cfg: hxlab_serve::ServeConfig,
+    ready_file: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     use tokio::signal::unix::{signal, SignalKind};
     // Install the handlers before anything is announced, so a quick SIGTERM is never fatal.
-    let mut sigterm = signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    let mut sigterm =
+        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut sigint =
+        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
     let cert_out = cfg.cert_out.clone();
     let server = match hxlab_serve::start(cfg).await {
         Ok(s) => s,
@@ -131,7 +164,11 @@ async fn serve(cfg: hxlab_serve::ServeConfig, ready_file: Option<PathBuf>) -> an
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "listen proto=h1,h2 tls=1 addr={}", server.tls_addr())?;
-        writeln!(out, "listen proto=h1,h2c tls=0 addr={}", server.plain_addr())?;
+        writeln!(
+            out,
+            "listen proto=h1,h2c tls=0 addr={}",
+            server.plain_addr()
+        )?;
         if let Some(a) = server.h3_addr() {
             writeln!(out, "listen proto=h3 tls=1 addr={a} (udp)")?;
         }
@@ -165,7 +202,10 @@ async fn serve(cfg: hxlab_serve::ServeConfig, ready_file: Option<PathBuf>) -> an
 }
 
 fn write_atomically(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "ready".into());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "ready".into());
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
     std::fs::write(&tmp, data)?;
     std::fs::rename(&tmp, path)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# bench/link.sh — accuracy and speed of `hxlab link`, measured in one run side by side with a
+# direct veth pair between two namespaces (the kernel path a link adds to).
+# Needs root, iproute2; traffic stays in namespaces this script creates.
+#   bash bench/link.sh            (about 1.5 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "bench/link.sh needs root (network namespaces, TUN, veth)" >&2; exit 1; }
+nice cargo build -q --release -p hxlab
+nice cargo build -q --release -p hxlab-link --example link_probe
+H=$PWD/target/release/hxlab
+P=$PWD/target/release/examples/link_probe
+export HXLAB_LINK_QUIET=1
+TMP=$(mktemp -d)
+NS=hxlab-bench-$$
+VO=hxbv-o-$$; VI=hxbv-i-$$
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  ip link del "$VO" 2>/dev/null || true
+  ip netns del "$NS" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# Baseline: a veth pair to a namespace (100.127.255.252/30, outside hxlab's 100.64.0.0/16 slots).
+ip netns add "$NS"
+ip link add "$VO" type veth peer name "$VI"
+ip link set "$VI" netns "$NS"
+ip addr add 100.127.255.253/30 dev "$VO"; ip link set "$VO" up
+ip -n "$NS" addr add 100.127.255.254/30 dev "$VI"; ip -n "$NS" link set "$VI" up; ip -n "$NS" link set lo up
+VHOST=100.127.255.253
+
+port() { echo $((20000 + RANDOM % 20000)); }
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+bg() { "$@" & PIDS+=($!); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ printf "%.3f", a/b }'; }
+
+echo "== hxlab link bench ($(date -u +%FT%TZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+
+# 1. RTT through 20 ms each way.
+PT=$(port); bg "$P" udp-echo "$PT" 30; sleep 0.2
+R=$("$H" link --delay 20ms -- sh -c "$P udp-rtt \$HXLAB_LINK_HOST $PT 300")
+P50=$(echo "$R" | field p50_us)
+echo "rtt_20ms_each_way: $R  → p50 $(awk -v x="$P50" 'BEGIN{printf "%.3f ms (target 40 ± 1 ms, error %+.3f ms)", x/1000, x/1000-40}')"
+
+# 2. Goodput at 10 Mbit/s (expected: rate × 1448/1500, TCP payload with timestamps per 1500-byte packet).
+PT=$(port); bg "$P" tcp-source "$PT" 10; sleep 0.2
+R=$("$H" link --down 10mbit --delay 5ms -- sh -c "$P tcp-recv \$HXLAB_LINK_HOST $PT 10")
+G=$(echo "$R" | field mbit_s); EXP=$(awk 'BEGIN{printf "%.3f", 10*1448/1500}')
+echo "goodput_10mbit: $G Mbit/s vs expected $EXP Mbit/s → ratio $(ratio "$G" "$EXP") (target within 5 %)"
+
+# 3. 1 % random loss, 20000 datagrams inside → outside; 99.99 % binomial bounds.
+PT=$(port); "$P" udp-count "$PT" 60 > "$TMP/count" & CP=$!; PIDS+=($CP); sleep 0.2
+"$H" link --loss 1% --stats "$TMP/loss.json" -- sh -c "$P udp-blast \$HXLAB_LINK_HOST $PT 20000" >/dev/null
+wait "$CP" || true
+RECV=$(field received < "$TMP/count"); LOST=$((20000 - RECV))
+LINKDROP=$(python3 -c "import json;print(json.load(open('$TMP/loss.json'))['up']['dropped_loss'])" 2>/dev/null || echo '?')
+echo "loss_1pct: lost $LOST of 20000 = $(awk -v l="$LOST" 'BEGIN{printf "%.3f", l/200}') % (99.99 % binomial bounds 145..255; link counted $LINKDROP drops)"
+
+# 4. Trace capacity: opportunities at 1,2,3,4,5 and 10 ms, repeating every 10 ms (bursty):
+#    6 × 1500 bytes per 10 ms = 7.2 Mbit/s.
+printf '1\n2\n3\n4\n5\n10\n' > "$TMP/t.trace"
+PT=$(port); bg "$P" tcp-source "$PT" 10; sleep 0.2
+R=$("$H" link --down-trace "$TMP/t.trace" --delay 5ms -- sh -c "$P tcp-recv \$HXLAB_LINK_HOST $PT 10")
+G=$(echo "$R" | field mbit_s); EXP=$(awk 'BEGIN{printf "%.3f", 7.2*1448/1500}')
+echo "trace_7.2mbit: $G Mbit/s vs trace capacity less headers $EXP Mbit/s → ratio $(ratio "$G" "$EXP") (must not exceed 1)"
+
+# 5. No impairment: throughput, hxlab link vs veth, each direction (5 s each).
+PT=$(port); bg "$P" tcp-source "$PT" 5; sleep 0.2
+LD=$("$H" link -- sh -c "$P tcp-recv \$HXLAB_LINK_HOST $PT 5" | field mbit_s)
+PT=$(port); bg "$P" tcp-source "$PT" 5; sleep 0.2
+VD=$(ip netns exec "$NS" "$P" tcp-recv "$VHOST" "$PT" 5 | field mbit_s)
+PT=$(port); "$P" tcp-sink "$PT" 10 > "$TMP/sink" & SP=$!; PIDS+=($SP); sleep 0.2
+"$H" link -- sh -c "$P tcp-send \$HXLAB_LINK_HOST $PT 5"; wait "$SP" || true
+LU=$(field mbit_s < "$TMP/sink")
+PT=$(port); "$P" tcp-sink "$PT" 10 > "$TMP/sink" & SP=$!; PIDS+=($SP); sleep 0.2
+ip netns exec "$NS" "$P" tcp-send "$VHOST" "$PT" 5; wait "$SP" || true
+VU=$(field mbit_s < "$TMP/sink")
+echo "throughput_down: hxlab link $LD Mbit/s, veth $VD Mbit/s → ratio $(ratio "$LD" "$VD") (target ≥ 1000 Mbit/s)"
+echo "throughput_up:   hxlab link $LU Mbit/s, veth $VU Mbit/s → ratio $(ratio "$LU" "$VU") (target ≥ 1000 Mbit/s)"
+
+# 6. No impairment: added latency at p50 (UDP echo RTT), hxlab link vs veth, interleaved twice.
+PT=$(port); bg "$P" udp-echo "$PT" 40; sleep 0.2
+for round in 1 2; do
+  L=$("$H" link -- sh -c "$P udp-rtt \$HXLAB_LINK_HOST $PT 1000" | field p50_us)
+  V=$(ip netns exec "$NS" "$P" udp-rtt "$VHOST" "$PT" 1000 | field p50_us)
+  echo "latency_p50 (round $round): hxlab link $L µs, veth $V µs → added $(awk -v l="$L" -v v="$V" 'BEGIN{printf "%.1f", l-v}') µs per RTT (target ≤ 100 µs)"
+done

@@ -1,0 +1,298 @@
+//! What a link looks like: per-direction delay, jitter, loss, bottleneck and queue, and the
+//! parsers for the forms users write them in (`1%`, `ge:1%,10%,70%,0%`, `100p`, `64KiB`).
+
+use crate::trace::Trace;
+use crate::LinkError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Packet loss at the link's ingress.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Loss {
+    /// No loss.
+    None,
+    /// Each packet is lost independently with this probability (0..=1).
+    Random(f64),
+    /// Gilbert-Elliott bursty loss, as netem's `gemodel p r 1-h 1-k` (probabilities 0..=1).
+    GilbertElliott {
+        /// Probability per packet of moving from the good to the bad state.
+        p: f64,
+        /// Probability per packet of moving from the bad back to the good state.
+        r: f64,
+        /// Loss probability in the bad state (netem's 1-h).
+        loss_bad: f64,
+        /// Loss probability in the good state (netem's 1-k).
+        loss_good: f64,
+    },
+}
+
+/// How much the queue in front of the bottleneck holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueLimit {
+    /// No limit (only sensible with a short test).
+    Unlimited,
+    /// At most this many packets.
+    Packets(usize),
+    /// At most this many bytes.
+    Bytes(usize),
+}
+
+/// Queue management.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aqm {
+    /// Drop arrivals when the queue is full.
+    DropTail,
+    /// CoDel (RFC 8289, target 5 ms, interval 100 ms) at dequeue, plus the hard limit.
+    Codel,
+}
+
+/// The bottleneck that drains the queue.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Server {
+    /// Packets leave as soon as they arrive.
+    Unlimited,
+    /// A fixed rate in bits per second; each packet takes len*8/rate to serialise.
+    Rate(u64),
+    /// A mahimahi delivery trace.
+    Trace(Arc<Trace>),
+}
+
+/// One direction of the link.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DirectionConfig {
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Jitter: each packet's delay varies uniformly in ±jitter.
+    pub jitter: Duration,
+    /// Let jitter reorder packets (off: a packet never overtakes the previous one).
+    pub reorder: bool,
+    /// Ingress loss.
+    pub loss: Loss,
+    /// Bottleneck.
+    pub server: Server,
+    /// Queue limit in front of the bottleneck.
+    pub queue: QueueLimit,
+    /// Queue management.
+    pub aqm: Aqm,
+}
+
+/// netem's default queue limit, used when `--queue` is not given.
+pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
+
+impl Default for DirectionConfig {
+    fn default() -> Self {
+        DirectionConfig {
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            reorder: false,
+            loss: Loss::None,
+            server: Server::Unlimited,
+            queue: DEFAULT_QUEUE,
+            aqm: Aqm::DropTail,
+        }
+    }
+}
+
+/// A whole link: `down` is outside → inside (server → client), `up` the reverse.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LinkConfig {
+    /// Outside → inside.
+    pub down: DirectionConfig,
+    /// Inside → outside.
+    pub up: DirectionConfig,
+    /// Seed for loss and jitter draws; the same seed gives the same decisions.
+    pub seed: u64,
+    /// The profile this came from, if any (for reports).
+    pub profile: Option<String>,
+}
+
+impl LinkConfig {
+    /// The link a named profile describes (see [`crate::profiles`]): RTT split half each way,
+    /// down/up rates, profile loss.
+    pub fn from_profile(name: &str) -> Result<LinkConfig, LinkError> {
+        let p = crate::profiles::find(name)?;
+        let one_way = p.rtt() / 2;
+        let mut cfg = LinkConfig {
+            profile: Some(p.qualified_name()),
+            ..LinkConfig::default()
+        };
+        for (d, bps) in [
+            (&mut cfg.down, p.down_bits_per_sec()),
+            (&mut cfg.up, p.up_bits_per_sec()),
+        ] {
+            d.delay = one_way;
+            d.server = Server::Rate(bps);
+            d.loss = if p.loss > 0.0 {
+                Loss::Random(p.loss)
+            } else {
+                Loss::None
+            };
+        }
+        Ok(cfg)
+    }
+
+    /// Sets both directions' one-way delay.
+    pub fn with_delay(mut self, one_way: Duration) -> Self {
+        self.down.delay = one_way;
+        self.up.delay = one_way;
+        self
+    }
+}
+
+fn bad(what: &str, input: &str, reason: &str) -> LinkError {
+    LinkError::Config(format!("{what} {input:?}: {reason}"))
+}
+
+/// Parses a probability written as `1%`, `0.5%` or a fraction `0.01`.
+pub fn parse_probability(input: &str) -> Result<f64, LinkError> {
+    let s = input.trim();
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n.trim(), 100.0),
+        None => (s, 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| bad("probability", input, "expected e.g. 1% or 0.01"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(bad("probability", input, "must be between 0% and 100%"));
+    }
+    let p = v / scale;
+    if p > 1.0 {
+        return Err(bad("probability", input, "must be between 0% and 100%"));
+    }
+    Ok(p)
+}
+
+/// Parses `--loss`: `1%` (random) or `ge:P[,R[,1-H[,1-K]]]` (Gilbert-Elliott, netem order and
+/// defaults: R = 1-P, loss in bad = 100%, loss in good = 0%).
+pub fn parse_loss(input: &str) -> Result<Loss, LinkError> {
+    let s = input.trim();
+    if let Some(rest) = s.strip_prefix("ge:").or_else(|| s.strip_prefix("GE:")) {
+        let parts: Vec<&str> = rest.split(',').collect();
+        if parts.is_empty() || parts.len() > 4 || parts.iter().any(|p| p.trim().is_empty()) {
+            return Err(bad(
+                "loss",
+                input,
+                "Gilbert-Elliott is ge:P,R,1-H,1-K, e.g. ge:1%,10%,70%,0%",
+            ));
+        }
+        let v: Vec<f64> = parts
+            .iter()
+            .map(|p| parse_probability(p))
+            .collect::<Result<_, _>>()?;
+        let p = v[0];
+        let r = v.get(1).copied().unwrap_or(1.0 - p);
+        let loss_bad = v.get(2).copied().unwrap_or(1.0);
+        let loss_good = v.get(3).copied().unwrap_or(0.0);
+        return Ok(Loss::GilbertElliott {
+            p,
+            r,
+            loss_bad,
+            loss_good,
+        });
+    }
+    let p = parse_probability(s)?;
+    Ok(if p == 0.0 {
+        Loss::None
+    } else {
+        Loss::Random(p)
+    })
+}
+
+/// Parses `--queue`: `100p` (packets), `64KiB`/`100000` (bytes, any hxlab size), `unlimited`.
+pub fn parse_queue(input: &str) -> Result<QueueLimit, LinkError> {
+    let s = input.trim();
+    if s.eq_ignore_ascii_case("unlimited") || s.eq_ignore_ascii_case("infinite") {
+        return Ok(QueueLimit::Unlimited);
+    }
+    let limit = if let Some(n) = s.strip_suffix('p').or_else(|| s.strip_suffix("pkt")) {
+        let n: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| bad("queue", input, "expected e.g. 100p or 64KiB"))?;
+        QueueLimit::Packets(n)
+    } else {
+        let b = hxlab_core::parse_size(s).map_err(|e| LinkError::Config(format!("queue: {e}")))?;
+        QueueLimit::Bytes(b as usize)
+    };
+    match limit {
+        QueueLimit::Packets(0) | QueueLimit::Bytes(0) => {
+            Err(bad("queue", input, "must hold at least one packet"))
+        }
+        QueueLimit::Packets(n) if n > 10_000_000 => {
+            Err(bad("queue", input, "absurdly large (max 10000000p)"))
+        }
+        QueueLimit::Bytes(n) if n > 16 << 30 => {
+            Err(bad("queue", input, "absurdly large (max 16GiB)"))
+        }
+        QueueLimit::Bytes(n) if n < 1500 => Err(bad(
+            "queue",
+            input,
+            "must hold at least one 1500-byte packet",
+        )),
+        l => Ok(l),
+    }
+}
+
+/// Parses `--aqm`.
+pub fn parse_aqm(input: &str) -> Result<Aqm, LinkError> {
+    match input.trim().to_ascii_lowercase().as_str() {
+        "droptail" | "drop-tail" | "fifo" => Ok(Aqm::DropTail),
+        "codel" => Ok(Aqm::Codel),
+        _ => Err(bad("aqm", input, "expected droptail or codel")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_forms() {
+        assert_eq!(parse_loss("1%").unwrap(), Loss::Random(0.01));
+        assert_eq!(parse_loss("0.02").unwrap(), Loss::Random(0.02));
+        assert_eq!(parse_loss("0%").unwrap(), Loss::None);
+        assert_eq!(
+            parse_loss("ge:1%,10%,70%,0.1%").unwrap(),
+            Loss::GilbertElliott {
+                p: 0.01,
+                r: 0.1,
+                loss_bad: 0.7,
+                loss_good: 0.001
+            }
+        );
+        assert_eq!(
+            parse_loss("ge:5%").unwrap(),
+            Loss::GilbertElliott {
+                p: 0.05,
+                r: 0.95,
+                loss_bad: 1.0,
+                loss_good: 0.0
+            }
+        );
+        for bad in [
+            "-1%",
+            "101%",
+            "x",
+            "ge:",
+            "ge:1%,,2%",
+            "ge:1,2,3,4,5",
+            "1.5",
+            "nan",
+        ] {
+            assert!(parse_loss(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn queue_forms() {
+        assert_eq!(parse_queue("100p").unwrap(), QueueLimit::Packets(100));
+        assert_eq!(parse_queue("64KiB").unwrap(), QueueLimit::Bytes(65536));
+        assert_eq!(parse_queue("unlimited").unwrap(), QueueLimit::Unlimited);
+        for bad in ["0p", "-3p", "10", "p", "99999999999p", "1TiB"] {
+            assert!(parse_queue(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_aqm("CoDel").unwrap(), Aqm::Codel);
+        assert!(parse_aqm("red").is_err());
+    }
+}

@@ -1,0 +1,788 @@
+//! The driver around the model: a network namespace, two TUN devices and a relay.
+//!
+//! ```text
+//!  outside netns (where hxlab started)            new netns ("inside")
+//!  HOST 100.64.x.1 ── tun hxlab-o-N ──┐       ┌── tun hxlab-i-N ── CLIENT 100.64.x.2
+//!                                     └─relay─┘   (default route, lo up, COMMAND runs here)
+//! ```
+//! Each direction has its own relay thread (read one TUN in batches, feed its [`Pipe`], write
+//! due packets to the other TUN, sleep in epoll on the TUN, a timerfd and a stop eventfd), so
+//! the two directions never contend and nothing busy-polls. Buffers come from a per-thread
+//! pool, so the steady state allocates nothing per packet.
+//!
+//! Cleanup leans on the kernel: TUN devices are not persistent (they vanish with their fd),
+//! the namespace is held only by an fd and the processes in it, commands get
+//! `PR_SET_PDEATHSIG(SIGKILL)`, and the /30 a link uses is claimed with an abstract unix
+//! socket that the kernel releases when hxlab dies.
+
+use crate::model::{Direction, DirectionStats, Packet, Pipe};
+use crate::{LinkConfig, LinkError, LinkStats};
+use std::ffi::CString;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitStatus};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// MTU of both TUN devices, like Ethernet (a larger one would make the link look faster than
+/// any real path).
+pub const MTU: usize = 1500;
+/// Packets read from a TUN per wakeup before the due deliveries are written.
+const READ_BATCH: usize = 64;
+/// Buffer size: a full MTU packet always fits.
+const BUF_SIZE: usize = 2048;
+/// Buffers kept for reuse per direction; beyond this, freed buffers are released.
+const POOL_KEEP: usize = 8192;
+/// How many /30 slots of 100.64.0.0/10 instances may use (4 addresses each).
+const SLOTS: u32 = 16384;
+
+fn os_err(what: &str) -> LinkError {
+    LinkError::Setup(format!("{what}: {}", std::io::Error::last_os_error()))
+}
+
+fn cvt(ret: libc::c_int, what: &str) -> Result<libc::c_int, LinkError> {
+    if ret < 0 {
+        Err(os_err(what))
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `struct ifreq` with the flags member, as TUNSETIFF reads it.
+#[repr(C)]
+struct IfReqFlags {
+    name: [u8; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Opens /dev/net/tun and creates a non-persistent TUN device `name` in the calling thread's
+/// network namespace. The device disappears when the returned fd is closed.
+fn open_tun(name: &str) -> Result<OwnedFd, LinkError> {
+    let path = CString::new("/dev/net/tun").map_err(|_| LinkError::Setup("tun path".into()))?;
+    // SAFETY: path is a valid C string; the returned fd is checked.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        return Err(tun_open_error(std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just opened and is owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = IfReqFlags {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+        _pad: [0; 22],
+    };
+    let bytes = name.as_bytes();
+    req.name[..bytes.len().min(libc::IFNAMSIZ - 1)]
+        .copy_from_slice(&bytes[..bytes.len().min(libc::IFNAMSIZ - 1)]);
+    // SAFETY: req is a properly sized ifreq for TUNSETIFF and lives across the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReqFlags) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EPERM) {
+            return Err(LinkError::Permission(format!(
+                "creating TUN device {name} needs CAP_NET_ADMIN in this network namespace ({e}); run hxlab link as root, e.g. `sudo hxlab link ...`"
+            )));
+        }
+        return Err(LinkError::Setup(format!("TUNSETIFF {name}: {e}")));
+    }
+    Ok(fd)
+}
+
+fn tun_open_error(e: std::io::Error) -> LinkError {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            // SAFETY: geteuid has no preconditions.
+            let uid = unsafe { libc::geteuid() };
+            LinkError::Permission(format!(
+                "/dev/net/tun does not allow uid {uid} to open it ({e}); run hxlab link as root (`sudo hxlab link ...`), or allow unprivileged TUN with `sudo chmod 0666 /dev/net/tun`"
+            ))
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) => LinkError::Permission(format!(
+            "/dev/net/tun is missing ({e}); load the tun module (`sudo modprobe tun`) or create the node (`sudo mkdir -p /dev/net && sudo mknod /dev/net/tun c 10 200`)"
+        )),
+        _ => LinkError::Setup(format!("open /dev/net/tun: {e}")),
+    }
+}
+
+/// Runs `ip ARGS` (iproute2) in the calling thread's network namespace.
+fn ip(args: &[&str]) -> Result<(), LinkError> {
+    let out = Command::new("ip")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| LinkError::Setup(format!("running `ip` (install iproute2): {e}")))?;
+    if !out.status.success() {
+        return Err(LinkError::Setup(format!(
+            "`ip {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// A claimed /30: the abstract socket keeps others away until it is closed (or hxlab dies).
+struct Slot {
+    index: u32,
+    _claim: OwnedFd,
+}
+
+impl Slot {
+    fn host(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 0, 0)) + self.index * 4 + 1)
+    }
+    fn client(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(Ipv4Addr::new(100, 64, 0, 0)) + self.index * 4 + 2)
+    }
+}
+
+/// Addresses already configured on any interface here, so we never reuse someone's /30.
+fn addresses_in_use() -> Vec<Ipv4Addr> {
+    let mut v = Vec::new();
+    if let Ok(addrs) = nix::ifaddrs::getifaddrs() {
+        for a in addrs {
+            for sa in [a.address, a.destination].into_iter().flatten() {
+                if let Some(sin) = sa.as_sockaddr_in() {
+                    v.push(sin.ip());
+                }
+            }
+        }
+    }
+    v
+}
+
+fn claim_slot() -> Result<Slot, LinkError> {
+    let in_use = addresses_in_use();
+    // Start at a pid-dependent slot so parallel starts rarely race for the same one.
+    let start = (std::process::id().wrapping_mul(2654435761) >> 8) % SLOTS;
+    for k in 0..SLOTS {
+        let index = (start + k) % SLOTS;
+        let base = u32::from(Ipv4Addr::new(100, 64, 0, 0)) + index * 4;
+        if in_use.iter().any(|a| (u32::from(*a) & !3) == base) {
+            continue;
+        }
+        // SAFETY: plain socket call, fd checked.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(os_err("socket(AF_UNIX)"));
+        }
+        // SAFETY: fd is fresh and owned here.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let name = format!("hxlab-link-slot-{index}");
+        // SAFETY: sockaddr_un is plain old data; zeroed is valid.
+        let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        // Abstract namespace: leading NUL, nothing on the file system to clean up.
+        for (i, b) in name.bytes().enumerate() {
+            sa.sun_path[i + 1] = b as libc::c_char;
+        }
+        let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
+        // SAFETY: sa is initialised and len covers the used part.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &sa as *const libc::sockaddr_un as *const libc::sockaddr,
+                len,
+            )
+        };
+        if r == 0 {
+            return Ok(Slot { index, _claim: fd });
+        }
+    }
+    Err(LinkError::Setup(
+        "no free /30 in 100.64.0.0/10 for another link".into(),
+    ))
+}
+
+/// A packet buffer from the pool.
+struct Buf {
+    data: Box<[u8; BUF_SIZE]>,
+    len: usize,
+}
+
+impl Packet for Buf {
+    fn wire_len(&self) -> usize {
+        self.len
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Everything a relay thread needs.
+struct RelayCtx {
+    dir: Direction,
+    pipe: Pipe<Buf>,
+    rx: Arc<OwnedFd>,
+    tx: Arc<OwnedFd>,
+    stop: Arc<OwnedFd>,
+    start_ns: u64,
+    /// How long to keep delivering packets already in the link once asked to stop.
+    linger: Duration,
+    /// Run the relay at real-time priority.
+    realtime: bool,
+}
+
+fn epoll_add(ep: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: token,
+    };
+    // SAFETY: ev is valid for the call.
+    cvt(
+        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) },
+        "epoll_ctl",
+    )
+    .map(|_| ())
+}
+
+fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
+    // Default timer slack (50 µs) would add to every delayed packet; ask for precise wakeups.
+    // SAFETY: prctl on the calling thread only.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    if ctx.realtime {
+        // On a busy machine a normal thread wakes milliseconds late (a scheduler tick); the
+        // lowest real-time priority makes delays exact. The relay sleeps whenever it has
+        // nothing due, and the kernel's RT throttling bounds it anyway. Failure (no
+        // CAP_SYS_NICE) just leaves the normal policy.
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: applies to the calling thread; param is valid.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    }
+    // SAFETY: plain syscalls; fds checked and owned below.
+    let ep = unsafe {
+        OwnedFd::from_raw_fd(cvt(
+            libc::epoll_create1(libc::EPOLL_CLOEXEC),
+            "epoll_create1",
+        )?)
+    };
+    let timer = unsafe {
+        OwnedFd::from_raw_fd(cvt(
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+            ),
+            "timerfd_create",
+        )?)
+    };
+    epoll_add(ep.as_raw_fd(), ctx.rx.as_raw_fd(), 0)?;
+    epoll_add(ep.as_raw_fd(), timer.as_raw_fd(), 1)?;
+    epoll_add(ep.as_raw_fd(), ctx.stop.as_raw_fd(), 2)?;
+    let mut pool: Vec<Buf> = Vec::new();
+    let mut armed: Option<Duration> = None;
+    let mut drain_until: Option<Duration> = None;
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
+    let rx = ctx.rx.as_raw_fd();
+    let tx = ctx.tx.as_raw_fd();
+    let _ = ctx.dir;
+    loop {
+        // Read a batch of packets; they share one arrival timestamp.
+        let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+        let mut read = 0;
+        while read < READ_BATCH {
+            let mut buf = pool.pop().unwrap_or_else(|| Buf {
+                data: Box::new([0u8; BUF_SIZE]),
+                len: 0,
+            });
+            // SAFETY: the buffer is BUF_SIZE bytes and exclusively borrowed.
+            let n = unsafe { libc::read(rx, buf.data.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
+            if n <= 0 {
+                pool.push(buf);
+                break;
+            }
+            buf.len = n as usize;
+            ctx.pipe.on_packet(now, buf);
+            read += 1;
+        }
+        // Write everything that is due.
+        let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+        while let Some(buf) = ctx.pipe.poll_deliver(now) {
+            // SAFETY: buf.len <= BUF_SIZE bytes are initialised.
+            // A failed write (device going away) loses the packet, as a wire would.
+            unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
+            if pool.len() < POOL_KEEP {
+                pool.push(buf);
+            }
+        }
+        if read == READ_BATCH {
+            // More may be waiting: read again before sleeping.
+            continue;
+        }
+        let wake = ctx.pipe.next_wakeup();
+        if let Some(t) = wake {
+            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+            if t <= now {
+                continue;
+            }
+        }
+        if wake != armed {
+            let at = wake
+                .map(|t| ctx.start_ns + t.as_nanos() as u64)
+                .unwrap_or(0);
+            let spec = libc::itimerspec {
+                it_interval: libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
+                it_value: libc::timespec {
+                    tv_sec: (at / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (at % 1_000_000_000) as libc::c_long,
+                },
+            };
+            // SAFETY: spec is valid; a zero it_value disarms.
+            unsafe {
+                libc::timerfd_settime(
+                    timer.as_raw_fd(),
+                    libc::TFD_TIMER_ABSTIME,
+                    &spec,
+                    std::ptr::null_mut(),
+                )
+            };
+            armed = wake;
+        }
+        // SAFETY: events is a valid array of the given length.
+        let n = unsafe {
+            libc::epoll_wait(
+                ep.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                -1,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(LinkError::Setup(format!("epoll_wait: {e}")));
+        }
+        for ev in &events[..n as usize] {
+            match ev.u64 {
+                1 => {
+                    let mut v = 0u64;
+                    // SAFETY: reads 8 bytes into v; non-blocking.
+                    unsafe {
+                        libc::read(
+                            timer.as_raw_fd(),
+                            &mut v as *mut u64 as *mut libc::c_void,
+                            8,
+                        )
+                    };
+                    armed = None;
+                }
+                2 => {
+                    let mut v = 0u64;
+                    // SAFETY: reads 8 bytes into v; non-blocking.
+                    unsafe {
+                        libc::read(
+                            ctx.stop.as_raw_fd(),
+                            &mut v as *mut u64 as *mut libc::c_void,
+                            8,
+                        )
+                    };
+                    let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+                    drain_until.get_or_insert(now + ctx.linger);
+                }
+                _ => {}
+            }
+        }
+        if let Some(until) = drain_until {
+            // Stopping: let packets already on the wire (a final ACK or FIN) arrive, but
+            // never wait past the linger time.
+            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+            if now >= until || ctx.pipe.next_wakeup().is_none() {
+                return Ok(ctx.pipe.stats().clone());
+            }
+            if ctx.pipe.next_wakeup().is_some_and(|t| t > until) && armed.is_none_or(|a| a > until)
+            {
+                let spec = libc::itimerspec {
+                    it_interval: libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    },
+                    it_value: {
+                        let at = ctx.start_ns + until.as_nanos() as u64;
+                        libc::timespec {
+                            tv_sec: (at / 1_000_000_000) as libc::time_t,
+                            tv_nsec: (at % 1_000_000_000) as libc::c_long,
+                        }
+                    },
+                };
+                // SAFETY: spec is valid.
+                unsafe {
+                    libc::timerfd_settime(
+                        timer.as_raw_fd(),
+                        libc::TFD_TIMER_ABSTIME,
+                        &spec,
+                        std::ptr::null_mut(),
+                    )
+                };
+                armed = Some(until);
+            }
+        }
+    }
+}
+
+/// A running link: namespace, TUN devices and relay threads. Stop it with [`Link::stop`]
+/// (dropping it also tears everything down, without returning the counters).
+pub struct Link {
+    slot: Slot,
+    netns: Arc<OwnedFd>,
+    stops: Vec<Arc<OwnedFd>>,
+    relays: Vec<(Direction, JoinHandle<Result<DirectionStats, LinkError>>)>,
+    outer_name: String,
+    inner_name: String,
+}
+
+impl Link {
+    /// Creates the namespace, both TUN devices and the relay threads. Needs root (or
+    /// CAP_NET_ADMIN + CAP_SYS_ADMIN); otherwise [`LinkError::Permission`] says how to fix it.
+    pub fn start(cfg: LinkConfig) -> Result<Link, LinkError> {
+        let slot = claim_slot()?;
+        let outer_name = format!("hxlab-o-{}", slot.index);
+        let inner_name = format!("hxlab-i-{}", slot.index);
+        let (host, client) = (slot.host(), slot.client());
+
+        let outer = open_tun(&outer_name)?;
+        ip(&[
+            "link",
+            "set",
+            "dev",
+            &outer_name,
+            "mtu",
+            &MTU.to_string(),
+            "up",
+        ])?;
+        ip(&[
+            "addr",
+            "add",
+            &host.to_string(),
+            "peer",
+            &format!("{client}/32"),
+            "dev",
+            &outer_name,
+        ])?;
+
+        // Network namespaces are per thread: this thread moves into a new one, creates the
+        // inner TUN there and configures it with `ip` children (which inherit the thread's
+        // namespace), then hands back the namespace fd and the TUN fd and exits.
+        let inner_name2 = inner_name.clone();
+        let setup = std::thread::Builder::new()
+            .name("hxlab-link-setup".into())
+            .spawn(move || -> Result<(OwnedFd, OwnedFd), LinkError> {
+                // SAFETY: unshare affects only this thread's namespaces.
+                cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) }, "unshare(CLONE_NEWNET)").map_err(|e| {
+                    LinkError::Permission(format!("{e}; creating a network namespace needs root (CAP_SYS_ADMIN): run `sudo hxlab link ...`"))
+                })?;
+                let p = CString::new("/proc/thread-self/ns/net").map_err(|_| LinkError::Setup("path".into()))?;
+                // SAFETY: valid path; fd checked.
+                let ns = cvt(unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }, "open netns")?;
+                // SAFETY: fresh fd.
+                let ns = unsafe { OwnedFd::from_raw_fd(ns) };
+                let inner = open_tun(&inner_name2)?;
+                ip(&["link", "set", "dev", "lo", "up"])?;
+                ip(&["link", "set", "dev", &inner_name2, "mtu", &MTU.to_string(), "up"])?;
+                ip(&["addr", "add", &client.to_string(), "peer", &format!("{host}/32"), "dev", &inner_name2])?;
+                ip(&["route", "add", "default", "dev", &inner_name2])?;
+                Ok((ns, inner))
+            })
+            .map_err(|e| LinkError::Setup(format!("spawn setup thread: {e}")))?;
+        let (netns, inner) = setup
+            .join()
+            .map_err(|_| LinkError::Setup("setup thread panicked".into()))??;
+
+        let outer = Arc::new(outer);
+        let inner = Arc::new(inner);
+        let start_ns = monotonic_ns();
+        let mut stops = Vec::new();
+        let mut relays = Vec::new();
+        for (dir, dcfg, rx, tx) in [
+            (Direction::Down, &cfg.down, outer.clone(), inner.clone()),
+            (Direction::Up, &cfg.up, inner.clone(), outer.clone()),
+        ] {
+            // SAFETY: plain syscall, fd checked.
+            let stop = cvt(
+                unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) },
+                "eventfd",
+            )?;
+            // SAFETY: fresh fd.
+            let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(stop) });
+            stops.push(stop.clone());
+            let ctx = RelayCtx {
+                dir,
+                pipe: Pipe::new(dcfg, crate::model::direction_seed(cfg.seed, dir)),
+                rx,
+                tx,
+                stop,
+                start_ns,
+                realtime: std::env::var_os("HXLAB_LINK_NO_RT").is_none(),
+                linger: (2 * (dcfg.delay + dcfg.jitter) + Duration::from_millis(200))
+                    .min(Duration::from_secs(2)),
+            };
+            let name = format!(
+                "hxlab-link-{}",
+                if dir == Direction::Down { "down" } else { "up" }
+            );
+            let h = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || relay(ctx))
+                .map_err(|e| LinkError::Setup(format!("spawn relay thread: {e}")))?;
+            relays.push((dir, h));
+        }
+        Ok(Link {
+            slot,
+            netns: Arc::new(netns),
+            stops,
+            relays,
+            outer_name,
+            inner_name,
+        })
+    }
+
+    /// The outside end's address (where servers outside are reached from inside).
+    pub fn host_addr(&self) -> Ipv4Addr {
+        self.slot.host()
+    }
+
+    /// The inside end's address.
+    pub fn client_addr(&self) -> Ipv4Addr {
+        self.slot.client()
+    }
+
+    /// Names of the outside and inside TUN devices.
+    pub fn device_names(&self) -> (&str, &str) {
+        (&self.outer_name, &self.inner_name)
+    }
+
+    /// A command that runs inside the namespace, with `HXLAB_LINK_HOST`/`HXLAB_LINK_CLIENT`
+    /// set and `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with the thread that spawned it (spawn
+    /// it from a thread that lives as long as the command should). The Link must outlive the
+    /// spawn.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
+        c.env("HXLAB_LINK_HOST", self.host_addr().to_string());
+        c.env("HXLAB_LINK_CLIENT", self.client_addr().to_string());
+        let ns = self.netns.as_raw_fd();
+        // SAFETY: the closure only makes async-signal-safe syscalls between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        c
+    }
+
+    /// Runs `f` on a new thread that has entered the namespace (for in-process clients):
+    /// sockets it creates live inside, on the CLIENT side.
+    pub fn spawn_inside<T, F>(&self, f: F) -> std::io::Result<JoinHandle<std::io::Result<T>>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let ns = self.netns.clone();
+        std::thread::Builder::new()
+            .name("hxlab-link-inside".into())
+            .spawn(move || {
+                // SAFETY: setns affects only this thread; the fd is kept alive by the Arc.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(f())
+            })
+    }
+
+    /// Runs `cmd` (built with [`Link::command`]) to completion, forwarding SIGINT and SIGTERM
+    /// that hxlab receives to it meanwhile, and returns its status.
+    pub fn run(&self, cmd: &mut Command) -> std::io::Result<ExitStatus> {
+        let mut child = cmd.spawn()?;
+        let _forward = SignalForward::install(child.id() as libc::pid_t);
+        loop {
+            match child.wait() {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// Stops the relay and returns the counters. Any process still in the namespace (children
+    /// COMMAND left behind) is killed, so the namespace goes away with the TUN devices.
+    pub fn stop(mut self) -> LinkStats {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> LinkStats {
+        kill_namespace_members(&self.netns);
+        for s in &self.stops {
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes to an eventfd.
+            unsafe { libc::write(s.as_raw_fd(), &one as *const u64 as *const libc::c_void, 8) };
+        }
+        let mut stats = LinkStats::default();
+        for (dir, h) in self.relays.drain(..) {
+            if let Ok(Ok(s)) = h.join() {
+                match dir {
+                    Direction::Down => stats.down = s,
+                    Direction::Up => stats.up = s,
+                }
+            }
+        }
+        stats
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if !self.relays.is_empty() {
+            self.shutdown();
+        }
+    }
+}
+
+/// SIGKILLs every process whose network namespace is `ns` (never ourselves).
+fn kill_namespace_members(ns: &OwnedFd) {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: fstat into a zeroed stat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(ns.as_raw_fd(), &mut st) } != 0 {
+        return;
+    }
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if let Ok(m) = std::fs::metadata(format!("/proc/{pid}/ns/net")) {
+            if m.ino() == st.st_ino && m.dev() == st.st_dev {
+                // SAFETY: kill has no memory preconditions.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+static FORWARD_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = FORWARD_PID.load(std::sync::atomic::Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// While alive, SIGINT/SIGTERM/SIGHUP to hxlab are passed on to the command.
+struct SignalForward {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalForward {
+    fn install(pid: libc::pid_t) -> SignalForward {
+        FORWARD_PID.store(pid, std::sync::atomic::Ordering::SeqCst);
+        let mut old = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: sigaction structs are plain data; the handler only calls kill.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = forward_signal as *const () as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        SignalForward { old }
+    }
+}
+
+impl Drop for SignalForward {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restores the previous disposition.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+        FORWARD_PID.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// True when this process is root (then no user namespace is needed).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Checks that /dev/net/tun can be opened by this user, with the fix in the error if not.
+pub fn check_tun_access() -> Result<(), LinkError> {
+    let path = CString::new("/dev/net/tun").map_err(|_| LinkError::Setup("tun path".into()))?;
+    // SAFETY: valid path; the fd is closed right away.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(tun_open_error(std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just opened here.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
+/// Rootless mode: moves the whole process into a new user namespace (where it is root) and a
+/// new network namespace with loopback up, so [`Link::start`] can create its devices without
+/// privileges. Both ends of the link then live in namespaces of this process: the "outside"
+/// is reachable only from servers this process (or its children) start. Must be called while
+/// the process is single-threaded (the kernel refuses otherwise).
+pub fn enter_user_namespace() -> Result<(), LinkError> {
+    check_tun_access()?;
+    // SAFETY: plain syscalls.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // SAFETY: unshare affects this (single-threaded) process.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(LinkError::Permission(format!(
+            "cannot create an unprivileged user namespace ({e}); enable them (`sudo sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=10000`) or run hxlab link as root"
+        )));
+    }
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| LinkError::Setup(format!("writing {file}: {e}")))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    ip(&["link", "set", "dev", "lo", "up"])
+}

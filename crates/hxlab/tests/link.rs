@@ -1,0 +1,545 @@
+//! `hxlab link` and the `hxlab_link::Link` API against real sockets, namespaces and TUN
+//! devices (root needed: without it each test says SKIPPED loudly, and fails under CI).
+
+mod common;
+
+use common::{hxlab, run_with_timeout};
+use hxlab_link::{Link, LinkConfig, Loss, Server};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root_or_skip(test: &str) -> bool {
+    if common::is_root() {
+        return true;
+    }
+    if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
+        panic!("{test} needs root (network namespaces and TUN devices) and CI runs as root");
+    }
+    eprintln!("\n!!!!! SKIPPED: {test} needs root (network namespaces + TUN); run the tests as root !!!!!\n");
+    false
+}
+
+/// A UDP echo server outside (on 0.0.0.0), for a bounded time.
+fn udp_echo() -> (u16, std::thread::JoinHandle<()>) {
+    let sock = UdpSocket::bind("0.0.0.0:0").expect("bind echo");
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let port = sock.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut buf = [0u8; 2048];
+        let mut idle = 0;
+        while Instant::now() < deadline && idle < 25 {
+            match sock.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    idle = 0;
+                    let _ = sock.send_to(&buf[..n], from);
+                }
+                Err(_) => idle += 1,
+            }
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn delay_20ms_each_way_gives_40ms_rtt() {
+    if !root_or_skip("delay_20ms_each_way_gives_40ms_rtt") {
+        return;
+    }
+    let link = Link::start(LinkConfig::default().with_delay(Duration::from_millis(20)))
+        .expect("start link");
+    let (port, echo) = udp_echo();
+    let host = link.host_addr();
+    let rtts = link
+        .spawn_inside(move || {
+            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut rtts = Vec::new();
+            let mut buf = [0u8; 64];
+            for i in 0..30u32 {
+                let t = Instant::now();
+                s.send_to(&i.to_be_bytes(), (host, port)).unwrap();
+                if s.recv_from(&mut buf).is_ok() {
+                    rtts.push(t.elapsed());
+                }
+            }
+            rtts
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("enter namespace");
+    let stats = link.stop();
+    echo.join().unwrap();
+    assert!(
+        rtts.len() >= 28,
+        "only {} of 30 probes came back",
+        rtts.len()
+    );
+    let mut sorted = rtts.clone();
+    sorted.sort();
+    let p50 = sorted[sorted.len() / 2];
+    assert!(
+        p50 >= Duration::from_millis(39) && p50 <= Duration::from_millis(50),
+        "p50 RTT {p50:?}"
+    );
+    assert!(
+        stats.up.packets_out >= 28 && stats.down.packets_out >= 28,
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn rate_10mbit_limits_tcp_goodput() {
+    if !root_or_skip("rate_10mbit_limits_tcp_goodput") {
+        return;
+    }
+    let mut cfg = LinkConfig::default().with_delay(Duration::from_millis(5));
+    cfg.down.server = Server::Rate(10_000_000);
+    let link = Link::start(cfg).expect("start link");
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    const TOTAL: usize = 3_000_000;
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let chunk = vec![7u8; 64 * 1024];
+        let mut sent = 0;
+        while sent < TOTAL {
+            let n = chunk.len().min(TOTAL - sent);
+            if c.write_all(&chunk[..n]).is_err() {
+                break;
+            }
+            sent += n;
+        }
+    });
+    let host = link.host_addr();
+    let (bytes, secs) = link
+        .spawn_inside(move || {
+            let mut c =
+                std::net::TcpStream::connect_timeout(&(host, port).into(), Duration::from_secs(5))
+                    .unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut buf = vec![0u8; 64 * 1024];
+            // Time from the first byte, so the handshake and slow start's first RTT do not count.
+            let mut got = c.read(&mut buf).unwrap();
+            let t = Instant::now();
+            let start_bytes = got;
+            while got < TOTAL {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+            (got - start_bytes, t.elapsed().as_secs_f64())
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("enter namespace");
+    server.join().unwrap();
+    let stats = link.stop();
+    let mbit = bytes as f64 * 8.0 / secs / 1e6;
+    // 10 Mbit/s less TCP/IP header overhead is ≈ 9.6 Mbit/s; loose bounds for a busy machine.
+    assert!((7.5..=10.1).contains(&mbit), "goodput {mbit:.2} Mbit/s");
+    assert!(stats.down.bytes_out as usize > TOTAL, "{stats:?}");
+}
+
+#[test]
+fn random_loss_within_binomial_bounds() {
+    if !root_or_skip("random_loss_within_binomial_bounds") {
+        return;
+    }
+    let mut cfg = LinkConfig::default();
+    cfg.up.loss = Loss::Random(0.05);
+    cfg.seed = 11;
+    let link = Link::start(cfg).expect("start link");
+    let sink = UdpSocket::bind("0.0.0.0:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let port = sink.local_addr().unwrap().port();
+    let host = link.host_addr();
+    const N: u32 = 2000;
+    // Receive concurrently, so the socket buffer never overflows.
+    let receiver = std::thread::spawn(move || {
+        let mut received = 0u32;
+        let mut buf = [0u8; 64];
+        while received < N && sink.recv_from(&mut buf).is_ok() {
+            received += 1;
+        }
+        received
+    });
+    link.spawn_inside(move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        for i in 0..N {
+            let _ = s.send_to(&i.to_be_bytes(), (host, port));
+            // Paced so that no kernel queue overflows: only the link may lose packets.
+            if i % 20 == 19 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .expect("enter namespace");
+    let received = receiver.join().unwrap();
+    let stats = link.stop();
+    let lost = N - received;
+    // n = 2000, p = 5 %: mean 100, sd ≈ 9.7; ±4 sd (99.99 %) is 61..=139.
+    assert!((61..=139).contains(&lost), "lost {lost} of {N}");
+    assert_eq!(
+        stats.up.dropped_loss, lost as u64,
+        "link counters disagree with what arrived: {stats:?}"
+    );
+}
+
+/// A tiny HTTP/1.1 server outside that answers every request with `size` bytes.
+fn http_server(size: usize) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        while Instant::now() < deadline {
+            match listener.accept() {
+                Ok((mut c, _)) => {
+                    c.set_nonblocking(false).unwrap();
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    let mut r = BufReader::new(c.try_clone().unwrap());
+                    let mut line = String::new();
+                    while r.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                        if line == "\r\n" {
+                            break;
+                        }
+                        line.clear();
+                    }
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n"
+                    );
+                    let _ = c.write_all(&vec![b'x'; size]);
+                    return;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn profile_end_to_end_with_curl() {
+    if !root_or_skip("profile_end_to_end_with_curl") {
+        return;
+    }
+    let Some(curl) = common::require_peer("curl") else {
+        return;
+    };
+    let (port, server) = http_server(600_000);
+    let dir = common::tempfile_dir::TempDir::new("hxlab-link");
+    let stats_path = dir.path().join("stats.json");
+    // wpt:Cable: 5 Mbit/s down, 1 Mbit/s up, 28 ms RTT.
+    let script = format!(
+        "{} -s -o /dev/null -w '%{{time_connect}} %{{speed_download}}\\n' http://$HXLAB_LINK_HOST:{port}/x",
+        curl.display()
+    );
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["link", "--profile", "WPT:cable", "--stats"])
+            .arg(&stats_path)
+            .args(["--", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    server.join().unwrap();
+    assert_eq!(code, Some(0), "stdout {out} stderr {err}");
+    let mut it = out.split_whitespace();
+    let connect: f64 = it
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("curl time_connect");
+    let speed: f64 = it.next().and_then(|x| x.parse().ok()).expect("curl speed");
+    assert!(
+        (0.027..0.2).contains(&connect),
+        "TCP connect {connect} s through a 28 ms RTT"
+    );
+    let mbit = speed * 8.0 / 1e6;
+    assert!(
+        (1.5..=5.1).contains(&mbit),
+        "download at {mbit:.2} Mbit/s through a 5 Mbit/s link"
+    );
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
+    assert_eq!(stats["profile"], "wpt:Cable");
+    assert!(
+        stats["down"]["bytes_out"].as_u64().unwrap() > 600_000,
+        "{stats}"
+    );
+    assert!(stats["up"]["packets_out"].as_u64().unwrap() > 10, "{stats}");
+}
+
+#[test]
+fn exit_status_and_environment_propagate() {
+    if !root_or_skip("exit_status_and_environment_propagate") {
+        return;
+    }
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab()).args([
+            "link",
+            "--",
+            "sh",
+            "-c",
+            "echo $HXLAB_LINK_HOST $HXLAB_LINK_CLIENT; ip route show default; exit 7",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(7), "stderr {err}");
+    let mut words = out.split_whitespace();
+    let host: std::net::Ipv4Addr = words
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("HXLAB_LINK_HOST");
+    let client: std::net::Ipv4Addr = words
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("HXLAB_LINK_CLIENT");
+    assert_eq!(host.octets()[0], 100);
+    assert_eq!(u32::from(client), u32::from(host) + 1);
+    assert!(
+        out.contains("default dev hxlab-i-"),
+        "inside default route: {out}"
+    );
+}
+
+fn addr_present(addr: &str) -> bool {
+    let out = Command::new("ip")
+        .args(["-o", "addr"])
+        .output()
+        .expect("run ip");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .any(|w| w == addr || w.starts_with(&format!("{addr}/")))
+}
+
+fn pid_alive(pid: u32) -> bool {
+    // A zombie is as good as gone: it holds no namespace or device.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+/// Starts `hxlab link -- sleep 30`; returns the child, the HOST address and sleep's pid.
+fn start_sleeper() -> (std::process::Child, String, u32) {
+    let mut child = Command::new(hxlab())
+        .args(["link", "--delay", "1ms", "--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hxlab link");
+    let mut line = String::new();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    err.read_line(&mut line).unwrap();
+    std::thread::spawn(move || for _ in err.lines() {});
+    let host = line
+        .split_whitespace()
+        .nth(3)
+        .expect("banner with HOST")
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sleep_pid = loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+                .unwrap_or_default();
+        if let Some(p) = children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "COMMAND did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(
+        addr_present(&host),
+        "HOST {host} not configured while running"
+    );
+    (child, host, sleep_pid)
+}
+
+fn wait_gone(host: &str, pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (addr_present(host) || pid_alive(pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!addr_present(host), "TUN device with {host} left behind");
+    assert!(!pid_alive(pid), "COMMAND (pid {pid}) left behind");
+}
+
+#[test]
+fn nothing_left_behind_after_exit_sigterm_and_sigkill() {
+    if !root_or_skip("nothing_left_behind_after_exit_sigterm_and_sigkill") {
+        return;
+    }
+    // Normal exit, including a background grandchild COMMAND left in the namespace.
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab()).args([
+            "link",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30 & echo $! $HXLAB_LINK_HOST",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let mut w = out.split_whitespace();
+    let bg: u32 = w
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("background pid");
+    let host = w.next().expect("host").to_string();
+    wait_gone(&host, bg);
+
+    // SIGTERM is forwarded to COMMAND; hxlab returns its status (128 + 15).
+    let (mut child, host, pid) = start_sleeper();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hxlab link did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(143));
+    wait_gone(&host, pid);
+
+    // SIGKILL: the kernel cleans up (PDEATHSIG, non-persistent TUN, namespace refcount).
+    let (mut child, host, pid) = start_sleeper();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_gone(&host, pid);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = common::tempfile_dir::TempDir::new("hxlab-link-bad");
+    let trace = dir.path().join("bad.trace");
+    std::fs::write(&trace, "1\n2\nthree\n").unwrap();
+    let trace = trace.display().to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--profile", "5G", "--", "true"], "wpt:LTE"),
+        (vec!["--profile", "3G", "--", "true"], "chrome:3G"),
+        (vec!["--down-trace", &trace, "--", "true"], "bad.trace:3"),
+        (vec!["--delay", "-5ms", "--", "true"], "negative"),
+        (vec!["--delay", "2h", "--", "true"], "10 minutes"),
+        (vec!["--loss", "150%", "--", "true"], "loss"),
+        (vec!["--loss", "ge:1%,x", "--", "true"], "probability"),
+        (vec!["--down", "0.5bit", "--", "true"], "rate"),
+        (vec!["--queue", "0p", "--", "true"], "queue"),
+        (vec!["--aqm", "red", "--", "true"], "codel"),
+        (vec!["--seed", "-1", "--", "true"], "seed"),
+        (vec!["--delay", "20ms"], "missing COMMAND"),
+    ];
+    for (args, needle) in cases {
+        let (code, _out, err) = run_with_timeout(
+            Command::new(hxlab()).arg("link").args(&args),
+            Duration::from_secs(10),
+        );
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: not one line: {err}"
+        );
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected {needle:?} in {err}"
+        );
+    }
+    let (code, out, _) = run_with_timeout(
+        Command::new(hxlab()).args(["link", "--list-profiles"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("wpt:3G")
+            && out.contains("chrome-legacy:Regular 2G")
+            && out.contains("NetworkManager.ts")
+    );
+}
+
+/// `hxlab serve` outside on 0.0.0.0; returns the child and the TLS (= h3 UDP) port.
+fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
+    let ready = dir.join("ready.json");
+    let mut child = Command::new(hxlab())
+        .args(["serve", "--bind", "0.0.0.0", "--tls-port", "0", "--plain-port", "0", "--threads", "1"])
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start hxlab serve");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = std::fs::read_to_string(&ready)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            let tls = v["tls"].as_str().expect("tls address in ready file").to_string();
+            let port = tls.rsplit(':').next().and_then(|p| p.parse().ok()).expect("tls port");
+            return (child, port);
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("hxlab serve exited early: {s}");
+        }
+        assert!(Instant::now() < deadline, "hxlab serve not ready in 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn h2_and_h3_through_the_link() {
+    if !root_or_skip("h2_and_h3_through_the_link") {
+        return;
+    }
+    let dir = common::tempfile_dir::TempDir::new("hxlab-link-h3");
+    let (mut server, port) = serve_outside(dir.path());
+    for proto in ["h3", "h2"] {
+        // 10 ms each way and 20 Mbit/s down: every request takes at least one 20 ms RTT.
+        let script = format!(
+            "exec {} load --proto {proto} -k -n 20 -c 2 --no-progress -q --json - https://$HXLAB_LINK_HOST:{port}/bytes/50000",
+            hxlab().display()
+        );
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args(["link", "--delay", "10ms", "--down", "20mbit", "--", "sh", "-c", &script]),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        let v: serde_json::Value = out
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("{proto}: no RunResult in {out} / {err}"));
+        assert_eq!(v["status"]["200"], 20, "{proto}: {v}");
+        let p50 = hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().expect("latency"))
+            .expect("histogram")
+            .quantile(0.5);
+        // 50 kB at 20 Mbit/s is 20 ms on the wire, plus the 20 ms RTT: ≥ 35 ms, well under 2 s.
+        assert!((35_000..2_000_000).contains(&p50), "{proto}: p50 {p50} µs through a 20 ms RTT link");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}
