@@ -431,7 +431,13 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
         inner: h3_quinn::Connection::new(conn.clone()),
         rec: ctx.rec.clone(),
     };
-    let setup = tokio::time::timeout(ctx.connect_timeout, h3::client::new(tap)).await;
+    let setup = tokio::time::timeout(
+        ctx.connect_timeout,
+        h3::client::builder()
+            .max_field_section_size(u64::from(crate::h2::MAX_HEADER_LIST))
+            .build::<_, _, Bytes>(tap),
+    )
+    .await;
     let (mut driver, mut sender) = match setup {
         Err(_) => {
             let message = "h3 setup timed out".to_string();
