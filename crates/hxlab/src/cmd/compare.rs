@@ -3,9 +3,9 @@
 //! emulated network when `hxlab link` works here), a table on the terminal, the report in a
 //! directory it names, and the runner's overhead over the cells' own measured time.
 
+use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
 use hxlab_lab::scenarios;
-use super::run::emit;
 use std::process::ExitCode;
 
 /// Options of `hxlab compare`.
