@@ -821,6 +821,33 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
         }
     }
 
+    // More streams asked than the server allows (100): requests wait for stream credit and
+    // the run completes without stalls.
+    let url = format!("https://{h3}/bytes/100");
+    let (code, v, err) = load(&[
+        "-n",
+        "1000",
+        "-c",
+        "1",
+        "-m",
+        "150",
+        "--proto",
+        "h3",
+        "-k",
+        "--timeout",
+        "5s",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 1000, "{v}");
+    assert_eq!(u(&v, &["connections"]), 1);
+    assert!(
+        v["duration_s"].as_f64().unwrap() < 4.0,
+        "{}",
+        v["duration_s"]
+    );
+
     // Certificate verification against the served certificate, on TCP and QUIC.
     for (proto, addr) in [("h2", &tls), ("h3", &h3)] {
         let url = format!("https://{addr}/bytes/10");
