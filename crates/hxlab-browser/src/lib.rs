@@ -1,1 +1,270 @@
-//! hxlab-browser: page loads in headless Chromium over the DevTools protocol.
+//! hxlab-browser: page loads in a real headless Chromium over the DevTools protocol.
+//!
+//! What it is for: start Debian's `chromium` with a fresh profile, force HTTP/1.1, HTTP/2 or
+//! HTTP/3, trust a test server's certificate by its SPKI hash, load one page, and return the
+//! browser's own records: the protocol every resource used, navigation and paint timings
+//! (TTFB, DOMContentLoaded, load, first contentful paint), connections, bytes, per-resource
+//! timings and, on request, a HAR 1.2 log. [`load_page`] is one run; [`summarize`] turns runs
+//! into medians with 95 % confidence intervals; [`PageRun::to_run_result`] stores a run as the
+//! `RunResult` every part of hxlab reads. The lab's `workload = "browser"` calls
+//! [`load_page`] once per repetition.
+//!
+//! What it is not: no server, no network emulation (a [`Launcher`] lets the caller start the
+//! browser inside `hxlab link`'s namespace), no CLI. It speaks CDP itself over
+//! `--remote-debugging-pipe` (a dozen methods and events) instead of pulling in a generated
+//! binding of the whole protocol: fewer dependencies and compile time, and full control over
+//! how the browser process tree is started and killed.
+
+mod cdp;
+mod har;
+mod load;
+mod process;
+mod result;
+mod summary;
+
+pub use load::{find_chromium, load_page, load_page_async};
+pub use process::Launcher;
+pub use summary::{summarize, MetricSummary, PageSummary};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The first Chromium major version that ignores HTTP/2 server push (push was removed in 106).
+pub const PUSH_REMOVED_IN: u32 = 106;
+
+/// HTTP version a page load is forced to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.1 (over TLS for https URLs).
+    H1,
+    /// HTTP/2.
+    H2,
+    /// HTTP/3 over QUIC.
+    H3,
+}
+
+impl Protocol {
+    /// The short name users type: `h1`, `h2`, `h3`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
+        }
+    }
+
+    /// Maps Chromium's `response.protocol` ("http/1.1", "h2", "h3", "h3-29", "quic/…") to a
+    /// protocol; `None` for anything else (e.g. "data", "blob", empty).
+    pub fn from_browser(reported: &str) -> Option<Protocol> {
+        let p = reported.to_ascii_lowercase();
+        if p == "http/1.1" || p == "http/1.0" {
+            Some(Protocol::H1)
+        } else if p == "h2" {
+            Some(Protocol::H2)
+        } else if p.starts_with("h3") || p.starts_with("quic") || p.contains("+quic") {
+            Some(Protocol::H3)
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "h1" | "http1" | "http/1.1" => Ok(Protocol::H1),
+            "h2" | "http2" => Ok(Protocol::H2),
+            "h3" | "http3" => Ok(Protocol::H3),
+            _ => Err(format!("unknown protocol `{s}`: use h1, h2 or h3")),
+        }
+    }
+}
+
+/// What one page load should do.
+#[derive(Clone)]
+pub struct PageConfig {
+    /// The page to load (http:// or https://; h3 needs https).
+    pub url: String,
+    /// The protocol to force.
+    pub protocol: Protocol,
+    /// Chromium binary: a path, or a name looked up on PATH (default `chromium`).
+    pub chromium: PathBuf,
+    /// Base64 SHA-256 hashes of SubjectPublicKeyInfos to trust (`--ignore-certificate-errors-spki-list`).
+    pub spki_sha256: Vec<String>,
+    /// Limit for the whole run: start, load, measure, shut down.
+    pub timeout: Duration,
+    /// Chromium `--host-resolver-rules`, e.g. `MAP origin.test 10.0.0.1`.
+    pub host_resolver_rules: Option<String>,
+    /// More Chromium flags, appended last.
+    pub extra_args: Vec<String>,
+    /// Build a HAR 1.2 log into [`PageRun::har`].
+    pub collect_har: bool,
+    /// How to start the browser (e.g. inside a network namespace); `None`: a plain child.
+    pub launcher: Option<Launcher>,
+}
+
+impl PageConfig {
+    /// A config with defaults: `chromium` from PATH, 60 s timeout, no HAR.
+    pub fn new(url: impl Into<String>, protocol: Protocol) -> PageConfig {
+        PageConfig {
+            url: url.into(),
+            protocol,
+            chromium: PathBuf::from("chromium"),
+            spki_sha256: Vec::new(),
+            timeout: Duration::from_secs(60),
+            host_resolver_rules: None,
+            extra_args: Vec::new(),
+            collect_har: false,
+            launcher: None,
+        }
+    }
+}
+
+impl PageConfig {
+    /// Checks the URL, the protocol/scheme combination and the SPKI hashes without starting
+    /// anything ([`BrowserError::Config`] says what is wrong).
+    pub fn validate(&self) -> Result<(), BrowserError> {
+        load::browser_args(self).map(|_| ())
+    }
+}
+
+impl std::fmt::Debug for PageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageConfig")
+            .field("url", &self.url)
+            .field("protocol", &self.protocol)
+            .field("chromium", &self.chromium)
+            .field("timeout", &self.timeout)
+            .field("launcher", &self.launcher.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One resource as the browser loaded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceTiming {
+    /// Request URL.
+    pub url: String,
+    /// Chromium's resource type ("Document", "Image", "Script", …).
+    pub resource_type: String,
+    /// Protocol the browser reports for the response ("http/1.1", "h2", "h3"); empty if none.
+    pub protocol: String,
+    /// HTTP status (0 when the request failed before a response).
+    pub status: u16,
+    /// The browser's connection id (0: none).
+    pub connection_id: u64,
+    /// The response came over a connection used before.
+    pub connection_reused: bool,
+    /// Request start, ms after the navigation started.
+    pub start_ms: f64,
+    /// Request start to response headers, ms.
+    pub response_ms: Option<f64>,
+    /// Request start to last byte, ms.
+    pub duration_ms: Option<f64>,
+    /// Bytes received for it on the wire (headers + body, as the browser counts them).
+    pub encoded_bytes: u64,
+    /// Body bytes the browser read (after content decoding).
+    pub body_bytes: u64,
+    /// Served from a preload the browser started on a 103 Early Hints response.
+    #[serde(default)]
+    pub from_early_hints: bool,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+}
+
+/// One page load's measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageRun {
+    /// The page loaded.
+    pub url: String,
+    /// The protocol asked for.
+    pub requested_protocol: Protocol,
+    /// "Chromium 156.0.8078.79".
+    pub browser: String,
+    /// Chromium major version.
+    pub browser_major: u32,
+    /// When the navigation started, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// Responses per protocol as the browser reported them ("h2": 31).
+    pub protocols: BTreeMap<String, u32>,
+    /// Every response used the protocol asked for.
+    pub protocol_ok: bool,
+    /// Why this run must not count (protocol fallback, failed resources); `None`: it counts.
+    pub flag: Option<String>,
+    /// Navigation start to first byte of the document (navigation timing `responseStart`), ms.
+    pub ttfb_ms: f64,
+    /// Navigation start to DOMContentLoaded (`domContentLoadedEventStart`), ms.
+    pub dom_content_loaded_ms: f64,
+    /// Navigation start to the load event (`loadEventStart`), ms.
+    pub load_ms: f64,
+    /// First contentful paint, ms; `None` if the browser painted nothing measurable.
+    pub fcp_ms: Option<f64>,
+    /// Distinct connections the responses came over.
+    pub connections: u32,
+    /// Bytes received on the wire for all resources.
+    pub bytes: u64,
+    /// Requests that finished loading (document included).
+    pub resources_loaded: u32,
+    /// Requests that failed.
+    pub resources_failed: u32,
+    /// Responses the browser stopped reading before the end of their Content-Length.
+    pub resources_incomplete: u32,
+    /// 103 Early Hints responses the browser received.
+    pub early_hints: u32,
+    /// Resources served from preloads the browser started on a 103.
+    #[serde(default)]
+    pub early_hint_preloads_used: u32,
+    /// Per-resource timings, in request order.
+    pub resources: Vec<ResourceTiming>,
+    /// HAR 1.2 log of this run, when [`PageConfig::collect_har`] was set.
+    #[serde(skip)]
+    pub har: Option<serde_json::Value>,
+}
+
+impl PageRun {
+    /// True when the run counts in the figures (no flag).
+    pub fn is_valid(&self) -> bool {
+        self.flag.is_none()
+    }
+
+    /// True when this browser ignores HTTP/2 server push.
+    pub fn push_ignored(&self) -> bool {
+        self.browser_major >= PUSH_REMOVED_IN
+    }
+}
+
+/// Why a page load failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// The Chromium binary is not there.
+    #[error("Chromium not found ({0}): install the Debian package `chromium` (apt-get install chromium) or pass --chromium PATH")]
+    NotFound(String),
+    /// Bad configuration (URL, protocol combination).
+    #[error("{0}")]
+    Config(String),
+    /// The browser could not be started.
+    #[error("could not start Chromium: {0}")]
+    Launch(String),
+    /// The browser or its page crashed or exited.
+    #[error("Chromium crashed: {0}")]
+    Crashed(String),
+    /// The run took longer than the timeout.
+    #[error("page load timed out after {0:?}")]
+    Timeout(Duration),
+    /// The browser reported a navigation error (e.g. net::ERR_CONNECTION_REFUSED).
+    #[error("navigation failed: {0}")]
+    Navigation(String),
+    /// The DevTools conversation went wrong.
+    #[error("DevTools protocol: {0}")]
+    Protocol(String),
+}

@@ -1,1 +1,18 @@
-//! hxlab-lab: experiment specs, matrix expansion, the runner and built-in scenarios.
+//! hxlab-lab: experiments that compare HTTP/1.1, HTTP/2 and HTTP/3.
+//!
+//! What it is for: reading an experiment file (TOML: a base configuration and factors to
+//! sweep), refusing impossible or malformed ones before anything runs (with file:line:column),
+//! expanding the matrix into cells, running every repetition of every cell by driving
+//! `hxlab serve`, `hxlab load` and `hxlab link` as child processes, and appending each
+//! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
+//! scenarios that reproduce the published studies live here with their published tables.
+//! What it is not: no protocol code and no statistics of its own — the server, client and
+//! link are the other subcommands, and hxlab-report turns the records into reports.
+
+pub mod profiles;
+pub mod runner;
+pub mod scenarios;
+pub mod spec;
+
+pub use runner::{RunOptions, RunSummary, Runner, RunnerError};
+pub use spec::{Cell, CellConfig, Experiment, Overrides, Protocol, SpecError};

@@ -1,1 +1,109 @@
-//! hxlab-report: exporters (markdown, csv, json, html with SVG charts) over RunResults.
+//! hxlab-report: what an experiment's results say, in the formats people read.
+//!
+//! What it is for: the record format of `results.jsonl` ([`Record`]) and the experiment's
+//! description beside it ([`ExperimentMeta`]), statistics over repetitions (median, mean,
+//! stdev, bootstrap CI, ratios between protocols with Mann-Whitney significance), warnings
+//! when a number should not be trusted, and one exporter per format behind the [`Exporter`]
+//! trait: markdown, csv, html with SVG charts, and a table for the terminal.
+//! What it is not: it runs nothing and measures nothing; it only reads `RunResult`s that
+//! `hxlab load` produced and the lab stored.
+
+pub mod export;
+pub mod model;
+pub mod summary;
+
+pub use export::{render_all, Exporter};
+pub use model::{
+    ExperimentMeta, FactorLevels, Metric, PublishedRow, PublishedTable, Record, ServerCost,
+    Workload,
+};
+pub use summary::{CellSummary, Comparison, Report, Table};
+
+use std::path::{Path, PathBuf};
+
+/// Why a report could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line of results.jsonl or experiment.json is not what the lab writes.
+    #[error("{path}:{line}: not a result record: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The parser's explanation.
+        reason: String,
+    },
+    /// A chart could not be drawn.
+    #[error("chart {title:?}: {reason}")]
+    Chart {
+        /// The chart's title.
+        title: String,
+        /// The plotting library's explanation.
+        reason: String,
+    },
+}
+
+/// File name of the experiment description in a results directory.
+pub const META_FILE: &str = "experiment.json";
+/// File name of the records, one JSON object per line.
+pub const RESULTS_FILE: &str = "results.jsonl";
+
+/// Reads `experiment.json` and `results.jsonl` from a results directory. A truncated last
+/// line (an interrupted run) is ignored, since the record it began was never finished.
+pub fn load_dir(dir: &Path) -> Result<(ExperimentMeta, Vec<Record>), ReportError> {
+    let meta_path = dir.join(META_FILE);
+    let text = std::fs::read_to_string(&meta_path).map_err(|source| ReportError::Io {
+        path: meta_path.clone(),
+        source,
+    })?;
+    let meta: ExperimentMeta = serde_json::from_str(&text).map_err(|e| ReportError::Parse {
+        path: meta_path.clone(),
+        line: e.line(),
+        reason: e.to_string(),
+    })?;
+    let records = read_records(&dir.join(RESULTS_FILE))?;
+    Ok((meta, records))
+}
+
+/// Reads the records of a `results.jsonl`; a missing file is an empty list.
+pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(ReportError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut records = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => records.push(r),
+            // The last line may have been cut by an interruption; anything else is damage.
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+            Err(e) => {
+                return Err(ReportError::Parse {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(records)
+}

@@ -1,0 +1,763 @@
+//! One page load: launch, navigate, collect the Network/Page events, read navigation and paint
+//! timing from the page, close.
+
+use crate::cdp::{Cdp, Event};
+use crate::process::BrowserProcess;
+use crate::{BrowserError, PageConfig, PageRun, Protocol, ResourceTiming};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long the browser gets to exit after `Browser.close` before its group is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+/// How long requests may stay open after the load event before they count as unfinished.
+const AFTER_LOAD_SETTLE: Duration = Duration::from_secs(5);
+
+/// Reads navigation and paint timing once the load event has ended and the first contentful
+/// paint is known (or 3 s have passed: a page may paint nothing contentful).
+const TIMING_SCRIPT: &str = r#"new Promise(resolve => {
+  const t0 = performance.now();
+  (function check() {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const paint = performance.getEntriesByType('paint');
+    const fcp = paint.find(p => p.name === 'first-contentful-paint');
+    if ((nav && nav.loadEventEnd > 0 && fcp) || performance.now() - t0 > 3000) {
+      resolve(JSON.stringify({
+        nav: nav ? nav.toJSON() : null,
+        paint: paint.map(p => ({ name: p.name, startTime: p.startTime })),
+      }));
+    } else {
+      setTimeout(check, 10);
+    }
+  })();
+})"#;
+
+/// Loads one page, blocking the calling thread. Safe to call from inside a tokio runtime (it
+/// then runs on a helper thread with its own runtime). The browser is gone and its profile
+/// removed when this returns, whatever the outcome.
+pub fn load_page(cfg: PageConfig) -> Result<PageRun, BrowserError> {
+    let work = move || -> Result<PageRun, BrowserError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| BrowserError::Launch(format!("tokio runtime: {e}")))?;
+        rt.block_on(load_page_async(&cfg))
+    };
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::spawn(work)
+            .join()
+            .map_err(|_| BrowserError::Launch("page-load thread panicked".into()))?
+    } else {
+        work()
+    }
+}
+
+/// Loads one page within `cfg.timeout`. Dropping the future kills the browser too.
+pub async fn load_page_async(cfg: &PageConfig) -> Result<PageRun, BrowserError> {
+    let program = resolve_chromium(&cfg.chromium)?;
+    let args = browser_args(cfg)?;
+    match tokio::time::timeout(cfg.timeout, run(cfg, &program, &args)).await {
+        Ok(r) => r,
+        Err(_) => Err(BrowserError::Timeout(cfg.timeout)),
+    }
+}
+
+/// Finds the Chromium binary: an explicit path must exist; a bare name is looked up on PATH.
+pub fn find_chromium(chromium: &Path) -> Result<PathBuf, BrowserError> {
+    resolve_chromium(chromium)
+}
+
+fn resolve_chromium(chromium: &Path) -> Result<PathBuf, BrowserError> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if chromium.components().count() > 1 || chromium.is_absolute() {
+        return if executable(chromium) {
+            Ok(chromium.to_path_buf())
+        } else {
+            Err(BrowserError::NotFound(chromium.display().to_string()))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(chromium))
+        .find(|p| executable(p))
+        .ok_or_else(|| BrowserError::NotFound(format!("`{}` is not on PATH", chromium.display())))
+}
+
+/// `host:port` of an http(s) URL, for `--origin-to-force-quic-on`.
+pub(crate) fn origin_host_port(url: &str) -> Result<(String, String, u16), BrowserError> {
+    let bad = || BrowserError::Config(format!("not an http(s) URL: `{url}`"));
+    let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return Err(bad()),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or("");
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6.split_once(']').ok_or_else(bad)?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad())?,
+            None if after.is_empty() => default_port,
+            None => return Err(bad()),
+        };
+        (format!("[{h}]"), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad())?),
+            None => (authority.to_string(), default_port),
+        }
+    };
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == ',') {
+        return Err(bad());
+    }
+    Ok((scheme, host, port))
+}
+
+/// Chromium's command line for one run (profile and pipe flags are added at spawn).
+pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError> {
+    let (scheme, host, port) = origin_host_port(&cfg.url)?;
+    let mut args: Vec<String> = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        // Without these Chromium phones home, and this machine refuses those connections.
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--disable-breakpad",
+        "--mute-audio",
+        "--hide-scrollbars",
+        "--window-size=1280,800",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    match cfg.protocol {
+        Protocol::H1 => {
+            args.push("--disable-http2".into());
+            args.push("--disable-quic".into());
+        }
+        Protocol::H2 => args.push("--disable-quic".into()),
+        Protocol::H3 => {
+            if scheme != "https" {
+                return Err(BrowserError::Config(
+                    "HTTP/3 needs an https:// URL".to_string(),
+                ));
+            }
+            args.push("--enable-quic".into());
+            args.push(format!("--origin-to-force-quic-on={host}:{port}"));
+        }
+    }
+    let spki: Vec<&str> = cfg
+        .spki_sha256
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for s in &spki {
+        let ok = s.len() == 44
+            && s.ends_with('=')
+            && s[..43]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/');
+        if !ok {
+            return Err(BrowserError::Config(format!(
+                "SPKI hash `{s}` is not base64 of a SHA-256 digest"
+            )));
+        }
+    }
+    if !spki.is_empty() {
+        args.push(format!(
+            "--ignore-certificate-errors-spki-list={}",
+            spki.join(",")
+        ));
+    }
+    if let Some(rules) = &cfg.host_resolver_rules {
+        args.push(format!("--host-resolver-rules={rules}"));
+    }
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(args)
+}
+
+async fn run(cfg: &PageConfig, program: &Path, args: &[String]) -> Result<PageRun, BrowserError> {
+    let (mut browser, pipe) = BrowserProcess::spawn(program, args, cfg.launcher.as_ref())?;
+    let mut cdp = Cdp::new(pipe);
+    let outcome = drive(cfg, &mut cdp).await;
+    let outcome = match outcome {
+        Err(BrowserError::Crashed(msg)) => {
+            let status = browser.settle_after_crash().await;
+            let mut detail = match status {
+                Some(status) => format!("the browser exited ({status})"),
+                None => msg,
+            };
+            if let Some(line) = browser.last_stderr_line() {
+                detail.push_str(&format!("; last browser message: {line}"));
+            }
+            Err(BrowserError::Crashed(detail))
+        }
+        other => other,
+    };
+    if outcome.is_ok() {
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            cdp.call("Browser.close", json!({}), None),
+        )
+        .await;
+    }
+    browser.shutdown(CLOSE_GRACE).await;
+    outcome
+}
+
+/// What the browser told us about one request.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RequestRecord {
+    pub url: String,
+    pub method: String,
+    pub resource_type: String,
+    pub request_headers: Value,
+    /// Monotonic seconds (CDP `timestamp`).
+    pub started: f64,
+    /// Wall clock, seconds since the epoch.
+    pub wall_time: f64,
+    pub response: Option<Value>,
+    pub finished: Option<f64>,
+    pub encoded_bytes: u64,
+    /// Sums over `Network.dataReceived`: bytes on the wire and body bytes after decoding.
+    pub data_encoded: u64,
+    pub data_decoded: u64,
+    pub error: Option<String>,
+}
+
+impl RequestRecord {
+    fn done(&self) -> bool {
+        self.finished.is_some() || self.error.is_some()
+    }
+}
+
+/// Everything collected during one navigation.
+#[derive(Debug, Default)]
+pub(crate) struct Collected {
+    pub records: Vec<RequestRecord>,
+    index: HashMap<String, usize>,
+    pub load_fired: bool,
+    pub dcl_fired: bool,
+    pub early_hints: u32,
+}
+
+impl Collected {
+    fn on_event(&mut self, e: &Event) -> Result<(), BrowserError> {
+        let p = &e.params;
+        let req_id = p.get("requestId").and_then(Value::as_str).unwrap_or("");
+        match e.method.as_str() {
+            "Network.requestWillBeSent" => {
+                let request = p.get("request").cloned().unwrap_or(Value::Null);
+                let url = str_of(&request, "url");
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Ok(());
+                }
+                let ts = num(p, "timestamp");
+                // A redirect reuses the request id: the old hop ends here, a new one begins.
+                if let Some(redirect) = p.get("redirectResponse") {
+                    if let Some(&i) = self.index.get(req_id) {
+                        let r = &mut self.records[i];
+                        r.response = Some(redirect.clone());
+                        r.finished = Some(ts);
+                        r.encoded_bytes = num(redirect, "encodedDataLength").max(0.0) as u64;
+                    }
+                }
+                self.index.insert(req_id.to_string(), self.records.len());
+                self.records.push(RequestRecord {
+                    url,
+                    method: str_of(&request, "method"),
+                    resource_type: p
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Other")
+                        .to_string(),
+                    request_headers: request.get("headers").cloned().unwrap_or(Value::Null),
+                    started: ts,
+                    wall_time: num(p, "wallTime"),
+                    ..Default::default()
+                });
+            }
+            "Network.responseReceived" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    self.records[i].response = p.get("response").cloned();
+                }
+            }
+            "Network.loadingFinished" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    let r = &mut self.records[i];
+                    r.finished = Some(num(p, "timestamp"));
+                    r.encoded_bytes = num(p, "encodedDataLength").max(0.0) as u64;
+                }
+            }
+            "Network.dataReceived" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    let r = &mut self.records[i];
+                    r.data_encoded += num(p, "encodedDataLength").max(0.0) as u64;
+                    r.data_decoded += num(p, "dataLength").max(0.0) as u64;
+                }
+            }
+            "Network.loadingFailed" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    let r = &mut self.records[i];
+                    r.error = Some(str_of(p, "errorText"));
+                    r.finished.get_or_insert(num(p, "timestamp"));
+                }
+            }
+            "Network.responseReceivedEarlyHints" => self.early_hints += 1,
+            "Page.domContentEventFired" => self.dcl_fired = true,
+            "Page.loadEventFired" => self.load_fired = true,
+            "Inspector.targetCrashed" => {
+                return Err(BrowserError::Crashed("the page's renderer crashed".into()))
+            }
+            "Inspector.detached" => {
+                return Err(BrowserError::Crashed(format!(
+                    "DevTools detached: {}",
+                    str_of(p, "reason")
+                )))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn mark_unfinished(&mut self) {
+        for r in self.records.iter_mut().filter(|r| !r.done()) {
+            r.error = Some("unfinished when the page had loaded".into());
+        }
+    }
+
+    fn all_done(&self) -> bool {
+        self.records.iter().all(RequestRecord::done)
+    }
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v.get(key).and_then(Value::as_f64).unwrap_or(-1.0)
+}
+
+/// A response header by case-insensitive name (CDP keeps the server's spelling).
+fn header<'a>(response: &'a Value, name: &str) -> Option<&'a str> {
+    response
+        .get("headers")?
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| v.as_str())
+}
+
+fn str_of(v: &Value, key: &str) -> String {
+    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError> {
+    let version = cdp.call("Browser.getVersion", json!({}), None).await?;
+    let product = str_of(&version, "product");
+    let version_number = product.split('/').nth(1).unwrap_or("").to_string();
+    let browser_major: u32 = version_number
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    let browser = format!("Chromium {version_number}");
+
+    let target = cdp
+        .call("Target.createTarget", json!({ "url": "about:blank" }), None)
+        .await?;
+    let target_id = str_of(&target, "targetId");
+    let attached = cdp
+        .call(
+            "Target.attachToTarget",
+            json!({ "targetId": target_id, "flatten": true }),
+            None,
+        )
+        .await?;
+    let session = str_of(&attached, "sessionId");
+    let s = Some(session.as_str());
+    cdp.call("Network.enable", json!({}), s).await?;
+    cdp.call("Page.enable", json!({}), s).await?;
+
+    let nav = cdp
+        .call("Page.navigate", json!({ "url": cfg.url }), s)
+        .await?;
+    if let Some(err) = nav.get("errorText").and_then(Value::as_str) {
+        if !err.is_empty() {
+            return Err(BrowserError::Navigation(format!("{err} ({})", cfg.url)));
+        }
+    }
+
+    let mut seen = Collected::default();
+    // Requests still open this long after the load event (long polls, stuck streams) are
+    // recorded as unfinished instead of holding the run until its timeout.
+    let mut settle_deadline: Option<tokio::time::Instant> = None;
+    while !(seen.load_fired && seen.all_done()) {
+        if seen.load_fired && settle_deadline.is_none() {
+            settle_deadline = Some(tokio::time::Instant::now() + AFTER_LOAD_SETTLE);
+        }
+        let e = match settle_deadline {
+            Some(d) => match tokio::time::timeout_at(d, cdp.next_event()).await {
+                Ok(e) => e?,
+                Err(_) => {
+                    seen.mark_unfinished();
+                    break;
+                }
+            },
+            None => cdp.next_event().await?,
+        };
+        if e.session_id.as_deref() == s {
+            seen.on_event(&e)?;
+        } else if e.method == "Target.targetCrashed" || e.method == "Target.detachedFromTarget" {
+            let id = e.params.get("targetId").and_then(Value::as_str);
+            if id == Some(target_id.as_str()) || e.method == "Target.detachedFromTarget" {
+                return Err(BrowserError::Crashed(format!("page target: {}", e.method)));
+            }
+        }
+    }
+
+    let timing = cdp
+        .call(
+            "Runtime.evaluate",
+            json!({ "expression": TIMING_SCRIPT, "awaitPromise": true, "returnByValue": true }),
+            s,
+        )
+        .await?;
+    if let Some(exc) = timing.get("exceptionDetails") {
+        return Err(BrowserError::Protocol(format!(
+            "reading performance timing: {}",
+            str_of(exc, "text")
+        )));
+    }
+    let text = timing
+        .get("result")
+        .and_then(|r| r.get("value"))
+        .and_then(Value::as_str)
+        .unwrap_or("{}");
+    let perf: Value = serde_json::from_str(text)
+        .map_err(|e| BrowserError::Protocol(format!("performance timing: {e}")))?;
+
+    Ok(build_run(cfg, browser, browser_major, &seen, &perf))
+}
+
+fn build_run(
+    cfg: &PageConfig,
+    browser: String,
+    browser_major: u32,
+    seen: &Collected,
+    perf: &Value,
+) -> PageRun {
+    let nav = perf.get("nav").cloned().unwrap_or(Value::Null);
+    let fcp_ms = perf
+        .get("paint")
+        .and_then(Value::as_array)
+        .and_then(|ps| {
+            ps.iter()
+                .find(|p| p.get("name").and_then(Value::as_str) == Some("first-contentful-paint"))
+        })
+        .and_then(|p| p.get("startTime"))
+        .and_then(Value::as_f64);
+    let nav_start = seen.records.first().map(|r| r.started).unwrap_or(0.0);
+
+    let mut protocols: BTreeMap<String, u32> = BTreeMap::new();
+    let mut connections: BTreeSet<u64> = BTreeSet::new();
+    let mut protocol_ok = true;
+    let mut bytes = 0u64;
+    let mut loaded = 0u32;
+    let mut failed = 0u32;
+    let mut http_errors = 0u32;
+    let mut incomplete = 0u32;
+    let mut early_hint_preloads_used = 0u32;
+    let mut resources = Vec::with_capacity(seen.records.len());
+    for r in &seen.records {
+        let resp = r.response.as_ref();
+        let protocol = resp.map(|v| str_of(v, "protocol")).unwrap_or_default();
+        let connection_id = resp
+            .and_then(|v| v.get("connectionId"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0) as u64;
+        if resp.is_some() {
+            *protocols.entry(protocol.clone()).or_default() += 1;
+            if Protocol::from_browser(&protocol) != Some(cfg.protocol) {
+                protocol_ok = false;
+            }
+            if connection_id != 0 {
+                connections.insert(connection_id);
+            }
+        }
+        if r.error.is_some() {
+            failed += 1;
+        } else if r.finished.is_some() {
+            loaded += 1;
+        }
+        bytes += r.encoded_bytes;
+        let response_ms = resp.and_then(|v| v.get("timing")).and_then(|t| {
+            let request_time = t.get("requestTime")?.as_f64()?;
+            let headers_end = t.get("receiveHeadersEnd")?.as_f64()?;
+            Some((request_time - r.started) * 1000.0 + headers_end)
+        });
+        let status = resp.map(|v| num(v, "status").max(0.0) as u16).unwrap_or(0);
+        if status >= 400 {
+            http_errors += 1;
+        }
+        // The browser may stop reading a body it has no use for (an <img> whose bytes do not
+        // decode): the load then ends before the transfer would have, and must not count.
+        let content_length = resp
+            .and_then(|v| header(v, "content-length"))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if status == 200 && r.error.is_none() && r.data_decoded > 0 {
+            if let Some(cl) = content_length {
+                if r.data_decoded < cl {
+                    incomplete += 1;
+                }
+            }
+        }
+        let from_early_hints = resp
+            .and_then(|v| v.get("fromEarlyHints"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        early_hint_preloads_used += u32::from(from_early_hints);
+        resources.push(ResourceTiming {
+            url: r.url.clone(),
+            resource_type: r.resource_type.clone(),
+            protocol,
+            status,
+            connection_id,
+            connection_reused: resp
+                .and_then(|v| v.get("connectionReused"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            start_ms: (r.started - nav_start) * 1000.0,
+            response_ms,
+            duration_ms: r.finished.map(|f| (f - r.started) * 1000.0),
+            encoded_bytes: r.encoded_bytes,
+            body_bytes: r.data_decoded,
+            from_early_hints,
+            error: r.error.clone(),
+        });
+    }
+
+    let mut reasons = Vec::new();
+    if !protocol_ok {
+        let got: Vec<String> = protocols
+            .iter()
+            .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
+            .collect();
+        reasons.push(format!(
+            "asked for {} but the browser used {}",
+            cfg.protocol,
+            got.join(", ")
+        ));
+    }
+    if failed > 0 {
+        reasons.push(format!("{failed} resource(s) failed"));
+    }
+    if incomplete > 0 {
+        reasons.push(format!(
+            "{incomplete} resource(s) not read to the end by the browser (it stops reading e.g. an image it cannot decode), so the load time leaves out part of the transfer"
+        ));
+    }
+    if http_errors > 0 {
+        reasons.push(format!("{http_errors} response(s) with status 4xx/5xx"));
+    }
+    if nav.is_null() {
+        reasons.push("no navigation timing".to_string());
+    }
+    let har = cfg
+        .collect_har
+        .then(|| crate::har::build(&browser, &cfg.url, &seen.records, &nav, fcp_ms));
+
+    PageRun {
+        url: cfg.url.clone(),
+        requested_protocol: cfg.protocol,
+        browser,
+        browser_major,
+        started_unix_s: seen.records.first().map(|r| r.wall_time).unwrap_or(0.0),
+        protocols,
+        protocol_ok,
+        flag: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        ttfb_ms: num(&nav, "responseStart"),
+        dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
+        load_ms: num(&nav, "loadEventStart"),
+        fcp_ms,
+        connections: connections.len() as u32,
+        bytes,
+        resources_loaded: loaded,
+        resources_failed: failed,
+        resources_incomplete: incomplete,
+        early_hints: seen.early_hints,
+        early_hint_preloads_used,
+        resources,
+        har,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_origins() {
+        let (s, h, p) = origin_host_port("https://127.0.0.1:8443/page?n=3").unwrap();
+        assert_eq!((s.as_str(), h.as_str(), p), ("https", "127.0.0.1", 8443));
+        let (_, h, p) = origin_host_port("https://example.test/x").unwrap();
+        assert_eq!((h.as_str(), p), ("example.test", 443));
+        let (_, h, p) = origin_host_port("http://[::1]:81").unwrap();
+        assert_eq!((h.as_str(), p), ("[::1]", 81));
+        assert!(origin_host_port("ftp://x/").is_err());
+        assert!(origin_host_port("https://:99/").is_err());
+        assert!(origin_host_port("https://h:notaport/").is_err());
+        assert!(origin_host_port("no url").is_err());
+    }
+
+    #[test]
+    fn forces_the_protocol_on_the_command_line() {
+        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Protocol::H3);
+        cfg.spki_sha256 = vec!["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=".into()];
+        let a = browser_args(&cfg).unwrap();
+        assert!(a.contains(&"--origin-to-force-quic-on=127.0.0.1:9".to_string()));
+        assert!(a
+            .iter()
+            .any(|x| x.starts_with("--ignore-certificate-errors-spki-list=47DEQ")));
+        cfg.protocol = Protocol::H1;
+        let a = browser_args(&cfg).unwrap();
+        assert!(
+            a.contains(&"--disable-http2".to_string()) && a.contains(&"--disable-quic".to_string())
+        );
+        cfg.spki_sha256 = vec!["not base64".into()];
+        assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
+        let cfg = PageConfig::new("http://127.0.0.1:9/", Protocol::H3);
+        assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
+    }
+
+    #[test]
+    fn maps_browser_protocol_names() {
+        assert_eq!(Protocol::from_browser("http/1.1"), Some(Protocol::H1));
+        assert_eq!(Protocol::from_browser("h2"), Some(Protocol::H2));
+        assert_eq!(Protocol::from_browser("h3"), Some(Protocol::H3));
+        assert_eq!(Protocol::from_browser("h3-29"), Some(Protocol::H3));
+        assert_eq!(Protocol::from_browser("quic/1+spdy/3"), Some(Protocol::H3));
+        assert_eq!(Protocol::from_browser("data"), None);
+    }
+
+    fn record(url: &str, protocol: &str, status: u16, conn: u64, start: f64) -> RequestRecord {
+        RequestRecord {
+            url: url.into(),
+            method: "GET".into(),
+            resource_type: "Image".into(),
+            started: start,
+            wall_time: 1.0e9,
+            response: Some(
+                json!({ "protocol": protocol, "status": status, "connectionId": conn,
+                "timing": { "requestTime": start, "receiveHeadersEnd": 5.0 } }),
+            ),
+            finished: Some(start + 0.010),
+            encoded_bytes: 100,
+            ..Default::default()
+        }
+    }
+
+    fn collected(records: Vec<RequestRecord>) -> Collected {
+        Collected {
+            records,
+            load_fired: true,
+            dcl_fired: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_protocol_fallback_or_error_flags_the_run() {
+        let perf = json!({ "nav": { "responseStart": 5.0, "domContentLoadedEventStart": 8.0,
+            "loadEventStart": 9.0 }, "paint": [{ "name": "first-contentful-paint", "startTime": 7.0 }] });
+        let cfg = PageConfig::new("https://h/", Protocol::H2);
+        let ok = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "h2", 200, 7, 10.1),
+        ]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &ok, &perf);
+        assert!(run.is_valid(), "{:?}", run.flag);
+        assert_eq!(
+            (run.connections, run.resources_loaded, run.bytes),
+            (1, 2, 200)
+        );
+        assert_eq!(
+            (run.ttfb_ms, run.load_ms, run.fcp_ms),
+            (5.0, 9.0, Some(7.0))
+        );
+        assert!((run.resources[1].start_ms - 100.0).abs() < 1e-6);
+        assert!(run.push_ignored());
+
+        let fallback = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "http/1.1", 200, 8, 10.1),
+        ]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &fallback, &perf);
+        assert!(!run.protocol_ok);
+        assert!(
+            run.flag.as_deref().unwrap_or("").contains("asked for h2"),
+            "{:?}",
+            run.flag
+        );
+        assert_eq!(run.connections, 2);
+
+        let mut missing = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "h2", 404, 7, 10.1),
+        ]);
+        missing.records.push(RequestRecord {
+            url: "https://h/b".into(),
+            started: 10.2,
+            ..Default::default()
+        });
+        missing.mark_unfinished();
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &missing, &perf);
+        assert_eq!(run.resources_failed, 1);
+        let flag = run.flag.unwrap_or_default();
+        assert!(
+            flag.contains("1 resource(s) failed") && flag.contains("4xx/5xx"),
+            "{flag}"
+        );
+
+        // A body the browser stopped reading before its Content-Length.
+        let mut short = record("https://h/a", "h2", 200, 7, 10.1);
+        if let Some(r) = short.response.as_mut() {
+            r["headers"] = json!({ "Content-Length": "1000" });
+        }
+        short.data_decoded = 400;
+        let mut whole = record("https://h/b", "h2", 200, 7, 10.1);
+        if let Some(r) = whole.response.as_mut() {
+            r["headers"] = json!({ "content-length": "1000" });
+        }
+        whole.data_decoded = 1000;
+        let partial = collected(vec![record("https://h/", "h2", 200, 7, 10.0), short, whole]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &partial, &perf);
+        assert_eq!(run.resources_incomplete, 1);
+        assert!(run.flag.unwrap_or_default().contains("not read to the end"));
+    }
+
+    #[test]
+    fn missing_browser_is_not_found() {
+        assert!(matches!(
+            resolve_chromium(Path::new("/nonexistent/chromium")),
+            Err(BrowserError::NotFound(_))
+        ));
+        assert!(matches!(
+            resolve_chromium(Path::new("no-such-browser-hxlab")),
+            Err(BrowserError::NotFound(_))
+        ));
+    }
+}

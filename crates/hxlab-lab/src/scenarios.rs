@@ -1,0 +1,157 @@
+//! Built-in scenarios: the published studies of shared/SCENARIOS.md as experiment files
+//! (under `crates/hxlab-lab/scenarios/`), each with its published table, and the matrix of
+//! `hxlab compare`. They are ordinary experiment files, so `--set` and `--repetitions` work
+//! on them as on any file.
+
+use crate::spec::{parse, Experiment, Overrides, SpecError};
+
+/// A built-in scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct Scenario {
+    /// Name for `--scenario`.
+    pub name: &'static str,
+    /// One line for `--list-scenarios`.
+    pub summary: &'static str,
+    /// The experiment file.
+    pub source: &'static str,
+}
+
+/// Every built-in scenario, in the order `--list-scenarios` prints them.
+pub const SCENARIOS: [Scenario; 10] = [
+    Scenario {
+        name: "seed-003-delay",
+        summary: "100 × 0.1 MB, server delay 0–40 ms: h1 (6 connections) vs h2 vs h3",
+        source: include_str!("../scenarios/seed-003-delay.toml"),
+    },
+    Scenario {
+        name: "seed-003-requests",
+        summary: "6–3750 resources of 0.1 MB at 10 and 30 ms delay",
+        source: include_str!("../scenarios/seed-003-requests.toml"),
+    },
+    Scenario {
+        name: "seed-003-size",
+        summary: "30 resources of 0.2–2.0 MB at 10 ms delay",
+        source: include_str!("../scenarios/seed-003-size.toml"),
+    },
+    Scenario {
+        name: "seed-003-network",
+        summary: "30 × 0.1 MB over the Chrome presets, packet-level (needs hxlab link)",
+        source: include_str!("../scenarios/seed-003-network.toml"),
+    },
+    Scenario {
+        name: "seed-003-push",
+        summary: "290 KB script pushed vs requested, per profile (h2)",
+        source: include_str!("../scenarios/seed-003-push.toml"),
+    },
+    Scenario {
+        name: "seed-004-tls",
+        summary: "50,000 × 100 B over h2, h1+TLS, h1: req/s, latency, header savings, server CPU",
+        source: include_str!("../scenarios/seed-004-tls.toml"),
+    },
+    Scenario {
+        name: "seed-002-multiplex",
+        summary: "100 requests: 10 h1 connections vs one h2/h3 connection, loopback and WAN RTT",
+        source: include_str!("../scenarios/seed-002-multiplex.toml"),
+    },
+    Scenario {
+        name: "seed-000-https-cpu",
+        summary: "100 clients, 5/10 KB objects: server CPU per request, h1 keep-alive on/off vs h2",
+        source: include_str!("../scenarios/seed-000-https-cpu.toml"),
+    },
+    Scenario {
+        name: "seed-001-h3",
+        summary: "15 KB and 1 MB page, h2 vs h3, same cc (reno/cubic/bbr), loss, 0-RTT",
+        source: include_str!("../scenarios/seed-001-h3.toml"),
+    },
+    Scenario {
+        name: "compare",
+        summary:
+            "the matrix of `hxlab compare` (h1, h1-tls, h2, h3 × delay × resources, one network)",
+        source: include_str!("../scenarios/compare.toml"),
+    },
+];
+
+/// Finds a scenario by name.
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+/// Parses a built-in scenario with command-line overrides.
+pub fn load(s: &Scenario, overrides: &Overrides) -> Result<Experiment, SpecError> {
+    parse(&format!("scenario {}", s.name), s.source, overrides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_parses_and_has_published_figures() {
+        for s in SCENARIOS {
+            let e = load(&s, &Overrides::default()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            assert_eq!(e.name, s.name);
+            assert!(!e.cells.is_empty());
+            if s.name != "compare" {
+                assert!(!e.published.is_empty(), "{} has no published table", s.name);
+                assert_eq!(e.repetitions, 10, "{}: the seed repeated 10 times", s.name);
+            }
+            for t in &e.published {
+                for r in &t.rows {
+                    assert_eq!(r.values.len(), t.columns.len(), "{}: {}", s.name, r.label);
+                }
+                if let Some(f) = &t.column_factor {
+                    let levels = &e
+                        .factors
+                        .iter()
+                        .find(|x| &x.name == f)
+                        .expect("column factor")
+                        .levels;
+                    for c in &t.columns {
+                        assert!(
+                            levels.contains(c),
+                            "{}: published column {c} is not a level of {f}",
+                            s.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn seed_scenarios_use_the_published_parameters() {
+        let e = load(
+            find("seed-003-requests").expect("scenario"),
+            &Overrides::default(),
+        )
+        .expect("parse");
+        assert_eq!(e.cells.len(), 3 * 2 * 5);
+        assert!(e
+            .cells
+            .iter()
+            .all(|c| c.config.size == 104857 && c.config.resources >= 6));
+        let e = load(
+            find("seed-002-multiplex").expect("scenario"),
+            &Overrides::default(),
+        )
+        .expect("parse");
+        let h1 = e
+            .cells
+            .iter()
+            .find(|c| c.factors["protocol"] == "h1-tls")
+            .expect("h1 cell");
+        assert_eq!(
+            (h1.config.clients, h1.config.streams, h1.config.requests),
+            (10, 1, 100)
+        );
+        let h2 = e
+            .cells
+            .iter()
+            .find(|c| c.factors["protocol"] == "h2")
+            .expect("h2 cell");
+        assert_eq!((h2.config.clients, h2.config.streams), (1, 100));
+        let e = load(find("compare").expect("compare"), &Overrides::default()).expect("parse");
+        assert_eq!(e.cells.iter().filter(|c| c.config.needs_link()).count(), 4);
+        assert_eq!(e.cells.len(), 4 * 2 * 2 + 4);
+    }
+}

@@ -1,0 +1,1290 @@
+//! Experiment files: parsing, validation and matrix expansion.
+//!
+//! A file sets experiment-wide settings (`name`, `workload`, `repetitions`, `warm_up`, ...)
+//! and factors. A factor given one value is part of the base configuration; given an array
+//! it is swept. `[[matrix]]` blocks add further sub-matrices that inherit the top level and
+//! override some factors; the cells are the union of every block's product. Everything is
+//! checked before anything runs; errors name file:line:column and what was expected.
+
+use crate::profiles;
+use hxlab_core::{parse_duration, parse_size};
+use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use toml::Spanned;
+
+/// A refused experiment, with where and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// A problem at a place in the file.
+    #[error("{file}:{line}:{column}: {message}")]
+    At {
+        /// File name as given.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (characters).
+        column: usize,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A problem with a command-line override.
+    #[error("{option}: {message}")]
+    Override {
+        /// The option as written, e.g. `--set resources=x`.
+        option: String,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A problem with the experiment as a whole.
+    #[error("{file}: {message}")]
+    Whole {
+        /// File name as given.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The protocols a cell can use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 over plain TCP.
+    H1,
+    /// HTTP/1.1 over TLS.
+    H1Tls,
+    /// HTTP/2 over TLS (ALPN h2).
+    H2,
+    /// HTTP/2 over plain TCP with prior knowledge.
+    H2c,
+    /// HTTP/3 over QUIC.
+    H3,
+}
+
+impl Protocol {
+    /// Every protocol, in the order reports list them.
+    pub const ALL: [Protocol; 5] = [
+        Protocol::H1,
+        Protocol::H1Tls,
+        Protocol::H2,
+        Protocol::H2c,
+        Protocol::H3,
+    ];
+
+    /// The name in experiment files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H1Tls => "h1-tls",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
+            Protocol::H3 => "h3",
+        }
+    }
+    /// Reads a protocol name.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s)
+    }
+    /// Whether the protocol runs over TLS (or QUIC's TLS 1.3).
+    pub fn tls(self) -> bool {
+        matches!(self, Protocol::H1Tls | Protocol::H2 | Protocol::H3)
+    }
+    /// Whether it multiplexes requests on one connection.
+    pub fn multiplexed(self) -> bool {
+        matches!(self, Protocol::H2 | Protocol::H2c | Protocol::H3)
+    }
+    /// The `--proto` value of `hxlab load`.
+    pub fn load_proto(self) -> &'static str {
+        match self {
+            Protocol::H1 | Protocol::H1Tls => "h1",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
+            Protocol::H3 => "h3",
+        }
+    }
+    /// The key of the server's `/stats` `by_protocol` object for this protocol.
+    pub fn stats_key(self) -> &'static str {
+        self.name()
+    }
+}
+
+/// Factor names in display order, with what each expects.
+pub const FACTORS: [(&str, &str); 15] = [
+    ("protocol", "one of h1, h1-tls, h2, h2c, h3"),
+    (
+        "profile",
+        "a network profile name (see PROFILES.md) or \"none\"",
+    ),
+    (
+        "loss",
+        "a loss rate like \"1%\" or a Gilbert-Elliott model \"ge:P,R,H,K\"",
+    ),
+    ("cc", "a congestion control: reno, cubic, bbr or default"),
+    ("delay", "a server delay like \"10ms\""),
+    ("resources", "a positive number of resources"),
+    (
+        "size",
+        "a size like \"100KiB\", \"0.1MiB\" or a number of bytes",
+    ),
+    ("push", "true or false (HTTP/2 server push)"),
+    ("keepalive", "true or false"),
+    ("tls_resume", "true or false (TLS session resumption)"),
+    ("zero_rtt", "true or false (0-RTT early data)"),
+    ("clients", "a positive number of connections"),
+    (
+        "streams",
+        "a positive number of concurrent streams per connection",
+    ),
+    ("requests", "a positive number of requests"),
+    (
+        "duration",
+        "a duration like \"10s\" (instead of a request count)",
+    ),
+];
+
+/// Experiment-wide settings.
+const SETTINGS: [&str; 12] = [
+    "name",
+    "title",
+    "description",
+    "workload",
+    "repetitions",
+    "warm_up",
+    "timeout",
+    "columns",
+    "baseline",
+    "seed",
+    "matrix",
+    "published",
+];
+
+/// Most runs one experiment may ask for; a typo in a sweep should not mean a week of runs.
+pub const MAX_RUNS: usize = 100_000;
+
+/// One value of a factor, typed.
+#[derive(Clone, Debug, PartialEq)]
+enum Level {
+    Text(String),
+    Count(u64),
+    Bytes(u64),
+    Time(Duration),
+    Flag(bool),
+}
+
+/// A factor's levels as written, with where they were written.
+#[derive(Clone, Debug)]
+struct FactorSpec {
+    levels: Vec<(String, Level)>,
+    span: Place,
+}
+
+/// Where something was written: a span in the file, or a command-line option.
+#[derive(Clone, Debug)]
+enum Place {
+    File(std::ops::Range<usize>),
+    Option(String),
+}
+
+/// Everything a cell needs to run, read from its factor values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellConfig {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Network profile for `hxlab link --profile` (None: loopback without emulation).
+    pub profile: Option<String>,
+    /// Loss for `hxlab link --loss` (None: no extra loss).
+    pub loss: Option<String>,
+    /// Congestion control for `hxlab load --cc` (None: system default).
+    pub cc: Option<String>,
+    /// Server delay per response.
+    pub delay: Duration,
+    /// Resources to fetch (resources workload).
+    pub resources: u64,
+    /// Body size per response, bytes.
+    pub size: u64,
+    /// Server push of the resources (seed-003-push).
+    pub push: bool,
+    /// Keep connections alive.
+    pub keepalive: bool,
+    /// Resume TLS sessions.
+    pub tls_resume: bool,
+    /// Use 0-RTT early data.
+    pub zero_rtt: bool,
+    /// Connections (throughput workload).
+    pub clients: u64,
+    /// Streams per connection (throughput workload).
+    pub streams: u64,
+    /// Requests (throughput workload; 0 when `duration` is set).
+    pub requests: u64,
+    /// Duration-bound run (throughput workload).
+    pub duration: Option<Duration>,
+}
+
+impl CellConfig {
+    /// True when the cell needs `hxlab link` (a profile or loss).
+    pub fn needs_link(&self) -> bool {
+        self.profile.is_some() || self.loss.is_some()
+    }
+}
+
+/// One cell of the matrix: a combination of factor values.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// Key: `name=value` pairs in factor order, space separated.
+    pub key: String,
+    /// Factor values as written.
+    pub factors: BTreeMap<String, String>,
+    /// The typed configuration.
+    pub config: CellConfig,
+}
+
+/// A checked experiment: settings, factors and the expanded cells.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    /// Short name.
+    pub name: String,
+    /// Title for reports.
+    pub title: String,
+    /// Description for reports.
+    pub description: String,
+    /// Workload of every cell.
+    pub workload: Workload,
+    /// Repetitions per cell.
+    pub repetitions: u32,
+    /// Warm-up before measuring (throughput workload).
+    pub warm_up: Option<Duration>,
+    /// Longest one repetition may take before it is stopped and recorded as failed.
+    pub timeout: Duration,
+    /// The factor to lay out as table columns.
+    pub columns: Option<String>,
+    /// The protocol to compare others with.
+    pub baseline: Option<String>,
+    /// Seed for the link's random loss.
+    pub seed: Option<u64>,
+    /// Factors and their levels in display order.
+    pub factors: Vec<FactorLevels>,
+    /// Cells in run order.
+    pub cells: Vec<Cell>,
+    /// Published figures to show beside ours.
+    pub published: Vec<PublishedTable>,
+}
+
+impl Experiment {
+    /// Total repetitions to run.
+    pub fn total_runs(&self) -> usize {
+        self.cells.len() * self.repetitions as usize
+    }
+    /// The description the report reads (`experiment.json`).
+    pub fn meta(&self) -> ExperimentMeta {
+        ExperimentMeta {
+            name: self.name.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            workload: Some(self.workload),
+            repetitions: self.repetitions,
+            factors: self.factors.clone(),
+            columns: self.columns.clone(),
+            baseline: self.baseline.clone(),
+            published: self.published.clone(),
+            notes: Vec::new(),
+            cells: self.cells.iter().map(|c| c.key.clone()).collect(),
+        }
+    }
+}
+
+/// Changes from the command line, applied before validation.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--repetitions N`.
+    pub repetitions: Option<u32>,
+    /// `--set factor=v1,v2`: replaces a factor's levels everywhere (top level and blocks).
+    pub set: Vec<String>,
+    /// `--warm-up DUR`.
+    pub warm_up: Option<Duration>,
+    /// `--timeout DUR`.
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawBlocks {
+    #[serde(default)]
+    matrix: Vec<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
+    #[serde(default)]
+    published: Vec<RawPublished>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPublished {
+    title: String,
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    column_factor: Option<String>,
+    columns: Vec<String>,
+    rows: Vec<RawPublishedRow>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPublishedRow {
+    label: String,
+    #[serde(default)]
+    factors: BTreeMap<String, String>,
+    /// `nan` in TOML marks a value the study did not publish.
+    values: Vec<f64>,
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    src: &'a str,
+}
+
+impl Ctx<'_> {
+    fn at(&self, place: &Place, message: impl Into<String>) -> SpecError {
+        match place {
+            Place::File(span) => {
+                let (line, column) = line_col(self.src, span.start);
+                SpecError::At {
+                    file: self.file.to_string(),
+                    line,
+                    column,
+                    message: message.into(),
+                }
+            }
+            Place::Option(o) => SpecError::Override {
+                option: o.clone(),
+                message: message.into(),
+            },
+        }
+    }
+    fn whole(&self, message: impl Into<String>) -> SpecError {
+        SpecError::Whole {
+            file: self.file.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = &src[..src.floor_char_boundary_compat(offset)];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, column)
+}
+
+trait FloorBoundary {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize;
+}
+
+impl FloorBoundary for str {
+    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
+        while i > 0 && !self.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a date",
+        toml::Value::Array(_) => "an array",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+/// Reads one value of a factor, or says what was expected.
+fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> {
+    let expected = FACTORS
+        .iter()
+        .find(|(n, _)| *n == factor)
+        .map(|(_, e)| *e)
+        .unwrap_or("a value");
+    let wrong = || format!("{factor}: expected {expected}, found {}", type_name(v));
+    match factor {
+        "protocol" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            match Protocol::parse(s) {
+                Some(p) => Ok((p.name().to_string(), Level::Text(p.name().to_string()))),
+                None if s.starts_with("h3") => Err(format!(
+                    "protocol {s:?}: HTTP/3 always runs over QUIC with TLS 1.3; there is no h3 without TLS (use \"h3\")"
+                )),
+                None => Err(format!("unknown protocol {s:?}; expected {expected}")),
+            }
+        }
+        "profile" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            if s.eq_ignore_ascii_case("none") {
+                return Ok(("none".into(), Level::Text("none".into())));
+            }
+            match profiles::canonical(s) {
+                Some(p) => Ok((p.to_string(), Level::Text(p.to_string()))),
+                None => Err(format!(
+                    "unknown profile {s:?}; known: \"none\", {}",
+                    profiles::all().join(", ")
+                )),
+            }
+        }
+        "loss" => {
+            let s = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(0) => "0%".into(),
+                _ => return Err(wrong()),
+            };
+            check_loss(&s)?;
+            Ok((s.clone(), Level::Text(s)))
+        }
+        "cc" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            if ["reno", "cubic", "bbr", "default"].contains(&s) {
+                Ok((s.to_string(), Level::Text(s.to_string())))
+            } else {
+                Err(format!(
+                    "unknown congestion control {s:?}; expected {expected}"
+                ))
+            }
+        }
+        "delay" | "duration" => {
+            let s = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(0) => "0ms".into(),
+                toml::Value::Integer(_) => {
+                    return Err(format!(
+                        "{factor}: a duration needs a unit, e.g. \"{}ms\"",
+                        v.as_integer().unwrap_or(0)
+                    ))
+                }
+                _ => return Err(wrong()),
+            };
+            let d = parse_duration(&s).map_err(|e| format!("{factor}: {e}"))?;
+            if factor == "delay" && d.as_nanos() % 1_000_000 != 0 {
+                return Err(format!(
+                    "delay {s:?}: the server's delay is in whole milliseconds"
+                ));
+            }
+            if factor == "delay" && d > Duration::from_secs(60) {
+                return Err(format!("delay {s:?}: at most 60s"));
+            }
+            if factor == "duration" && d.is_zero() {
+                return Err("duration: must be more than zero".into());
+            }
+            Ok((s, Level::Time(d)))
+        }
+        "size" => {
+            let (s, bytes) = match v {
+                toml::Value::String(s) => {
+                    (s.clone(), parse_size(s).map_err(|e| format!("size: {e}"))?)
+                }
+                toml::Value::Integer(n) if *n >= 0 => (n.to_string(), *n as u64),
+                _ => return Err(wrong()),
+            };
+            if bytes > 1 << 30 {
+                return Err(format!("size {s:?}: at most 1GiB per response"));
+            }
+            Ok((s, Level::Bytes(bytes)))
+        }
+        "resources" | "clients" | "streams" | "requests" => {
+            let n = v.as_integer().ok_or_else(wrong)?;
+            if n < 1 {
+                return Err(format!("{factor}: expected {expected}, found {n}"));
+            }
+            if n > 10_000_000 {
+                return Err(format!("{factor}: {n} is more than 10,000,000"));
+            }
+            Ok((n.to_string(), Level::Count(n as u64)))
+        }
+        "push" | "keepalive" | "tls_resume" | "zero_rtt" => {
+            let b = v.as_bool().ok_or_else(wrong)?;
+            Ok((if b { "on" } else { "off" }.to_string(), Level::Flag(b)))
+        }
+        _ => Err(format!("unknown factor {factor:?}")),
+    }
+}
+
+/// Accepts `0`, `1%`, `0.5%` and `ge:P,R,H,K` (four percentages, netem's gemodel).
+fn check_loss(s: &str) -> Result<(), String> {
+    let pct = |t: &str| -> Result<f64, String> {
+        let t = t.trim().trim_end_matches('%');
+        let x: f64 = t
+            .parse()
+            .map_err(|_| format!("loss {s:?}: {t:?} is not a number"))?;
+        if !(0.0..=100.0).contains(&x) {
+            return Err(format!(
+                "loss {s:?}: {x} is not a percentage between 0 and 100"
+            ));
+        }
+        Ok(x)
+    };
+    if let Some(rest) = s.strip_prefix("ge:") {
+        let parts: Vec<&str> = rest.split(',').collect();
+        if parts.len() != 4 {
+            return Err(format!(
+                "loss {s:?}: a Gilbert-Elliott model has four values, ge:P,R,H,K"
+            ));
+        }
+        for p in parts {
+            pct(p)?;
+        }
+        Ok(())
+    } else if s.ends_with('%') || s.trim() == "0" {
+        pct(s).map(|_| ())
+    } else {
+        Err(format!(
+            "loss {s:?}: expected a percentage like \"1%\" or \"ge:P,R,H,K\""
+        ))
+    }
+}
+
+fn read_factor(
+    ctx: &Ctx,
+    name: &str,
+    value: &Spanned<toml::Value>,
+) -> Result<FactorSpec, SpecError> {
+    let place = Place::File(value.span());
+    let levels = match value.get_ref() {
+        toml::Value::Array(items) => {
+            if items.is_empty() {
+                return Err(ctx.at(
+                    &place,
+                    format!("{name}: an empty list sweeps nothing; give at least one value"),
+                ));
+            }
+            items
+                .iter()
+                .map(|v| read_level(name, v))
+                .collect::<Result<Vec<_>, _>>()
+        }
+        v => read_level(name, v).map(|l| vec![l]),
+    }
+    .map_err(|m| ctx.at(&place, m))?;
+    check_duplicates(name, &levels).map_err(|m| ctx.at(&place, m))?;
+    Ok(FactorSpec {
+        levels,
+        span: place,
+    })
+}
+
+fn check_duplicates(name: &str, levels: &[(String, Level)]) -> Result<(), String> {
+    for (i, (a, la)) in levels.iter().enumerate() {
+        if levels[..i].iter().any(|(_, lb)| lb == la) {
+            return Err(format!("{name}: {a:?} is listed twice"));
+        }
+    }
+    Ok(())
+}
+
+fn str_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<String, SpecError> {
+    v.get_ref().as_str().map(str::to_string).ok_or_else(|| {
+        ctx.at(
+            &Place::File(v.span()),
+            format!("{key}: expected a string, found {}", type_name(v.get_ref())),
+        )
+    })
+}
+
+fn duration_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<Duration, SpecError> {
+    let s = str_setting(ctx, key, v)?;
+    parse_duration(&s).map_err(|e| ctx.at(&Place::File(v.span()), format!("{key}: {e}")))
+}
+
+fn unknown_key(key: &str) -> String {
+    let factors: Vec<&str> = FACTORS.iter().map(|(n, _)| *n).collect();
+    let hint = match key {
+        "protocols" | "proto" => " (did you mean `protocol`?)",
+        "delays" => " (did you mean `delay`?)",
+        "sizes" => " (did you mean `size`?)",
+        "profiles" | "network" => " (did you mean `profile`?)",
+        "reps" | "repeat" => " (did you mean `repetitions`?)",
+        "warmup" | "warm-up" => " (did you mean `warm_up`?)",
+        _ => "",
+    };
+    format!(
+        "unknown key `{key}`{hint}; expected a factor ({}) or a setting ({})",
+        factors.join(", "),
+        SETTINGS.join(", ")
+    )
+}
+
+/// Parses and checks an experiment file. `file` names it in error messages.
+pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment, SpecError> {
+    let ctx = Ctx { file, src };
+    let top: BTreeMap<Spanned<String>, Spanned<toml::Value>> =
+        toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
+    let blocks: RawBlocks = toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
+
+    let stem = std::path::Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("experiment")
+        .to_string();
+    let mut exp = Experiment {
+        name: stem,
+        title: String::new(),
+        description: String::new(),
+        workload: Workload::Resources,
+        repetitions: 10,
+        warm_up: None,
+        timeout: Duration::from_secs(120),
+        columns: None,
+        baseline: None,
+        seed: None,
+        factors: Vec::new(),
+        cells: Vec::new(),
+        published: Vec::new(),
+    };
+    let mut base: BTreeMap<String, FactorSpec> = BTreeMap::new();
+    for (k, v) in &top {
+        let key = k.get_ref().as_str();
+        let place = Place::File(v.span());
+        match key {
+            "name" => exp.name = str_setting(&ctx, key, v)?,
+            "title" => exp.title = str_setting(&ctx, key, v)?,
+            "description" => exp.description = str_setting(&ctx, key, v)?,
+            "workload" => {
+                exp.workload = match str_setting(&ctx, key, v)?.as_str() {
+                    "resources" => Workload::Resources,
+                    "throughput" => Workload::Throughput,
+                    "browser" => {
+                        return Err(ctx.at(
+                            &place,
+                            "workload \"browser\" needs `hxlab page` (headless Chromium), which is not in this build yet; use \"resources\" (fetch N resources as a browser would) for now",
+                        ))
+                    }
+                    other => {
+                        return Err(ctx.at(&place, format!("unknown workload {other:?}; expected \"resources\", \"throughput\" or \"browser\"")))
+                    }
+                }
+            }
+            "repetitions" => {
+                let n = v.get_ref().as_integer().ok_or_else(|| ctx.at(&place, "repetitions: expected a whole number"))?;
+                if !(1..=1000).contains(&n) {
+                    return Err(ctx.at(&place, format!("repetitions: expected 1 to 1000, found {n}")));
+                }
+                exp.repetitions = n as u32;
+            }
+            "warm_up" => exp.warm_up = Some(duration_setting(&ctx, key, v)?),
+            "timeout" => {
+                let t = duration_setting(&ctx, key, v)?;
+                if t.is_zero() {
+                    return Err(ctx.at(&place, "timeout: must be more than zero"));
+                }
+                exp.timeout = t;
+            }
+            "columns" => {
+                let c = str_setting(&ctx, key, v)?;
+                if !FACTORS.iter().any(|(n, _)| *n == c) {
+                    return Err(ctx.at(&place, format!("columns: {c:?} is not a factor")));
+                }
+                exp.columns = Some(c);
+            }
+            "baseline" => {
+                let b = str_setting(&ctx, key, v)?;
+                if Protocol::parse(&b).is_none() {
+                    return Err(ctx.at(&place, format!("baseline: unknown protocol {b:?}; expected one of h1, h1-tls, h2, h2c, h3")));
+                }
+                exp.baseline = Some(b);
+            }
+            "seed" => {
+                let n = v.get_ref().as_integer().filter(|n| *n >= 0).ok_or_else(|| ctx.at(&place, "seed: expected a non-negative integer"))?;
+                exp.seed = Some(n as u64);
+            }
+            "matrix" | "published" => {}
+            _ if FACTORS.iter().any(|(n, _)| *n == key) => {
+                base.insert(key.to_string(), read_factor(&ctx, key, v)?);
+            }
+            _ => return Err(ctx.at(&Place::File(k.span()), unknown_key(key))),
+        }
+    }
+    let mut block_specs: Vec<BTreeMap<String, FactorSpec>> = Vec::new();
+    for block in &blocks.matrix {
+        let mut b = BTreeMap::new();
+        for (k, v) in block {
+            let key = k.get_ref().as_str();
+            if !FACTORS.iter().any(|(n, _)| *n == key) {
+                return Err(ctx.at(
+                    &Place::File(k.span()),
+                    format!(
+                        "unknown factor `{key}` in [[matrix]]; a block may set only factors ({})",
+                        FACTORS.map(|f| f.0).join(", ")
+                    ),
+                ));
+            }
+            b.insert(key.to_string(), read_factor(&ctx, key, v)?);
+        }
+        block_specs.push(b);
+    }
+    for p in blocks.published {
+        exp.published.push(PublishedTable {
+            title: p.title,
+            source: p.source,
+            column_factor: p.column_factor,
+            columns: p.columns,
+            rows: p
+                .rows
+                .into_iter()
+                .map(|r| PublishedRow {
+                    label: r.label,
+                    factors: r.factors,
+                    values: r
+                        .values
+                        .into_iter()
+                        .map(|v| v.is_finite().then_some(v))
+                        .collect(),
+                })
+                .collect(),
+        });
+    }
+
+    // Command-line overrides replace a factor everywhere.
+    if let Some(r) = overrides.repetitions {
+        if !(1..=1000).contains(&r) {
+            return Err(SpecError::Override {
+                option: format!("--repetitions {r}"),
+                message: "expected 1 to 1000".into(),
+            });
+        }
+        exp.repetitions = r;
+    }
+    if let Some(w) = overrides.warm_up {
+        exp.warm_up = Some(w);
+    }
+    if let Some(t) = overrides.timeout {
+        exp.timeout = t;
+    }
+    for set in &overrides.set {
+        let option = format!("--set {set}");
+        let Some((name, values)) = set.split_once('=') else {
+            return Err(SpecError::Override {
+                option,
+                message: "expected FACTOR=VALUE[,VALUE...]".into(),
+            });
+        };
+        let name = name.trim();
+        if !FACTORS.iter().any(|(n, _)| *n == name) {
+            return Err(SpecError::Override {
+                option,
+                message: format!(
+                    "unknown factor {name:?}; expected one of {}",
+                    FACTORS.map(|f| f.0).join(", ")
+                ),
+            });
+        }
+        let mut levels = Vec::new();
+        for raw in values.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let v = if let Ok(n) = raw.parse::<i64>() {
+                toml::Value::Integer(n)
+            } else if raw == "true" || raw == "false" {
+                toml::Value::Boolean(raw == "true")
+            } else {
+                toml::Value::String(raw.to_string())
+            };
+            levels.push(read_level(name, &v).map_err(|m| SpecError::Override {
+                option: option.clone(),
+                message: m,
+            })?);
+        }
+        if levels.is_empty() {
+            return Err(SpecError::Override {
+                option,
+                message: "no value given".into(),
+            });
+        }
+        check_duplicates(name, &levels).map_err(|m| SpecError::Override {
+            option: option.clone(),
+            message: m,
+        })?;
+        for b in &mut block_specs {
+            b.remove(name);
+        }
+        base.insert(
+            name.to_string(),
+            FactorSpec {
+                levels,
+                span: Place::Option(option),
+            },
+        );
+    }
+
+    if !base.contains_key("protocol")
+        && (block_specs.is_empty() || block_specs.iter().any(|b| !b.contains_key("protocol")))
+    {
+        return Err(ctx.whole("no `protocol` given; e.g. protocol = [\"h1-tls\", \"h2\", \"h3\"]"));
+    }
+    if exp.workload == Workload::Throughput
+        && !has_factor(&base, &block_specs, "requests")
+        && !has_factor(&base, &block_specs, "duration")
+    {
+        return Err(ctx.whole("the throughput workload needs `requests` (a count) or `duration`"));
+    }
+    if exp.workload == Workload::Resources {
+        for f in ["clients", "streams", "requests", "duration"] {
+            if let Some(spec) = base
+                .get(f)
+                .or_else(|| block_specs.iter().find_map(|b| b.get(f)))
+            {
+                return Err(ctx.at(
+                    &spec.span,
+                    format!("`{f}` belongs to the throughput workload; the resources workload opens connections as a browser would (set workload = \"throughput\" for h2load-style -n/-c/-m)"),
+                ));
+            }
+        }
+    }
+
+    expand(&ctx, &mut exp, &base, &block_specs)?;
+    if let Some(c) = &exp.columns {
+        if !exp.factors.iter().any(|f| &f.name == c) {
+            return Err(ctx.whole(format!(
+                "columns = {c:?}, but the experiment has no factor {c:?}"
+            )));
+        }
+    }
+    if let Some(b) = &exp.baseline {
+        if !exp.levels("protocol").contains(b) {
+            return Err(ctx.whole(format!(
+                "baseline = {b:?}, but {b} is not among the protocols"
+            )));
+        }
+    }
+    if exp.total_runs() > MAX_RUNS {
+        return Err(ctx.whole(format!(
+            "{} cells × {} repetitions = {} runs is more than {MAX_RUNS}; sweep fewer values",
+            exp.cells.len(),
+            exp.repetitions,
+            exp.total_runs()
+        )));
+    }
+    Ok(exp)
+}
+
+impl Experiment {
+    fn levels(&self, name: &str) -> Vec<String> {
+        self.factors
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.levels.clone())
+            .unwrap_or_default()
+    }
+}
+
+fn has_factor(
+    base: &BTreeMap<String, FactorSpec>,
+    blocks: &[BTreeMap<String, FactorSpec>],
+    f: &str,
+) -> bool {
+    base.contains_key(f) || blocks.iter().any(|b| b.contains_key(f))
+}
+
+fn toml_error(ctx: &Ctx, e: &toml::de::Error) -> SpecError {
+    let message = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => ctx.at(&Place::File(span), message),
+        None => ctx.whole(message),
+    }
+}
+
+/// Defaults for factors a file does not mention, by workload.
+fn defaults(workload: Workload) -> Vec<(&'static str, toml::Value)> {
+    match workload {
+        Workload::Resources | Workload::Browser => vec![
+            ("delay", toml::Value::String("0ms".into())),
+            ("resources", toml::Value::Integer(30)),
+            ("size", toml::Value::String("100KiB".into())),
+        ],
+        Workload::Throughput => vec![
+            ("delay", toml::Value::String("0ms".into())),
+            ("size", toml::Value::String("100".into())),
+            ("clients", toml::Value::Integer(1)),
+            ("streams", toml::Value::Integer(1)),
+        ],
+    }
+}
+
+fn expand(
+    ctx: &Ctx,
+    exp: &mut Experiment,
+    base: &BTreeMap<String, FactorSpec>,
+    blocks: &[BTreeMap<String, FactorSpec>],
+) -> Result<(), SpecError> {
+    let mut base = base.clone();
+    for (name, v) in defaults(exp.workload) {
+        if !base.contains_key(name) {
+            let level = read_level(name, &v).map_err(|m| ctx.whole(m))?;
+            base.insert(
+                name.to_string(),
+                FactorSpec {
+                    levels: vec![level],
+                    span: Place::Option(format!("default {name}")),
+                },
+            );
+        }
+    }
+    let merged: Vec<BTreeMap<String, FactorSpec>> = if blocks.is_empty() {
+        vec![base.clone()]
+    } else {
+        blocks
+            .iter()
+            .map(|b| {
+                let mut m = base.clone();
+                for (k, v) in b {
+                    m.insert(k.clone(), v.clone());
+                }
+                m
+            })
+            .collect()
+    };
+    // Levels per factor in order of first appearance across blocks.
+    let mut factor_levels: Vec<FactorLevels> = Vec::new();
+    for (name, _) in FACTORS {
+        let mut levels: Vec<String> = Vec::new();
+        for m in &merged {
+            if let Some(spec) = m.get(name) {
+                for (d, _) in &spec.levels {
+                    if !levels.contains(d) {
+                        levels.push(d.clone());
+                    }
+                }
+            }
+        }
+        if !levels.is_empty() {
+            factor_levels.push(FactorLevels {
+                name: name.to_string(),
+                levels,
+            });
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for m in &merged {
+        let names: Vec<&str> = FACTORS
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| m.contains_key(*n))
+            .collect();
+        let mut combos: Vec<Vec<(&str, &(String, Level))>> = vec![Vec::new()];
+        for n in &names {
+            let spec = &m[*n];
+            let mut next = Vec::with_capacity(combos.len() * spec.levels.len());
+            for c in &combos {
+                for l in &spec.levels {
+                    let mut c2 = c.clone();
+                    c2.push((n, l));
+                    next.push(c2);
+                }
+            }
+            combos = next;
+            if combos.len() > MAX_RUNS {
+                return Err(ctx.whole(format!(
+                    "the matrix has more than {MAX_RUNS} cells; sweep fewer values"
+                )));
+            }
+        }
+        for combo in combos {
+            let key = combo
+                .iter()
+                .map(|(n, (d, _))| format!("{n}={d}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let config = cell_config(ctx, m, &combo)?;
+            let factors = combo
+                .iter()
+                .map(|(n, (d, _))| (n.to_string(), d.clone()))
+                .collect();
+            exp.cells.push(Cell {
+                key,
+                factors,
+                config,
+            });
+        }
+    }
+    // Factors that are absent from some blocks still need a level in every cell for the
+    // report's tables: they are listed as they are, and cells simply lack them.
+    exp.factors = factor_levels;
+    Ok(())
+}
+
+fn cell_config(
+    ctx: &Ctx,
+    m: &BTreeMap<String, FactorSpec>,
+    combo: &[(&str, &(String, Level))],
+) -> Result<CellConfig, SpecError> {
+    let get = |n: &str| {
+        combo
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, (_, l))| l.clone())
+    };
+    let text = |n: &str| match get(n) {
+        Some(Level::Text(s)) => Some(s),
+        _ => None,
+    };
+    let count = |n: &str| match get(n) {
+        Some(Level::Count(c)) => Some(c),
+        _ => None,
+    };
+    let flag = |n: &str, default: bool| match get(n) {
+        Some(Level::Flag(b)) => b,
+        _ => default,
+    };
+    let time = |n: &str| match get(n) {
+        Some(Level::Time(d)) => Some(d),
+        _ => None,
+    };
+    let place = |n: &str| {
+        m.get(n)
+            .map(|s| s.span.clone())
+            .unwrap_or(Place::Option(n.to_string()))
+    };
+    let key = combo
+        .iter()
+        .map(|(n, (d, _))| format!("{n}={d}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let protocol = text("protocol")
+        .and_then(|s| Protocol::parse(&s))
+        .ok_or_else(|| ctx.whole("a cell has no protocol"))?;
+    let cfg = CellConfig {
+        protocol,
+        profile: text("profile").filter(|p| p != "none"),
+        loss: text("loss").filter(|l| {
+            let t = l.trim().trim_end_matches('%');
+            t.parse::<f64>().map(|x| x > 0.0).unwrap_or(true)
+        }),
+        cc: text("cc").filter(|c| c != "default"),
+        delay: time("delay").unwrap_or_default(),
+        resources: count("resources").unwrap_or(1),
+        size: match get("size") {
+            Some(Level::Bytes(b)) => b,
+            _ => 0,
+        },
+        push: flag("push", false),
+        keepalive: flag("keepalive", true),
+        tls_resume: flag("tls_resume", false),
+        zero_rtt: flag("zero_rtt", false),
+        clients: count("clients").unwrap_or(1),
+        streams: count("streams").unwrap_or(1),
+        requests: count("requests").unwrap_or(0),
+        duration: time("duration"),
+    };
+    if cfg.push && !matches!(cfg.protocol, Protocol::H2 | Protocol::H2c) {
+        return Err(ctx.at(
+            &place("push"),
+            format!(
+                "impossible cell `{key}`: server push exists only in HTTP/2 ({} has none); limit push to h2/h2c with a [[matrix]] block",
+                cfg.protocol.name()
+            ),
+        ));
+    }
+    if (cfg.tls_resume || cfg.zero_rtt) && !cfg.protocol.tls() {
+        let f = if cfg.zero_rtt {
+            "zero_rtt"
+        } else {
+            "tls_resume"
+        };
+        return Err(ctx.at(
+            &place(f),
+            format!("impossible cell `{key}`: {f} needs TLS, and {} is plain text; use it with h1-tls, h2 or h3", cfg.protocol.name()),
+        ));
+    }
+    if !cfg.keepalive && cfg.protocol.multiplexed() {
+        return Err(ctx.at(
+            &place("keepalive"),
+            format!("impossible cell `{key}`: keepalive = false means one request per connection, which only HTTP/1.1 does; limit it to h1/h1-tls"),
+        ));
+    }
+    if cfg.push && cfg.resources < 1 {
+        return Err(ctx.at(
+            &place("push"),
+            format!("impossible cell `{key}`: push needs at least one resource"),
+        ));
+    }
+    if cfg.duration.is_some() && cfg.requests > 0 {
+        return Err(ctx.at(
+            &place("duration"),
+            format!("cell `{key}`: give `requests` or `duration`, not both"),
+        ));
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(src: &str) -> Experiment {
+        parse("t.toml", src, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"))
+    }
+    fn err(src: &str) -> String {
+        match parse("t.toml", src, &Overrides::default()) {
+            Ok(_) => panic!("accepted:\n{src}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn base_and_sweep_expand_to_the_product_in_factor_order() {
+        let e = ok("protocol = [\"h1-tls\", \"h2\"]\ndelay = [\"0ms\", \"10ms\", \"30ms\"]\nresources = 100\nsize = \"0.1MiB\"\nrepetitions = 3\n");
+        assert_eq!(e.cells.len(), 6);
+        assert_eq!(e.total_runs(), 18);
+        assert_eq!(
+            e.cells[0].key,
+            "protocol=h1-tls delay=0ms resources=100 size=0.1MiB"
+        );
+        assert_eq!(
+            e.cells[1].key,
+            "protocol=h1-tls delay=10ms resources=100 size=0.1MiB"
+        );
+        assert_eq!(e.cells[5].config.protocol, Protocol::H2);
+        assert_eq!(e.cells[5].config.delay, Duration::from_millis(30));
+        assert_eq!(e.cells[5].config.size, 104857);
+        let names: Vec<&str> = e.factors.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, vec!["protocol", "delay", "resources", "size"]);
+    }
+
+    #[test]
+    fn defaults_and_repetitions() {
+        let e = ok("protocol = \"h2\"\n");
+        assert_eq!(e.repetitions, 10, "the seed repeated every cell 10 times");
+        assert_eq!(e.cells.len(), 1);
+        assert_eq!(e.cells[0].config.resources, 30);
+        assert_eq!(e.cells[0].config.size, 102400);
+    }
+
+    #[test]
+    fn matrix_blocks_union_and_dedupe() {
+        let e = ok("protocol = [\"h1\", \"h2\"]\ndelay = \"10ms\"\nresources = [6, 30]\n[[matrix]]\n[[matrix]]\nprofile = \"Regular 4G\"\nresources = 6\n");
+        // 2×2 loopback cells + 2 network cells.
+        assert_eq!(e.cells.len(), 6);
+        assert_eq!(e.cells.iter().filter(|c| c.config.needs_link()).count(), 2);
+        let prof = e
+            .factors
+            .iter()
+            .find(|f| f.name == "profile")
+            .expect("profile factor");
+        assert_eq!(prof.levels, vec!["Regular 4G"]);
+    }
+
+    #[test]
+    fn impossible_combinations_are_refused_with_place() {
+        let m = err("protocol = [\"h1\", \"h2\"]\npush = true\n");
+        assert!(
+            m.starts_with("t.toml:2:8: impossible cell `protocol=h1"),
+            "{m}"
+        );
+        assert!(m.contains("server push exists only in HTTP/2"), "{m}");
+        let m = err("protocol = \"h3c\"\n");
+        assert!(
+            m.contains("t.toml:1:12:") && m.contains("there is no h3 without TLS"),
+            "{m}"
+        );
+        let m = err("protocol = \"h2\"\nprofile = [\"none\", \"Regular 5G\"]\n");
+        assert!(
+            m.starts_with("t.toml:2:11: unknown profile \"Regular 5G\""),
+            "{m}"
+        );
+        let m = err("protocol = [\"h1\"]\nzero_rtt = true\n");
+        assert!(m.contains("zero_rtt needs TLS"), "{m}");
+        let m = err("protocol = \"h2\"\nkeepalive = false\n");
+        assert!(m.contains("only HTTP/1.1 does"), "{m}");
+        let m = err("workload = \"browser\"\nprotocol = \"h2\"\n");
+        assert!(
+            m.contains("t.toml:1:12:") && m.contains("needs `hxlab page`"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn malformed_files_say_where_and_what_was_expected() {
+        let m = err("protocol = [\"h1\",\n  \"h2\"\ndelay = 3\n");
+        assert!(m.starts_with("t.toml:"), "{m}");
+        let m = err("protocol = \"h2\"\ndelay = 30\n");
+        assert_eq!(
+            m,
+            "t.toml:2:9: delay: a duration needs a unit, e.g. \"30ms\""
+        );
+        let m = err("protocol = \"h2\"\nresources = \"many\"\n");
+        assert_eq!(
+            m,
+            "t.toml:2:13: resources: expected a positive number of resources, found a string"
+        );
+        let m = err("protocols = [\"h2\"]\n");
+        assert!(
+            m.starts_with("t.toml:1:1: unknown key `protocols` (did you mean `protocol`?)"),
+            "{m}"
+        );
+        let m = err("protocol = \"h2\"\nsize = \"10 parsecs\"\n");
+        assert!(
+            m.starts_with("t.toml:2:8: size: size \"10 parsecs\": unknown unit"),
+            "{m}"
+        );
+        let m = err("protocol = [\"h2\", \"h2\"]\n");
+        assert!(m.contains("listed twice"), "{m}");
+        let m = err("delay = \"1ms\"\n");
+        assert!(m.contains("no `protocol` given"), "{m}");
+        let m = err("protocol = \"h2\"\nresources = []\n");
+        assert!(m.contains("an empty list sweeps nothing"), "{m}");
+        let m = err("workload = \"throughput\"\nprotocol = \"h2\"\n");
+        assert!(m.contains("needs `requests`"), "{m}");
+        let m = err("protocol = \"h2\"\nclients = 10\n");
+        assert!(
+            m.contains("`clients` belongs to the throughput workload"),
+            "{m}"
+        );
+        let m = err("protocol = \"h2\"\n[[matrix]]\nfoo = 1\n");
+        assert!(
+            m.starts_with("t.toml:3:1: unknown factor `foo` in [[matrix]]"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn command_line_overrides_replace_factors_everywhere() {
+        let o = Overrides {
+            repetitions: Some(2),
+            set: vec!["resources=6,12".into(), "protocol=h1,h2".into()],
+            ..Default::default()
+        };
+        let e = parse("t.toml", "protocol = [\"h1\", \"h2\", \"h3\"]\nresources = [6, 30, 150]\n[[matrix]]\nresources = 750\n", &o).expect("parse");
+        assert_eq!(e.repetitions, 2);
+        assert_eq!(e.cells.len(), 4);
+        let bad = Overrides {
+            set: vec!["resources=zero".into()],
+            ..Default::default()
+        };
+        let m = parse("t.toml", "protocol = \"h2\"\n", &bad)
+            .expect_err("bad override")
+            .to_string();
+        assert_eq!(m, "--set resources=zero: resources: expected a positive number of resources, found a string");
+        let bad = Overrides {
+            set: vec!["colour=red".into()],
+            ..Default::default()
+        };
+        assert!(parse("t.toml", "protocol = \"h2\"\n", &bad).is_err());
+    }
+
+    #[test]
+    fn published_tables_are_read_with_gaps() {
+        let e = ok("protocol = \"h2\"\n[[published]]\ntitle = \"x\"\ncolumn_factor = \"delay\"\ncolumns = [\"0ms\", \"10ms\"]\nrows = [{ label = \"h2\", factors = { protocol = \"h2\" }, values = [0.48, nan] }]\n");
+        assert_eq!(e.published[0].rows[0].values, vec![Some(0.48), None]);
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncé\nx", 7), (3, 1));
+        assert_eq!(line_col("ab\ncé\nx", 3), (2, 1));
+    }
+}

@@ -1,0 +1,112 @@
+//! One exporter per format behind one trait (as hyperfine's `src/export/`): each renders the
+//! same [`Report`] into a string; [`render_all`] writes the file formats into a directory.
+
+mod csv;
+mod html;
+mod markdown;
+mod terminal;
+
+pub use self::csv::CsvExporter;
+pub use self::html::HtmlExporter;
+pub use self::markdown::MarkdownExporter;
+pub use self::terminal::TerminalExporter;
+
+use crate::summary::{fmt_num, Figure, Report};
+use crate::ReportError;
+use std::path::{Path, PathBuf};
+
+/// A report format.
+pub trait Exporter {
+    /// File the format is written to in a results directory (None: not written to a file).
+    fn file_name(&self) -> Option<&'static str>;
+    /// Renders the report.
+    fn render(&self, report: &Report) -> Result<String, ReportError>;
+}
+
+/// Every file format, in the order they are written.
+pub fn file_exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(MarkdownExporter),
+        Box::new(CsvExporter),
+        Box::new(HtmlExporter),
+    ]
+}
+
+/// Writes report.md, results.csv and report.html into `dir` (each atomically, so a reader
+/// never sees half a file); returns their paths.
+pub fn render_all(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportError> {
+    let mut written = Vec::new();
+    for e in file_exporters() {
+        let Some(name) = e.file_name() else { continue };
+        let text = e.render(report)?;
+        let path = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text).map_err(|source| ReportError::Io {
+            path: tmp.clone(),
+            source,
+        })?;
+        std::fs::rename(&tmp, &path).map_err(|source| ReportError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// A figure as text: `0.512 (0.498–0.530)` for ours, `0.48` for published ones; a `!`
+/// marks a figure with warnings.
+pub(crate) fn figure_text(f: &Option<Figure>, with_ci: bool) -> String {
+    match f {
+        None => "—".into(),
+        Some(f) => {
+            let mut s = fmt_num(f.value);
+            if with_ci {
+                if let Some((lo, hi)) = f.ci {
+                    if lo != hi {
+                        s.push_str(&format!(" ({}–{})", fmt_num(lo), fmt_num(hi)));
+                    }
+                }
+            }
+            if f.warn {
+                s.push_str(" !");
+            }
+            s
+        }
+    }
+}
+
+/// The conditions every cell shares, one line.
+pub(crate) fn fixed_line(report: &Report) -> String {
+    report
+        .meta
+        .factors
+        .iter()
+        .filter(|f| f.levels.len() == 1)
+        .map(|f| format!("{} = {}", f.name, f.levels[0]))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The swept factors, one line.
+pub(crate) fn swept_line(report: &Report) -> String {
+    report
+        .meta
+        .factors
+        .iter()
+        .filter(|f| f.levels.len() > 1)
+        .map(|f| format!("{} ∈ {{{}}}", f.name, f.levels.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Negotiated protocols as `h2 ×3, http/1.1 ×1`.
+pub(crate) fn negotiated_text(n: &std::collections::BTreeMap<String, u64>) -> String {
+    if n.is_empty() {
+        return "—".into();
+    }
+    n.iter()
+        .map(|(k, v)| format!("{k} ×{v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

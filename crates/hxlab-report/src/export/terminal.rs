@@ -1,0 +1,76 @@
+//! The table printed on the terminal at the end of a run: aligned columns, comparisons and
+//! warnings, nothing that needs a browser.
+
+use super::{figure_text, Exporter};
+use crate::summary::Report;
+use crate::ReportError;
+use std::fmt::Write;
+
+/// Plain-text tables for a terminal.
+pub struct TerminalExporter;
+
+/// Display width in characters (the figures use a few non-ASCII signs).
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn pad(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+impl Exporter for TerminalExporter {
+    fn file_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn render(&self, r: &Report) -> Result<String, ReportError> {
+        let mut o = String::new();
+        for t in &r.tables {
+            let _ = writeln!(o, "{}", t.title);
+            let mut grid: Vec<Vec<String>> = Vec::new();
+            let mut head = vec![t.corner.clone()];
+            head.extend(t.columns.iter().cloned());
+            grid.push(head);
+            for row in &t.rows {
+                let mut line = vec![row.label.clone()];
+                line.extend(row.cells.iter().map(|f| figure_text(f, false)));
+                grid.push(line);
+            }
+            let cols = grid.iter().map(Vec::len).max().unwrap_or(0);
+            let widths: Vec<usize> = (0..cols)
+                .map(|i| {
+                    grid.iter()
+                        .filter_map(|l| l.get(i))
+                        .map(|s| width(s))
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            for line in &grid {
+                let cells: Vec<String> = line
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| pad(s, widths[i]))
+                    .collect();
+                let _ = writeln!(o, "  {}", cells.join("  ").trim_end());
+            }
+            let _ = writeln!(o);
+        }
+        if !r.comparisons.is_empty() {
+            let _ = writeln!(o, "comparisons (ratio of medians, 95 % CI):");
+            for c in &r.comparisons {
+                let cond = if c.condition.is_empty() {
+                    String::new()
+                } else {
+                    format!("[{}] ", c.condition)
+                };
+                let _ = writeln!(o, "  {cond}{}", c.sentence());
+            }
+            let _ = writeln!(o);
+        }
+        for w in &r.warnings {
+            let _ = writeln!(o, "warning: {w}");
+        }
+        Ok(o)
+    }
+}

@@ -1,0 +1,208 @@
+//! The files a results directory holds: one [`Record`] per line of `results.jsonl` and the
+//! [`ExperimentMeta`] in `experiment.json` that says which factors were swept and which
+//! published figures to show beside ours.
+
+use hxlab_core::RunResult;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What one repetition of a cell does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Workload {
+    /// Fetch N resources as a browser would; the metric is the time to the last byte.
+    Resources,
+    /// h2load-style -n/-c/-m load; the metric is requests per second.
+    Throughput,
+    /// Page loads in a real browser (reserved until `hxlab page` exists).
+    Browser,
+}
+
+impl Workload {
+    /// The figure the report's tables show for this workload.
+    pub fn metric(self) -> Metric {
+        match self {
+            Workload::Resources | Workload::Browser => Metric::TimeS,
+            Workload::Throughput => Metric::RequestsPerSec,
+        }
+    }
+}
+
+/// The primary figure of a cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Wall time of the run including connection setup, seconds (lower is better).
+    TimeS,
+    /// Completed requests per second (higher is better).
+    RequestsPerSec,
+}
+
+impl Metric {
+    /// Short name with unit, for table headers.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::TimeS => "time to last byte (s)",
+            Metric::RequestsPerSec => "requests/s",
+        }
+    }
+    /// Whether a smaller value is the better one.
+    pub fn lower_is_better(self) -> bool {
+        matches!(self, Metric::TimeS)
+    }
+    /// The metric's value for one successful run.
+    pub fn of(self, r: &RunResult) -> f64 {
+        match self {
+            Metric::TimeS => r.duration_s,
+            Metric::RequestsPerSec => r.requests_per_sec(),
+        }
+    }
+}
+
+/// The server's CPU time spent on one cell, from `GET /stats` before and after it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCost {
+    /// User + system CPU seconds the server used during the cell.
+    pub cpu_s: f64,
+    /// Requests the server counted for the cell's protocol during the cell.
+    pub requests: u64,
+}
+
+impl ServerCost {
+    /// CPU microseconds per request; None when no request was counted.
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.cpu_s * 1e6 / self.requests as f64)
+    }
+}
+
+/// One repetition of one cell: a line of `results.jsonl`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Record {
+    /// Name of the experiment.
+    pub experiment: String,
+    /// The cell's key: its factor values in the experiment's factor order, e.g.
+    /// `protocol=h2 delay=10ms resources=100`.
+    pub cell: String,
+    /// The cell's factor values by factor name.
+    pub factors: BTreeMap<String, String>,
+    /// Repetition index, from 0.
+    pub repetition: u32,
+    /// Start of the repetition, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// Wall time the runner spent on the repetition (child start to exit), seconds.
+    pub wall_s: f64,
+    /// The load generator's result (absent when it produced none).
+    pub result: Option<RunResult>,
+    /// The server's CPU cost during the repetition.
+    pub server: Option<ServerCost>,
+    /// Body bytes the workload should have received, to notice short or missing bodies.
+    #[serde(default)]
+    pub expected_body_bytes: Option<u64>,
+    /// Exit status of the load generator.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Why the repetition failed, if it did.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Why the repetition was not run (e.g. no link emulation here), if it was not.
+    #[serde(default)]
+    pub skipped: Option<String>,
+}
+
+impl Record {
+    /// True when the run produced a result with every request answered and no error.
+    pub fn is_clean(&self) -> bool {
+        self.error.is_none()
+            && self.skipped.is_none()
+            && self.result.as_ref().is_some_and(|r| {
+                r.requests_done > 0 && r.requests_failed == 0 && r.errors.total() == 0
+            })
+    }
+}
+
+/// One factor and its levels in the order the experiment lists them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactorLevels {
+    /// Factor name: protocol, delay, resources, size, profile, loss, cc, ...
+    pub name: String,
+    /// Its values as written in the experiment (one value: not swept).
+    pub levels: Vec<String>,
+}
+
+/// A table of figures published by a study, for the report to show beside ours.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PublishedTable {
+    /// What the table shows.
+    pub title: String,
+    /// Where the figures come from.
+    pub source: String,
+    /// The factor the columns are levels of (None: the columns are metrics).
+    pub column_factor: Option<String>,
+    /// Column headers: levels of `column_factor`, or metric names (see [`summary::METRICS`](crate::summary::METRICS)).
+    pub columns: Vec<String>,
+    /// The rows.
+    pub rows: Vec<PublishedRow>,
+}
+
+/// One published row: which of our rows it belongs beside, and its values.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PublishedRow {
+    /// Label as the study wrote it.
+    pub label: String,
+    /// Factor values of our row it is compared with (empty: shown on its own).
+    pub factors: BTreeMap<String, String>,
+    /// One value per column (None: not published).
+    pub values: Vec<Option<f64>>,
+}
+
+/// The experiment as run: written to `experiment.json` so a report can be re-rendered.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ExperimentMeta {
+    /// Short name (a scenario name or the file's stem).
+    pub name: String,
+    /// One-line title.
+    pub title: String,
+    /// What it measures and how, for the report's first paragraph.
+    #[serde(default)]
+    pub description: String,
+    /// The workload of every cell.
+    pub workload: Option<Workload>,
+    /// Repetitions per cell.
+    pub repetitions: u32,
+    /// Every factor with its levels, in display order.
+    pub factors: Vec<FactorLevels>,
+    /// The factor whose levels are the tables' columns (default: the first swept one that is
+    /// not the protocol).
+    #[serde(default)]
+    pub columns: Option<String>,
+    /// The protocol the others are compared with (default: the first listed).
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Published figures to show beside ours.
+    #[serde(default)]
+    pub published: Vec<PublishedTable>,
+    /// Notes the runner made (skipped networks, caveats), shown in the report.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// Cell keys in run order.
+    #[serde(default)]
+    pub cells: Vec<String>,
+}
+
+impl ExperimentMeta {
+    /// The workload, defaulting to `resources` for files that do not say.
+    pub fn workload(&self) -> Workload {
+        self.workload.unwrap_or(Workload::Resources)
+    }
+    /// Levels of a factor, if the experiment has it.
+    pub fn levels(&self, name: &str) -> Option<&[String]> {
+        self.factors
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.levels.as_slice())
+    }
+    /// Factors with more than one level, in display order.
+    pub fn swept(&self) -> Vec<&FactorLevels> {
+        self.factors.iter().filter(|f| f.levels.len() > 1).collect()
+    }
+}

@@ -1,0 +1,502 @@
+//! End-to-end tests of `hxlab run`, `hxlab compare` and `hxlab report`: experiments that
+//! start the real `hxlab serve` and `hxlab load` (and `hxlab link` when this machine allows
+//! it) and whose results must show the physics of HTTP/1.1 against HTTP/2.
+
+mod common;
+
+use common::tempfile_dir::TempDir;
+use common::{hxlab, is_root, run_with_timeout};
+use hxlab_report::{Record, Report};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+fn hxlab_cmd() -> Command {
+    let mut c = Command::new(hxlab());
+    // The lab starts serve/load/link from this same binary.
+    c.env("HXLAB_BIN", hxlab());
+    c
+}
+
+fn report_of(dir: &Path) -> Report {
+    let (meta, records) = hxlab_report::load_dir(dir).expect("results directory");
+    Report::build(meta, records)
+}
+
+fn median(r: &Report, key: &str) -> f64 {
+    let c = r
+        .cells
+        .iter()
+        .find(|c| c.key == key)
+        .unwrap_or_else(|| panic!("no cell {key}"));
+    assert!(
+        !c.values.is_empty(),
+        "cell {key} has no clean repetition: {:?}",
+        c.warnings
+    );
+    c.median
+}
+
+/// With a fixed server delay of 50 ms, HTTP/1.1 on 6 connections needs one delay per round
+/// of 6 requests: 12 resources take about 2 delays, 24 about 4. HTTP/2 sends every request
+/// at once on one connection and pays the delay about once either way.
+#[test]
+fn h1_time_grows_in_delay_steps_while_h2_stays_near_one_delay() {
+    let dir = TempDir::new("hxlab-lab-physics");
+    let spec = dir.path().join("physics.toml");
+    std::fs::write(
+        &spec,
+        "name = \"physics\"\nprotocol = [\"h1\", \"h2\"]\ndelay = \"50ms\"\nresources = [12, 24]\nsize = \"1KiB\"\nrepetitions = 3\ncolumns = \"resources\"\n",
+    )
+    .expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-progress"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let r = report_of(&out);
+    let h1_12 = median(&r, "protocol=h1 delay=50ms resources=12 size=1KiB");
+    let h1_24 = median(&r, "protocol=h1 delay=50ms resources=24 size=1KiB");
+    let h2_12 = median(&r, "protocol=h2 delay=50ms resources=12 size=1KiB");
+    let h2_24 = median(&r, "protocol=h2 delay=50ms resources=24 size=1KiB");
+    eprintln!("h1: 12 → {h1_12:.3} s, 24 → {h1_24:.3} s; h2: 12 → {h2_12:.3} s, 24 → {h2_24:.3} s");
+    // h1: 2 rounds, then 4 rounds of 50 ms.
+    assert!(
+        h1_12 >= 0.095,
+        "h1 with 12 resources needs two 50 ms rounds: {h1_12}"
+    );
+    assert!(
+        h1_24 >= 0.195,
+        "h1 with 24 resources needs four 50 ms rounds: {h1_24}"
+    );
+    let step = h1_24 - h1_12;
+    assert!(
+        (0.08..0.40).contains(&step),
+        "12 more resources on 6 connections add two delay steps (~100 ms), got {step:.3} s"
+    );
+    // h2: one delay, whatever the count.
+    assert!(
+        h2_12 >= 0.048 && h2_24 >= 0.048,
+        "h2 still waits for the server's delay once: {h2_12} {h2_24}"
+    );
+    assert!(
+        h2_24 - h2_12 < 0.05,
+        "h2 does not add a delay step for 12 more resources: {h2_12} → {h2_24}"
+    );
+    assert!(
+        h2_24 < h1_24 * 0.6,
+        "h2 ({h2_24}) should beat h1 on 6 connections ({h1_24}) at 24 resources"
+    );
+    // Every record carries the full RunResult, the negotiated protocol and the server's CPU.
+    let records: Vec<&Record> = r.records.iter().collect();
+    assert_eq!(records.len(), 12);
+    for rec in records {
+        let res = rec.result.as_ref().expect("result");
+        assert!(res.requests_done >= 12);
+        assert!(
+            rec.server
+                .as_ref()
+                .is_some_and(|s| s.requests >= res.requests_done),
+            "server cost: {:?}",
+            rec.server
+        );
+        let proto = &rec.factors["protocol"];
+        let want = if proto == "h2" { "h2" } else { "http/1.1" };
+        assert!(
+            res.negotiated
+                .keys()
+                .all(|k| k.eq_ignore_ascii_case(want) || (proto == "h1" && k == "h1")),
+            "{:?}",
+            res.negotiated
+        );
+    }
+    // The comparison says h2 is faster at 24 resources.
+    let c = r
+        .comparisons
+        .iter()
+        .find(|c| c.condition == "resources 24")
+        .expect("comparison at 24");
+    assert!(c.ratio < 0.6, "{}", c.sentence());
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(md.contains("| resources | 12 | 24 |"), "{md}");
+    assert!(stdout.contains("h2 vs h1:"), "{stdout}");
+}
+
+/// The same physics through `hxlab link` (WiFi profile: 2 ms each way, 30 Mbit/s): the
+/// client runs in the link's namespace and reaches the server across the emulated link.
+/// Needs root here; without it the test says loudly that it did not run.
+#[test]
+fn physics_through_the_link() {
+    if !is_root() {
+        eprintln!("\n!!!!! SKIPPED: physics_through_the_link needs root (network namespaces, TUN) !!!!!\n");
+        return;
+    }
+    let dir = TempDir::new("hxlab-lab-link");
+    let spec = dir.path().join("link.toml");
+    std::fs::write(
+        &spec,
+        "protocol = [\"h1-tls\", \"h2\"]\ndelay = \"50ms\"\nresources = [12, 24]\nsize = \"1KiB\"\nprofile = \"WiFi\"\nrepetitions = 2\nseed = 3\n",
+    )
+    .expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd().arg("run").arg(&spec).arg("--out").arg(&out).arg("--no-progress"),
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, Some(0), "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let r = report_of(&out);
+    assert!(r.records.iter().all(|x| x.skipped.is_none()), "link emulation must work as root: {:?}", r.meta.notes);
+    let k = |p: &str, n: u32| format!("protocol={p} profile=WiFi delay=50ms resources={n} size=1KiB");
+    let (h1_12, h1_24) = (median(&r, &k("h1-tls", 12)), median(&r, &k("h1-tls", 24)));
+    let (h2_12, h2_24) = (median(&r, &k("h2", 12)), median(&r, &k("h2", 24)));
+    eprintln!("through WiFi: h1-tls 12 → {h1_12:.3} s, 24 → {h1_24:.3} s; h2 12 → {h2_12:.3} s, 24 → {h2_24:.3} s");
+    assert!((0.08..0.40).contains(&(h1_24 - h1_12)), "two more 50 ms rounds for h1: {h1_12} → {h1_24}");
+    assert!(h2_24 - h2_12 < 0.05, "no extra round for h2: {h2_12} → {h2_24}");
+    // The link's round trip (2 × 2 ms) and handshakes come on top of the server's delay.
+    assert!(h2_12 > 0.054, "h2 pays the delay plus the link's round trips: {h2_12}");
+}
+
+/// `hxlab compare` with a tiny override finishes, prints the table and the runner's
+/// overhead, and writes report.md, results.csv and report.html. Through the link too when
+/// it works here; otherwise the network cells are skipped with a note saying why.
+#[test]
+fn compare_small_writes_the_reports() {
+    let dir = TempDir::new("hxlab-lab-compare");
+    let out = dir.path().join("cmp");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .args([
+                "compare",
+                "--repetitions",
+                "2",
+                "--set",
+                "protocol=h1,h1-tls,h2,h3",
+                "--set",
+                "delay=10ms",
+            ])
+            .args(["--set", "resources=6", "--no-progress", "--out"])
+            .arg(&out),
+        Duration::from_secs(90),
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "hxlab compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for f in [
+        "report.md",
+        "results.csv",
+        "report.html",
+        "results.jsonl",
+        "experiment.json",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    assert!(stdout.contains("runner overhead:"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("results.csv")).expect("csv");
+    assert!(csv
+        .lines()
+        .next()
+        .is_some_and(|h| h.starts_with("experiment,cell,protocol,")));
+    assert!(
+        csv.lines().filter(|l| l.contains(",ok,")).count() >= 8,
+        "{csv}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("html");
+    assert!(
+        html.contains("<svg") && !html.contains("<script"),
+        "self-contained with SVG charts"
+    );
+    let r = report_of(&out);
+    for p in ["h1", "h1-tls", "h2", "h3"] {
+        let key = format!("protocol={p} profile=none delay=10ms resources=6 size=10KiB");
+        assert!(
+            median(&r, &key) > 0.009,
+            "{key}: a 10 ms server delay at least"
+        );
+    }
+    let net: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.factors.get("profile").is_some_and(|p| p != "none"))
+        .collect();
+    assert!(
+        !net.is_empty(),
+        "the network cells are recorded, run or skipped"
+    );
+    if net.iter().all(|x| x.skipped.is_some()) {
+        assert!(
+            r.meta
+                .notes
+                .iter()
+                .any(|n| n.contains("link emulation is not available here")),
+            "{:?}",
+            r.meta.notes
+        );
+        assert!(
+            stdout.contains("link emulation is not available here"),
+            "the skip is said, not silent: {stdout}"
+        );
+        eprintln!("\n!!!!! NOTE: link emulation unavailable here (root: {}); network cells were skipped with a note !!!!!\n", is_root());
+    } else {
+        for x in net {
+            assert!(
+                x.is_clean(),
+                "network cell through hxlab link failed: {:?}",
+                x.error
+            );
+        }
+    }
+}
+
+/// An interrupted run continues where it stopped: finished repetitions are kept, the
+/// half-written line is dropped, and only the missing repetitions run again.
+#[test]
+fn resume_runs_only_what_is_missing() {
+    let dir = TempDir::new("hxlab-lab-resume");
+    let spec = dir.path().join("r.toml");
+    std::fs::write(&spec, "protocol = [\"h1\", \"h2\"]\ndelay = \"5ms\"\nresources = 6\nsize = \"1KiB\"\nrepetitions = 2\n").expect("spec");
+    let out = dir.path().join("out");
+    let run = |extra: &[&str]| {
+        run_with_timeout(
+            hxlab_cmd()
+                .arg("run")
+                .arg(&spec)
+                .arg("--out")
+                .arg(&out)
+                .arg("--no-progress")
+                .args(extra),
+            Duration::from_secs(60),
+        )
+    };
+    let (code, so, se) = run(&[]);
+    assert_eq!(code, Some(0), "{so}\n{se}");
+    // A second run into the same directory without --resume is refused.
+    let (code, _, se) = run(&[]);
+    assert_eq!(code, Some(1), "{se}");
+    assert!(se.contains("already holds results; pass --resume"), "{se}");
+    // Simulate an interruption: keep the first record and half of the second.
+    let path = out.join("results.jsonl");
+    let text = std::fs::read_to_string(&path).expect("results");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+    let first = lines[0].to_string();
+    std::fs::write(
+        &path,
+        format!("{first}\n{}", &lines[1][..lines[1].len() / 2]),
+    )
+    .expect("truncate");
+    let (code, so, se) = run(&["--resume"]);
+    assert_eq!(code, Some(0), "{so}\n{se}");
+    assert!(so.contains("1 already done"), "{so}");
+    let r = report_of(&out);
+    assert_eq!(r.records.len(), 4, "1 kept + 3 re-run");
+    let kept: serde_json::Value = serde_json::from_str(&first).expect("json");
+    assert_eq!(
+        r.records[0].started_unix_s,
+        kept["started_unix_s"].as_f64().expect("time")
+    );
+    let mut pairs: Vec<(String, u32)> = r
+        .records
+        .iter()
+        .map(|x| (x.cell.clone(), x.repetition))
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(pairs.len(), 4, "every (cell, repetition) exactly once");
+    // Resuming with a different experiment is refused.
+    let (code, _, se) = run(&["--resume", "--set", "resources=7"]);
+    assert_eq!(code, Some(1));
+    assert!(se.contains("holds a different experiment"), "{se}");
+}
+
+/// Errors in experiment files say file:line:column and exit 2 before anything runs.
+#[test]
+fn bad_experiments_are_refused_before_anything_runs() {
+    let dir = TempDir::new("hxlab-lab-bad");
+    let cases = [
+        (
+            "protocol = \"h2\"\ndelay = 30\n",
+            "bad.toml:2:9: delay: a duration needs a unit",
+        ),
+        (
+            "protocol = [\"h1\", \"h2\"]\npush = true\n",
+            "bad.toml:2:8: impossible cell `protocol=h1",
+        ),
+        ("protocol = \"h3c\"\n", "there is no h3 without TLS"),
+        (
+            "protocol = \"h2\"\nprofile = \"Regular 5G\"\n",
+            "bad.toml:2:11: unknown profile \"Regular 5G\"",
+        ),
+        (
+            "workload = \"browser\"\nprotocol = \"h2\"\n",
+            "needs `hxlab page`",
+        ),
+        ("protocol = [\"h2\"\n", "bad.toml:"),
+    ];
+    for (src, want) in cases {
+        let f = dir.path().join("bad.toml");
+        std::fs::write(&f, src).expect("write");
+        let out = dir.path().join("never");
+        let (code, _, stderr) = run_with_timeout(
+            Command::new(hxlab())
+                .current_dir(dir.path())
+                .args(["run", "bad.toml", "--out"])
+                .arg(&out),
+            Duration::from_secs(20),
+        );
+        assert_eq!(code, Some(2), "{src:?}: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{src:?}: expected {want:?} in {stderr:?}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+        assert!(!out.exists(), "nothing ran");
+    }
+    let (code, _, stderr) = run_with_timeout(
+        Command::new(hxlab()).args(["run", "--scenario", "seed-999"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("unknown scenario \"seed-999\""), "{stderr}");
+    let (code, _, stderr) = run_with_timeout(
+        Command::new(hxlab()).args(["compare", "--set", "resources=-1"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+}
+
+/// Scenarios are listed, and a dry run shows the cells without running anything.
+#[test]
+fn scenarios_list_and_dry_run() {
+    let (code, stdout, _) = run_with_timeout(
+        Command::new(hxlab()).args(["run", "--list-scenarios"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0));
+    for s in [
+        "seed-003-delay",
+        "seed-003-requests",
+        "seed-003-size",
+        "seed-003-network",
+        "seed-003-push",
+        "seed-004-tls",
+        "seed-002-multiplex",
+        "seed-000-https-cpu",
+        "seed-001-h3",
+    ] {
+        assert!(stdout.contains(s), "{s} missing from {stdout}");
+    }
+    let (code, stdout, _) = run_with_timeout(
+        Command::new(hxlab()).args([
+            "run",
+            "--scenario",
+            "seed-003-delay",
+            "--repetitions",
+            "2",
+            "--set",
+            "protocol=h1-tls,h2",
+            "--dry-run",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.starts_with("seed-003-delay: 10 cells × 2 repetitions = 20 runs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("protocol=h2 delay=40ms resources=100 size=0.1MiB"),
+        "{stdout}"
+    );
+}
+
+/// `hxlab report DIR` re-renders from results.jsonl alone, published figures included.
+#[test]
+fn report_rerenders_from_records() {
+    let dir = TempDir::new("hxlab-lab-report");
+    // A results directory as `hxlab run --scenario seed-003-delay` leaves it, with records
+    // made here from synthetic RunResults (h1 grows with the delay, h2 stays flat).
+    let meta = serde_json::json!({
+        "name": "seed-003-delay", "title": "delay", "workload": "resources", "repetitions": 4,
+        "factors": [{"name": "protocol", "levels": ["h1-tls", "h2"]}, {"name": "delay", "levels": ["0ms", "40ms"]},
+                    {"name": "resources", "levels": ["100"]}, {"name": "size", "levels": ["0.1MiB"]}],
+        "columns": "delay", "baseline": "h1-tls",
+        "published": [{"title": "seeds/003", "source": "seed", "column_factor": "delay", "columns": ["0ms", "40ms"],
+                       "rows": [{"label": "h2", "factors": {"protocol": "h2"}, "values": [0.48, 0.50]}]}],
+    });
+    std::fs::write(dir.path().join("experiment.json"), meta.to_string()).expect("meta");
+    let mut lines = String::new();
+    for (proto, delay, base) in [
+        ("h1-tls", "0ms", 0.30),
+        ("h1-tls", "40ms", 0.90),
+        ("h2", "0ms", 0.40),
+        ("h2", "40ms", 0.45),
+    ] {
+        for rep in 0..4u32 {
+            let mut res = hxlab_core::RunResult {
+                schema: 1,
+                duration_s: base + rep as f64 * 0.01,
+                requests_started: 100,
+                requests_done: 100,
+                requests_succeeded: 100,
+                ..Default::default()
+            };
+            res.negotiated
+                .insert(if proto == "h2" { "h2" } else { "http/1.1" }.into(), 1);
+            let rec = Record {
+                experiment: "seed-003-delay".into(),
+                cell: format!("protocol={proto} delay={delay} resources=100 size=0.1MiB"),
+                factors: [
+                    ("protocol", proto),
+                    ("delay", delay),
+                    ("resources", "100"),
+                    ("size", "0.1MiB"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+                repetition: rep,
+                result: Some(res),
+                ..Default::default()
+            };
+            lines.push_str(&serde_json::to_string(&rec).expect("record"));
+            lines.push('\n');
+        }
+    }
+    std::fs::write(dir.path().join("results.jsonl"), lines).expect("records");
+    let (code, stdout, stderr) = run_with_timeout(
+        Command::new(hxlab()).arg("report").arg(dir.path()),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("md");
+    assert!(md.contains("| delay | 0ms | 40ms |"), "{md}");
+    assert!(
+        md.contains("| *h2 (published)* | 0.48 | 0.5 |")
+            || md.contains("| *h2 (published)* | 0.480 | 0.500 |"),
+        "{md}"
+    );
+    assert!(md.contains("delay 40ms: h2 vs h1-tls: 0.51× ("), "{md}");
+    assert!(stdout.contains("h2 (published)"), "{stdout}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    assert!(html.contains("<svg") && html.contains("class=\"published\""));
+    let csv = std::fs::read_to_string(dir.path().join("results.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 17);
+    let (code, _, stderr) = run_with_timeout(
+        Command::new(hxlab()).args(["report", "/nonexistent/dir"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("is not a results directory"), "{stderr}");
+}

@@ -1,0 +1,625 @@
+//! `hxlab page` against a real headless Chromium: synthetic pages from `hxlab serve` over h1,
+//! h2 and h3, a static page from nghttpd, a protocol fallback that must be flagged, a missing,
+//! hung or crashing browser, and bad flags. Every browser test checks that no Chromium process
+//! and no profile directory is left behind.
+
+mod common;
+
+use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Chromium is heavy on a 2-core machine: one browser test at a time.
+static BROWSER: Mutex<()> = Mutex::new(());
+
+fn browser_lock() -> std::sync::MutexGuard<'static, ()> {
+    BROWSER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Processes whose command line mentions `needle`, as "pid cmdline" (zombies have none).
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(format!("{name} {cmd}"));
+            }
+        }
+    }
+    found
+}
+
+/// Asserts that no browser started with a profile under `tmp` is alive and no profile is left.
+fn assert_no_browser_left(tmp: &Path) {
+    let needle = format!("--user-data-dir={}/hxc-", tmp.display());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "browser processes left behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let profiles: Vec<_> = std::fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("hxc-") || n.contains("org.chromium."))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        profiles.is_empty(),
+        "profile dirs left behind: {profiles:?}"
+    );
+}
+
+/// `hxlab page ARGS --json -` with TMPDIR=tmp; returns (exit code, JSON or Null, stderr).
+fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut cmd = Command::new(hxlab());
+    cmd.arg("page").args(args).env("TMPDIR", tmp);
+    let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(80));
+    let json = serde_json::from_str(&out).unwrap_or(Value::Null);
+    (code, json, err)
+}
+
+/// Checks one counted run of a page of `n` sub-resources of at least `size` bytes each.
+fn check_run(run: &Value, want_protocol: &str, n: u64, size: u64) {
+    assert_eq!(run["counted"], true, "run not counted: {run}");
+    assert_eq!(run["protocol_ok"], true);
+    let protocols = run["protocols"].as_object().expect("protocols");
+    assert_eq!(
+        protocols.keys().collect::<Vec<_>>(),
+        vec![want_protocol],
+        "every resource must use {want_protocol}: {protocols:?}"
+    );
+    assert_eq!(
+        protocols[want_protocol],
+        n + 1,
+        "document + {n} sub-resources"
+    );
+    for r in run["resources"].as_array().expect("resources") {
+        assert_eq!(r["protocol"], want_protocol, "resource {}", r["url"]);
+        assert_eq!(r["status"], 200, "resource {}", r["url"]);
+    }
+    assert_eq!(run["resources_loaded"], n + 1);
+    assert_eq!(run["resources_failed"], 0);
+    let ttfb = run["ttfb_ms"].as_f64().expect("ttfb");
+    let dcl = run["dom_content_loaded_ms"].as_f64().expect("dcl");
+    let load = run["load_ms"].as_f64().expect("load");
+    assert!(ttfb > 0.0, "ttfb {ttfb}");
+    assert!(
+        ttfb <= dcl && dcl <= load,
+        "timings out of order: ttfb {ttfb} dcl {dcl} load {load}"
+    );
+    assert_eq!(run["resources_incomplete"], 0);
+    let connections = run["connections"].as_u64().unwrap_or(0);
+    if want_protocol == "http/1.1" {
+        // Chromium's pool: at most 6 connections per origin for HTTP/1.1.
+        assert!((1..=6).contains(&connections), "connections {connections}");
+    } else {
+        assert_eq!(connections, 1, "one multiplexed {want_protocol} connection");
+    }
+    // The browser's byte count can be a little under the bodies (it books some bytes of a
+    // reused HTTP/1.1 connection elsewhere), so the bound is loose.
+    assert!(
+        run["bytes"].as_u64().unwrap_or(0) >= n * size * 3 / 4,
+        "bytes {} for {n} × {size} B",
+        run["bytes"]
+    );
+}
+
+fn synthetic(proto: &str, want_protocol: &str) {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-page-test");
+    let har = tmp.path().join("har");
+    let har_arg = har.display().to_string();
+    let (code, json, err) = page(
+        tmp.path(),
+        &[
+            "--synthetic",
+            "n=4,size=4KiB,delay=5ms",
+            "--proto",
+            proto,
+            "--runs",
+            "1",
+            "--timeout",
+            "40s",
+            "--har",
+            &har_arg,
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}\njson: {json}");
+    assert_eq!(json["protocol"], proto);
+    assert!(json["browser"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("Chromium "));
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    check_run(&runs[0], want_protocol, 4, 4096);
+    assert_eq!(json["summary"]["valid_runs"], 1);
+    assert!(
+        json["summary"]["metrics"]["load_ms"]["median"]
+            .as_f64()
+            .unwrap_or(-1.0)
+            > 0.0
+    );
+    // The HAR holds the same resources with the same protocol.
+    let har: Value =
+        serde_json::from_slice(&std::fs::read(har.join("run-1.har")).expect("HAR written"))
+            .expect("HAR is JSON");
+    assert_eq!(har["log"]["version"], "1.2");
+    let entries = har["log"]["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 5);
+    assert!(entries
+        .iter()
+        .all(|e| e["response"]["httpVersion"] == want_protocol));
+    assert_no_browser_left(tmp.path());
+}
+
+#[test]
+fn synthetic_page_over_h1() {
+    synthetic("h1", "http/1.1");
+}
+
+#[test]
+fn synthetic_page_over_h2() {
+    synthetic("h2", "h2");
+}
+
+#[test]
+fn synthetic_page_over_h3() {
+    synthetic("h3", "h3");
+}
+
+#[test]
+fn push_is_reported_as_ignored_and_early_hints_arrive() {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-page-test");
+    let (code, json, err) = page(
+        tmp.path(),
+        &[
+            "--synthetic",
+            "n=2,size=1KiB,delay=0ms",
+            "--proto",
+            "h2",
+            "--runs",
+            "1",
+            "--push",
+            "--early-hints",
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let major = json["browser_major"].as_u64().expect("major");
+    assert_eq!(json["push"]["requested"], true);
+    assert_eq!(json["push"]["ignored_by_browser"], major >= 106);
+    if major >= 106 {
+        assert!(err.contains("ignores HTTP/2 server push"), "stderr: {err}");
+    }
+    check_run(&json["runs"][0], "h2", 2, 1024);
+    // The origin answered with a 103 before the page, and the browser saw it.
+    assert_eq!(json["early_hints"]["runs_with_103"], 1, "{json}");
+    assert!(
+        json["early_hints"]["resources_from_preloads"].is_u64(),
+        "{json}"
+    );
+    assert!(json["runs"][0]["early_hints"].as_u64().unwrap_or(0) >= 1);
+    assert_no_browser_left(tmp.path());
+}
+
+/// A self-signed certificate and key in `dir`; returns the base64 SHA-256 of its SPKI.
+fn self_signed(dir: &Path) -> Option<String> {
+    require_peer("openssl")?;
+    let ok = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ])
+        .arg("-keyout")
+        .arg(dir.join("key.pem"))
+        .arg("-out")
+        .arg(dir.join("cert.pem"))
+        .args(["-days", "2", "-subj", "/CN=localhost"])
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "openssl req failed");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(
+            "openssl x509 -in \"$1\" -pubkey -noout | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | base64",
+        )
+        .arg("sh")
+        .arg(dir.join("cert.pem"))
+        .output()
+        .expect("openssl spki");
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "peer not listening on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn static_site(dir: &Path) -> PathBuf {
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).expect("www");
+    let mut html = String::from("<!doctype html><html><body><h1>static</h1>");
+    for i in 0..3 {
+        std::fs::write(
+            www.join(format!("r{i}.js")),
+            format!("var r{i} = '{}';", "x".repeat(5000)),
+        )
+        .expect("write");
+        html.push_str(&format!("<script src=\"r{i}.js\"></script>"));
+    }
+    html.push_str("</body></html>");
+    std::fs::write(www.join("index.html"), html).expect("write");
+    www
+}
+
+#[test]
+fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
+    if require_peer("chromium").is_none()
+        || require_peer("nghttpd").is_none()
+        || require_peer("python3").is_none()
+    {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-page-test");
+    let Some(spki) = self_signed(tmp.path()) else {
+        return;
+    };
+    let www = static_site(tmp.path());
+
+    // nghttpd speaks h2 only: asked for h2, every resource must be h2.
+    let port = free_port();
+    let _nghttpd = Peer(
+        Command::new("nghttpd")
+            .arg("-d")
+            .arg(&www)
+            .arg(port.to_string())
+            .arg(tmp.path().join("key.pem"))
+            .arg(tmp.path().join("cert.pem"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nghttpd"),
+    );
+    wait_listening(port);
+    let url = format!("https://127.0.0.1:{port}/index.html");
+    let (code, json, err) = page(
+        tmp.path(),
+        &[
+            &url, "--proto", "h2", "--runs", "1", "--spki", &spki, "--json", "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}");
+    check_run(&json["runs"][0], "h2", 3, 5000);
+
+    // A TLS server without h2: asked for h2, the browser falls back to HTTP/1.1. The run is
+    // flagged, left out of the figures, and with nothing left the command fails.
+    let script = "import http.server,ssl,sys,os\n\
+        os.chdir(sys.argv[1])\n\
+        class Q(http.server.SimpleHTTPRequestHandler):\n    protocol_version='HTTP/1.1'\n    def log_message(self,*a): pass\n\
+        s=http.server.ThreadingHTTPServer(('127.0.0.1',0),Q)\n\
+        c=ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(sys.argv[2],sys.argv[3])\n\
+        s.socket=c.wrap_socket(s.socket,server_side=True)\n\
+        print(s.server_address[1],flush=True)\n\
+        s.serve_forever()\n";
+    let mut py = Peer(
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(&www)
+            .arg(tmp.path().join("cert.pem"))
+            .arg(tmp.path().join("key.pem"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start python https server"),
+    );
+    let mut line = String::new();
+    BufReader::new(py.0.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("python port");
+    let port: u16 = line.trim().parse().expect("port");
+    let url = format!("https://127.0.0.1:{port}/index.html");
+    let json_file = tmp.path().join("fallback.json");
+    let json_arg = json_file.display().to_string();
+    let mut cmd = Command::new(hxlab());
+    cmd.args([
+        "page", &url, "--proto", "h2", "--runs", "1", "--spki", &spki, "--json", &json_arg,
+    ])
+    .env("TMPDIR", tmp.path());
+    let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(60));
+    assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
+    assert!(err.contains("no run counted"), "stderr: {err}");
+    assert!(out.contains("left out"), "stdout: {out}");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(&json_file).expect("json written")).expect("json");
+    let run = &json["runs"][0];
+    assert_eq!(run["counted"], false);
+    assert_eq!(run["protocol_ok"], false);
+    assert_eq!(run["protocols"]["http/1.1"], 4, "{run}");
+    assert!(
+        run["flag"].as_str().unwrap_or("").contains("asked for h2"),
+        "{run}"
+    );
+    assert_eq!(json["summary"]["valid_runs"], 0);
+    assert!(json["summary"]["metrics"]
+        .as_object()
+        .map(|m| m.is_empty())
+        .unwrap_or(false));
+    assert_no_browser_left(tmp.path());
+}
+
+#[test]
+fn missing_browser_is_one_line_and_exit_1() {
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab()).args([
+            "page",
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--chromium",
+            "/nonexistent/chromium",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "stderr: {err}");
+    assert!(err.contains("Debian package `chromium`"), "stderr: {err}");
+}
+
+/// A fake browser that hangs (with a child of its own) must be killed at the timeout, and one
+/// that dies at once must be reported as crashed; neither may leave a process behind.
+#[test]
+fn hung_or_crashing_browser_fails_cleanly() {
+    let tmp = TempDir::new("hxlab-page-test");
+    let pids = tmp.path().join("pids");
+    let hang = tmp.path().join("hang-browser");
+    std::fs::write(
+        &hang,
+        format!(
+            "#!/bin/sh\necho $$ >> {0}\nsleep 300 &\necho $! >> {0}\nwait\n",
+            pids.display()
+        ),
+    )
+    .expect("write script");
+    let crash = tmp.path().join("crash-browser");
+    std::fs::write(&crash, "#!/bin/sh\necho 'fatal: no display' >&2\nexit 3\n")
+        .expect("write script");
+    use std::os::unix::fs::PermissionsExt;
+    for p in [&hang, &crash] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
+    let started = Instant::now();
+    let hang_arg = hang.display().to_string();
+    let (code, _, err) = page(
+        tmp.path(),
+        &[
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--runs",
+            "1",
+            "--timeout",
+            "2s",
+            "--chromium",
+            &hang_arg,
+        ],
+    );
+    assert_eq!(code, Some(1), "stderr: {err}");
+    assert!(err.contains("timed out"), "stderr: {err}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let text = std::fs::read_to_string(&pids).expect("fake browser ran");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for pid in text.split_whitespace() {
+        loop {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie waiting for init to reap it.
+            if status.is_empty() || status.contains(") Z ") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "process {pid} of the hung browser is still alive"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    assert_no_browser_left(tmp.path());
+
+    let crash_arg = crash.display().to_string();
+    let (code, _, err) = page(
+        tmp.path(),
+        &[
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--runs",
+            "1",
+            "--chromium",
+            &crash_arg,
+        ],
+    );
+    assert_eq!(code, Some(1), "stderr: {err}");
+    assert!(
+        err.contains("crashed") && err.contains("no display"),
+        "stderr: {err}"
+    );
+    assert_no_browser_left(tmp.path());
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    for args in [
+        vec!["page", "https://127.0.0.1:9/", "--proto", "h4"],
+        vec![
+            "page",
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--runs",
+            "0",
+        ],
+        vec!["page", "--synthetic", "n=lots", "--proto", "h2"],
+        vec!["page", "--synthetic", "n=3,colour=red", "--proto", "h2"],
+        vec!["page", "--proto", "h2"],
+        vec!["page", "ftp://127.0.0.1/", "--proto", "h2"],
+        vec![
+            "page",
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--timeout",
+            "soon",
+        ],
+        vec!["page", "https://127.0.0.1:9/", "--proto", "h2", "--push"],
+        vec!["page", "https://:9/", "--proto", "h2"],
+        vec!["page", "http://127.0.0.1:9/", "--proto", "h3"],
+        vec![
+            "page",
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--spki",
+            "nope",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--profile",
+            "no-such-profile",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--loss",
+            "150%",
+        ],
+    ] {
+        let (code, _, err) =
+            run_with_timeout(Command::new(hxlab()).args(&args), Duration::from_secs(20));
+        assert_eq!(code, Some(2), "{args:?}: stderr: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: stderr: {err}");
+    }
+}
+
+/// Behind `hxlab link` with 50 ms each way, the browser (in the link's namespace) still gets
+/// every resource over the protocol asked for, and the first byte takes at least the
+/// handshake and request round trips.
+#[test]
+fn synthetic_page_behind_an_emulated_link() {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    if !common::is_root() {
+        eprintln!(
+            "\n!!!!! SKIPPED: the emulated link needs root (network namespaces, TUN) !!!!!\n"
+        );
+        return;
+    }
+    let _one = browser_lock();
+    for (proto, want) in [("h2", "h2"), ("h3", "h3")] {
+        let tmp = TempDir::new("hxlab-page-test");
+        let (code, json, err) = page(
+            tmp.path(),
+            &[
+                "--synthetic",
+                "n=3,size=4KiB,delay=0ms",
+                "--proto",
+                proto,
+                "--runs",
+                "1",
+                "--delay",
+                "50ms",
+                "--down",
+                "20mbit",
+                "--up",
+                "5mbit",
+                "--timeout",
+                "40s",
+                "--json",
+                "-",
+            ],
+        );
+        assert_eq!(code, Some(0), "{proto}: stderr: {err}");
+        let run = &json["runs"][0];
+        check_run(run, want, 3, 4096);
+        // TCP+TLS or QUIC handshake, then the request: at least two 100 ms round trips.
+        let ttfb = run["ttfb_ms"].as_f64().unwrap_or(0.0);
+        assert!(
+            ttfb >= 150.0,
+            "{proto}: TTFB {ttfb} ms behind a 100 ms RTT link"
+        );
+        assert!(
+            !json["url"].as_str().unwrap_or("").contains("127.0.0.1"),
+            "the page is served on the link's host address: {}",
+            json["url"]
+        );
+        assert_no_browser_left(tmp.path());
+    }
+}
