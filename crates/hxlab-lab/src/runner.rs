@@ -97,6 +97,8 @@ impl RunSummary {
 /// The server's ready-file.
 #[derive(Clone, Debug, serde::Deserialize)]
 struct Ready {
+    #[serde(default)]
+    spki_sha256: Option<String>,
     tls: Option<String>,
     plain: Option<String>,
     h3: Option<String>,
@@ -261,7 +263,7 @@ impl Runner {
             // Consecutive network cells with the same link settings share one `hxlab link`.
             let link_key = |c: &Cell| (c.config.profile.clone(), c.config.loss.clone());
             let mut j = i + 1;
-            if cell.config.needs_link() {
+            if cell.config.needs_link() && exp.workload != Workload::Browser {
                 while j < pending.len()
                     && pending[j].0.config.needs_link()
                     && link_key(pending[j].0) == link_key(cell)
@@ -275,7 +277,10 @@ impl Runner {
                     pb.set_message(cell.key.clone());
                 }
             }
-            let records = if cell.config.needs_link() {
+            let records = if exp.workload == Workload::Browser {
+                // `hxlab page` runs its own link around the browser when a network is set.
+                vec![self.run_browser(exp, cell, pending[i].1, &dir)]
+            } else if cell.config.needs_link() {
                 let mut group: Vec<(&Cell, Vec<u32>)> = Vec::new();
                 for (c, rep) in &pending[i..j] {
                     match group.last_mut() {
@@ -519,6 +524,114 @@ impl Runner {
         fill_record(&mut record, &json, &stderr, None);
         record.server = server_cost(&before, &after, cell.config.protocol, 1);
         let _ = std::fs::remove_file(&json);
+        record
+    }
+
+    /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
+    /// synthetic page with the cell's resources; its `PageRun` becomes the record's RunResult
+    /// (`duration_s` = the load event).
+    fn run_browser(&mut self, exp: &Experiment, cell: &Cell, rep: u32, dir: &Path) -> Record {
+        let mut record = Self::new_records(exp, cell, &[rep]).remove(0);
+        if cell.config.needs_link() {
+            if let Some(Err(why)) = &self.link {
+                record.skipped = Some(format!("link emulation is not available here ({why})"));
+                return record;
+            }
+        }
+        if let Err(e) = self.ensure_server() {
+            record.error = Some(e.to_string());
+            return record;
+        }
+        let Some(server) = &self.server else {
+            record.error = Some("no server".into());
+            return record;
+        };
+        let (Some(port), Some(spki)) = (server.tls_port, server.ready.spki_sha256.clone()) else {
+            record.error = Some("the server's ready file has no TLS port or spki_sha256".into());
+            return record;
+        };
+        let cfg = &cell.config;
+        let url = format!(
+            "https://127.0.0.1:{port}/page?n={}&size={}&delay={}&push={}",
+            cfg.resources,
+            cfg.size,
+            cfg.delay.as_millis(),
+            u8::from(cfg.push)
+        );
+        let json = dir.join(format!(".page-{rep}.json"));
+        let _ = std::fs::remove_file(&json);
+        let proto = match cfg.protocol {
+            Protocol::H3 => "h3",
+            Protocol::H2 | Protocol::H2c => "h2",
+            Protocol::H1 | Protocol::H1Tls => "h1",
+        };
+        let mut cmd = Command::new(&self.opts.hxlab_bin);
+        cmd.args([
+            "page", &url, "--proto", proto, "--runs", "1", "--spki", &spki, "--json",
+        ])
+        .arg(&json)
+        .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        if let Some(p) = &cfg.profile {
+            cmd.args(["--profile", p]);
+        }
+        if let Some(l) = &cfg.loss {
+            cmd.args(["--loss", l]);
+        }
+        let stats_addr = server
+            .plain_port
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        let before = stats_addr.and_then(server_stats);
+        let t = Instant::now();
+        let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
+        record.wall_s = t.elapsed().as_secs_f64();
+        let after = stats_addr.and_then(server_stats);
+        let (code, stderr) = match outcome {
+            Ok(x) => x,
+            Err(e) => (None, e),
+        };
+        record.exit_code = code;
+        record.server = server_cost(&before, &after, cfg.protocol, 1);
+        let last_line = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let page: Option<serde_json::Value> = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let _ = std::fs::remove_file(&json);
+        let run = page
+            .as_ref()
+            .and_then(|p| p.get("runs"))
+            .and_then(|r| r.get(0))
+            .cloned();
+        match run {
+            None => {
+                record.error = Some(format!(
+                    "hxlab page gave no result (exit {code:?}): {last_line}"
+                ))
+            }
+            Some(run) => {
+                if let Some(e) = run.get("error").and_then(|e| e.as_str()) {
+                    record.error = Some(format!("page load failed: {e}"));
+                } else {
+                    match serde_json::from_value::<hxlab_browser::PageRun>(run) {
+                        Ok(pr) => {
+                            if let Some(flag) = &pr.flag {
+                                record.error =
+                                    Some(format!("page load left out by hxlab page: {flag}"));
+                            }
+                            record.result = Some(pr.to_run_result());
+                        }
+                        Err(e) => {
+                            record.error = Some(format!("hxlab page wrote an unreadable run: {e}"))
+                        }
+                    }
+                }
+            }
+        }
         record
     }
 
@@ -1125,6 +1238,7 @@ mod tests {
         Server {
             child: Command::new("true").spawn().expect("spawn true"),
             ready: Ready {
+                spki_sha256: None,
                 tls: Some("127.0.0.1:4433".into()),
                 plain: Some("127.0.0.1:8080".into()),
                 h3: Some("127.0.0.1:4433".into()),
