@@ -430,12 +430,9 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
             if s.eq_ignore_ascii_case("none") {
                 return Ok(("none".into(), Level::Text("none".into())));
             }
-            match profiles::canonical(s) {
-                Some(p) => Ok((p.to_string(), Level::Text(p.to_string()))),
-                None => Err(format!(
-                    "unknown profile {s:?}; known: \"none\", {}",
-                    profiles::all().join(", ")
-                )),
+            match profiles::check(s) {
+                Ok(()) => Ok((s.to_string(), Level::Text(s.to_string()))),
+                Err(e) => Err(format!("profile: {e}; or \"none\" for no emulation")),
             }
         }
         "loss" => {
@@ -1207,9 +1204,17 @@ mod tests {
         );
         let m = err("protocol = \"h2\"\nprofile = [\"none\", \"Regular 5G\"]\n");
         assert!(
-            m.starts_with("t.toml:2:11: unknown profile \"Regular 5G\""),
+            m.starts_with(
+                "t.toml:2:11: profile: unknown profile \"Regular 5G\"; known: chrome-legacy:GPRS"
+            ),
             "{m}"
         );
+        let m = err("protocol = \"h2\"\nprofile = \"3G\"\n");
+        assert!(
+            m.contains("is ambiguous; say which: chrome:3G, wpt:3G"),
+            "{m}"
+        );
+        ok("protocol = \"h2\"\nprofile = [\"wpt:3G\", \"Regular 4G\"]\n");
         let m = err("protocol = [\"h1\"]\nzero_rtt = true\n");
         assert!(m.contains("zero_rtt needs TLS"), "{m}");
         let m = err("protocol = \"h2\"\nkeepalive = false\n");

@@ -411,7 +411,7 @@ fn bad_experiments_are_refused_before_anything_runs() {
         ("protocol = \"h3c\"\n", "there is no h3 without TLS"),
         (
             "protocol = \"h2\"\nprofile = \"Regular 5G\"\n",
-            "bad.toml:2:11: unknown profile \"Regular 5G\"",
+            "bad.toml:2:11: profile: unknown profile \"Regular 5G\"",
         ),
         (
             "workload = \"browser\"\nprotocol = \"h2\"\n",
