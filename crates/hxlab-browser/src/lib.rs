@@ -130,6 +130,14 @@ impl PageConfig {
     }
 }
 
+impl PageConfig {
+    /// Checks the URL, the protocol/scheme combination and the SPKI hashes without starting
+    /// anything ([`BrowserError::Config`] says what is wrong).
+    pub fn validate(&self) -> Result<(), BrowserError> {
+        load::browser_args(self).map(|_| ())
+    }
+}
+
 impl std::fmt::Debug for PageConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PageConfig")
@@ -167,6 +175,9 @@ pub struct ResourceTiming {
     pub encoded_bytes: u64,
     /// Body bytes the browser read (after content decoding).
     pub body_bytes: u64,
+    /// Served from a preload the browser started on a 103 Early Hints response.
+    #[serde(default)]
+    pub from_early_hints: bool,
     /// Why it failed, if it did.
     pub error: Option<String>,
 }
@@ -210,6 +221,9 @@ pub struct PageRun {
     pub resources_incomplete: u32,
     /// 103 Early Hints responses the browser received.
     pub early_hints: u32,
+    /// Resources served from preloads the browser started on a 103.
+    #[serde(default)]
+    pub early_hint_preloads_used: u32,
     /// Per-resource timings, in request order.
     pub resources: Vec<ResourceTiming>,
     /// HAR 1.2 log of this run, when [`PageConfig::collect_har`] was set.

@@ -480,6 +480,7 @@ fn build_run(
     let mut failed = 0u32;
     let mut http_errors = 0u32;
     let mut incomplete = 0u32;
+    let mut early_hint_preloads_used = 0u32;
     let mut resources = Vec::with_capacity(seen.records.len());
     for r in &seen.records {
         let resp = r.response.as_ref();
@@ -524,6 +525,11 @@ fn build_run(
                 }
             }
         }
+        let from_early_hints = resp
+            .and_then(|v| v.get("fromEarlyHints"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        early_hint_preloads_used += u32::from(from_early_hints);
         resources.push(ResourceTiming {
             url: r.url.clone(),
             resource_type: r.resource_type.clone(),
@@ -539,6 +545,7 @@ fn build_run(
             duration_ms: r.finished.map(|f| (f - r.started) * 1000.0),
             encoded_bytes: r.encoded_bytes,
             body_bytes: r.data_decoded,
+            from_early_hints,
             error: r.error.clone(),
         });
     }
@@ -592,6 +599,7 @@ fn build_run(
         resources_failed: failed,
         resources_incomplete: incomplete,
         early_hints: seen.early_hints,
+        early_hint_preloads_used,
         resources,
         har,
     }

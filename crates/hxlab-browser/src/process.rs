@@ -27,7 +27,8 @@ const STDERR_TAIL: usize = 8 * 1024;
 pub(crate) struct BrowserProcess {
     child: tokio::process::Child,
     pgid: i32,
-    profile: PathBuf,
+    /// Holds the profile (`p`) and Chromium's TMPDIR (`t`); removed at clean-up.
+    dir: PathBuf,
     stderr_tail: Arc<Mutex<String>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
     cleaned: bool,
@@ -55,22 +56,45 @@ fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd), BrowserError> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// A fresh, empty directory for one browser profile.
-fn fresh_profile_dir() -> Result<PathBuf, BrowserError> {
+/// A fresh, empty directory for one browser: `p` (the profile) and `t` (its TMPDIR) inside.
+/// The name is short on purpose: Chromium puts Unix sockets under TMPDIR, and socket paths are
+/// limited to 108 bytes.
+fn fresh_browser_dir() -> Result<PathBuf, BrowserError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "hxlab-chromium-{}-{}-{nanos}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir(&dir)
-        .map_err(|e| BrowserError::Launch(format!("create profile dir {}: {e}", dir.display())))?;
-    Ok(dir)
+    let base = std::env::temp_dir();
+    let mut last_err = None;
+    for _ in 0..1000 {
+        let dir = base.join(format!(
+            "hxc-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                for sub in ["p", "t"] {
+                    std::fs::create_dir(dir.join(sub)).map_err(|e| {
+                        let _ = std::fs::remove_dir_all(&dir);
+                        BrowserError::Launch(format!("create {}: {e}", dir.join(sub).display()))
+                    })?;
+                }
+                return Ok(dir);
+            }
+            // A leftover of an earlier process with the same id: take the next name.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_err = Some(e),
+            Err(e) => {
+                return Err(BrowserError::Launch(format!(
+                    "create browser dir {}: {e}",
+                    dir.display()
+                )))
+            }
+        }
+    }
+    Err(BrowserError::Launch(format!(
+        "create browser dir under {}: {}",
+        base.display(),
+        last_err.map(|e| e.to_string()).unwrap_or_default()
+    )))
 }
 
 impl BrowserProcess {
@@ -80,10 +104,10 @@ impl BrowserProcess {
         args: &[String],
         launcher: Option<&Launcher>,
     ) -> Result<(BrowserProcess, DevtoolsPipe), BrowserError> {
-        let profile = fresh_profile_dir()?;
-        let result = Self::spawn_in(program, args, launcher, &profile);
+        let dir = fresh_browser_dir()?;
+        let result = Self::spawn_in(program, args, launcher, &dir);
         if result.is_err() {
-            let _ = std::fs::remove_dir_all(&profile);
+            let _ = std::fs::remove_dir_all(&dir);
         }
         result
     }
@@ -92,7 +116,7 @@ impl BrowserProcess {
         program: &Path,
         args: &[String],
         launcher: Option<&Launcher>,
-        profile: &Path,
+        dir: &Path,
     ) -> Result<(BrowserProcess, DevtoolsPipe), BrowserError> {
         // Chromium reads commands on fd 3 and writes on fd 4.
         let (browser_in_r, browser_in_w) = cloexec_pipe()?;
@@ -101,7 +125,12 @@ impl BrowserProcess {
             Some(l) => l(program),
             None => std::process::Command::new(program),
         };
-        cmd.args(args)
+        // Chromium's own temporary files (shared memory when /dev/shm is small) go inside the
+        // browser's directory, so removing it removes them even after a SIGKILL.
+        let tmp = dir.join("t");
+        let profile = dir.join("p");
+        cmd.env("TMPDIR", &tmp)
+            .args(args)
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("--remote-debugging-pipe")
             .arg("about:blank")
@@ -161,7 +190,7 @@ impl BrowserProcess {
         let process = BrowserProcess {
             child,
             pgid,
-            profile: profile.to_path_buf(),
+            dir: dir.to_path_buf(),
             stderr_tail,
             stderr_task,
             cleaned: false,
@@ -185,7 +214,13 @@ impl BrowserProcess {
         tail.lines()
             .rev()
             .map(str::trim)
-            .find(|l| !l.is_empty() && !l.contains("unexpected operator"))
+            // Skip the launcher script's and D-Bus's noise (no session bus in a container).
+            .find(|l| {
+                !l.is_empty()
+                    && !l.contains("unexpected operator")
+                    && !l.to_ascii_lowercase().contains("dbus")
+                    && !l.starts_with("org.chromium.")
+            })
             .map(|l| l.chars().take(300).collect())
     }
 
@@ -235,7 +270,7 @@ impl BrowserProcess {
         }
         // Chromium may still be flushing the profile for a moment; retry briefly.
         for _ in 0..20 {
-            match std::fs::remove_dir_all(&self.profile) {
+            match std::fs::remove_dir_all(&self.dir) {
                 Ok(()) => break,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
                 Err(_) => std::thread::sleep(Duration::from_millis(25)),

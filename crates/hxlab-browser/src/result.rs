@@ -103,6 +103,7 @@ mod tests {
             duration_ms: Some(5.0),
             encoded_bytes: 120,
             body_bytes: 100,
+            from_early_hints: false,
             error: error.map(str::to_string),
         }
     }
@@ -128,6 +129,7 @@ mod tests {
             resources_failed: 1,
             resources_incomplete: 0,
             early_hints: 0,
+            early_hint_preloads_used: 0,
             resources: vec![
                 resource(7, 200, None),
                 resource(7, 200, None),

@@ -111,6 +111,7 @@ mod tests {
             resources_failed: 0,
             resources_incomplete: 0,
             early_hints: 0,
+            early_hint_preloads_used: 0,
             resources: Vec::new(),
             har: None,
         }

@@ -33,7 +33,8 @@ fn main() {
     match mode.as_str() {
         "udp-echo" => {
             let s = UdpSocket::bind(("0.0.0.0", num(2) as u16)).expect("bind");
-            s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
             let end = Instant::now() + Duration::from_secs(num(3));
             let mut buf = [0u8; 2048];
             while Instant::now() < end {
@@ -58,13 +59,24 @@ fn main() {
                 std::thread::sleep(Duration::from_millis(1));
             }
             rtts.sort_by(|a, b| a.total_cmp(b));
-            let q = |p: f64| rtts.get(((rtts.len() as f64 - 1.0) * p) as usize).copied().unwrap_or(f64::NAN);
-            println!("n={} p10_us={:.1} p50_us={:.1} p90_us={:.1}", rtts.len(), q(0.1), q(0.5), q(0.9));
+            let q = |p: f64| {
+                rtts.get(((rtts.len() as f64 - 1.0) * p) as usize)
+                    .copied()
+                    .unwrap_or(f64::NAN)
+            };
+            println!(
+                "n={} p10_us={:.1} p50_us={:.1} p90_us={:.1}",
+                rtts.len(),
+                q(0.1),
+                q(0.5),
+                q(0.9)
+            );
         }
         "tcp-sink" => {
             let l = TcpListener::bind(("0.0.0.0", num(2) as u16)).expect("bind");
             let (mut c, _) = l.accept().expect("accept");
-            c.set_read_timeout(Some(Duration::from_secs(num(3)))).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(num(3))))
+                .unwrap();
             let mut buf = vec![0u8; 256 * 1024];
             let mut total = 0u64;
             let mut first: Option<Instant> = None;
@@ -78,8 +90,14 @@ fn main() {
                 total += n as u64;
             }
             // First to last byte: a connection cut without FIN does not count its timeout.
-            let secs = first.map(|f| (last - f).as_secs_f64()).unwrap_or(1.0).max(1e-3);
-            println!("bytes={total} secs={secs:.3} mbit_s={:.1}", total as f64 * 8.0 / secs / 1e6);
+            let secs = first
+                .map(|f| (last - f).as_secs_f64())
+                .unwrap_or(1.0)
+                .max(1e-3);
+            println!(
+                "bytes={total} secs={secs:.3} mbit_s={:.1}",
+                total as f64 * 8.0 / secs / 1e6
+            );
         }
         "tcp-send" => {
             let mut c = TcpStream::connect((arg(2).as_str(), num(3) as u16)).expect("connect");
@@ -104,7 +122,8 @@ fn main() {
         }
         "tcp-recv" => {
             let mut c = TcpStream::connect((arg(2).as_str(), num(3) as u16)).expect("connect");
-            c.set_read_timeout(Some(Duration::from_secs(num(4) + 5))).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(num(4) + 5)))
+                .unwrap();
             let mut buf = vec![0u8; 256 * 1024];
             let mut total = 0u64;
             let mut first: Option<Instant> = None;
@@ -118,12 +137,19 @@ fn main() {
                 total += n as u64;
             }
             // First to last byte: a connection cut without FIN does not count its timeout.
-            let secs = first.map(|f| (last - f).as_secs_f64()).unwrap_or(1.0).max(1e-3);
-            println!("bytes={total} secs={secs:.3} mbit_s={:.2}", total as f64 * 8.0 / secs / 1e6);
+            let secs = first
+                .map(|f| (last - f).as_secs_f64())
+                .unwrap_or(1.0)
+                .max(1e-3);
+            println!(
+                "bytes={total} secs={secs:.3} mbit_s={:.2}",
+                total as f64 * 8.0 / secs / 1e6
+            );
         }
         "udp-count" => {
             let s = UdpSocket::bind(("0.0.0.0", num(2) as u16)).expect("bind");
-            s.set_read_timeout(Some(Duration::from_millis(1000))).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(1000)))
+                .unwrap();
             let end = Instant::now() + Duration::from_secs(num(3));
             let mut buf = [0u8; 2048];
             let mut n = 0u64;

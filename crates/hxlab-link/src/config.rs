@@ -112,11 +112,21 @@ impl LinkConfig {
     pub fn from_profile(name: &str) -> Result<LinkConfig, LinkError> {
         let p = crate::profiles::find(name)?;
         let one_way = p.rtt() / 2;
-        let mut cfg = LinkConfig { profile: Some(p.qualified_name()), ..LinkConfig::default() };
-        for (d, bps) in [(&mut cfg.down, p.down_bits_per_sec()), (&mut cfg.up, p.up_bits_per_sec())] {
+        let mut cfg = LinkConfig {
+            profile: Some(p.qualified_name()),
+            ..LinkConfig::default()
+        };
+        for (d, bps) in [
+            (&mut cfg.down, p.down_bits_per_sec()),
+            (&mut cfg.up, p.up_bits_per_sec()),
+        ] {
             d.delay = one_way;
             d.server = Server::Rate(bps);
-            d.loss = if p.loss > 0.0 { Loss::Random(p.loss) } else { Loss::None };
+            d.loss = if p.loss > 0.0 {
+                Loss::Random(p.loss)
+            } else {
+                Loss::None
+            };
         }
         Ok(cfg)
     }
@@ -140,7 +150,9 @@ pub fn parse_probability(input: &str) -> Result<f64, LinkError> {
         Some(n) => (n.trim(), 100.0),
         None => (s, 1.0),
     };
-    let v: f64 = num.parse().map_err(|_| bad("probability", input, "expected e.g. 1% or 0.01"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| bad("probability", input, "expected e.g. 1% or 0.01"))?;
     if !v.is_finite() || v < 0.0 {
         return Err(bad("probability", input, "must be between 0% and 100%"));
     }
@@ -158,17 +170,33 @@ pub fn parse_loss(input: &str) -> Result<Loss, LinkError> {
     if let Some(rest) = s.strip_prefix("ge:").or_else(|| s.strip_prefix("GE:")) {
         let parts: Vec<&str> = rest.split(',').collect();
         if parts.is_empty() || parts.len() > 4 || parts.iter().any(|p| p.trim().is_empty()) {
-            return Err(bad("loss", input, "Gilbert-Elliott is ge:P,R,1-H,1-K, e.g. ge:1%,10%,70%,0%"));
+            return Err(bad(
+                "loss",
+                input,
+                "Gilbert-Elliott is ge:P,R,1-H,1-K, e.g. ge:1%,10%,70%,0%",
+            ));
         }
-        let v: Vec<f64> = parts.iter().map(|p| parse_probability(p)).collect::<Result<_, _>>()?;
+        let v: Vec<f64> = parts
+            .iter()
+            .map(|p| parse_probability(p))
+            .collect::<Result<_, _>>()?;
         let p = v[0];
         let r = v.get(1).copied().unwrap_or(1.0 - p);
         let loss_bad = v.get(2).copied().unwrap_or(1.0);
         let loss_good = v.get(3).copied().unwrap_or(0.0);
-        return Ok(Loss::GilbertElliott { p, r, loss_bad, loss_good });
+        return Ok(Loss::GilbertElliott {
+            p,
+            r,
+            loss_bad,
+            loss_good,
+        });
     }
     let p = parse_probability(s)?;
-    Ok(if p == 0.0 { Loss::None } else { Loss::Random(p) })
+    Ok(if p == 0.0 {
+        Loss::None
+    } else {
+        Loss::Random(p)
+    })
 }
 
 /// Parses `--queue`: `100p` (packets), `64KiB`/`100000` (bytes, any hxlab size), `unlimited`.
@@ -178,17 +206,30 @@ pub fn parse_queue(input: &str) -> Result<QueueLimit, LinkError> {
         return Ok(QueueLimit::Unlimited);
     }
     let limit = if let Some(n) = s.strip_suffix('p').or_else(|| s.strip_suffix("pkt")) {
-        let n: usize = n.trim().parse().map_err(|_| bad("queue", input, "expected e.g. 100p or 64KiB"))?;
+        let n: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| bad("queue", input, "expected e.g. 100p or 64KiB"))?;
         QueueLimit::Packets(n)
     } else {
         let b = hxlab_core::parse_size(s).map_err(|e| LinkError::Config(format!("queue: {e}")))?;
         QueueLimit::Bytes(b as usize)
     };
     match limit {
-        QueueLimit::Packets(0) | QueueLimit::Bytes(0) => Err(bad("queue", input, "must hold at least one packet")),
-        QueueLimit::Packets(n) if n > 10_000_000 => Err(bad("queue", input, "absurdly large (max 10000000p)")),
-        QueueLimit::Bytes(n) if n > 16 << 30 => Err(bad("queue", input, "absurdly large (max 16GiB)")),
-        QueueLimit::Bytes(n) if n < 1500 => Err(bad("queue", input, "must hold at least one 1500-byte packet")),
+        QueueLimit::Packets(0) | QueueLimit::Bytes(0) => {
+            Err(bad("queue", input, "must hold at least one packet"))
+        }
+        QueueLimit::Packets(n) if n > 10_000_000 => {
+            Err(bad("queue", input, "absurdly large (max 10000000p)"))
+        }
+        QueueLimit::Bytes(n) if n > 16 << 30 => {
+            Err(bad("queue", input, "absurdly large (max 16GiB)"))
+        }
+        QueueLimit::Bytes(n) if n < 1500 => Err(bad(
+            "queue",
+            input,
+            "must hold at least one 1500-byte packet",
+        )),
         l => Ok(l),
     }
 }
@@ -213,13 +254,32 @@ mod tests {
         assert_eq!(parse_loss("0%").unwrap(), Loss::None);
         assert_eq!(
             parse_loss("ge:1%,10%,70%,0.1%").unwrap(),
-            Loss::GilbertElliott { p: 0.01, r: 0.1, loss_bad: 0.7, loss_good: 0.001 }
+            Loss::GilbertElliott {
+                p: 0.01,
+                r: 0.1,
+                loss_bad: 0.7,
+                loss_good: 0.001
+            }
         );
         assert_eq!(
             parse_loss("ge:5%").unwrap(),
-            Loss::GilbertElliott { p: 0.05, r: 0.95, loss_bad: 1.0, loss_good: 0.0 }
+            Loss::GilbertElliott {
+                p: 0.05,
+                r: 0.95,
+                loss_bad: 1.0,
+                loss_good: 0.0
+            }
         );
-        for bad in ["-1%", "101%", "x", "ge:", "ge:1%,,2%", "ge:1,2,3,4,5", "1.5", "nan"] {
+        for bad in [
+            "-1%",
+            "101%",
+            "x",
+            "ge:",
+            "ge:1%,,2%",
+            "ge:1,2,3,4,5",
+            "1.5",
+            "nan",
+        ] {
             assert!(parse_loss(bad).is_err(), "{bad}");
         }
     }

@@ -61,7 +61,9 @@ impl Rng {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        Rng { s: [next(), next(), next(), next()] }
+        Rng {
+            s: [next(), next(), next(), next()],
+        }
     }
 
     /// The next 64 random bits.
@@ -151,7 +153,12 @@ impl LossStage {
         match self.loss {
             Loss::None => false,
             Loss::Random(p) => rng.chance(p),
-            Loss::GilbertElliott { p, r, loss_bad, loss_good } => {
+            Loss::GilbertElliott {
+                p,
+                r,
+                loss_bad,
+                loss_good,
+            } => {
                 if self.bad {
                     if rng.chance(r) {
                         self.bad = false;
@@ -197,8 +204,15 @@ fn control_law(t: Duration, count: u32) -> Duration {
 /// The bottleneck's state.
 enum ServerState {
     Unlimited,
-    Rate { bits_per_sec: u64, free_at: Duration },
-    Trace { trace: std::sync::Arc<Trace>, next_opp: u64, head_left: Option<usize> },
+    Rate {
+        bits_per_sec: u64,
+        free_at: Duration,
+    },
+    Trace {
+        trace: std::sync::Arc<Trace>,
+        next_opp: u64,
+        head_left: Option<usize>,
+    },
 }
 
 /// One direction of the link: loss → queue → server → delay line.
@@ -225,14 +239,24 @@ impl<P: Packet> Pipe<P> {
     pub fn new(cfg: &DirectionConfig, seed: u64) -> Pipe<P> {
         let server = match &cfg.server {
             Server::Unlimited => ServerState::Unlimited,
-            Server::Rate(bps) => ServerState::Rate { bits_per_sec: *bps, free_at: Duration::ZERO },
-            Server::Trace(t) => ServerState::Trace { trace: t.clone(), next_opp: 0, head_left: None },
+            Server::Rate(bps) => ServerState::Rate {
+                bits_per_sec: *bps,
+                free_at: Duration::ZERO,
+            },
+            Server::Trace(t) => ServerState::Trace {
+                trace: t.clone(),
+                next_opp: 0,
+                head_left: None,
+            },
         };
         Pipe {
             delay: cfg.delay,
             jitter: cfg.jitter,
             reorder: cfg.reorder,
-            loss: LossStage { loss: cfg.loss, bad: false },
+            loss: LossStage {
+                loss: cfg.loss,
+                bad: false,
+            },
             limit: cfg.queue,
             aqm: cfg.aqm,
             codel: Codel::default(),
@@ -276,14 +300,23 @@ impl<P: Packet> Pipe<P> {
             return;
         }
         if self.queue.is_empty() {
-            if let ServerState::Trace { trace, next_opp, head_left } = &mut self.server {
+            if let ServerState::Trace {
+                trace,
+                next_opp,
+                head_left,
+            } = &mut self.server
+            {
                 // Opportunities that passed while the queue was empty are wasted.
                 if head_left.is_none() {
                     *next_opp = (*next_opp).max(trace.first_opportunity_at_or_after(now));
                 }
             }
         }
-        self.queue.push_back(Queued { pkt, len, arrival: now });
+        self.queue.push_back(Queued {
+            pkt,
+            len,
+            arrival: now,
+        });
         self.queue_bytes += len;
         self.advance(now);
     }
@@ -317,7 +350,9 @@ impl<P: Packet> Pipe<P> {
         Some(match &self.server {
             ServerState::Unlimited => head.arrival,
             ServerState::Rate { free_at, .. } => (*free_at).max(head.arrival),
-            ServerState::Trace { trace, next_opp, .. } => trace.opportunity_time(*next_opp),
+            ServerState::Trace {
+                trace, next_opp, ..
+            } => trace.opportunity_time(*next_opp),
         })
     }
 
@@ -354,7 +389,9 @@ impl<P: Packet> Pipe<P> {
         let mut budget = TRACE_OPPORTUNITY_BYTES;
         while budget > 0 {
             let left = match &self.server {
-                ServerState::Trace { head_left: Some(l), .. } => *l,
+                ServerState::Trace {
+                    head_left: Some(l), ..
+                } => *l,
                 _ => {
                     // Starting a new head packet: this is where it leaves the queue proper.
                     match self.peek_dequeue(t) {
@@ -462,11 +499,12 @@ impl<P: Packet> Pipe<P> {
             let next = self.codel_pop(t);
             self.codel.dropping = true;
             let delta = self.codel.count.saturating_sub(self.codel.last_count);
-            self.codel.count = if delta > 1 && t.saturating_sub(self.codel.drop_next) < 16 * CODEL_INTERVAL {
-                delta
-            } else {
-                1
-            };
+            self.codel.count =
+                if delta > 1 && t.saturating_sub(self.codel.drop_next) < 16 * CODEL_INTERVAL {
+                    delta
+                } else {
+                    1
+                };
             self.codel.drop_next = control_law(t, self.codel.count);
             self.codel.last_count = self.codel.count;
             match next {
@@ -544,8 +582,18 @@ impl<P: Packet> Model<P> {
     pub fn poll_deliver(&mut self, now: Duration) -> Option<(Direction, P)> {
         self.down.advance(now);
         self.up.advance(now);
-        let d = self.down.in_flight.front().map(|(t, _)| *t).filter(|t| *t <= now);
-        let u = self.up.in_flight.front().map(|(t, _)| *t).filter(|t| *t <= now);
+        let d = self
+            .down
+            .in_flight
+            .front()
+            .map(|(t, _)| *t)
+            .filter(|t| *t <= now);
+        let u = self
+            .up
+            .in_flight
+            .front()
+            .map(|(t, _)| *t)
+            .filter(|t| *t <= now);
         match (d, u) {
             (Some(a), Some(b)) if b < a => self.up.poll_deliver(now).map(|p| (Direction::Up, p)),
             (Some(_), _) => self.down.poll_deliver(now).map(|p| (Direction::Down, p)),
@@ -564,7 +612,10 @@ impl<P: Packet> Model<P> {
 
     /// Counters of both directions.
     pub fn stats(&self) -> crate::LinkStats {
-        crate::LinkStats { down: self.down.stats.clone(), up: self.up.stats.clone() }
+        crate::LinkStats {
+            down: self.down.stats.clone(),
+            up: self.up.stats.clone(),
+        }
     }
 }
 
@@ -614,12 +665,21 @@ mod tests {
     }
 
     fn cfg() -> DirectionConfig {
-        DirectionConfig { queue: QueueLimit::Unlimited, ..DirectionConfig::default() }
+        DirectionConfig {
+            queue: QueueLimit::Unlimited,
+            ..DirectionConfig::default()
+        }
     }
 
     #[test]
     fn delay_is_exact() {
-        let mut pipe = Pipe::new(&DirectionConfig { delay: ms(20), ..cfg() }, 1);
+        let mut pipe = Pipe::new(
+            &DirectionConfig {
+                delay: ms(20),
+                ..cfg()
+            },
+            1,
+        );
         pipe.on_packet(ms(5), P { id: 1, len: 100 });
         assert_eq!(pipe.next_wakeup(), Some(ms(25)));
         assert_eq!(pipe.poll_deliver(ms(25) - Duration::from_nanos(1)), None);
@@ -631,18 +691,27 @@ mod tests {
     #[test]
     fn rate_serialises_exactly_even_when_polled_late() {
         // 1500 bytes at 1 Mbit/s take exactly 12 ms.
-        let c = DirectionConfig { delay: ms(10), server: Server::Rate(1_000_000), ..cfg() };
+        let c = DirectionConfig {
+            delay: ms(10),
+            server: Server::Rate(1_000_000),
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..3 {
             pipe.on_packet(Duration::ZERO, P { id, len: 1500 });
         }
-        assert_eq!(drain(&mut pipe), vec![(0, ms(22)), (1, ms(34)), (2, ms(46))]);
+        assert_eq!(
+            drain(&mut pipe),
+            vec![(0, ms(22)), (1, ms(34)), (2, ms(46))]
+        );
         // Polling only once, long after: the same times are honoured, in order.
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..3 {
             pipe.on_packet(Duration::ZERO, P { id, len: 1500 });
         }
-        let got: Vec<u32> = std::iter::from_fn(|| pipe.poll_deliver(ms(1000))).map(|p| p.id).collect();
+        let got: Vec<u32> = std::iter::from_fn(|| pipe.poll_deliver(ms(1000)))
+            .map(|p| p.id)
+            .collect();
         assert_eq!(got, vec![0, 1, 2]);
         assert_eq!(serialisation(1500, 10_000_000), Duration::from_micros(1200));
         // A packet arriving after the link went idle is not charged for the idle time.
@@ -654,7 +723,10 @@ mod tests {
 
     #[test]
     fn rate_goodput_matches_rate() {
-        let c = DirectionConfig { server: Server::Rate(10_000_000), ..cfg() };
+        let c = DirectionConfig {
+            server: Server::Rate(10_000_000),
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..1000 {
             pipe.on_packet(Duration::from_micros(id as u64 * 100), P { id, len: 1250 });
@@ -666,7 +738,11 @@ mod tests {
 
     #[test]
     fn queue_overflow_drops_tail() {
-        let c = DirectionConfig { server: Server::Rate(1_000_000), queue: QueueLimit::Packets(5), ..cfg() };
+        let c = DirectionConfig {
+            server: Server::Rate(1_000_000),
+            queue: QueueLimit::Packets(5),
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..20 {
             pipe.on_packet(Duration::ZERO, P { id, len: 1500 });
@@ -675,7 +751,11 @@ mod tests {
         assert_eq!(pipe.stats().dropped_queue, 14);
         let ids: Vec<u32> = drain(&mut pipe).into_iter().map(|x| x.0).collect();
         assert_eq!(ids, vec![0, 1, 2, 3, 4, 5]);
-        let c = DirectionConfig { server: Server::Rate(1_000_000), queue: QueueLimit::Bytes(4500), ..cfg() };
+        let c = DirectionConfig {
+            server: Server::Rate(1_000_000),
+            queue: QueueLimit::Bytes(4500),
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..10 {
             pipe.on_packet(Duration::ZERO, P { id, len: 1500 });
@@ -690,7 +770,10 @@ mod tests {
     fn trace_capacity_is_honoured() {
         // 10 opportunities per 10 ms = 1500 B/ms = 12 Mbit/s.
         let trace = Arc::new(Trace::parse("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "t").unwrap());
-        let c = DirectionConfig { server: Server::Trace(trace.clone()), ..cfg() };
+        let c = DirectionConfig {
+            server: Server::Trace(trace.clone()),
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..1000 {
             pipe.on_packet(Duration::ZERO, P { id, len: 1500 });
@@ -704,7 +787,10 @@ mod tests {
         for id in 0..4 {
             pipe.on_packet(Duration::ZERO, P { id, len: 750 });
         }
-        assert_eq!(drain(&mut pipe), vec![(0, ms(1)), (1, ms(1)), (2, ms(2)), (3, ms(2))]);
+        assert_eq!(
+            drain(&mut pipe),
+            vec![(0, ms(1)), (1, ms(1)), (2, ms(2)), (3, ms(2))]
+        );
         let mut pipe = Pipe::new(&c, 1);
         for id in 0..3 {
             pipe.on_packet(Duration::ZERO, P { id, len: 1000 });
@@ -720,7 +806,10 @@ mod tests {
     #[test]
     fn random_loss_within_binomial_bounds() {
         let n = 100_000u32;
-        let c = DirectionConfig { loss: Loss::Random(0.01), ..cfg() };
+        let c = DirectionConfig {
+            loss: Loss::Random(0.01),
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 42);
         let mut delivered = 0u64;
         for id in 0..n {
@@ -737,14 +826,20 @@ mod tests {
     fn gilbert_elliott_is_bursty() {
         let n = 200_000u32;
         let c = DirectionConfig {
-            loss: Loss::GilbertElliott { p: 0.01, r: 0.1, loss_bad: 1.0, loss_good: 0.0 },
+            loss: Loss::GilbertElliott {
+                p: 0.01,
+                r: 0.1,
+                loss_bad: 1.0,
+                loss_good: 0.0,
+            },
             ..cfg()
         };
         let mut pipe = Pipe::new(&c, 7);
         let mut delivered = std::collections::HashSet::new();
         for id in 0..n {
             pipe.on_packet(Duration::ZERO, P { id, len: 100 });
-            delivered.extend(std::iter::from_fn(|| pipe.poll_deliver(Duration::ZERO)).map(|p| p.id));
+            delivered
+                .extend(std::iter::from_fn(|| pipe.poll_deliver(Duration::ZERO)).map(|p| p.id));
         }
         let mut bursts = 0u32;
         let mut lost = 0u32;
@@ -796,7 +891,10 @@ mod tests {
             assert!(*t >= sent + ms(15), "packet {id} too early");
         }
         let reordered = jittery(9, true);
-        assert!(reordered.windows(2).any(|w| w[0].0 > w[1].0), "reorder allowed but none happened");
+        assert!(
+            reordered.windows(2).any(|w| w[0].0 > w[1].0),
+            "reorder allowed but none happened"
+        );
         for (id, t) in &reordered {
             let d = *t - Duration::from_micros(*id as u64 * 500);
             assert!(d >= ms(15) && d <= ms(25), "packet {id} delay {d:?}");
@@ -806,7 +904,12 @@ mod tests {
     fn standing_queue(aqm: Aqm) -> (DirectionStats, Duration) {
         // 10.5 Mbit/s offered into 10 Mbit/s for 8 s: a standing queue builds; CoDel (whose
         // drop rate ramps up slowly against a flow that does not back off) must contain it.
-        let c = DirectionConfig { server: Server::Rate(10_000_000), queue: QueueLimit::Packets(10_000), aqm, ..cfg() };
+        let c = DirectionConfig {
+            server: Server::Rate(10_000_000),
+            queue: QueueLimit::Packets(10_000),
+            aqm,
+            ..cfg()
+        };
         let mut pipe = Pipe::new(&c, 1);
         let mut sent_at = std::collections::HashMap::new();
         let mut last_sojourn = Duration::ZERO;
@@ -830,9 +933,16 @@ mod tests {
         let (codel, codel_delay) = standing_queue(Aqm::Codel);
         assert_eq!(tail.dropped_aqm, 0);
         assert!(tail_delay > ms(300), "drop-tail queue delay {tail_delay:?}");
-        assert!(codel.dropped_aqm > 20, "codel dropped {}", codel.dropped_aqm);
+        assert!(
+            codel.dropped_aqm > 20,
+            "codel dropped {}",
+            codel.dropped_aqm
+        );
         assert!(codel_delay < ms(100), "codel queue delay {codel_delay:?}");
-        eprintln!("drop-tail {tail_delay:?}, codel {codel_delay:?} with {} drops", codel.dropped_aqm);
+        eprintln!(
+            "drop-tail {tail_delay:?}, codel {codel_delay:?} with {} drops",
+            codel.dropped_aqm
+        );
     }
 
     #[test]
@@ -844,7 +954,9 @@ mod tests {
         m.on_packet(Duration::ZERO, Direction::Down, P { id: 1, len: 10 });
         m.on_packet(Duration::ZERO, Direction::Up, P { id: 2, len: 10 });
         assert_eq!(m.next_wakeup(), Some(ms(5)));
-        let got: Vec<_> = std::iter::from_fn(|| m.poll_deliver(ms(10))).map(|(d, p)| (d, p.id)).collect();
+        let got: Vec<_> = std::iter::from_fn(|| m.poll_deliver(ms(10)))
+            .map(|(d, p)| (d, p.id))
+            .collect();
         assert_eq!(got, vec![(Direction::Up, 2), (Direction::Down, 1)]);
         assert_eq!(m.stats().down.packets_out, 1);
         assert_eq!(m.stats().up.packets_out, 1);

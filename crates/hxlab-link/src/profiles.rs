@@ -100,8 +100,22 @@ impl Profile {
     }
 }
 
-const fn p(family: Family, name: &'static str, rtt_ms: f64, down_kbit: f64, up_kbit: f64) -> Profile {
-    Profile { family, name, rtt_ms, devtools_latency_ms: None, down_kbit, up_kbit, loss: 0.0 }
+const fn p(
+    family: Family,
+    name: &'static str,
+    rtt_ms: f64,
+    down_kbit: f64,
+    up_kbit: f64,
+) -> Profile {
+    Profile {
+        family,
+        name,
+        rtt_ms,
+        devtools_latency_ms: None,
+        down_kbit,
+        up_kbit,
+        loss: 0.0,
+    }
 }
 
 /// Every shipped profile, in the order of shared/PROFILES.md.
@@ -174,11 +188,18 @@ pub fn find(name: &str) -> Result<Profile, LinkError> {
         [one] => Ok((*one).clone()),
         [] => Err(LinkError::Config(format!(
             "unknown profile {name:?}; known: {}",
-            profiles.iter().map(|p| p.qualified_name()).collect::<Vec<_>>().join(", ")
+            profiles
+                .iter()
+                .map(|p| p.qualified_name())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
         many => Err(LinkError::Config(format!(
             "profile {name:?} is ambiguous; say which: {}",
-            many.iter().map(|p| p.qualified_name()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|p| p.qualified_name())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -222,11 +243,20 @@ mod tests {
         assert_eq!(find("WPT:3gfast").unwrap().name, "3GFast");
         assert_eq!(find("Chrome-Legacy:dsl").unwrap().rtt_ms, 5.0);
         let e = find("3G").unwrap_err().to_string();
-        assert!(e.contains("ambiguous") && e.contains("chrome:3G") && e.contains("wpt:3G"), "{e}");
+        assert!(
+            e.contains("ambiguous") && e.contains("chrome:3G") && e.contains("wpt:3G"),
+            "{e}"
+        );
         let e = find("DSL").unwrap_err().to_string();
-        assert!(e.contains("chrome-legacy:DSL") && e.contains("wpt:DSL"), "{e}");
+        assert!(
+            e.contains("chrome-legacy:DSL") && e.contains("wpt:DSL"),
+            "{e}"
+        );
         let e = find("5G").unwrap_err().to_string();
-        assert!(e.contains("unknown profile") && e.contains("wpt:LTE"), "{e}");
+        assert!(
+            e.contains("unknown profile") && e.contains("wpt:LTE"),
+            "{e}"
+        );
         assert!(find("foo:3G").is_err());
     }
 
@@ -247,6 +277,9 @@ mod tests {
         for p in all() {
             assert!(listing.contains(&p.qualified_name()));
         }
-        assert!(listing.contains("NetworkConditionsSelector.js") && listing.contains("connectivity.ini.sample"));
+        assert!(
+            listing.contains("NetworkConditionsSelector.js")
+                && listing.contains("connectivity.ini.sample")
+        );
     }
 }

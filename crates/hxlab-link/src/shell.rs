@@ -63,15 +63,25 @@ struct IfReqFlags {
 fn open_tun(name: &str) -> Result<OwnedFd, LinkError> {
     let path = CString::new("/dev/net/tun").map_err(|_| LinkError::Setup("tun path".into()))?;
     // SAFETY: path is a valid C string; the returned fd is checked.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
     if fd < 0 {
         return Err(tun_open_error(std::io::Error::last_os_error()));
     }
     // SAFETY: fd was just opened and is owned by nothing else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut req = IfReqFlags { name: [0; libc::IFNAMSIZ], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
+    let mut req = IfReqFlags {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+        _pad: [0; 22],
+    };
     let bytes = name.as_bytes();
-    req.name[..bytes.len().min(libc::IFNAMSIZ - 1)].copy_from_slice(&bytes[..bytes.len().min(libc::IFNAMSIZ - 1)]);
+    req.name[..bytes.len().min(libc::IFNAMSIZ - 1)]
+        .copy_from_slice(&bytes[..bytes.len().min(libc::IFNAMSIZ - 1)]);
     // SAFETY: req is a properly sized ifreq for TUNSETIFF and lives across the call.
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReqFlags) };
     if r < 0 {
@@ -176,12 +186,20 @@ fn claim_slot() -> Result<Slot, LinkError> {
         }
         let len = (std::mem::size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
         // SAFETY: sa is initialised and len covers the used part.
-        let r = unsafe { libc::bind(fd.as_raw_fd(), &sa as *const libc::sockaddr_un as *const libc::sockaddr, len) };
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &sa as *const libc::sockaddr_un as *const libc::sockaddr,
+                len,
+            )
+        };
         if r == 0 {
             return Ok(Slot { index, _claim: fd });
         }
     }
-    Err(LinkError::Setup("no free /30 in 100.64.0.0/10 for another link".into()))
+    Err(LinkError::Setup(
+        "no free /30 in 100.64.0.0/10 for another link".into(),
+    ))
 }
 
 /// A packet buffer from the pool.
@@ -197,7 +215,10 @@ impl Packet for Buf {
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -213,23 +234,49 @@ struct RelayCtx {
     start_ns: u64,
     /// How long to keep delivering packets already in the link once asked to stop.
     linger: Duration,
+    /// Run the relay at real-time priority.
+    realtime: bool,
 }
 
 fn epoll_add(ep: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
-    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: token,
+    };
     // SAFETY: ev is valid for the call.
-    cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }, "epoll_ctl").map(|_| ())
+    cvt(
+        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) },
+        "epoll_ctl",
+    )
+    .map(|_| ())
 }
 
 fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
     // Default timer slack (50 µs) would add to every delayed packet; ask for precise wakeups.
     // SAFETY: prctl on the calling thread only.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    if ctx.realtime {
+        // On a busy machine a normal thread wakes milliseconds late (a scheduler tick); the
+        // lowest real-time priority makes delays exact. The relay sleeps whenever it has
+        // nothing due, and the kernel's RT throttling bounds it anyway. Failure (no
+        // CAP_SYS_NICE) just leaves the normal policy.
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: applies to the calling thread; param is valid.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    }
     // SAFETY: plain syscalls; fds checked and owned below.
-    let ep = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC), "epoll_create1")?) };
+    let ep = unsafe {
+        OwnedFd::from_raw_fd(cvt(
+            libc::epoll_create1(libc::EPOLL_CLOEXEC),
+            "epoll_create1",
+        )?)
+    };
     let timer = unsafe {
         OwnedFd::from_raw_fd(cvt(
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC | libc::TFD_NONBLOCK),
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
+            ),
             "timerfd_create",
         )?)
     };
@@ -248,7 +295,10 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
         let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
         let mut read = 0;
         while read < READ_BATCH {
-            let mut buf = pool.pop().unwrap_or_else(|| Buf { data: Box::new([0u8; BUF_SIZE]), len: 0 });
+            let mut buf = pool.pop().unwrap_or_else(|| Buf {
+                data: Box::new([0u8; BUF_SIZE]),
+                len: 0,
+            });
             // SAFETY: the buffer is BUF_SIZE bytes and exclusively borrowed.
             let n = unsafe { libc::read(rx, buf.data.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
             if n <= 0 {
@@ -281,17 +331,39 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
             }
         }
         if wake != armed {
-            let at = wake.map(|t| ctx.start_ns + t.as_nanos() as u64).unwrap_or(0);
+            let at = wake
+                .map(|t| ctx.start_ns + t.as_nanos() as u64)
+                .unwrap_or(0);
             let spec = libc::itimerspec {
-                it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-                it_value: libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as libc::c_long },
+                it_interval: libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
+                it_value: libc::timespec {
+                    tv_sec: (at / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (at % 1_000_000_000) as libc::c_long,
+                },
             };
             // SAFETY: spec is valid; a zero it_value disarms.
-            unsafe { libc::timerfd_settime(timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+            unsafe {
+                libc::timerfd_settime(
+                    timer.as_raw_fd(),
+                    libc::TFD_TIMER_ABSTIME,
+                    &spec,
+                    std::ptr::null_mut(),
+                )
+            };
             armed = wake;
         }
         // SAFETY: events is a valid array of the given length.
-        let n = unsafe { libc::epoll_wait(ep.as_raw_fd(), events.as_mut_ptr(), events.len() as libc::c_int, -1) };
+        let n = unsafe {
+            libc::epoll_wait(
+                ep.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                -1,
+            )
+        };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -304,13 +376,25 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
                 1 => {
                     let mut v = 0u64;
                     // SAFETY: reads 8 bytes into v; non-blocking.
-                    unsafe { libc::read(timer.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+                    unsafe {
+                        libc::read(
+                            timer.as_raw_fd(),
+                            &mut v as *mut u64 as *mut libc::c_void,
+                            8,
+                        )
+                    };
                     armed = None;
                 }
                 2 => {
                     let mut v = 0u64;
                     // SAFETY: reads 8 bytes into v; non-blocking.
-                    unsafe { libc::read(ctx.stop.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+                    unsafe {
+                        libc::read(
+                            ctx.stop.as_raw_fd(),
+                            &mut v as *mut u64 as *mut libc::c_void,
+                            8,
+                        )
+                    };
                     let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
                     drain_until.get_or_insert(now + ctx.linger);
                 }
@@ -324,16 +408,30 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
             if now >= until || ctx.pipe.next_wakeup().is_none() {
                 return Ok(ctx.pipe.stats().clone());
             }
-            if ctx.pipe.next_wakeup().is_some_and(|t| t > until) && armed.is_none_or(|a| a > until) {
+            if ctx.pipe.next_wakeup().is_some_and(|t| t > until) && armed.is_none_or(|a| a > until)
+            {
                 let spec = libc::itimerspec {
-                    it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                    it_interval: libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    },
                     it_value: {
                         let at = ctx.start_ns + until.as_nanos() as u64;
-                        libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as libc::c_long }
+                        libc::timespec {
+                            tv_sec: (at / 1_000_000_000) as libc::time_t,
+                            tv_nsec: (at % 1_000_000_000) as libc::c_long,
+                        }
                     },
                 };
                 // SAFETY: spec is valid.
-                unsafe { libc::timerfd_settime(timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+                unsafe {
+                    libc::timerfd_settime(
+                        timer.as_raw_fd(),
+                        libc::TFD_TIMER_ABSTIME,
+                        &spec,
+                        std::ptr::null_mut(),
+                    )
+                };
                 armed = Some(until);
             }
         }
@@ -361,8 +459,24 @@ impl Link {
         let (host, client) = (slot.host(), slot.client());
 
         let outer = open_tun(&outer_name)?;
-        ip(&["link", "set", "dev", &outer_name, "mtu", &MTU.to_string(), "up"])?;
-        ip(&["addr", "add", &host.to_string(), "peer", &format!("{client}/32"), "dev", &outer_name])?;
+        ip(&[
+            "link",
+            "set",
+            "dev",
+            &outer_name,
+            "mtu",
+            &MTU.to_string(),
+            "up",
+        ])?;
+        ip(&[
+            "addr",
+            "add",
+            &host.to_string(),
+            "peer",
+            &format!("{client}/32"),
+            "dev",
+            &outer_name,
+        ])?;
 
         // Network namespaces are per thread: this thread moves into a new one, creates the
         // inner TUN there and configures it with `ip` children (which inherit the thread's
@@ -388,7 +502,9 @@ impl Link {
                 Ok((ns, inner))
             })
             .map_err(|e| LinkError::Setup(format!("spawn setup thread: {e}")))?;
-        let (netns, inner) = setup.join().map_err(|_| LinkError::Setup("setup thread panicked".into()))??;
+        let (netns, inner) = setup
+            .join()
+            .map_err(|_| LinkError::Setup("setup thread panicked".into()))??;
 
         let outer = Arc::new(outer);
         let inner = Arc::new(inner);
@@ -400,7 +516,10 @@ impl Link {
             (Direction::Up, &cfg.up, inner.clone(), outer.clone()),
         ] {
             // SAFETY: plain syscall, fd checked.
-            let stop = cvt(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) }, "eventfd")?;
+            let stop = cvt(
+                unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) },
+                "eventfd",
+            )?;
             // SAFETY: fresh fd.
             let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(stop) });
             stops.push(stop.clone());
@@ -411,16 +530,28 @@ impl Link {
                 tx,
                 stop,
                 start_ns,
-                linger: (2 * (dcfg.delay + dcfg.jitter) + Duration::from_millis(200)).min(Duration::from_secs(2)),
+                realtime: std::env::var_os("HXLAB_LINK_NO_RT").is_none(),
+                linger: (2 * (dcfg.delay + dcfg.jitter) + Duration::from_millis(200))
+                    .min(Duration::from_secs(2)),
             };
-            let name = format!("hxlab-link-{}", if dir == Direction::Down { "down" } else { "up" });
+            let name = format!(
+                "hxlab-link-{}",
+                if dir == Direction::Down { "down" } else { "up" }
+            );
             let h = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || relay(ctx))
                 .map_err(|e| LinkError::Setup(format!("spawn relay thread: {e}")))?;
             relays.push((dir, h));
         }
-        Ok(Link { slot, netns: Arc::new(netns), stops, relays, outer_name, inner_name })
+        Ok(Link {
+            slot,
+            netns: Arc::new(netns),
+            stops,
+            relays,
+            outer_name,
+            inner_name,
+        })
     }
 
     /// The outside end's address (where servers outside are reached from inside).
@@ -453,7 +584,14 @@ impl Link {
                 if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
                     return Err(std::io::Error::last_os_error());
                 }
                 let mut set: libc::sigset_t = std::mem::zeroed();
@@ -473,13 +611,15 @@ impl Link {
         T: Send + 'static,
     {
         let ns = self.netns.clone();
-        std::thread::Builder::new().name("hxlab-link-inside".into()).spawn(move || {
-            // SAFETY: setns affects only this thread; the fd is kept alive by the Arc.
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(f())
-        })
+        std::thread::Builder::new()
+            .name("hxlab-link-inside".into())
+            .spawn(move || {
+                // SAFETY: setns affects only this thread; the fd is kept alive by the Arc.
+                if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(f())
+            })
     }
 
     /// Runs `cmd` (built with [`Link::command`]) to completion, forwarding SIGINT and SIGTERM
@@ -538,9 +678,13 @@ fn kill_namespace_members(ns: &OwnedFd) {
         return;
     }
     let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
     for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
         if pid == me {
             continue;
         }
@@ -597,4 +741,48 @@ impl Drop for SignalForward {
         }
         FORWARD_PID.store(0, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// True when this process is root (then no user namespace is needed).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Checks that /dev/net/tun can be opened by this user, with the fix in the error if not.
+pub fn check_tun_access() -> Result<(), LinkError> {
+    let path = CString::new("/dev/net/tun").map_err(|_| LinkError::Setup("tun path".into()))?;
+    // SAFETY: valid path; the fd is closed right away.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(tun_open_error(std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just opened here.
+    unsafe { libc::close(fd) };
+    Ok(())
+}
+
+/// Rootless mode: moves the whole process into a new user namespace (where it is root) and a
+/// new network namespace with loopback up, so [`Link::start`] can create its devices without
+/// privileges. Both ends of the link then live in namespaces of this process: the "outside"
+/// is reachable only from servers this process (or its children) start. Must be called while
+/// the process is single-threaded (the kernel refuses otherwise).
+pub fn enter_user_namespace() -> Result<(), LinkError> {
+    check_tun_access()?;
+    // SAFETY: plain syscalls.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // SAFETY: unshare affects this (single-threaded) process.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(LinkError::Permission(format!(
+            "cannot create an unprivileged user namespace ({e}); enable them (`sudo sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=10000`) or run hxlab link as root"
+        )));
+    }
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| LinkError::Setup(format!("writing {file}: {e}")))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    ip(&["link", "set", "dev", "lo", "up"])
 }

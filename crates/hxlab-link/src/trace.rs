@@ -31,7 +31,9 @@ impl Trace {
                 .map_err(|_| bad(format!("{line:?} is not a whole number of milliseconds")))?;
             if let Some(&prev) = ms.last() {
                 if v < prev {
-                    return Err(bad(format!("timestamp {v} is smaller than the previous one ({prev})")));
+                    return Err(bad(format!(
+                        "timestamp {v} is smaller than the previous one ({prev})"
+                    )));
                 }
             }
             if v > 366 * 86_400_000 {
@@ -119,15 +121,26 @@ mod tests {
         assert_eq!(t.opportunity_time(7), Duration::from_millis(20));
         assert_eq!(t.first_opportunity_at_or_after(Duration::ZERO), 0);
         assert_eq!(t.first_opportunity_at_or_after(Duration::from_millis(2)), 2);
-        assert_eq!(t.first_opportunity_at_or_after(Duration::from_micros(5500)), 3);
-        assert_eq!(t.first_opportunity_at_or_after(Duration::from_millis(12)), 6);
+        assert_eq!(
+            t.first_opportunity_at_or_after(Duration::from_micros(5500)),
+            3
+        );
+        assert_eq!(
+            t.first_opportunity_at_or_after(Duration::from_millis(12)),
+            6
+        );
         // 20 ms is both the end of cycle 1 (k=7) and the start of cycle 2.
-        assert_eq!(t.first_opportunity_at_or_after(Duration::from_millis(20)), 7);
+        assert_eq!(
+            t.first_opportunity_at_or_after(Duration::from_millis(20)),
+            7
+        );
     }
 
     #[test]
     fn malformed_traces_name_file_and_line() {
-        let e = Trace::parse("1\n2\nx3\n", "up.trace").unwrap_err().to_string();
+        let e = Trace::parse("1\n2\nx3\n", "up.trace")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("up.trace:3"), "{e}");
         let e = Trace::parse("5\n4\n", "f").unwrap_err().to_string();
         assert!(e.contains("f:2"), "{e}");

@@ -107,7 +107,7 @@ fn parse_u64(s: &[u8], radix: u32) -> Option<u64> {
 }
 
 fn find_crlf(buf: &[u8]) -> Option<usize> {
-    buf.windows(2).position(|w| w == b"\r\n")
+    memchr::memmem::find(buf, b"\r\n")
 }
 
 impl ResponseParser {
@@ -241,7 +241,7 @@ impl ResponseParser {
 
     fn head(&mut self, buf: &[u8]) -> Result<(usize, Step), ParseError> {
         let from = self.scanned.saturating_sub(3);
-        let end = match buf[from..].windows(4).position(|w| w == b"\r\n\r\n") {
+        let end = match memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
             Some(i) => from + i + 4,
             None => {
                 if buf.len() > MAX_HEAD {
@@ -270,7 +270,7 @@ impl ResponseParser {
         let mut close = http10;
         for line in lines {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Some(colon) = line.iter().position(|&c| c == b':') else {
+            let Some(colon) = memchr::memchr(b':', line) else {
                 return Err(ParseError("header line without colon"));
             };
             let name = &line[..colon];
@@ -314,6 +314,14 @@ impl ResponseParser {
         };
         Ok((end, Step::Head { status, len: end }))
     }
+}
+
+/// A kept-alive connection the server closed between two responses (it may close idle
+/// persistent connections at any time, RFC 9112 §9.3.1): the requests on it were not
+/// answered at all and are sent again on a new connection. A connection that never answered
+/// anything is a failure instead, so a server that only drops connections ends the run.
+fn stale(answered: u64, parser: &ResponseParser) -> bool {
+    answered > 0 && parser.idle()
 }
 
 /// A request on the wire, waiting for its response.
@@ -480,10 +488,17 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                     }
                     break 'conn Ok(SessionEnd::Closed { answered });
                 }
-                if closing && parser.idle() && bufs.inflight.is_empty() {
+                if (closing && parser.idle() && bufs.inflight.is_empty())
+                    || stale(answered, &parser)
+                {
                     break 'conn Ok(SessionEnd::Closed { answered });
                 }
                 break 'conn Err((ErrorKind::Reset, "connection closed by peer".to_string()));
+            }
+            Wake::Read(Err(e))
+                if ErrorKind::of_io(&e) == ErrorKind::Reset && stale(answered, &parser) =>
+            {
+                break 'conn Ok(SessionEnd::Closed { answered })
             }
             Wake::Read(Err(e)) => break 'conn Err((ErrorKind::of_io(&e), io_phrase(&e))),
             Wake::Read(Ok(n)) => n,

@@ -12,8 +12,10 @@ use crate::plan::Next;
 use crate::recorder::{ErrorKind, SharedRecorder};
 use crate::worker::{ClientCtx, SessionEnd};
 use futures::stream::{FuturesUnordered, StreamExt};
+use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -228,7 +230,7 @@ async fn exchange(
     scheduled: Instant,
     ticket: u64,
     sent: Instant,
-    limit: Duration,
+    timed_out: Rc<Cell<Option<Duration>>>,
 ) -> Outcome {
     let mut refused = false;
     let work = async {
@@ -255,9 +257,11 @@ async fn exchange(
         r.response(scheduled, sent, first_byte, done, status);
         Ok(())
     };
-    let result = match tokio::time::timeout(limit, work).await {
-        Ok(r) => r,
-        Err(_) => Err((ErrorKind::Timeout, format!("no response within {limit:?}"))),
+    // No timer per request: the session has one progress timer and, when it fires, drops the
+    // connection, which ends every exchange; they then report the timeout.
+    let result = match (work.await, timed_out.get()) {
+        (Err(_), Some(limit)) => Err((ErrorKind::Timeout, format!("no response within {limit:?}"))),
+        (r, _) => r,
     };
     Outcome {
         scheduled,
@@ -319,6 +323,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
     let mut answered = 0u64;
     let mut sent_any = false;
     let mut due_timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
+    let timed_out = Rc::new(Cell::new(None));
+    let mut last_progress = Instant::now();
+    let mut progress_timer = std::pin::pin!(tokio::time::sleep_until(
+        (last_progress + ctx.timeout).into()
+    ));
     let end = 'conn: loop {
         let mut wait_until = None;
         let mut plan_done = false;
@@ -354,13 +363,16 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
                                 let _ = send.send_data(b.clone(), true);
                             }
                             sent_any = true;
+                            if inflight.is_empty() {
+                                last_progress = sent;
+                            }
                             inflight.push(exchange(
                                 response,
                                 ctx.rec.clone(),
                                 scheduled,
                                 ticket,
                                 sent,
-                                ctx.timeout,
+                                timed_out.clone(),
                             ));
                         }
                         Err(e) => {
@@ -407,7 +419,19 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
             biased;
             o = inflight.next() => o,
             _ = &mut due_timer, if wait_until.is_some() => continue,
+            _ = &mut progress_timer => {
+                // Deadlines only move forward, so the timer is re-armed only when it fires.
+                let deadline = last_progress + ctx.timeout;
+                if Instant::now() >= deadline {
+                    timed_out.set(Some(ctx.timeout));
+                    let message = format!("no response within {:?}", ctx.timeout);
+                    break 'conn SessionEnd::Failed { answered, kind: ErrorKind::Timeout, message };
+                }
+                progress_timer.as_mut().reset(deadline.into());
+                continue;
+            }
         };
+        last_progress = Instant::now();
         if let Some(o) = outcome {
             if settle(ctx, o, answered == 0, h2c) {
                 answered += 1;

@@ -215,9 +215,8 @@ impl Recorder {
         negotiated: &'static str,
         tls_version: Option<&'static str>,
     ) {
-        if !self.measuring {
-            return;
-        }
+        // Counted during warm-up too: kept-alive connections opened then carry the measured
+        // requests, and `negotiated` must say what they speak.
         self.connections += 1;
         if let Some(c) = connect {
             self.hist.connect.record(c);

@@ -58,7 +58,10 @@ impl Schedule {
     /// Gives back an unanswered request (e.g. pipelined requests the server closed on), so it
     /// is sent again with its original due time. Requests given back are the newest ones.
     pub fn give_back(&mut self, index: u64) {
-        if index < self.next && index >= self.first && (index - self.first).is_multiple_of(self.stride) {
+        if index < self.next
+            && index >= self.first
+            && (index - self.first).is_multiple_of(self.stride)
+        {
             self.next = index;
         }
     }

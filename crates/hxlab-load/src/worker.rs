@@ -247,7 +247,8 @@ fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> 
 }
 
 /// Runs a load test and returns its result. Blocking: it starts its own worker threads,
-/// each with its own tokio runtime, and returns when they are done.
+/// each with its own tokio runtime, and returns when they are done (from async code, call it
+/// through `tokio::task::spawn_blocking`).
 ///
 /// Errors are only for runs that cannot start (configuration, URLs, files); connection and
 /// request failures are counted in the result. A run in which nothing worked has

@@ -9,19 +9,55 @@ use http::{Method, Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
+
+/// One HTTP/1.1 connection's shared state. Liveness is checked by a watchdog task a few times
+/// a minute instead of hyper's per-request header timer, which costs a timer and an
+/// allocation on every request.
+struct Conn {
+    ctx: Arc<Ctx>,
+    proto: Proto,
+    /// Bumped on every request and body chunk.
+    ticks: AtomicU64,
+    in_flight: AtomicU64,
+    /// 1: idle, close gracefully; 2: still idle or stalled, drop the connection.
+    verdict: AtomicU8,
+    wake: Notify,
+}
+
+/// How often the watchdog looks at a connection; an idle one is closed after one to two
+/// periods.
+const IDLE_PERIOD: Duration = Duration::from_secs(15);
+
+/// Counts a request in flight until dropped.
+struct InFlight(Arc<Conn>);
+
+impl InFlight {
+    fn new(conn: Arc<Conn>) -> InFlight {
+        conn.ticks.fetch_add(1, Ordering::Relaxed);
+        conn.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(conn)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// A response body that counts what it sends, and counts the request once it is complete.
 pub(crate) struct OutBody {
     source: Source,
-    ctx: Arc<Ctx>,
-    proto: Proto,
+    req: InFlight,
     counted: bool,
     done: bool,
 }
@@ -31,7 +67,7 @@ impl OutBody {
         if !self.done {
             self.done = true;
             if self.counted {
-                self.ctx.stats.request_done(self.proto);
+                self.req.0.ctx.stats.request_done(self.req.0.proto);
             }
         }
     }
@@ -54,8 +90,10 @@ impl Body for OutBody {
                 Poll::Ready(None)
             }
             Poll::Ready(Ok(Some(chunk))) => {
+                let conn = &this.req.0;
+                conn.ticks.fetch_add(1, Ordering::Relaxed);
                 if this.counted {
-                    this.ctx.stats.body_bytes(this.proto, chunk.len() as u64);
+                    conn.ctx.stats.body_bytes(conn.proto, chunk.len() as u64);
                 }
                 if this.source.remaining() == 0 {
                     this.finish();
@@ -83,11 +121,10 @@ impl Drop for OutBody {
     }
 }
 
-async fn respond(
-    ctx: Arc<Ctx>,
-    proto: Proto,
-    req: Request<Incoming>,
-) -> Result<Response<OutBody>, Infallible> {
+async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<OutBody>, Infallible> {
+    let in_flight = InFlight::new(conn);
+    let ctx = &in_flight.0.ctx;
+    let proto = in_flight.0.proto;
     let (parts, mut body) = req.into_parts();
     // Read the request body to its end (discarding it) so every protocol sees the same thing.
     if !body.is_end_stream() {
@@ -97,11 +134,11 @@ async fn respond(
             }
         }
     }
-    let reply: Reply = route(&ctx, &parts.method, &parts.uri, &parts.headers, proto);
+    let reply: Reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
-    let head = reply.head(&ctx, true);
+    let head = reply.head(ctx, true);
     let body = if parts.method == Method::HEAD {
         crate::body::BodySpec::Empty
     } else {
@@ -109,28 +146,65 @@ async fn respond(
     };
     let out = OutBody {
         source: body.into_source(),
-        ctx: ctx.clone(),
-        proto,
+        req: in_flight,
         counted: reply.counted,
         done: false,
     };
     Ok(head.map(|()| out))
 }
 
-/// Serves one HTTP/1.1 connection until it closes or the server shuts down (then it finishes
-/// the request in flight and closes).
+/// Wakes the connection when it has been idle (no request in flight, nothing sent) for a
+/// period, and again if it stays idle or stalls longer than any allowed delay.
+async fn watchdog(conn: Weak<Conn>, max_stall: Duration) {
+    let mut last = u64::MAX;
+    let mut quiet = Duration::ZERO;
+    loop {
+        tokio::time::sleep(IDLE_PERIOD).await;
+        let Some(c) = conn.upgrade() else { return };
+        let now = c.ticks.load(Ordering::Relaxed);
+        if now != last {
+            last = now;
+            quiet = Duration::ZERO;
+            continue;
+        }
+        quiet += IDLE_PERIOD;
+        if c.in_flight.load(Ordering::Relaxed) == 0 || quiet > max_stall {
+            let next = if c.verdict.load(Ordering::Relaxed) == 0 {
+                1
+            } else {
+                2
+            };
+            c.verdict.store(next, Ordering::Relaxed);
+            c.wake.notify_one();
+        }
+    }
+}
+
+/// Serves one HTTP/1.1 connection until it closes, idles out or the server shuts down (then
+/// it finishes the request in flight and closes).
 pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Proto)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let _guard = ctx.stats.connection(proto);
     let mut shutdown = ctx.shutdown.clone();
-    let svc_ctx = ctx.clone();
-    let svc = hyper::service::service_fn(move |req| respond(svc_ctx.clone(), proto, req));
+    let state = Arc::new(Conn {
+        ctx: ctx.clone(),
+        proto,
+        ticks: AtomicU64::new(0),
+        in_flight: AtomicU64::new(0),
+        verdict: AtomicU8::new(0),
+        wake: Notify::new(),
+    });
+    tokio::spawn(watchdog(
+        Arc::downgrade(&state),
+        ctx.limits.max_delay + 2 * IDLE_PERIOD,
+    ));
+    let svc_state = state.clone();
+    let svc = hyper::service::service_fn(move |req| respond(svc_state.clone(), req));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30))
+        .header_read_timeout(None)
         .max_buf_size((ctx.limits.max_header_size as usize).max(8192))
         .keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(io), svc);
@@ -145,6 +219,15 @@ where
             changed = shutdown.changed(), if !stopping => {
                 stopping = true;
                 if changed.is_ok() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            _ = state.wake.notified() => {
+                if state.verdict.load(Ordering::Relaxed) >= 2 {
+                    break;
+                }
+                if !stopping {
+                    stopping = true;
                     conn.as_mut().graceful_shutdown();
                 }
             }

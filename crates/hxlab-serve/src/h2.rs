@@ -38,10 +38,33 @@ where
     if stopping {
         conn.graceful_shutdown();
     }
+    let mut batch = Vec::new();
     loop {
         tokio::select! {
             next = conn.accept() => match next {
-                Some(Ok((req, respond))) => on_request(&ctx, proto, req, respond),
+                Some(Ok(first)) => {
+                    // Take every request that has already arrived before answering any: each
+                    // accept() flushes what was answered so far, so answering in between
+                    // would cost one write per response instead of one per batch.
+                    batch.push(first);
+                    let mut closed = false;
+                    while batch.len() < 256 {
+                        match futures::FutureExt::now_or_never(conn.accept()) {
+                            Some(Some(Ok(more))) => batch.push(more),
+                            Some(Some(Err(_))) | Some(None) => {
+                                closed = true;
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    for (req, respond) in batch.drain(..) {
+                        on_request(&ctx, proto, req, respond);
+                    }
+                    if closed {
+                        break;
+                    }
+                }
                 Some(Err(_)) | None => break,
             },
             changed = shutdown.changed(), if !stopping => {

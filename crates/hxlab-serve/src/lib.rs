@@ -182,6 +182,16 @@ impl RunningServer {
     }
 }
 
+/// For a process that installs no tracing subscriber of its own (the `hxlab serve` CLI):
+/// installs one that records nothing. Without any subscriber, `tracing`'s `log` fallback
+/// (switched on by quinn's `log` feature) formats span activity on every HTTP/2 frame, which
+/// costs a few percent of the server's CPU. Does nothing if a subscriber is already set.
+pub fn install_null_tracing() {
+    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(
+        tracing::subscriber::NoSubscriber::default(),
+    ));
+}
+
 /// Binds every listener, makes or loads the certificate and starts serving on the current
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
@@ -290,4 +300,56 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         accept_loops,
         endpoint,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn library_api_serves_and_shuts_down() {
+        let cfg = ServeConfig {
+            tls_port: 0,
+            plain_port: 0,
+            ..ServeConfig::default()
+        };
+        let server = start(cfg).await.expect("start");
+        assert_eq!(
+            server.h3_addr(),
+            Some(server.tls_addr()),
+            "h3 shares the TLS port number"
+        );
+        assert!(server.cert_pem().contains("BEGIN CERTIFICATE"));
+        assert_eq!(server.spki_sha256().len(), 44);
+        let mut tcp = tokio::net::TcpStream::connect(server.plain_addr())
+            .await
+            .expect("connect");
+        tcp.write_all(b"GET /bytes/10 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut answer))
+            .await
+            .expect("in time")
+            .expect("read");
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(text.ends_with("\r\n\r\nxxxxxxxxxx"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("alt-svc: h3=\""),
+            "{text}"
+        );
+        let stats = server.stats();
+        assert_eq!(stats.by_protocol["h1"].requests, 1);
+        assert_eq!(stats.by_protocol["h1"].body_bytes, 10);
+        let plain = server.plain_addr();
+        tokio::time::timeout(Duration::from_secs(15), server.shutdown())
+            .await
+            .expect("shutdown in time");
+        assert!(
+            tokio::net::TcpStream::connect(plain).await.is_err(),
+            "listener closed"
+        );
+    }
 }

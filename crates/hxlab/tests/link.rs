@@ -24,7 +24,8 @@ fn root_or_skip(test: &str) -> bool {
 /// A UDP echo server outside (on 0.0.0.0), for a bounded time.
 fn udp_echo() -> (u16, std::thread::JoinHandle<()>) {
     let sock = UdpSocket::bind("0.0.0.0:0").expect("bind echo");
-    sock.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let port = sock.local_addr().unwrap().port();
     let h = std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -48,7 +49,8 @@ fn delay_20ms_each_way_gives_40ms_rtt() {
     if !root_or_skip("delay_20ms_each_way_gives_40ms_rtt") {
         return;
     }
-    let link = Link::start(LinkConfig::default().with_delay(Duration::from_millis(20))).expect("start link");
+    let link = Link::start(LinkConfig::default().with_delay(Duration::from_millis(20)))
+        .expect("start link");
     let (port, echo) = udp_echo();
     let host = link.host_addr();
     let rtts = link
@@ -72,12 +74,22 @@ fn delay_20ms_each_way_gives_40ms_rtt() {
         .expect("enter namespace");
     let stats = link.stop();
     echo.join().unwrap();
-    assert!(rtts.len() >= 28, "only {} of 30 probes came back", rtts.len());
+    assert!(
+        rtts.len() >= 28,
+        "only {} of 30 probes came back",
+        rtts.len()
+    );
     let mut sorted = rtts.clone();
     sorted.sort();
     let p50 = sorted[sorted.len() / 2];
-    assert!(p50 >= Duration::from_millis(39) && p50 <= Duration::from_millis(50), "p50 RTT {p50:?}");
-    assert!(stats.up.packets_out >= 28 && stats.down.packets_out >= 28, "{stats:?}");
+    assert!(
+        p50 >= Duration::from_millis(39) && p50 <= Duration::from_millis(50),
+        "p50 RTT {p50:?}"
+    );
+    assert!(
+        stats.up.packets_out >= 28 && stats.down.packets_out >= 28,
+        "{stats:?}"
+    );
 }
 
 #[test]
@@ -106,7 +118,9 @@ fn rate_10mbit_limits_tcp_goodput() {
     let host = link.host_addr();
     let (bytes, secs) = link
         .spawn_inside(move || {
-            let mut c = std::net::TcpStream::connect_timeout(&(host, port).into(), Duration::from_secs(5)).unwrap();
+            let mut c =
+                std::net::TcpStream::connect_timeout(&(host, port).into(), Duration::from_secs(5))
+                    .unwrap();
             c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
             let mut buf = vec![0u8; 64 * 1024];
             // Time from the first byte, so the handshake and slow start's first RTT do not count.
@@ -143,7 +157,8 @@ fn random_loss_within_binomial_bounds() {
     cfg.seed = 11;
     let link = Link::start(cfg).expect("start link");
     let sink = UdpSocket::bind("0.0.0.0:0").unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let port = sink.local_addr().unwrap().port();
     let host = link.host_addr();
     const N: u32 = 2000;
@@ -175,7 +190,10 @@ fn random_loss_within_binomial_bounds() {
     let lost = N - received;
     // n = 2000, p = 5 %: mean 100, sd ≈ 9.7; ±4 sd (99.99 %) is 61..=139.
     assert!((61..=139).contains(&lost), "lost {lost} of {N}");
-    assert_eq!(stats.up.dropped_loss, lost as u64, "link counters disagree with what arrived: {stats:?}");
+    assert_eq!(
+        stats.up.dropped_loss, lost as u64,
+        "link counters disagree with what arrived: {stats:?}"
+    );
 }
 
 /// A tiny HTTP/1.1 server outside that answers every request with `size` bytes.
@@ -198,7 +216,10 @@ fn http_server(size: usize) -> (u16, std::thread::JoinHandle<()>) {
                         }
                         line.clear();
                     }
-                    let _ = write!(c, "HTTP/1.1 200 OK\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n");
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n"
+                    );
                     let _ = c.write_all(&vec![b'x'; size]);
                     return;
                 }
@@ -214,7 +235,9 @@ fn profile_end_to_end_with_curl() {
     if !root_or_skip("profile_end_to_end_with_curl") {
         return;
     }
-    let Some(curl) = common::require_peer("curl") else { return };
+    let Some(curl) = common::require_peer("curl") else {
+        return;
+    };
     let (port, server) = http_server(600_000);
     let dir = common::tempfile_dir::TempDir::new("hxlab-link");
     let stats_path = dir.path().join("stats.json");
@@ -233,14 +256,27 @@ fn profile_end_to_end_with_curl() {
     server.join().unwrap();
     assert_eq!(code, Some(0), "stdout {out} stderr {err}");
     let mut it = out.split_whitespace();
-    let connect: f64 = it.next().and_then(|x| x.parse().ok()).expect("curl time_connect");
+    let connect: f64 = it
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("curl time_connect");
     let speed: f64 = it.next().and_then(|x| x.parse().ok()).expect("curl speed");
-    assert!((0.027..0.2).contains(&connect), "TCP connect {connect} s through a 28 ms RTT");
+    assert!(
+        (0.027..0.2).contains(&connect),
+        "TCP connect {connect} s through a 28 ms RTT"
+    );
     let mbit = speed * 8.0 / 1e6;
-    assert!((1.5..=5.1).contains(&mbit), "download at {mbit:.2} Mbit/s through a 5 Mbit/s link");
-    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
+    assert!(
+        (1.5..=5.1).contains(&mbit),
+        "download at {mbit:.2} Mbit/s through a 5 Mbit/s link"
+    );
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
     assert_eq!(stats["profile"], "wpt:Cable");
-    assert!(stats["down"]["bytes_out"].as_u64().unwrap() > 600_000, "{stats}");
+    assert!(
+        stats["down"]["bytes_out"].as_u64().unwrap() > 600_000,
+        "{stats}"
+    );
     assert!(stats["up"]["packets_out"].as_u64().unwrap() > 10, "{stats}");
 }
 
@@ -261,21 +297,37 @@ fn exit_status_and_environment_propagate() {
     );
     assert_eq!(code, Some(7), "stderr {err}");
     let mut words = out.split_whitespace();
-    let host: std::net::Ipv4Addr = words.next().and_then(|x| x.parse().ok()).expect("HXLAB_LINK_HOST");
-    let client: std::net::Ipv4Addr = words.next().and_then(|x| x.parse().ok()).expect("HXLAB_LINK_CLIENT");
+    let host: std::net::Ipv4Addr = words
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("HXLAB_LINK_HOST");
+    let client: std::net::Ipv4Addr = words
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("HXLAB_LINK_CLIENT");
     assert_eq!(host.octets()[0], 100);
     assert_eq!(u32::from(client), u32::from(host) + 1);
-    assert!(out.contains("default dev hxlab-i-"), "inside default route: {out}");
+    assert!(
+        out.contains("default dev hxlab-i-"),
+        "inside default route: {out}"
+    );
 }
 
 fn addr_present(addr: &str) -> bool {
-    let out = Command::new("ip").args(["-o", "addr"]).output().expect("run ip");
-    String::from_utf8_lossy(&out.stdout).split_whitespace().any(|w| w == addr || w.starts_with(&format!("{addr}/")))
+    let out = Command::new("ip")
+        .args(["-o", "addr"])
+        .output()
+        .expect("run ip");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .any(|w| w == addr || w.starts_with(&format!("{addr}/")))
 }
 
 fn pid_alive(pid: u32) -> bool {
     // A zombie is as good as gone: it holds no namespace or device.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| !s.contains(") Z ")).unwrap_or(false)
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
 }
 
 /// Starts `hxlab link -- sleep 30`; returns the child, the HOST address and sleep's pid.
@@ -291,18 +343,30 @@ fn start_sleeper() -> (std::process::Child, String, u32) {
     let mut err = BufReader::new(child.stderr.take().unwrap());
     err.read_line(&mut line).unwrap();
     std::thread::spawn(move || for _ in err.lines() {});
-    let host = line.split_whitespace().nth(3).expect("banner with HOST").to_string();
+    let host = line
+        .split_whitespace()
+        .nth(3)
+        .expect("banner with HOST")
+        .to_string();
     let deadline = Instant::now() + Duration::from_secs(10);
     let sleep_pid = loop {
-        let children = std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
-            .unwrap_or_default();
-        if let Some(p) = children.split_whitespace().next().and_then(|p| p.parse().ok()) {
+        let children =
+            std::fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id()))
+                .unwrap_or_default();
+        if let Some(p) = children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+        {
             break p;
         }
         assert!(Instant::now() < deadline, "COMMAND did not start");
         std::thread::sleep(Duration::from_millis(10));
     };
-    assert!(addr_present(&host), "HOST {host} not configured while running");
+    assert!(
+        addr_present(&host),
+        "HOST {host} not configured while running"
+    );
     (child, host, sleep_pid)
 }
 
@@ -322,24 +386,39 @@ fn nothing_left_behind_after_exit_sigterm_and_sigkill() {
     }
     // Normal exit, including a background grandchild COMMAND left in the namespace.
     let (code, out, err) = run_with_timeout(
-        Command::new(hxlab()).args(["link", "--", "sh", "-c", "sleep 30 & echo $! $HXLAB_LINK_HOST"]),
+        Command::new(hxlab()).args([
+            "link",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30 & echo $! $HXLAB_LINK_HOST",
+        ]),
         Duration::from_secs(20),
     );
     assert_eq!(code, Some(0), "{err}");
     let mut w = out.split_whitespace();
-    let bg: u32 = w.next().and_then(|x| x.parse().ok()).expect("background pid");
+    let bg: u32 = w
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("background pid");
     let host = w.next().expect("host").to_string();
     wait_gone(&host, bg);
 
     // SIGTERM is forwarded to COMMAND; hxlab returns its status (128 + 15).
     let (mut child, host, pid) = start_sleeper();
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(Instant::now() < deadline, "hxlab link did not stop on SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "hxlab link did not stop on SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     assert_eq!(status.code(), Some(143));
@@ -373,14 +452,94 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--delay", "20ms"], "missing COMMAND"),
     ];
     for (args, needle) in cases {
-        let (code, _out, err) =
-            run_with_timeout(Command::new(hxlab()).arg("link").args(&args), Duration::from_secs(10));
+        let (code, _out, err) = run_with_timeout(
+            Command::new(hxlab()).arg("link").args(&args),
+            Duration::from_secs(10),
+        );
         assert_eq!(code, Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: not one line: {err}");
-        assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: not one line: {err}"
+        );
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected {needle:?} in {err}"
+        );
     }
-    let (code, out, _) =
-        run_with_timeout(Command::new(hxlab()).args(["link", "--list-profiles"]), Duration::from_secs(10));
+    let (code, out, _) = run_with_timeout(
+        Command::new(hxlab()).args(["link", "--list-profiles"]),
+        Duration::from_secs(10),
+    );
     assert_eq!(code, Some(0));
-    assert!(out.contains("wpt:3G") && out.contains("chrome-legacy:Regular 2G") && out.contains("NetworkManager.ts"));
+    assert!(
+        out.contains("wpt:3G")
+            && out.contains("chrome-legacy:Regular 2G")
+            && out.contains("NetworkManager.ts")
+    );
+}
+
+/// `hxlab serve` outside on 0.0.0.0; returns the child and the TLS (= h3 UDP) port.
+fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
+    let ready = dir.join("ready.json");
+    let mut child = Command::new(hxlab())
+        .args(["serve", "--bind", "0.0.0.0", "--tls-port", "0", "--plain-port", "0", "--threads", "1"])
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start hxlab serve");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = std::fs::read_to_string(&ready)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        {
+            let tls = v["tls"].as_str().expect("tls address in ready file").to_string();
+            let port = tls.rsplit(':').next().and_then(|p| p.parse().ok()).expect("tls port");
+            return (child, port);
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("hxlab serve exited early: {s}");
+        }
+        assert!(Instant::now() < deadline, "hxlab serve not ready in 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn h2_and_h3_through_the_link() {
+    if !root_or_skip("h2_and_h3_through_the_link") {
+        return;
+    }
+    let dir = common::tempfile_dir::TempDir::new("hxlab-link-h3");
+    let (mut server, port) = serve_outside(dir.path());
+    for proto in ["h3", "h2"] {
+        // 10 ms each way and 20 Mbit/s down: every request takes at least one 20 ms RTT.
+        let script = format!(
+            "exec {} load --proto {proto} -k -n 20 -c 2 --no-progress -q --json - https://$HXLAB_LINK_HOST:{port}/bytes/50000",
+            hxlab().display()
+        );
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args(["link", "--delay", "10ms", "--down", "20mbit", "--", "sh", "-c", &script]),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        let v: serde_json::Value = out
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("{proto}: no RunResult in {out} / {err}"));
+        assert_eq!(v["status"]["200"], 20, "{proto}: {v}");
+        let p50 = hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().expect("latency"))
+            .expect("histogram")
+            .quantile(0.5);
+        // 50 kB at 20 Mbit/s is 20 ms on the wire, plus the 20 ms RTT: ≥ 35 ms, well under 2 s.
+        assert!((35_000..2_000_000).contains(&p50), "{proto}: p50 {p50} µs through a 20 ms RTT link");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
 }

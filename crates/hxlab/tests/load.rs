@@ -190,6 +190,12 @@ struct TinyServer {
 
 impl TinyServer {
     fn start(stall_at: u64, die_after: u64) -> TinyServer {
+        Self::start_with(stall_at, die_after, u64::MAX)
+    }
+
+    /// Like `start`, and each connection is closed silently (no `Connection: close`) after
+    /// `close_every` responses, as servers close idle keep-alive connections.
+    fn start_with(stall_at: u64, die_after: u64, close_every: u64) -> TinyServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
@@ -203,7 +209,7 @@ impl TinyServer {
                     Ok((conn, _)) => {
                         let (s, count) = (s.clone(), count.clone());
                         std::thread::spawn(move || {
-                            serve_conn(conn, &count, &s, stall_at, die_after)
+                            serve_conn(conn, &count, &s, stall_at, die_after, close_every)
                         });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(2)),
@@ -227,7 +233,9 @@ fn serve_conn(
     stop: &AtomicBool,
     stall_at: u64,
     die_after: u64,
+    close_every: u64,
 ) {
+    let mut served = 0u64;
     let _ = conn.set_nodelay(true);
     let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
     let mut buf = Vec::new();
@@ -249,6 +257,15 @@ fn serve_conn(
                 "a".repeat(OBJECT)
             );
             if conn.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
+            served += 1;
+            if served >= close_every {
+                // FIN first and drain what the client already sent, so the close is a clean
+                // EOF and never a reset that could discard the last response.
+                let _ = conn.shutdown(std::net::Shutdown::Write);
+                let until = Instant::now() + Duration::from_secs(2);
+                while Instant::now() < until && matches!(conn.read(&mut chunk), Ok(n) if n > 0) {}
                 return;
             }
         }
@@ -501,6 +518,19 @@ fn coordinated_omission_is_corrected() {
 }
 
 #[test]
+fn keepalive_connections_closed_by_the_server_are_reopened() {
+    let server = TinyServer::start_with(0, u64::MAX, 7);
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let (code, v, err) = load(&["-n", "100", "-c", "2", "-m", "3", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 100, "{v}");
+    assert_eq!(u(&v, &["requests_failed"]), 0, "{v}");
+    assert_eq!(u(&v, &["requests_started"]), 100);
+    assert!(u(&v, &["connections"]) >= 14, "{}", v["connections"]);
+}
+
+#[test]
 fn server_dying_mid_run_gives_partial_result() {
     let server = TinyServer::start(0, 100);
     let url = format!("http://127.0.0.1:{}/", server.port);
@@ -675,6 +705,8 @@ fn duration_warm_up_cc_and_summary() {
     assert!((0.9..=1.2).contains(&d), "measured duration {d}");
     assert!(u(&v, &["requests_done"]) > 10);
     assert_eq!(v["config"]["cc"].as_str(), Some("reno"));
+    // Connections opened during warm-up carry the measured requests and are reported.
+    assert_eq!(u(&v, &["negotiated", "http/1.1"]), 2, "{}", v["negotiated"]);
     assert!(v["cpu_user_s"].as_f64().unwrap() + v["cpu_sys_s"].as_f64().unwrap() > 0.0);
     // The human summary (stderr when the JSON goes to stdout).
     assert!(

@@ -43,7 +43,7 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
 
 /// Asserts that no browser started with a profile under `tmp` is alive and no profile is left.
 fn assert_no_browser_left(tmp: &Path) {
-    let needle = format!("--user-data-dir={}/hxlab-chromium-", tmp.display());
+    let needle = format!("--user-data-dir={}/hxc-", tmp.display());
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = processes_mentioning(&needle);
@@ -60,7 +60,7 @@ fn assert_no_browser_left(tmp: &Path) {
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| n.starts_with("hxlab-chromium-"))
+                .filter(|n| n.starts_with("hxc-") || n.contains("org.chromium."))
                 .collect()
         })
         .unwrap_or_default();
@@ -226,6 +226,10 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
     check_run(&json["runs"][0], "h2", 2, 1024);
     // The origin answered with a 103 before the page, and the browser saw it.
     assert_eq!(json["early_hints"]["runs_with_103"], 1, "{json}");
+    assert!(
+        json["early_hints"]["resources_from_preloads"].is_u64(),
+        "{json}"
+    );
     assert!(json["runs"][0]["early_hints"].as_u64().unwrap_or(0) >= 1);
     assert_no_browser_left(tmp.path());
 }
@@ -528,6 +532,34 @@ fn bad_flags_exit_2() {
             "soon",
         ],
         vec!["page", "https://127.0.0.1:9/", "--proto", "h2", "--push"],
+        vec!["page", "https://:9/", "--proto", "h2"],
+        vec!["page", "http://127.0.0.1:9/", "--proto", "h3"],
+        vec![
+            "page",
+            "https://127.0.0.1:9/",
+            "--proto",
+            "h2",
+            "--spki",
+            "nope",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--profile",
+            "no-such-profile",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--loss",
+            "150%",
+        ],
     ] {
         let (code, _, err) =
             run_with_timeout(Command::new(hxlab()).args(&args), Duration::from_secs(20));

@@ -571,22 +571,44 @@ fn sigterm_finishes_requests_in_flight_and_exits_0() {
         return;
     }
     let mut s = Server::start(&[]);
-    let p = plain_port(&s);
-    let slow = Command::new("curl")
-        .args([
-            "-s",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code} %{size_download}",
-            "--max-time",
-            "20",
-        ])
-        .arg(format!("http://127.0.0.1:{p}/bytes/5000?delay=1000"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("curl");
-    std::thread::sleep(Duration::from_millis(300));
+    let (t, p) = (tls_port(&s), plain_port(&s));
+    // One slow request in flight on each TCP protocol when the signal arrives.
+    let slow: Vec<_> = [
+        (
+            vec![],
+            format!("http://127.0.0.1:{p}/bytes/5000?delay=1000"),
+        ),
+        (
+            vec!["--http2-prior-knowledge"],
+            format!("http://127.0.0.1:{p}/bytes/5000?delay=1000"),
+        ),
+        (
+            vec!["--http2"],
+            format!("https://127.0.0.1:{t}/bytes/5000?delay=1000"),
+        ),
+    ]
+    .into_iter()
+    .map(|(args, url)| {
+        Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code} %{size_download}",
+                "--max-time",
+                "20",
+                "--cacert",
+            ])
+            .arg(s.cert())
+            .args(args)
+            .arg(url)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("curl")
+    })
+    .collect();
+    std::thread::sleep(Duration::from_millis(400));
     let pid = s.child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
@@ -605,12 +627,25 @@ fn sigterm_finishes_requests_in_flight_and_exits_0() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0));
-    let out = slow.wait_with_output().expect("curl output");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "200 5000",
-        "the request in flight was finished"
+    for (i, c) in slow.into_iter().enumerate() {
+        let out = c.wait_with_output().expect("curl output");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "200 5000",
+            "request {i} in flight was finished"
+        );
+    }
+    // And nothing accepts any more.
+    let (code, _, _) = run_with_timeout(
+        Command::new("curl").args([
+            "-s",
+            "--max-time",
+            "5",
+            &format!("http://127.0.0.1:{p}/bytes/1"),
+        ]),
+        LIMIT,
     );
+    assert_ne!(code, Some(0), "still accepting after shutdown");
 }
 
 #[test]

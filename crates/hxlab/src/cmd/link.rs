@@ -10,12 +10,19 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Options of `hxlab link`.
+/// Options of `hxlab link` (boxed, so the CLI's subcommand enum stays small).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    opts: Box<LinkArgs>,
+}
+
+/// The flags of `hxlab link`.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "\"down\" is outside → inside (server → client), \"up\" inside → outside. COMMAND gets HXLAB_LINK_HOST (the outside address; a server bound there or on 0.0.0.0 is reachable) and HXLAB_LINK_CLIENT. See docs/link.md."
 )]
-pub struct Args {
+pub struct LinkArgs {
     /// A published profile (see --list-profiles): RTT split half each way, down/up rates.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -56,7 +63,11 @@ pub struct Args {
     #[arg(long)]
     pub list_profiles: bool,
     /// The command to run inside, after `--`.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     pub command: Vec<OsString>,
 }
 
@@ -68,7 +79,9 @@ const MAX_RATE: u64 = 100_000_000_000;
 fn duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
     let d = hxlab_core::parse_duration(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
     if d > MAX_DELAY {
-        return Err(usage(format!("--{flag} {v:?}: more than 10 minutes is not a link")));
+        return Err(usage(format!(
+            "--{flag} {v:?}: more than 10 minutes is not a link"
+        )));
     }
     Ok(d)
 }
@@ -76,13 +89,17 @@ fn duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
 fn rate(flag: &str, v: &str) -> anyhow::Result<u64> {
     let r = hxlab_core::parse_rate(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
     if !(MIN_RATE..=MAX_RATE).contains(&r) {
-        return Err(usage(format!("--{flag} {v:?}: a link rate must be between 1kbit and 100gbit")));
+        return Err(usage(format!(
+            "--{flag} {v:?}: a link rate must be between 1kbit and 100gbit"
+        )));
     }
     Ok(r)
 }
 
-fn trace(flag: &str, path: &PathBuf) -> anyhow::Result<Arc<Trace>> {
-    Trace::from_file(path).map(Arc::new).map_err(|e| usage(format!("--{flag}: {e}")))
+fn trace(flag: &str, path: &std::path::Path) -> anyhow::Result<Arc<Trace>> {
+    Trace::from_file(path)
+        .map(Arc::new)
+        .map_err(|e| usage(format!("--{flag}: {e}")))
 }
 
 fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
@@ -90,7 +107,7 @@ fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
 }
 
 /// Builds the link configuration from the flags (profile first, then explicit overrides).
-pub fn link_config(a: &Args) -> anyhow::Result<LinkConfig> {
+pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
     let mut cfg = match &a.profile {
         Some(name) => LinkConfig::from_profile(name).map_err(|e| config_usage("profile", e))?,
         None => LinkConfig::default(),
@@ -111,7 +128,9 @@ pub fn link_config(a: &Args) -> anyhow::Result<LinkConfig> {
         cfg.up.loss = l;
     }
     if a.down.is_some() && a.down_trace.is_some() {
-        return Err(usage("--down and --down-trace both set the downlink; give one"));
+        return Err(usage(
+            "--down and --down-trace both set the downlink; give one",
+        ));
     }
     if a.up.is_some() && a.up_trace.is_some() {
         return Err(usage("--up and --up-trace both set the uplink; give one"));
@@ -139,12 +158,15 @@ pub fn link_config(a: &Args) -> anyhow::Result<LinkConfig> {
         cfg.up.aqm = q;
     }
     cfg.seed = match &a.seed {
-        Some(v) => v
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| usage(format!("--seed {v:?}: expected a whole number from 0 to 2^64-1")))?,
+        Some(v) => v.trim().parse::<u64>().map_err(|_| {
+            usage(format!(
+                "--seed {v:?}: expected a whole number from 0 to 2^64-1"
+            ))
+        })?,
         None => {
-            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
             t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
         }
     };
@@ -156,7 +178,10 @@ fn describe(cfg: &LinkConfig) -> String {
         let server = match &d.server {
             Server::Unlimited => "unlimited".to_string(),
             Server::Rate(r) => format!("{:.3} Mbit/s", *r as f64 / 1e6),
-            Server::Trace(t) => format!("trace ({:.3} Mbit/s average)", t.average_bits_per_sec() / 1e6),
+            Server::Trace(t) => format!(
+                "trace ({:.3} Mbit/s average)",
+                t.average_bits_per_sec() / 1e6
+            ),
         };
         let loss = match d.loss {
             Loss::None => "no loss".to_string(),
@@ -170,23 +195,36 @@ fn describe(cfg: &LinkConfig) -> String {
 
 /// Runs `hxlab link`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let args = *args.opts;
     if args.list_profiles {
         print!("{}", hxlab_link::profiles::listing());
         return Ok(ExitCode::SUCCESS);
     }
     let cfg = link_config(&args)?;
     let Some((program, rest)) = args.command.split_first() else {
-        return Err(usage("missing COMMAND: hxlab link [OPTIONS] -- COMMAND [ARGS...]"));
+        return Err(usage(
+            "missing COMMAND: hxlab link [OPTIONS] -- COMMAND [ARGS...]",
+        ));
     };
+    // Without root, both ends go into namespaces of our own (see docs/link.md, "Rootless").
+    let rootless = !hxlab_link::shell::is_root() || std::env::var_os("HXLAB_LINK_ROOTLESS").is_some();
+    if rootless {
+        hxlab_link::shell::enter_user_namespace().context("rootless mode")?;
+    }
     let seed = cfg.seed;
     let profile = cfg.profile.clone();
     let summary = describe(&cfg);
     let link = Link::start(cfg).context("starting the link")?;
     if std::env::var_os("HXLAB_LINK_QUIET").is_none() {
         eprintln!(
-            "hxlab link: HOST {} ⇄ CLIENT {} ({summary}; seed {seed})",
+            "hxlab link: HOST {} ⇄ CLIENT {} ({summary}; seed {seed}){}",
             link.host_addr(),
-            link.client_addr()
+            link.client_addr(),
+            if rootless {
+                "; rootless: HOST is in hxlab's own network namespace, not the one it started in"
+            } else {
+                ""
+            }
         );
     }
     let mut cmd = link.command(program);

@@ -50,8 +50,3 @@ pub fn exit_code_of(e: &anyhow::Error) -> ExitCode {
         ExitCode::from(1)
     }
 }
-
-/// A subcommand whose implementation has not landed yet says so plainly.
-pub fn not_yet(name: &str, issue: u32) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`hxlab {name}` is not available in this build yet (tracked as issue {issue})")
-}

@@ -386,10 +386,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("creating HAR directory {}", dir.display()))?;
     }
 
+    if let Some(url) = &args.url {
+        let mut check = PageConfig::new(url.clone(), proto);
+        check.spki_sha256 = args.spki.clone();
+        check.validate().map_err(|e| super::usage(e.to_string()))?;
+    }
     // A missing browser is reported before anything is started.
-    let mut probe = PageConfig::new("about:blank", proto);
-    probe.chromium = args.chromium.clone();
-    hxlab_browser::find_chromium(&probe.chromium).map_err(anyhow::Error::new)?;
+    hxlab_browser::find_chromium(&args.chromium).map_err(anyhow::Error::new)?;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -486,8 +489,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Err(e @ BrowserError::NotFound(_)) => return Err(anyhow::Error::new(e)),
             Err(e) => {
-                writeln!(text, "{i:>3}  FAILED: {e}")?;
-                outcomes.push(Outcome::Failed(e.to_string()));
+                let mut msg = e.to_string();
+                if msg.contains("ERR_CERT") && target.spki.is_empty() {
+                    msg.push_str(" (trust the server's key with --spki BASE64)");
+                }
+                writeln!(text, "{i:>3}  FAILED: {msg}")?;
+                outcomes.push(Outcome::Failed(msg));
             }
         }
     }
@@ -560,9 +567,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         writeln!(text, "  push: {note}")?;
     }
     if args.early_hints {
+        let used: u32 = measured.iter().map(|r| r.early_hint_preloads_used).sum();
         writeln!(
             text,
-            "  early hints: the browser received 103 in {early_hints_runs} of {} run(s)",
+            "  early hints: the browser received 103 in {early_hints_runs} of {} run(s); {used} resource(s) were served from the preloads it started on them",
             measured.len()
         )?;
     }
@@ -597,7 +605,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "synthetic": synthetic.as_ref().map(|s| json!({
                 "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0 })),
             "push": { "requested": args.push, "ignored_by_browser": args.push && push_ignored, "note": push_note },
-            "early_hints": { "requested": args.early_hints, "runs_with_103": early_hints_runs },
+            "early_hints": { "requested": args.early_hints, "runs_with_103": early_hints_runs,
+                "resources_from_preloads": measured.iter().map(|r| r.early_hint_preloads_used).sum::<u32>() },
             "runs": runs,
             "summary": summary,
         });

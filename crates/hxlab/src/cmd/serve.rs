@@ -127,6 +127,7 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let args = args.options;
     let cfg = config_from(&args)?;
+    hxlab_serve::install_null_tracing();
     let runtime = if cfg.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -1,0 +1,388 @@
+//! A passive HTTP/3 stream parser (sans-IO): fed the bytes of one direction of one QUIC stream,
+//! in order, it reports the unidirectional stream type, HTTP/3 frames (DATA, HEADERS with the
+//! QPACK-decoded field section, SETTINGS, GOAWAY, ...) and QPACK encoder/decoder instructions.
+
+use crate::event::{Dir, Event};
+use crate::qpack;
+use serde_json::{json, Value};
+
+/// HEADERS/SETTINGS payloads above this are reported but not buffered (a hostile peer cannot
+/// make the tracer grow without bound).
+const MAX_BUFFERED_FRAME: u64 = 1 << 20;
+
+/// Decodes a QUIC variable-length integer (RFC 9000 §16); `None` if incomplete.
+pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let first = *buf.first()?;
+    let len = 1usize << (first >> 6);
+    if buf.len() < len {
+        return None;
+    }
+    let mut v = (first & 0x3f) as u64;
+    for b in &buf[1..len] {
+        v = (v << 8) | *b as u64;
+    }
+    Some((v, len))
+}
+
+fn is_grease(v: u64) -> bool {
+    v >= 0x21 && (v - 0x21).is_multiple_of(0x1f)
+}
+
+/// Name of an HTTP/3 frame type.
+pub fn frame_type_name(t: u64) -> &'static str {
+    match t {
+        0x0 => "DATA",
+        0x1 => "HEADERS",
+        0x3 => "CANCEL_PUSH",
+        0x4 => "SETTINGS",
+        0x5 => "PUSH_PROMISE",
+        0x7 => "GOAWAY",
+        0xd => "MAX_PUSH_ID",
+        0xf0700 => "PRIORITY_UPDATE(request)",
+        0xf0701 => "PRIORITY_UPDATE(push)",
+        t if is_grease(t) => "reserved(grease)",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Name of an HTTP/3 SETTINGS identifier.
+pub fn setting_name(id: u64) -> &'static str {
+    match id {
+        0x01 => "SETTINGS_QPACK_MAX_TABLE_CAPACITY",
+        0x06 => "SETTINGS_MAX_FIELD_SECTION_SIZE",
+        0x07 => "SETTINGS_QPACK_BLOCKED_STREAMS",
+        0x08 => "SETTINGS_ENABLE_CONNECT_PROTOCOL",
+        0x33 => "SETTINGS_H3_DATAGRAM",
+        0x2b603742 => "SETTINGS_ENABLE_WEBTRANSPORT",
+        0x2b603743 => "SETTINGS_WEBTRANSPORT_MAX_SESSIONS(draft)",
+        0xc671706a => "SETTINGS_WEBTRANSPORT_MAX_SESSIONS",
+        id if is_grease(id) => "reserved(grease)",
+        _ => "UNKNOWN",
+    }
+}
+
+/// What a stream carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A bidirectional request stream: HTTP/3 frames.
+    Request,
+    /// Unidirectional, type not read yet.
+    UniUntyped,
+    /// Control stream (0x00): frames.
+    Control,
+    /// Push stream (0x01): push id, then frames.
+    Push { id_read: bool },
+    /// QPACK encoder stream (0x02).
+    QpackEncoder,
+    /// QPACK decoder stream (0x03).
+    QpackDecoder,
+    /// Reserved or unknown type: contents ignored.
+    Other(u64),
+}
+
+fn uni_type_name(t: u64) -> String {
+    match t {
+        0x00 => "control stream (0x00)".into(),
+        0x01 => "push stream (0x01)".into(),
+        0x02 => "QPACK encoder stream (0x02)".into(),
+        0x03 => "QPACK decoder stream (0x03)".into(),
+        t if is_grease(t) => format!("reserved stream type 0x{t:x} (grease)"),
+        t => format!("unknown stream type 0x{t:x}"),
+    }
+}
+
+/// One direction of one QUIC stream.
+pub struct H3StreamWire {
+    dir: Dir,
+    stream_id: u64,
+    kind: StreamKind,
+    buf: Vec<u8>,
+    /// Payload bytes of the current DATA (or oversize/ignored) frame still to pass over.
+    skip: u64,
+    broken: bool,
+}
+
+impl H3StreamWire {
+    /// A parser for `stream_id` in direction `dir`; `bidi` for request streams.
+    pub fn new(dir: Dir, stream_id: u64, bidi: bool) -> H3StreamWire {
+        H3StreamWire {
+            dir,
+            stream_id,
+            kind: if bidi {
+                StreamKind::Request
+            } else {
+                StreamKind::UniUntyped
+            },
+            buf: Vec::new(),
+            skip: 0,
+            broken: false,
+        }
+    }
+
+    /// What this stream turned out to be.
+    pub fn kind(&self) -> StreamKind {
+        self.kind
+    }
+
+    fn base(&self, kind: &'static str, line: String) -> Event {
+        Event::new(kind, format!("{} {line}", self.dir.as_str()))
+            .field("proto", "h3")
+            .field("dir", self.dir.as_str())
+            .field("stream_id", self.stream_id)
+    }
+
+    /// The end of this direction of the stream (FIN).
+    pub fn finish(&self) -> Event {
+        self.base("stream_fin", format!("FIN on stream {}", self.stream_id))
+    }
+
+    /// Feeds the next bytes; returns the events they completed.
+    pub fn feed(&mut self, mut bytes: &[u8]) -> Vec<Event> {
+        let mut out = Vec::new();
+        if self.broken {
+            return out;
+        }
+        if self.skip > 0 {
+            let n = (self.skip.min(bytes.len() as u64)) as usize;
+            self.skip -= n as u64;
+            bytes = &bytes[n..];
+        }
+        if let StreamKind::Other(_) = self.kind {
+            return out;
+        }
+        self.buf.extend_from_slice(bytes);
+        loop {
+            match self.kind {
+                StreamKind::UniUntyped => {
+                    let Some((t, n)) = varint(&self.buf) else {
+                        return out;
+                    };
+                    self.buf.drain(..n);
+                    self.kind = match t {
+                        0x00 => StreamKind::Control,
+                        0x01 => StreamKind::Push { id_read: false },
+                        0x02 => StreamKind::QpackEncoder,
+                        0x03 => StreamKind::QpackDecoder,
+                        t => StreamKind::Other(t),
+                    };
+                    out.push(
+                        self.base(
+                            "h3_stream",
+                            format!(
+                                "unidirectional stream {}: {}",
+                                self.stream_id,
+                                uni_type_name(t)
+                            ),
+                        )
+                        .field("stream_type", t),
+                    );
+                    if let StreamKind::Other(_) = self.kind {
+                        self.buf.clear();
+                        return out;
+                    }
+                }
+                StreamKind::Push { id_read: false } => {
+                    let Some((id, n)) = varint(&self.buf) else {
+                        return out;
+                    };
+                    self.buf.drain(..n);
+                    self.kind = StreamKind::Push { id_read: true };
+                    out.push(
+                        self.base("h3_push_stream", format!("push stream for push id {id}"))
+                            .field("push_id", id),
+                    );
+                }
+                StreamKind::QpackEncoder | StreamKind::QpackDecoder => {
+                    let r = if self.kind == StreamKind::QpackEncoder {
+                        qpack::encoder_instruction(&self.buf)
+                    } else {
+                        qpack::decoder_instruction(&self.buf)
+                    };
+                    match r {
+                        Ok(Some((n, text))) => {
+                            self.buf.drain(..n);
+                            let which = if self.kind == StreamKind::QpackEncoder {
+                                "encoder"
+                            } else {
+                                "decoder"
+                            };
+                            out.push(
+                                self.base(
+                                    "qpack_instruction",
+                                    format!("QPACK {which} instruction: {text}"),
+                                )
+                                .field("instruction", text),
+                            );
+                        }
+                        Ok(None) => {
+                            if self.buf.len() as u64 > MAX_BUFFERED_FRAME {
+                                self.broken = true;
+                            }
+                            return out;
+                        }
+                        Err(e) => {
+                            self.broken = true;
+                            out.push(
+                                self.base("error", format!("QPACK instruction not decodable: {e}")),
+                            );
+                            return out;
+                        }
+                    }
+                }
+                StreamKind::Other(_) => return out,
+                StreamKind::Request | StreamKind::Control | StreamKind::Push { id_read: true } => {
+                    let Some((ftype, n1)) = varint(&self.buf) else {
+                        return out;
+                    };
+                    let Some((len, n2)) = varint(&self.buf[n1..]) else {
+                        return out;
+                    };
+                    let hdr = n1 + n2;
+                    if ftype == 0x0 || len > MAX_BUFFERED_FRAME || is_grease(ftype) {
+                        // Reported from the header alone; the payload passes unbuffered.
+                        let have = ((self.buf.len() - hdr) as u64).min(len);
+                        self.buf.drain(..hdr + have as usize);
+                        self.skip = len - have;
+                        let mut e = self.frame_head(ftype, len);
+                        if ftype != 0x0 && !is_grease(ftype) {
+                            e = e.detail("; payload too large to decode");
+                        }
+                        out.push(e);
+                        if self.skip > 0 {
+                            return out;
+                        }
+                        continue;
+                    }
+                    if ((self.buf.len() - hdr) as u64) < len {
+                        return out;
+                    }
+                    let payload: Vec<u8> = self.buf[hdr..hdr + len as usize].to_vec();
+                    self.buf.drain(..hdr + len as usize);
+                    out.push(self.frame_event(ftype, &payload));
+                }
+            }
+        }
+    }
+
+    fn frame_head(&self, ftype: u64, len: u64) -> Event {
+        let name = frame_type_name(ftype);
+        let label = if name == "UNKNOWN" || is_grease(ftype) {
+            format!("{name}(0x{ftype:x})")
+        } else {
+            name.to_string()
+        };
+        self.base(
+            "frame",
+            format!("{label} frame <length={len}, stream_id={}>", self.stream_id),
+        )
+        .field("type", name)
+        .field("type_code", ftype)
+        .field("length", len)
+    }
+
+    fn frame_event(&self, ftype: u64, p: &[u8]) -> Event {
+        let mut e = self.frame_head(ftype, p.len() as u64);
+        match ftype {
+            0x1 => e = field_section(e, p),
+            0x5 => {
+                if let Some((id, n)) = varint(p) {
+                    e = e.detail(format!("(push_id={id})")).field("push_id", id);
+                    e = field_section(e, &p[n..]);
+                }
+            }
+            0x4 => {
+                let mut rest = p;
+                let mut list = Vec::new();
+                while let Some((id, n1)) = varint(rest) {
+                    let Some((value, n2)) = varint(&rest[n1..]) else {
+                        break;
+                    };
+                    rest = &rest[n1 + n2..];
+                    e = e.detail(format!("[{}(0x{id:x}): {value}]", setting_name(id)));
+                    list.push(json!({"id": id, "name": setting_name(id), "value": value}));
+                }
+                e = e.field("settings", Value::Array(list));
+            }
+            0x3 | 0x7 | 0xd => {
+                if let Some((v, _)) = varint(p) {
+                    let key = match ftype {
+                        0x7 => "id",
+                        0xd => "max_push_id",
+                        _ => "push_id",
+                    };
+                    e = e.detail(format!("({key}={v})")).field(key, v);
+                }
+            }
+            _ => {}
+        }
+        e
+    }
+}
+
+fn field_section(mut e: Event, block: &[u8]) -> Event {
+    e = e.field("header_block_size", block.len());
+    match qpack::decode_field_section(block) {
+        Ok(fs) => {
+            e = e.detail(format!(
+                "; field section {} bytes (QPACK, required insert count {}), {} fields",
+                block.len(),
+                fs.required_insert_count,
+                fs.fields.len()
+            ));
+            if fs.dynamic_refs > 0 {
+                e = e.detail(format!(
+                    "; {} field lines use the QPACK dynamic table (shown as references, not resolved)",
+                    fs.dynamic_refs
+                ));
+            }
+            for (n, v) in &fs.fields {
+                e = e.detail(format!("{n}: {v}"));
+            }
+            let list: Vec<Value> = fs.fields.iter().map(|(n, v)| json!([n, v])).collect();
+            e.field("headers", Value::Array(list))
+                .field("required_insert_count", fs.required_insert_count)
+                .field("dynamic_refs", fs.dynamic_refs)
+        }
+        Err(err) => e
+            .detail(format!("; QPACK decoding failed: {err}"))
+            .field("qpack_error", err.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_stream_settings_then_goaway() {
+        let mut p = H3StreamWire::new(Dir::Recv, 3, false);
+        // type 0x00, SETTINGS(len 4): QPACK_MAX_TABLE_CAPACITY=0, MAX_FIELD_SECTION_SIZE=16383 (2-byte varint)
+        let wire = [
+            0x00, 0x04, 0x05, 0x01, 0x00, 0x06, 0x7f, 0xff, 0x07, 0x01, 0x00,
+        ];
+        let mut ev = Vec::new();
+        for b in wire {
+            ev.extend(p.feed(&[b]));
+        }
+        assert_eq!(ev[0].fields["stream_type"], 0);
+        assert_eq!(ev[1].fields["type"], "SETTINGS");
+        assert_eq!(ev[1].fields["settings"][1]["value"], 16383);
+        assert_eq!(ev[2].fields["type"], "GOAWAY");
+        assert_eq!(ev[2].fields["id"], 0);
+    }
+
+    #[test]
+    fn request_stream_headers_and_data() {
+        let mut p = H3StreamWire::new(Dir::Recv, 0, true);
+        // HEADERS: RIC 0, base 0, :status 200 (static 25).
+        let mut wire = vec![0x01, 0x03, 0x00, 0x00, 0xd9];
+        wire.extend([0x00, 0x40, 0x64]);
+        wire.extend([9u8; 100]);
+        wire.extend([0x00, 0x02, 1, 2]);
+        let ev = p.feed(&wire);
+        assert_eq!(ev.len(), 3);
+        assert_eq!(ev[0].fields["headers"][0], json!([":status", "200"]));
+        assert_eq!(ev[1].fields["length"], 100);
+        assert_eq!(ev[2].fields["length"], 2);
+    }
+}
