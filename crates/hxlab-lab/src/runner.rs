@@ -79,6 +79,9 @@ pub struct RunSummary {
     pub setup_s: f64,
     /// Sum of the repetitions' own measured times (`RunResult.duration_s`), seconds.
     pub measured_s: f64,
+    /// Part of `wall_s` spent in `hxlab link` outside the repetitions (tearing links down),
+    /// seconds.
+    pub link_s: f64,
     /// Notes for the report (skipped networks and why).
     pub notes: Vec<String>,
 }
@@ -88,6 +91,14 @@ impl RunSummary {
     pub fn overhead(&self) -> f64 {
         if self.measured_s > 0.0 {
             (self.wall_s - self.measured_s) / self.measured_s
+        } else {
+            f64::NAN
+        }
+    }
+    /// The same without the time `hxlab link` takes to tear its links down.
+    pub fn overhead_without_link(&self) -> f64 {
+        if self.measured_s > 0.0 {
+            (self.wall_s - self.link_s - self.measured_s) / self.measured_s
         } else {
             f64::NAN
         }
@@ -132,6 +143,8 @@ pub struct Runner {
     server: Option<Server>,
     bind: &'static str,
     link: Option<Result<(), String>>,
+    /// Time spent in `hxlab link` runs outside the cells' own wall times (setup, teardown).
+    link_extra_s: f64,
 }
 
 /// Connections per origin a browser opens for HTTP/1.1.
@@ -152,6 +165,7 @@ impl Runner {
             server: None,
             bind: "127.0.0.1",
             link: None,
+            link_extra_s: 0.0,
         }
     }
 
@@ -333,6 +347,7 @@ impl Runner {
             i = j;
         }
         summary.wall_s = t_runs.elapsed().as_secs_f64();
+        summary.link_s = self.link_extra_s;
         if let Some(pb) = bar {
             pb.finish_and_clear();
         }
@@ -758,6 +773,8 @@ impl Runner {
                 return out.into_iter().flatten().collect();
             }
         };
+        let group_start = Instant::now();
+        let mut walls = 0.0;
         let mut t = Instant::now();
         let mut exited: Option<Option<i32>> = None;
         let mut finished = vec![false; group.len()];
@@ -781,6 +798,7 @@ impl Runner {
             let wall = t.elapsed().as_secs_f64();
             let n = group[ci].1.len();
             let cost = server_cost(&before, &after, group[ci].0.config.protocol, n);
+            walls += wall;
             for r in out[ci].iter_mut() {
                 r.wall_s = wall / n as f64;
                 r.server = cost.clone();
@@ -828,6 +846,7 @@ impl Runner {
             }
         }
         cleanup();
+        self.link_extra_s += (group_start.elapsed().as_secs_f64() - walls).max(0.0);
         out.into_iter().flatten().collect()
     }
 }
