@@ -398,6 +398,9 @@ impl Runner {
         let ready_path = dir.join("ready.json");
         let cert = dir.join("cert.pem");
         let _ = std::fs::remove_file(&ready_path);
+        // Pages for the browser workload are written here and served under /static/.
+        let www = dir.join("www");
+        std::fs::create_dir_all(&www).map_err(io_err(&www))?;
         let mut child = Command::new(&self.opts.hxlab_bin)
             .args([
                 "serve",
@@ -412,6 +415,8 @@ impl Runner {
             .arg(&ready_path)
             .arg("--cert-out")
             .arg(&cert)
+            .arg("--dir")
+            .arg(&www)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -566,13 +571,16 @@ impl Runner {
             return record;
         };
         let cfg = &cell.config;
-        let url = format!(
-            "https://127.0.0.1:{port}/page?n={}&size={}&delay={}&push={}",
-            cfg.resources,
-            cfg.size,
-            cfg.delay.as_millis(),
-            u8::from(cfg.push)
-        );
+        let ms = cfg.delay.as_millis();
+        let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
+        let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
+        if !page_path.exists() {
+            if let Err(e) = std::fs::write(&page_path, page_html(cfg.resources, cfg.size, ms)) {
+                record.error = Some(format!("{}: {e}", page_path.display()));
+                return record;
+            }
+        }
+        let url = format!("https://127.0.0.1:{port}/static/{name}");
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
         let proto = match cfg.protocol {
@@ -849,6 +857,22 @@ impl Runner {
         self.link_extra_s += (group_start.elapsed().as_secs_f64() - walls).max(0.0);
         out.into_iter().flatten().collect()
     }
+}
+
+/// A page of `n` async scripts of `size` bytes from `/bytes/SIZE?delay=MS`: each waits the
+/// server's delay, and the browser reads every body to the end (it abandons image bodies
+/// that do not decode, which would cut the transfer short).
+fn page_html(n: u64, size: u64, ms: u128) -> String {
+    let mut html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab lab page</title></head><body>\n<p>{n} resources of {size} bytes, {ms} ms server delay each</p>\n"
+    );
+    for i in 0..n {
+        html.push_str(&format!(
+            "<script async src=\"/bytes/{size}?delay={ms}&amp;r={i}\"></script>\n"
+        ));
+    }
+    html.push_str("</body></html>\n");
+    html
 }
 
 /// The server's cost between two `/stats` readings, shared by `n` repetitions.
