@@ -6,6 +6,7 @@
 //! `hxlab serve`, `hxlab load` and `hxlab link` as child processes, and appending each
 //! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
 //! scenarios that reproduce the published studies live here with their published tables.
+//! Workloads: `resources` and `throughput` run `hxlab load`; `browser` runs `hxlab page`.
 //! What it is not: no protocol code and no statistics of its own — the server, client and
 //! link are the other subcommands, and hxlab-report turns the records into reports.
 

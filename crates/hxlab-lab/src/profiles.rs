@@ -1,43 +1,19 @@
-//! Names of the network profiles `hxlab link --profile` ships (shared/PROFILES.md), so an
-//! experiment naming an unknown one is refused before anything runs. The link itself owns
-//! the figures; this list only has to agree on the names.
+//! Network profile names, checked with `hxlab link`'s own lookup (hxlab_link::profiles) so an
+//! experiment naming an unknown or ambiguous profile is refused before anything runs, with
+//! the link's own list of names.
 
-/// Chrome DevTools legacy presets (the ones seed 003 used).
-pub const CHROME_LEGACY: [&str; 8] = [
-    "GPRS",
-    "Regular 2G",
-    "Good 2G",
-    "Regular 3G",
-    "Good 3G",
-    "Regular 4G",
-    "DSL",
-    "WiFi",
-];
-/// Chrome DevTools current presets, with their former names.
-pub const CHROME_CURRENT: [&str; 5] = ["3G", "Slow 4G", "Fast 4G", "Slow 3G", "Fast 3G"];
-/// WebPageTest connectivity profiles.
-pub const WEBPAGETEST: [&str; 12] = [
-    "Dial", "2G", "Edge", "3GSlow", "3G", "3GFast", "4G", "4GFast", "LTE", "DSL", "Cable", "FIOS",
-];
-
-/// Every known profile name (duplicates across sources appear once).
-pub fn all() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = Vec::new();
-    for n in CHROME_LEGACY
-        .iter()
-        .chain(CHROME_CURRENT.iter())
-        .chain(WEBPAGETEST.iter())
-    {
-        if !v.contains(n) {
-            v.push(n);
-        }
-    }
-    v
+/// Checks a profile name as `hxlab link --profile` will read it; the error is the link's
+/// one-line explanation (unknown, with the known names; or ambiguous, with the choices).
+pub fn check(name: &str) -> Result<(), String> {
+    hxlab_link::profiles::find(name)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
-/// The profile's canonical spelling, matching case-insensitively; None when unknown.
-pub fn canonical(name: &str) -> Option<&'static str> {
-    all()
-        .into_iter()
-        .find(|p| p.eq_ignore_ascii_case(name.trim()))
+/// Every profile name the link knows, qualified by family (`chrome-legacy:Regular 2G`).
+pub fn all() -> Vec<String> {
+    hxlab_link::profiles::all()
+        .iter()
+        .map(|p| p.qualified_name())
+        .collect()
 }

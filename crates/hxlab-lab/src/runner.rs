@@ -79,6 +79,9 @@ pub struct RunSummary {
     pub setup_s: f64,
     /// Sum of the repetitions' own measured times (`RunResult.duration_s`), seconds.
     pub measured_s: f64,
+    /// Part of `wall_s` spent in `hxlab link` outside the repetitions (tearing links down),
+    /// seconds.
+    pub link_s: f64,
     /// Notes for the report (skipped networks and why).
     pub notes: Vec<String>,
 }
@@ -92,11 +95,21 @@ impl RunSummary {
             f64::NAN
         }
     }
+    /// The same without the time `hxlab link` takes to tear its links down.
+    pub fn overhead_without_link(&self) -> f64 {
+        if self.measured_s > 0.0 {
+            (self.wall_s - self.link_s - self.measured_s) / self.measured_s
+        } else {
+            f64::NAN
+        }
+    }
 }
 
 /// The server's ready-file.
 #[derive(Clone, Debug, serde::Deserialize)]
 struct Ready {
+    #[serde(default)]
+    spki_sha256: Option<String>,
     tls: Option<String>,
     plain: Option<String>,
     h3: Option<String>,
@@ -130,6 +143,8 @@ pub struct Runner {
     server: Option<Server>,
     bind: &'static str,
     link: Option<Result<(), String>>,
+    /// Time spent in `hxlab link` runs outside the cells' own wall times (setup, teardown).
+    link_extra_s: f64,
 }
 
 /// Connections per origin a browser opens for HTTP/1.1.
@@ -150,6 +165,7 @@ impl Runner {
             server: None,
             bind: "127.0.0.1",
             link: None,
+            link_extra_s: 0.0,
         }
     }
 
@@ -261,7 +277,7 @@ impl Runner {
             // Consecutive network cells with the same link settings share one `hxlab link`.
             let link_key = |c: &Cell| (c.config.profile.clone(), c.config.loss.clone());
             let mut j = i + 1;
-            if cell.config.needs_link() {
+            if cell.config.needs_link() && exp.workload != Workload::Browser {
                 while j < pending.len()
                     && pending[j].0.config.needs_link()
                     && link_key(pending[j].0) == link_key(cell)
@@ -275,7 +291,10 @@ impl Runner {
                     pb.set_message(cell.key.clone());
                 }
             }
-            let records = if cell.config.needs_link() {
+            let records = if exp.workload == Workload::Browser {
+                // `hxlab page` runs its own link around the browser when a network is set.
+                vec![self.run_browser(exp, cell, pending[i].1, &dir)]
+            } else if cell.config.needs_link() {
                 let mut group: Vec<(&Cell, Vec<u32>)> = Vec::new();
                 for (c, rep) in &pending[i..j] {
                     match group.last_mut() {
@@ -328,6 +347,7 @@ impl Runner {
             i = j;
         }
         summary.wall_s = t_runs.elapsed().as_secs_f64();
+        summary.link_s = self.link_extra_s;
         if let Some(pb) = bar {
             pb.finish_and_clear();
         }
@@ -378,6 +398,9 @@ impl Runner {
         let ready_path = dir.join("ready.json");
         let cert = dir.join("cert.pem");
         let _ = std::fs::remove_file(&ready_path);
+        // Pages for the browser workload are written here and served under /static/.
+        let www = dir.join("www");
+        std::fs::create_dir_all(&www).map_err(io_err(&www))?;
         let mut child = Command::new(&self.opts.hxlab_bin)
             .args([
                 "serve",
@@ -392,6 +415,8 @@ impl Runner {
             .arg(&ready_path)
             .arg("--cert-out")
             .arg(&cert)
+            .arg("--dir")
+            .arg(&www)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -522,6 +547,117 @@ impl Runner {
         record
     }
 
+    /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
+    /// synthetic page with the cell's resources; its `PageRun` becomes the record's RunResult
+    /// (`duration_s` = the load event).
+    fn run_browser(&mut self, exp: &Experiment, cell: &Cell, rep: u32, dir: &Path) -> Record {
+        let mut record = Self::new_records(exp, cell, &[rep]).remove(0);
+        if cell.config.needs_link() {
+            if let Some(Err(why)) = &self.link {
+                record.skipped = Some(format!("link emulation is not available here ({why})"));
+                return record;
+            }
+        }
+        if let Err(e) = self.ensure_server() {
+            record.error = Some(e.to_string());
+            return record;
+        }
+        let Some(server) = &self.server else {
+            record.error = Some("no server".into());
+            return record;
+        };
+        let (Some(port), Some(spki)) = (server.tls_port, server.ready.spki_sha256.clone()) else {
+            record.error = Some("the server's ready file has no TLS port or spki_sha256".into());
+            return record;
+        };
+        let cfg = &cell.config;
+        let ms = cfg.delay.as_millis();
+        let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
+        let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
+        if !page_path.exists() {
+            if let Err(e) = std::fs::write(&page_path, page_html(cfg.resources, cfg.size, ms)) {
+                record.error = Some(format!("{}: {e}", page_path.display()));
+                return record;
+            }
+        }
+        let url = format!("https://127.0.0.1:{port}/static/{name}");
+        let json = dir.join(format!(".page-{rep}.json"));
+        let _ = std::fs::remove_file(&json);
+        let proto = match cfg.protocol {
+            Protocol::H3 => "h3",
+            Protocol::H2 | Protocol::H2c => "h2",
+            Protocol::H1 | Protocol::H1Tls => "h1",
+        };
+        let mut cmd = Command::new(&self.opts.hxlab_bin);
+        cmd.args([
+            "page", &url, "--proto", proto, "--runs", "1", "--spki", &spki, "--json",
+        ])
+        .arg(&json)
+        .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        if let Some(p) = &cfg.profile {
+            cmd.args(["--profile", p]);
+        }
+        if let Some(l) = &cfg.loss {
+            cmd.args(["--loss", l]);
+        }
+        let stats_addr = server
+            .plain_port
+            .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        let before = stats_addr.and_then(server_stats);
+        let t = Instant::now();
+        let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
+        record.wall_s = t.elapsed().as_secs_f64();
+        let after = stats_addr.and_then(server_stats);
+        let (code, stderr) = match outcome {
+            Ok(x) => x,
+            Err(e) => (None, e),
+        };
+        record.exit_code = code;
+        record.server = server_cost(&before, &after, cfg.protocol, 1);
+        let last_line = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let page: Option<serde_json::Value> = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let _ = std::fs::remove_file(&json);
+        let run = page
+            .as_ref()
+            .and_then(|p| p.get("runs"))
+            .and_then(|r| r.get(0))
+            .cloned();
+        match run {
+            None => {
+                record.error = Some(format!(
+                    "hxlab page gave no result (exit {code:?}): {last_line}"
+                ))
+            }
+            Some(run) => {
+                if let Some(e) = run.get("error").and_then(|e| e.as_str()) {
+                    record.error = Some(format!("page load failed: {e}"));
+                } else {
+                    match serde_json::from_value::<hxlab_browser::PageRun>(run) {
+                        Ok(pr) => {
+                            if let Some(flag) = &pr.flag {
+                                record.error =
+                                    Some(format!("page load left out by hxlab page: {flag}"));
+                            }
+                            record.result = Some(pr.to_run_result());
+                        }
+                        Err(e) => {
+                            record.error = Some(format!("hxlab page wrote an unreadable run: {e}"))
+                        }
+                    }
+                }
+            }
+        }
+        record
+    }
+
     /// Every repetition of consecutive network cells that share the same link settings, in
     /// one `hxlab link`: setting a link up and tearing it down costs far more than a
     /// repetition. Between cells the script waits for the runner to read the server's
@@ -645,6 +781,8 @@ impl Runner {
                 return out.into_iter().flatten().collect();
             }
         };
+        let group_start = Instant::now();
+        let mut walls = 0.0;
         let mut t = Instant::now();
         let mut exited: Option<Option<i32>> = None;
         let mut finished = vec![false; group.len()];
@@ -668,6 +806,7 @@ impl Runner {
             let wall = t.elapsed().as_secs_f64();
             let n = group[ci].1.len();
             let cost = server_cost(&before, &after, group[ci].0.config.protocol, n);
+            walls += wall;
             for r in out[ci].iter_mut() {
                 r.wall_s = wall / n as f64;
                 r.server = cost.clone();
@@ -715,8 +854,25 @@ impl Runner {
             }
         }
         cleanup();
+        self.link_extra_s += (group_start.elapsed().as_secs_f64() - walls).max(0.0);
         out.into_iter().flatten().collect()
     }
+}
+
+/// A page of `n` async scripts of `size` bytes from `/bytes/SIZE?delay=MS`: each waits the
+/// server's delay, and the browser reads every body to the end (it abandons image bodies
+/// that do not decode, which would cut the transfer short).
+fn page_html(n: u64, size: u64, ms: u128) -> String {
+    let mut html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab lab page</title></head><body>\n<p>{n} resources of {size} bytes, {ms} ms server delay each</p>\n"
+    );
+    for i in 0..n {
+        html.push_str(&format!(
+            "<script async src=\"/bytes/{size}?delay={ms}&amp;r={i}\"></script>\n"
+        ));
+    }
+    html.push_str("</body></html>\n");
+    html
 }
 
 /// The server's cost between two `/stats` readings, shared by `n` repetitions.
@@ -1125,6 +1281,7 @@ mod tests {
         Server {
             child: Command::new("true").spawn().expect("spawn true"),
             ready: Ready {
+                spki_sha256: None,
                 tls: Some("127.0.0.1:4433".into()),
                 plain: Some("127.0.0.1:8080".into()),
                 h3: Some("127.0.0.1:4433".into()),

@@ -430,12 +430,9 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
             if s.eq_ignore_ascii_case("none") {
                 return Ok(("none".into(), Level::Text("none".into())));
             }
-            match profiles::canonical(s) {
-                Some(p) => Ok((p.to_string(), Level::Text(p.to_string()))),
-                None => Err(format!(
-                    "unknown profile {s:?}; known: \"none\", {}",
-                    profiles::all().join(", ")
-                )),
+            match profiles::check(s) {
+                Ok(()) => Ok((s.to_string(), Level::Text(s.to_string()))),
+                Err(e) => Err(format!("profile: {e}; or \"none\" for no emulation")),
             }
         }
         "loss" => {
@@ -657,12 +654,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
                 exp.workload = match str_setting(&ctx, key, v)?.as_str() {
                     "resources" => Workload::Resources,
                     "throughput" => Workload::Throughput,
-                    "browser" => {
-                        return Err(ctx.at(
-                            &place,
-                            "workload \"browser\" needs `hxlab page` (headless Chromium), which is not in this build yet; use \"resources\" (fetch N resources as a browser would) for now",
-                        ))
-                    }
+                    "browser" => Workload::Browser,
                     other => {
                         return Err(ctx.at(&place, format!("unknown workload {other:?}; expected \"resources\", \"throughput\" or \"browser\"")))
                     }
@@ -829,7 +821,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
     {
         return Err(ctx.whole("the throughput workload needs `requests` (a count) or `duration`"));
     }
-    if exp.workload == Workload::Resources {
+    if exp.workload != Workload::Throughput {
         for f in ["clients", "streams", "requests", "duration"] {
             if let Some(spec) = base
                 .get(f)
@@ -837,7 +829,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
             {
                 return Err(ctx.at(
                     &spec.span,
-                    format!("`{f}` belongs to the throughput workload; the resources workload opens connections as a browser would (set workload = \"throughput\" for h2load-style -n/-c/-m)"),
+                    format!("`{f}` belongs to the throughput workload; the resources and browser workloads open connections as a browser does (set workload = \"throughput\" for h2load-style -n/-c/-m)"),
                 ));
             }
         }
@@ -999,7 +991,7 @@ fn expand(
             if !seen.insert(key.clone()) {
                 continue;
             }
-            let config = cell_config(ctx, m, &combo)?;
+            let config = cell_config(exp.workload, ctx, m, &combo)?;
             let factors = combo
                 .iter()
                 .map(|(n, (d, _))| (n.to_string(), d.clone()))
@@ -1018,6 +1010,7 @@ fn expand(
 }
 
 fn cell_config(
+    workload: Workload,
     ctx: &Ctx,
     m: &BTreeMap<String, FactorSpec>,
     combo: &[(&str, &(String, Level))],
@@ -1112,6 +1105,24 @@ fn cell_config(
             format!("impossible cell `{key}`: push needs at least one resource"),
         ));
     }
+    if workload == Workload::Browser {
+        if !matches!(cfg.protocol, Protocol::H1Tls | Protocol::H2 | Protocol::H3) {
+            return Err(ctx.at(
+                &place("protocol"),
+                format!("impossible cell `{key}`: browsers speak HTTP/2 only over TLS and the browser workload loads https:// pages; use h1-tls, h2 or h3"),
+            ));
+        }
+        for (f, set) in [
+            ("cc", cfg.cc.is_some()),
+            ("keepalive", !cfg.keepalive),
+            ("tls_resume", cfg.tls_resume),
+            ("zero_rtt", cfg.zero_rtt),
+        ] {
+            if set {
+                return Err(ctx.at(&place(f), format!("cell `{key}`: `{f}` cannot be set for a real browser (workload = \"browser\"); use the resources workload")));
+            }
+        }
+    }
     if cfg.duration.is_some() && cfg.requests > 0 {
         return Err(ctx.at(
             &place("duration"),
@@ -1193,18 +1204,28 @@ mod tests {
         );
         let m = err("protocol = \"h2\"\nprofile = [\"none\", \"Regular 5G\"]\n");
         assert!(
-            m.starts_with("t.toml:2:11: unknown profile \"Regular 5G\""),
+            m.starts_with(
+                "t.toml:2:11: profile: unknown profile \"Regular 5G\"; known: chrome-legacy:GPRS"
+            ),
             "{m}"
         );
+        let m = err("protocol = \"h2\"\nprofile = \"3G\"\n");
+        assert!(
+            m.contains("is ambiguous; say which: chrome:3G, wpt:3G"),
+            "{m}"
+        );
+        ok("protocol = \"h2\"\nprofile = [\"wpt:3G\", \"Regular 4G\"]\n");
         let m = err("protocol = [\"h1\"]\nzero_rtt = true\n");
         assert!(m.contains("zero_rtt needs TLS"), "{m}");
         let m = err("protocol = \"h2\"\nkeepalive = false\n");
         assert!(m.contains("only HTTP/1.1 does"), "{m}");
-        let m = err("workload = \"browser\"\nprotocol = \"h2\"\n");
+        let m = err("workload = \"browser\"\nprotocol = [\"h2\", \"h2c\"]\n");
         assert!(
-            m.contains("t.toml:1:12:") && m.contains("needs `hxlab page`"),
+            m.contains("t.toml:2:12:") && m.contains("browsers speak HTTP/2 only over TLS"),
             "{m}"
         );
+        let m = err("workload = \"browser\"\nprotocol = \"h3\"\ncc = \"bbr\"\n");
+        assert!(m.contains("`cc` cannot be set for a real browser"), "{m}");
     }
 
     #[test]

@@ -3,9 +3,9 @@
 //! emulated network when `hxlab link` works here), a table on the terminal, the report in a
 //! directory it names, and the runner's overhead over the cells' own measured time.
 
+use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
 use hxlab_lab::scenarios;
-use super::run::emit;
 use std::process::ExitCode;
 
 /// Options of `hxlab compare`.
@@ -28,12 +28,21 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     let code = finish(&summary, &report, &dir)?;
     if summary.measured_s > 0.0 {
         emit!(
-            "runner overhead: {:.1} % over the cells' own measured time ({:.2} s wall for {:.2} s measured; {:.2} s starting the server{})",
+            "runner overhead: {:.1} % over the cells' own measured time ({:.2} s wall for {:.2} s measured){}; {:.2} s before the first cell (server start{})",
             summary.overhead() * 100.0,
             summary.wall_s,
             summary.measured_s,
+            if summary.link_s > 0.0 {
+                format!(
+                    "; {:.1} % without the {:.2} s hxlab link spent tearing its links down",
+                    summary.overhead_without_link() * 100.0,
+                    summary.link_s
+                )
+            } else {
+                String::new()
+            },
             summary.setup_s,
-            if summary.notes.iter().any(|n| n.contains("link")) { "" } else { " and probing the link" }
+            if summary.notes.iter().any(|n| n.contains("link emulation is not available")) { "" } else { ", link probe" }
         );
     }
     Ok(code)
