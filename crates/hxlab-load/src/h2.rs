@@ -13,6 +13,7 @@ use crate::recorder::{ErrorKind, SharedRecorder};
 use crate::worker::{ClientCtx, SessionEnd};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::cell::Cell;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -319,9 +320,10 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         }
         Ok(Ok(pair)) => pair,
     };
-    let driver = tokio::task::spawn_local(async move {
-        let _ = connection.await;
-    });
+    // The connection is polled inside this task (not spawned): one task wake per batch of
+    // frames instead of two.
+    let mut connection = Box::pin(connection);
+    let mut conn_done = false;
     let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
     let mut inflight = FuturesUnordered::new();
     let mut answered = 0u64;
@@ -340,7 +342,14 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
             let now = Instant::now();
             match ctx.next(now) {
                 Next::Go { scheduled, ticket } => {
-                    if let Err(e) = futures::future::poll_fn(|cx| client.poll_ready(cx)).await {
+                    let ready = futures::future::poll_fn(|cx| {
+                        if !conn_done && connection.as_mut().poll(cx).is_ready() {
+                            conn_done = true;
+                        }
+                        client.poll_ready(cx)
+                    })
+                    .await;
+                    if let Err(e) = ready {
                         ctx.plan.give_back(ticket);
                         if is_graceful_goaway(&e) {
                             break 'conn SessionEnd::Closed { answered };
@@ -408,7 +417,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         }
         if inflight.is_empty() {
             if let Some(t) = wait_until {
-                tokio::time::sleep_until(t.into()).await;
+                // Keep the connection polled while idle (PING, SETTINGS, GOAWAY).
+                tokio::select! {
+                    _ = tokio::time::sleep_until(t.into()) => {}
+                    _ = connection.as_mut(), if !conn_done => conn_done = true,
+                }
                 continue;
             }
             if plan_done {
@@ -422,6 +435,10 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         let outcome = tokio::select! {
             biased;
             o = inflight.next() => o,
+            _ = connection.as_mut(), if !conn_done => {
+                conn_done = true;
+                continue;
+            }
             _ = &mut due_timer, if wait_until.is_some() => continue,
             _ = &mut progress_timer => {
                 // Deadlines only move forward, so the timer is re-armed only when it fires.
@@ -439,7 +456,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         if let Some(o) = outcome {
             if settle(ctx, o, answered == 0, h2c) {
                 answered += 1;
-            } else if driver.is_finished() {
+            } else if conn_done {
                 // The connection itself is gone: the loop ends; streams still open fail below.
                 break 'conn SessionEnd::Failed {
                     answered,
@@ -450,7 +467,8 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         }
     };
     drop(client);
-    driver.abort();
+    // Dropping the connection ends the streams still open.
+    drop(connection);
     // Streams still open when the connection ended fail with it (dropping the connection
     // errors them at once; the limit is only a guard).
     let drain = async {
