@@ -13,7 +13,6 @@ use crate::recorder::{ErrorKind, SharedRecorder};
 use crate::worker::{ClientCtx, SessionEnd};
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::cell::Cell;
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -320,10 +319,9 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         }
         Ok(Ok(pair)) => pair,
     };
-    // The connection is polled inside this task (not spawned): one task wake per batch of
-    // frames instead of two.
-    let mut connection = Box::pin(connection);
-    let mut conn_done = false;
+    let driver = tokio::task::spawn_local(async move {
+        let _ = connection.await;
+    });
     let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
     let mut inflight = FuturesUnordered::new();
     let mut answered = 0u64;
@@ -342,14 +340,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
             let now = Instant::now();
             match ctx.next(now) {
                 Next::Go { scheduled, ticket } => {
-                    let ready = futures::future::poll_fn(|cx| {
-                        if !conn_done && connection.as_mut().poll(cx).is_ready() {
-                            conn_done = true;
-                        }
-                        client.poll_ready(cx)
-                    })
-                    .await;
-                    if let Err(e) = ready {
+                    if let Err(e) = futures::future::poll_fn(|cx| client.poll_ready(cx)).await {
                         ctx.plan.give_back(ticket);
                         if is_graceful_goaway(&e) {
                             break 'conn SessionEnd::Closed { answered };
@@ -417,11 +408,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         }
         if inflight.is_empty() {
             if let Some(t) = wait_until {
-                // Keep the connection polled while idle (PING, SETTINGS, GOAWAY).
-                tokio::select! {
-                    _ = tokio::time::sleep_until(t.into()) => {}
-                    _ = connection.as_mut(), if !conn_done => conn_done = true,
-                }
+                tokio::time::sleep_until(t.into()).await;
                 continue;
             }
             if plan_done {
@@ -435,10 +422,6 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         let outcome = tokio::select! {
             biased;
             o = inflight.next() => o,
-            _ = connection.as_mut(), if !conn_done => {
-                conn_done = true;
-                continue;
-            }
             _ = &mut due_timer, if wait_until.is_some() => continue,
             _ = &mut progress_timer => {
                 // Deadlines only move forward, so the timer is re-armed only when it fires.
@@ -456,7 +439,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         if let Some(o) = outcome {
             if settle(ctx, o, answered == 0, h2c) {
                 answered += 1;
-            } else if conn_done {
+            } else if driver.is_finished() {
                 // The connection itself is gone: the loop ends; streams still open fail below.
                 break 'conn SessionEnd::Failed {
                     answered,
@@ -467,8 +450,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         }
     };
     drop(client);
-    // Dropping the connection ends the streams still open.
-    drop(connection);
+    driver.abort();
     // Streams still open when the connection ended fail with it (dropping the connection
     // errors them at once; the limit is only a guard).
     let drain = async {
