@@ -94,7 +94,7 @@ impl Nginx {
         let (plain, h2, tls_h1) = (free_port(), free_port(), free_port());
         let d = dir.path().display();
         let conf = format!(
-            "worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid;\n\
+            "master_process off; worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid;\n\
              events {{ worker_connections 1024; }}\n\
              http {{ access_log off; keepalive_requests 100000;\n\
                client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;\n\
