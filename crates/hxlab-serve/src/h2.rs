@@ -10,9 +10,11 @@ use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{RecvStream, SendStream};
 use http::{Method, Request, Uri};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Notify;
 
 /// Serves one HTTP/2 connection (TLS or h2c) until the peer closes it or, after shutdown,
 /// until its streams are done.
@@ -38,11 +40,17 @@ where
     if stopping {
         conn.graceful_shutdown();
     }
+    let idle = Arc::new(Idle {
+        requests: AtomicU64::new(0),
+        wake: Notify::new(),
+    });
+    tokio::spawn(idle_watch(Arc::downgrade(&idle)));
     let mut batch = Vec::new();
     loop {
         tokio::select! {
             next = conn.accept() => match next {
                 Some(Ok(first)) => {
+                    idle.requests.fetch_add(1, Ordering::Relaxed);
                     // Take every request that has already arrived before answering any: each
                     // accept() flushes what was answered so far, so answering in between
                     // would cost one write per response instead of one per batch.
@@ -73,6 +81,40 @@ where
                     conn.graceful_shutdown();
                 }
             }
+            _ = idle.wake.notified(), if !stopping => {
+                // GOAWAY; streams still running finish, then the connection closes.
+                stopping = true;
+                conn.graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Requests seen on one connection, for the idle watchdog.
+struct Idle {
+    requests: AtomicU64,
+    wake: Notify,
+}
+
+/// A connection that starts no request for 30 to 45 s gets a GOAWAY (as nginx closes idle
+/// HTTP/2 connections); checked by a separate task so the request path arms no timer.
+async fn idle_watch(idle: Weak<Idle>) {
+    const PERIOD: Duration = Duration::from_secs(15);
+    let mut last = u64::MAX;
+    let mut quiet_periods = 0;
+    loop {
+        tokio::time::sleep(PERIOD).await;
+        let Some(i) = idle.upgrade() else { return };
+        let now = i.requests.load(Ordering::Relaxed);
+        if now != last {
+            last = now;
+            quiet_periods = 0;
+            continue;
+        }
+        quiet_periods += 1;
+        if quiet_periods >= 2 {
+            i.wake.notify_one();
+            return;
         }
     }
 }

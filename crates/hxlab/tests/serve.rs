@@ -399,6 +399,33 @@ fn gtlsclient_gets_the_body_over_h3() {
         Some(100_000 + page.len() as u64),
         "{st}"
     );
+    // 103 Early Hints go out over HTTP/3 too, before the 200.
+    let mut cmd = Command::new("gtlsclient");
+    cmd.args([
+        "--exit-on-all-streams-close",
+        "--timeout=10s",
+        "--no-quic-dump",
+        "--no-http-dump",
+    ])
+    .args([
+        "127.0.0.1",
+        &t,
+        &format!("https://127.0.0.1:{t}/page?n=2&early_hints=1"),
+    ]);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(0), "gtlsclient: {err}");
+    let log = format!("{out}{err}");
+    let hints = log
+        .find("[:status: 103]")
+        .unwrap_or_else(|| panic!("no 103 over h3: {log}"));
+    let ok = log
+        .find("[:status: 200]")
+        .unwrap_or_else(|| panic!("no 200 over h3: {log}"));
+    assert!(hints < ok, "103 before 200");
+    assert!(
+        log.contains("[link: </bytes/1000?r=0>; rel=preload"),
+        "{log}"
+    );
 }
 
 fn h2spec(args: &[&str]) {
