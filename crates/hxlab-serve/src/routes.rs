@@ -530,9 +530,9 @@ fn page_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
         html.push_str("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab page</title></head><body>\n");
         html.push_str(&format!("<p>{n} resources of {size} bytes</p>\n"));
         for p in &paths {
-            html.push_str(&format!(
-                "<img src=\"{p}\" width=\"1\" height=\"1\" alt=\"\">\n"
-            ));
+            // Async scripts, not images: a browser reads a script to its end, while it
+            // abandons an image it cannot decode after a few KiB (and would under-count time).
+            html.push_str(&format!("<script async src=\"{p}\"></script>\n"));
         }
         html.push_str("</body></html>\n");
         let mut r = Reply::new(
@@ -545,7 +545,7 @@ fn page_endpoint(ctx: &Ctx, query: Option<&str>) -> Reply {
             let link = paths
                 .iter()
                 .take(MAX_HINT_LINKS as usize)
-                .map(|p| format!("<{p}>; rel=preload; as=image"))
+                .map(|p| format!("<{p}>; rel=preload; as=script"))
                 .collect::<Vec<_>>()
                 .join(", ");
             r.early_hints = HeaderValue::from_str(&link).ok();
@@ -587,9 +587,11 @@ function load(origin, n, size, delay) {{
     const t0 = performance.now(); let left = n; const tag = Date.now() + '-' + Math.random();
     if (n === 0) return resolve(0);
     for (let i = 0; i < n; i++) {{
-      const img = new Image();
-      img.onload = img.onerror = () => {{ if (--left === 0) resolve(performance.now() - t0); }};
-      img.src = origin + '/bytes/' + encodeURIComponent(size) + '?delay=' + delay + '&r=' + i + '-' + tag;
+      // A script is read to its end (an undecodable image is abandoned after a few KiB).
+      const el = document.createElement('script'); el.async = true;
+      el.onload = el.onerror = () => {{ el.remove(); if (--left === 0) resolve(performance.now() - t0); }};
+      el.src = origin + '/bytes/' + encodeURIComponent(size) + '?delay=' + delay + '&r=' + i + '-' + tag;
+      document.head.appendChild(el);
     }}
   }});
 }}

@@ -115,6 +115,8 @@ impl Identity {
             .with_single_cert(self.certs.clone(), self.key.clone_key())
             .map_err(cert_err)?;
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        // Accept QUIC 0-RTT from resuming clients (quinn wants exactly u32::MAX or 0 here).
+        tls.max_early_data_size = u32::MAX;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(cert_err)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = quinn::TransportConfig::default();

@@ -858,6 +858,30 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
         assert_eq!(u(&v.expect("json"), &["requests_done"]), 20);
     }
 
+    // QUIC 0-RTT / resumption: every connection after the first resumes (one per request).
+    let url = format!("https://{h3}/bytes/100");
+    let (code, v, err) = load(&[
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--0rtt",
+        "--proto",
+        "h3",
+        "-k",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["connections"]), 10, "{v}");
+    assert!(u(&v, &["resumed"]) >= 8, "h3 0-RTT resumed: {}", v["resumed"]);
+    assert_eq!(
+        hist_count(&v, "handshake_resumed"),
+        u(&v, &["resumed"]),
+        "{v}"
+    );
+
     // Server-side delay and statuses are counted as they come.
     let url = format!("http://{plain}/status/503");
     let (code, v, _) = load(&["-n", "10", "--proto", "h2c", &url]);
