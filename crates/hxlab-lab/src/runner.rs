@@ -147,6 +147,10 @@ pub struct Runner {
     link_extra_s: f64,
 }
 
+/// How long a link may take to tear down after its last repetition before it is asked to
+/// stop (and, as long again later, killed).
+const LINK_GRACE: Duration = Duration::from_secs(1);
+
 /// Connections per origin a browser opens for HTTP/1.1.
 pub const BROWSER_CONNECTIONS: u64 = 6;
 /// Streams in flight on one HTTP/2 or HTTP/3 connection in the resources workload: browsers
@@ -820,7 +824,13 @@ impl Runner {
                 break;
             }
         }
-        // Let the link finish (tear down), or stop it at the deadline.
+        // Let the link tear down. Once every repetition is done nothing more is measured, so
+        // a link that lingers (it drains packets still in flight, e.g. QUIC retransmissions
+        // towards clients that have gone) is asked to stop after a grace period, then killed;
+        // its TUN devices and namespace go with its file descriptors.
+        let all_done = runnable.iter().all(|&ci| finished[ci]);
+        let script_done = Instant::now();
+        let mut termed = false;
         let code = loop {
             if let Some(c) = exited {
                 break c;
@@ -828,7 +838,15 @@ impl Runner {
             if let Ok(Some(st)) = child.try_wait() {
                 break st.code();
             }
-            if Instant::now() > deadline {
+            if all_done && !termed && script_done.elapsed() > LINK_GRACE {
+                // SAFETY: kill has no memory-safety preconditions; the pid is our child.
+                unsafe {
+                    libc::kill(child.id() as i32, libc::SIGTERM);
+                }
+                termed = true;
+            }
+            let past_grace = all_done && script_done.elapsed() > 2 * LINK_GRACE;
+            if Instant::now() > deadline || past_grace {
                 // SAFETY: kill has no memory-safety preconditions; -pid names the child's group.
                 unsafe {
                     libc::kill(-(child.id() as i32), libc::SIGKILL);
