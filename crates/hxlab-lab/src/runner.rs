@@ -149,7 +149,7 @@ pub struct Runner {
 
 /// How long a link may take to tear down after its last repetition before it is asked to
 /// stop (and, as long again later, killed).
-const LINK_GRACE: Duration = Duration::from_secs(1);
+const LINK_GRACE: Duration = Duration::from_millis(300);
 
 /// Connections per origin a browser opens for HTTP/1.1.
 pub const BROWSER_CONNECTIONS: u64 = 6;
