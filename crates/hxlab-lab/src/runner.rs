@@ -147,6 +147,26 @@ pub struct Runner {
     link_extra_s: f64,
 }
 
+/// Children that must not outlive the runner (a killed `hxlab run` must not leave a server
+/// or a load behind).
+trait DieWithParent {
+    fn die_with_parent(&mut self) -> &mut Self;
+}
+
+impl DieWithParent for Command {
+    fn die_with_parent(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
+        // which is async-signal-safe.
+        unsafe {
+            self.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            })
+        }
+    }
+}
+
 /// How long a link may take to tear down after its last repetition before it is asked to
 /// stop (and, as long again later, killed).
 const LINK_GRACE: Duration = Duration::from_millis(300);
@@ -421,6 +441,7 @@ impl Runner {
             .arg(&cert)
             .arg("--dir")
             .arg(&www)
+            .die_with_parent()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -953,7 +974,8 @@ fn spawn_group(mut cmd: Command) -> Result<(Child, std::thread::JoinHandle<Strin
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .process_group(0);
+        .process_group(0)
+        .die_with_parent();
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
@@ -1163,7 +1185,8 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Result<(Option<i32>, String
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .process_group(0);
+        .process_group(0)
+        .die_with_parent();
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
