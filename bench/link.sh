@@ -80,6 +80,12 @@ VU=$(field mbit_s < "$TMP/sink")
 echo "throughput_down: hxlab link $LD Mbit/s, veth $VD Mbit/s → ratio $(ratio "$LD" "$VD") (target ≥ 1000 Mbit/s)"
 echo "throughput_up:   hxlab link $LU Mbit/s, veth $VU Mbit/s → ratio $(ratio "$LU" "$VU") (target ≥ 1000 Mbit/s)"
 
+# 5b. Throughput with 20 ms each way (mahimahi stalls near 300 Mbit/s here, its issue #144);
+#     informational: TCP window limits (tcp_rmem/tcp_wmem max) cap it too.
+PT=$(port); bg "$P" tcp-source "$PT" 8; sleep 0.2
+LDD=$("$H" link --delay 20ms -- sh -c "$P tcp-recv \$HXLAB_LINK_HOST $PT 8" | field mbit_s)
+echo "throughput_down_with_20ms_each_way: hxlab link $LDD Mbit/s (tcp_rmem max $(cut -f3 /proc/sys/net/ipv4/tcp_rmem), tcp_wmem max $(cut -f3 /proc/sys/net/ipv4/tcp_wmem))"
+
 # 6. No impairment: added latency at p50 (UDP echo RTT), hxlab link vs veth, interleaved twice.
 PT=$(port); bg "$P" udp-echo "$PT" 40; sleep 0.2
 for round in 1 2; do

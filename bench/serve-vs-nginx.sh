@@ -2,7 +2,9 @@
 # hxlab serve vs nginx (1 worker), side by side in one run: a 100-byte object over h1,
 # h1+TLS, h2 over TLS (-m1 and -m10) and h2c. Each server is pinned to core 1, h2load to
 # core 0; rows alternate between the two servers, REPS times, and the median req/s is kept.
-# Also prints the server's CPU time per request (user+sys from /proc, µs).
+# Also prints the server's CPU time per request (user+sys from /proc, µs) and its ratio: on a
+# shared 2-core machine h2load itself (or a neighbour) often limits req/s, so the CPU ratio is
+# the steadier measure of the server.
 #
 # usage: bench/serve-vs-nginx.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N]
 # needs: nginx, h2load, taskset, openssl, python3. Traffic stays on 127.0.0.1.
@@ -145,11 +147,13 @@ median2() { python3 -c "import statistics,sys; print('%.2f' % statistics.median(
 
 echo
 echo "100-byte object, server on core 1 (hxlab --threads 1, nginx 1 worker), h2load on core 0,"
-echo "c=$CONNS, ${DUR}s per run, median of $REPS alternating runs; CPU = server user+sys µs per request"
-printf "%-13s %12s %12s %7s   %9s %9s\n" "row" "hxlab req/s" "nginx req/s" "ratio" "hxlab CPU" "nginx CPU"
+echo "c=$CONNS, ${DUR}s per run, median of $REPS alternating runs; CPU = server user+sys µs per request;"
+echo "cpu ratio = nginx CPU / hxlab CPU (above 1: hxlab needs less CPU per request)"
+printf "%-13s %12s %12s %7s   %9s %9s %9s\n" "row" "hxlab req/s" "nginx req/s" "ratio" "hxlab CPU" "nginx CPU" "cpu ratio"
 for i in "${!ROWS[@]}"; do
   # shellcheck disable=SC2086
   h=$(median ${HX[$i]}); n=$(median ${NG[$i]}); hc=$(median2 ${HXC[$i]}); nc=$(median2 ${NGC[$i]})
   ratio=$(python3 -c "print('%.2f' % ($h/$n if $n else 0))")
-  printf "%-13s %12s %12s %6sx   %9s %9s\n" "${ROWS[$i]}" "$h" "$n" "$ratio" "$hc" "$nc"
+  cratio=$(python3 -c "print('%.2f' % ($nc/$hc if $hc else 0))")
+  printf "%-13s %12s %12s %6sx   %9s %9s %8sx\n" "${ROWS[$i]}" "$h" "$n" "$ratio" "$hc" "$nc" "$cratio"
 done

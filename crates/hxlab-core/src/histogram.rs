@@ -5,7 +5,9 @@
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Deserializer as SerdeDeserializer, Serialize, Serializer as SerdeSerializer};
+use serde::{
+    Deserialize, Deserializer as SerdeDeserializer, Serialize, Serializer as SerdeSerializer,
+};
 use std::time::Duration;
 
 /// Highest value recorded, in microseconds (one hour); larger values are clamped to it.

@@ -252,7 +252,12 @@ mod tests {
 
     #[test]
     fn json_roundtrip_and_merge_sum() {
-        let mut a = RunResult { schema: SCHEMA_VERSION, requests_done: 10, duration_s: 1.0, ..Default::default() };
+        let mut a = RunResult {
+            schema: SCHEMA_VERSION,
+            requests_done: 10,
+            duration_s: 1.0,
+            ..Default::default()
+        };
         a.status.insert("200".into(), 10);
         a.histograms.latency.record_micros(100);
         let text = serde_json::to_string(&a).unwrap();

@@ -53,12 +53,17 @@ impl SplitMix {
 }
 
 /// Percentile-bootstrap confidence interval of `statistic` at `level` (e.g. 0.95).
-pub fn bootstrap_ci(xs: &[f64], level: f64, resamples: usize, statistic: fn(&[f64]) -> f64) -> (f64, f64) {
+pub fn bootstrap_ci(
+    xs: &[f64],
+    level: f64,
+    resamples: usize,
+    statistic: fn(&[f64]) -> f64,
+) -> (f64, f64) {
     if xs.len() < 2 {
         let v = statistic(xs);
         return (v, v);
     }
-    let mut rng = SplitMix(0x5EED_0F_4A1B);
+    let mut rng = SplitMix(0x005E_ED0F_4A1B);
     let mut stats = Vec::with_capacity(resamples);
     let mut sample = vec![0.0; xs.len()];
     for _ in 0..resamples {
@@ -100,7 +105,11 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> (f64, f64) {
     if a.is_empty() || b.is_empty() {
         return (f64::NAN, 1.0);
     }
-    let mut all: Vec<(f64, usize)> = a.iter().map(|&x| (x, 0)).chain(b.iter().map(|&x| (x, 1))).collect();
+    let mut all: Vec<(f64, usize)> = a
+        .iter()
+        .map(|&x| (x, 0))
+        .chain(b.iter().map(|&x| (x, 1)))
+        .collect();
     all.sort_by(|x, y| x.0.total_cmp(&y.0));
     let n = all.len();
     let mut ranks = vec![0.0; n];
@@ -119,7 +128,12 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> (f64, f64) {
         tie_term += t * t * t - t;
         i = j + 1;
     }
-    let r1: f64 = all.iter().zip(&ranks).filter(|(x, _)| x.1 == 0).map(|(_, r)| r).sum();
+    let r1: f64 = all
+        .iter()
+        .zip(&ranks)
+        .filter(|(x, _)| x.1 == 0)
+        .map(|(_, r)| r)
+        .sum();
     let u1 = r1 - n1 * (n1 + 1.0) / 2.0;
     let mu = n1 * n2 / 2.0;
     let nn = n1 + n2;
@@ -144,7 +158,9 @@ fn erfc(x: f64) -> f64 {
                 + t * (0.37409196
                     + t * (0.09678418
                         + t * (-0.18628806
-                            + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
+                            + t * (0.27886807
+                                + t * (-1.13520398
+                                    + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
             .exp();
     if x >= 0.0 {
         y
@@ -182,7 +198,10 @@ mod tests {
     fn bootstrap_brackets_median() {
         let xs: Vec<f64> = (1..=50).map(|i| i as f64).collect();
         let (lo, hi) = bootstrap_ci(&xs, 0.95, 2000, median);
-        assert!(lo < 25.5 && 25.5 < hi && lo > 15.0 && hi < 36.0, "{lo} {hi}");
+        assert!(
+            lo < 25.5 && 25.5 < hi && lo > 15.0 && hi < 36.0,
+            "{lo} {hi}"
+        );
         let (rlo, rhi) = ratio_ci(&xs, &xs, 0.95, 500);
         assert!(rlo <= 1.0 && rhi >= 1.0);
     }

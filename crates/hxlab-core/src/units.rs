@@ -19,7 +19,11 @@ pub struct UnitError {
 }
 
 fn err(what: &'static str, input: &str, reason: impl Into<String>) -> UnitError {
-    UnitError { what, input: input.to_string(), reason: reason.into() }
+    UnitError {
+        what,
+        input: input.to_string(),
+        reason: reason.into(),
+    }
 }
 
 /// Splits "12.5KiB" into (12.5, "KiB"); refuses empty, negative and non-finite numbers.
@@ -57,7 +61,13 @@ pub fn parse_size(input: &str) -> Result<u64, UnitError> {
         "Gi" | "GiB" => 1073741824.0,
         "T" | "TB" => 1e12,
         "Ti" | "TiB" => 1099511627776.0,
-        _ => return Err(err("size", input, "unknown unit; use B, k, KiB, M, MiB, G, GiB, T, TiB")),
+        _ => {
+            return Err(err(
+                "size",
+                input,
+                "unknown unit; use B, k, KiB, M, MiB, G, GiB, T, TiB",
+            ))
+        }
     };
     let bytes = (value * mult).floor();
     if bytes > u64::MAX as f64 / 2.0 {
@@ -99,7 +109,13 @@ pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
         "mibit" => 1048576.0,
         "gibit" => 1073741824.0,
         "" => return Err(err("rate", input, "needs a unit: bit, kbit, mbit, gbit")),
-        _ => return Err(err("rate", input, "unknown unit; use bit, kbit, mbit, gbit, kibit, mibit")),
+        _ => {
+            return Err(err(
+                "rate",
+                input,
+                "unknown unit; use bit, kbit, mbit, gbit, kibit, mibit",
+            ))
+        }
     };
     let bps = (value * mult).round();
     if bps < 1.0 {

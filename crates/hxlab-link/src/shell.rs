@@ -323,7 +323,16 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
             // More may be waiting: read again before sleeping.
             continue;
         }
-        let wake = ctx.pipe.next_wakeup();
+        let mut wake = ctx.pipe.next_wakeup();
+        if let Some(until) = drain_until {
+            // Stopping: let packets already on the wire (a final ACK or FIN) arrive, but
+            // never wait past the linger time.
+            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+            if now >= until || wake.is_none() {
+                return Ok(ctx.pipe.stats().clone());
+            }
+            wake = wake.map(|w| w.min(until));
+        }
         if let Some(t) = wake {
             let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
             if t <= now {
@@ -401,40 +410,6 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
                 _ => {}
             }
         }
-        if let Some(until) = drain_until {
-            // Stopping: let packets already on the wire (a final ACK or FIN) arrive, but
-            // never wait past the linger time.
-            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
-            if now >= until || ctx.pipe.next_wakeup().is_none() {
-                return Ok(ctx.pipe.stats().clone());
-            }
-            if ctx.pipe.next_wakeup().is_some_and(|t| t > until) && armed.is_none_or(|a| a > until)
-            {
-                let spec = libc::itimerspec {
-                    it_interval: libc::timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    },
-                    it_value: {
-                        let at = ctx.start_ns + until.as_nanos() as u64;
-                        libc::timespec {
-                            tv_sec: (at / 1_000_000_000) as libc::time_t,
-                            tv_nsec: (at % 1_000_000_000) as libc::c_long,
-                        }
-                    },
-                };
-                // SAFETY: spec is valid.
-                unsafe {
-                    libc::timerfd_settime(
-                        timer.as_raw_fd(),
-                        libc::TFD_TIMER_ABSTIME,
-                        &spec,
-                        std::ptr::null_mut(),
-                    )
-                };
-                armed = Some(until);
-            }
-        }
     }
 }
 
@@ -459,6 +434,8 @@ impl Link {
         let (host, client) = (slot.host(), slot.client());
 
         let outer = open_tun(&outer_name)?;
+        // No IPv6 link-local address: its router solicitations would be noise on the link.
+        let _ = ip(&["link", "set", "dev", &outer_name, "addrgenmode", "none"]);
         ip(&[
             "link",
             "set",
@@ -496,6 +473,7 @@ impl Link {
                 let ns = unsafe { OwnedFd::from_raw_fd(ns) };
                 let inner = open_tun(&inner_name2)?;
                 ip(&["link", "set", "dev", "lo", "up"])?;
+                let _ = ip(&["link", "set", "dev", &inner_name2, "addrgenmode", "none"]);
                 ip(&["link", "set", "dev", &inner_name2, "mtu", &MTU.to_string(), "up"])?;
                 ip(&["addr", "add", &client.to_string(), "peer", &format!("{host}/32"), "dev", &inner_name2])?;
                 ip(&["route", "add", "default", "dev", &inner_name2])?;

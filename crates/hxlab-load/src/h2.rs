@@ -24,6 +24,8 @@ const FRAME_DATA: u8 = 0;
 const FRAME_HEADERS: u8 = 1;
 const FRAME_CONTINUATION: u8 = 9;
 const PREFACE_LEN: u64 = 24;
+/// Largest response header list accepted (decoded size), as h1 accepts a 64 KiB head.
+pub const MAX_HEADER_LIST: u32 = 256 * 1024;
 
 /// Counts frame bytes in one direction of an HTTP/2 byte stream.
 #[derive(Debug, Default, Clone)]
@@ -280,7 +282,9 @@ pub async fn session(ctx: &mut ClientCtx, stream: Stream, h2c: bool) -> SessionE
         .initial_window_size((1 << 30) - 1)
         .initial_connection_window_size((1 << 30) - 1)
         .max_frame_size(1 << 14)
-        .enable_push(false);
+        .enable_push(false)
+        // A hostile server cannot make the client buffer more than this per response head.
+        .max_header_list_size(MAX_HEADER_LIST);
     let handshake = tokio::time::timeout(
         ctx.connect_timeout,
         builder.handshake::<_, bytes::Bytes>(tap),

@@ -431,7 +431,13 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
         inner: h3_quinn::Connection::new(conn.clone()),
         rec: ctx.rec.clone(),
     };
-    let setup = tokio::time::timeout(ctx.connect_timeout, h3::client::new(tap)).await;
+    let setup = tokio::time::timeout(
+        ctx.connect_timeout,
+        h3::client::builder()
+            .max_field_section_size(u64::from(crate::h2::MAX_HEADER_LIST))
+            .build::<_, _, Bytes>(tap),
+    )
+    .await;
     let (mut driver, mut sender) = match setup {
         Err(_) => {
             let message = "h3 setup timed out".to_string();
@@ -475,7 +481,29 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
                     let i = ctx.next_url();
                     let req = ctx.target.http_request(i);
                     let sent = Instant::now();
-                    match tokio::time::timeout(ctx.timeout, sender.send_request(req)).await {
+                    // Opening a stream waits for stream credit from the server, which comes
+                    // only as streams in flight finish: keep driving them meanwhile.
+                    let opened = {
+                        let open = tokio::time::timeout(ctx.timeout, sender.send_request(req));
+                        tokio::pin!(open);
+                        loop {
+                            tokio::select! {
+                                biased;
+                                r = &mut open => break r,
+                                Some(o) = inflight.next(), if !inflight.is_empty() => {
+                                    let o: Outcome = o;
+                                    match o.result {
+                                        Ok(()) => answered += 1,
+                                        Err((kind, message)) => ctx
+                                            .rec
+                                            .borrow_mut()
+                                            .request_failed(o.scheduled, kind, &message),
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    match opened {
                         Ok(Ok(stream)) => {
                             {
                                 let mut rec = ctx.rec.borrow_mut();

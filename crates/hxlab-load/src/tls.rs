@@ -145,7 +145,6 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
     // Large windows, as h2load's defaults, so flow control never limits a load test.
     transport.stream_receive_window(quinn::VarInt::from_u32(1 << 24));
     transport.receive_window(quinn::VarInt::from_u32(1 << 30));
-    transport.max_concurrent_bidi_streams(quinn::VarInt::from_u32(0));
     match cfg.cc {
         Some(CongestionControl::Reno) => {
             transport.congestion_controller_factory(Arc::new(

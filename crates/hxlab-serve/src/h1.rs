@@ -205,6 +205,7 @@ where
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .header_read_timeout(None)
+        .auto_date_header(false)
         .max_buf_size((ctx.limits.max_header_size as usize).max(8192))
         .keep_alive(true);
     let conn = builder.serve_connection(TokioIo::new(io), svc);

@@ -5,7 +5,7 @@
 use crate::body::BodySpec;
 use crate::stats::{Proto, Stats};
 use bytes::Bytes;
-use http::header::{HeaderValue, ALT_SVC, CONTENT_LENGTH, CONTENT_TYPE};
+use http::header::{HeaderValue, ALT_SVC, CONTENT_LENGTH, CONTENT_TYPE, DATE};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
@@ -117,6 +117,7 @@ impl Reply {
         let mut r = Response::new(());
         *r.status_mut() = self.status;
         let h = r.headers_mut();
+        h.insert(DATE, http_date());
         h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
         if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
             h.insert(CONTENT_LENGTH, HeaderValue::from(self.body.len()));
@@ -128,6 +129,33 @@ impl Reply {
         }
         r
     }
+}
+
+/// The `Date` header value, formatted at most once per second per thread, so every protocol
+/// sends the same header set (hyper's own Date header is switched off).
+fn http_date() -> HeaderValue {
+    use std::cell::RefCell;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    thread_local! {
+        static CACHE: RefCell<(u64, Option<HeaderValue>)> = const { RefCell::new((0, None)) };
+    }
+    let now = SystemTime::now();
+    let secs = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        match &cache.1 {
+            Some(v) if cache.0 == secs => v.clone(),
+            _ => {
+                let v = HeaderValue::from_str(&httpdate::fmt_http_date(now))
+                    .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
+                *cache = (secs, Some(v.clone()));
+                v
+            }
+        }
+    })
 }
 
 /// The 103 response carrying `link`.

@@ -48,8 +48,11 @@ pub struct TraceOptions {
     pub push: bool,
     /// Certificates to trust.
     pub trust: Trust,
-    /// Limit for the whole trace; every wait is bounded by it.
+    /// Limit for one traced connection; every wait is bounded by it.
     pub timeout: Duration,
+    /// After the traced connection, open a second one with the same TLS session cache and
+    /// trace it too, to show whether the server resumes the session (TLS over TCP only).
+    pub resume: bool,
 }
 
 /// One response as the client saw it.
@@ -80,6 +83,8 @@ pub struct Summary {
     pub fell_back: bool,
     /// Every response, including pushed ones.
     pub responses: Vec<ResponseSummary>,
+    /// Whether the (last) TLS handshake resumed a session; None without TLS over TCP.
+    pub resumed: Option<bool>,
 }
 
 struct Origin {
@@ -174,15 +179,47 @@ fn info(line: impl Into<String>) -> Event {
 }
 
 /// Traces one connection. Events are emitted through `tracer` as they happen.
+/// With `resume`, a second connection follows, sharing the first one's TLS session cache.
 pub async fn trace(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, TraceError> {
-    let summary = trace_connection(opts, tracer).await?;
+    let origin = origin_of(&opts.urls)?;
+    if opts.resume && (opts.proto == Proto::H3 || !origin.https) {
+        return Err(TraceError::Usage(
+            "--resume needs TLS over TCP: an https:// URL and not --proto h3".into(),
+        ));
+    }
+    // Built once, so a second connection finds the first one's session tickets in its cache.
+    // Certificate files are read before connecting, so a bad --cacert is reported as such.
+    let alpn_offer: Vec<&[u8]> = if opts.proto == Proto::H1 {
+        vec![b"http/1.1"]
+    } else {
+        vec![b"h2", b"http/1.1"]
+    };
+    let config = if origin.https && opts.proto != Proto::H3 {
+        Some(Arc::new(client_config(&opts.trust, &alpn_offer, false)?))
+    } else {
+        None
+    };
+    let mut summary = trace_connection(opts, tracer, config.clone(), &alpn_offer).await?;
+    if opts.resume {
+        tracer.emit(info(
+            "second connection, with the first one's TLS session cache (--resume)",
+        ));
+        let second = trace_connection(opts, tracer, config, &alpn_offer).await?;
+        summary.responses.extend(second.responses);
+        summary.resumed = second.resumed;
+    }
     if summary.protocol != "h3" {
         alt_svc_hint(tracer, &summary);
     }
     Ok(summary)
 }
 
-async fn trace_connection(opts: &TraceOptions, tracer: &Tracer) -> Result<Summary, TraceError> {
+async fn trace_connection(
+    opts: &TraceOptions,
+    tracer: &Tracer,
+    config: Option<Arc<rustls::ClientConfig>>,
+    alpn_offer: &[&[u8]],
+) -> Result<Summary, TraceError> {
     let origin = origin_of(&opts.urls)?;
     if opts.multiply == 0 {
         return Err(TraceError::Usage("-m must be at least 1".into()));
@@ -201,17 +238,6 @@ async fn trace_connection(opts: &TraceOptions, tracer: &Tracer) -> Result<Summar
     if opts.proto == Proto::H3 {
         return trace_h3(opts, tracer, &origin, addr, deadline).await;
     }
-    // Certificate files are read before connecting, so a bad --cacert is reported as such.
-    let alpn_offer: Vec<&[u8]> = if opts.proto == Proto::H1 {
-        vec![b"http/1.1"]
-    } else {
-        vec![b"h2", b"http/1.1"]
-    };
-    let config = if origin.https {
-        Some(client_config(&opts.trust, &alpn_offer, false)?)
-    } else {
-        None
-    };
     let t0 = Instant::now();
     let tcp = step(
         deadline,
@@ -247,7 +273,7 @@ async fn trace_connection(opts: &TraceOptions, tracer: &Tracer) -> Result<Summar
         s.protocol = "h1".into();
         return Ok(s);
     };
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let connector = tokio_rustls::TlsConnector::from(config);
     let name = rustls::pki_types::ServerName::try_from(origin.host.clone()).map_err(|e| {
         TraceError::Usage(format!("{}: not a valid TLS server name: {e}", origin.host))
     })?;
@@ -303,6 +329,7 @@ async fn trace_connection(opts: &TraceOptions, tracer: &Tracer) -> Result<Summar
         let mut s = run_h2(opts, tracer, tls, "https", &origin, deadline).await?;
         s.protocol = "h2".into();
         s.alpn = alpn;
+        s.resumed = Some(resumed);
         return Ok(s);
     }
     let fell_back = matches!(opts.proto, Proto::H2 | Proto::Auto);
@@ -324,6 +351,7 @@ async fn trace_connection(opts: &TraceOptions, tracer: &Tracer) -> Result<Summar
     let mut s = run_h1(opts, tracer, tls, &origin, deadline).await?;
     s.protocol = "h1".into();
     s.alpn = alpn;
+    s.resumed = Some(resumed);
     s.fell_back = fell_back && opts.proto == Proto::H2;
     Ok(s)
 }
@@ -451,11 +479,20 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     use http_body_util::BodyExt;
-    let err = |reason: String| TraceError::Http {
-        proto: "HTTP/1.1",
-        reason,
+    let observer = H1Observer::new();
+    let answered_h2 = observer.answered_h2();
+    let err = move |reason: String| {
+        let reason = if answered_h2.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("{reason} (the server answered with HTTP/2 frames: it speaks h2c here; try --proto h2c)")
+        } else {
+            reason
+        };
+        TraceError::Http {
+            proto: "HTTP/1.1",
+            reason,
+        }
     };
-    let tap = Tap::new(io, H1Observer::new(), tracer.clone());
+    let tap = Tap::new(io, observer, tracer.clone());
     let (mut sender, conn) = step(
         deadline,
         opts.timeout,

@@ -66,6 +66,7 @@ impl Observer for H2Observer {
 /// HTTP/1.1 heads in both directions.
 pub struct H1Observer {
     wire: H1Wire,
+    answered_h2: Arc<AtomicBool>,
 }
 
 impl H1Observer {
@@ -73,7 +74,14 @@ impl H1Observer {
     pub fn new() -> H1Observer {
         H1Observer {
             wire: H1Wire::new(),
+            answered_h2: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Set once the server answered with an HTTP/2 SETTINGS frame instead of HTTP/1.1, so the
+    /// caller can explain the error that follows.
+    pub fn answered_h2(&self) -> Arc<AtomicBool> {
+        self.answered_h2.clone()
     }
 }
 
@@ -88,7 +96,14 @@ impl Observer for H1Observer {
         self.wire.feed_send(bytes)
     }
     fn on_recv(&mut self, bytes: &[u8]) -> Vec<Event> {
-        self.wire.feed_recv(bytes)
+        let events = self.wire.feed_recv(bytes);
+        if events
+            .iter()
+            .any(|e| e.fields.get("looks_like_h2") == Some(&true.into()))
+        {
+            self.answered_h2.store(true, Ordering::Relaxed);
+        }
+        events
     }
 }
 

@@ -483,7 +483,17 @@ fn bad_input_is_one_line_and_exit_2() {
 fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
     let ready = dir.join("ready.json");
     let mut child = Command::new(hxlab())
-        .args(["serve", "--bind", "0.0.0.0", "--tls-port", "0", "--plain-port", "0", "--threads", "1"])
+        .args([
+            "serve",
+            "--bind",
+            "0.0.0.0",
+            "--tls-port",
+            "0",
+            "--plain-port",
+            "0",
+            "--threads",
+            "1",
+        ])
         .arg("--ready-file")
         .arg(&ready)
         .stdin(Stdio::null())
@@ -497,8 +507,15 @@ fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         {
-            let tls = v["tls"].as_str().expect("tls address in ready file").to_string();
-            let port = tls.rsplit(':').next().and_then(|p| p.parse().ok()).expect("tls port");
+            let tls = v["tls"]
+                .as_str()
+                .expect("tls address in ready file")
+                .to_string();
+            let port = tls
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("tls port");
             return (child, port);
         }
         if let Ok(Some(s)) = child.try_wait() {
@@ -515,7 +532,16 @@ fn h2_and_h3_through_the_link() {
         return;
     }
     let dir = common::tempfile_dir::TempDir::new("hxlab-link-h3");
-    let (mut server, port) = serve_outside(dir.path());
+    let (server, port) = serve_outside(dir.path());
+    // Killed and reaped even when an assertion fails.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Reap(server);
     for proto in ["h3", "h2"] {
         // 10 ms each way and 20 Mbit/s down: every request takes at least one 20 ms RTT.
         let script = format!(
@@ -523,8 +549,9 @@ fn h2_and_h3_through_the_link() {
             hxlab().display()
         );
         let (code, out, err) = run_with_timeout(
-            Command::new(hxlab())
-                .args(["link", "--delay", "10ms", "--down", "20mbit", "--", "sh", "-c", &script]),
+            Command::new(hxlab()).args([
+                "link", "--delay", "10ms", "--down", "20mbit", "--", "sh", "-c", &script,
+            ]),
             Duration::from_secs(60),
         );
         assert_eq!(code, Some(0), "{proto}: {err}");
@@ -534,12 +561,50 @@ fn h2_and_h3_through_the_link() {
             .and_then(|l| serde_json::from_str(l).ok())
             .unwrap_or_else(|| panic!("{proto}: no RunResult in {out} / {err}"));
         assert_eq!(v["status"]["200"], 20, "{proto}: {v}");
-        let p50 = hxlab_core::LatencyHistogram::from_base64(v["histograms"]["latency"].as_str().expect("latency"))
-            .expect("histogram")
-            .quantile(0.5);
+        let p50 = hxlab_core::LatencyHistogram::from_base64(
+            v["histograms"]["latency"].as_str().expect("latency"),
+        )
+        .expect("histogram")
+        .quantile(0.5);
         // 50 kB at 20 Mbit/s is 20 ms on the wire, plus the 20 ms RTT: ≥ 35 ms, well under 2 s.
-        assert!((35_000..2_000_000).contains(&p50), "{proto}: p50 {p50} µs through a 20 ms RTT link");
+        assert!(
+            (35_000..2_000_000).contains(&p50),
+            "{proto}: p50 {p50} µs through a 20 ms RTT link"
+        );
     }
-    let _ = server.kill();
-    let _ = server.wait();
+}
+
+#[test]
+fn stop_returns_promptly_with_packets_in_flight() {
+    if !root_or_skip("stop_returns_promptly_with_packets_in_flight") {
+        return;
+    }
+    for _ in 0..5 {
+        let mut cfg = LinkConfig::default().with_delay(Duration::from_millis(30));
+        cfg.up.server = Server::Rate(1_000_000);
+        let link = Link::start(cfg).expect("start link");
+        let sink = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let port = sink.local_addr().unwrap().port();
+        let host = link.host_addr();
+        link.spawn_inside(move || {
+            let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+            for i in 0..50u32 {
+                let _ = s.send_to(&[i as u8; 1000], (host, port));
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("enter namespace");
+        // Packets are queued behind a 1 Mbit/s bottleneck and 30 ms of delay; stopping must
+        // still finish within its linger time (≤ 2 s), never hang.
+        let t = Instant::now();
+        let stats = link.stop();
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "stop took {:?}",
+            t.elapsed()
+        );
+        assert!(stats.up.packets_in >= 50, "{stats:?}");
+    }
 }

@@ -94,7 +94,7 @@ impl Nginx {
         let (plain, h2, tls_h1) = (free_port(), free_port(), free_port());
         let d = dir.path().display();
         let conf = format!(
-            "worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid;\n\
+            "master_process off; worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid;\n\
              events {{ worker_connections 1024; }}\n\
              http {{ access_log off; keepalive_requests 100000;\n\
                client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;\n\
@@ -820,6 +820,33 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
             assert!(b["header_received"].as_u64().unwrap() > 0, "{proto}: {b}");
         }
     }
+
+    // More streams asked than the server allows (100): requests wait for stream credit and
+    // the run completes without stalls.
+    let url = format!("https://{h3}/bytes/100");
+    let (code, v, err) = load(&[
+        "-n",
+        "1000",
+        "-c",
+        "1",
+        "-m",
+        "150",
+        "--proto",
+        "h3",
+        "-k",
+        "--timeout",
+        "5s",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 1000, "{v}");
+    assert_eq!(u(&v, &["connections"]), 1);
+    assert!(
+        v["duration_s"].as_f64().unwrap() < 4.0,
+        "{}",
+        v["duration_s"]
+    );
 
     // Certificate verification against the served certificate, on TCP and QUIC.
     for (proto, addr) in [("h2", &tls), ("h3", &h3)] {

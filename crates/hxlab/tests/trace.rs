@@ -84,6 +84,20 @@ struct Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
+        // SIGTERM first: an nginx master killed with SIGKILL leaves its workers running.
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -393,6 +407,15 @@ fn nghttpd_h2_two_requests_push_and_h2c() {
     assert_two_request_h2_order(&ev, "/");
     assert!(!ev.iter().any(|e| e["event"] == "tls"), "h2c has no TLS");
     assert_eq!(summary(&ev)["protocol"], "h2c");
+
+    // HTTP/1.1 to that h2c-only server: its SETTINGS frame is recognised and named.
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["trace", &url, "--proto", "h1", "--timeout", "20s"]);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(out.contains("HTTP/2 SETTINGS frame"), "{out}");
+    assert!(err.contains("try --proto h2c"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]
@@ -445,6 +468,17 @@ fn nginx_without_http2_shows_the_fallback() {
     let s = summary(&ev);
     assert_eq!(s["protocol"], "h1");
     assert_eq!(s["fell_back"], true);
+
+    // --resume: a second connection resumes the first one's TLS session.
+    let ev = trace_json(&[&url, "--cacert", cert.to_str().expect("utf-8"), "--resume"]);
+    let tls: Vec<&Value> = ev.iter().filter(|e| e["event"] == "tls").collect();
+    assert_eq!(tls.len(), 2);
+    assert_eq!(
+        (&tls[0]["resumed"], &tls[1]["resumed"]),
+        (&Value::Bool(false), &Value::Bool(true))
+    );
+    assert_eq!(summary(&ev)["resumed"], true);
+    assert_eq!(ev.iter().filter(|e| e["event"] == "response").count(), 2);
 
     // h2c prior knowledge to an HTTP/1.1-only port: the 400 status line, then one clear error.
     let url = format!("http://127.0.0.1:{}/", nginx.plain_port);
@@ -588,6 +622,16 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
             "--timeout",
         ),
         (vec![refused.clone(), "-m".into(), "0".into()], 2, "-m"),
+        (
+            vec![
+                refused.clone(),
+                "--proto".into(),
+                "h3".into(),
+                "--resume".into(),
+            ],
+            2,
+            "--resume",
+        ),
         (
             vec![
                 refused.clone(),

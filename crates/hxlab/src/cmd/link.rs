@@ -207,7 +207,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ));
     };
     // Without root, both ends go into namespaces of our own (see docs/link.md, "Rootless").
-    let rootless = !hxlab_link::shell::is_root() || std::env::var_os("HXLAB_LINK_ROOTLESS").is_some();
+    let rootless =
+        !hxlab_link::shell::is_root() || std::env::var_os("HXLAB_LINK_ROOTLESS").is_some();
     if rootless {
         hxlab_link::shell::enter_user_namespace().context("rootless mode")?;
     }

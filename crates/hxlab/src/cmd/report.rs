@@ -1,10 +1,10 @@
 //! `hxlab report DIR`: re-renders report.md, results.csv and report.html from a results
 //! directory's results.jsonl and experiment.json, and prints the table.
 
+use super::run::{emit, emit_raw};
 use hxlab_report::export::TerminalExporter;
 use hxlab_report::Exporter;
 use std::path::PathBuf;
-use super::run::{emit, emit_raw};
 use std::process::ExitCode;
 
 /// Options of `hxlab report`.

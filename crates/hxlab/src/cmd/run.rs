@@ -18,7 +18,6 @@ macro_rules! emit_raw {
         let _ = write!(std::io::stdout().lock(), $($t)*);
     }};
 }
-pub(crate) use {emit, emit_raw};
 use hxlab_lab::scenarios;
 use hxlab_lab::{Experiment, Overrides, RunOptions, RunSummary, Runner};
 use hxlab_report::export::TerminalExporter;
@@ -27,6 +26,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+pub(crate) use {emit, emit_raw};
 
 /// Options of `hxlab run`.
 #[derive(clap::Args, Debug)]

@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "auto")]
     pub proto: ProtoArg,
     /// Request each URL N times, all at once on h2/h3 (like `nghttp -m`).
-    #[arg(short = 'm', long = "multiply", default_value_t = 1)]
+    #[arg(short = 'm', long = "multiply", default_value_t = 1, value_name = "N")]
     pub multiply: usize,
     /// Extra request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header")]
@@ -46,7 +46,11 @@ pub struct Args {
     /// Trust the certificates in this PEM file (e.g. from `hxlab serve --cert-out`).
     #[arg(long, value_name = "PEM")]
     pub cacert: Option<std::path::PathBuf>,
-    /// Limit for the whole trace (connect, handshake, responses).
+    /// Then open a second connection with the same TLS session cache and trace it too, to show
+    /// whether the server resumes the session (TLS over TCP).
+    #[arg(long)]
+    pub resume: bool,
+    /// Limit for the traced connection (each one with --resume): connect, handshake, responses.
     #[arg(long, default_value = "10s", value_name = "DUR")]
     pub timeout: String,
 }
@@ -107,6 +111,7 @@ fn options(args: &Args) -> anyhow::Result<TraceOptions> {
         push: args.push,
         trust,
         timeout,
+        resume: args.resume,
     })
 }
 
@@ -128,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let pushed = summary.responses.iter().filter(|r| r.pushed).count();
     let line = format!(
-        "done: {} over {}{}, {} response(s) ({} pushed), {} body bytes",
+        "done: {} over {}{}{}, {} response(s) ({} pushed), {} body bytes",
         if summary.fell_back {
             "fell back to HTTP/1.1"
         } else {
@@ -140,6 +145,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|a| format!(" (ALPN {a})"))
             .unwrap_or_default(),
+        match summary.resumed {
+            Some(true) => ", TLS session resumed",
+            _ => "",
+        },
         summary.responses.len(),
         pushed,
         summary.responses.iter().map(|r| r.body_bytes).sum::<u64>()
@@ -149,6 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .field("protocol", summary.protocol.clone())
             .field("alpn", summary.alpn.clone())
             .field("fell_back", summary.fell_back)
+            .field("resumed", summary.resumed)
             .field("responses", summary.responses.len())
             .field("pushed", pushed),
     );

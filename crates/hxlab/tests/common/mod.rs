@@ -93,7 +93,10 @@ impl Server {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("hxlab serve exited early: {status}");
             }
-            assert!(Instant::now() < deadline, "hxlab serve did not become ready in 20 s");
+            assert!(
+                Instant::now() < deadline,
+                "hxlab serve did not become ready in 20 s"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -119,8 +122,14 @@ pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> (Option<i32>, Str
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
-    let out = child.stdout.take().map(|o| std::thread::spawn(move || read_all(o)));
-    let err = child.stderr.take().map(|o| std::thread::spawn(move || read_all(o)));
+    let out = child
+        .stdout
+        .take()
+        .map(|o| std::thread::spawn(move || read_all(o)));
+    let err = child
+        .stderr
+        .take()
+        .map(|o| std::thread::spawn(move || read_all(o)));
     let deadline = Instant::now() + limit;
     let status = loop {
         if let Ok(Some(s)) = child.try_wait() {
@@ -133,8 +142,12 @@ pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> (Option<i32>, Str
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let out = out.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
-    let err = err.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+    let out = out
+        .map(|h| h.join().unwrap_or_default())
+        .unwrap_or_default();
+    let err = err
+        .map(|h| h.join().unwrap_or_default())
+        .unwrap_or_default();
     (status, out, err)
 }
 
