@@ -6,7 +6,7 @@
 # Usage: bench/lab-overhead.sh [extra compare args, e.g. --repetitions 3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-nice cargo build --release -p hxlab >/dev/null
+nice cargo build --release -q -p hxlab
 BIN=$PWD/target/release/hxlab
 OUT=$(mktemp -d /tmp/hxlab-lab-overhead.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT

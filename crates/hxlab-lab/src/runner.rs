@@ -147,6 +147,30 @@ pub struct Runner {
     link_extra_s: f64,
 }
 
+/// Children that must not outlive the runner (a killed `hxlab run` must not leave a server
+/// or a load behind).
+trait DieWithParent {
+    fn die_with_parent(&mut self) -> &mut Self;
+}
+
+impl DieWithParent for Command {
+    fn die_with_parent(&mut self) -> &mut Self {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
+        // which is async-signal-safe.
+        unsafe {
+            self.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            })
+        }
+    }
+}
+
+/// How long a link may take to tear down after its last repetition before it is asked to
+/// stop (and, as long again later, killed).
+const LINK_GRACE: Duration = Duration::from_millis(300);
+
 /// Connections per origin a browser opens for HTTP/1.1.
 pub const BROWSER_CONNECTIONS: u64 = 6;
 /// Streams in flight on one HTTP/2 or HTTP/3 connection in the resources workload: browsers
@@ -417,6 +441,7 @@ impl Runner {
             .arg(&cert)
             .arg("--dir")
             .arg(&www)
+            .die_with_parent()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -820,7 +845,13 @@ impl Runner {
                 break;
             }
         }
-        // Let the link finish (tear down), or stop it at the deadline.
+        // Let the link tear down. Once every repetition is done nothing more is measured, so
+        // a link that lingers (it drains packets still in flight, e.g. QUIC retransmissions
+        // towards clients that have gone) is asked to stop after a grace period, then killed;
+        // its TUN devices and namespace go with its file descriptors.
+        let all_done = runnable.iter().all(|&ci| finished[ci]);
+        let script_done = Instant::now();
+        let mut termed = false;
         let code = loop {
             if let Some(c) = exited {
                 break c;
@@ -828,7 +859,15 @@ impl Runner {
             if let Ok(Some(st)) = child.try_wait() {
                 break st.code();
             }
-            if Instant::now() > deadline {
+            if all_done && !termed && script_done.elapsed() > LINK_GRACE {
+                // SAFETY: kill has no memory-safety preconditions; the pid is our child.
+                unsafe {
+                    libc::kill(child.id() as i32, libc::SIGTERM);
+                }
+                termed = true;
+            }
+            let past_grace = all_done && script_done.elapsed() > 2 * LINK_GRACE;
+            if Instant::now() > deadline || past_grace {
                 // SAFETY: kill has no memory-safety preconditions; -pid names the child's group.
                 unsafe {
                     libc::kill(-(child.id() as i32), libc::SIGKILL);
@@ -935,7 +974,8 @@ fn spawn_group(mut cmd: Command) -> Result<(Child, std::thread::JoinHandle<Strin
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .process_group(0);
+        .process_group(0)
+        .die_with_parent();
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
@@ -1145,7 +1185,8 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> Result<(Option<i32>, String
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .process_group(0);
+        .process_group(0)
+        .die_with_parent();
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;

@@ -719,6 +719,34 @@ impl Report {
         else {
             return Vec::new();
         };
+        // Factors tied to the protocol (each protocol has its own single value, as when
+        // [[matrix]] gives HTTP/1.1 10 connections and HTTP/2 one with 100 streams) are part
+        // of what is compared, not conditions to hold equal.
+        let mut tied: Vec<String> = Vec::new();
+        for f in &self.meta.factors {
+            if f.name == "protocol" {
+                continue;
+            }
+            let mut per_proto: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for c in &self.cells {
+                if let (Some(p), Some(v)) = (c.factors.get("protocol"), c.factors.get(&f.name)) {
+                    let l = per_proto.entry(p).or_default();
+                    if !l.contains(&v.as_str()) {
+                        l.push(v);
+                    }
+                }
+            }
+            let single = per_proto.values().all(|l| l.len() == 1);
+            let differ = per_proto
+                .values()
+                .map(|l| l[0])
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                > 1;
+            if single && differ {
+                tied.push(f.name.clone());
+            }
+        }
         let mut out = Vec::new();
         for base in self
             .cells
@@ -728,13 +756,13 @@ impl Report {
             let conditions: Vec<(&String, &String)> = base
                 .factors
                 .iter()
-                .filter(|(k, _)| *k != "protocol")
+                .filter(|(k, _)| *k != "protocol" && !tied.contains(k))
                 .collect();
             let condition = self
                 .meta
                 .factors
                 .iter()
-                .filter(|f| f.levels.len() > 1 && f.name != "protocol")
+                .filter(|f| f.levels.len() > 1 && f.name != "protocol" && !tied.contains(&f.name))
                 .filter_map(|f| base.factors.get(&f.name).map(|v| format!("{} {v}", f.name)))
                 .collect::<Vec<_>>()
                 .join(", ");
@@ -1069,6 +1097,21 @@ mod tests {
             "{:?}",
             r.warnings
         );
+    }
+
+    #[test]
+    fn factors_tied_to_the_protocol_do_not_block_comparisons() {
+        let mut recs = synthetic();
+        for r in recs.iter_mut() {
+            let c = if r.factors["protocol"] == "h1" { "10" } else { "1" };
+            r.factors.insert("clients".into(), c.into());
+            r.cell = format!("{} clients={c}", r.cell);
+        }
+        let mut m = meta();
+        m.factors.push(FactorLevels { name: "clients".into(), levels: vec!["10".into(), "1".into()] });
+        let r = Report::build(m, recs);
+        let conds: Vec<&str> = r.comparisons.iter().map(|c| c.condition.as_str()).collect();
+        assert_eq!(conds, vec!["delay 0ms", "delay 30ms"]);
     }
 
     #[test]
