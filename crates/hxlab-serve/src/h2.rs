@@ -14,6 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// How long a connection may go without a request before it is sent GOAWAY.
+const IDLE_PERIOD: Duration = Duration::from_secs(15);
+
 /// Serves one HTTP/2 connection (TLS or h2c) until the peer closes it or, after shutdown,
 /// until its streams are done.
 pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Proto)
@@ -39,6 +42,13 @@ where
         conn.graceful_shutdown();
     }
     let mut batch = Vec::new();
+    // Idle limit, as for HTTP/1.1: a connection with no stream for a period gets GOAWAY, and
+    // is dropped a period later if the peer still holds it open (e.g. a stalled frame).
+    // `busy` is cloned into every stream task, so its count says whether one is running.
+    let busy = Arc::new(());
+    let idle = tokio::time::sleep(IDLE_PERIOD);
+    tokio::pin!(idle);
+    let mut idle_goaway_sent = false;
     loop {
         tokio::select! {
             next = conn.accept() => match next {
@@ -59,14 +69,26 @@ where
                         }
                     }
                     for (req, respond) in batch.drain(..) {
-                        on_request(&ctx, proto, req, respond);
+                        on_request(&ctx, proto, req, respond, &busy);
                     }
+                    idle.as_mut().reset(tokio::time::Instant::now() + IDLE_PERIOD);
                     if closed {
                         break;
                     }
                 }
                 Some(Err(_)) | None => break,
             },
+            _ = idle.as_mut() => {
+                if Arc::strong_count(&busy) > 1 {
+                    idle.as_mut().reset(tokio::time::Instant::now() + IDLE_PERIOD);
+                } else if idle_goaway_sent {
+                    break;
+                } else {
+                    idle_goaway_sent = true;
+                    conn.graceful_shutdown();
+                    idle.as_mut().reset(tokio::time::Instant::now() + IDLE_PERIOD);
+                }
+            }
             changed = shutdown.changed(), if !stopping => {
                 stopping = true;
                 if changed.is_ok() {
@@ -82,6 +104,7 @@ fn on_request(
     proto: Proto,
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
+    busy: &Arc<()>,
 ) {
     let (parts, body) = req.into_parts();
     let reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
@@ -92,7 +115,9 @@ fn on_request(
     }
     let ctx2 = ctx.clone();
     let uri = parts.uri;
+    let busy = busy.clone();
     ctx.tracker.spawn(async move {
+        let _busy = busy;
         drain(body).await;
         serve_stream(ctx2, proto, respond, reply, head_only, uri).await;
     });
