@@ -145,6 +145,8 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["load", u, "-c", "0"], 2),
         (vec!["load", u, "-c", "99999999999"], 2),
         (vec!["load", u, "-t", "0"], 2),
+        (vec!["load", u, "-t", "5000"], 2),
+        (vec!["load", u, "-c", "1000000", "-n", "1"], 2),
         (vec!["load", u, "-m", "0"], 2),
         (vec!["load", u, "-D", "5parsecs"], 2),
         (vec!["load", u, "-D", "0s"], 2),
@@ -338,6 +340,12 @@ fn serve_answers_bad_parameters_with_4xx_one_line() {
         "/option?size=abc",
         "/option?size=1e30",
         "/option?size=NaN",
+        "/option?size=1&delay=abc",
+        "/bytes/1?delay=abc",
+        "/bytes/1?delay=99999999",
+        "/page?n=1&delay=-1",
+        "/page?n=1&size=-5",
+        "/page?n=1&push=maybe",
         "/page?n=1000000",
         "/page?n=-1",
         "/page?size=huge",
@@ -804,13 +812,10 @@ fn load_survives_hostile_servers() {
     // (behaviour, error kinds that may count the failure)
     let cases: [(Hostile, &[&str]); 6] = [
         (Hostile::Silent, &["timeout"]),
-        (
-            Hostile::CloseAtOnce,
-            &["reset", "protocol", "connect", "other"],
-        ),
-        (Hostile::GarbageStatus, &["protocol", "other"]),
-        (Hostile::ShortBody, &["reset", "protocol", "other"]),
-        (Hostile::EndlessHeader, &["protocol", "other", "timeout"]),
+        (Hostile::CloseAtOnce, &["reset"]),
+        (Hostile::GarbageStatus, &["protocol"]),
+        (Hostile::ShortBody, &["reset"]),
+        (Hostile::EndlessHeader, &["protocol"]),
         (Hostile::EndlessChunked, &["timeout"]),
     ];
     let handles: Vec<_> = cases
