@@ -643,7 +643,7 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
         ),
         (
             vec![refused.clone(), format!("https://127.0.0.2:{port}/")],
-            1,
+            2,
             "must share scheme, host and port",
         ),
     ];
