@@ -68,6 +68,14 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
     std::fs::write(d("binary.bin"), [0xffu8, 0xfe, 0, 1, 2, 0x80]).expect("write");
     std::fs::write(d("not-a-cert.pem"), "hello\n").expect("write");
     std::fs::create_dir_all(d("empty")).expect("mkdir");
+    // An experiment whose name would put the default results directory elsewhere.
+    std::fs::write(
+        d("escape.toml"),
+        "name = \"../../tmp/x\"\nprotocol = [\"h1\"]\n",
+    )
+    .expect("write");
+    std::fs::write(d("bad-factor.toml"), "protocol = [\"h1\"]\nstreams = [0]\n").expect("write");
+    let (escape, bad_factor) = (d("escape.toml"), d("bad-factor.toml"));
     let missing = d("missing/nothing");
     let empty = d("empty");
     let (g_json, g_toml, bin, pem) = (
@@ -184,6 +192,8 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["run", &g_toml], 2),
         (vec!["run", &bin], 1),
         (vec!["run", "--scenario", "nope"], 2),
+        (vec!["run", &escape, "--dry-run"], 2),
+        (vec!["run", &bad_factor, "--dry-run"], 2),
         (vec!["run", "--scenario", "compare", "--timeout", "abc"], 2),
         (
             vec!["run", "--scenario", "compare", "-r", "0", "--dry-run"],
