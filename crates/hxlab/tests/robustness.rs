@@ -450,6 +450,38 @@ fn serve_closes_malformed_and_oversized_requests() {
     let _ = c.write_all(&garbage);
     let (_, closed) = read_until_closed(&mut c, Duration::from_secs(10), 1 << 16);
     assert!(closed, "garbage on the plain port: connection left open");
+    // Garbage datagrams on the HTTP/3 port, some shaped like QUIC Initial packets with a
+    // version and connection IDs but no valid protection: dropped, the server lives on.
+    let h3 = addr_of(&server, "h3");
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bind");
+    for i in 0..300u32 {
+        let len = [1usize, 20, 1200, 1500][(i % 4) as usize];
+        let mut d: Vec<u8> = (0..len as u32).map(|j| (j * 131 + i * 17) as u8).collect();
+        if i % 2 == 0 && len >= 20 {
+            d[0] = 0xc0; // long header, Initial
+            d[1..5].copy_from_slice(&1u32.to_be_bytes()); // QUIC v1
+            d[5] = 8; // destination connection ID length
+            d[14] = 8; // source connection ID length
+        }
+        let _ = udp.send_to(&d, h3);
+    }
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab()).args([
+            "trace",
+            &format!("https://{h3}/bytes/10"),
+            "--proto",
+            "h3",
+            "-k",
+            "--timeout",
+            "10s",
+        ]),
+        LIMIT,
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "HTTP/3 after garbage datagrams:\n{out}\n{err}"
+    );
     // Garbage on the TLS port: the handshake fails and the connection closes.
     let tls = addr_of(&server, "tls");
     let mut c = connect(tls);
@@ -520,6 +552,121 @@ fn serve_h2c_preface_then_garbage_frames_gets_goaway() {
         assert!(closed, "{what}: connection left open");
         assert!(has_goaway(&got), "{what}: no GOAWAY in {got:?}");
     }
+    assert_serves_normally(plain);
+}
+
+/// HPACK integer with an `n`-bit prefix (RFC 7541 section 5.1); `first` holds the flag bits.
+fn hpack_int(first: u8, n: u32, mut v: usize) -> Vec<u8> {
+    let max = (1usize << n) - 1;
+    if v < max {
+        return vec![first | v as u8];
+    }
+    let mut out = vec![first | max as u8];
+    v -= max;
+    while v >= 128 {
+        out.push((v % 128) as u8 | 0x80);
+        v /= 128;
+    }
+    out.push(v as u8);
+    out
+}
+
+/// A literal header field without indexing, new name (RFC 7541 section 6.2.2).
+fn hpack_literal(name: &str, value: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8];
+    out.extend(hpack_int(0, 7, name.len()));
+    out.extend_from_slice(name.as_bytes());
+    out.extend(hpack_int(0, 7, value.len()));
+    out.extend_from_slice(value);
+    out
+}
+
+/// GET `path` on stream 1: :method GET, :scheme http, :path, :authority x.
+fn h2_get_block(path: &str) -> Vec<u8> {
+    let mut block = vec![0x82, 0x86];
+    block.extend(hpack_int(0, 4, 4)); // literal without indexing, name :path
+    block.extend(hpack_int(0, 7, path.len()));
+    block.extend_from_slice(path.as_bytes());
+    block.extend(hpack_int(0, 4, 1)); // name :authority
+    block.extend(hpack_int(0, 7, 1));
+    block.push(b'x');
+    block
+}
+
+#[test]
+fn serve_h2c_bounds_header_blocks_and_continuation_floods() {
+    let server = Server::start(&[]);
+    let plain = addr_of(&server, "plain");
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let before = rss_kib(server.child.id());
+    // One request whose header block (100 KiB) is past the 64 KiB limit, in CONTINUATIONs:
+    // the stream is refused (431 or RST_STREAM) or the connection ended; never a 200.
+    {
+        let mut c = connect(plain);
+        let mut block = h2_get_block("/bytes/1");
+        block.extend(hpack_literal("x-big", &vec![b'a'; 100 * 1024]));
+        let mut wire = preface.to_vec();
+        wire.extend(h2_frame(4, 0, 0, &[]));
+        let pieces: Vec<&[u8]> = block.chunks(16 * 1024).collect();
+        for (i, piece) in pieces.iter().enumerate() {
+            let end = if i + 1 == pieces.len() { 4 } else { 0 };
+            let kind = if i == 0 { 1 } else { 9 };
+            let flags = end | if i == 0 { 1 } else { 0 };
+            wire.extend(h2_frame(kind, flags, 1, piece));
+        }
+        let _ = c.write_all(&wire);
+        let (got, _) = read_until_closed(&mut c, Duration::from_secs(3), 1 << 20);
+        let mut i = 0;
+        let mut answered = false;
+        while i + 9 <= got.len() {
+            let len = (got[i] as usize) << 16 | (got[i + 1] as usize) << 8 | got[i + 2] as usize;
+            let stream =
+                u32::from_be_bytes([got[i + 5], got[i + 6], got[i + 7], got[i + 8]]) & 0x7fff_ffff;
+            assert!(
+                !(got[i + 3] == 0 && stream == 1),
+                "oversized header block got a body"
+            );
+            if (got[i + 3] == 1 || got[i + 3] == 3) && stream == 1 || got[i + 3] == 7 {
+                answered = true;
+            }
+            i += 9 + len;
+        }
+        assert!(
+            answered,
+            "oversized header block: no 431, RST_STREAM or GOAWAY: {got:?}"
+        );
+    }
+    // CONTINUATION flood: a header block that never ends (RFC 9113 has no limit on the
+    // number of CONTINUATION frames). The server must cut it off, not buffer it.
+    {
+        let mut c = connect(plain);
+        let mut wire = preface.to_vec();
+        wire.extend(h2_frame(4, 0, 0, &[]));
+        wire.extend(h2_frame(1, 1, 1, &h2_get_block("/bytes/1")));
+        let _ = c.write_all(&wire);
+        let fragment = hpack_literal("x-flood", &[b'f'; 1000]);
+        let frame = h2_frame(9, 0, 1, &fragment);
+        let started = Instant::now();
+        let mut sent = 0usize;
+        let mut cut_off = false;
+        while started.elapsed() < Duration::from_secs(10) && sent < 256 << 20 {
+            if c.write_all(&frame).is_err() {
+                cut_off = true;
+                break;
+            }
+            sent += frame.len();
+        }
+        if !cut_off {
+            let (_, closed) = read_until_closed(&mut c, Duration::from_secs(5), 1 << 20);
+            cut_off = closed;
+        }
+        assert!(cut_off, "CONTINUATION flood of {sent} bytes was accepted");
+    }
+    let after = rss_kib(server.child.id());
+    assert!(
+        after < before + 64 * 1024,
+        "server RSS grew from {before} KiB to {after} KiB"
+    );
     assert_serves_normally(plain);
 }
 
