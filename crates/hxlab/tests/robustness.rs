@@ -1146,3 +1146,57 @@ fn report_rejects_a_corrupt_results_line() {
     let err = expect_failure(&["report", &d], 1);
     assert!(err.contains("experiment.json"), "{err}");
 }
+
+#[test]
+fn load_and_trace_time_out_on_silent_tls_quic_and_h2c_peers() {
+    let server = HostileServer::start(Hostile::Silent);
+    // A UDP socket on the same port that swallows QUIC Initials.
+    let _udp = std::net::UdpSocket::bind(server.addr).expect("udp bind");
+    let https = format!("https://{}/", server.addr);
+    let http = format!("http://{}/", server.addr);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![&https, "-k"], "TLS"),
+        (vec![&https, "-k", "--proto", "h3"], "QUIC"),
+        (vec![&http, "--proto", "h2c"], ""),
+    ];
+    let handles: Vec<_> = cases
+        .into_iter()
+        .flat_map(|(args, what)| {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            ["load", "trace"].into_iter().map(move |sub| {
+                let args = args.clone();
+                let what = what.to_string();
+                std::thread::spawn(move || {
+                    let mut cmd = Command::new(hxlab());
+                    cmd.arg(sub).args(&args).args(["--timeout", "2s"]);
+                    if sub == "load" {
+                        cmd.args(["-n", "1", "--connect-timeout", "2s", "--no-progress"]);
+                    }
+                    let started = Instant::now();
+                    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+                    let label = format!("{sub} {args:?}");
+                    assert_eq!(code, Some(1), "{label}\n{out}\n{err}");
+                    assert_one_error_line(&label, code, &out, &err);
+                    assert!(
+                        err.contains("timed out") || err.contains("within 2s"),
+                        "{label}: not a timeout: {err}"
+                    );
+                    assert!(err.contains(&what), "{label}: {err}");
+                    assert!(started.elapsed() < Duration::from_secs(15), "{label}");
+                    if sub == "load" {
+                        let counts = error_counts(&format!("{out}{err}"));
+                        assert!(
+                            counts.iter().any(|(k, v)| k == "timeout" && *v == 1),
+                            "{label}: {counts:?}"
+                        );
+                    }
+                })
+            })
+        })
+        .collect();
+    for h in handles {
+        if let Err(e) = h.join() {
+            std::panic::resume_unwind(e);
+        }
+    }
+}
