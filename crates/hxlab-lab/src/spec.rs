@@ -647,7 +647,17 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         let key = k.get_ref().as_str();
         let place = Place::File(v.span());
         match key {
-            "name" => exp.name = str_setting(&ctx, key, v)?,
+            "name" => {
+                exp.name = str_setting(&ctx, key, v)?;
+                // The name becomes part of the default results directory: keep it one plain
+                // path component.
+                if exp.name.is_empty()
+                    || exp.name.starts_with('.')
+                    || exp.name.contains(['/', '\\', '\0'])
+                {
+                    return Err(ctx.at(&place, format!("name {:?}: must be one path component (not empty, no leading `.`, no `/`)", exp.name)));
+                }
+            }
             "title" => exp.title = str_setting(&ctx, key, v)?,
             "description" => exp.description = str_setting(&ctx, key, v)?,
             "workload" => {

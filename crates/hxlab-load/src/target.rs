@@ -75,6 +75,10 @@ impl Target {
             if host.is_empty() {
                 return Err(url_err(url, "no host"));
             }
+            // http::Uri accepts any digits as a port but returns None for one past 65535.
+            if port_out_of_range(&uri) {
+                return Err(url_err(url, "port must be from 1 to 65535"));
+            }
             let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
             match &origin {
                 None => origin = Some((https, host, port)),
@@ -220,5 +224,21 @@ fn bracket(host: &str) -> String {
         format!("[{host}]")
     } else {
         host.to_string()
+    }
+}
+
+/// True when the URL names a port that does not fit in 16 bits (http::Uri then reports none,
+/// and the default port would be used silently).
+fn port_out_of_range(uri: &http::Uri) -> bool {
+    let Some(authority) = uri.authority() else {
+        return false;
+    };
+    let host_port = authority.as_str().rsplit('@').next().unwrap_or("");
+    let after_host = host_port
+        .rfind(']')
+        .map_or(host_port, |i| &host_port[i + 1..]);
+    match after_host.rsplit_once(':') {
+        Some((_, digits)) => !digits.is_empty() && uri.port_u16().is_none(),
+        None => false,
     }
 }

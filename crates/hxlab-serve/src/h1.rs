@@ -156,7 +156,9 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
 /// Wakes the connection when it has been idle (no request in flight, nothing sent) for a
 /// period, and again if it stays idle or stalls longer than any allowed delay.
 async fn watchdog(conn: Weak<Conn>, max_stall: Duration) {
-    let mut last = u64::MAX;
+    // Start from the initial tick count: a connection that never completes a request head
+    // (slowloris) is idle from the start and must be closed within two periods.
+    let mut last = 0;
     let mut quiet = Duration::ZERO;
     loop {
         tokio::time::sleep(IDLE_PERIOD).await;

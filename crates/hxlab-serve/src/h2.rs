@@ -46,6 +46,7 @@ where
     });
     tokio::spawn(idle_watch(Arc::downgrade(&idle)));
     let mut batch = Vec::new();
+    let mut idle_goaway_sent = false;
     loop {
         tokio::select! {
             next = conn.accept() => match next {
@@ -67,7 +68,7 @@ where
                         }
                     }
                     for (req, respond) in batch.drain(..) {
-                        on_request(&ctx, proto, req, respond);
+                        on_request(&ctx, proto, req, respond, &idle);
                     }
                     if closed {
                         break;
@@ -81,8 +82,14 @@ where
                     conn.graceful_shutdown();
                 }
             }
-            _ = idle.wake.notified(), if !stopping => {
+            _ = idle.wake.notified() => {
+                if idle_goaway_sent {
+                    // Still held open a period after GOAWAY with nothing running (e.g. a
+                    // frame whose payload never came): drop it.
+                    break;
+                }
                 // GOAWAY; streams still running finish, then the connection closes.
+                idle_goaway_sent = true;
                 stopping = true;
                 conn.graceful_shutdown();
             }
@@ -96,26 +103,25 @@ struct Idle {
     wake: Notify,
 }
 
-/// A connection that starts no request for 30 to 45 s gets a GOAWAY (as nginx closes idle
-/// HTTP/2 connections); checked by a separate task so the request path arms no timer.
+/// A connection with no new request and no stream running for 15 to 30 s gets a GOAWAY (as
+/// nginx closes idle HTTP/2 connections), and is dropped one period later if the peer still
+/// holds it open. Checked by a separate task so the request path arms no timer; every stream
+/// task holds a clone of the `Idle`, so its strong count says whether one is running.
 async fn idle_watch(idle: Weak<Idle>) {
     const PERIOD: Duration = Duration::from_secs(15);
-    let mut last = u64::MAX;
-    let mut quiet_periods = 0;
+    // Zero: a connection that never sends a request is idle from its start.
+    let mut last = 0;
     loop {
         tokio::time::sleep(PERIOD).await;
         let Some(i) = idle.upgrade() else { return };
         let now = i.requests.load(Ordering::Relaxed);
-        if now != last {
+        // The connection's own reference plus this upgrade: more means streams are running.
+        let streams_running = Arc::strong_count(&i) > 2;
+        if now != last || streams_running {
             last = now;
-            quiet_periods = 0;
             continue;
         }
-        quiet_periods += 1;
-        if quiet_periods >= 2 {
-            i.wake.notify_one();
-            return;
-        }
+        i.wake.notify_one();
     }
 }
 
@@ -124,6 +130,7 @@ fn on_request(
     proto: Proto,
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
+    busy: &Arc<Idle>,
 ) {
     let (parts, body) = req.into_parts();
     let reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
@@ -134,7 +141,9 @@ fn on_request(
     }
     let ctx2 = ctx.clone();
     let uri = parts.uri;
+    let busy = busy.clone();
     ctx.tracker.spawn(async move {
+        let _busy = busy;
         drain(body).await;
         serve_stream(ctx2, proto, respond, reply, head_only, uri).await;
     });

@@ -112,6 +112,12 @@ fn origin_of(urls: &[Uri]) -> Result<Origin, TraceError> {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
+        // http::Uri accepts any digits as a port but returns None for one past 65535.
+        if port_out_of_range(u) {
+            return Err(TraceError::BadUrl(format!(
+                "{u}: the port must be from 1 to 65535"
+            )));
+        }
         let port = u
             .port_u16()
             .unwrap_or(if scheme == "https" { 443 } else { 80 });
@@ -908,4 +914,20 @@ async fn trace_h3(
     );
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
     Ok(summary)
+}
+
+/// True when the URL names a port that does not fit in 16 bits (http::Uri then reports none,
+/// and the default port would be used silently).
+fn port_out_of_range(uri: &http::Uri) -> bool {
+    let Some(authority) = uri.authority() else {
+        return false;
+    };
+    let host_port = authority.as_str().rsplit('@').next().unwrap_or("");
+    let after_host = host_port
+        .rfind(']')
+        .map_or(host_port, |i| &host_port[i + 1..]);
+    match after_host.rsplit_once(':') {
+        Some((_, digits)) => !digits.is_empty() && uri.port_u16().is_none(),
+        None => false,
+    }
 }

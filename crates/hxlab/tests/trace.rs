@@ -604,8 +604,8 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
     let refused = format!("https://127.0.0.1:{port}/");
     let cases: Vec<(Vec<String>, i32, &str)> = vec![
         (vec![refused.clone(), "-k".into()], 1, "cannot connect"),
-        (vec!["ftp://example/".into()], 1, "bad URL"),
-        (vec!["not a url".into()], 1, "bad URL"),
+        (vec!["ftp://example/".into()], 2, "bad URL"),
+        (vec!["not a url".into()], 2, "bad URL"),
         (
             vec![refused.clone(), "-H".into(), "no-colon".into()],
             2,
@@ -643,7 +643,7 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
         ),
         (
             vec![refused.clone(), format!("https://127.0.0.2:{port}/")],
-            1,
+            2,
             "must share scheme, host and port",
         ),
     ];

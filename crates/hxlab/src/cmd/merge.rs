@@ -45,6 +45,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut merged = RunResult::default();
     for p in &args.inputs {
         for r in read_results(p)? {
+            // Counts from another schema may mean something else: refuse rather than mix.
+            if r.schema != hxlab_core::result::SCHEMA_VERSION {
+                anyhow::bail!(
+                    "{}: RunResult schema {} (this hxlab reads schema {})",
+                    p.display(),
+                    r.schema,
+                    hxlab_core::result::SCHEMA_VERSION
+                );
+            }
             merged.merge(&r);
         }
     }

@@ -87,7 +87,7 @@ fn options(args: &Args) -> anyhow::Result<TraceOptions> {
     for u in &args.urls {
         let uri: hxlab_trace::http::Uri = u
             .parse()
-            .map_err(|e| anyhow::anyhow!("bad URL {u:?}: {e}"))?;
+            .map_err(|e| super::usage(format!("bad URL {u:?}: {e}")))?;
         urls.push(uri);
     }
     let trust = match (&args.cacert, args.insecure) {
@@ -129,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let summary = match result {
         Ok(s) => s,
         Err(TraceError::Usage(m)) => return Err(super::usage(m)),
+        Err(e @ TraceError::BadUrl(_)) => return Err(super::usage(e.to_string())),
         Err(e) => return Err(anyhow::Error::new(e)),
     };
     let pushed = summary.responses.iter().filter(|r| r.pushed).count();
