@@ -1103,12 +1103,19 @@ mod tests {
     fn factors_tied_to_the_protocol_do_not_block_comparisons() {
         let mut recs = synthetic();
         for r in recs.iter_mut() {
-            let c = if r.factors["protocol"] == "h1" { "10" } else { "1" };
+            let c = if r.factors["protocol"] == "h1" {
+                "10"
+            } else {
+                "1"
+            };
             r.factors.insert("clients".into(), c.into());
             r.cell = format!("{} clients={c}", r.cell);
         }
         let mut m = meta();
-        m.factors.push(FactorLevels { name: "clients".into(), levels: vec!["10".into(), "1".into()] });
+        m.factors.push(FactorLevels {
+            name: "clients".into(),
+            levels: vec!["10".into(), "1".into()],
+        });
         let r = Report::build(m, recs);
         let conds: Vec<&str> = r.comparisons.iter().map(|c| c.condition.as_str()).collect();
         assert_eq!(conds, vec!["delay 0ms", "delay 30ms"]);

@@ -875,7 +875,11 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
     assert_eq!(code, 0, "{err}");
     let v = v.expect("json");
     assert_eq!(u(&v, &["connections"]), 10, "{v}");
-    assert!(u(&v, &["resumed"]) >= 8, "h3 0-RTT resumed: {}", v["resumed"]);
+    assert!(
+        u(&v, &["resumed"]) >= 8,
+        "h3 0-RTT resumed: {}",
+        v["resumed"]
+    );
     assert_eq!(
         hist_count(&v, "handshake_resumed"),
         u(&v, &["resumed"]),
