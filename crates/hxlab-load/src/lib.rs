@@ -21,6 +21,7 @@
 pub mod config;
 pub mod h1;
 pub mod h2;
+pub mod hpack;
 pub mod h3;
 pub mod net;
 pub mod plan;
