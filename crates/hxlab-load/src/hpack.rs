@@ -29,8 +29,7 @@ const HUFFMAN_LEN: [u8; 257] = [
     21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23, 21, 21, 22, 21, 23, 22, 23, 23, 20,
     22, 22, 22, 23, 22, 22, 23, 26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25, 19,
     21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27, 20, 24, 20, 21, 22, 21, 21, 23, 22,
-    22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26,
-    30,
+    22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26, 30,
 ];
 
 /// Bits looked up at once; codes up to this long decode with one table access.
@@ -443,7 +442,11 @@ impl Decoder {
                     name_len: n.len() as u32,
                     value_len: v.len() as u32,
                     is_status,
-                    status: if is_status { status_of(v.as_bytes()) } else { 0 },
+                    status: if is_status {
+                        status_of(v.as_bytes())
+                    } else {
+                        0
+                    },
                 })
             }
             _ => self
@@ -853,7 +856,15 @@ mod tests {
         // Update after a field.
         assert!(d.decode(&hex("88 20")).is_err());
         // Index 0, index past the table, truncated strings and integers.
-        for bad in ["80", "c0", "be", "40 05 61", "48 85 ff", "ff", "ff ff ff ff ff ff 7f"] {
+        for bad in [
+            "80",
+            "c0",
+            "be",
+            "40 05 61",
+            "48 85 ff",
+            "ff",
+            "ff ff ff ff ff ff 7f",
+        ] {
             assert!(d.decode(&hex(bad)).is_err(), "{bad}");
         }
         // A literal :status with a literal (Huffman) name.

@@ -21,8 +21,8 @@
 pub mod config;
 pub mod h1;
 pub mod h2;
-pub mod hpack;
 pub mod h3;
+pub mod hpack;
 pub mod net;
 pub mod plan;
 pub mod recorder;
