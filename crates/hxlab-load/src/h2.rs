@@ -537,10 +537,8 @@ impl Conn {
                     self.headers_done(id, now)?;
                 }
             }
-            PRIORITY => {
-                if payload.len() != 5 {
-                    return Err(conn_err(FRAME_SIZE_ERROR, "PRIORITY frame of bad size"));
-                }
+            PRIORITY if payload.len() != 5 => {
+                return Err(conn_err(FRAME_SIZE_ERROR, "PRIORITY frame of bad size"));
             }
             RST_STREAM => {
                 if id == 0 {
@@ -575,7 +573,7 @@ impl Conn {
                     }
                     return Ok(());
                 }
-                if payload.len() % 6 != 0 {
+                if !payload.len().is_multiple_of(6) {
                     return Err(conn_err(FRAME_SIZE_ERROR, "SETTINGS frame of bad size"));
                 }
                 self.got_settings = true;
@@ -712,7 +710,7 @@ impl Conn {
             .map_err(|e| conn_err(COMPRESSION_ERROR, &e.to_string()))?;
         let end_stream = self.block_end_stream;
         let Some(k) = self.find(id) else {
-            if id % 2 == 0 || id >= self.next_id {
+            if id.is_multiple_of(2) || id >= self.next_id {
                 return Err(conn_err(
                     PROTOCOL_ERROR,
                     "HEADERS on a stream we did not open",

@@ -509,12 +509,15 @@ impl Decoder {
     }
 }
 
+/// A (name, value) pair the encoder has in its table.
+type Field = (Box<[u8]>, Box<[u8]>);
+
 /// The request side of HPACK: a dynamic table mirrored from what we sent, so a repeated
 /// field is sent as a one-byte index.
 #[derive(Debug)]
 pub struct Encoder {
     /// (name, value) with the newest at the back.
-    table: std::collections::VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: std::collections::VecDeque<Field>,
     size: usize,
     max: usize,
     /// A size update must open the next block.
