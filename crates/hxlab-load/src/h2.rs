@@ -848,7 +848,12 @@ async fn flush(ctx: &ClientCtx, stream: &mut Stream, conn: &mut Conn) -> Result<
         return Ok(());
     }
     let n = conn.out.len() as u64;
-    let w = tokio::time::timeout(ctx.timeout, stream.write_all(&conn.out)).await;
+    // The flush pushes out TLS records rustls kept back when the socket was full.
+    let write = async {
+        stream.write_all(&conn.out).await?;
+        stream.flush().await
+    };
+    let w = tokio::time::timeout(ctx.timeout, write).await;
     conn.out.clear();
     let header = std::mem::take(&mut conn.out_header);
     match w {
@@ -918,6 +923,15 @@ fn hint(h2c: bool) -> String {
             "HTTP/2"
         }
     )
+}
+
+/// Best effort, bounded: the last frames (GOAWAY) of a connection.
+async fn goodbye(stream: &mut Stream, out: &[u8]) {
+    let write = async {
+        stream.write_all(out).await?;
+        stream.flush().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
 /// Runs requests on one HTTP/2 connection until the plan is done or the connection ends.
@@ -1087,7 +1101,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
         Ok(end) => {
             // Best effort: tell the server we are done.
             conn.goaway_frame(NO_ERROR);
-            let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(&conn.out)).await;
+            goodbye(&mut stream, &conn.out).await;
             end
         }
         Err(e) => {
@@ -1099,8 +1113,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
             if e.code != NO_ERROR || e.kind == ErrorKind::Protocol {
                 conn.out.clear();
                 conn.goaway_frame(e.code);
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(1), stream.write_all(&conn.out)).await;
+                goodbye(&mut stream, &conn.out).await;
             }
             let had_streams = conn.inflight() > 0;
             conn.fail_all(e.kind, &e.message);
