@@ -294,6 +294,7 @@ pub struct Decoder {
     max: usize,
     /// The limit we advertised (SETTINGS_HEADER_TABLE_SIZE); updates may not exceed it.
     limit: usize,
+    memo: HuffMemo,
 }
 
 /// Reads an HPACK integer with an `n`-bit prefix at `buf[*pos]`.
@@ -323,7 +324,7 @@ fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
 
 /// A decoded string: its length and its first bytes (enough to recognise `:status` and read
 /// a status code).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Str {
     len: usize,
     head: [u8; 8],
@@ -335,8 +336,74 @@ impl Str {
     }
 }
 
+/// Decoded Huffman strings memoised by their exact encoded bytes. Servers that do not index
+/// their response fields (nginx) send the same Huffman literals (date, etag, type, ...) in
+/// every response; a hit costs a short compare instead of a bit-by-bit decode.
+#[derive(Debug)]
+struct HuffMemo {
+    slots: Vec<(Vec<u8>, Str)>,
+}
+
+/// Memo slots (direct-mapped) and the longest encoded string memoised.
+const MEMO_SLOTS: usize = 16;
+const MEMO_MAX: usize = 128;
+
+impl HuffMemo {
+    fn new() -> HuffMemo {
+        HuffMemo {
+            slots: (0..MEMO_SLOTS)
+                .map(|_| {
+                    (
+                        Vec::new(),
+                        Str {
+                            len: 0,
+                            head: [0; 8],
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn decode(&mut self, raw: &[u8]) -> Result<Str, HpackError> {
+        let cacheable = (4..=MEMO_MAX).contains(&raw.len());
+        let slot = if cacheable {
+            let h = raw.len()
+                ^ (raw[0] as usize) << 1
+                ^ (raw[raw.len() / 2] as usize) << 3
+                ^ (raw[raw.len() - 1] as usize) << 5;
+            let k = (h ^ (h >> 4) ^ (h >> 8)) % MEMO_SLOTS;
+            if self.slots[k].0 == raw {
+                return Ok(self.slots[k].1);
+            }
+            Some(k)
+        } else {
+            None
+        };
+        let mut s = Str {
+            len: 0,
+            head: [0; 8],
+        };
+        let mut n = 0usize;
+        s.len = huffman_decode(raw, |b| {
+            if n < 8 {
+                s.head[n] = b;
+            }
+            n += 1;
+        })?;
+        if let Some(k) = slot {
+            let e = &mut self.slots[k];
+            e.0.clear();
+            e.0.extend_from_slice(raw);
+            e.1 = s;
+        }
+        Ok(s)
+    }
+}
+
 #[inline]
-fn read_str(buf: &[u8], pos: &mut usize) -> Result<Str, HpackError> {
+fn read_str(memo: &mut HuffMemo, buf: &[u8], pos: &mut usize) -> Result<Str, HpackError> {
     let huff = buf.get(*pos).ok_or(HpackError("truncated string"))? & 0x80 != 0;
     let len = read_int(buf, pos, 7)?;
     let end = pos
@@ -345,23 +412,15 @@ fn read_str(buf: &[u8], pos: &mut usize) -> Result<Str, HpackError> {
         .ok_or(HpackError("truncated string"))?;
     let raw = &buf[*pos..end];
     *pos = end;
+    if huff {
+        return memo.decode(raw);
+    }
     let mut s = Str {
-        len: 0,
+        len: raw.len(),
         head: [0; 8],
     };
-    if huff {
-        let mut k = 0usize;
-        s.len = huffman_decode(raw, |b| {
-            if k < 8 {
-                s.head[k] = b;
-            }
-            k += 1;
-        })?;
-    } else {
-        s.len = raw.len();
-        let n = raw.len().min(8);
-        s.head[..n].copy_from_slice(&raw[..n]);
-    }
+    let n = raw.len().min(8);
+    s.head[..n].copy_from_slice(&raw[..n]);
     Ok(s)
 }
 
@@ -382,6 +441,7 @@ impl Decoder {
             size: 0,
             max: limit,
             limit,
+            memo: HuffMemo::new(),
         }
     }
 
@@ -480,13 +540,13 @@ impl Decoder {
                 let (prefix, index) = if b & 0x40 != 0 { (6, true) } else { (4, false) };
                 let ni = read_int(block, &mut pos, prefix)?;
                 let (name_len, is_status) = if ni == 0 {
-                    let n = read_str(block, &mut pos)?;
+                    let n = read_str(&mut self.memo, block, &mut pos)?;
                     (n.len, n.head() == b":status")
                 } else {
                     let e = self.lookup(ni)?;
                     (e.name_len as usize, e.is_status)
                 };
-                let v = read_str(block, &mut pos)?;
+                let v = read_str(&mut self.memo, block, &mut pos)?;
                 let e = EntryInfo {
                     name_len: name_len.min(u32::MAX as usize) as u32,
                     value_len: v.len.min(u32::MAX as usize) as u32,
@@ -878,6 +938,33 @@ mod tests {
         block.extend_from_slice(&name);
         block.extend_from_slice(&hex("03 343034"));
         assert_eq!(d.decode(&block).unwrap().status, Some(404));
+    }
+
+    #[test]
+    fn memoised_huffman_strings_decode_as_fresh_ones() {
+        let mut d = Decoder::new(4096);
+        let words = [
+            "www.example.com",
+            "no-cache",
+            "Mon, 21 Oct 2013 20:13:21 GMT",
+            "Mon, 21 Oct 2013 20:13:22 GMT",
+            "www.example.com",
+            "abc",
+            "no-cache",
+        ];
+        for _ in 0..3 {
+            for w in words {
+                // Literal without indexing, name :authority (static 1), Huffman value.
+                let mut v = Vec::new();
+                huffman_encode(w.as_bytes(), &mut v);
+                let mut block = vec![0x01, 0x80 | v.len() as u8];
+                block.extend_from_slice(&v);
+                let info = d.decode(&block).unwrap();
+                assert_eq!(info.uncompressed, (10 + w.len()) as u64, "{w}");
+            }
+        }
+        // A cached string followed by a bad one of the same shape is still rejected.
+        assert!(d.decode(&hex("01 84 0000 0000")).is_err());
     }
 
     #[test]
