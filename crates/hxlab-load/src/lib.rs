@@ -22,6 +22,7 @@ pub mod config;
 pub mod h1;
 pub mod h2;
 pub mod h3;
+pub mod hpack;
 pub mod net;
 pub mod plan;
 pub mod recorder;

@@ -919,3 +919,89 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(u(&v.expect("json"), &["errors", "timeout"]), 2);
 }
+
+/// h2load's "traffic:" line: (total, header, data) bytes and the header space savings (%).
+fn h2load_traffic(out: &str) -> Option<(u64, u64, u64, f64)> {
+    let line = out.lines().find(|l| l.starts_with("traffic:"))?;
+    let nums: Vec<&str> = line
+        .split(['(', ')'])
+        .enumerate()
+        .filter(|(k, _)| k % 2 == 1)
+        .map(|(_, s)| s)
+        .collect();
+    let savings = line.split("space savings ").nth(1)?.split('%').next()?;
+    Some((
+        nums.first()?.parse().ok()?,
+        nums.get(1)?.parse().ok()?,
+        nums.get(3)?.parse().ok()?,
+        savings.parse().ok()?,
+    ))
+}
+
+#[test]
+fn h2_byte_counts_equal_h2loads_on_nginx_and_bodies_follow_flow_control() {
+    let Some(ngx) = Nginx::start() else { return };
+    let Some(h2load) = require_peer("h2load") else {
+        return;
+    };
+    // nginx answers with the same header block every time (no dynamic-table insertion), so
+    // the two clients must see exactly the same bytes; the 1 MB object needs WINDOW_UPDATEs
+    // from the server's side and many DATA frames per stream.
+    for (path, object) in [("obj", OBJECT as u64), ("big", 1_000_000)] {
+        let url = format!("https://127.0.0.1:{}/{path}", ngx.h2);
+        let (code, v, err) = load(&[
+            "-n", "60", "-c", "2", "-m", "10", "--proto", "h2", "-k", &url,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v = v.expect("json");
+        let mut cmd = Command::new(&h2load);
+        cmd.args(["-n", "60", "-c", "2", "-m", "10", &url]);
+        let (hcode, out, herr) = run_with_timeout(&mut cmd, LIMIT);
+        assert_eq!(hcode, Some(0), "{herr}");
+        let (total, header, data, savings) = h2load_traffic(&out).expect("h2load traffic line");
+        assert_eq!(u(&v, &["requests_done"]), 60, "{v}");
+        assert_eq!(u(&v, &["status", "200"]), 60);
+        assert_eq!(u(&v, &["bytes", "body_received"]), 60 * object);
+        assert_eq!(data, 60 * object, "h2load: {out}");
+        assert_eq!(u(&v, &["bytes", "total_received"]), total, "{path}: {out}");
+        assert_eq!(
+            u(&v, &["bytes", "header_received"]),
+            header,
+            "{path}: {out}"
+        );
+        // h2load prints the savings to two decimals: the uncompressed size within 0.1 %.
+        let unc = u(&v, &["bytes", "header_uncompressed"]) as f64;
+        let theirs = header as f64 / (1.0 - savings / 100.0);
+        assert!(
+            (unc - theirs).abs() <= theirs * 0.001,
+            "{unc} vs {theirs}: {out}"
+        );
+    }
+
+    // A request body larger than the server's windows (nghttpd: 64 KiB) goes out in full.
+    let Some(plain) = Nghttpd::start(false) else {
+        return;
+    };
+    let dir = TempDir::new("hxlab-load-body");
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 300_000]).unwrap();
+    let url = format!("http://127.0.0.1:{}/obj", plain.port);
+    let (code, v, err) = load(&[
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "-m",
+        "5",
+        "--proto",
+        "h2c",
+        "--data-file",
+        body.to_str().unwrap(),
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 40, "{v}");
+    assert!(u(&v, &["bytes", "total_sent"]) > 40 * 300_000, "{v}");
+    assert_eq!(u(&v, &["requests_failed"]), 0);
+}

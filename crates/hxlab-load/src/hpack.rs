@@ -1,0 +1,1004 @@
+//! A small HPACK (RFC 7541) codec for the load generator's HTTP/2 client.
+//!
+//! The decoder keeps the dynamic table in sync with the server but materialises only what the
+//! recorder needs: the `:status` code and the decoded size of the header list (name + value
+//! length of every field, as h2load counts it). Table entries hold lengths, not strings, so
+//! decoding a response allocates nothing; Huffman strings are decoded only to learn their
+//! length (and, for `:status` and its name, their first bytes).
+//!
+//! The encoder produces request header blocks: the first occurrence of a field is sent as a
+//! literal with incremental indexing, later ones as one-byte indexed fields, so a repeated
+//! request costs a few bytes on the wire (what nghttp2 sends).
+
+use thiserror::Error;
+
+/// A malformed header block (a connection error of type COMPRESSION_ERROR).
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+#[error("HPACK: {0}")]
+pub struct HpackError(pub &'static str);
+
+/// Huffman code lengths of symbols 0..=256 (256 is EOS), RFC 7541 Appendix B. The code is
+/// canonical, so the codes themselves follow from the lengths (see [`huffman_code`]).
+const HUFFMAN_LEN: [u8; 257] = [
+    13, 23, 28, 28, 28, 28, 28, 28, 28, 24, 30, 28, 28, 30, 28, 28, 28, 28, 28, 28, 28, 28, 30, 28,
+    28, 28, 28, 28, 28, 28, 28, 28, 6, 10, 10, 12, 13, 6, 8, 11, 10, 10, 8, 11, 8, 6, 6, 6, 5, 5,
+    5, 6, 6, 6, 6, 6, 6, 6, 7, 8, 15, 6, 12, 10, 13, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+    7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 8, 13, 19, 13, 14, 6, 15, 5, 6, 5, 6, 5, 6, 6, 6, 5, 7, 7, 6, 6,
+    6, 5, 6, 7, 6, 5, 5, 6, 7, 7, 7, 7, 7, 15, 11, 14, 13, 28, 20, 22, 20, 20, 22, 22, 22, 23, 22,
+    23, 23, 23, 23, 23, 24, 23, 24, 24, 22, 23, 24, 23, 23, 23, 23, 21, 22, 23, 22, 23, 23, 24, 22,
+    21, 20, 22, 22, 23, 23, 21, 23, 22, 22, 24, 21, 22, 23, 23, 21, 21, 22, 21, 23, 22, 23, 23, 20,
+    22, 22, 22, 23, 22, 22, 23, 26, 26, 20, 19, 22, 23, 22, 25, 26, 26, 26, 27, 27, 26, 24, 25, 19,
+    21, 26, 27, 27, 26, 27, 24, 21, 21, 26, 26, 28, 27, 27, 27, 20, 24, 20, 21, 22, 21, 21, 23, 22,
+    22, 25, 25, 24, 24, 26, 23, 26, 27, 26, 26, 27, 27, 27, 27, 27, 28, 27, 27, 27, 27, 27, 26, 30,
+];
+
+/// Bits looked up at once; codes up to this long decode with one table access.
+const FAST_BITS: u32 = 10;
+
+/// Decoding tables, built at compile time from [`HUFFMAN_LEN`].
+struct Huffman {
+    /// Indexed by the next FAST_BITS bits: symbol in the low 9 bits, code length above
+    /// (length 0: the code is longer than FAST_BITS).
+    fast: [u16; 1 << FAST_BITS],
+    /// Per length: first canonical code of that length, number of codes, index of the
+    /// first such symbol in `sorted`.
+    first: [u32; 31],
+    count: [u32; 31],
+    offset: [u32; 31],
+    /// Symbols ordered by (length, symbol), i.e. by code.
+    sorted: [u16; 257],
+    /// Canonical code of every symbol.
+    code: [u32; 257],
+}
+
+const fn build_huffman() -> Huffman {
+    let mut h = Huffman {
+        fast: [0; 1 << FAST_BITS],
+        first: [0; 31],
+        count: [0; 31],
+        offset: [0; 31],
+        sorted: [0; 257],
+        code: [0; 257],
+    };
+    let mut next_code: u32 = 0;
+    let mut n = 0usize;
+    let mut len = 1usize;
+    while len <= 30 {
+        h.first[len] = next_code;
+        h.offset[len] = n as u32;
+        let mut s = 0usize;
+        while s < 257 {
+            if HUFFMAN_LEN[s] as usize == len {
+                h.sorted[n] = s as u16;
+                h.code[s] = next_code;
+                n += 1;
+                next_code += 1;
+                h.count[len] += 1;
+            }
+            s += 1;
+        }
+        next_code <<= 1;
+        len += 1;
+    }
+    let mut s = 0usize;
+    while s < 257 {
+        let l = HUFFMAN_LEN[s] as u32;
+        if l <= FAST_BITS {
+            let base = (h.code[s] << (FAST_BITS - l)) as usize;
+            let mut k = 0usize;
+            while k < (1usize << (FAST_BITS - l)) {
+                h.fast[base + k] = (s as u16) | ((l as u16) << 9);
+                k += 1;
+            }
+        }
+        s += 1;
+    }
+    h
+}
+
+static HUFFMAN: Huffman = build_huffman();
+
+/// The canonical Huffman code of `sym` (0..=256) and its length in bits.
+pub fn huffman_code(sym: usize) -> (u32, u8) {
+    (HUFFMAN.code[sym], HUFFMAN_LEN[sym])
+}
+
+/// Decodes a Huffman-coded string, calling `out` with every byte; returns the decoded length.
+/// Rejects EOS inside the string and padding that is longer than 7 bits or not all ones.
+#[inline]
+pub fn huffman_decode(src: &[u8], mut out: impl FnMut(u8)) -> Result<usize, HpackError> {
+    let h = &HUFFMAN;
+    let mut acc: u64 = 0;
+    let mut nbits: u32 = 0;
+    let mut i = 0usize;
+    let mut produced = 0usize;
+    loop {
+        while nbits <= 56 && i < src.len() {
+            acc = (acc << 8) | u64::from(src[i]);
+            nbits += 8;
+            i += 1;
+        }
+        if nbits == 0 {
+            return Ok(produced);
+        }
+        // The next FAST_BITS bits, padded with ones past the end (the padding pattern).
+        let peek = |k: u32| -> u32 {
+            if nbits >= k {
+                ((acc >> (nbits - k)) & ((1u64 << k) - 1)) as u32
+            } else {
+                let pad = k - nbits;
+                ((((acc & ((1u64 << nbits) - 1)) << pad) | ((1u64 << pad) - 1)) & ((1u64 << k) - 1))
+                    as u32
+            }
+        };
+        let e = h.fast[peek(FAST_BITS) as usize];
+        let (sym, len) = if e != 0 {
+            ((e & 0x1ff) as usize, u32::from(e >> 9))
+        } else {
+            let mut found = None;
+            let mut l = FAST_BITS + 1;
+            while l <= 30 {
+                let c = peek(l);
+                let d = c.wrapping_sub(h.first[l as usize]);
+                if d < h.count[l as usize] {
+                    found = Some((h.sorted[(h.offset[l as usize] + d) as usize] as usize, l));
+                    break;
+                }
+                l += 1;
+            }
+            match found {
+                Some(x) => x,
+                None => return Err(HpackError("bad Huffman code")),
+            }
+        };
+        if len > nbits {
+            // Only padding is left: at most 7 bits, all ones.
+            if nbits < 8 && (acc & ((1u64 << nbits) - 1)) == (1u64 << nbits) - 1 {
+                return Ok(produced);
+            }
+            return Err(HpackError("bad Huffman padding"));
+        }
+        if sym == 256 {
+            return Err(HpackError("EOS in a Huffman string"));
+        }
+        out(sym as u8);
+        produced += 1;
+        nbits -= len;
+    }
+}
+
+/// Huffman-encodes `src` onto `dst` (used by tests and available to encoders).
+pub fn huffman_encode(src: &[u8], dst: &mut Vec<u8>) {
+    let mut acc: u64 = 0;
+    let mut nbits = 0u32;
+    for &b in src {
+        let (code, len) = huffman_code(b as usize);
+        acc = (acc << len) | u64::from(code);
+        nbits += u32::from(len);
+        while nbits >= 8 {
+            dst.push((acc >> (nbits - 8)) as u8);
+            nbits -= 8;
+        }
+    }
+    if nbits > 0 {
+        let pad = 8 - nbits;
+        dst.push(((acc << pad) as u8) | ((1u16 << pad) - 1) as u8);
+    }
+}
+
+/// The static table (RFC 7541 Appendix A), 1-based.
+pub const STATIC_TABLE: [(&str, &str); 61] = [
+    (":authority", ""),
+    (":method", "GET"),
+    (":method", "POST"),
+    (":path", "/"),
+    (":path", "/index.html"),
+    (":scheme", "http"),
+    (":scheme", "https"),
+    (":status", "200"),
+    (":status", "204"),
+    (":status", "206"),
+    (":status", "304"),
+    (":status", "400"),
+    (":status", "404"),
+    (":status", "500"),
+    ("accept-charset", ""),
+    ("accept-encoding", "gzip, deflate"),
+    ("accept-language", ""),
+    ("accept-ranges", ""),
+    ("accept", ""),
+    ("access-control-allow-origin", ""),
+    ("age", ""),
+    ("allow", ""),
+    ("authorization", ""),
+    ("cache-control", ""),
+    ("content-disposition", ""),
+    ("content-encoding", ""),
+    ("content-language", ""),
+    ("content-length", ""),
+    ("content-location", ""),
+    ("content-range", ""),
+    ("content-type", ""),
+    ("cookie", ""),
+    ("date", ""),
+    ("etag", ""),
+    ("expect", ""),
+    ("expires", ""),
+    ("from", ""),
+    ("host", ""),
+    ("if-match", ""),
+    ("if-modified-since", ""),
+    ("if-none-match", ""),
+    ("if-range", ""),
+    ("if-unmodified-since", ""),
+    ("last-modified", ""),
+    ("link", ""),
+    ("location", ""),
+    ("max-forwards", ""),
+    ("proxy-authenticate", ""),
+    ("proxy-authorization", ""),
+    ("range", ""),
+    ("referer", ""),
+    ("refresh", ""),
+    ("retry-after", ""),
+    ("server", ""),
+    ("set-cookie", ""),
+    ("strict-transport-security", ""),
+    ("transfer-encoding", ""),
+    ("user-agent", ""),
+    ("vary", ""),
+    ("via", ""),
+    ("www-authenticate", ""),
+];
+
+/// Per-entry overhead counted in table sizes (RFC 7541 §4.1).
+const ENTRY_OVERHEAD: usize = 32;
+
+/// What the decoder keeps of a dynamic table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryInfo {
+    /// Decoded name length.
+    pub name_len: u32,
+    /// Decoded value length.
+    pub value_len: u32,
+    /// The name is `:status`.
+    pub is_status: bool,
+    /// For `:status` entries, the value when it is three digits (else 0).
+    pub status: u16,
+}
+
+impl EntryInfo {
+    fn size(&self) -> usize {
+        self.name_len as usize + self.value_len as usize + ENTRY_OVERHEAD
+    }
+}
+
+/// What a decoded header block says, as far as the recorder cares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// The `:status` value, if the block had a valid one.
+    pub status: Option<u16>,
+    /// Sum of name and value lengths of every field (h2load's uncompressed size).
+    pub uncompressed: u64,
+    /// Number of fields.
+    pub fields: u32,
+}
+
+/// The response side of HPACK: a dynamic table of lengths.
+#[derive(Debug)]
+pub struct Decoder {
+    /// Newest entry at the back.
+    table: std::collections::VecDeque<EntryInfo>,
+    size: usize,
+    /// Current maximum (changed by size updates from the peer).
+    max: usize,
+    /// The limit we advertised (SETTINGS_HEADER_TABLE_SIZE); updates may not exceed it.
+    limit: usize,
+    memo: HuffMemo,
+}
+
+/// Reads an HPACK integer with an `n`-bit prefix at `buf[*pos]`.
+#[inline]
+fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
+    let mask = (1usize << n) - 1;
+    let first = *buf.get(*pos).ok_or(HpackError("truncated integer"))? as usize & mask;
+    *pos += 1;
+    if first < mask {
+        return Ok(first);
+    }
+    let mut v = mask;
+    let mut shift = 0u32;
+    loop {
+        let b = *buf.get(*pos).ok_or(HpackError("truncated integer"))?;
+        *pos += 1;
+        if shift > 28 {
+            return Err(HpackError("integer too large"));
+        }
+        v += ((b & 0x7f) as usize) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+}
+
+/// A decoded string: its length and its first bytes (enough to recognise `:status` and read
+/// a status code).
+#[derive(Clone, Copy, Debug)]
+struct Str {
+    len: usize,
+    head: [u8; 8],
+}
+
+impl Str {
+    fn head(&self) -> &[u8] {
+        &self.head[..self.len.min(8)]
+    }
+}
+
+/// Decoded Huffman strings memoised by their exact encoded bytes. Servers that do not index
+/// their response fields (nginx) send the same Huffman literals (date, etag, type, ...) in
+/// every response; a hit costs a short compare instead of a bit-by-bit decode.
+#[derive(Debug)]
+struct HuffMemo {
+    slots: Vec<(Vec<u8>, Str)>,
+}
+
+/// Memo slots (direct-mapped) and the longest encoded string memoised.
+const MEMO_SLOTS: usize = 16;
+const MEMO_MAX: usize = 128;
+
+impl HuffMemo {
+    fn new() -> HuffMemo {
+        HuffMemo {
+            slots: (0..MEMO_SLOTS)
+                .map(|_| {
+                    (
+                        Vec::new(),
+                        Str {
+                            len: 0,
+                            head: [0; 8],
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn decode(&mut self, raw: &[u8]) -> Result<Str, HpackError> {
+        let cacheable = (4..=MEMO_MAX).contains(&raw.len());
+        let slot = if cacheable {
+            let h = raw.len()
+                ^ (raw[0] as usize) << 1
+                ^ (raw[raw.len() / 2] as usize) << 3
+                ^ (raw[raw.len() - 1] as usize) << 5;
+            let k = (h ^ (h >> 4) ^ (h >> 8)) % MEMO_SLOTS;
+            if self.slots[k].0 == raw {
+                return Ok(self.slots[k].1);
+            }
+            Some(k)
+        } else {
+            None
+        };
+        let mut s = Str {
+            len: 0,
+            head: [0; 8],
+        };
+        let mut n = 0usize;
+        s.len = huffman_decode(raw, |b| {
+            if n < 8 {
+                s.head[n] = b;
+            }
+            n += 1;
+        })?;
+        if let Some(k) = slot {
+            let e = &mut self.slots[k];
+            e.0.clear();
+            e.0.extend_from_slice(raw);
+            e.1 = s;
+        }
+        Ok(s)
+    }
+}
+
+#[inline]
+fn read_str(memo: &mut HuffMemo, buf: &[u8], pos: &mut usize) -> Result<Str, HpackError> {
+    let huff = buf.get(*pos).ok_or(HpackError("truncated string"))? & 0x80 != 0;
+    let len = read_int(buf, pos, 7)?;
+    let end = pos
+        .checked_add(len)
+        .filter(|e| *e <= buf.len())
+        .ok_or(HpackError("truncated string"))?;
+    let raw = &buf[*pos..end];
+    *pos = end;
+    if huff {
+        return memo.decode(raw);
+    }
+    let mut s = Str {
+        len: raw.len(),
+        head: [0; 8],
+    };
+    let n = raw.len().min(8);
+    s.head[..n].copy_from_slice(&raw[..n]);
+    Ok(s)
+}
+
+fn status_of(value: &[u8]) -> u16 {
+    match value {
+        [a, b, c] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
+            u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0')
+        }
+        _ => 0,
+    }
+}
+
+impl Decoder {
+    /// A decoder whose table may grow to `limit` bytes (what we advertise; 4096 by default).
+    pub fn new(limit: usize) -> Decoder {
+        Decoder {
+            table: std::collections::VecDeque::with_capacity(limit / ENTRY_OVERHEAD + 1),
+            size: 0,
+            max: limit,
+            limit,
+            memo: HuffMemo::new(),
+        }
+    }
+
+    /// Current table size (RFC 7541 §4.1).
+    pub fn table_size(&self) -> usize {
+        self.size
+    }
+
+    /// Entry `i` of the dynamic table (0 = newest).
+    pub fn entry(&self, i: usize) -> Option<EntryInfo> {
+        let n = self.table.len();
+        if i < n {
+            Some(self.table[n - 1 - i])
+        } else {
+            None
+        }
+    }
+
+    /// Number of dynamic entries.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when the dynamic table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    fn evict_to(&mut self, max: usize) {
+        while self.size > max {
+            match self.table.pop_front() {
+                Some(e) => self.size -= e.size(),
+                None => break,
+            }
+        }
+    }
+
+    fn insert(&mut self, e: EntryInfo) {
+        let sz = e.size();
+        if sz > self.max {
+            // Larger than the table: it empties the table (§4.4).
+            self.table.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict_to(self.max - sz);
+        self.table.push_back(e);
+        self.size += sz;
+    }
+
+    fn lookup(&self, index: usize) -> Result<EntryInfo, HpackError> {
+        match index {
+            0 => Err(HpackError("index 0")),
+            1..=61 => {
+                let (n, v) = STATIC_TABLE[index - 1];
+                let is_status = n == ":status";
+                Ok(EntryInfo {
+                    name_len: n.len() as u32,
+                    value_len: v.len() as u32,
+                    is_status,
+                    status: if is_status {
+                        status_of(v.as_bytes())
+                    } else {
+                        0
+                    },
+                })
+            }
+            _ => self
+                .entry(index - 62)
+                .ok_or(HpackError("index beyond the dynamic table")),
+        }
+    }
+
+    /// Decodes one complete header block.
+    pub fn decode(&mut self, block: &[u8]) -> Result<BlockInfo, HpackError> {
+        let mut info = BlockInfo::default();
+        let mut pos = 0usize;
+        let mut fields_seen = false;
+        while pos < block.len() {
+            let b = block[pos];
+            let field = if b & 0x80 != 0 {
+                let i = read_int(block, &mut pos, 7)?;
+                self.lookup(i)?
+            } else if b & 0xe0 == 0x20 {
+                if fields_seen {
+                    return Err(HpackError("table size update after a field"));
+                }
+                let m = read_int(block, &mut pos, 5)?;
+                if m > self.limit {
+                    return Err(HpackError("table size update above the advertised limit"));
+                }
+                self.max = m;
+                self.evict_to(m);
+                continue;
+            } else {
+                let (prefix, index) = if b & 0x40 != 0 { (6, true) } else { (4, false) };
+                let ni = read_int(block, &mut pos, prefix)?;
+                let (name_len, is_status) = if ni == 0 {
+                    let n = read_str(&mut self.memo, block, &mut pos)?;
+                    (n.len, n.head() == b":status")
+                } else {
+                    let e = self.lookup(ni)?;
+                    (e.name_len as usize, e.is_status)
+                };
+                let v = read_str(&mut self.memo, block, &mut pos)?;
+                let e = EntryInfo {
+                    name_len: name_len.min(u32::MAX as usize) as u32,
+                    value_len: v.len.min(u32::MAX as usize) as u32,
+                    is_status,
+                    status: if is_status { status_of(v.head()) } else { 0 },
+                };
+                if index {
+                    self.insert(e);
+                }
+                e
+            };
+            fields_seen = true;
+            info.fields += 1;
+            info.uncompressed += u64::from(field.name_len) + u64::from(field.value_len);
+            if field.is_status && info.status.is_none() && field.status != 0 {
+                info.status = Some(field.status);
+            }
+        }
+        Ok(info)
+    }
+}
+
+/// A (name, value) pair the encoder has in its table.
+type Field = (Box<[u8]>, Box<[u8]>);
+
+/// The request side of HPACK: a dynamic table mirrored from what we sent, so a repeated
+/// field is sent as a one-byte index.
+#[derive(Debug)]
+pub struct Encoder {
+    /// (name, value) with the newest at the back.
+    table: std::collections::VecDeque<Field>,
+    size: usize,
+    max: usize,
+    /// A size update must open the next block.
+    pending_update: Option<usize>,
+    /// Bumped by every insertion or eviction: cached blocks are valid only within one.
+    generation: u64,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Encoder::new()
+    }
+}
+
+fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: usize) {
+    let mask = (1usize << n) - 1;
+    if v < mask {
+        out.push(first | v as u8);
+        return;
+    }
+    out.push(first | mask as u8);
+    let mut r = v - mask;
+    while r >= 128 {
+        out.push((r as u8 & 0x7f) | 0x80);
+        r >>= 7;
+    }
+    out.push(r as u8);
+}
+
+fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    write_int(out, 0, 7, s.len());
+    out.extend_from_slice(s);
+}
+
+impl Encoder {
+    /// An encoder with the default table size (4096).
+    pub fn new() -> Encoder {
+        Encoder {
+            table: std::collections::VecDeque::with_capacity(32),
+            size: 0,
+            max: 4096,
+            pending_update: None,
+            generation: 0,
+        }
+    }
+
+    /// Changes of this value invalidate blocks encoded earlier.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The peer's SETTINGS_HEADER_TABLE_SIZE: our table shrinks to it (never above 4096, the
+    /// size we start with) and the next block announces it.
+    pub fn set_peer_limit(&mut self, limit: u32) {
+        let m = (limit as usize).min(4096);
+        if m != self.max {
+            self.max = m;
+            self.pending_update = Some(m);
+            self.evict_to(m);
+            self.generation += 1;
+        }
+    }
+
+    fn evict_to(&mut self, max: usize) {
+        while self.size > max {
+            match self.table.pop_front() {
+                Some((n, v)) => self.size -= n.len() + v.len() + ENTRY_OVERHEAD,
+                None => break,
+            }
+        }
+    }
+
+    /// Appends the block for `fields` (lowercase names) to `out`.
+    pub fn encode<'a>(
+        &mut self,
+        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        out: &mut Vec<u8>,
+    ) {
+        if let Some(m) = self.pending_update.take() {
+            write_int(out, 0x20, 5, m);
+        }
+        for (name, value) in fields {
+            // Exact match: dynamic first (newest = 62), then static.
+            let n = self.table.len();
+            if let Some(k) = self
+                .table
+                .iter()
+                .rev()
+                .position(|(tn, tv)| **tn == *name && **tv == *value)
+            {
+                let _ = n;
+                write_int(out, 0x80, 7, 62 + k);
+                continue;
+            }
+            if let Some(k) = STATIC_TABLE
+                .iter()
+                .position(|(sn, sv)| sn.as_bytes() == name && sv.as_bytes() == value)
+            {
+                write_int(out, 0x80, 7, k + 1);
+                continue;
+            }
+            let name_index = STATIC_TABLE
+                .iter()
+                .position(|(sn, _)| sn.as_bytes() == name)
+                .map(|k| k + 1);
+            let size = name.len() + value.len() + ENTRY_OVERHEAD;
+            let index = size <= self.max;
+            let (first, prefix) = if index { (0x40, 6) } else { (0x00, 4) };
+            match name_index {
+                Some(k) => write_int(out, first, prefix, k),
+                None => {
+                    out.push(first);
+                    write_str(out, name);
+                }
+            }
+            write_str(out, value);
+            if index {
+                self.evict_to(self.max - size);
+                self.table.push_back((name.into(), value.into()));
+                self.size += size;
+                self.generation += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    fn huff(s: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        huffman_decode(s, |b| v.push(b)).unwrap();
+        v
+    }
+
+    #[test]
+    fn canonical_codes_match_rfc_samples() {
+        // A few codes from RFC 7541 Appendix B.
+        assert_eq!(huffman_code(b'0' as usize), (0x0, 5));
+        assert_eq!(huffman_code(b'a' as usize), (0x3, 5));
+        assert_eq!(huffman_code(b' ' as usize), (0x14, 6));
+        assert_eq!(huffman_code(b'z' as usize), (0x7b, 7));
+        assert_eq!(huffman_code(0), (0x1ff8, 13));
+        assert_eq!(huffman_code(255), (0x3ffffee, 26));
+        assert_eq!(huffman_code(256), (0x3fffffff, 30));
+    }
+
+    #[test]
+    fn huffman_rfc_strings_and_round_trip() {
+        // RFC 7541 C.4 / C.6 strings.
+        for (h, s) in [
+            ("f1e3 c2e5 f23a 6ba0 ab90 f4ff", "www.example.com"),
+            ("a8eb 1064 9cbf", "no-cache"),
+            ("25a8 49e9 5ba9 7d7f", "custom-key"),
+            ("25a8 49e9 5bb8 e8b4 bf", "custom-value"),
+            ("6402", "302"),
+            ("aec3 771a 4b", "private"),
+            (
+                "d07a be94 1054 d444 a820 0595 040b 8166 e082 a62d 1bff",
+                "Mon, 21 Oct 2013 20:13:21 GMT",
+            ),
+            (
+                "9d29 ad17 1863 c78f 0b97 c8e9 ae82 ae43 d3",
+                "https://www.example.com",
+            ),
+            (
+                "94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+                "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1",
+            ),
+        ] {
+            assert_eq!(huff(&hex(h)), s.as_bytes(), "{s}");
+            let mut enc = Vec::new();
+            huffman_encode(s.as_bytes(), &mut enc);
+            assert_eq!(enc, hex(h), "{s}");
+        }
+        let all: Vec<u8> = (0..=255u8).chain((0..=255u8).rev()).collect();
+        let mut enc = Vec::new();
+        huffman_encode(&all, &mut enc);
+        assert_eq!(huff(&enc), all);
+    }
+
+    #[test]
+    fn huffman_rejects_bad_padding_and_eos() {
+        // 8 bits of padding (a whole 0xff byte after a complete symbol).
+        // '0' is 00000, then 111 pads: valid alone; 8 more ones make the padding too long.
+        assert!(huffman_decode(&[0x07, 0xff], |_| {}).is_err());
+        assert!(huffman_decode(&[0x07], |_| {}).is_ok());
+        // Padding of zeros.
+        assert!(huffman_decode(&[0x00], |_| {}).is_err());
+        // EOS spelled out (30 ones) then padding.
+        assert!(huffman_decode(&[0xff, 0xff, 0xff, 0xff], |_| {}).is_err());
+    }
+
+    /// (name length, value length) of the newest-first dynamic entries.
+    fn lens(d: &Decoder) -> Vec<(u32, u32)> {
+        (0..d.len())
+            .map(|i| {
+                let e = d.entry(i).unwrap();
+                (e.name_len, e.value_len)
+            })
+            .collect()
+    }
+
+    fn sum(fields: &[(&str, &str)]) -> u64 {
+        fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum()
+    }
+
+    #[test]
+    fn rfc_c3_and_c4_requests() {
+        let c3 = [
+            "8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "8286 84be 5808 6e6f 2d63 6163 6865",
+            "8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65",
+        ];
+        let c4 = [
+            "8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff",
+            "8286 84be 5886 a8eb 1064 9cbf",
+            "8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf",
+        ];
+        let lists: [&[(&str, &str)]; 3] = [
+            &[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/"),
+                (":authority", "www.example.com"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/"),
+                (":authority", "www.example.com"),
+                ("cache-control", "no-cache"),
+            ],
+            &[
+                (":method", "GET"),
+                (":scheme", "https"),
+                (":path", "/index.html"),
+                (":authority", "www.example.com"),
+                ("custom-key", "custom-value"),
+            ],
+        ];
+        let tables: [(usize, Vec<(u32, u32)>); 3] = [
+            (57, vec![(10, 15)]),
+            (110, vec![(13, 8), (10, 15)]),
+            (164, vec![(10, 12), (13, 8), (10, 15)]),
+        ];
+        for blocks in [c3, c4] {
+            let mut d = Decoder::new(4096);
+            for (k, b) in blocks.iter().enumerate() {
+                let info = d.decode(&hex(b)).unwrap();
+                assert_eq!(info.uncompressed, sum(lists[k]), "block {k}");
+                assert_eq!(info.fields as usize, lists[k].len());
+                assert_eq!(info.status, None);
+                assert_eq!(d.table_size(), tables[k].0, "block {k}");
+                assert_eq!(lens(&d), tables[k].1, "block {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn rfc_c5_and_c6_responses_with_eviction() {
+        let c5 = [
+            "4803 3330 3258 0770 7269 7661 7465 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3120 474d 546e 1768 7474 7073 3a2f 2f77 7777 2e65 7861 6d70 6c65 2e63 6f6d",
+            "4803 3330 37c1 c0bf",
+            "88c1 611d 4d6f 6e2c 2032 3120 4f63 7420 3230 3133 2032 303a 3133 3a32 3220 474d 54c0 5a04 677a 6970 7738 666f 6f3d 4153 444a 4b48 514b 425a 584f 5157 454f 5049 5541 5851 5745 4f49 553b 206d 6178 2d61 6765 3d33 3630 303b 2076 6572 7369 6f6e 3d31",
+        ];
+        let c6 = [
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+            "4883 640e ffc1 c0bf",
+            "88c1 6196 d07a be94 1054 d444 a820 0595 040b 8166 e084 a62d 1bff c05a 839b d9ab 77ad 94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07",
+        ];
+        let date1 = "Mon, 21 Oct 2013 20:13:21 GMT";
+        let date2 = "Mon, 21 Oct 2013 20:13:22 GMT";
+        let loc = "https://www.example.com";
+        let cookie = "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1";
+        let lists: [Vec<(&str, &str)>; 3] = [
+            vec![
+                (":status", "302"),
+                ("cache-control", "private"),
+                ("date", date1),
+                ("location", loc),
+            ],
+            vec![
+                (":status", "307"),
+                ("cache-control", "private"),
+                ("date", date1),
+                ("location", loc),
+            ],
+            vec![
+                (":status", "200"),
+                ("cache-control", "private"),
+                ("date", date2),
+                ("location", loc),
+                ("content-encoding", "gzip"),
+                ("set-cookie", cookie),
+            ],
+        ];
+        let statuses = [302, 307, 200];
+        let tables: [(usize, Vec<(u32, u32)>); 3] = [
+            (222, vec![(8, 23), (4, 29), (13, 7), (7, 3)]),
+            (222, vec![(7, 3), (8, 23), (4, 29), (13, 7)]),
+            (215, vec![(10, 56), (16, 4), (4, 29)]),
+        ];
+        for blocks in [c5, c6] {
+            // The RFC examples use a 256-byte table.
+            let mut d = Decoder::new(256);
+            for (k, b) in blocks.iter().enumerate() {
+                let info = d.decode(&hex(b)).unwrap();
+                assert_eq!(info.uncompressed, sum(&lists[k]), "block {k}");
+                assert_eq!(info.status, Some(statuses[k]), "block {k}");
+                assert_eq!(d.table_size(), tables[k].0, "block {k}");
+                assert_eq!(lens(&d), tables[k].1, "block {k}");
+            }
+            // The :status entry of block 2 is recognised through the dynamic table too.
+            assert!(d.entry(0).is_some());
+        }
+    }
+
+    #[test]
+    fn size_updates_and_malformed_blocks() {
+        let mut d = Decoder::new(4096);
+        // Insert, then shrink to 0 (evicts), then grow back to 100.
+        d.decode(&hex("4803 3330 32")).unwrap();
+        assert_eq!(d.len(), 1);
+        let info = d.decode(&hex("20 3f45 88")).unwrap();
+        assert_eq!(d.len(), 0);
+        assert_eq!(info.status, Some(200));
+        // Above the advertised limit.
+        assert!(d.decode(&hex("3fe2 1f")).is_err());
+        // Update after a field.
+        assert!(d.decode(&hex("88 20")).is_err());
+        // Index 0, index past the table, truncated strings and integers.
+        for bad in [
+            "80",
+            "c0",
+            "be",
+            "40 05 61",
+            "48 85 ff",
+            "ff",
+            "ff ff ff ff ff ff 7f",
+        ] {
+            assert!(d.decode(&hex(bad)).is_err(), "{bad}");
+        }
+        // A literal :status with a literal (Huffman) name.
+        let mut name = Vec::new();
+        huffman_encode(b":status", &mut name);
+        let mut block = vec![0x00];
+        block.push(0x80 | name.len() as u8);
+        block.extend_from_slice(&name);
+        block.extend_from_slice(&hex("03 343034"));
+        assert_eq!(d.decode(&block).unwrap().status, Some(404));
+    }
+
+    #[test]
+    fn memoised_huffman_strings_decode_as_fresh_ones() {
+        let mut d = Decoder::new(4096);
+        let words = [
+            "www.example.com",
+            "no-cache",
+            "Mon, 21 Oct 2013 20:13:21 GMT",
+            "Mon, 21 Oct 2013 20:13:22 GMT",
+            "www.example.com",
+            "abc",
+            "no-cache",
+        ];
+        for _ in 0..3 {
+            for w in words {
+                // Literal without indexing, name :authority (static 1), Huffman value.
+                let mut v = Vec::new();
+                huffman_encode(w.as_bytes(), &mut v);
+                let mut block = vec![0x01, 0x80 | v.len() as u8];
+                block.extend_from_slice(&v);
+                let info = d.decode(&block).unwrap();
+                assert_eq!(info.uncompressed, (10 + w.len()) as u64, "{w}");
+            }
+        }
+        // A cached string followed by a bad one of the same shape is still rejected.
+        assert!(d.decode(&hex("01 84 0000 0000")).is_err());
+    }
+
+    #[test]
+    fn encoder_indexes_repeated_requests() {
+        let fields: [(&[u8], &[u8]); 5] = [
+            (b":method", b"GET"),
+            (b":scheme", b"http"),
+            (b":authority", b"127.0.0.1:8080"),
+            (b":path", b"/bytes/100"),
+            (b"user-agent", b"hxlab/0.1"),
+        ];
+        let mut e = Encoder::new();
+        let mut d = Decoder::new(4096);
+        let mut first = Vec::new();
+        e.encode(fields.iter().copied(), &mut first);
+        let g = e.generation();
+        let mut second = Vec::new();
+        e.encode(fields.iter().copied(), &mut second);
+        assert_eq!(e.generation(), g, "nothing new inserted");
+        // Indexed: 2 static + 3 dynamic, one byte each.
+        assert_eq!(second.len(), 5, "{second:02x?}");
+        let want: u64 = fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum();
+        for b in [&first, &second] {
+            let info = d.decode(b).unwrap();
+            assert_eq!(info.uncompressed, want);
+            assert_eq!(info.fields, 5);
+        }
+        // A smaller peer table: announced, and entries that do not fit are literal.
+        e.set_peer_limit(0);
+        let mut third = Vec::new();
+        e.encode(fields.iter().copied(), &mut third);
+        assert_eq!(third[0], 0x20);
+        let info = d.decode(&third).unwrap();
+        assert_eq!(info.uncompressed, want);
+        assert_eq!(d.len(), 0);
+    }
+}
