@@ -177,6 +177,9 @@ pub struct RunResult {
     /// Connections that resumed a TLS session or used 0-RTT.
     #[serde(default)]
     pub resumed: u64,
+    /// HTTP/2 pushed responses that completed (`hxlab load --push`); 0 otherwise.
+    #[serde(default)]
+    pub pushed: u64,
     /// Bytes.
     pub bytes: ByteCounts,
     /// Client CPU time, user, seconds.
@@ -222,6 +225,7 @@ impl RunResult {
         self.requests_done += o.requests_done;
         self.requests_succeeded += o.requests_succeeded;
         self.requests_failed += o.requests_failed;
+        self.pushed += o.pushed;
         for (k, v) in &o.status {
             *self.status.entry(k.clone()).or_default() += v;
         }

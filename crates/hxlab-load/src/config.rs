@@ -110,6 +110,9 @@ pub struct LoadConfig {
     pub cacert: Option<PathBuf>,
     /// A new connection for every request.
     pub no_keepalive: bool,
+    /// HTTP/2: accept server push (advertise SETTINGS_ENABLE_PUSH=1); a request completes
+    /// when its response and every stream it promised have ended.
+    pub push: bool,
     /// Open model: requests per second over all connections.
     pub rate: Option<f64>,
     /// Protocol to speak.
@@ -144,6 +147,7 @@ impl Default for LoadConfig {
             insecure: false,
             cacert: None,
             no_keepalive: false,
+            push: false,
             rate: None,
             proto: Proto::Auto,
             alpn_list: None,

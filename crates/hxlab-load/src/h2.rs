@@ -61,6 +61,7 @@ const PROTOCOL_ERROR: u32 = 1;
 const FLOW_CONTROL_ERROR: u32 = 3;
 const FRAME_SIZE_ERROR: u32 = 6;
 const REFUSED_STREAM: u32 = 7;
+const CANCEL: u32 = 8;
 const COMPRESSION_ERROR: u32 = 9;
 
 /// Our receive windows (as h2load -w 30 -W 30): flow control never paces a load test.
@@ -74,6 +75,8 @@ const MAX_BLOCK: usize = MAX_HEADER_LIST as usize;
 /// Read buffer: several full frames.
 const READ_BUF: usize = 4 * (OUR_MAX_FRAME + 9);
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// Pushed streams tracked at once per connection; further promises are cancelled.
+const MAX_PUSHES: usize = 1024;
 
 /// Name of an HTTP/2 error code, for messages.
 pub fn code_name(code: u32) -> &'static str {
@@ -120,6 +123,25 @@ struct Slot {
     send_window: i64,
     /// DATA bytes received since the last stream WINDOW_UPDATE.
     recv_unacked: u32,
+    /// Streams it promised (PUSH_PROMISE) that have not ended yet.
+    pending: u32,
+    /// When its own response ended while promised streams were still open.
+    ended: Option<Instant>,
+    /// Pushed responses that completed, and their body and decoded head bytes.
+    pushed: u64,
+    push_body: u64,
+    push_uncompressed: u64,
+}
+
+/// A server-initiated (pushed) stream, promised on the request stream `parent`.
+#[derive(Debug)]
+struct Push {
+    id: u32,
+    parent: u32,
+    got_headers: bool,
+    body: u64,
+    uncompressed: u64,
+    recv_unacked: u32,
 }
 
 /// How a stream ended.
@@ -129,14 +151,16 @@ pub enum Outcome {
     Done {
         /// `:status`.
         status: u16,
-        /// Body bytes (DATA payload without padding).
+        /// Body bytes (DATA payload without padding), pushed responses' included.
         body: u64,
-        /// Decoded response head size.
+        /// Decoded response head size, pushed responses' included.
         uncompressed: u64,
         /// Final HEADERS time.
         first_byte: Instant,
-        /// END_STREAM time.
+        /// END_STREAM time of the response or of the last stream it promised.
         done: Instant,
+        /// Pushed responses (promised on this stream) that completed.
+        pushed: u64,
     },
     /// The server did not process it (REFUSED_STREAM, above a GOAWAY's last stream id).
     Refused,
@@ -205,12 +229,26 @@ pub struct Conn {
     block_stream: u32,
     block_end_stream: bool,
     block: Vec<u8>,
+    /// The promised stream when the block being assembled is a PUSH_PROMISE's (else 0).
+    block_promised: u32,
+    /// Whether we advertise SETTINGS_ENABLE_PUSH=1.
+    push: bool,
+    /// Promised streams not yet ended.
+    pushes: Vec<Push>,
+    /// Highest promised stream id so far.
+    last_promised: u32,
 }
 
 impl Conn {
-    /// A connection for `target` with at most `depth` streams in flight; the preface and
-    /// SETTINGS are queued in `out`.
+    /// A connection for `target` with at most `depth` streams in flight, push disabled;
+    /// the preface and SETTINGS are queued in `out`.
     pub fn new(target: &Target, depth: usize) -> Conn {
+        Conn::with_push(target, depth, false)
+    }
+
+    /// Like [`Conn::new`]; with `push` it advertises SETTINGS_ENABLE_PUSH=1 and a request
+    /// completes only when its response and every stream it promised have ended.
+    pub fn with_push(target: &Target, depth: usize, push: bool) -> Conn {
         let scheme: &[u8] = if target.https { b"https" } else { b"http" };
         let fields: Vec<Vec<(Vec<u8>, Vec<u8>)>> = target
             .requests
@@ -257,11 +295,15 @@ impl Conn {
             block_stream: 0,
             block_end_stream: false,
             block: Vec::new(),
+            block_promised: 0,
+            push,
+            pushes: Vec::new(),
+            last_promised: 0,
         };
         c.out.extend_from_slice(PREFACE);
-        // SETTINGS: ENABLE_PUSH=0, INITIAL_WINDOW_SIZE, MAX_HEADER_LIST_SIZE.
+        // SETTINGS: ENABLE_PUSH, INITIAL_WINDOW_SIZE, MAX_HEADER_LIST_SIZE.
         frame_head(&mut c.out, 18, SETTINGS, 0, 0);
-        for (id, v) in [(2u16, 0u32), (4, WINDOW), (6, MAX_HEADER_LIST)] {
+        for (id, v) in [(2u16, u32::from(push)), (4, WINDOW), (6, MAX_HEADER_LIST)] {
             c.out.extend_from_slice(&id.to_be_bytes());
             c.out.extend_from_slice(&v.to_be_bytes());
         }
@@ -341,6 +383,11 @@ impl Conn {
             body_off,
             send_window: self.peer_initial_window,
             recv_unacked: 0,
+            pending: 0,
+            ended: None,
+            pushed: 0,
+            push_body: 0,
+            push_uncompressed: 0,
         });
         if has_body {
             self.pump_bodies();
@@ -393,6 +440,7 @@ impl Conn {
 
     /// Ends every stream in flight with `outcome`.
     pub fn fail_all(&mut self, kind: ErrorKind, message: &str) {
+        self.pushes.clear();
         for s in self.streams.drain(..) {
             self.events.push(Event {
                 req: s.req,
@@ -409,8 +457,43 @@ impl Conn {
         });
     }
 
+    /// A request stream still receiving its response.
     fn find(&self, id: u32) -> Option<usize> {
-        self.streams.iter().position(|s| s.id == id)
+        self.streams
+            .iter()
+            .position(|s| s.id == id && s.ended.is_none())
+    }
+
+    /// A pushed stream still open.
+    fn find_push(&self, id: u32) -> Option<usize> {
+        self.pushes.iter().position(|p| p.id == id)
+    }
+
+    /// Ends pushed stream `j` (`ok`: with a complete response) and completes its request
+    /// when that was the last thing it waited for.
+    fn push_end(&mut self, j: usize, ok: bool, now: Instant) {
+        let p = self.pushes.swap_remove(j);
+        let Some(k) = self.streams.iter().position(|s| s.id == p.parent) else {
+            // The request already failed: nothing waits for this stream.
+            return;
+        };
+        let s = &mut self.streams[k];
+        s.pending = s.pending.saturating_sub(1);
+        if ok {
+            s.pushed += 1;
+            s.push_body += p.body;
+            s.push_uncompressed += p.uncompressed;
+        }
+        if s.pending == 0 && s.ended.is_some() {
+            self.release(k, now);
+        }
+    }
+
+    /// Resets pushed stream `j` with `code` and ends it without a response.
+    fn push_fail(&mut self, j: usize, code: u32, now: Instant) {
+        let id = self.pushes[j].id;
+        self.rst(id, code);
+        self.push_end(j, false, now);
     }
 
     /// Parses the whole frames at the start of `buf`; returns how many bytes they took.
@@ -472,6 +555,30 @@ impl Conn {
                         .extend_from_slice(&self.recv_conn_unacked.to_be_bytes());
                     self.recv_conn_unacked = 0;
                 }
+                if id.is_multiple_of(2) {
+                    let Some(j) = self.find_push(id) else {
+                        if id > self.last_promised {
+                            return Err(conn_err(PROTOCOL_ERROR, "DATA on an idle stream"));
+                        }
+                        return Ok(());
+                    };
+                    let p = &mut self.pushes[j];
+                    if !p.got_headers {
+                        self.push_fail(j, PROTOCOL_ERROR, now);
+                        return Ok(());
+                    }
+                    p.body += data.len() as u64;
+                    p.recv_unacked += payload.len() as u32;
+                    if flags & END_STREAM != 0 {
+                        self.push_end(j, true, now);
+                    } else if p.recv_unacked >= WINDOW / 2 {
+                        let n = p.recv_unacked;
+                        p.recv_unacked = 0;
+                        frame_head(&mut self.out, 4, WINDOW_UPDATE, 0, id);
+                        self.out.extend_from_slice(&n.to_be_bytes());
+                    }
+                    return Ok(());
+                }
                 let Some(k) = self.find(id) else {
                     if id >= self.next_id {
                         return Err(conn_err(PROTOCOL_ERROR, "DATA on an idle stream"));
@@ -517,6 +624,7 @@ impl Conn {
                 self.block.clear();
                 self.block.extend_from_slice(p);
                 self.block_end_stream = flags & END_STREAM != 0;
+                self.block_promised = 0;
                 if flags & END_HEADERS != 0 {
                     self.headers_done(id, now)?;
                 } else {
@@ -534,7 +642,11 @@ impl Conn {
                 self.block.extend_from_slice(payload);
                 if flags & END_HEADERS != 0 {
                     self.block_stream = 0;
-                    self.headers_done(id, now)?;
+                    if self.block_promised != 0 {
+                        self.promise_done(id)?;
+                    } else {
+                        self.headers_done(id, now)?;
+                    }
                 }
             }
             PRIORITY if payload.len() != 5 => {
@@ -548,6 +660,16 @@ impl Conn {
                     return Err(conn_err(FRAME_SIZE_ERROR, "RST_STREAM frame of bad size"));
                 }
                 let code = be32(payload);
+                if id.is_multiple_of(2) {
+                    match self.find_push(id) {
+                        Some(j) => self.push_end(j, false, now),
+                        None if id > self.last_promised => {
+                            return Err(conn_err(PROTOCOL_ERROR, "RST_STREAM on an idle stream"))
+                        }
+                        None => {}
+                    }
+                    return Ok(());
+                }
                 match self.find(id) {
                     Some(k) if code == REFUSED_STREAM => self.finish(k, Outcome::Refused),
                     Some(k) => self.finish(
@@ -615,7 +737,41 @@ impl Conn {
                 self.pump_bodies();
             }
             PUSH_PROMISE => {
-                return Err(conn_err(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled"));
+                // RFC 9113 §8.4: a PUSH_PROMISE when we disabled push is a protocol error.
+                if !self.push {
+                    return Err(conn_err(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled"));
+                }
+                if id == 0 || id.is_multiple_of(2) {
+                    return Err(conn_err(
+                        PROTOCOL_ERROR,
+                        "PUSH_PROMISE on a stream we did not open",
+                    ));
+                }
+                let p = strip_padding(flags, payload)?;
+                if p.len() < 4 {
+                    return Err(conn_err(FRAME_SIZE_ERROR, "PUSH_PROMISE too short"));
+                }
+                let promised = be32(p) & 0x7fff_ffff;
+                // RFC 9113 §5.1.1 wants promised ids to increase, but the h2 crate (our own
+                // server) queues PUSH_PROMISE per request stream, so with several requests
+                // in flight they can arrive out of order: accept any even id not in use.
+                if promised == 0
+                    || !promised.is_multiple_of(2)
+                    || self.find_push(promised).is_some()
+                {
+                    return Err(conn_err(PROTOCOL_ERROR, "bad promised stream id"));
+                }
+                self.last_promised = self.last_promised.max(promised);
+                self.rx_header += payload.len() as u64;
+                self.block.clear();
+                self.block.extend_from_slice(&p[4..]);
+                self.block_end_stream = false;
+                self.block_promised = promised;
+                if flags & END_HEADERS != 0 {
+                    self.promise_done(id)?;
+                } else {
+                    self.block_stream = id;
+                }
             }
             PING => {
                 if id != 0 {
@@ -701,6 +857,82 @@ impl Conn {
         Ok(())
     }
 
+    /// A complete PUSH_PROMISE header block on request stream `id`.
+    fn promise_done(&mut self, id: u32) -> Result<(), ConnError> {
+        let promised = std::mem::take(&mut self.block_promised);
+        // Always decode: the promised request's fields may change the HPACK table.
+        self.dec
+            .decode(&self.block)
+            .map_err(|e| conn_err(COMPRESSION_ERROR, &e.to_string()))?;
+        if id >= self.next_id {
+            return Err(conn_err(PROTOCOL_ERROR, "PUSH_PROMISE on an idle stream"));
+        }
+        match self.find(id) {
+            Some(k) if self.pushes.len() < MAX_PUSHES => {
+                self.streams[k].pending += 1;
+                self.pushes.push(Push {
+                    id: promised,
+                    parent: id,
+                    got_headers: false,
+                    body: 0,
+                    uncompressed: 0,
+                    recv_unacked: 0,
+                });
+            }
+            // The request is gone (or too many pushes): we do not want this stream.
+            _ => self.rst(promised, CANCEL),
+        }
+        Ok(())
+    }
+
+    /// A complete response header block on pushed stream `id`.
+    fn push_headers_done(
+        &mut self,
+        id: u32,
+        status: Option<u16>,
+        uncompressed: u64,
+        end_stream: bool,
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        let Some(j) = self.find_push(id) else {
+            if id > self.last_promised {
+                return Err(conn_err(
+                    PROTOCOL_ERROR,
+                    "HEADERS on a stream nobody promised",
+                ));
+            }
+            return Ok(());
+        };
+        let p = &mut self.pushes[j];
+        if p.got_headers {
+            // Trailers must end the stream.
+            if end_stream {
+                self.push_end(j, true, now);
+            } else {
+                self.push_fail(j, PROTOCOL_ERROR, now);
+            }
+            return Ok(());
+        }
+        match status {
+            Some(st) if (200..1000).contains(&st) => {}
+            Some(st) if (100..200).contains(&st) && !end_stream => return Ok(()),
+            _ => {
+                self.push_fail(j, PROTOCOL_ERROR, now);
+                return Ok(());
+            }
+        }
+        if uncompressed > u64::from(MAX_HEADER_LIST) {
+            self.push_fail(j, PROTOCOL_ERROR, now);
+            return Ok(());
+        }
+        p.got_headers = true;
+        p.uncompressed = uncompressed;
+        if end_stream {
+            self.push_end(j, true, now);
+        }
+        Ok(())
+    }
+
     /// A complete header block for stream `id`.
     fn headers_done(&mut self, id: u32, now: Instant) -> Result<(), ConnError> {
         // Always decode: the HPACK table must follow the server even for streams we dropped.
@@ -709,6 +941,9 @@ impl Conn {
             .decode(&self.block)
             .map_err(|e| conn_err(COMPRESSION_ERROR, &e.to_string()))?;
         let end_stream = self.block_end_stream;
+        if id.is_multiple_of(2) {
+            return self.push_headers_done(id, info.status, info.uncompressed, end_stream, now);
+        }
         let Some(k) = self.find(id) else {
             if id.is_multiple_of(2) || id >= self.next_id {
                 return Err(conn_err(
@@ -780,20 +1015,35 @@ impl Conn {
         Ok(())
     }
 
+    /// Stream `k`'s own response ended.
     fn complete(&mut self, k: usize, now: Instant) {
-        let s = &self.streams[k];
-        let outcome = Outcome::Done {
-            status: s.status,
-            body: s.body,
-            uncompressed: s.uncompressed,
-            first_byte: s.first_byte.unwrap_or(now),
-            done: now,
-        };
+        let s = &mut self.streams[k];
         if s.body_off != usize::MAX {
             // The server answered before taking the whole request body: stop sending it.
+            s.body_off = usize::MAX;
             let id = s.id;
             self.rst(id, NO_ERROR);
         }
+        let s = &mut self.streams[k];
+        if s.pending > 0 {
+            // The page is complete only with the resources it promised.
+            s.ended = Some(now);
+            return;
+        }
+        self.release(k, now);
+    }
+
+    /// Request `k` is complete: its response and every stream it promised ended.
+    fn release(&mut self, k: usize, now: Instant) {
+        let s = &self.streams[k];
+        let outcome = Outcome::Done {
+            status: s.status,
+            body: s.body + s.push_body,
+            uncompressed: s.uncompressed + s.push_uncompressed,
+            first_byte: s.first_byte.unwrap_or(now),
+            done: now,
+            pushed: s.pushed,
+        };
         self.finish(k, outcome);
     }
 }
@@ -885,9 +1135,11 @@ fn settle(ctx: &mut ClientCtx, conn: &mut Conn, first: &mut bool, h2c: bool) -> 
                 uncompressed,
                 first_byte,
                 done,
+                pushed,
             } => {
                 let mut r = ctx.rec.borrow_mut();
                 r.received(0, 0, body);
+                r.pushed_responses(ev.req.scheduled, pushed);
                 r.received_header_uncompressed(uncompressed);
                 r.response(ev.req.scheduled, ev.req.sent, first_byte, done, status);
                 answered += 1;
@@ -937,7 +1189,7 @@ async fn goodbye(stream: &mut Stream, out: &[u8]) {
 /// Runs requests on one HTTP/2 connection until the plan is done or the connection ends.
 pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> SessionEnd {
     let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
-    let mut conn = Conn::new(&ctx.target, depth);
+    let mut conn = Conn::with_push(&ctx.target, depth, ctx.push);
     let mut rbuf = vec![0u8; READ_BUF];
     let (mut start, mut end) = (0usize, 0usize);
     let mut answered = 0u64;

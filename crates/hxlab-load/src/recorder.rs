@@ -86,6 +86,8 @@ pub struct Recorder {
     pub bytes: ByteCounts,
     /// Completion time of the last measured response.
     pub last_done: Option<Instant>,
+    /// Pushed (HTTP/2 server push) responses that completed.
+    pub pushed: u64,
 }
 
 impl Recorder {
@@ -109,6 +111,7 @@ impl Recorder {
             resumed: 0,
             bytes: ByteCounts::default(),
             last_done: None,
+            pushed: 0,
         }
     }
 
@@ -246,6 +249,14 @@ impl Recorder {
         }
     }
 
+    /// `n` pushed responses completed with the request scheduled at `scheduled`.
+    #[inline]
+    pub fn pushed_responses(&mut self, scheduled: Instant, n: u64) {
+        if scheduled >= self.measure_start {
+            self.pushed += n;
+        }
+    }
+
     /// Uncompressed size of received response headers.
     #[inline]
     pub fn received_header_uncompressed(&mut self, n: u64) {
@@ -277,6 +288,7 @@ impl Recorder {
             error_samples: self.error_samples.clone(),
             connections: self.connections,
             resumed: self.resumed,
+            pushed: self.pushed,
             bytes: self.bytes.clone(),
             histograms: self.hist.clone(),
             ..Default::default()

@@ -56,6 +56,8 @@ pub struct ClientCtx {
     pub connect_timeout: Duration,
     /// One request per connection.
     pub no_keepalive: bool,
+    /// HTTP/2: accept server push (SETTINGS_ENABLE_PUSH=1).
+    pub push: bool,
     url: usize,
     /// A request taken before connecting (so no connection is opened for nothing).
     reserved: Option<(Instant, u64)>,
@@ -363,6 +365,9 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
     if cfg.tls_resume {
         extra.insert("tls_resume".into(), "true".into());
     }
+    if cfg.push {
+        extra.insert("push".into(), "true".into());
+    }
     if cfg.zero_rtt {
         extra.insert("0rtt".into(), "true".into());
     }
@@ -535,6 +540,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             timeout: cfg.timeout,
             connect_timeout: cfg.connect_timeout,
             no_keepalive: cfg.no_keepalive,
+            push: cfg.push,
             url: (k as usize) % target.requests.len(),
             reserved: None,
         };

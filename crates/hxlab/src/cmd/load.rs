@@ -75,6 +75,10 @@ pub struct Args {
     /// ALPN protocol ids to offer, comma-separated (TLS over TCP), e.g. h2,http/1.1.
     #[arg(long = "alpn-list", value_name = "LIST")]
     pub alpn_list: Option<String>,
+    /// HTTP/2 (h2/h2c): accept server push (SETTINGS_ENABLE_PUSH=1); a request completes
+    /// when its response and every stream it promised have ended, pushed bytes counted.
+    #[arg(long = "push")]
+    pub push: bool,
     /// Resume TLS sessions on new connections.
     #[arg(long = "tls-resume")]
     pub tls_resume: bool,
@@ -187,6 +191,12 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         }
         cfg.alpn_list = Some(ids);
     }
+    if a.push && matches!(cfg.proto, Proto::H1 | Proto::H3) {
+        return Err(super::usage(
+            "--push: server push is HTTP/2 only; use it with --proto h2, h2c or auto",
+        ));
+    }
+    cfg.push = a.push;
     cfg.tls_resume = a.tls_resume;
     cfg.zero_rtt = a.zero_rtt;
     if let Some(cc) = &a.cc {
@@ -340,6 +350,9 @@ pub fn summary(r: &RunResult) -> String {
             String::new()
         }
     ));
+    if r.pushed > 0 {
+        s.push_str(&format!("pushed: {} responses\n", r.pushed));
+    }
     let e = &r.errors;
     if e.total() > 0 {
         s.push_str(&format!(
