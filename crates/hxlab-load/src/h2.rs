@@ -1460,6 +1460,123 @@ mod tests {
         }
     }
 
+    /// Push off by default: SETTINGS_ENABLE_PUSH=0, and a PUSH_PROMISE is a connection
+    /// error of type PROTOCOL_ERROR (RFC 9113 §8.4).
+    #[test]
+    fn push_promise_with_push_disabled_is_protocol_error() {
+        let t = target(None);
+        let mut c = Conn::new(&t, 10);
+        let f = frames(&c.out);
+        assert_eq!(f[0].0, SETTINGS);
+        assert_eq!(&f[0].3[..6], &[0, 2, 0, 0, 0, 0]);
+        c.receive(&settings(&[]), Instant::now()).unwrap();
+        c.open(0, req());
+        let mut enc = Encoder::new();
+        let mut p = 2u32.to_be_bytes().to_vec();
+        p.extend(block(&mut enc, &[(":method", "GET"), (":path", "/a")]));
+        let e = c
+            .receive(&fr(PUSH_PROMISE, END_HEADERS, 1, &p), Instant::now())
+            .unwrap_err();
+        assert_eq!(e.code, PROTOCOL_ERROR);
+        assert!(e.message.contains("push disabled"), "{}", e.message);
+    }
+
+    /// With push on, promised streams are tracked (their header blocks decoded, CONTINUATION
+    /// included, so the HPACK table stays in sync) and the request completes only when its
+    /// response and every stream it promised have ended; pushed bytes are counted in it.
+    #[test]
+    fn push_promise_tracked_and_request_waits_for_pushed_streams() {
+        let t = target(None);
+        let mut c = Conn::with_push(&t, 10, true);
+        let f = frames(&c.out);
+        assert_eq!(&f[0].3[..6], &[0, 2, 0, 0, 0, 1]);
+        c.receive(&settings(&[]), Instant::now()).unwrap();
+        let id = c.open(0, req());
+        assert_eq!(id, 1);
+        c.out.clear();
+        let mut enc = Encoder::new();
+        let now = Instant::now();
+        // Promise 2, its block split over PUSH_PROMISE + CONTINUATION; the new literal
+        // "x-res: a" enters the dynamic table.
+        let b = block(
+            &mut enc,
+            &[
+                (":method", "GET"),
+                (":scheme", "http"),
+                (":path", "/a"),
+                ("x-res", "a"),
+            ],
+        );
+        let mut p = 2u32.to_be_bytes().to_vec();
+        p.extend_from_slice(&b[..3]);
+        let mut wire = fr(PUSH_PROMISE, 0, 1, &p);
+        wire.extend(fr(CONTINUATION, END_HEADERS, 1, &b[3..]));
+        // Promise 4 (the server resets it later).
+        let mut p = 4u32.to_be_bytes().to_vec();
+        p.extend(block(&mut enc, &[(":method", "GET"), (":path", "/b")]));
+        wire.extend(fr(PUSH_PROMISE, END_HEADERS, 1, &p));
+        // The page: headers and 10 body bytes, ended.
+        wire.extend(fr(HEADERS, END_HEADERS, 1, &block(&mut enc, &[(":status", "200")])));
+        wire.extend(fr(DATA, END_STREAM, 1, &[b'p'; 10]));
+        assert_eq!(c.receive(&wire, now).unwrap(), wire.len());
+        assert!(c.events.is_empty(), "completed before its pushed streams");
+        assert_eq!(c.inflight(), 1);
+        // Pushed response on 2: its head refers to the entry the promise added (index 62):
+        // decoding fails if the PUSH_PROMISE block was not decoded.
+        let head = block(&mut enc, &[(":status", "200"), ("x-res", "a")]);
+        assert!(head.iter().any(|&x| x >= 0xbe), "expected a dynamic-table reference");
+        let mut wire = fr(HEADERS, END_HEADERS, 2, &head);
+        wire.extend(fr(DATA, 0, 2, &[b'a'; 15]));
+        c.receive(&wire, now).unwrap();
+        assert!(c.events.is_empty());
+        // Pushed stream 4 reset; stream 2 still open.
+        c.receive(&fr(RST_STREAM, 0, 4, &CANCEL.to_be_bytes()), now)
+            .unwrap();
+        assert!(c.events.is_empty());
+        let later = now + Duration::from_millis(5);
+        c.receive(&fr(DATA, END_STREAM, 2, &[b'a'; 5]), later)
+            .unwrap();
+        assert_eq!(c.events.len(), 1);
+        assert_eq!(c.inflight(), 0);
+        match &c.events[0].outcome {
+            Outcome::Done {
+                status,
+                body,
+                pushed,
+                first_byte,
+                done,
+                ..
+            } => {
+                assert_eq!((*status, *body, *pushed), (200, 30, 1));
+                assert_eq!(*done, later);
+                assert_eq!(*first_byte, now);
+            }
+            o => panic!("not done: {o:?}"),
+        }
+        // Frames on the finished pushed streams are ignored; ones nobody promised are not.
+        c.receive(&fr(DATA, END_STREAM, 2, b"x"), later).unwrap();
+        let e = c.receive(&fr(DATA, 0, 6, b"x"), later).unwrap_err();
+        assert_eq!(e.code, PROTOCOL_ERROR);
+    }
+
+    /// Bad promises: on an idle (unopened) stream, or promising an odd stream id.
+    #[test]
+    fn bad_push_promises_are_protocol_errors() {
+        let t = target(None);
+        for (assoc, promised) in [(3u32, 2u32), (1, 3)] {
+            let mut c = Conn::with_push(&t, 10, true);
+            c.receive(&settings(&[]), Instant::now()).unwrap();
+            c.open(0, req());
+            let mut enc = Encoder::new();
+            let mut p = promised.to_be_bytes().to_vec();
+            p.extend(block(&mut enc, &[(":method", "GET"), (":path", "/a")]));
+            let e = c
+                .receive(&fr(PUSH_PROMISE, END_HEADERS, assoc, &p), Instant::now())
+                .unwrap_err();
+            assert_eq!(e.code, PROTOCOL_ERROR, "{assoc} {promised}");
+        }
+    }
+
     #[test]
     fn preface_settings_and_indexed_requests() {
         let t = target(None);
