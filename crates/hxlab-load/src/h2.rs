@@ -1516,7 +1516,12 @@ mod tests {
         p.extend(block(&mut enc, &[(":method", "GET"), (":path", "/b")]));
         wire.extend(fr(PUSH_PROMISE, END_HEADERS, 1, &p));
         // The page: headers and 10 body bytes, ended.
-        wire.extend(fr(HEADERS, END_HEADERS, 1, &block(&mut enc, &[(":status", "200")])));
+        wire.extend(fr(
+            HEADERS,
+            END_HEADERS,
+            1,
+            &block(&mut enc, &[(":status", "200")]),
+        ));
         wire.extend(fr(DATA, END_STREAM, 1, &[b'p'; 10]));
         assert_eq!(c.receive(&wire, now).unwrap(), wire.len());
         assert!(c.events.is_empty(), "completed before its pushed streams");
@@ -1524,7 +1529,10 @@ mod tests {
         // Pushed response on 2: its head refers to the entry the promise added (index 62):
         // decoding fails if the PUSH_PROMISE block was not decoded.
         let head = block(&mut enc, &[(":status", "200"), ("x-res", "a")]);
-        assert!(head.iter().any(|&x| x >= 0xbe), "expected a dynamic-table reference");
+        assert!(
+            head.iter().any(|&x| x >= 0xbe),
+            "expected a dynamic-table reference"
+        );
         let mut wire = fr(HEADERS, END_HEADERS, 2, &head);
         wire.extend(fr(DATA, 0, 2, &[b'a'; 15]));
         c.receive(&wire, now).unwrap();

@@ -1005,3 +1005,124 @@ fn h2_byte_counts_equal_h2loads_on_nginx_and_bodies_follow_flow_control() {
     assert!(u(&v, &["bytes", "total_sent"]) > 40 * 300_000, "{v}");
     assert_eq!(u(&v, &["requests_failed"]), 0);
 }
+
+/// The body of a plain HTTP/1.1 GET of `path` on `addr` (read to the close).
+fn plain_get_body(addr: &str, path: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).expect("read response");
+    let at = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("response head");
+    let head = String::from_utf8_lossy(&all[..at]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!head.contains("chunked"), "{head}");
+    all[at + 4..].to_vec()
+}
+
+#[test]
+fn push_against_hxlab_serve_counts_pushed_streams() {
+    let server = common::Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    let cacert = server.cert().display().to_string();
+    let path = "/page?n=3&size=10k&push=1";
+    let html = plain_get_body(&plain, path).len() as u64;
+    assert!(html > 0);
+    for (proto, url) in [
+        ("h2", format!("https://{tls}{path}")),
+        ("h2c", format!("http://{plain}{path}")),
+    ] {
+        let (code, v, err) = load(&[
+            "--proto", proto, "--cacert", &cacert, "--push", "-n", "5", "-c", "1", &url,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 5, "{proto}: {v}");
+        assert_eq!(u(&v, &["requests_failed"]), 0, "{proto}: {v}");
+        assert_eq!(u(&v, &["pushed"]), 15, "{proto}: {v}");
+        assert_eq!(
+            u(&v, &["bytes", "body_received"]),
+            5 * (html + 30_000),
+            "{proto}: {v}"
+        );
+        assert_eq!(v["config"]["extra"]["push"], "true", "{proto}");
+        // Several pages in flight at once on one connection: all complete, all pushed.
+        let (code, v, err) = load(&[
+            "--proto", proto, "--cacert", &cacert, "--push", "-n", "40", "-c", "2", "-m", "4", &url,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 40, "{proto}: {v}");
+        assert_eq!(u(&v, &["pushed"]), 120, "{proto}: {v}");
+        assert_eq!(
+            u(&v, &["bytes", "body_received"]),
+            40 * (html + 30_000),
+            "{proto}: {v}"
+        );
+    }
+    // Without --push nothing is pushed: only the page itself.
+    let url = format!("http://{plain}{path}");
+    let (code, v, err) = load(&["--proto", "h2c", "-n", "5", "-c", "1", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["pushed"]), 0);
+    assert_eq!(u(&v, &["bytes", "body_received"]), 5 * html);
+    // --push is HTTP/2 only.
+    for proto in ["h1", "h3"] {
+        let (code, _, err) = load(&["--proto", proto, "--push", "-n", "1", &url]);
+        assert_eq!(code, 2, "{proto}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--push"), "{err}");
+    }
+}
+
+#[test]
+fn push_against_nghttpd() {
+    let Some(bin) = require_peer("nghttpd") else {
+        return;
+    };
+    let dir = TempDir::new("hxlab-load-nghttpd-push");
+    let page: &[u8] = b"<html>pushed page</html>\n";
+    std::fs::write(dir.path().join("index.html"), page).unwrap();
+    std::fs::write(dir.path().join("a"), vec![b'a'; 5_000]).unwrap();
+    std::fs::write(dir.path().join("b"), vec![b'b'; 70_000]).unwrap();
+    let port = free_port();
+    let mut child = Command::new(bin)
+        .arg("-d")
+        .arg(dir.path())
+        .args(["-p/index.html=/a,/b", "-b", "7", "--no-tls"])
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nghttpd");
+    wait_port(port, &mut child);
+    let server = Nghttpd {
+        child,
+        _dir: dir,
+        port,
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.port);
+    let (code, v, err) = load(&["--proto", "h2c", "--push", "-n", "6", "-c", "2", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 6, "{v}");
+    assert_eq!(u(&v, &["pushed"]), 12, "{v}");
+    assert_eq!(
+        u(&v, &["bytes", "body_received"]),
+        6 * (page.len() as u64 + 75_000),
+        "{v}"
+    );
+}
