@@ -1092,6 +1092,9 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
                     cfg.size
                 ));
                 requests = 1;
+                // Accept the pushes: the request completes when the page and every pushed
+                // resource have arrived, their bytes counted (spec: push needs h2/h2c).
+                args.push("--push".into());
             } else if exp.factors.iter().any(|f| f.name == "push") {
                 // The same page, resources requested by the client after the page arrived.
                 urls.push(format!(
@@ -1397,12 +1400,15 @@ mod tests {
             2,
             "page, then the script"
         );
+        assert!(!p.args.iter().any(|a| a == "--push"), "{:?}", p.args);
         let p = plan(&e, &e.cells[1].config, &fake_server()).expect("plan");
         assert!(
             p.args.last().is_some_and(|u| u.ends_with("push=1")),
             "{:?}",
             p.args
         );
+        // Only the pushed cell accepts pushes.
+        assert!(p.args.iter().any(|a| a == "--push"), "{:?}", p.args);
     }
 
     #[test]
