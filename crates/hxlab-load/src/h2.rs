@@ -2,7 +2,7 @@
 //! with up to `-m` streams in flight, built for the load generator's hot path.
 //!
 //! [`Conn`] is the protocol state machine without IO: it writes the preface, SETTINGS
-//! (push off, stream windows of 2³⁰-1) and a connection WINDOW_UPDATE, encodes request
+//! (push off unless `--push`, stream windows of 2³⁰-1) and a connection WINDOW_UPDATE, encodes request
 //! header blocks (each URL's block is cached while the HPACK table is unchanged, so a
 //! repeated request is a memcpy of a few indexed bytes), parses whole frames out of the read
 //! buffer, decodes response header blocks with [`crate::hpack::Decoder`] (lengths and
@@ -15,6 +15,14 @@
 //! (both directions); the uncompressed size is h2load's (name + value of every field of the
 //! response head); body bytes are DATA payload without padding, counted when the response
 //! is complete; ttfb is taken at the final response's HEADERS, latency at END_STREAM.
+//!
+//! Server push (`--push`, SETTINGS_ENABLE_PUSH=1): every PUSH_PROMISE header block (with its
+//! CONTINUATIONs) is decoded so the HPACK table follows the server; promised streams are
+//! tracked apart (their received window returned like any stream's) and belong to the request
+//! they were promised on, which completes only when its own response and every stream it
+//! promised have ended: its latency is the time to the last byte of the page with its
+//! pushed resources, and its body/header counts include theirs. PUSH_PROMISE payload counts as
+//! header wire bytes. Without `--push` a PUSH_PROMISE is a connection error (RFC 9113 §8.4).
 
 use crate::hpack::{Decoder, Encoder};
 use crate::net::{io_phrase, Stream};
@@ -861,7 +869,8 @@ impl Conn {
     fn promise_done(&mut self, id: u32) -> Result<(), ConnError> {
         let promised = std::mem::take(&mut self.block_promised);
         // Always decode: the promised request's fields may change the HPACK table.
-        self.dec
+        let info = self
+            .dec
             .decode(&self.block)
             .map_err(|e| conn_err(COMPRESSION_ERROR, &e.to_string()))?;
         if id >= self.next_id {
@@ -869,6 +878,8 @@ impl Conn {
         }
         match self.find(id) {
             Some(k) if self.pushes.len() < MAX_PUSHES => {
+                // Its wire bytes are in header_received, so its decoded size goes with them.
+                self.streams[k].push_uncompressed += info.uncompressed;
                 self.streams[k].pending += 1;
                 self.pushes.push(Push {
                     id: promised,
