@@ -260,6 +260,7 @@ mod tests {
             schema: SCHEMA_VERSION,
             requests_done: 10,
             duration_s: 1.0,
+            pushed: 3,
             ..Default::default()
         };
         a.status.insert("200".into(), 10);
@@ -273,5 +274,11 @@ mod tests {
         assert_eq!(m.status["200"], 20);
         assert_eq!(m.histograms.latency.len(), 2);
         assert_eq!(m.requests_per_sec(), 20.0);
+        assert_eq!(m.pushed, 6);
+        // Files written before `pushed` existed still read, as 0.
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v.as_object_mut().unwrap().remove("pushed");
+        let old: RunResult = serde_json::from_value(v).unwrap();
+        assert_eq!(old.pushed, 0);
     }
 }
