@@ -37,14 +37,18 @@ def run_measured(cmd, timeout=300):
 
 
 def parse_h2load(out):
-    m = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
+    m = re.search(r"finished in ([\d.]+)(?:s|ms), ([\d.]+) req/s", out)
     done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", out)
+    if not (m and done):
+        raise SystemExit(f"h2load output not understood:\n{out[-2000:]}")
     return float(m.group(2)), int(done.group(2))
 
 
 def parse_hxlab(out):
-    m = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
+    m = re.search(r"finished in ([\d.]+)(?:s|ms), ([\d.]+) req/s", out)
     done = re.search(r"requests: \d+ started, (\d+) done, (\d+) succeeded", out)
+    if not (m and done):
+        raise SystemExit(f"hxlab load output not understood:\n{out[-2000:]}")
     return float(m.group(2)), int(done.group(2))
 
 
