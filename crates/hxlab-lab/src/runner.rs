@@ -332,6 +332,12 @@ impl Runner {
                 vec![self.run_loopback(exp, cell, pending[i].1, &dir)]
             };
             for record in records {
+                // A link group holds several cells: warn with the record's own cell.
+                let cell = pending[i..j]
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .find(|c| c.key == record.cell)
+                    .unwrap_or(cell);
                 if let Some(r) = &record.result {
                     summary.measured_s += r.duration_s;
                 }

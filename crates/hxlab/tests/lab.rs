@@ -284,6 +284,13 @@ fn compare_small_writes_the_reports() {
         assert!(out.join(f).is_file(), "{f} missing");
     }
     assert!(stdout.contains("runner overhead:"), "{stdout}");
+    // Every cell spoke the protocol it asked for, and warnings name the right cell (network
+    // cells sharing one link once all warned with the first cell's name).
+    assert!(
+        !stdout.contains("but connections negotiated")
+            && !stderr.contains("but connections negotiated"),
+        "a fallback warning where none happened\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     let csv = std::fs::read_to_string(out.join("results.csv")).expect("csv");
     assert!(csv
         .lines()
