@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use common::{
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir, wait_port,
+};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -16,62 +18,6 @@ use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const OBJECT: usize = 100;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-fn wait_port(port: u16, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("server exited early: {s}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "server on port {port} not ready in 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A self-signed certificate and key for 127.0.0.1/localhost, made with openssl.
-fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let openssl = require_peer("openssl")?;
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let status = Command::new(openssl)
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-        ])
-        .args([
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("run openssl");
-    assert!(status.success(), "openssl could not make a certificate");
-    Some((cert, key))
-}
 
 /// nginx with one worker: h1 on `plain`, TLS+h2 on `h2`, TLS h1-only on `tls_h1`.
 struct Nginx {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use common::{free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -236,27 +236,7 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
 
 /// A self-signed certificate and key in `dir`; returns the base64 SHA-256 of its SPKI.
 fn self_signed(dir: &Path) -> Option<String> {
-    require_peer("openssl")?;
-    let ok = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ])
-        .arg("-keyout")
-        .arg(dir.join("key.pem"))
-        .arg("-out")
-        .arg(dir.join("cert.pem"))
-        .args(["-days", "2", "-subj", "/CN=localhost"])
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(ok, "openssl req failed");
+    make_cert(dir)?;
     let out = Command::new("sh")
         .arg("-c")
         .arg(
@@ -277,13 +257,6 @@ impl Drop for Peer {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
 }
 
 fn wait_listening(port: u16) {

@@ -4,64 +4,16 @@
 
 mod common;
 
-use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir, Server};
+use common::{
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir, wait_port,
+    Server,
+};
 use serde_json::Value;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
-}
-
-fn wait_port(port: u16, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("server on port {port} exited early: {s}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "server on port {port} not ready in 15 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A self-signed leaf certificate for 127.0.0.1 (not a CA: rustls refuses a CA as end entity).
-fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let openssl = require_peer("openssl")?;
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let mut cmd = Command::new(openssl);
-    cmd.args([
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-days",
-        "2",
-    ])
-    .args([
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    ])
-    .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
-    .arg(&key)
-    .arg("-out")
-    .arg(&cert);
-    let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
-    assert_eq!(code, Some(0), "openssl failed: {err}");
-    Some((cert, key))
-}
 
 /// A docroot with an index page, a style sheet to push and a 100 kB object.
 fn make_docroot(dir: &Path) -> PathBuf {

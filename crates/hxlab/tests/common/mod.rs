@@ -45,6 +45,58 @@ extern "C" {
     fn libc_geteuid() -> u32;
 }
 
+/// A free TCP port on 127.0.0.1 (bound, read, released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// Waits (at most 15 s) until something accepts on 127.0.0.1:`port`; fails if `child` exits.
+pub fn wait_port(port: u16, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("server on port {port} exited early: {s}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server on port {port} not ready in 15 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A self-signed leaf certificate and key for localhost/127.0.0.1 in `dir`, made with
+/// openssl (not a CA: rustls refuses a CA as end entity). None when openssl is missing.
+pub fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let openssl = require_peer("openssl")?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = Command::new(openssl)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run openssl");
+    assert!(status.success(), "openssl could not make a certificate");
+    Some((cert, key))
+}
+
 /// A running `hxlab serve`, killed when dropped.
 pub struct Server {
     pub child: Child,
