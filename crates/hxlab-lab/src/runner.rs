@@ -1189,19 +1189,9 @@ fn shell_quote(a: &str) -> String {
 
 /// Runs a command in its own process group with a time limit; returns (exit code, the end
 /// of its stderr). On timeout the whole group is killed.
-fn run_bounded(mut cmd: Command, limit: Duration) -> Result<(Option<i32>, String), String> {
-    use std::os::unix::process::CommandExt;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .die_with_parent();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+fn run_bounded(cmd: Command, limit: Duration) -> Result<(Option<i32>, String), String> {
+    let (mut child, reader) = spawn_group(cmd)?;
     let pid = child.id() as i32;
-    let stderr = child.stderr.take();
-    let reader = std::thread::spawn(move || stderr.map(tail).unwrap_or_default());
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
