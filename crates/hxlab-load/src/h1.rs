@@ -106,8 +106,14 @@ fn parse_u64(s: &[u8], radix: u32) -> Option<u64> {
     Some(v)
 }
 
+/// Searchers built once: `memmem::find` builds one per call, which showed in profiles.
+static CRLF: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n"));
+static CRLFCRLF: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n\r\n"));
+
 fn find_crlf(buf: &[u8]) -> Option<usize> {
-    memchr::memmem::find(buf, b"\r\n")
+    CRLF.find(buf)
 }
 
 impl ResponseParser {
@@ -241,7 +247,7 @@ impl ResponseParser {
 
     fn head(&mut self, buf: &[u8]) -> Result<(usize, Step), ParseError> {
         let from = self.scanned.saturating_sub(3);
-        let end = match memchr::memmem::find(&buf[from..], b"\r\n\r\n") {
+        let end = match CRLFCRLF.find(&buf[from..]) {
             Some(i) => from + i + 4,
             None => {
                 if buf.len() > MAX_HEAD {
@@ -372,9 +378,11 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
     let mut due_timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
     bufs.inflight.clear();
 
+    // One clock reading per loop turn, taken when the wake-up is handled (as h2load's libev
+    // loop time); the request a response frees is sent microseconds later in the same turn.
+    let mut now = Instant::now();
     let end_reason = 'conn: loop {
         // Fill the pipeline.
-        let now = Instant::now();
         let mut wait_until = None;
         let mut header_bytes = 0u64;
         while bufs.inflight.len() < depth && !closing {
@@ -412,7 +420,9 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
         }
         if !bufs.write.is_empty() {
             let n = bufs.write.len() as u64;
-            let write = tokio::time::timeout(timeout, stream.write_all(&bufs.write)).await;
+            let write =
+                tokio::time::timeout_at((now + timeout).into(), stream.write_all(&bufs.write))
+                    .await;
             bufs.write.clear();
             match write {
                 Ok(Ok(())) => ctx.rec.borrow_mut().sent(n, header_bytes, header_bytes),
@@ -425,6 +435,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
         if bufs.inflight.is_empty() {
             if let Some(t) = wait_until {
                 tokio::time::sleep_until(t.into()).await;
+                now = Instant::now();
                 continue;
             }
             break 'conn Ok(if closing {
@@ -456,12 +467,13 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
             _ = &mut due_timer, if wait_until.is_some() => Wake::Due,
             _ = &mut timer => Wake::Timeout,
         };
+        now = Instant::now();
         let n = match wake {
             Wake::Due => continue,
             Wake::Timeout => {
                 let oldest = bufs.inflight.front().map(|f| f.sent + timeout);
                 match oldest {
-                    Some(deadline) if deadline <= Instant::now() => {
+                    Some(deadline) if deadline <= now => {
                         break 'conn Err((
                             ErrorKind::Timeout,
                             format!("no response within {timeout:?}"),
@@ -469,13 +481,12 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                     }
                     // Deadlines only move forward, so the timer is re-armed only when it fires.
                     Some(deadline) => timer.as_mut().reset(deadline.into()),
-                    None => timer.as_mut().reset((Instant::now() + timeout).into()),
+                    None => timer.as_mut().reset((now + timeout).into()),
                 }
                 continue;
             }
             Wake::Read(Ok(0)) => {
                 if let Some(Step::Done { status, .. }) = parser.finish_at_eof() {
-                    let now = Instant::now();
                     if let Some(f) = bufs.inflight.pop_front() {
                         ctx.rec.borrow_mut().response(
                             f.scheduled,
@@ -504,7 +515,6 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
             Wake::Read(Ok(n)) => n,
         };
         end += n;
-        let now = Instant::now();
         let mut header = 0u64;
         let mut body_bytes = 0u64;
         loop {

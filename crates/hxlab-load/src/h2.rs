@@ -1104,7 +1104,14 @@ enum Wake {
 }
 
 /// Writes `conn.out` (one write for everything produced in a loop turn) and counts it.
-async fn flush(ctx: &ClientCtx, stream: &mut Stream, conn: &mut Conn) -> Result<(), ConnError> {
+/// `now` is the loop turn's clock reading (the write deadline counts from it, which saves a
+/// clock read per turn).
+async fn flush(
+    ctx: &ClientCtx,
+    stream: &mut Stream,
+    conn: &mut Conn,
+    now: Instant,
+) -> Result<(), ConnError> {
     if conn.out.is_empty() {
         return Ok(());
     }
@@ -1114,7 +1121,7 @@ async fn flush(ctx: &ClientCtx, stream: &mut Stream, conn: &mut Conn) -> Result<
         stream.write_all(&conn.out).await?;
         stream.flush().await
     };
-    let w = tokio::time::timeout(ctx.timeout, write).await;
+    let w = tokio::time::timeout_at((now + ctx.timeout).into(), write).await;
     conn.out.clear();
     let header = std::mem::take(&mut conn.out_header);
     match w {
@@ -1211,12 +1218,15 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
     let mut progress_timer = std::pin::pin!(tokio::time::sleep_until(
         (last_progress + ctx.timeout).into()
     ));
+    // One clock reading per loop turn, taken when the turn's wake-up is handled (as
+    // h2load's libev loop time): the requests a response frees are sent within the same
+    // turn, microseconds later.
+    let mut now = Instant::now();
     let result: Result<SessionEnd, ConnError> = 'conn: loop {
         let mut wait_until = None;
         let mut plan_done = false;
         let closing = ctx.no_keepalive && sent_any;
         if !closing {
-            let now = Instant::now();
             while conn.can_open() {
                 match ctx.next(now) {
                     Next::Go { scheduled, ticket } => {
@@ -1253,7 +1263,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
                 }
             }
         }
-        if let Err(e) = flush(ctx, &mut stream, &mut conn).await {
+        if let Err(e) = flush(ctx, &mut stream, &mut conn, now).await {
             break 'conn Err(e);
         }
         if conn.inflight() == 0 {
@@ -1272,6 +1282,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
             }
             if let Some(t) = wait_until {
                 tokio::time::sleep_until(t.into()).await;
+                now = Instant::now();
                 continue;
             }
             if plan_done {
@@ -1294,12 +1305,13 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
             _ = &mut due_timer, if wait_until.is_some() => Wake::Due,
             _ = &mut progress_timer => Wake::Timeout,
         };
+        now = Instant::now();
         match wake {
             Wake::Due => continue,
             Wake::Timeout => {
                 // Deadlines only move forward, so the timer is re-armed only when it fires.
                 let deadline = last_progress + ctx.timeout;
-                if Instant::now() >= deadline {
+                if now >= deadline {
                     break 'conn Err(ConnError {
                         code: NO_ERROR,
                         kind: ErrorKind::Timeout,
@@ -1336,7 +1348,6 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
             }
             Wake::Read(Ok(n)) => {
                 end += n;
-                let now = Instant::now();
                 let r = conn.receive(&rbuf[start..end], now);
                 let header = std::mem::take(&mut conn.rx_header);
                 ctx.rec.borrow_mut().received(n as u64, header, 0);

@@ -337,50 +337,49 @@ impl Str {
 }
 
 /// Decoded Huffman strings memoised by their exact encoded bytes. Servers that do not index
-/// their response fields (nginx) send the same Huffman literals (date, etag, type, ...) in
-/// every response; a hit costs a short compare instead of a bit-by-bit decode.
+/// their response fields (nginx) send the same Huffman literals (server, date, type, etag,
+/// ...) in every response; a hit costs a length check and a short compare instead of a
+/// decode. Fully associative (a direct-mapped memo let two of nginx's seven strings evict
+/// each other on every response), replaced round-robin, so a set of up to MEMO_SLOTS
+/// strings that repeats stays memoised whatever their bytes.
 #[derive(Debug)]
 struct HuffMemo {
-    slots: Vec<(Vec<u8>, Str)>,
+    /// Encoded lengths of the slots (0: empty), scanned first.
+    lens: [u16; MEMO_SLOTS],
+    keys: Vec<Vec<u8>>,
+    vals: [Str; MEMO_SLOTS],
+    next: usize,
 }
 
-/// Memo slots (direct-mapped) and the longest encoded string memoised.
+/// Memo slots and the encoded length range memoised.
 const MEMO_SLOTS: usize = 16;
+const MEMO_MIN: usize = 4;
 const MEMO_MAX: usize = 128;
 
 impl HuffMemo {
     fn new() -> HuffMemo {
         HuffMemo {
-            slots: (0..MEMO_SLOTS)
-                .map(|_| {
-                    (
-                        Vec::new(),
-                        Str {
-                            len: 0,
-                            head: [0; 8],
-                        },
-                    )
-                })
-                .collect(),
+            lens: [0; MEMO_SLOTS],
+            keys: (0..MEMO_SLOTS).map(|_| Vec::new()).collect(),
+            vals: [Str {
+                len: 0,
+                head: [0; 8],
+            }; MEMO_SLOTS],
+            next: 0,
         }
     }
 
     #[inline]
     fn decode(&mut self, raw: &[u8]) -> Result<Str, HpackError> {
-        let cacheable = (4..=MEMO_MAX).contains(&raw.len());
-        let slot = if cacheable {
-            let h = raw.len()
-                ^ (raw[0] as usize) << 1
-                ^ (raw[raw.len() / 2] as usize) << 3
-                ^ (raw[raw.len() - 1] as usize) << 5;
-            let k = (h ^ (h >> 4) ^ (h >> 8)) % MEMO_SLOTS;
-            if self.slots[k].0 == raw {
-                return Ok(self.slots[k].1);
+        let cacheable = (MEMO_MIN..=MEMO_MAX).contains(&raw.len());
+        if cacheable {
+            let l = raw.len() as u16;
+            for k in 0..MEMO_SLOTS {
+                if self.lens[k] == l && self.keys[k] == raw {
+                    return Ok(self.vals[k]);
+                }
             }
-            Some(k)
-        } else {
-            None
-        };
+        }
         let mut s = Str {
             len: 0,
             head: [0; 8],
@@ -392,11 +391,13 @@ impl HuffMemo {
             }
             n += 1;
         })?;
-        if let Some(k) = slot {
-            let e = &mut self.slots[k];
-            e.0.clear();
-            e.0.extend_from_slice(raw);
-            e.1 = s;
+        if cacheable {
+            let k = self.next;
+            self.next = (k + 1) % MEMO_SLOTS;
+            self.lens[k] = raw.len() as u16;
+            self.keys[k].clear();
+            self.keys[k].extend_from_slice(raw);
+            self.vals[k] = s;
         }
         Ok(s)
     }
