@@ -5,7 +5,7 @@
 use crate::h1::H1Buffers;
 use crate::h3::QuicDialer;
 use crate::net::{ConnectInfo, Dialer};
-use crate::plan::{Next, Plan};
+use crate::plan::{Next, OpenLedger, Plan, SharedLedger};
 use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
 use crate::scheduler::Schedule;
 use crate::target::Target;
@@ -141,7 +141,10 @@ struct WorkerSpec {
 }
 
 struct WorkerOutput {
-    rec: Recorder,
+    /// What the worker's recorder counted (counts, maps, histograms; not times or CPU).
+    part: RunResult,
+    /// The worker's first connection-level failure.
+    first_connect_error: Option<String>,
     cpu_user_s: f64,
     cpu_sys_s: f64,
     finished: Instant,
@@ -327,9 +330,9 @@ pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
         if out.setup_error.is_some() && setup_error.is_none() {
             setup_error = out.setup_error.clone();
         }
-        out.rec.add_to(&mut result);
+        result.merge(&out.part);
         if result.error_samples.is_empty() {
-            if let Some(e) = &out.rec.first_connect_error {
+            if let Some(e) = &out.first_connect_error {
                 result.error_samples.push(e.clone());
             }
         }
@@ -445,7 +448,8 @@ fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         Ok(rt) => rt,
         Err(e) => {
             return WorkerOutput {
-                rec: Recorder::new(setup.measure_start, true),
+                part: RunResult::default(),
+                first_connect_error: None,
                 cpu_user_s: 0.0,
                 cpu_sys_s: 0.0,
                 finished: Instant::now(),
@@ -502,7 +506,8 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
                 }),
                 Err(e) => {
                     return WorkerOutput {
-                        rec: Recorder::new(setup.measure_start, true),
+                        part: RunResult::default(),
+                        first_connect_error: None,
                         cpu_user_s: 0.0,
                         cpu_sys_s: 0.0,
                         finished: Instant::now(),
@@ -518,17 +523,27 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     } else {
         spec.requests
     }));
-    let limit = if cfg.duration.is_some() {
-        u64::MAX
-    } else {
-        spec.requests
-    };
+    // Open model: the timetable is finite either way, `-n` requests or every request due
+    // before the deadline, so each one can be accounted for when the run ends.
+    let ledger: Option<SharedLedger> = spec.rate.map(|rate| {
+        let limit = match setup.deadline {
+            Some(d) => Schedule::new(rate, 0, 1, u64::MAX)
+                .first_index_due_at_or_after(d.saturating_duration_since(setup.start)),
+            None => spec.requests,
+        };
+        let schedules = (0..spec.clients)
+            .map(|k| Schedule::new(rate, k, spec.clients, limit))
+            .collect();
+        Rc::new(RefCell::new(OpenLedger::new(schedules)))
+    });
+    rec.borrow_mut().ledger = ledger.clone();
     let mut tasks = Vec::new();
     for k in 0..spec.clients {
-        let plan = match spec.rate {
+        let plan = match &ledger {
             None => Plan::Closed(budget.clone()),
-            Some(rate) => Plan::Open {
-                schedule: Schedule::new(rate, k, spec.clients, limit),
+            Some(ledger) => Plan::Open {
+                ledger: ledger.clone(),
+                client: k as usize,
                 start: setup.start,
             },
         };
@@ -553,13 +568,25 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         Some(d) => tokio::time::timeout_at(d.into(), all).await.ok(),
         None => Some(all.await),
     };
+    if let (Some(results), Some(d), Some(_)) = (&finished_all, setup.deadline, &ledger) {
+        // Open model, -D: the clients finished the timetable (its last request is due just
+        // before the deadline) and got every answer; the run still lasts what was asked, as
+        // it did when the timetable was endless.
+        if results.iter().all(|r| matches!(r, Ok(0))) {
+            tokio::time::sleep_until(d.into()).await;
+        }
+    }
     let finished = Instant::now();
     let (u1, s1) = thread_cpu();
     let (u0, s0) = cpu0.get();
-    if let Some(results) = finished_all {
+    if ledger.is_some() {
+        // The clients' tasks are dropped (deadline) or done: settle the books now.
+        let end = setup.deadline.map_or(finished, |d| finished.min(d));
+        rec.borrow_mut().finish_open(setup.start, end);
+    } else if let Some(results) = finished_all {
         // Every client gave up or finished: what is left was never sent.
         let mut left: u64 = results.into_iter().map(|r| r.unwrap_or(0)).sum();
-        if spec.rate.is_none() && budget.get() != u64::MAX {
+        if budget.get() != u64::MAX {
             left += budget.get();
         }
         rec.borrow_mut().requests_abandoned(left);
@@ -567,12 +594,16 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     if let Some(q) = &quic {
         q.endpoint.close(quinn::VarInt::from_u32(0), b"");
     }
-    let out = std::mem::replace(
-        &mut *rec.borrow_mut(),
-        Recorder::new(setup.measure_start, true),
-    );
+    // The recorder stays with this thread (its tasks still hold it); its figures travel.
+    let rec = rec.borrow();
+    let mut part = RunResult {
+        schema: hxlab_core::result::SCHEMA_VERSION,
+        ..Default::default()
+    };
+    rec.add_to(&mut part);
     WorkerOutput {
-        rec: out,
+        part,
+        first_connect_error: rec.first_connect_error.clone(),
         cpu_user_s: u1 - u0,
         cpu_sys_s: s1 - s0,
         finished,
@@ -724,20 +755,16 @@ fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static st
     );
 }
 
-/// Open-model requests this client will never send.
+/// Open-model requests this client will never send (0 in the closed model, whose budget
+/// is counted by the worker).
 fn unsent(ctx: &ClientCtx) -> u64 {
     match &ctx.plan {
-        Plan::Open { schedule, .. } => match schedule.peek() {
+        Plan::Open { ledger, client, .. } => match ledger.borrow().schedules.get(*client) {
+            Some(schedule) => match schedule.peek() {
+                None => 0,
+                Some((next, _)) => schedule.total() - schedule.taken_before(next),
+            },
             None => 0,
-            Some((next, _)) => {
-                let total = schedule.total();
-                if total == u64::MAX {
-                    0
-                } else {
-                    let taken = schedule.taken_before(next);
-                    total - taken
-                }
-            }
         },
         Plan::Closed(_) => 0,
     }
