@@ -118,7 +118,7 @@ enum Transport {
         session: TcpSession,
     },
     Quic {
-        config: quinn::ClientConfig,
+        configs: tls::QuicConfigs,
         server_name: String,
     },
 }
@@ -250,7 +250,7 @@ fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> 
             "h3 runs over QUIC with TLS: use an https:// URL".into(),
         )),
         (Proto::H3, true) => Ok(Transport::Quic {
-            config: tls::quic_config(cfg)?,
+            configs: tls::quic_config(cfg)?,
             server_name: target.host.clone(),
         }),
     }
@@ -487,7 +487,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let target = Rc::new(setup.target.clone());
     let quic = match &setup.transport {
         Transport::Quic {
-            config,
+            configs,
             server_name,
         } => {
             let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
@@ -498,7 +498,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             match quinn::Endpoint::client(bind) {
                 Ok(endpoint) => Some(QuicDialer {
                     endpoint,
-                    config: config.clone(),
+                    configs: configs.clone(),
                     addr: target.addr,
                     server_name: server_name.clone(),
                     limit: cfg.connect_timeout,
@@ -683,7 +683,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                     ctx.unreserve();
                     return unsent(&ctx);
                 };
-                let qc = match dialer.dial().await {
+                let mut qc = match dialer.dial().await {
                     Ok(c) => c,
                     Err(e) => {
                         ctx.unreserve();
@@ -691,25 +691,33 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                         return unsent(&ctx);
                     }
                 };
-                match qc.zero_rtt {
+                let resumed = qc.resumed();
+                match qc.zero_rtt.take() {
                     None => ctx.rec.borrow_mut().connected(
                         None,
                         Some(qc.handshake),
-                        false,
+                        resumed,
                         "h3",
                         Some("TLSv1.3"),
                     ),
                     Some(accepted) => {
                         // 0-RTT: requests go out at once; whether the server took them is
-                        // known later, and the connection is counted then.
+                        // known later, and the connection is counted then. Accepted 0-RTT
+                        // is a resumption; rejected 0-RTT may still have resumed the session
+                        // (the handshake is complete by then, unless the connection died).
                         let rec = ctx.rec.clone();
                         let t0 = Instant::now() - qc.handshake;
+                        let conn = qc.conn.clone();
+                        let check = qc.cert_check.clone();
                         tokio::task::spawn_local(async move {
                             let ok = accepted.await;
+                            let resumed = ok
+                                || (conn.close_reason().is_none()
+                                    && check.is_some_and(|c| !c.verified()));
                             rec.borrow_mut().connected(
                                 None,
                                 Some(t0.elapsed()),
-                                ok,
+                                resumed,
                                 "h3",
                                 Some("TLSv1.3"),
                             );

@@ -1245,3 +1245,61 @@ fn open_model_counts_requests_in_flight_at_the_deadline() {
         assert_eq!(u(&v, &[k]), 0, "{k}: {v}");
     }
 }
+
+/// HTTP/3 session resumption without 0-RTT is reported as TCP's is: every connection after
+/// the first resumes (one request per connection), with `-k` and with the certificate
+/// verified against the served one; without --tls-resume every handshake is full.
+#[test]
+fn h3_tls_resume_without_0rtt_reports_resumed_handshakes() {
+    let server = common::Server::start(&[]);
+    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let cacert = server.cert().display().to_string();
+    let url = format!("https://{h3}/bytes/100");
+    let cases: [&[&str]; 2] = [&["-k", "-c", "1"], &["--cacert", &cacert, "-c", "2"]];
+    for trust in cases {
+        let mut args = vec![
+            "--proto",
+            "h3",
+            "--tls-resume",
+            "-n",
+            "20",
+            "--no-keepalive",
+        ];
+        args.extend_from_slice(trust);
+        args.push(&url);
+        let (code, v, err) = load(&args);
+        assert_eq!(code, 0, "{trust:?}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 20, "{v}");
+        let conns = u(&v, &["connections"]);
+        assert_eq!(conns, 20, "{v}");
+        let resumed = u(&v, &["resumed"]);
+        // Each client's first handshake is a full one; later ones find its ticket.
+        assert!(
+            resumed >= 1 && resumed < conns,
+            "{trust:?}: resumed {resumed} of {conns}"
+        );
+        assert!(
+            resumed >= conns / 2,
+            "{trust:?}: resumed {resumed} of {conns}"
+        );
+        assert_eq!(hist_count(&v, "handshake_resumed"), resumed, "{v}");
+        assert_eq!(hist_count(&v, "handshake"), conns, "{v}");
+    }
+    let (code, v, err) = load(&[
+        "--proto",
+        "h3",
+        "-k",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--no-keepalive",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["connections"]), 10);
+    assert_eq!(u(&v, &["resumed"]), 0, "{v}");
+    assert_eq!(hist_count(&v, "handshake_resumed"), 0);
+}
