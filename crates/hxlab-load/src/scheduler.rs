@@ -93,15 +93,18 @@ impl Schedule {
     /// this client's). Agrees exactly with [`Schedule::due_at`], rounding included, so a count
     /// made with it matches what the recorder sees.
     pub fn first_index_due_at_or_after(&self, offset: Duration) -> u64 {
-        // Float estimate, then a few exact steps either way.
+        // Float estimate, then exact steps either way (a few; bounded all the same).
         let mut i = (offset.as_secs_f64() * self.rate)
             .ceil()
             .min(u64::MAX as f64 / 2.0) as u64;
-        while i > 0 && self.due_at(i - 1) >= offset {
-            i -= 1;
-        }
-        while self.due_at(i) < offset {
-            i += 1;
+        for _ in 0..100_000 {
+            if i > 0 && self.due_at(i - 1) >= offset {
+                i -= 1;
+            } else if self.due_at(i) < offset {
+                i += 1;
+            } else {
+                break;
+            }
         }
         i
     }

@@ -199,6 +199,10 @@ fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
         if !(r.is_finite() && r > 0.0) {
             return bad("--rate must be a positive number of requests per second");
         }
+        // Far beyond what one client machine sends; keeps timetable arithmetic exact.
+        if r > 1e9 {
+            return bad("--rate must be at most 1e9 requests per second");
+        }
     }
     if cfg.timeout.is_zero() || cfg.connect_timeout.is_zero() {
         return bad("timeouts must be longer than 0");

@@ -594,6 +594,7 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
         &["--proto", "h4", "http://127.0.0.1:1/"],
         &["--cc", "vegas", "http://127.0.0.1:1/"],
         &["--rate", "-5", "http://127.0.0.1:1/"],
+        &["--rate", "1e12", "http://127.0.0.1:1/"],
         &["-c", "0", "http://127.0.0.1:1/"],
         &["ftp://127.0.0.1/"],
         &["--proto", "h3", "http://127.0.0.1:1/"],
@@ -1214,7 +1215,7 @@ fn open_model_counts_requests_in_flight_at_the_deadline() {
     let v = v.expect("json");
     assert_eq!(u(&v, &["requests_scheduled"]), 100, "{v}");
     let in_flight = u(&v, &["requests_in_flight_at_end"]);
-    assert!((5..=60).contains(&in_flight), "in flight {in_flight}: {v}");
+    assert!((5..=80).contains(&in_flight), "in flight {in_flight}: {v}");
     assert!(u(&v, &["requests_done"]) >= 20, "{v}");
     assert_eq!(u(&v, &["requests_failed"]), 0, "{v}");
     assert_open_books(&v);
