@@ -66,6 +66,13 @@ impl LatencyHistogram {
         self.inner.saturating_record(us.clamp(1, MAX_MICROS));
     }
 
+    /// Records `n` samples of one value in microseconds (clamped into the histogram's range).
+    pub fn record_n_micros(&mut self, us: u64, n: u64) {
+        if n > 0 {
+            let _ = self.inner.record_n(us.clamp(1, MAX_MICROS), n);
+        }
+    }
+
     /// Records `value` and back-fills the samples a stalled closed loop would have missed,
     /// for a fixed expected interval between samples (coordinated-omission correction).
     pub fn record_corrected_micros(&mut self, us: u64, expected_interval_us: u64) {
@@ -178,5 +185,9 @@ mod tests {
         assert_eq!(m.len(), 2000);
         assert_eq!(m.raw().max(), b.raw().max());
         assert!(LatencyHistogram::from_base64("not base64!").is_err());
+        let mut n = LatencyHistogram::new();
+        n.record_n_micros(250, 4);
+        n.record_n_micros(9, 0);
+        assert_eq!((n.len(), n.quantile(1.0)), (4, 250));
     }
 }

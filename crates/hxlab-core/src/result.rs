@@ -160,6 +160,20 @@ pub struct RunResult {
     pub requests_succeeded: u64,
     /// Failed requests (no complete response).
     pub requests_failed: u64,
+    /// Open model (`--rate`) only, 0 otherwise: requests the timetable holds for the measured
+    /// run (`-n`, or every request due before the end of `-D`). Equals
+    /// `requests_started + requests_not_sent`.
+    #[serde(default)]
+    pub requests_scheduled: u64,
+    /// Open model only: scheduled requests that were never sent (every connection busy or
+    /// blocked when they came due, connecting failed, or the run ended first).
+    #[serde(default)]
+    pub requests_not_sent: u64,
+    /// Open model only: requests sent but neither answered nor failed when the run ended
+    /// (`-D` deadline). `requests_started = requests_done + requests_failed +
+    /// requests_in_flight_at_end`.
+    #[serde(default)]
+    pub requests_in_flight_at_end: u64,
     /// Responses by status code ("200": n).
     pub status: BTreeMap<String, u64>,
     /// Errors by kind.
@@ -225,6 +239,9 @@ impl RunResult {
         self.requests_done += o.requests_done;
         self.requests_succeeded += o.requests_succeeded;
         self.requests_failed += o.requests_failed;
+        self.requests_scheduled += o.requests_scheduled;
+        self.requests_not_sent += o.requests_not_sent;
+        self.requests_in_flight_at_end += o.requests_in_flight_at_end;
         self.pushed += o.pushed;
         for (k, v) in &o.status {
             *self.status.entry(k.clone()).or_default() += v;
@@ -261,6 +278,9 @@ mod tests {
             requests_done: 10,
             duration_s: 1.0,
             pushed: 3,
+            requests_scheduled: 12,
+            requests_not_sent: 1,
+            requests_in_flight_at_end: 1,
             ..Default::default()
         };
         a.status.insert("200".into(), 10);
@@ -275,10 +295,24 @@ mod tests {
         assert_eq!(m.histograms.latency.len(), 2);
         assert_eq!(m.requests_per_sec(), 20.0);
         assert_eq!(m.pushed, 6);
-        // Files written before `pushed` existed still read, as 0.
+        assert_eq!(m.requests_scheduled, 24);
+        assert_eq!(m.requests_not_sent, 2);
+        assert_eq!(m.requests_in_flight_at_end, 2);
+        // Files written before `pushed` and the open-model counts existed still read, as 0.
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        v.as_object_mut().unwrap().remove("pushed");
+        let o = v.as_object_mut().unwrap();
+        for k in [
+            "pushed",
+            "requests_scheduled",
+            "requests_not_sent",
+            "requests_in_flight_at_end",
+        ] {
+            o.remove(k);
+        }
         let old: RunResult = serde_json::from_value(v).unwrap();
         assert_eq!(old.pushed, 0);
+        assert_eq!(old.requests_scheduled, 0);
+        assert_eq!(old.requests_not_sent, 0);
+        assert_eq!(old.requests_in_flight_at_end, 0);
     }
 }

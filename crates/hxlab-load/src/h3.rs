@@ -281,8 +281,9 @@ impl quic::BidiStream<Bytes> for TapBidi {
 pub struct QuicDialer {
     /// The worker's endpoint (one UDP socket per worker).
     pub endpoint: quinn::Endpoint,
-    /// Client config (TLS 1.3, ALPN h3, congestion controller).
-    pub config: quinn::ClientConfig,
+    /// Client configs (TLS 1.3, ALPN h3, congestion controller; one per connection when
+    /// resumption is on, to tell resumed handshakes).
+    pub configs: crate::tls::QuicConfigs,
     /// Server address.
     pub addr: SocketAddr,
     /// TLS server name.
@@ -301,6 +302,16 @@ pub struct QuicConnection {
     pub handshake: Duration,
     /// 0-RTT was used (acceptance is only known later).
     pub zero_rtt: Option<quinn::ZeroRttAccepted>,
+    /// With resumption on: whether the handshake verified a certificate.
+    pub cert_check: Option<crate::tls::CertCheck>,
+}
+
+impl QuicConnection {
+    /// The completed handshake resumed a TLS session: it verified no certificate (a full
+    /// TLS 1.3 handshake always does). False when resumption is off.
+    pub fn resumed(&self) -> bool {
+        self.cert_check.as_ref().is_some_and(|c| !c.verified())
+    }
 }
 
 fn quic_error(addr: SocketAddr, e: &quinn::ConnectionError, limit: Duration) -> ConnectError {
@@ -324,9 +335,10 @@ impl QuicDialer {
     /// Opens one connection (0-RTT when asked and possible).
     pub async fn dial(&self) -> Result<QuicConnection, ConnectError> {
         let t0 = Instant::now();
+        let (config, cert_check) = self.configs.for_connection();
         let connecting = self
             .endpoint
-            .connect_with(self.config.clone(), self.addr, &self.server_name)
+            .connect_with(config, self.addr, &self.server_name)
             .map_err(|e| ConnectError {
                 kind: ErrorKind::Connect,
                 message: format!("QUIC connect to {}: {e}", self.addr),
@@ -338,6 +350,7 @@ impl QuicDialer {
                         conn,
                         handshake: t0.elapsed(),
                         zero_rtt: Some(accepted),
+                        cert_check,
                     })
                 }
                 Err(c) => c,
@@ -358,6 +371,7 @@ impl QuicDialer {
                 conn,
                 handshake: t0.elapsed(),
                 zero_rtt: None,
+                cert_check,
             }),
         }
     }

@@ -1,9 +1,11 @@
 //! What a client sends next and when: a closed-model budget shared by the clients of one
 //! worker (a plain `Rc<Cell>`, never across threads) or the client's open-model
-//! [`Schedule`].
+//! [`Schedule`], kept in the worker's [`OpenLedger`] so that what was never sent or never
+//! answered can still be counted when the run is cut at its deadline.
 
 use crate::scheduler::Schedule;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -23,15 +25,69 @@ pub enum Next {
     Done,
 }
 
+/// The open-model books of one worker: every client's timetable, and the due times of the
+/// requests taken from them that are not settled yet (not answered, failed or given back).
+///
+/// It lives outside the clients' tasks because a `-D` run ends by dropping those tasks at
+/// the deadline; the worker then reads here which requests were never sent or never
+/// answered. One per worker thread, shared through `Rc`.
+#[derive(Debug, Default)]
+pub struct OpenLedger {
+    /// Client `k`'s timetable.
+    pub schedules: Vec<Schedule>,
+    /// Due time → number of requests taken and not settled with that due time.
+    outstanding: BTreeMap<Instant, u32>,
+}
+
+/// A worker's ledger, shared by its clients' plans and its recorder.
+pub type SharedLedger = Rc<RefCell<OpenLedger>>;
+
+impl OpenLedger {
+    /// Books with these client timetables.
+    pub fn new(schedules: Vec<Schedule>) -> OpenLedger {
+        OpenLedger {
+            schedules,
+            outstanding: BTreeMap::new(),
+        }
+    }
+
+    fn taken(&mut self, due: Instant) {
+        *self.outstanding.entry(due).or_default() += 1;
+    }
+
+    /// A request due at `due` is settled: answered, failed, or given back.
+    pub fn settled(&mut self, due: Instant) {
+        if let Some(n) = self.outstanding.get_mut(&due) {
+            *n -= 1;
+            if *n == 0 {
+                self.outstanding.remove(&due);
+            }
+        }
+    }
+
+    /// Due times of requests taken and not settled, from `from` (inclusive) to `to`
+    /// (exclusive), with their counts.
+    pub fn outstanding(
+        &self,
+        from: Instant,
+        to: Instant,
+    ) -> impl Iterator<Item = (Instant, u32)> + '_ {
+        let range = if from < to { from..to } else { from..from };
+        self.outstanding.range(range).map(|(t, n)| (*t, *n))
+    }
+}
+
 /// A client's source of requests.
 #[derive(Debug)]
 pub enum Plan {
     /// Closed model: take from the worker's remaining count (u64::MAX when time-bound).
     Closed(Rc<Cell<u64>>),
-    /// Open model: this client's timetable, relative to `start`.
+    /// Open model: client `client`'s timetable in the worker's ledger, relative to `start`.
     Open {
-        /// Timetable.
-        schedule: Schedule,
+        /// The worker's books (timetables and outstanding requests).
+        ledger: SharedLedger,
+        /// This client's index in `ledger.schedules`.
+        client: usize,
         /// Instant of offset zero.
         start: Instant,
     },
@@ -55,20 +111,31 @@ impl Plan {
                     ticket: 0,
                 }
             }
-            Plan::Open { schedule, start } => match schedule.peek() {
-                None => Next::Done,
-                Some((_, offset)) => {
-                    let due = *start + offset;
-                    if due > now {
-                        return Next::Wait(due);
-                    }
-                    let (index, _) = schedule.take().unwrap_or((0, offset));
-                    Next::Go {
-                        scheduled: due,
-                        ticket: index,
+            Plan::Open {
+                ledger,
+                client,
+                start,
+            } => {
+                let mut books = ledger.borrow_mut();
+                let Some(schedule) = books.schedules.get_mut(*client) else {
+                    return Next::Done;
+                };
+                match schedule.peek() {
+                    None => Next::Done,
+                    Some((_, offset)) => {
+                        let due = *start + offset;
+                        if due > now {
+                            return Next::Wait(due);
+                        }
+                        let (index, _) = schedule.take().unwrap_or((0, offset));
+                        books.taken(due);
+                        Next::Go {
+                            scheduled: due,
+                            ticket: index,
+                        }
                     }
                 }
-            },
+            }
         }
     }
 
@@ -81,7 +148,19 @@ impl Plan {
                     budget.set(left + 1);
                 }
             }
-            Plan::Open { schedule, .. } => schedule.give_back(ticket),
+            Plan::Open {
+                ledger,
+                client,
+                start,
+            } => {
+                let mut books = ledger.borrow_mut();
+                let Some(schedule) = books.schedules.get_mut(*client) else {
+                    return;
+                };
+                let due = *start + schedule.due_at(ticket);
+                schedule.give_back(ticket);
+                books.settled(due);
+            }
         }
     }
 
@@ -89,7 +168,63 @@ impl Plan {
     pub fn is_done(&self) -> bool {
         match self {
             Plan::Closed(b) => b.get() == 0,
-            Plan::Open { schedule, .. } => schedule.peek().is_none(),
+            Plan::Open { ledger, client, .. } => ledger
+                .borrow()
+                .schedules
+                .get(*client)
+                .is_none_or(|s| s.peek().is_none()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Taking, giving back and settling keep the outstanding books exact.
+    #[test]
+    fn ledger_tracks_taken_and_unsettled_requests() {
+        let start = Instant::now();
+        let ledger: SharedLedger = Rc::new(RefCell::new(OpenLedger::new(vec![
+            Schedule::new(1000.0, 0, 2, 100),
+            Schedule::new(1000.0, 1, 2, 100),
+        ])));
+        let mut a = Plan::Open {
+            ledger: ledger.clone(),
+            client: 0,
+            start,
+        };
+        let mut b = Plan::Open {
+            ledger: ledger.clone(),
+            client: 1,
+            start,
+        };
+        let now = start + Duration::from_millis(5);
+        let mut taken = Vec::new();
+        while let Next::Go { scheduled, ticket } = a.next(now) {
+            taken.push((scheduled, ticket));
+        }
+        assert_eq!(taken.len(), 3); // indices 0, 2, 4
+        assert!(matches!(b.next(start), Next::Wait(_)));
+        let Next::Go { scheduled: b0, .. } = b.next(now) else {
+            panic!("index 1 is due")
+        };
+        let count = |l: &SharedLedger| -> u32 {
+            l.borrow()
+                .outstanding(start, start + Duration::from_secs(1))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        assert_eq!(count(&ledger), 4);
+        a.give_back(taken[2].1);
+        ledger.borrow_mut().settled(taken[0].0);
+        ledger.borrow_mut().settled(b0);
+        assert_eq!(count(&ledger), 1);
+        assert_eq!(ledger.borrow().schedules[0].next_index(), 4);
+        // Settling twice or something never taken changes nothing.
+        ledger.borrow_mut().settled(b0);
+        assert_eq!(count(&ledger), 1);
+        assert!(!a.is_done());
     }
 }

@@ -4,6 +4,7 @@
 //! One recorder per worker thread (shared by that worker's connections through `Rc`, never
 //! across threads); the worker recorders are merged once at the end into a `RunResult`.
 
+use crate::plan::SharedLedger;
 use hxlab_core::result::{ByteCounts, ErrorCounts, Histograms};
 use hxlab_core::RunResult;
 use std::cell::RefCell;
@@ -88,6 +89,14 @@ pub struct Recorder {
     pub last_done: Option<Instant>,
     /// Pushed (HTTP/2 server push) responses that completed.
     pub pushed: u64,
+    /// Open model: the worker's timetables and unsettled requests (None in the closed model).
+    pub ledger: Option<SharedLedger>,
+    /// Open model, set by [`Recorder::finish_open`]: requests of the measured timetable.
+    pub scheduled: u64,
+    /// Open model: scheduled requests never sent.
+    pub not_sent: u64,
+    /// Open model: requests sent and neither answered nor failed when the run ended.
+    pub in_flight_at_end: u64,
 }
 
 impl Recorder {
@@ -112,7 +121,54 @@ impl Recorder {
             bytes: ByteCounts::default(),
             last_done: None,
             pushed: 0,
+            ledger: None,
+            scheduled: 0,
+            not_sent: 0,
+            in_flight_at_end: 0,
         }
+    }
+
+    /// Open model: the request due at `scheduled` no longer waits for an answer.
+    #[inline]
+    fn settle(&self, scheduled: Instant) {
+        if let Some(ledger) = &self.ledger {
+            ledger.borrow_mut().settled(scheduled);
+        }
+    }
+
+    /// Open model, once the run is over (`end`: the deadline, or when the last client
+    /// stopped): counts the measured timetable, the requests never sent and those still in
+    /// flight, and records every measured request that was due before `end` and never
+    /// answered into the corrected `latency` histogram at `end − due` (a lower bound of what
+    /// it would have waited), so a server that stops answering shows in the percentiles
+    /// instead of vanishing from them. `start` is the timetable's offset zero.
+    /// `latency_uncorrected` and `ttfb` stay answered requests only.
+    pub fn finish_open(&mut self, start: Instant, end: Instant) {
+        let Some(ledger) = self.ledger.clone() else {
+            return;
+        };
+        let books = ledger.borrow();
+        let from_offset = self.measure_start.saturating_duration_since(start);
+        let end_offset = end.saturating_duration_since(start);
+        let micros = |d: Duration| d.as_micros().min(u128::from(u64::MAX)) as u64;
+        let mut scheduled = 0;
+        for s in &books.schedules {
+            let from = s.first_index_due_at_or_after(from_offset);
+            scheduled += s.count_between(from, u64::MAX);
+            s.unsent_waits(from, end_offset, |wait, n| {
+                self.hist.latency.record_n_micros(micros(wait), n)
+            });
+        }
+        // Taken and unsettled: in flight, or taken but not written yet (waiting for a
+        // connection or for stream credit) — unanswered either way.
+        for (due, n) in books.outstanding(self.measure_start, end) {
+            self.hist
+                .latency
+                .record_n_micros(micros(end.saturating_duration_since(due)), u64::from(n));
+        }
+        self.scheduled = scheduled;
+        self.not_sent = scheduled.saturating_sub(self.started);
+        self.in_flight_at_end = self.started.saturating_sub(self.done + self.failed);
     }
 
     /// A request was sent (or, in the open model, became due and was sent).
@@ -124,7 +180,8 @@ impl Recorder {
     }
 
     /// A request that was written but will be sent again (the server closed the connection
-    /// before answering a pipelined request): it no longer counts as started.
+    /// before answering a pipelined request, or refused the stream): it no longer counts as
+    /// started. Not to be confused with the open model's `not_sent` (due, never sent).
     pub fn request_unsent(&mut self, scheduled: Instant) {
         if scheduled >= self.measure_start {
             self.started = self.started.saturating_sub(1);
@@ -142,6 +199,7 @@ impl Recorder {
         done: Instant,
         status: u16,
     ) {
+        self.settle(scheduled);
         if scheduled < self.measure_start {
             return;
         }
@@ -169,6 +227,7 @@ impl Recorder {
         kind: ErrorKind,
         message: &dyn std::fmt::Display,
     ) {
+        self.settle(scheduled);
         if scheduled < self.measure_start {
             return;
         }
@@ -176,7 +235,8 @@ impl Recorder {
         self.error(kind, message);
     }
 
-    /// Requests never sent because every connection of the worker failed.
+    /// Closed model: requests never sent because every connection of the worker failed
+    /// (the open model counts them as not sent instead, see [`Recorder::finish_open`]).
     pub fn requests_abandoned(&mut self, n: u64) {
         self.failed += n;
     }
@@ -284,6 +344,9 @@ impl Recorder {
             requests_done: self.done,
             requests_succeeded: self.succeeded,
             requests_failed: self.failed,
+            requests_scheduled: self.scheduled,
+            requests_not_sent: self.not_sent,
+            requests_in_flight_at_end: self.in_flight_at_end,
             errors: self.errors.clone(),
             error_samples: self.error_samples.clone(),
             connections: self.connections,

@@ -8,6 +8,9 @@
 //!
 //! Coordinated omission: a request that could not be sent when due (its connection was busy
 //! or stalled) is still timed from when it was *due*; [`corrected_latency`] is that rule.
+//! A request that was due but never answered before the run ended (never sent, or still in
+//! flight) has waited at least from its due time to the end: [`Schedule::unsent_waits`]
+//! gives those lower bounds for the requests a client never sent.
 
 use std::time::Duration;
 
@@ -86,6 +89,67 @@ impl Schedule {
         }
     }
 
+    /// The first timetable index due at or after `offset` (the timetable-wide index, not only
+    /// this client's). Agrees exactly with [`Schedule::due_at`], rounding included, so a count
+    /// made with it matches what the recorder sees.
+    pub fn first_index_due_at_or_after(&self, offset: Duration) -> u64 {
+        // Float estimate, then exact steps either way (a few; bounded all the same).
+        let mut i = (offset.as_secs_f64() * self.rate)
+            .ceil()
+            .min(u64::MAX as f64 / 2.0) as u64;
+        for _ in 0..100_000 {
+            if i > 0 && self.due_at(i - 1) >= offset {
+                i -= 1;
+            } else if self.due_at(i) < offset {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        i
+    }
+
+    /// This client's requests with a timetable index in `from..to` (`to` capped at the limit).
+    pub fn count_between(&self, from: u64, to: u64) -> u64 {
+        let to = to.min(self.limit);
+        if to <= from {
+            0
+        } else {
+            self.taken_before(to) - self.taken_before(from)
+        }
+    }
+
+    /// Timetable index of the next request this client will take.
+    pub fn next_index(&self) -> u64 {
+        self.next
+    }
+
+    /// The requests this client has not taken yet (its never-sent ones, once the run is
+    /// over) with an index at or after `from` and due before `end`: calls `f(wait, n)` with
+    /// the time from their due time to `end`, `n` requests at a time. Neighbours are grouped
+    /// while their waits differ by less than 1/2048 of the wait (finer than the histogram's
+    /// 3 significant digits), so even millions of requests cost a few thousand calls.
+    pub fn unsent_waits(&self, from: u64, end: Duration, mut f: impl FnMut(Duration, u64)) {
+        let stop = self.first_index_due_at_or_after(end).min(self.limit);
+        let start = self.next.max(from);
+        // First index of this client at or after `start`.
+        let mut j = if start <= self.first {
+            self.first
+        } else {
+            self.first + (start - self.first).div_ceil(self.stride) * self.stride
+        };
+        let per_second = self.rate / self.stride as f64;
+        while j < stop {
+            let left = self.count_between(j, stop);
+            let wait = end.saturating_sub(self.due_at(j));
+            let group = ((wait.as_secs_f64() * per_second / 2048.0) as u64).clamp(1, left);
+            // The group's middle request stands for all of it.
+            let middle = j + (group / 2) * self.stride;
+            f(end.saturating_sub(self.due_at(middle)), group);
+            j += group * self.stride;
+        }
+    }
+
     /// Requests of this client in the whole timetable (`u64::MAX` when time-bound).
     pub fn total(&self) -> u64 {
         if self.limit == u64::MAX {
@@ -150,6 +214,65 @@ mod tests {
         assert_eq!(s.peek().unwrap(), a);
         s.give_back(1); // not this client's index: ignored
         assert_eq!(s.peek().unwrap(), a);
+    }
+
+    #[test]
+    fn first_index_due_at_or_after_agrees_with_due_at() {
+        for rate in [3.0, 7.0, 200.0, 333.3, 1e6 / 7.0] {
+            let s = Schedule::new(rate, 0, 1, u64::MAX);
+            for ms in [0u64, 1, 999, 1000, 2000, 12_345] {
+                let at = Duration::from_millis(ms);
+                let i = s.first_index_due_at_or_after(at);
+                assert!(s.due_at(i) >= at, "rate {rate} at {at:?}");
+                assert!(i == 0 || s.due_at(i - 1) < at, "rate {rate} at {at:?}");
+            }
+        }
+        // 2 s at 200/s: indices 0..400 are due before the end.
+        let s = Schedule::new(200.0, 0, 1, u64::MAX);
+        assert_eq!(s.first_index_due_at_or_after(Duration::from_secs(2)), 400);
+    }
+
+    #[test]
+    fn count_between_splits_the_timetable_among_clients() {
+        let clients: Vec<Schedule> = (0..3).map(|k| Schedule::new(100.0, k, 3, 50)).collect();
+        let total: u64 = clients.iter().map(|s| s.count_between(7, 1000)).sum();
+        assert_eq!(total, 43);
+        assert_eq!(clients[1].count_between(7, 11), 2); // indices 7 and 10
+        assert_eq!(clients[0].count_between(9, 9), 0);
+    }
+
+    /// The grouped waits of never-sent requests: the exact count, each due before the end and
+    /// at or after `from`, and quantiles as a one-by-one recording gives them.
+    #[test]
+    fn unsent_waits_group_without_losing_requests_or_precision() {
+        let mut s = Schedule::new(50_000.0, 1, 2, u64::MAX);
+        for _ in 0..10 {
+            s.take();
+        }
+        let end = Duration::from_secs(20);
+        let from = 1000;
+        let (mut calls, mut grouped, mut single) =
+            (0u64, LatencyHistogram::new(), LatencyHistogram::new());
+        s.unsent_waits(from, end, |wait, n| {
+            calls += 1;
+            grouped.record_n_micros(wait.as_micros() as u64, n);
+        });
+        let mut j = 1001;
+        while s.due_at(j) < end {
+            single.record(end - s.due_at(j));
+            j += 2;
+        }
+        assert_eq!(grouped.len(), single.len());
+        assert_eq!(grouped.len(), (1_000_000 - 1000) / 2);
+        assert!(calls < 30_000, "{calls} calls");
+        for q in [0.0, 0.01, 0.5, 0.9, 0.99, 1.0] {
+            let (a, b) = (grouped.quantile(q) as f64, single.quantile(q) as f64);
+            assert!((a - b).abs() <= b * 0.002 + 1.0, "q {q}: {a} vs {b}");
+        }
+        // A client that took everything due has nothing unsent.
+        let mut s = Schedule::new(100.0, 0, 1, 10);
+        while s.take().is_some() {}
+        s.unsent_waits(0, end, |_, _| panic!("nothing is unsent"));
     }
 
     /// A closed connection (one request at a time) at a fixed rate against a server that

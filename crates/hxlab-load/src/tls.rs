@@ -1,10 +1,23 @@
 //! TLS client configuration (rustls with the ring provider): trust roots or `-k`, ALPN,
 //! session resumption, and the QUIC variant for HTTP/3.
+//!
+//! Whether a QUIC handshake resumed a session: quinn does not say (rustls'
+//! `handshake_kind` is not reachable through it), but a resumed TLS 1.3 handshake never
+//! verifies a server certificate, so [`QuicConfigs`] watches verifications. The obvious way,
+//! a verifier per connection, would stop resumption altogether: rustls resumes a ticket only
+//! with the very verifier (`Arc::ptr_eq`) that verified the session it came from. So the
+//! verifier is one shared [`Watched`] one, and each connection gets its own cheap
+//! [`rustls::time::TimeProvider`] instead (not part of that check): rustls asks the
+//! connection's clock for `now` right before it calls `verify_server_cert` (the `now`
+//! argument), on the same thread, so the clock leaves its connection's flag in a
+//! thread-local slot and the verifier marks that flag.
 
 use crate::{CongestionControl, LoadConfig, LoadError};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -125,12 +138,140 @@ fn finish(cfg: &LoadConfig, config: &mut ClientConfig) {
     config.enable_early_data = cfg.zero_rtt;
 }
 
-/// A quinn client config (TLS 1.3, ALPN h3, the chosen congestion controller).
-pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
+thread_local! {
+    /// The flag of the QUIC connection whose clock rustls asked last on this thread.
+    static LAST_CLOCK: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// A connection's clock: the wall time, and a note of who asked (see the module notes).
+#[derive(Debug)]
+struct ConnectionClock(Arc<AtomicBool>);
+
+impl rustls::time_provider::TimeProvider for ConnectionClock {
+    fn current_time(&self) -> Option<UnixTime> {
+        LAST_CLOCK.with(|last| *last.borrow_mut() = Some(self.0.clone()));
+        Some(UnixTime::now())
+    }
+}
+
+/// Delegates to the real verifier (`-k`'s or webpki's) and marks the connection whose clock
+/// was asked last as having verified a certificate: it made a full handshake.
+#[derive(Debug)]
+struct Watched(Arc<dyn ServerCertVerifier>);
+
+impl ServerCertVerifier for Watched {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Some(flag) = LAST_CLOCK.with(|last| last.borrow_mut().take()) {
+            flag.store(true, Ordering::Relaxed);
+        }
+        self.0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+    fn requires_raw_public_keys(&self) -> bool {
+        self.0.requires_raw_public_keys()
+    }
+    fn root_hint_subjects(&self) -> Option<&[rustls::DistinguishedName]> {
+        self.0.root_hint_subjects()
+    }
+}
+
+/// Whether one QUIC connection's handshake verified a server certificate.
+#[derive(Clone, Debug, Default)]
+pub struct CertCheck(Arc<AtomicBool>);
+
+impl CertCheck {
+    /// True once the handshake verified a certificate (a full handshake). Read it when the
+    /// handshake is complete: a completed TLS 1.3 handshake without a verified certificate
+    /// resumed a session.
+    pub fn verified(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The QUIC client configuration, and per-connection variants of it when resumption is on.
+#[derive(Clone)]
+pub struct QuicConfigs {
+    /// The config every connection uses when resumption is off.
+    shared: quinn::ClientConfig,
+    /// With `--tls-resume`/`--0rtt`: the rustls config (one session store, one [`Watched`]
+    /// verifier) and the transport settings each connection's config is made from.
+    watched: Option<(Arc<ClientConfig>, Arc<quinn::TransportConfig>)>,
+}
+
+impl QuicConfigs {
+    /// The config for a new connection, and with resumption on, how to tell afterwards
+    /// whether its handshake was a full one.
+    pub fn for_connection(&self) -> (quinn::ClientConfig, Option<CertCheck>) {
+        let Some((tls, transport)) = &self.watched else {
+            return (self.shared.clone(), None);
+        };
+        let check = CertCheck::default();
+        let mut tls = ClientConfig::clone(tls);
+        tls.time_provider = Arc::new(ConnectionClock(check.0.clone()));
+        // The config was accepted for QUIC once; a clone with another clock is accepted too.
+        match quinn::crypto::rustls::QuicClientConfig::try_from(tls) {
+            Ok(quic) => {
+                let mut config = quinn::ClientConfig::new(Arc::new(quic));
+                config.transport_config(transport.clone());
+                (config, Some(check))
+            }
+            Err(_) => (self.shared.clone(), None),
+        }
+    }
+}
+
+/// The QUIC client configs (TLS 1.3, ALPN h3, the chosen congestion controller).
+pub fn quic_config(cfg: &LoadConfig) -> Result<QuicConfigs, LoadError> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| LoadError::Tls(e.to_string()))?;
-    let mut config = if cfg.insecure {
+    let watch = cfg.tls_resume || cfg.zero_rtt;
+    let mut config = if watch {
+        let verifier: Arc<dyn ServerCertVerifier> = if cfg.insecure {
+            Arc::new(AcceptAnyCert(provider()))
+        } else {
+            rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(load_roots(cfg)?),
+                provider(),
+            )
+            .build()
+            .map_err(|e| {
+                LoadError::Tls(format!(
+                    "certificate verifier: {e} (give --cacert FILE, or -k)"
+                ))
+            })?
+        };
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Watched(verifier)))
+            .with_no_client_auth()
+    } else if cfg.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider())))
@@ -142,7 +283,8 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
     };
     config.alpn_protocols = vec![b"h3".to_vec()];
     finish(cfg, &mut config);
-    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(config)
+    let config = Arc::new(config);
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(config.clone())
         .map_err(|e| LoadError::Tls(format!("QUIC: {e}")))?;
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
     let mut transport = quinn::TransportConfig::default();
@@ -172,8 +314,12 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<quinn::ClientConfig, LoadError> {
         }
         None => {}
     }
-    client.transport_config(Arc::new(transport));
-    Ok(client)
+    let transport = Arc::new(transport);
+    client.transport_config(transport.clone());
+    Ok(QuicConfigs {
+        shared: client,
+        watched: watch.then_some((config, transport)),
+    })
 }
 
 /// A TLS server name for `host` (an IP address or a DNS name).

@@ -5,7 +5,7 @@
 use crate::h1::H1Buffers;
 use crate::h3::QuicDialer;
 use crate::net::{ConnectInfo, Dialer};
-use crate::plan::{Next, Plan};
+use crate::plan::{Next, OpenLedger, Plan, SharedLedger};
 use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
 use crate::scheduler::Schedule;
 use crate::target::Target;
@@ -118,7 +118,7 @@ enum Transport {
         session: TcpSession,
     },
     Quic {
-        config: quinn::ClientConfig,
+        configs: tls::QuicConfigs,
         server_name: String,
     },
 }
@@ -141,7 +141,10 @@ struct WorkerSpec {
 }
 
 struct WorkerOutput {
-    rec: Recorder,
+    /// What the worker's recorder counted (counts, maps, histograms; not times or CPU).
+    part: RunResult,
+    /// The worker's first connection-level failure.
+    first_connect_error: Option<String>,
     cpu_user_s: f64,
     cpu_sys_s: f64,
     finished: Instant,
@@ -196,6 +199,10 @@ fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
         if !(r.is_finite() && r > 0.0) {
             return bad("--rate must be a positive number of requests per second");
         }
+        // Far beyond what one client machine sends; keeps timetable arithmetic exact.
+        if r > 1e9 {
+            return bad("--rate must be at most 1e9 requests per second");
+        }
     }
     if cfg.timeout.is_zero() || cfg.connect_timeout.is_zero() {
         return bad("timeouts must be longer than 0");
@@ -247,7 +254,7 @@ fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> 
             "h3 runs over QUIC with TLS: use an https:// URL".into(),
         )),
         (Proto::H3, true) => Ok(Transport::Quic {
-            config: tls::quic_config(cfg)?,
+            configs: tls::quic_config(cfg)?,
             server_name: target.host.clone(),
         }),
     }
@@ -327,9 +334,9 @@ pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
         if out.setup_error.is_some() && setup_error.is_none() {
             setup_error = out.setup_error.clone();
         }
-        out.rec.add_to(&mut result);
+        result.merge(&out.part);
         if result.error_samples.is_empty() {
-            if let Some(e) = &out.rec.first_connect_error {
+            if let Some(e) = &out.first_connect_error {
                 result.error_samples.push(e.clone());
             }
         }
@@ -445,7 +452,8 @@ fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         Ok(rt) => rt,
         Err(e) => {
             return WorkerOutput {
-                rec: Recorder::new(setup.measure_start, true),
+                part: RunResult::default(),
+                first_connect_error: None,
                 cpu_user_s: 0.0,
                 cpu_sys_s: 0.0,
                 finished: Instant::now(),
@@ -483,7 +491,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let target = Rc::new(setup.target.clone());
     let quic = match &setup.transport {
         Transport::Quic {
-            config,
+            configs,
             server_name,
         } => {
             let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
@@ -494,7 +502,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             match quinn::Endpoint::client(bind) {
                 Ok(endpoint) => Some(QuicDialer {
                     endpoint,
-                    config: config.clone(),
+                    configs: configs.clone(),
                     addr: target.addr,
                     server_name: server_name.clone(),
                     limit: cfg.connect_timeout,
@@ -502,7 +510,8 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
                 }),
                 Err(e) => {
                     return WorkerOutput {
-                        rec: Recorder::new(setup.measure_start, true),
+                        part: RunResult::default(),
+                        first_connect_error: None,
                         cpu_user_s: 0.0,
                         cpu_sys_s: 0.0,
                         finished: Instant::now(),
@@ -518,17 +527,27 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     } else {
         spec.requests
     }));
-    let limit = if cfg.duration.is_some() {
-        u64::MAX
-    } else {
-        spec.requests
-    };
+    // Open model: the timetable is finite either way, `-n` requests or every request due
+    // before the deadline, so each one can be accounted for when the run ends.
+    let ledger: Option<SharedLedger> = spec.rate.map(|rate| {
+        let limit = match setup.deadline {
+            Some(d) => Schedule::new(rate, 0, 1, u64::MAX)
+                .first_index_due_at_or_after(d.saturating_duration_since(setup.start)),
+            None => spec.requests,
+        };
+        let schedules = (0..spec.clients)
+            .map(|k| Schedule::new(rate, k, spec.clients, limit))
+            .collect();
+        Rc::new(RefCell::new(OpenLedger::new(schedules)))
+    });
+    rec.borrow_mut().ledger = ledger.clone();
     let mut tasks = Vec::new();
     for k in 0..spec.clients {
-        let plan = match spec.rate {
+        let plan = match &ledger {
             None => Plan::Closed(budget.clone()),
-            Some(rate) => Plan::Open {
-                schedule: Schedule::new(rate, k, spec.clients, limit),
+            Some(ledger) => Plan::Open {
+                ledger: ledger.clone(),
+                client: k as usize,
                 start: setup.start,
             },
         };
@@ -553,13 +572,25 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         Some(d) => tokio::time::timeout_at(d.into(), all).await.ok(),
         None => Some(all.await),
     };
+    if let (Some(results), Some(d), Some(_)) = (&finished_all, setup.deadline, &ledger) {
+        // Open model, -D: the clients finished the timetable (its last request is due just
+        // before the deadline) and got every answer; the run still lasts what was asked, as
+        // it did when the timetable was endless.
+        if results.iter().all(|r| matches!(r, Ok(0))) {
+            tokio::time::sleep_until(d.into()).await;
+        }
+    }
     let finished = Instant::now();
     let (u1, s1) = thread_cpu();
     let (u0, s0) = cpu0.get();
-    if let Some(results) = finished_all {
+    if ledger.is_some() {
+        // The clients' tasks are dropped (deadline) or done: settle the books now.
+        let end = setup.deadline.map_or(finished, |d| finished.min(d));
+        rec.borrow_mut().finish_open(setup.start, end);
+    } else if let Some(results) = finished_all {
         // Every client gave up or finished: what is left was never sent.
         let mut left: u64 = results.into_iter().map(|r| r.unwrap_or(0)).sum();
-        if spec.rate.is_none() && budget.get() != u64::MAX {
+        if budget.get() != u64::MAX {
             left += budget.get();
         }
         rec.borrow_mut().requests_abandoned(left);
@@ -567,12 +598,16 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     if let Some(q) = &quic {
         q.endpoint.close(quinn::VarInt::from_u32(0), b"");
     }
-    let out = std::mem::replace(
-        &mut *rec.borrow_mut(),
-        Recorder::new(setup.measure_start, true),
-    );
+    // The recorder stays with this thread (its tasks still hold it); its figures travel.
+    let rec = rec.borrow();
+    let mut part = RunResult {
+        schema: hxlab_core::result::SCHEMA_VERSION,
+        ..Default::default()
+    };
+    rec.add_to(&mut part);
     WorkerOutput {
-        rec: out,
+        part,
+        first_connect_error: rec.first_connect_error.clone(),
         cpu_user_s: u1 - u0,
         cpu_sys_s: s1 - s0,
         finished,
@@ -652,7 +687,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                     ctx.unreserve();
                     return unsent(&ctx);
                 };
-                let qc = match dialer.dial().await {
+                let mut qc = match dialer.dial().await {
                     Ok(c) => c,
                     Err(e) => {
                         ctx.unreserve();
@@ -660,25 +695,33 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                         return unsent(&ctx);
                     }
                 };
-                match qc.zero_rtt {
+                let resumed = qc.resumed();
+                match qc.zero_rtt.take() {
                     None => ctx.rec.borrow_mut().connected(
                         None,
                         Some(qc.handshake),
-                        false,
+                        resumed,
                         "h3",
                         Some("TLSv1.3"),
                     ),
                     Some(accepted) => {
                         // 0-RTT: requests go out at once; whether the server took them is
-                        // known later, and the connection is counted then.
+                        // known later, and the connection is counted then. Accepted 0-RTT
+                        // is a resumption; rejected 0-RTT may still have resumed the session
+                        // (the handshake is complete by then, unless the connection died).
                         let rec = ctx.rec.clone();
                         let t0 = Instant::now() - qc.handshake;
+                        let conn = qc.conn.clone();
+                        let check = qc.cert_check.clone();
                         tokio::task::spawn_local(async move {
                             let ok = accepted.await;
+                            let resumed = ok
+                                || (conn.close_reason().is_none()
+                                    && check.is_some_and(|c| !c.verified()));
                             rec.borrow_mut().connected(
                                 None,
                                 Some(t0.elapsed()),
-                                ok,
+                                resumed,
                                 "h3",
                                 Some("TLSv1.3"),
                             );
@@ -724,20 +767,16 @@ fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static st
     );
 }
 
-/// Open-model requests this client will never send.
+/// Open-model requests this client will never send (0 in the closed model, whose budget
+/// is counted by the worker).
 fn unsent(ctx: &ClientCtx) -> u64 {
     match &ctx.plan {
-        Plan::Open { schedule, .. } => match schedule.peek() {
+        Plan::Open { ledger, client, .. } => match ledger.borrow().schedules.get(*client) {
+            Some(schedule) => match schedule.peek() {
+                None => 0,
+                Some((next, _)) => schedule.total() - schedule.taken_before(next),
+            },
             None => 0,
-            Some((next, _)) => {
-                let total = schedule.total();
-                if total == u64::MAX {
-                    0
-                } else {
-                    let taken = schedule.taken_before(next);
-                    total - taken
-                }
-            }
         },
         Plan::Closed(_) => 0,
     }

@@ -594,6 +594,7 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
         &["--proto", "h4", "http://127.0.0.1:1/"],
         &["--cc", "vegas", "http://127.0.0.1:1/"],
         &["--rate", "-5", "http://127.0.0.1:1/"],
+        &["--rate", "1e12", "http://127.0.0.1:1/"],
         &["-c", "0", "http://127.0.0.1:1/"],
         &["ftp://127.0.0.1/"],
         &["--proto", "h3", "http://127.0.0.1:1/"],
@@ -1071,4 +1072,235 @@ fn push_against_nghttpd() {
         6 * (page.len() as u64 + 75_000),
         "{v}"
     );
+}
+
+/// A TCP server that accepts and reads but never answers; stops after `LIMIT`.
+struct SilentServer {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl SilentServer {
+    fn start() -> SilentServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + LIMIT;
+            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((mut conn, _)) => {
+                        let s = s.clone();
+                        std::thread::spawn(move || {
+                            let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
+                            let mut chunk = [0u8; 4096];
+                            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
+                                match conn.read(&mut chunk) {
+                                    Ok(0) => return,
+                                    Ok(_) => {}
+                                    Err(e)
+                                        if e.kind() == std::io::ErrorKind::WouldBlock
+                                            || e.kind() == std::io::ErrorKind::TimedOut => {}
+                                    Err(_) => return,
+                                }
+                            }
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        SilentServer { port, stop }
+    }
+}
+
+impl Drop for SilentServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The open model's books balance: every scheduled request was sent or not, and every sent
+/// one was answered, failed, or was still in flight at the end; the corrected latency counts
+/// every scheduled request due before the end (answered or not), the uncorrected one only
+/// the answered.
+fn assert_open_books(v: &Value) {
+    let scheduled = u(v, &["requests_scheduled"]);
+    let started = u(v, &["requests_started"]);
+    assert_eq!(
+        started + u(v, &["requests_not_sent"]),
+        scheduled,
+        "scheduled = started + not sent: {v}"
+    );
+    assert_eq!(
+        u(v, &["requests_done"])
+            + u(v, &["requests_failed"])
+            + u(v, &["requests_in_flight_at_end"]),
+        started,
+        "started = done + failed + in flight: {v}"
+    );
+    assert_eq!(
+        hist_count(v, "latency"),
+        scheduled - u(v, &["requests_failed"])
+    );
+    assert_eq!(
+        hist_count(v, "latency_uncorrected"),
+        u(v, &["requests_done"])
+    );
+}
+
+#[test]
+fn open_model_accounts_for_requests_a_silent_server_never_answers() {
+    let server = SilentServer::start();
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let t0 = Instant::now();
+    let (code, v, err) = load(&[
+        "--rate",
+        "200",
+        "-D",
+        "2s",
+        "-c",
+        "2",
+        "--timeout",
+        "30s",
+        &url,
+    ]);
+    // The run ends at -D, not at the 30 s request timeout.
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(code, 1, "nothing was answered: {err}");
+    assert!(
+        err.contains("no response before the run ended"),
+        "one line says why: {err}"
+    );
+    let v = v.expect("json");
+    // 2 s at 200/s: the timetable holds exactly the requests due before the deadline.
+    let scheduled = u(&v, &["requests_scheduled"]);
+    assert!((300..=500).contains(&scheduled), "scheduled {scheduled}");
+    assert_eq!(scheduled, 400);
+    assert_eq!(u(&v, &["requests_done"]), 0);
+    assert_eq!(u(&v, &["requests_failed"]), 0);
+    // Two connections, one request each (no pipelining): the rest could not be sent.
+    let started = u(&v, &["requests_started"]);
+    assert!((1..=2).contains(&started), "started {started}");
+    assert_eq!(u(&v, &["requests_in_flight_at_end"]), started);
+    assert_open_books(&v);
+    // Never answered, yet in the corrected latency: waits up to the whole run.
+    let text = v["histograms"]["latency"].as_str().unwrap();
+    let h = hxlab_core::LatencyHistogram::from_base64(text).unwrap();
+    assert!(h.quantile(1.0) >= 1_900_000, "max {}", h.quantile(1.0));
+    assert!(h.quantile(0.5) >= 800_000, "p50 {}", h.quantile(0.5));
+    let line = format!(
+        "unanswered: {} scheduled but not sent, {started} in flight at the end (of 400 scheduled)",
+        400 - started
+    );
+    assert!(err.contains(&line), "summary line {line:?} in: {err}");
+}
+
+#[test]
+fn open_model_counts_requests_in_flight_at_the_deadline() {
+    let server = common::Server::start(&[]);
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    // 50/s for 2 s, each answered after 500 ms, on enough streams: about the last 25 are in
+    // flight when -D ends.
+    let url = format!("http://{plain}/delay/500");
+    let (code, v, err) = load(&[
+        "--rate", "50", "-D", "2s", "-c", "4", "-m", "20", "--proto", "h2c", &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_scheduled"]), 100, "{v}");
+    let in_flight = u(&v, &["requests_in_flight_at_end"]);
+    assert!((5..=80).contains(&in_flight), "in flight {in_flight}: {v}");
+    assert!(u(&v, &["requests_done"]) >= 20, "{v}");
+    assert_eq!(u(&v, &["requests_failed"]), 0, "{v}");
+    assert_open_books(&v);
+    assert!(
+        err.contains("in flight at the end (of 100 scheduled)"),
+        "{err}"
+    );
+
+    // A finished -n run leaves nothing unsent or in flight, and says nothing about it.
+    let url = format!("http://{plain}/bytes/100");
+    let (code, v, err) = load(&["-n", "40", "--rate", "100", "-c", "2", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_scheduled"]), 40);
+    assert_eq!(u(&v, &["requests_not_sent"]), 0);
+    assert_eq!(u(&v, &["requests_in_flight_at_end"]), 0);
+    assert_open_books(&v);
+    assert!(!err.contains("unanswered:"), "{err}");
+    // The closed model has no timetable: the open-model counts stay 0.
+    let (code, v, err) = load(&["-n", "40", "-c", "2", &url]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    for k in [
+        "requests_scheduled",
+        "requests_not_sent",
+        "requests_in_flight_at_end",
+    ] {
+        assert_eq!(u(&v, &[k]), 0, "{k}: {v}");
+    }
+}
+
+/// HTTP/3 session resumption without 0-RTT is reported as TCP's is: every connection after
+/// the first resumes (one request per connection), with `-k` and with the certificate
+/// verified against the served one; without --tls-resume every handshake is full.
+#[test]
+fn h3_tls_resume_without_0rtt_reports_resumed_handshakes() {
+    let server = common::Server::start(&[]);
+    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let cacert = server.cert().display().to_string();
+    let url = format!("https://{h3}/bytes/100");
+    let cases: [&[&str]; 2] = [&["-k", "-c", "1"], &["--cacert", &cacert, "-c", "2"]];
+    for trust in cases {
+        let mut args = vec![
+            "--proto",
+            "h3",
+            "--tls-resume",
+            "-n",
+            "20",
+            "--no-keepalive",
+        ];
+        args.extend_from_slice(trust);
+        args.push(&url);
+        let (code, v, err) = load(&args);
+        assert_eq!(code, 0, "{trust:?}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 20, "{v}");
+        let conns = u(&v, &["connections"]);
+        assert_eq!(conns, 20, "{v}");
+        let resumed = u(&v, &["resumed"]);
+        // Each client's first handshake is a full one; later ones find its ticket.
+        assert!(
+            resumed >= 1 && resumed < conns,
+            "{trust:?}: resumed {resumed} of {conns}"
+        );
+        assert!(
+            resumed >= conns / 2,
+            "{trust:?}: resumed {resumed} of {conns}"
+        );
+        assert_eq!(hist_count(&v, "handshake_resumed"), resumed, "{v}");
+        assert_eq!(hist_count(&v, "handshake"), conns, "{v}");
+    }
+    let (code, v, err) = load(&[
+        "--proto",
+        "h3",
+        "-k",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--no-keepalive",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["connections"]), 10);
+    assert_eq!(u(&v, &["resumed"]), 0, "{v}");
+    assert_eq!(hist_count(&v, "handshake_resumed"), 0);
 }

@@ -239,11 +239,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if result.requests_done == 0 {
-        let why = result
-            .error_samples
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "no request completed".to_string());
+        let why = match result.error_samples.first() {
+            Some(e) => e.clone(),
+            None if result.requests_in_flight_at_end + result.requests_not_sent > 0 => format!(
+                "no response before the run ended ({} requests in flight, {} never sent)",
+                result.requests_in_flight_at_end, result.requests_not_sent
+            ),
+            None => "no request completed".to_string(),
+        };
         anyhow::bail!("{why}");
     }
     Ok(ExitCode::SUCCESS)
@@ -293,6 +296,12 @@ pub fn summary(r: &RunResult) -> String {
         r.errors.total(),
         r.errors.timeout
     ));
+    if r.requests_not_sent + r.requests_in_flight_at_end > 0 {
+        s.push_str(&format!(
+            "unanswered: {} scheduled but not sent, {} in flight at the end (of {} scheduled)\n",
+            r.requests_not_sent, r.requests_in_flight_at_end, r.requests_scheduled
+        ));
+    }
     let class = |lo: u64| {
         r.status
             .iter()
