@@ -4,6 +4,7 @@
  * every later response must be the same size), keeps no statistics and no timers. It is the
  * floor under any real load generator's CPU per request on a loopback benchmark, measured by
  * bench/load-bench.py beside hxlab load, h2load and wrk.
+ * Build: gcc -O2 -o floor-client floor-client.c
  * Usage: floor-client HOST PORT PATH CONNECTIONS REQUESTS */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -13,23 +14,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 static long resp_size = 0;
 
+/* Size of the first response: head up to the blank line plus its Content-Length (any case). */
 static long learn_size(const char *b, long n) {
   const char *end = memmem(b, n, "\r\n\r\n", 4);
-  const char *cl = strcasestr(b, "content-length: ");
-  if (!end || !cl) return 0;
-  return (end - b) + 4 + atol(cl + 16);
+  if (!end) return 0;
+  for (const char *p = b; p + 16 < end; p++)
+    if (!strncasecmp(p, "\r\ncontent-length:", 17)) return (end - b) + 4 + atol(p + 17);
+  return 0;
 }
 
 int main(int argc, char **argv) {
   if (argc != 6) { fprintf(stderr, "usage: floor-client HOST PORT PATH CONNECTIONS REQUESTS\n"); return 2; }
   int c = atoi(argv[4]);
   long total = atol(argv[5]), sent = 0, done = 0;
+  if (c < 1 || c > 4096 || total < 1) { fprintf(stderr, "bad CONNECTIONS or REQUESTS\n"); return 2; }
   char req[512];
   int rl = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", argv[3], argv[1], argv[2]);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[2]))};

@@ -1,9 +1,21 @@
-"""Helper of bench/load-vs-h2load.sh: runs each client pinned to core 0 against nginx pinned
-to core 1, takes user+sys CPU of the client child (getrusage RUSAGE_CHILDREN) and its req/s,
-repeats, and prints medians and ratios."""
+"""Helper of bench/load-vs-h2load.sh.
+
+Runs every client pinned to core 0 against a server pinned to core 1 — nginx (1 worker) and
+`hxlab serve --threads 1`, as the issue asks — takes the user+sys CPU time of the client child
+(getrusage RUSAGE_CHILDREN) and its req/s, repeats REPS times with the tools of a row
+interleaved (so a noisy minute hurts every tool of the row alike), and prints medians and
+ratios against the best peer (h2load, wrk, oha).
+
+Two reference clients are measured on the h1 rows but are not peers: bench/floor-client.c
+(epoll) and bench/floor-uring.c (io_uring) do nothing but send a fixed request and count
+response bytes. They show how much of a client's CPU per request is the kernel's TCP path,
+which every client pays alike on loopback."""
 import json, os, re, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 BIN, N, REPS, WRK_SECS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+FLOORS = [f for f in sys.argv[5:] if f]
+OHA = os.environ.get("OHA") or shutil.which("oha")
+PEERS = {"h2load", "wrk", "oha"}
 
 
 def free_port():
@@ -26,17 +38,20 @@ def wait_port(port, limit=10):
 
 
 def run_measured(cmd, timeout=300):
-    """Runs cmd pinned to core 0; returns (cpu seconds, stdout+stderr)."""
+    """Runs cmd pinned to core 0; returns (cpu seconds, wall seconds, stdout+stderr)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(["taskset", "-c", "0"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, text=True)
+    t0 = time.monotonic()
+    p = subprocess.run(["taskset", "-c", "0"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=timeout, text=True)
+    wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}")
-    return cpu, p.stdout
+    return cpu, wall, p.stdout
 
 
-def parse_h2load(out):
+def parse_h2load(out, wall):
     m = re.search(r"finished in ([\d.]+)(?:s|ms), ([\d.]+) req/s", out)
     done = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", out)
     if not (m and done):
@@ -44,7 +59,7 @@ def parse_h2load(out):
     return float(m.group(2)), int(done.group(2))
 
 
-def parse_hxlab(out):
+def parse_hxlab(out, wall):
     m = re.search(r"finished in ([\d.]+)(?:s|ms), ([\d.]+) req/s", out)
     done = re.search(r"requests: \d+ started, (\d+) done, (\d+) succeeded", out)
     if not (m and done):
@@ -52,22 +67,70 @@ def parse_hxlab(out):
     return float(m.group(2)), int(done.group(2))
 
 
-def parse_wrk(out):
+def parse_wrk(out, wall):
     m = re.search(r"(\d+) requests in ([\d.]+)(\w+)", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not (m and rps):
+        raise SystemExit(f"wrk output not understood:\n{out[-2000:]}")
     return float(rps.group(1)), int(m.group(1))
 
 
-def measure(name, cmd, parse):
-    cpus, rpss = [], []
-    for _ in range(REPS):
-        cpu, out = run_measured(cmd)
-        rps, done = parse(out)
-        if done == 0:
-            raise SystemExit(f"{name}: no request succeeded:\n{out[-2000:]}")
-        cpus.append(cpu * 1e6 / done)
-        rpss.append(rps)
-    return statistics.median(cpus), statistics.median(rpss)
+def parse_floor(out, wall):
+    m = re.search(r"floor: (\d+) requests done", out)
+    if not m:
+        raise SystemExit(f"floor client output not understood:\n{out[-2000:]}")
+    return int(m.group(1)) / wall, int(m.group(1))
+
+
+def parse_oha(out, wall):
+    try:
+        j = json.loads(out[out.index("{"):])
+    except ValueError:
+        raise SystemExit(f"oha output not understood:\n{out[-2000:]}")
+    ok = sum(v for k, v in j.get("statusCodeDistribution", {}).items() if k.startswith("2"))
+    return float(j["summary"]["requestsPerSec"]), int(ok)
+
+
+class Row:
+    def __init__(self, server, label, tools):
+        self.server, self.label, self.tools = server, label, tools  # tools: [(name, cmd, parse)]
+        self.cpu = {t[0]: [] for t in tools}
+        self.rps = {t[0]: [] for t in tools}
+
+    def run_once(self, rep):
+        # Rotate the order each repetition: no tool always runs first after a warm-up.
+        k = rep % len(self.tools)
+        for name, cmd, parse in self.tools[k:] + self.tools[:k]:
+            cpu, wall, out = run_measured(cmd)
+            rps, done = parse(out, wall)
+            if done == 0:
+                raise SystemExit(f"{name}: no request succeeded:\n{out[-2000:]}")
+            self.cpu[name].append(cpu * 1e6 / done)
+            self.rps[name].append(rps)
+
+    def print(self):
+        med = {n: (statistics.median(self.cpu[n]), statistics.median(self.rps[n])) for n in self.cpu}
+        spread = {n: (min(self.cpu[n]), max(self.cpu[n])) for n in self.cpu}
+        mcpu, mrps = med["hxlab"]
+        peers = {n: v for n, v in med.items() if n in PEERS}
+        best_cpu = min(v[0] for v in peers.values()) if peers else None
+        best_rps = max(v[1] for v in peers.values()) if peers else None
+        print(f"\n{self.server} · {self.label}")
+        for n, (c, r) in med.items():
+            lo, hi = spread[n]
+            ratio = f"{c / best_cpu:>9.2f}x" if best_cpu else f"{'':>10}"
+            print(f"  {n:<12}{c:>8.2f} µs/req  ({lo:.2f}–{hi:.2f}){r:>12.0f} req/s  cpu/best peer {ratio}")
+        if best_cpu:
+            goal = "met" if mcpu <= 0.8 * best_cpu and mrps >= best_rps else "NOT met"
+            print(f"  => hxlab vs best peer: cpu {mcpu / best_cpu:.2f}x, req/s {mrps / best_rps:.2f}x "
+                  f"(goal ≤0.80x cpu and ≥1.00x req/s: {goal})")
+        for n in med:
+            if n.startswith("floor") and best_cpu:
+                print(f"  => {n} (a client that only sends and receives) vs best peer: "
+                      f"{med[n][0] / best_cpu:.2f}x; hxlab over it: +{mcpu - med[n][0]:.2f} µs/req")
+        if "hxlab h2" in med:
+            print(f"  => hxlab h3 vs hxlab h2 on the same server: cpu {mcpu / med['hxlab h2'][0]:.2f}x, "
+                  f"req/s {mrps / med['hxlab h2'][1]:.2f}x")
 
 
 def main():
@@ -85,7 +148,7 @@ def main():
                         "-addext", "basicConstraints=critical,CA:FALSE", "-keyout", key, "-out", cert],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         plain, h2c, tls = free_port(), free_port(), free_port()
-        conf = f"""worker_processes 1; daemon off; error_log {tmp}/error.log; pid {tmp}/nginx.pid;
+        conf = f"""worker_processes 1; daemon off; master_process off; error_log {tmp}/error.log; pid {tmp}/nginx.pid;
 events {{ worker_connections 4096; }}
 http {{ access_log off; keepalive_requests 10000000;
   client_body_temp_path {tmp}/b; proxy_temp_path {tmp}/p; fastcgi_temp_path {tmp}/f; uwsgi_temp_path {tmp}/u; scgi_temp_path {tmp}/s;
@@ -97,58 +160,67 @@ http {{ access_log off; keepalive_requests 10000000;
         procs.append(subprocess.Popen(["taskset", "-c", "1", "nginx", "-p", tmp, "-c", os.path.join(tmp, "nginx.conf")]))
         for p in (plain, h2c, tls):
             wait_port(p)
-        u_plain = f"http://127.0.0.1:{plain}/obj"
-        u_h2c = f"http://127.0.0.1:{h2c}/obj"
-        u_tls = f"https://127.0.0.1:{tls}/obj"
+
+        ready = os.path.join(tmp, "ready.json")
+        procs.append(subprocess.Popen(["taskset", "-c", "1", BIN, "serve", "--tls-port", "0", "--plain-port", "0",
+                                       "--threads", "1", "--cert-out", os.path.join(tmp, "serve-cert.pem"),
+                                       "--ready-file", ready],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        t0 = time.time()
+        while not os.path.exists(ready) and time.time() - t0 < 20:
+            time.sleep(0.05)
+        with open(ready) as f:
+            r = json.load(f)
+
         n = str(N)
         hx = [BIN, "load", "--no-progress", "-n", n]
+        servers = [
+            ("nginx (1 worker)", f"http://127.0.0.1:{plain}/obj", f"http://127.0.0.1:{h2c}/obj",
+             f"https://127.0.0.1:{tls}/obj", ("127.0.0.1", str(plain), "/obj")),
+            ("hxlab serve --threads 1", f"http://{r['plain']}/bytes/100", f"http://{r['plain']}/bytes/100",
+             f"https://{r['tls']}/bytes/100", tuple(r["plain"].rsplit(":", 1)) + ("/bytes/100",)),
+        ]
         rows = []
+        for name, u1, u2c, utls, (fhost, fport, fpath) in servers:
+            h1_tools = [("hxlab", hx + ["-c", "50", u1], parse_hxlab),
+                        ("h2load", ["h2load", "--h1", "-n", n, "-c", "50", u1], parse_h2load),
+                        ("wrk", ["wrk", "-t", "1", "-c", "50", "-d", f"{WRK_SECS}s", u1], parse_wrk)]
+            for floor in FLOORS:
+                h1_tools.append((os.path.basename(floor), [floor, fhost, fport, fpath, "50", n], parse_floor))
+            rows.append(Row(name, "h1 c=50", h1_tools))
+            rows.append(Row(name, "h2c c=50 m=10", [
+                ("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2c", u2c], parse_hxlab),
+                ("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", u2c], parse_h2load)]))
+            rows.append(Row(name, "h2 TLS c=50 m=10", [
+                ("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2", "-k", utls], parse_hxlab),
+                ("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", utls], parse_h2load)]))
 
-        def row(label, mine, peers):
-            rows.append((label, mine, peers))
+        # h3: only hxlab serve speaks it here (nginx-light has no QUIC). Our h2 on the same
+        # server is the reference; oha is the peer when it is installed (OHA=path or on PATH).
+        n3 = str(max(N // 4, 1000))
+        h3 = [BIN, "load", "--no-progress", "-n", n3, "-c", "50", "-m", "10", "-k"]
+        h3_tools = [("hxlab", h3 + ["--proto", "h3", f"https://{r['h3']}/bytes/100"], parse_hxlab),
+                    ("hxlab h2", h3 + ["--proto", "h2", f"https://{r['tls']}/bytes/100"], parse_hxlab)]
+        if OHA:
+            h3_tools.append(("oha", [OHA, "--no-tui", "--output-format", "json", "-n", n3, "-c", "50", "-p", "10",
+                                     "--http-version", "3", "--insecure", f"https://{r['h3']}/bytes/100"], parse_oha))
+        else:
+            print("(oha not found: set OHA=path or `cargo install oha --features http3`; h3 row without it)",
+                  file=sys.stderr)
+        rows.append(Row("hxlab serve --threads 1", f"h3 c=50 m=10 (n={n3})", h3_tools))
 
-        # Warm the server and page cache once.
-        run_measured(hx + ["-c", "50", u_plain])
-        row("h1 c=50", measure("hxlab", hx + ["-c", "50", u_plain], parse_hxlab),
-            {"h2load": measure("h2load", ["h2load", "--h1", "-n", n, "-c", "50", u_plain], parse_h2load),
-             "wrk": measure("wrk", ["wrk", "-t", "1", "-c", "50", "-d", f"{WRK_SECS}s", u_plain], parse_wrk)})
-        row("h2c c=50 m=10", measure("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2c", u_h2c], parse_hxlab),
-            {"h2load": measure("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", u_h2c], parse_h2load)})
-        row("h2 TLS c=50 m=10", measure("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2", "-k", u_tls], parse_hxlab),
-            {"h2load": measure("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", u_tls], parse_h2load)})
+        # Warm the servers and the page cache once.
+        run_measured(hx + ["-c", "50", servers[0][1]])
+        run_measured(hx + ["-c", "50", servers[1][1]])
+        for rep in range(REPS):
+            for row in rows:
+                row.run_once(rep)
+            print(f"repetition {rep + 1}/{REPS} done", file=sys.stderr)
 
-        # h3: our h3 vs our h2 against hxlab serve (single-threaded, core 1).
-        try:
-            ready = os.path.join(tmp, "ready.json")
-            procs.append(subprocess.Popen(["taskset", "-c", "1", BIN, "serve", "--tls-port", "0", "--plain-port", "0",
-                                           "--threads", "1", "--ready-file", ready],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            t0 = time.time()
-            while not os.path.exists(ready) and time.time() - t0 < 20:
-                time.sleep(0.05)
-            with open(ready) as f:
-                r = json.load(f)
-            n3 = str(max(N // 4, 1000))
-            h3 = [BIN, "load", "--no-progress", "-n", n3, "-c", "50", "-m", "10", "-k"]
-            mine = measure("hxlab h3", h3 + ["--proto", "h3", f"https://{r['h3']}/bytes/100"], parse_hxlab)
-            ours_h2 = measure("hxlab h2", h3 + ["--proto", "h2", f"https://{r['tls']}/bytes/100"], parse_hxlab)
-            row("h3 c=50 m=10 (serve)", mine, {"hxlab h2": ours_h2})
-        except Exception as e:  # the h3 row is informative only
-            print(f"(h3 row skipped: {e})", file=sys.stderr)
-
-        print(f"\nclient CPU per request (user+sys, µs) and req/s; median of {REPS}; n={N}; "
-              "server pinned to core 1, client to core 0")
-        print(f"{'row':<22}{'tool':<10}{'µs/req':>10}{'req/s':>12}{'cpu ratio':>11}{'rps ratio':>11}")
-        for label, (mcpu, mrps), peers in rows:
-            print(f"{label:<22}{'hxlab':<10}{mcpu:>10.2f}{mrps:>12.0f}")
-            for name, (pcpu, prps) in peers.items():
-                print(f"{'':<22}{name:<10}{pcpu:>10.2f}{prps:>12.0f}{mcpu / pcpu:>11.2f}{mrps / prps:>11.2f}")
-            if label.startswith("h3"):
-                continue  # our own h2 is a reference, not a peer to beat
-            best_cpu = min(p[0] for p in peers.values())
-            best_rps = max(p[1] for p in peers.values())
-            goal = "met" if mcpu <= 0.8 * best_cpu and mrps >= best_rps else "NOT met"
-            print(f"{'':<22}{'=> vs best peer: cpu ' + format(mcpu / best_cpu, '.2f') + 'x, req/s ' + format(mrps / best_rps, '.2f') + 'x (goal ≤0.80x cpu, ≥1.00x req/s: ' + goal + ')'}")
+        print(f"\nclient CPU per request (user+sys) and req/s: median of {REPS} interleaved runs (min–max CPU); "
+              f"n={N}; server pinned to core 1, client to core 0; 100-byte object")
+        for row in rows:
+            row.print()
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

@@ -351,7 +351,7 @@ impl Runner {
                             "warning: {} (repetition {}): {}",
                             cell.key,
                             record.repetition,
-                            failure_text(&record)
+                            record.failure_text()
                         ));
                     } else if let Some(w) = fallback(&cell.config, record.result.as_ref()) {
                         say(&format!(
@@ -1000,25 +1000,6 @@ fn count_cells(pending: &[(&Cell, u32)]) -> usize {
         }
     }
     n
-}
-
-fn failure_text(r: &Record) -> String {
-    if let Some(e) = &r.error {
-        return e.clone();
-    }
-    match &r.result {
-        Some(res) => {
-            let mut s = format!(
-                "{} of {} requests failed",
-                res.requests_failed, res.requests_started
-            );
-            if let Some(e) = res.error_samples.first() {
-                s.push_str(&format!(" ({e})"));
-            }
-            s
-        }
-        None => "no result".into(),
-    }
 }
 
 /// A warning when the connections did not speak the protocol asked for.

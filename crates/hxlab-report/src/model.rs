@@ -110,7 +110,33 @@ pub struct Record {
 }
 
 impl Record {
-    /// True when the run produced a result with every request answered and no error.
+    /// One line saying why a repetition is not clean (see [`Record::is_clean`]).
+    pub fn failure_text(&self) -> String {
+        if let Some(e) = &self.error {
+            return e.clone();
+        }
+        let Some(res) = &self.result else {
+            return "no result".into();
+        };
+        let mut text = format!(
+            "{} of {} requests failed",
+            res.requests_failed, res.requests_started
+        );
+        if res.requests_not_sent + res.requests_in_flight_at_end > 0 {
+            text.push_str(&format!(
+                ", {} scheduled but not sent, {} unanswered at the end",
+                res.requests_not_sent, res.requests_in_flight_at_end
+            ));
+        }
+        if let Some(sample) = res.error_samples.first() {
+            text.push_str(&format!(" ({sample})"));
+        }
+        text
+    }
+
+    /// True when the run produced a result with no failed request and no error. (Open-model
+    /// runs, which the lab does not make, may also end with requests unanswered at the
+    /// deadline; that is not a failure, and [`Record::failure_text`] names them.)
     pub fn is_clean(&self) -> bool {
         self.error.is_none()
             && self.skipped.is_none()

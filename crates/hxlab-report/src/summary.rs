@@ -154,7 +154,7 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         } else {
             failed_reps += 1;
             if first_error.is_none() {
-                first_error = Some(describe_failure(r));
+                first_error = Some(r.failure_text());
             }
         }
     }
@@ -198,25 +198,6 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         .map(|(k, v)| (k, stats::median(&v)))
         .collect();
     s
-}
-
-fn describe_failure(r: &Record) -> String {
-    if let Some(e) = &r.error {
-        return e.clone();
-    }
-    match &r.result {
-        None => "no result".into(),
-        Some(res) => {
-            let mut text = format!(
-                "{} of {} requests failed",
-                res.requests_failed, res.requests_started
-            );
-            if let Some(sample) = res.error_samples.first() {
-                text.push_str(&format!(": {sample}"));
-            }
-            text
-        }
-    }
 }
 
 /// One protocol compared with the baseline under the same conditions.
@@ -1059,7 +1040,7 @@ mod tests {
             ),
             "{all}"
         );
-        assert!(all.contains("protocol=h1 delay=0ms: 1 of 10 repetitions had errors (first: 2 of 10 requests failed: connection refused)"), "{all}");
+        assert!(all.contains("protocol=h1 delay=0ms: 1 of 10 repetitions had errors (first: 2 of 10 requests failed (connection refused))"), "{all}");
         assert!(all.contains("protocol=h1 delay=30ms: wide spread"), "{all}");
         let h1 = r
             .cells
