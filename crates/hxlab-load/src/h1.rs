@@ -259,7 +259,15 @@ impl ResponseParser {
         };
         self.scanned = 0;
         let head = &buf[..end - 4];
-        let mut lines = head.split(|&c| c == b'\n');
+        // Lines found with memchr (SIMD) rather than a byte-by-byte split.
+        let mut line_start = 0usize;
+        let mut lines = memchr::memchr_iter(b'\n', head)
+            .chain(std::iter::once(head.len()))
+            .map(move |i| {
+                let line = &head[line_start..i];
+                line_start = i + 1;
+                line
+            });
         let status_line = lines.next().unwrap_or_default();
         if status_line.len() < 12 || !status_line.starts_with(b"HTTP/1.") || status_line[8] != b' '
         {
