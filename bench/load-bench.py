@@ -6,14 +6,16 @@ Runs every client pinned to core 0 against a server pinned to core 1 — nginx (
 interleaved (so a noisy minute hurts every tool of the row alike), and prints medians and
 ratios against the best peer (h2load, wrk, oha).
 
-Two reference clients are measured on the h1 rows but are not peers: bench/floor-client.c
-(epoll) and bench/floor-uring.c (io_uring) do nothing but send a fixed request and count
-response bytes. They show how much of a client's CPU per request is the kernel's TCP path,
-which every client pays alike on loopback."""
+Reference clients are measured beside them but are not peers: bench/floor-client.c (epoll)
+and bench/floor-uring.c (io_uring) on the h1 rows, bench/floor-h2c.c on the h2c rows. They do
+nothing but send fixed requests and find the ends of responses, so they show how much of a
+client's CPU per request is the kernel's TCP path, which every client pays alike on
+loopback."""
 import json, os, re, resource, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 BIN, N, REPS, WRK_SECS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-FLOORS = [f for f in sys.argv[5:] if f]
+# Floor clients as KIND=PATH (KIND: h1 or h2c), see bench/floor-*.c.
+FLOORS = [tuple(a.split("=", 1)) for a in sys.argv[5:] if "=" in a]
 OHA = os.environ.get("OHA") or shutil.which("oha")
 PEERS = {"h2load", "wrk", "oha"}
 
@@ -185,12 +187,18 @@ http {{ access_log off; keepalive_requests 10000000;
             h1_tools = [("hxlab", hx + ["-c", "50", u1], parse_hxlab),
                         ("h2load", ["h2load", "--h1", "-n", n, "-c", "50", u1], parse_h2load),
                         ("wrk", ["wrk", "-t", "1", "-c", "50", "-d", f"{WRK_SECS}s", u1], parse_wrk)]
-            for floor in FLOORS:
-                h1_tools.append((os.path.basename(floor), [floor, fhost, fport, fpath, "50", n], parse_floor))
+            for kind, floor in FLOORS:
+                if kind == "h1":
+                    h1_tools.append((os.path.basename(floor), [floor, fhost, fport, fpath, "50", n], parse_floor))
             rows.append(Row(name, "h1 c=50", h1_tools))
-            rows.append(Row(name, "h2c c=50 m=10", [
-                ("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2c", u2c], parse_hxlab),
-                ("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", u2c], parse_h2load)]))
+            h2c_host, h2c_port = u2c.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+            h2c_tools = [("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2c", u2c], parse_hxlab),
+                         ("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", u2c], parse_h2load)]
+            for kind, floor in FLOORS:
+                if kind == "h2c":
+                    h2c_tools.append((os.path.basename(floor), [floor, h2c_host, h2c_port, fpath, "50", "10", n],
+                                      parse_floor))
+            rows.append(Row(name, "h2c c=50 m=10", h2c_tools))
             rows.append(Row(name, "h2 TLS c=50 m=10", [
                 ("hxlab", hx + ["-c", "50", "-m", "10", "--proto", "h2", "-k", utls], parse_hxlab),
                 ("h2load", ["h2load", "-n", n, "-c", "50", "-m", "10", utls], parse_h2load)]))

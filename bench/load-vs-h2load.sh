@@ -2,8 +2,8 @@
 # Client CPU time per request and req/s of `hxlab load` against h2load, wrk and (for h3) oha,
 # on the same servers — nginx with 1 worker and `hxlab serve --threads 1`, each pinned to
 # core 1 — with the client on core 0, same -n/-c/-m, interleaved in one run. Prints medians,
-# spreads and ratios (hxlab / best peer), and two floor clients (bench/floor-*.c: a client that
-# only sends and receives) that show how much of the cost is the kernel's, not the client's.
+# spreads and ratios (hxlab / best peer), and floor clients (bench/floor-*.c: clients that
+# only send and receive) that show how much of the cost is the kernel's, not the client's.
 #
 # Usage: bench/load-vs-h2load.sh            (N=200000 REPS=5 by default)
 #        N=100000 REPS=7 OHA=/path/to/oha bench/load-vs-h2load.sh
@@ -22,10 +22,11 @@ done
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 gcc -O2 -o "$OUT/floor-epoll" bench/floor-client.c
-URING=""
+gcc -O2 -o "$OUT/floor-h2c" bench/floor-h2c.c
+FLOORS=("h1=$OUT/floor-epoll" "h2c=$OUT/floor-h2c")
 if [ -e /usr/include/liburing.h ] && gcc -O2 -o "$OUT/floor-uring" bench/floor-uring.c -luring 2>/dev/null; then
-  URING="$OUT/floor-uring"
+  FLOORS+=("h1=$OUT/floor-uring")
 else
   echo "(liburing-dev not installed: no io_uring floor row)" >&2
 fi
-python3 bench/load-bench.py "$BIN" "$N" "$REPS" "$WRK_SECS" "$OUT/floor-epoll" "$URING"
+python3 bench/load-bench.py "$BIN" "$N" "$REPS" "$WRK_SECS" "${FLOORS[@]}"
