@@ -257,7 +257,8 @@ fn row(name: &str, p: &Percentiles) -> String {
     let ff =
         |us: f64| hxlab_core::units::format_duration(Duration::from_secs_f64(us.max(0.0) / 1e6));
     format!(
-        "{name:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
+        // The count is separated by a space so a count of 10 digits or more stays readable.
+        "{name:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10} {:>9}\n",
         f(p.min),
         f(p.max),
         ff(p.mean),
@@ -379,7 +380,7 @@ pub fn summary(r: &RunResult) -> String {
         r.cpu_us_per_request()
     ));
     s.push_str(&format!(
-        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
+        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10} {:>9}\n",
         "", "min", "max", "mean", "sd", "p50", "p90", "p99", "p99.9", "count"
     ));
     let h = &r.histograms;
