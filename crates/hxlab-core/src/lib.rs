@@ -6,6 +6,7 @@
 //! What it is not: no I/O, no protocol code, no async runtime.
 
 pub mod histogram;
+pub mod qpack;
 pub mod result;
 pub mod stats;
 pub mod units;
