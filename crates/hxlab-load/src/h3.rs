@@ -1684,3 +1684,201 @@ mod tests {
         assert_eq!((kind, len, rest.len() - used), (DATA, 300, 300));
     }
 }
+
+/// The whole client against a scripted HTTP/3 server written here on quinn (real QUIC and
+/// TLS on loopback), for what `hxlab serve` never does: GOAWAY mid-connection and broken
+/// responses.
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+    use crate::{LoadConfig, Proto};
+    use std::sync::mpsc;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Script {
+        /// Answer `n` requests per connection, then GOAWAY naming the next stream; later
+        /// streams are held unanswered.
+        GoawayAfter(usize),
+        /// DATA before HEADERS (a connection error).
+        DataFirst,
+        /// A head without `:status` (a stream error).
+        NoStatus,
+    }
+
+    fn server_config() -> quinn::ServerConfig {
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let cert = made.cert.der().clone();
+        let key =
+            rustls::pki_types::PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+        quinn::ServerConfig::with_crypto(Arc::new(crypto))
+    }
+
+    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, kind);
+        put_varint(&mut out, payload.len() as u64);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn head(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut s = Vec::new();
+        qpack::encode_field_section(
+            fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+            &mut s,
+        );
+        frame(HEADERS, &s)
+    }
+
+    async fn serve_conn(conn: quinn::Connection, script: Script, codes: mpsc::Sender<u64>) {
+        let Ok(mut control) = conn.open_uni().await else {
+            return;
+        };
+        let mut hello = vec![0x00];
+        hello.extend(frame(SETTINGS, &[0x01, 0x00]));
+        if control.write_all(&hello).await.is_err() {
+            return;
+        }
+        let mut held = Vec::new();
+        let mut k = 0usize;
+        loop {
+            tokio::select! {
+                accepted = conn.accept_bi() => {
+                    let (mut send, mut recv) = match accepted {
+                        Ok(pair) => pair,
+                        Err(quinn::ConnectionError::ApplicationClosed(c)) => {
+                            let _ = codes.send(c.error_code.into_inner());
+                            break;
+                        }
+                        Err(_) => break,
+                    };
+                    let id = u64::from(send.id());
+                    if let Script::GoawayAfter(n) = script {
+                        if k == n {
+                            let mut g = Vec::new();
+                            put_varint(&mut g, id);
+                            let _ = control.write_all(&frame(GOAWAY, &g)).await;
+                        }
+                        if k >= n {
+                            held.push((send, recv));
+                            k += 1;
+                            continue;
+                        }
+                    }
+                    k += 1;
+                    tokio::spawn(async move {
+                        if recv.read_to_end(1 << 20).await.is_err() {
+                            return;
+                        }
+                        let mut out = match script {
+                            Script::GoawayAfter(_) => head(&[(":status", "200")]),
+                            Script::DataFirst => frame(DATA, b"early"),
+                            Script::NoStatus => head(&[("server", "scripted")]),
+                        };
+                        out.extend(frame(DATA, b"0123456789"));
+                        let _ = send.write_all(&out).await;
+                        let _ = send.finish();
+                        let _ = send.stopped().await;
+                    });
+                }
+                closed = conn.closed() => {
+                    if let quinn::ConnectionError::ApplicationClosed(c) = closed {
+                        let _ = codes.send(c.error_code.into_inner());
+                    }
+                    break;
+                }
+            }
+        }
+        drop(held);
+    }
+
+    /// Runs the scripted server and `hxlab load` against it; returns the result and the
+    /// application close codes the server saw.
+    fn against(script: Script, n: u64, depth: u64) -> (hxlab_core::RunResult, Vec<u64>) {
+        let (addr_tx, addr_rx) = mpsc::channel();
+        let (codes_tx, codes_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let ep = quinn::Endpoint::server(server_config(), "127.0.0.1:0".parse().unwrap())
+                    .unwrap();
+                addr_tx.send(ep.local_addr().unwrap()).unwrap();
+                let mut stop = stop_rx;
+                loop {
+                    tokio::select! {
+                        inc = ep.accept() => {
+                            let Some(inc) = inc else { break };
+                            let codes = codes_tx.clone();
+                            tokio::spawn(async move {
+                                if let Ok(conn) = inc.await {
+                                    serve_conn(conn, script, codes).await;
+                                }
+                            });
+                        }
+                        _ = &mut stop => break,
+                    }
+                }
+                ep.close(quinn::VarInt::from_u32(0), b"");
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        let cfg = LoadConfig {
+            urls: vec![format!("https://{addr}/x")],
+            requests: n,
+            clients: 1,
+            max_concurrent_streams: depth,
+            proto: Proto::H3,
+            insecure: true,
+            timeout: Duration::from_secs(10),
+            ..Default::default()
+        };
+        let result = crate::run(cfg).expect("run");
+        // Give the server a moment to see the last close.
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = stop_tx.send(());
+        server.join().unwrap();
+        (result, codes_rx.try_iter().collect())
+    }
+
+    #[test]
+    fn goaway_finishes_streams_below_its_id_and_resends_the_rest() {
+        let (r, codes) = against(Script::GoawayAfter(3), 20, 4);
+        assert_eq!(r.requests_done, 20, "{r:?}");
+        assert_eq!(r.requests_started, 20, "{r:?}");
+        assert_eq!(r.requests_failed, 0, "{r:?}");
+        assert_eq!(r.errors.total(), 0, "{r:?}");
+        // Three answers per connection.
+        assert!(r.connections >= 7, "{}", r.connections);
+        assert_eq!(r.bytes.body_received, 200);
+        assert!(codes.iter().all(|c| *c == H3_NO_ERROR), "{codes:?}");
+    }
+
+    #[test]
+    fn data_before_headers_closes_the_connection_with_frame_unexpected() {
+        let (r, codes) = against(Script::DataFirst, 6, 2);
+        assert_eq!(r.requests_done, 0, "{r:?}");
+        assert!(r.errors.protocol >= 1, "{r:?}");
+        assert!(codes.contains(&H3_FRAME_UNEXPECTED), "{codes:?}");
+    }
+
+    #[test]
+    fn a_head_without_status_fails_only_its_stream() {
+        let (r, _) = against(Script::NoStatus, 5, 2);
+        assert_eq!(r.requests_done, 0, "{r:?}");
+        assert_eq!(r.errors.protocol, 5, "{r:?}");
+        assert_eq!(r.connections, 1, "{r:?}");
+    }
+}
