@@ -903,6 +903,10 @@ struct Session {
     wait_until: Option<Instant>,
     deadline_armed: bool,
     shared: Rc<Shared>,
+    /// Our control stream must be opened again (0-RTT was rejected).
+    reopen_control: bool,
+    /// The control stream opened after a 0-RTT rejection.
+    control: Rc<RefCell<Option<quinn::SendStream>>>,
 }
 
 impl Session {
@@ -932,6 +936,8 @@ impl Session {
             wait_until: None,
             deadline_armed: false,
             shared,
+            reopen_control: false,
+            control: Rc::new(RefCell::new(None)),
         }
     }
 
@@ -962,16 +968,31 @@ impl Session {
         self.release(i, Some(H3_REQUEST_CANCELLED));
     }
 
+    /// The request of slot `i` was not processed: it goes back to the plan.
+    fn unsend(&mut self, ctx: &mut ClientCtx, i: usize) {
+        if let Some(s) = &self.slots[i] {
+            ctx.rec.borrow_mut().request_unsent(s.scheduled);
+            ctx.plan.give_back(s.ticket);
+        }
+        self.release(i, Some(H3_REQUEST_CANCELLED));
+    }
+
     /// GOAWAY: requests at or above `id` were not processed; they go back to the plan.
     fn refuse_from(&mut self, ctx: &mut ClientCtx, id: u64) {
         for i in 0..self.depth {
-            let Some(s) = &self.slots[i] else { continue };
-            if s.id >= id {
-                ctx.rec.borrow_mut().request_unsent(s.scheduled);
-                ctx.plan.give_back(s.ticket);
-                self.release(i, Some(H3_REQUEST_CANCELLED));
+            if self.slots[i].as_ref().is_some_and(|s| s.id >= id) {
+                self.unsend(ctx, i);
             }
         }
+    }
+
+    /// The server rejected 0-RTT: the streams sent in it are gone (our control stream
+    /// too). Their requests are sent again on this connection, now in 1-RTT.
+    fn early_data_rejected(&mut self, ctx: &mut ClientCtx, i: usize) -> SlotPoll {
+        self.unsend(ctx, i);
+        self.sent_any = false;
+        self.reopen_control = true;
+        SlotPoll::Freed
     }
 
     fn start(
@@ -1046,6 +1067,9 @@ impl Session {
                         slot.pending = Bytes::new();
                         break;
                     }
+                    Poll::Ready(Err(quinn::WriteError::ZeroRttRejected)) => {
+                        return self.early_data_rejected(ctx, i);
+                    }
                     Poll::Ready(Err(quinn::WriteError::ConnectionLost(e))) => {
                         failed = Some(lost(&e));
                         break;
@@ -1112,6 +1136,7 @@ impl Session {
                             self.fail_slot(ctx, i, f.kind, &f.message);
                             SlotPoll::Fail(f)
                         }
+                        quinn::ReadError::ZeroRttRejected => self.early_data_rejected(ctx, i),
                         quinn::ReadError::Reset(code) => {
                             let code = code.into_inner();
                             let message =
@@ -1218,6 +1243,16 @@ impl Session {
                         self.refuse_from(ctx, id);
                     }
                 }
+            }
+            if self.reopen_control {
+                self.reopen_control = false;
+                let (conn, holder) = (conn.clone(), self.control.clone());
+                let limit = ctx.connect_timeout;
+                tokio::task::spawn_local(async move {
+                    if let Ok(Ok(s)) = tokio::time::timeout(limit, open_control(&conn)).await {
+                        *holder.borrow_mut() = Some(s);
+                    }
+                });
             }
             let mut progressed = false;
             let closing = ctx.no_keepalive && self.sent_any;
@@ -1703,21 +1738,48 @@ mod peer_tests {
         DataFirst,
         /// A head without `:status` (a stream error).
         NoStatus,
+        /// Answer normally, but with a fresh TLS session store for every connection: the
+        /// client's tickets are never found, so its 0-RTT is always rejected.
+        RejectEarlyData,
     }
 
-    fn server_config() -> quinn::ServerConfig {
+    type Identity = (
+        rustls::pki_types::CertificateDer<'static>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    );
+
+    fn identity() -> Identity {
         let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-        let cert = made.cert.der().clone();
         let key =
             rustls::pki_types::PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
+        (made.cert.der().clone(), key)
+    }
+
+    /// The counts of a result, for assertion messages (its histograms are too long).
+    fn brief(r: &hxlab_core::RunResult) -> String {
+        format!(
+            "started {} done {} failed {} errors {:?} connections {} resumed {} samples {:?}",
+            r.requests_started,
+            r.requests_done,
+            r.requests_failed,
+            r.errors,
+            r.connections,
+            r.resumed,
+            r.error_samples
+        )
+    }
+
+    /// TLS 1.3, ALPN h3, 0-RTT accepted from tickets this config issued.
+    fn server_config(id: &Identity) -> quinn::ServerConfig {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .unwrap()
             .with_no_client_auth()
-            .with_single_cert(vec![cert], key)
+            .with_single_cert(vec![id.0.clone()], id.1.clone_key())
             .unwrap();
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        tls.max_early_data_size = u32::MAX;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
         quinn::ServerConfig::with_crypto(Arc::new(crypto))
     }
@@ -1780,7 +1842,9 @@ mod peer_tests {
                             return;
                         }
                         let mut out = match script {
-                            Script::GoawayAfter(_) => head(&[(":status", "200")]),
+                            Script::GoawayAfter(_) | Script::RejectEarlyData => {
+                                head(&[(":status", "200")])
+                            }
                             Script::DataFirst => frame(DATA, b"early"),
                             Script::NoStatus => head(&[("server", "scripted")]),
                         };
@@ -1804,6 +1868,15 @@ mod peer_tests {
     /// Runs the scripted server and `hxlab load` against it; returns the result and the
     /// application close codes the server saw.
     fn against(script: Script, n: u64, depth: u64) -> (hxlab_core::RunResult, Vec<u64>) {
+        against_with(script, n, depth, |_| {})
+    }
+
+    fn against_with(
+        script: Script,
+        n: u64,
+        depth: u64,
+        tweak: impl FnOnce(&mut LoadConfig),
+    ) -> (hxlab_core::RunResult, Vec<u64>) {
         let (addr_tx, addr_rx) = mpsc::channel();
         let (codes_tx, codes_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -1813,14 +1886,19 @@ mod peer_tests {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let ep = quinn::Endpoint::server(server_config(), "127.0.0.1:0".parse().unwrap())
-                    .unwrap();
+                let id = identity();
+                let ep =
+                    quinn::Endpoint::server(server_config(&id), "127.0.0.1:0".parse().unwrap())
+                        .unwrap();
                 addr_tx.send(ep.local_addr().unwrap()).unwrap();
                 let mut stop = stop_rx;
                 loop {
                     tokio::select! {
                         inc = ep.accept() => {
                             let Some(inc) = inc else { break };
+                            if script == Script::RejectEarlyData {
+                                ep.set_server_config(Some(server_config(&id)));
+                            }
                             let codes = codes_tx.clone();
                             tokio::spawn(async move {
                                 if let Ok(conn) = inc.await {
@@ -1835,7 +1913,7 @@ mod peer_tests {
             });
         });
         let addr = addr_rx.recv().unwrap();
-        let cfg = LoadConfig {
+        let mut cfg = LoadConfig {
             urls: vec![format!("https://{addr}/x")],
             requests: n,
             clients: 1,
@@ -1845,6 +1923,7 @@ mod peer_tests {
             timeout: Duration::from_secs(10),
             ..Default::default()
         };
+        tweak(&mut cfg);
         let result = crate::run(cfg).expect("run");
         // Give the server a moment to see the last close.
         std::thread::sleep(Duration::from_millis(200));
@@ -1856,10 +1935,10 @@ mod peer_tests {
     #[test]
     fn goaway_finishes_streams_below_its_id_and_resends_the_rest() {
         let (r, codes) = against(Script::GoawayAfter(3), 20, 4);
-        assert_eq!(r.requests_done, 20, "{r:?}");
-        assert_eq!(r.requests_started, 20, "{r:?}");
-        assert_eq!(r.requests_failed, 0, "{r:?}");
-        assert_eq!(r.errors.total(), 0, "{r:?}");
+        assert_eq!(r.requests_done, 20, "{}", brief(&r));
+        assert_eq!(r.requests_started, 20, "{}", brief(&r));
+        assert_eq!(r.requests_failed, 0, "{}", brief(&r));
+        assert_eq!(r.errors.total(), 0, "{}", brief(&r));
         // Three answers per connection.
         assert!(r.connections >= 7, "{}", r.connections);
         assert_eq!(r.bytes.body_received, 200);
@@ -1869,16 +1948,30 @@ mod peer_tests {
     #[test]
     fn data_before_headers_closes_the_connection_with_frame_unexpected() {
         let (r, codes) = against(Script::DataFirst, 6, 2);
-        assert_eq!(r.requests_done, 0, "{r:?}");
-        assert!(r.errors.protocol >= 1, "{r:?}");
+        assert_eq!(r.requests_done, 0, "{}", brief(&r));
+        assert!(r.errors.protocol >= 1, "{}", brief(&r));
         assert!(codes.contains(&H3_FRAME_UNEXPECTED), "{codes:?}");
     }
 
     #[test]
     fn a_head_without_status_fails_only_its_stream() {
         let (r, _) = against(Script::NoStatus, 5, 2);
-        assert_eq!(r.requests_done, 0, "{r:?}");
-        assert_eq!(r.errors.protocol, 5, "{r:?}");
-        assert_eq!(r.connections, 1, "{r:?}");
+        assert_eq!(r.requests_done, 0, "{}", brief(&r));
+        assert_eq!(r.errors.protocol, 5, "{}", brief(&r));
+        assert_eq!(r.connections, 1, "{}", brief(&r));
+    }
+
+    #[test]
+    fn rejected_0rtt_requests_are_sent_again_in_1rtt() {
+        let (r, _) = against_with(Script::RejectEarlyData, 6, 1, |c| {
+            c.zero_rtt = true;
+            c.no_keepalive = true;
+        });
+        assert_eq!(r.requests_done, 6, "{}", brief(&r));
+        assert_eq!(r.requests_started, 6, "{}", brief(&r));
+        assert_eq!(r.errors.total(), 0, "{}", brief(&r));
+        assert_eq!(r.connections, 6, "{}", brief(&r));
+        // Every handshake was full: nothing was resumed or accepted early.
+        assert_eq!(r.resumed, 0, "{}", brief(&r));
     }
 }
