@@ -2,10 +2,12 @@
 //!
 //! What it is for: units as users write them (sizes, durations, rates), the `RunResult`
 //! schema every measurement is stored as, HDR histograms that serialise and merge exactly,
-//! and the statistics the reports use.
+//! and the statistics the reports use; and protocol data that more than one crate needs (the
+//! QPACK static table, [`qpack::STATIC_TABLE`]).
 //! What it is not: no I/O, no protocol code, no async runtime.
 
 pub mod histogram;
+pub mod qpack;
 pub mod result;
 pub mod stats;
 pub mod units;

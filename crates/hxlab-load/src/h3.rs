@@ -1,34 +1,108 @@
-//! HTTP/3 driver on quinn + h3 + h3-quinn, up to `-m` streams in flight per connection.
+//! HTTP/3 driver: an own HTTP/3 client (RFC 9114, QPACK of RFC 9204 with the static table
+//! only) directly on quinn streams, up to `-m` requests in flight per connection.
 //!
-//! Header bytes: h3 does not say how large a QPACK-encoded HEADERS frame was, so request
-//! streams are wrapped ([`TapConnection`]) to read HTTP/3 frame headers (varint type and
-//! length) as the response bytes pass, counting HEADERS payload (the QPACK wire size) and
-//! frame overhead; outgoing HEADERS frames are measured the same way as h3 hands them to the
-//! stream. Control and QPACK encoder/decoder streams are not counted (h3 0.0.8 uses no
-//! dynamic table, so they carry only SETTINGS). The uncompressed size is h2load's: name +
-//! value of every decoded field, `:status` included.
+//! Why not the `h3` crate: per request it Huffman-encoded our headers, decoded the response
+//! bit by bit, allocated frames and futures; this client sends each URL's request as one
+//! precomputed buffer ([`crate::target::RequestTemplate::h3_request`]: a HEADERS frame and,
+//! with `-d`, a DATA frame) and parses responses in place as quinn hands over chunks.
+//!
+//! Pieces: [`ResponseParser`] (sans-IO: frames of one request stream, QPACK decode with
+//! [`crate::qpack::Decoder`], interim 1xx heads, DATA counting, trailers) and
+//! [`ControlParser`] (the server's control stream: SETTINGS first, GOAWAY) are tested on
+//! their own; [`session`] drives them. It opens our control stream (SETTINGS: dynamic table
+//! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE), reads the server's
+//! unidirectional streams in a helper task (control parsed, QPACK encoder/decoder streams
+//! read and discarded, anything else stopped), and runs the requests of one connection in
+//! one future: each request slot has its own reusable waker, so a wake-up polls only the
+//! streams that have something to say, and nothing is allocated per request on our side.
+//!
+//! Counting (docs/run-result.md): wire bytes are request-stream bytes (frames with their
+//! heads; control and QPACK streams are not counted), header bytes are HEADERS payloads (the
+//! QPACK wire size, trailers included), body bytes are DATA payloads counted when the
+//! response completes; the uncompressed size is h2load's (name + value of every field of
+//! the final response head, `:status` included); ttfb is taken when the final HEADERS is
+//! decoded, latency at the stream's end. A server GOAWAY stops new requests; those at or
+//! above its stream id are given back to the plan (sent again elsewhere), those below
+//! finish. Frame-level violations are connection errors (the connection closes with the
+//! HTTP/3 error code), message-level ones (no `:status`, a head too large) stream errors;
+//! both count as protocol errors.
 
 use crate::net::ConnectError;
 use crate::plan::Next;
-use crate::recorder::{ErrorKind, SharedRecorder};
+use crate::qpack;
+use crate::recorder::ErrorKind;
 use crate::worker::{ClientCtx, SessionEnd};
-use bytes::{Buf, Bytes};
-use futures::stream::{FuturesUnordered, StreamExt};
-use h3::quic::{self, StreamErrorIncoming, StreamId, WriteBuf};
+use bytes::Bytes;
+use futures::task::AtomicWaker;
+use std::cell::RefCell;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::task::{Context, Poll};
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-/// Reads HTTP/3 frame headers on one stream and counts HEADERS payload bytes.
-#[derive(Debug, Default, Clone)]
-pub struct H3FrameScanner {
-    head: [u8; 16],
-    head_have: usize,
-    payload_left: u64,
-    kind: u64,
+const DATA: u64 = 0x00;
+const HEADERS: u64 = 0x01;
+const CANCEL_PUSH: u64 = 0x03;
+const SETTINGS: u64 = 0x04;
+const PUSH_PROMISE: u64 = 0x05;
+const GOAWAY: u64 = 0x07;
+const MAX_PUSH_ID: u64 = 0x0d;
+
+/// HTTP/3 error codes (RFC 9114 §8.1, RFC 9204 §6).
+pub const H3_NO_ERROR: u64 = 0x100;
+const H3_STREAM_CREATION_ERROR: u64 = 0x103;
+const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
+const H3_FRAME_UNEXPECTED: u64 = 0x105;
+const H3_FRAME_ERROR: u64 = 0x106;
+const H3_EXCESSIVE_LOAD: u64 = 0x107;
+const H3_ID_ERROR: u64 = 0x108;
+const H3_SETTINGS_ERROR: u64 = 0x109;
+const H3_MISSING_SETTINGS: u64 = 0x10a;
+const H3_REQUEST_CANCELLED: u64 = 0x10c;
+const H3_MESSAGE_ERROR: u64 = 0x10e;
+const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
+
+/// Largest HEADERS frame payload buffered (and largest field section accepted, RFC 9114
+/// §4.2.2 size): what we advertise as SETTINGS_MAX_FIELD_SECTION_SIZE.
+const MAX_FIELD_SECTION: u64 = crate::h2::MAX_HEADER_LIST as u64;
+/// Largest control-stream frame (SETTINGS, GOAWAY, ...) buffered.
+const MAX_CONTROL_FRAME: u64 = 16 * 1024;
+
+/// Name of an HTTP/3 error code, for messages.
+pub fn code_name(code: u64) -> &'static str {
+    match code {
+        0x100 => "H3_NO_ERROR",
+        0x101 => "H3_GENERAL_PROTOCOL_ERROR",
+        0x102 => "H3_INTERNAL_ERROR",
+        0x103 => "H3_STREAM_CREATION_ERROR",
+        0x104 => "H3_CLOSED_CRITICAL_STREAM",
+        0x105 => "H3_FRAME_UNEXPECTED",
+        0x106 => "H3_FRAME_ERROR",
+        0x107 => "H3_EXCESSIVE_LOAD",
+        0x108 => "H3_ID_ERROR",
+        0x109 => "H3_SETTINGS_ERROR",
+        0x10a => "H3_MISSING_SETTINGS",
+        0x10b => "H3_REQUEST_REJECTED",
+        0x10c => "H3_REQUEST_CANCELLED",
+        0x10d => "H3_REQUEST_INCOMPLETE",
+        0x10e => "H3_MESSAGE_ERROR",
+        0x10f => "H3_CONNECT_ERROR",
+        0x110 => "H3_VERSION_FALLBACK",
+        0x200 => "QPACK_DECOMPRESSION_FAILED",
+        0x201 => "QPACK_ENCODER_STREAM_ERROR",
+        0x202 => "QPACK_DECODER_STREAM_ERROR",
+        _ => "unknown error code",
+    }
 }
 
-fn varint(buf: &[u8]) -> Option<(u64, usize)> {
+/// Reads a QUIC variable-length integer (RFC 9000 §16) from the start of `buf`: the value
+/// and its length, or None when `buf` ends first.
+#[inline]
+pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
     let first = *buf.first()?;
     let len = 1usize << (first >> 6);
     if buf.len() < len {
@@ -41,238 +115,428 @@ fn varint(buf: &[u8]) -> Option<(u64, usize)> {
     Some((v, len))
 }
 
-impl H3FrameScanner {
-    /// Scans the next bytes; returns (HEADERS payload bytes, DATA payload bytes).
-    pub fn scan(&mut self, mut buf: &[u8]) -> (u64, u64) {
-        let (mut header, mut data) = (0u64, 0u64);
+/// Appends a QUIC variable-length integer (`v` below 2⁶²).
+pub fn put_varint(out: &mut Vec<u8>, v: u64) {
+    if v < 1 << 6 {
+        out.push(v as u8);
+    } else if v < 1 << 14 {
+        out.extend_from_slice(&(v as u16 | 0x4000).to_be_bytes());
+    } else if v < 1 << 30 {
+        out.extend_from_slice(&(v as u32 | 0x8000_0000).to_be_bytes());
+    } else {
+        out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
+    }
+}
+
+/// An HTTP/3 error found while parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum H3Error {
+    /// The connection must close with `code`.
+    Connection {
+        /// HTTP/3 error code.
+        code: u64,
+        /// One line.
+        message: String,
+    },
+    /// Only this request stream fails (we stop and reset it with `code`).
+    Stream {
+        /// HTTP/3 error code.
+        code: u64,
+        /// One line.
+        message: String,
+    },
+}
+
+fn conn_error(code: u64, what: &str) -> H3Error {
+    H3Error::Connection {
+        code,
+        message: format!("h3: {what} ({})", code_name(code)),
+    }
+}
+
+fn stream_error(code: u64, what: &str) -> H3Error {
+    H3Error::Stream {
+        code,
+        message: format!("h3: {what} ({})", code_name(code)),
+    }
+}
+
+/// Collects a frame head (type and length varints, at most 16 bytes) across chunks.
+#[derive(Debug, Default, Clone)]
+struct HeadReader {
+    buf: [u8; 16],
+    have: usize,
+}
+
+fn parse_head(buf: &[u8]) -> Option<(u64, u64, usize)> {
+    let (t, a) = varint(buf)?;
+    let (l, b) = varint(&buf[a..])?;
+    Some((t, l, a + b))
+}
+
+impl HeadReader {
+    /// Takes bytes from `input` towards a frame head: the head once complete (type,
+    /// length), and how many bytes of `input` were used.
+    #[inline]
+    fn feed(&mut self, input: &[u8]) -> (Option<(u64, u64)>, usize) {
+        if self.have == 0 {
+            if let Some((t, l, used)) = parse_head(input) {
+                return (Some((t, l)), used);
+            }
+            // Incomplete, so shorter than 16 bytes.
+            self.buf[..input.len()].copy_from_slice(input);
+            self.have = input.len();
+            return (None, input.len());
+        }
+        let n = (16 - self.have).min(input.len());
+        self.buf[self.have..self.have + n].copy_from_slice(&input[..n]);
+        let all = self.have + n;
+        match parse_head(&self.buf[..all]) {
+            Some((t, l, used)) => {
+                let from_input = used - self.have;
+                self.have = 0;
+                (Some((t, l)), from_input)
+            }
+            None => {
+                self.have = all;
+                (None, n)
+            }
+        }
+    }
+}
+
+/// Frame types of HTTP/2 that HTTP/3 reserves (RFC 9114 §7.2.8), and HTTP/3 control frames:
+/// both are unexpected on a request stream.
+fn unexpected_on_request(kind: u64) -> Option<&'static str> {
+    match kind {
+        CANCEL_PUSH => Some("CANCEL_PUSH"),
+        SETTINGS => Some("SETTINGS"),
+        GOAWAY => Some("GOAWAY"),
+        MAX_PUSH_ID => Some("MAX_PUSH_ID"),
+        0x02 | 0x06 | 0x08 | 0x09 => Some("an HTTP/2 frame type"),
+        _ => None,
+    }
+}
+
+/// The response side of one request stream, without IO: feed it the stream's bytes as they
+/// come, then [`ResponseParser::finish`] at the end of the stream.
+#[derive(Debug, Default)]
+pub struct ResponseParser {
+    head: HeadReader,
+    kind: u64,
+    left: u64,
+    in_frame: bool,
+    /// A HEADERS payload split across chunks.
+    block: Vec<u8>,
+    final_seen: bool,
+    trailers_seen: bool,
+    /// Final `:status`.
+    pub status: u16,
+    /// Decoded size of the final response head.
+    pub uncompressed: u64,
+    /// DATA payload bytes.
+    pub body: u64,
+    /// HEADERS payload bytes seen since the driver last took them.
+    pub header_bytes: u64,
+    /// When the final HEADERS was decoded.
+    pub first_byte: Option<Instant>,
+}
+
+impl ResponseParser {
+    /// Ready for the next request (keeps the buffer).
+    pub fn reset(&mut self) {
+        let block = std::mem::take(&mut self.block);
+        *self = ResponseParser {
+            block,
+            ..Default::default()
+        };
+        self.block.clear();
+    }
+
+    /// True once the final (non-1xx) response head arrived.
+    pub fn has_response(&self) -> bool {
+        self.final_seen
+    }
+
+    /// Parses the next bytes of the stream.
+    pub fn feed(
+        &mut self,
+        dec: &mut qpack::Decoder,
+        mut buf: &[u8],
+        now: Instant,
+    ) -> Result<(), H3Error> {
         while !buf.is_empty() {
-            if self.payload_left > 0 {
-                let n = (buf.len() as u64).min(self.payload_left) as usize;
-                self.payload_left -= n as u64;
-                match self.kind {
-                    0x01 => header += n as u64,
-                    0x00 => data += n as u64,
-                    _ => {}
+            if !self.in_frame {
+                let (head, used) = self.head.feed(buf);
+                buf = &buf[used..];
+                let Some((kind, len)) = head else { continue };
+                self.start_frame(kind, len)?;
+                if len == 0 {
+                    self.in_frame = false;
+                    if kind == HEADERS {
+                        self.headers_done(dec, &[], now)?;
+                    }
                 }
-                buf = &buf[n..];
                 continue;
             }
-            // Accumulate until type and length varints are complete (at most 16 bytes).
-            let n = (16 - self.head_have).min(buf.len());
-            self.head[self.head_have..self.head_have + n].copy_from_slice(&buf[..n]);
-            let have = self.head_have + n;
-            let parsed = varint(&self.head[..have])
-                .and_then(|(t, a)| varint(&self.head[a..have]).map(|(l, b)| (t, l, a + b)));
-            match parsed {
-                None => {
-                    self.head_have = have;
-                    buf = &buf[n..];
+            let n = (buf.len() as u64).min(self.left) as usize;
+            let (part, rest) = buf.split_at(n);
+            buf = rest;
+            self.left -= n as u64;
+            match self.kind {
+                DATA => self.body += n as u64,
+                HEADERS => {
+                    self.header_bytes += n as u64;
+                    if self.left == 0 && self.block.is_empty() {
+                        // The whole payload is in this chunk: decode in place.
+                        self.headers_done(dec, part, now)?;
+                    } else {
+                        self.block.extend_from_slice(part);
+                        if self.left == 0 {
+                            let block = std::mem::take(&mut self.block);
+                            let r = self.headers_done(dec, &block, now);
+                            self.block = block;
+                            self.block.clear();
+                            r?;
+                        }
+                    }
                 }
-                Some((kind, len, used)) => {
-                    // Bytes of this chunk that belonged to the frame head.
-                    let from_buf = used - self.head_have;
-                    self.head_have = 0;
-                    self.kind = kind;
-                    self.payload_left = len;
-                    buf = &buf[from_buf..];
-                }
+                _ => {}
+            }
+            if self.left == 0 {
+                self.in_frame = false;
             }
         }
-        (header, data)
+        Ok(())
     }
-}
 
-/// h3-quinn's connection with request streams that count frame bytes.
-pub struct TapConnection {
-    inner: h3_quinn::Connection,
-    rec: SharedRecorder,
-}
-
-/// Opens tapped streams.
-pub struct TapOpener {
-    inner: h3_quinn::OpenStreams,
-    rec: SharedRecorder,
-}
-
-/// A request stream whose received bytes are scanned.
-pub struct TapBidi {
-    inner: h3_quinn::BidiStream<Bytes>,
-    rec: SharedRecorder,
-    scan: H3FrameScanner,
-}
-
-/// The receiving half of a split [`TapBidi`].
-pub struct TapRecv {
-    inner: h3_quinn::RecvStream,
-    rec: SharedRecorder,
-    scan: H3FrameScanner,
-}
-
-impl quic::Connection<Bytes> for TapConnection {
-    type RecvStream = h3_quinn::RecvStream;
-    type OpenStreams = TapOpener;
-
-    fn poll_accept_recv(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Self::RecvStream, quic::ConnectionErrorIncoming>> {
-        quic::Connection::<Bytes>::poll_accept_recv(&mut self.inner, cx)
-    }
-    fn poll_accept_bidi(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Self::BidiStream, quic::ConnectionErrorIncoming>> {
-        quic::Connection::<Bytes>::poll_accept_bidi(&mut self.inner, cx).map_ok(|inner| TapBidi {
-            inner,
-            rec: self.rec.clone(),
-            scan: H3FrameScanner::default(),
-        })
-    }
-    fn opener(&self) -> TapOpener {
-        TapOpener {
-            inner: quic::Connection::<Bytes>::opener(&self.inner),
-            rec: self.rec.clone(),
+    fn start_frame(&mut self, kind: u64, len: u64) -> Result<(), H3Error> {
+        match kind {
+            DATA => {
+                if !self.final_seen {
+                    return Err(conn_error(
+                        H3_FRAME_UNEXPECTED,
+                        "DATA before the response HEADERS",
+                    ));
+                }
+                if self.trailers_seen {
+                    return Err(conn_error(H3_FRAME_UNEXPECTED, "DATA after trailers"));
+                }
+            }
+            HEADERS => {
+                if self.trailers_seen {
+                    return Err(conn_error(H3_FRAME_UNEXPECTED, "HEADERS after trailers"));
+                }
+                if len > MAX_FIELD_SECTION {
+                    return Err(stream_error(
+                        H3_EXCESSIVE_LOAD,
+                        "response HEADERS frame larger than we accept",
+                    ));
+                }
+            }
+            PUSH_PROMISE => {
+                return Err(conn_error(
+                    H3_ID_ERROR,
+                    "PUSH_PROMISE, but we allowed no push",
+                ))
+            }
+            k => {
+                if let Some(name) = unexpected_on_request(k) {
+                    return Err(conn_error(
+                        H3_FRAME_UNEXPECTED,
+                        &format!("{name} on a request stream"),
+                    ));
+                }
+                // Unknown and reserved types are skipped (RFC 9114 §9).
+            }
         }
+        self.kind = kind;
+        self.left = len;
+        self.in_frame = true;
+        Ok(())
     }
-}
 
-impl quic::OpenStreams<Bytes> for TapConnection {
-    type BidiStream = TapBidi;
-    type SendStream = h3_quinn::SendStream<Bytes>;
-    fn poll_open_bidi(
+    fn headers_done(
         &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<TapBidi, StreamErrorIncoming>> {
-        quic::OpenStreams::<Bytes>::poll_open_bidi(&mut self.inner, cx).map_ok(|inner| TapBidi {
-            inner,
-            rec: self.rec.clone(),
-            scan: H3FrameScanner::default(),
-        })
-    }
-    fn poll_open_send(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
-        quic::OpenStreams::<Bytes>::poll_open_send(&mut self.inner, cx)
-    }
-    fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
-        quic::OpenStreams::<Bytes>::close(&mut self.inner, code, reason)
-    }
-}
-
-impl quic::OpenStreams<Bytes> for TapOpener {
-    type BidiStream = TapBidi;
-    type SendStream = h3_quinn::SendStream<Bytes>;
-    fn poll_open_bidi(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<TapBidi, StreamErrorIncoming>> {
-        self.inner.poll_open_bidi(cx).map_ok(|inner| TapBidi {
-            inner,
-            rec: self.rec.clone(),
-            scan: H3FrameScanner::default(),
-        })
-    }
-    fn poll_open_send(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Self::SendStream, StreamErrorIncoming>> {
-        self.inner.poll_open_send(cx)
-    }
-    fn close(&mut self, code: h3::error::Code, reason: &[u8]) {
-        quic::OpenStreams::<Bytes>::close(&mut self.inner, code, reason)
-    }
-}
-
-fn count_recv(
-    rec: &SharedRecorder,
-    scan: &mut H3FrameScanner,
-    r: &Poll<Result<Option<Bytes>, StreamErrorIncoming>>,
-) {
-    if let Poll::Ready(Ok(Some(b))) = r {
-        let (header, _) = scan.scan(b);
-        // Body bytes are counted from decoded DATA by the exchange.
-        rec.borrow_mut().received(b.len() as u64, header, 0);
-    }
-}
-
-impl quic::RecvStream for TapBidi {
-    type Buf = Bytes;
-    fn poll_data(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
-        let r = self.inner.poll_data(cx);
-        count_recv(&self.rec, &mut self.scan, &r);
-        r
-    }
-    fn stop_sending(&mut self, error_code: u64) {
-        self.inner.stop_sending(error_code)
-    }
-    fn recv_id(&self) -> StreamId {
-        self.inner.recv_id()
-    }
-}
-
-impl quic::RecvStream for TapRecv {
-    type Buf = Bytes;
-    fn poll_data(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<Bytes>, StreamErrorIncoming>> {
-        let r = self.inner.poll_data(cx);
-        count_recv(&self.rec, &mut self.scan, &r);
-        r
-    }
-    fn stop_sending(&mut self, error_code: u64) {
-        self.inner.stop_sending(error_code)
-    }
-    fn recv_id(&self) -> StreamId {
-        self.inner.recv_id()
-    }
-}
-
-impl quic::SendStream<Bytes> for TapBidi {
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
-        self.inner.poll_ready(cx)
-    }
-    fn send_data<T: Into<WriteBuf<Bytes>>>(&mut self, data: T) -> Result<(), StreamErrorIncoming> {
-        let buf: WriteBuf<Bytes> = data.into();
-        let total = buf.remaining() as u64;
-        // The frame head (type, length) is at the front of the first chunk.
-        let header = match varint(buf.chunk())
-            .and_then(|(t, a)| varint(&buf.chunk()[a..]).map(|(l, _)| (t, l)))
-        {
-            Some((0x01, len)) => len,
-            _ => 0,
+        dec: &mut qpack::Decoder,
+        block: &[u8],
+        now: Instant,
+    ) -> Result<(), H3Error> {
+        let f = dec
+            .decode(block, MAX_FIELD_SECTION)
+            .map_err(|e| conn_error(QPACK_DECOMPRESSION_FAILED, &e.to_string()))?;
+        if self.final_seen {
+            self.trailers_seen = true;
+            return Ok(());
+        }
+        let status = match f.status {
+            Some(s) if (100..1000).contains(&s) => s,
+            _ => {
+                return Err(stream_error(
+                    H3_MESSAGE_ERROR,
+                    "response without a valid :status",
+                ))
+            }
         };
-        self.rec.borrow_mut().sent(total, header, 0);
-        self.inner.send_data(buf)
+        if status < 200 {
+            // Informational: the final response follows.
+            return Ok(());
+        }
+        self.final_seen = true;
+        self.status = status;
+        self.uncompressed = f.uncompressed;
+        self.first_byte = Some(now);
+        Ok(())
     }
-    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), StreamErrorIncoming>> {
-        self.inner.poll_finish(cx)
-    }
-    fn reset(&mut self, reset_code: u64) {
-        self.inner.reset(reset_code)
-    }
-    fn send_id(&self) -> StreamId {
-        self.inner.send_id()
+
+    /// The stream ended: the response must be complete.
+    pub fn finish(&self) -> Result<(), H3Error> {
+        if self.in_frame || self.head.have > 0 {
+            return Err(conn_error(
+                H3_FRAME_ERROR,
+                "request stream ended inside a frame",
+            ));
+        }
+        if !self.final_seen {
+            return Err(stream_error(
+                H3_MESSAGE_ERROR,
+                "request stream ended without a response",
+            ));
+        }
+        Ok(())
     }
 }
 
-impl quic::BidiStream<Bytes> for TapBidi {
-    type SendStream = h3_quinn::SendStream<Bytes>;
-    type RecvStream = TapRecv;
-    fn split(self) -> (Self::SendStream, TapRecv) {
-        let (send, recv) = self.inner.split();
-        (
-            send,
-            TapRecv {
-                inner: recv,
-                rec: self.rec,
-                scan: self.scan,
-            },
-        )
+/// The server's control stream after its type byte, without IO.
+#[derive(Debug, Default)]
+pub struct ControlParser {
+    head: HeadReader,
+    kind: u64,
+    left: u64,
+    in_frame: bool,
+    buf: Vec<u8>,
+    /// The server's SETTINGS arrived.
+    pub settings: bool,
+    /// The lowest GOAWAY stream id received.
+    pub goaway: Option<u64>,
+}
+
+impl ControlParser {
+    /// Parses the next bytes of the control stream.
+    pub fn feed(&mut self, mut input: &[u8]) -> Result<(), H3Error> {
+        while !input.is_empty() {
+            if !self.in_frame {
+                let (head, used) = self.head.feed(input);
+                input = &input[used..];
+                let Some((kind, len)) = head else { continue };
+                self.start(kind, len)?;
+                if len == 0 {
+                    self.frame_done()?;
+                }
+                continue;
+            }
+            let n = (input.len() as u64).min(self.left) as usize;
+            if self.kind != u64::MAX {
+                self.buf.extend_from_slice(&input[..n]);
+            }
+            input = &input[n..];
+            self.left -= n as u64;
+            if self.left == 0 {
+                self.frame_done()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, kind: u64, len: u64) -> Result<(), H3Error> {
+        if !self.settings && kind != SETTINGS {
+            return Err(conn_error(
+                H3_MISSING_SETTINGS,
+                "the control stream does not start with SETTINGS",
+            ));
+        }
+        let keep = match kind {
+            SETTINGS if self.settings => {
+                return Err(conn_error(H3_FRAME_UNEXPECTED, "a second SETTINGS frame"))
+            }
+            SETTINGS | GOAWAY | CANCEL_PUSH => true,
+            DATA | HEADERS | PUSH_PROMISE | MAX_PUSH_ID => {
+                return Err(conn_error(
+                    H3_FRAME_UNEXPECTED,
+                    "a request or client-only frame on the control stream",
+                ))
+            }
+            0x02 | 0x06 | 0x08 | 0x09 => {
+                return Err(conn_error(
+                    H3_FRAME_UNEXPECTED,
+                    "an HTTP/2 frame type on the control stream",
+                ))
+            }
+            _ => false,
+        };
+        if keep && len > MAX_CONTROL_FRAME {
+            return Err(conn_error(H3_EXCESSIVE_LOAD, "control frame too large"));
+        }
+        // u64::MAX marks a frame that is skipped, not buffered.
+        self.kind = if keep { kind } else { u64::MAX };
+        self.left = len;
+        self.in_frame = true;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn frame_done(&mut self) -> Result<(), H3Error> {
+        self.in_frame = false;
+        match self.kind {
+            SETTINGS => {
+                self.settings = true;
+                let mut p = &self.buf[..];
+                let mut seen: [bool; 8] = [false; 8];
+                while !p.is_empty() {
+                    let (id, a) = varint(p)
+                        .ok_or_else(|| conn_error(H3_FRAME_ERROR, "truncated SETTINGS"))?;
+                    let (_, b) = varint(&p[a..])
+                        .ok_or_else(|| conn_error(H3_FRAME_ERROR, "truncated SETTINGS"))?;
+                    p = &p[a + b..];
+                    match id {
+                        0x00 | 0x02..=0x05 => {
+                            return Err(conn_error(
+                                H3_SETTINGS_ERROR,
+                                "an HTTP/2 setting in SETTINGS",
+                            ))
+                        }
+                        0x01 | 0x06 | 0x07 => {
+                            if seen[id as usize] {
+                                return Err(conn_error(H3_SETTINGS_ERROR, "a repeated setting"));
+                            }
+                            seen[id as usize] = true;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            GOAWAY => {
+                let (id, n) = varint(&self.buf)
+                    .filter(|(_, n)| *n == self.buf.len())
+                    .ok_or_else(|| conn_error(H3_FRAME_ERROR, "malformed GOAWAY"))?;
+                if id % 4 != 0 {
+                    return Err(conn_error(
+                        H3_ID_ERROR,
+                        "GOAWAY names a stream that is not a request stream",
+                    ));
+                }
+                let _ = n;
+                if self.goaway.is_some_and(|g| id > g) {
+                    return Err(conn_error(H3_ID_ERROR, "GOAWAY id went up"));
+                }
+                self.goaway = Some(id);
+            }
+            CANCEL_PUSH if varint(&self.buf).is_none_or(|(_, n)| n != self.buf.len()) => {
+                return Err(conn_error(H3_FRAME_ERROR, "malformed CANCEL_PUSH"));
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
 
@@ -377,82 +641,720 @@ impl QuicDialer {
     }
 }
 
-fn classify_stream(e: &h3::error::StreamError) -> (ErrorKind, String) {
-    let text = e.to_string();
-    let lower = text.to_ascii_lowercase();
-    let kind = if lower.contains("timeout") || lower.contains("timed out") {
-        ErrorKind::Timeout
-    } else if lower.contains("reset") || lower.contains("closed") || lower.contains("terminated") {
-        ErrorKind::Reset
-    } else {
-        ErrorKind::Protocol
-    };
-    (kind, format!("h3: {text}"))
+/// Which request slots (and the control task, at index `depth`) have something to say, and
+/// the session task to wake when one does.
+struct ReadySet {
+    flags: Box<[AtomicBool]>,
+    session: AtomicWaker,
 }
 
-type RequestStream = h3::client::RequestStream<TapBidi, Bytes>;
+impl ReadySet {
+    #[inline]
+    fn take(&self, i: usize) -> bool {
+        self.flags[i].load(Ordering::Relaxed) && self.flags[i].swap(false, Ordering::AcqRel)
+    }
 
-struct Outcome {
-    scheduled: Instant,
-    result: Result<(), (ErrorKind, String)>,
+    fn mark(&self, i: usize) {
+        self.flags[i].store(true, Ordering::Release);
+    }
 }
 
-async fn exchange(
-    mut stream: RequestStream,
-    body: Option<Bytes>,
-    rec: SharedRecorder,
+/// The waker of one slot: quinn keeps it while the slot's streams are blocked.
+struct SlotWaker {
+    set: Arc<ReadySet>,
+    index: usize,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.set.mark(self.index);
+        self.set.session.wake();
+    }
+}
+
+/// What the server's unidirectional streams told the session.
+#[derive(Default)]
+struct ControlState {
+    /// Lowest GOAWAY stream id.
+    goaway: Option<u64>,
+    /// A connection error found on them.
+    error: Option<(u64, String)>,
+    control_seen: bool,
+    encoder_seen: bool,
+    decoder_seen: bool,
+}
+
+struct Shared {
+    state: RefCell<ControlState>,
+    /// Wakes the session (the control index of the ready set).
+    wake: Waker,
+}
+
+impl Shared {
+    fn fail(&self, code: u64, message: String) {
+        let mut s = self.state.borrow_mut();
+        if s.error.is_none() {
+            s.error = Some((code, message));
+        }
+        drop(s);
+        self.wake.wake_by_ref();
+    }
+}
+
+/// Accepts the server's unidirectional streams for the connection's lifetime (the task is
+/// aborted when the session ends, which aborts the readers it started).
+async fn accept_uni(conn: quinn::Connection, shared: Rc<Shared>) {
+    let mut readers = tokio::task::JoinSet::new();
+    while let Ok(recv) = conn.accept_uni().await {
+        readers.spawn_local(read_uni(recv, shared.clone()));
+        // Reap finished readers so the set stays small.
+        while readers.try_join_next().is_some() {}
+    }
+}
+
+/// Reads one server unidirectional stream: its type, then the control stream's frames, or
+/// QPACK instructions (discarded: with capacity 0 there is nothing to insert).
+async fn read_uni(mut recv: quinn::RecvStream, shared: Rc<Shared>) {
+    let mut head = [0u8; 8];
+    let mut have = 0usize;
+    let mut kind: Option<u64> = None;
+    let mut control = ControlParser::default();
+    loop {
+        let chunk = match recv.read_chunk(64 * 1024, true).await {
+            Ok(Some(c)) => c.bytes,
+            Ok(None) => {
+                if kind == Some(0x00) {
+                    shared.fail(
+                        H3_CLOSED_CRITICAL_STREAM,
+                        "h3: the server closed its control stream (H3_CLOSED_CRITICAL_STREAM)"
+                            .into(),
+                    );
+                }
+                return;
+            }
+            Err(quinn::ReadError::Reset(_)) if kind == Some(0x00) => {
+                shared.fail(
+                    H3_CLOSED_CRITICAL_STREAM,
+                    "h3: the server reset its control stream (H3_CLOSED_CRITICAL_STREAM)".into(),
+                );
+                return;
+            }
+            // The connection ended (the session sees that on its own streams).
+            Err(_) => return,
+        };
+        let mut data: &[u8] = &chunk;
+        if kind.is_none() {
+            let n = (8 - have).min(data.len());
+            head[have..have + n].copy_from_slice(&data[..n]);
+            let Some((t, used)) = varint(&head[..have + n]) else {
+                have += n;
+                continue;
+            };
+            data = &data[used - have..];
+            kind = Some(t);
+            let mut st = shared.state.borrow_mut();
+            let seen = match t {
+                0x00 => Some(&mut st.control_seen),
+                0x02 => Some(&mut st.encoder_seen),
+                0x03 => Some(&mut st.decoder_seen),
+                0x01 => {
+                    drop(st);
+                    shared.fail(
+                        H3_ID_ERROR,
+                        "h3: the server opened a push stream, but we allowed no push (H3_ID_ERROR)"
+                            .into(),
+                    );
+                    return;
+                }
+                _ => None,
+            };
+            match seen {
+                Some(flag) if *flag => {
+                    drop(st);
+                    shared.fail(
+                        H3_STREAM_CREATION_ERROR,
+                        format!(
+                            "h3: a second server stream of type {t:#x} (H3_STREAM_CREATION_ERROR)"
+                        ),
+                    );
+                    return;
+                }
+                Some(flag) => *flag = true,
+                None => {
+                    // Unknown or reserved stream type: not read (RFC 9114 §6.2).
+                    drop(st);
+                    let _ = recv.stop(quinn::VarInt::from_u32(H3_STREAM_CREATION_ERROR as u32));
+                    return;
+                }
+            }
+        }
+        if kind == Some(0x00) {
+            if let Err(e) = control.feed(data) {
+                let (code, message) = match e {
+                    H3Error::Connection { code, message } | H3Error::Stream { code, message } => {
+                        (code, message)
+                    }
+                };
+                shared.fail(code, message);
+                return;
+            }
+            if let Some(id) = control.goaway {
+                let mut st = shared.state.borrow_mut();
+                if st.goaway != Some(id) {
+                    st.goaway = Some(id);
+                    drop(st);
+                    shared.wake.wake_by_ref();
+                }
+            }
+        }
+    }
+}
+
+/// Opens our control stream and sends SETTINGS.
+async fn open_control(conn: &quinn::Connection) -> Result<quinn::SendStream, String> {
+    let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
+    let mut payload = Vec::with_capacity(16);
+    for (id, v) in [(0x01, 0), (0x07, 0), (0x06, MAX_FIELD_SECTION)] {
+        put_varint(&mut payload, id);
+        put_varint(&mut payload, v);
+    }
+    let mut out = vec![0x00, SETTINGS as u8];
+    put_varint(&mut out, payload.len() as u64);
+    out.extend_from_slice(&payload);
+    stream.write_all(&out).await.map_err(|e| e.to_string())?;
+    Ok(stream)
+}
+
+/// A request in flight.
+struct Slot {
+    id: u64,
+    send: Option<quinn::SendStream>,
+    /// Request bytes not yet taken by quinn.
+    pending: Bytes,
+    recv: quinn::RecvStream,
     scheduled: Instant,
     sent: Instant,
-    limit: Duration,
-) -> Outcome {
-    let work = async {
-        if let Some(b) = body {
-            stream.send_data(b).await.map_err(|e| classify_stream(&e))?;
+    ticket: u64,
+    deadline: Instant,
+}
+
+/// A request whose stream is being opened (waiting for stream credit).
+struct Opening {
+    scheduled: Instant,
+    ticket: u64,
+    url: usize,
+    since: Instant,
+}
+
+/// Why the session ends with a failure.
+struct Fail {
+    kind: ErrorKind,
+    message: String,
+    /// Code to close the connection with.
+    code: u64,
+}
+
+enum SlotPoll {
+    Pending,
+    /// The slot is free again (answered, failed or refused).
+    Freed,
+    /// The connection is unusable.
+    Fail(Fail),
+}
+
+fn lost(e: &quinn::ConnectionError) -> Fail {
+    use quinn::ConnectionError as C;
+    let kind = match e {
+        C::TimedOut => ErrorKind::Timeout,
+        C::ApplicationClosed(_) | C::ConnectionClosed(_) | C::Reset | C::LocallyClosed => {
+            ErrorKind::Reset
         }
-        stream.finish().await.map_err(|e| classify_stream(&e))?;
-        let resp = stream
-            .recv_response()
-            .await
-            .map_err(|e| classify_stream(&e))?;
-        let first_byte = Instant::now();
-        let status = resp.status().as_u16();
-        rec.borrow_mut()
-            .received_header_uncompressed(crate::h2::header_list_size(resp.headers()));
-        let mut n = 0u64;
-        // Read to the end of the stream: dropping it early makes quinn send STOP_SENDING.
-        while let Some(mut chunk) = stream.recv_data().await.map_err(|e| classify_stream(&e))? {
-            let k = chunk.remaining();
-            n += k as u64;
-            chunk.advance(k);
+        _ => ErrorKind::Protocol,
+    };
+    Fail {
+        kind,
+        message: format!("h3: connection lost: {e}"),
+        code: H3_NO_ERROR,
+    }
+}
+
+fn varint_code(code: u64) -> quinn::VarInt {
+    quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::from_u32(0x102))
+}
+
+struct Session {
+    depth: usize,
+    ready: Arc<ReadySet>,
+    /// Per slot (cloned per poll as an `Rc`, not per waker).
+    wakers: Rc<[Waker]>,
+    slots: Vec<Option<Slot>>,
+    parsers: Vec<ResponseParser>,
+    free: Vec<usize>,
+    dec: qpack::Decoder,
+    opening: Option<Opening>,
+    inflight: usize,
+    answered: u64,
+    sent_any: bool,
+    goaway: Option<u64>,
+    plan_done: bool,
+    wait_until: Option<Instant>,
+    deadline_armed: bool,
+    shared: Rc<Shared>,
+    /// Our control stream must be opened again (0-RTT was rejected).
+    reopen_control: bool,
+    /// The control stream opened after a 0-RTT rejection.
+    control: Rc<RefCell<Option<quinn::SendStream>>>,
+}
+
+impl Session {
+    fn new(depth: usize, shared: Rc<Shared>, ready: Arc<ReadySet>) -> Session {
+        let wakers = (0..depth)
+            .map(|index| {
+                Waker::from(Arc::new(SlotWaker {
+                    set: ready.clone(),
+                    index,
+                }))
+            })
+            .collect();
+        Session {
+            depth,
+            ready,
+            wakers,
+            slots: (0..depth).map(|_| None).collect(),
+            parsers: (0..depth).map(|_| ResponseParser::default()).collect(),
+            free: (0..depth).rev().collect(),
+            dec: qpack::Decoder::new(),
+            opening: None,
+            inflight: 0,
+            answered: 0,
+            sent_any: false,
+            goaway: None,
+            plan_done: false,
+            wait_until: None,
+            deadline_armed: false,
+            shared,
+            reopen_control: false,
+            control: Rc::new(RefCell::new(None)),
         }
-        let _ = stream.recv_trailers().await;
-        let done = Instant::now();
-        let mut r = rec.borrow_mut();
-        r.received(0, 0, n);
-        r.response(scheduled, sent, first_byte, done, status);
+    }
+
+    /// Frees slot `i` and resets what is left of its streams with `code`.
+    fn release(&mut self, i: usize, code: Option<u64>) {
+        if let Some(mut s) = self.slots[i].take() {
+            if let Some(code) = code {
+                let _ = s.recv.stop(varint_code(code));
+                if let Some(send) = &mut s.send {
+                    let _ = send.reset(varint_code(code));
+                }
+            } else if let Some(send) = &mut s.send {
+                // Answered before the whole request body was taken: stop sending it.
+                let _ = send.reset(varint_code(H3_NO_ERROR));
+            }
+            self.parsers[i].reset();
+            self.free.push(i);
+            self.inflight -= 1;
+        }
+    }
+
+    fn fail_slot(&mut self, ctx: &mut ClientCtx, i: usize, kind: ErrorKind, message: &str) {
+        if let Some(s) = &self.slots[i] {
+            ctx.rec
+                .borrow_mut()
+                .request_failed(s.scheduled, kind, &message);
+        }
+        self.release(i, Some(H3_REQUEST_CANCELLED));
+    }
+
+    /// The request of slot `i` was not processed: it goes back to the plan.
+    fn unsend(&mut self, ctx: &mut ClientCtx, i: usize) {
+        if let Some(s) = &self.slots[i] {
+            ctx.rec.borrow_mut().request_unsent(s.scheduled);
+            ctx.plan.give_back(s.ticket);
+        }
+        self.release(i, Some(H3_REQUEST_CANCELLED));
+    }
+
+    /// GOAWAY: requests at or above `id` were not processed; they go back to the plan.
+    fn refuse_from(&mut self, ctx: &mut ClientCtx, id: u64) {
+        for i in 0..self.depth {
+            if self.slots[i].as_ref().is_some_and(|s| s.id >= id) {
+                self.unsend(ctx, i);
+            }
+        }
+    }
+
+    /// The server rejected 0-RTT: the streams sent in it are gone (our control stream
+    /// too). Their requests are sent again on this connection, now in 1-RTT.
+    fn early_data_rejected(&mut self, ctx: &mut ClientCtx, i: usize) -> SlotPoll {
+        self.unsend(ctx, i);
+        self.sent_any = false;
+        self.reopen_control = true;
+        SlotPoll::Freed
+    }
+
+    fn start(
+        &mut self,
+        ctx: &mut ClientCtx,
+        o: Opening,
+        send: quinn::SendStream,
+        mut recv: quinn::RecvStream,
+        deadline: Pin<&mut tokio::time::Sleep>,
+    ) {
+        let id = u64::from(send.id());
+        if self.goaway.is_some_and(|g| id >= g) {
+            // Opened after a GOAWAY that excludes it: never sent.
+            let mut send = send;
+            let _ = send.reset(varint_code(H3_REQUEST_CANCELLED));
+            let _ = recv.stop(varint_code(H3_REQUEST_CANCELLED));
+            ctx.plan.give_back(o.ticket);
+            return;
+        }
+        let Some(i) = self.free.pop() else {
+            ctx.plan.give_back(o.ticket);
+            return;
+        };
+        let t = &ctx.target.requests[o.url];
+        {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.request_started(o.scheduled);
+            rec.sent(
+                t.h3_request.len() as u64,
+                t.h3_header_payload,
+                t.h2_header_size,
+            );
+        }
+        let due = o.since + ctx.timeout;
+        self.slots[i] = Some(Slot {
+            id,
+            send: Some(send),
+            pending: t.h3_request.clone(),
+            recv,
+            scheduled: o.scheduled,
+            sent: o.since,
+            ticket: o.ticket,
+            deadline: due,
+        });
+        self.inflight += 1;
+        self.sent_any = true;
+        self.ready.mark(i);
+        if !self.deadline_armed {
+            deadline.reset(due.into());
+            self.deadline_armed = true;
+        }
+    }
+
+    /// Writes what slot `i` still has to send and reads what arrived.
+    fn poll_slot(&mut self, ctx: &mut ClientCtx, i: usize, now: Instant) -> SlotPoll {
+        let wakers = self.wakers.clone();
+        let mut cx = Context::from_waker(&wakers[i]);
+        let Some(slot) = self.slots[i].as_mut() else {
+            return SlotPoll::Pending;
+        };
+        if let Some(send) = &mut slot.send {
+            let mut failed = None;
+            while !slot.pending.is_empty() {
+                let mut bufs = [std::mem::take(&mut slot.pending)];
+                let r = pin!(send.write_chunks(&mut bufs)).poll(&mut cx);
+                slot.pending = std::mem::take(&mut bufs[0]);
+                match r {
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Pending => break,
+                    // The server stopped reading the request: its response may still come.
+                    Poll::Ready(Err(quinn::WriteError::Stopped(_))) => {
+                        slot.pending = Bytes::new();
+                        break;
+                    }
+                    Poll::Ready(Err(quinn::WriteError::ZeroRttRejected)) => {
+                        return self.early_data_rejected(ctx, i);
+                    }
+                    Poll::Ready(Err(quinn::WriteError::ConnectionLost(e))) => {
+                        failed = Some(lost(&e));
+                        break;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        let message = format!("h3: request write: {e}");
+                        self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                        return SlotPoll::Freed;
+                    }
+                }
+            }
+            if let Some(f) = failed {
+                self.fail_slot(ctx, i, f.kind, &f.message);
+                return SlotPoll::Fail(f);
+            }
+            if slot.pending.is_empty() {
+                let _ = send.finish();
+                slot.send = None;
+            }
+        }
+        loop {
+            let Some(slot) = self.slots[i].as_mut() else {
+                return SlotPoll::Freed;
+            };
+            let r = pin!(slot.recv.read_chunk(usize::MAX, true)).poll(&mut cx);
+            match r {
+                Poll::Pending => return SlotPoll::Pending,
+                Poll::Ready(Ok(Some(chunk))) => {
+                    let p = &mut self.parsers[i];
+                    let r = p.feed(&mut self.dec, &chunk.bytes, now);
+                    let header = std::mem::take(&mut p.header_bytes);
+                    ctx.rec
+                        .borrow_mut()
+                        .received(chunk.bytes.len() as u64, header, 0);
+                    if let Err(e) = r {
+                        return self.h3_error(ctx, i, e);
+                    }
+                }
+                Poll::Ready(Ok(None)) => {
+                    if let Err(e) = self.parsers[i].finish() {
+                        return self.h3_error(ctx, i, e);
+                    }
+                    let p = &self.parsers[i];
+                    {
+                        let mut r = ctx.rec.borrow_mut();
+                        r.received(0, 0, p.body);
+                        r.received_header_uncompressed(p.uncompressed);
+                        r.response(
+                            slot.scheduled,
+                            slot.sent,
+                            p.first_byte.unwrap_or(now),
+                            now,
+                            p.status,
+                        );
+                    }
+                    self.answered += 1;
+                    self.release(i, None);
+                    return SlotPoll::Freed;
+                }
+                Poll::Ready(Err(e)) => {
+                    return match e {
+                        quinn::ReadError::ConnectionLost(e) => {
+                            let f = lost(&e);
+                            self.fail_slot(ctx, i, f.kind, &f.message);
+                            SlotPoll::Fail(f)
+                        }
+                        quinn::ReadError::ZeroRttRejected => self.early_data_rejected(ctx, i),
+                        quinn::ReadError::Reset(code) => {
+                            let code = code.into_inner();
+                            let message =
+                                format!("h3: stream reset by the server ({})", code_name(code));
+                            self.fail_slot(ctx, i, ErrorKind::Reset, &message);
+                            SlotPoll::Freed
+                        }
+                        e => {
+                            let message = format!("h3: response read: {e}");
+                            self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                            SlotPoll::Freed
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    fn h3_error(&mut self, ctx: &mut ClientCtx, i: usize, e: H3Error) -> SlotPoll {
+        match e {
+            H3Error::Stream { code, message } => {
+                if let Some(s) = &self.slots[i] {
+                    ctx.rec
+                        .borrow_mut()
+                        .request_failed(s.scheduled, ErrorKind::Protocol, &message);
+                }
+                self.release(i, Some(code));
+                SlotPoll::Freed
+            }
+            H3Error::Connection { code, message } => {
+                self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                SlotPoll::Fail(Fail {
+                    kind: ErrorKind::Protocol,
+                    message,
+                    code,
+                })
+            }
+        }
+    }
+
+    /// Fails requests past their deadline; re-arms the timer for the earliest one left.
+    fn expire(
+        &mut self,
+        ctx: &mut ClientCtx,
+        now: Instant,
+        mut deadline: Pin<&mut tokio::time::Sleep>,
+    ) -> Result<(), Fail> {
+        self.deadline_armed = false;
+        if let Some(o) = &self.opening {
+            if now >= o.since + ctx.timeout {
+                return Err(Fail {
+                    kind: ErrorKind::Timeout,
+                    message: "h3: could not open a stream in time".into(),
+                    code: H3_NO_ERROR,
+                });
+            }
+        }
+        let mut next: Option<Instant> = self.opening.as_ref().map(|o| o.since + ctx.timeout);
+        for i in 0..self.depth {
+            let Some(s) = &self.slots[i] else { continue };
+            if now >= s.deadline {
+                let message = format!("no response within {:?}", ctx.timeout);
+                self.fail_slot(ctx, i, ErrorKind::Timeout, &message);
+            } else {
+                next = Some(next.map_or(s.deadline, |n| n.min(s.deadline)));
+            }
+        }
+        if let Some(t) = next {
+            deadline.as_mut().reset(t.into());
+            self.deadline_armed = true;
+        }
         Ok(())
-    };
-    let result = match tokio::time::timeout(limit, work).await {
-        Ok(r) => r,
-        Err(_) => Err((ErrorKind::Timeout, format!("no response within {limit:?}"))),
-    };
-    Outcome { scheduled, result }
+    }
+
+    /// One wake-up: control events, new requests, ready slots, timers. Ready when the
+    /// session ends.
+    fn poll_turn<'c>(
+        &mut self,
+        ctx: &mut ClientCtx,
+        conn: &'c quinn::Connection,
+        cx: &mut Context<'_>,
+        mut open: Pin<&mut Option<quinn::OpenBi<'c>>>,
+        mut due: Pin<&mut tokio::time::Sleep>,
+        mut deadline: Pin<&mut tokio::time::Sleep>,
+    ) -> Poll<Result<SessionEnd, Fail>> {
+        self.ready.session.register(cx.waker());
+        let mut now = Instant::now();
+        loop {
+            if self.ready.take(self.depth) {
+                let (error, goaway) = {
+                    let mut st = self.shared.state.borrow_mut();
+                    (st.error.take(), st.goaway)
+                };
+                if let Some((code, message)) = error {
+                    return Poll::Ready(Err(Fail {
+                        kind: ErrorKind::Protocol,
+                        message,
+                        code,
+                    }));
+                }
+                if let Some(id) = goaway {
+                    if self.goaway.is_none_or(|g| id < g) {
+                        self.goaway = Some(id);
+                        self.refuse_from(ctx, id);
+                    }
+                }
+            }
+            if self.reopen_control {
+                self.reopen_control = false;
+                let (conn, holder) = (conn.clone(), self.control.clone());
+                let limit = ctx.connect_timeout;
+                tokio::task::spawn_local(async move {
+                    if let Ok(Ok(s)) = tokio::time::timeout(limit, open_control(&conn)).await {
+                        *holder.borrow_mut() = Some(s);
+                    }
+                });
+            }
+            let mut progressed = false;
+            let closing = ctx.no_keepalive && self.sent_any;
+            if self.opening.is_none()
+                && self.goaway.is_none()
+                && !closing
+                && !self.plan_done
+                && self.inflight < self.depth
+            {
+                match ctx.next(now) {
+                    Next::Go { scheduled, ticket } => {
+                        let url = ctx.next_url();
+                        self.opening = Some(Opening {
+                            scheduled,
+                            ticket,
+                            url,
+                            since: now,
+                        });
+                        self.wait_until = None;
+                        open.set(Some(conn.open_bi()));
+                        if !self.deadline_armed {
+                            deadline.as_mut().reset((now + ctx.timeout).into());
+                            self.deadline_armed = true;
+                        }
+                    }
+                    Next::Wait(t) => {
+                        if self.wait_until != Some(t) {
+                            due.as_mut().reset(t.into());
+                            self.wait_until = Some(t);
+                        }
+                    }
+                    Next::Done => {
+                        self.plan_done = true;
+                        self.wait_until = None;
+                    }
+                }
+            }
+            if let Some(f) = open.as_mut().as_pin_mut() {
+                if let Poll::Ready(r) = f.poll(cx) {
+                    open.set(None);
+                    if let Some(o) = self.opening.take() {
+                        match r {
+                            Ok((send, recv)) => {
+                                self.start(ctx, o, send, recv, deadline.as_mut());
+                                progressed = true;
+                            }
+                            Err(e) => {
+                                ctx.plan.give_back(o.ticket);
+                                return Poll::Ready(Err(lost(&e)));
+                            }
+                        }
+                    }
+                }
+            }
+            for i in 0..self.depth {
+                if self.slots[i].is_some() && self.ready.take(i) {
+                    match self.poll_slot(ctx, i, now) {
+                        SlotPoll::Pending => {}
+                        SlotPoll::Freed => progressed = true,
+                        SlotPoll::Fail(f) => return Poll::Ready(Err(f)),
+                    }
+                }
+            }
+            if progressed {
+                continue;
+            }
+            if self.inflight == 0 && self.opening.is_none() {
+                if self.goaway.is_some() || closing {
+                    return Poll::Ready(Ok(SessionEnd::Closed {
+                        answered: self.answered,
+                    }));
+                }
+                if self.wait_until.is_none() {
+                    return Poll::Ready(Ok(if self.plan_done {
+                        SessionEnd::PlanDone
+                    } else {
+                        SessionEnd::Closed {
+                            answered: self.answered,
+                        }
+                    }));
+                }
+            }
+            if self.wait_until.is_some() && due.as_mut().poll(cx).is_ready() {
+                self.wait_until = None;
+                now = Instant::now();
+                continue;
+            }
+            if self.deadline_armed && deadline.as_mut().poll(cx).is_ready() {
+                now = Instant::now();
+                if let Err(f) = self.expire(ctx, now, deadline.as_mut()) {
+                    return Poll::Ready(Err(f));
+                }
+                continue;
+            }
+            return Poll::Pending;
+        }
+    }
 }
 
 /// Runs requests on one HTTP/3 connection until the plan is done or the connection fails.
 pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd {
-    let tap = TapConnection {
-        inner: h3_quinn::Connection::new(conn.clone()),
-        rec: ctx.rec.clone(),
-    };
-    let setup = tokio::time::timeout(
-        ctx.connect_timeout,
-        h3::client::builder()
-            .max_field_section_size(u64::from(crate::h2::MAX_HEADER_LIST))
-            .build::<_, _, Bytes>(tap),
-    )
-    .await;
-    let (mut driver, mut sender) = match setup {
+    let control = match tokio::time::timeout(ctx.connect_timeout, open_control(&conn)).await {
         Err(_) => {
             let message = "h3 setup timed out".to_string();
             ctx.rec
@@ -475,148 +1377,63 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
                 message,
             };
         }
-        Ok(Ok(pair)) => pair,
+        Ok(Ok(s)) => s,
     };
-    let drive = tokio::task::spawn_local(async move {
-        let _ = futures::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    let depth = if ctx.no_keepalive {
+        1
+    } else {
+        ctx.depth.max(1)
+    };
+    let ready = Arc::new(ReadySet {
+        flags: (0..=depth).map(|_| AtomicBool::new(false)).collect(),
+        session: AtomicWaker::new(),
     });
-    let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
-    let mut inflight = FuturesUnordered::new();
-    let mut answered = 0u64;
-    let mut sent_any = false;
-    let mut due_timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
-    let end = 'conn: loop {
-        let mut wait_until = None;
-        let mut plan_done = false;
-        let closing = ctx.no_keepalive && sent_any;
-        while inflight.len() < depth && !closing {
-            match ctx.next(Instant::now()) {
-                Next::Go { scheduled, ticket } => {
-                    let i = ctx.next_url();
-                    let req = ctx.target.http_request(i);
-                    let sent = Instant::now();
-                    // Opening a stream waits for stream credit from the server, which comes
-                    // only as streams in flight finish: keep driving them meanwhile.
-                    let opened = {
-                        let open = tokio::time::timeout(ctx.timeout, sender.send_request(req));
-                        tokio::pin!(open);
-                        loop {
-                            tokio::select! {
-                                biased;
-                                r = &mut open => break r,
-                                Some(o) = inflight.next(), if !inflight.is_empty() => {
-                                    let o: Outcome = o;
-                                    match o.result {
-                                        Ok(()) => answered += 1,
-                                        Err((kind, message)) => ctx
-                                            .rec
-                                            .borrow_mut()
-                                            .request_failed(o.scheduled, kind, &message),
-                                    }
-                                }
-                            }
-                        }
-                    };
-                    match opened {
-                        Ok(Ok(stream)) => {
-                            {
-                                let mut rec = ctx.rec.borrow_mut();
-                                rec.request_started(scheduled);
-                                rec.sent(0, 0, ctx.target.requests[i].h2_header_size);
-                            }
-                            sent_any = true;
-                            let body = ctx.target.body.clone();
-                            inflight.push(exchange(
-                                stream,
-                                body,
-                                ctx.rec.clone(),
-                                scheduled,
-                                sent,
-                                ctx.timeout,
-                            ));
-                        }
-                        Ok(Err(e)) => {
-                            ctx.plan.give_back(ticket);
-                            let (kind, message) = classify_stream(&e);
-                            break 'conn SessionEnd::Failed {
-                                answered,
-                                kind,
-                                message,
-                            };
-                        }
-                        Err(_) => {
-                            ctx.plan.give_back(ticket);
-                            let message = "h3: could not open a stream in time".to_string();
-                            break 'conn SessionEnd::Failed {
-                                answered,
-                                kind: ErrorKind::Timeout,
-                                message,
-                            };
-                        }
-                    }
-                    if ctx.no_keepalive {
-                        break;
-                    }
-                }
-                Next::Wait(t) => {
-                    wait_until = Some(t);
-                    break;
-                }
-                Next::Done => {
-                    plan_done = true;
-                    break;
-                }
-            }
+    let shared = Rc::new(Shared {
+        state: RefCell::new(ControlState::default()),
+        wake: Waker::from(Arc::new(SlotWaker {
+            set: ready.clone(),
+            index: depth,
+        })),
+    });
+    let acceptor = tokio::task::spawn_local(accept_uni(conn.clone(), shared.clone()));
+    let mut s = Session::new(depth, shared, ready);
+    let now = Instant::now();
+    let mut due = pin!(tokio::time::sleep_until(now.into()));
+    let mut deadline = pin!(tokio::time::sleep_until(now.into()));
+    let mut open = pin!(None::<quinn::OpenBi<'_>>);
+    let result = std::future::poll_fn(|cx| {
+        s.poll_turn(
+            ctx,
+            &conn,
+            cx,
+            open.as_mut(),
+            due.as_mut(),
+            deadline.as_mut(),
+        )
+    })
+    .await;
+    if let Some(o) = s.opening.take() {
+        ctx.plan.give_back(o.ticket);
+    }
+    acceptor.abort();
+    let end = match result {
+        Ok(end) => {
+            conn.close(varint_code(H3_NO_ERROR), b"");
+            end
         }
-        if inflight.is_empty() {
-            if let Some(t) = wait_until {
-                tokio::time::sleep_until(t.into()).await;
-                continue;
+        Err(f) => {
+            conn.close(varint_code(f.code), b"");
+            for i in 0..s.depth {
+                s.fail_slot(ctx, i, f.kind, &f.message);
             }
-            if plan_done {
-                break SessionEnd::PlanDone;
-            }
-            break SessionEnd::Closed { answered };
-        }
-        if let Some(t) = wait_until {
-            due_timer.as_mut().reset(t.into());
-        }
-        let outcome = tokio::select! {
-            biased;
-            o = inflight.next() => o,
-            _ = &mut due_timer, if wait_until.is_some() => continue,
-        };
-        if let Some(o) = outcome {
-            match o.result {
-                Ok(()) => answered += 1,
-                Err((kind, message)) => {
-                    ctx.rec
-                        .borrow_mut()
-                        .request_failed(o.scheduled, kind, &message);
-                    if conn.close_reason().is_some() {
-                        break 'conn SessionEnd::Failed {
-                            answered,
-                            kind,
-                            message,
-                        };
-                    }
-                }
+            SessionEnd::Failed {
+                answered: s.answered,
+                kind: f.kind,
+                message: f.message,
             }
         }
     };
-    drop(sender);
-    conn.close(quinn::VarInt::from_u32(0x100), b"");
-    let drain = async {
-        while let Some(o) = inflight.next().await {
-            if let Err((kind, message)) = o.result {
-                ctx.rec
-                    .borrow_mut()
-                    .request_failed(o.scheduled, kind, &message);
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
-    drive.abort();
+    drop(control);
     end
 }
 
@@ -624,22 +1441,537 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
 mod tests {
     use super::*;
 
-    #[test]
-    fn scanner_counts_headers_payload_across_splits() {
-        // HEADERS (len 3), unknown type 0x21 with 2-byte varint type (len 2), DATA (len 70:
-        // a 2-byte length varint), HEADERS (len 1: trailers).
-        let mut bytes = vec![0x01, 0x03, 9, 9, 9, 0x40, 0x21, 0x02, 7, 7, 0x00, 0x40, 70];
-        bytes.extend(std::iter::repeat_n(5, 70));
-        bytes.extend_from_slice(&[0x01, 0x01, 1]);
-        for chunk in [1, 2, 3, 5, bytes.len()] {
-            let mut s = H3FrameScanner::default();
-            let (mut h, mut d) = (0, 0);
-            for c in bytes.chunks(chunk) {
-                let (a, b) = s.scan(c);
-                h += a;
-                d += b;
-            }
-            assert_eq!((h, d), (4, 70), "chunk {chunk}");
+    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, kind);
+        put_varint(&mut out, payload.len() as u64);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn section(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        qpack::encode_field_section(
+            fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+            &mut out,
+        );
+        out
+    }
+
+    /// Feeds `chunks` to a fresh parser and finishes it.
+    fn run(chunks: &[&[u8]]) -> Result<ResponseParser, H3Error> {
+        let mut p = ResponseParser::default();
+        let mut dec = qpack::Decoder::new();
+        let now = Instant::now();
+        let mut header_bytes = 0;
+        for c in chunks {
+            p.feed(&mut dec, c, now)?;
+            header_bytes += std::mem::take(&mut p.header_bytes);
         }
+        p.finish()?;
+        p.header_bytes = header_bytes;
+        Ok(p)
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [
+            0,
+            63,
+            64,
+            16_383,
+            16_384,
+            (1 << 30) - 1,
+            1 << 30,
+            (1 << 62) - 1,
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(varint(&out), Some((v, out.len())), "{v}");
+            assert_eq!(varint(&out[..out.len() - 1]), None);
+        }
+    }
+
+    #[test]
+    fn response_parses_the_same_for_every_split() {
+        // A reserved (grease) frame, a 103, the final head (a Huffman literal among them),
+        // DATA with a two-byte length, an unknown frame, DATA, trailers.
+        let interim = section(&[(":status", "103"), ("link", "</a.js>; rel=preload")]);
+        let head = section(&[
+            (":status", "200"),
+            ("content-type", "application/octet-stream"),
+            ("server", "hxlab-serve"),
+        ]);
+        let trailers = section(&[("x-checksum", "abc")]);
+        let mut bytes = frame(0x21 + 0x1f * 3, b"grease");
+        bytes.extend(frame(HEADERS, &interim));
+        bytes.extend(frame(HEADERS, &head));
+        bytes.extend(frame(DATA, &[7u8; 70]));
+        bytes.extend(frame(0x2f, &[1, 2, 3]));
+        bytes.extend(frame(DATA, &[8u8; 5]));
+        bytes.extend(frame(HEADERS, &trailers));
+        let headers_total = (interim.len() + head.len() + trailers.len()) as u64;
+        let uncompressed = (":status".len()
+            + 3
+            + "content-type".len()
+            + "application/octet-stream".len()
+            + "server".len()
+            + "hxlab-serve".len()) as u64;
+        let check = |p: ResponseParser, how: &str| {
+            assert_eq!(p.status, 200, "{how}");
+            assert_eq!(p.body, 75, "{how}");
+            assert_eq!(p.uncompressed, uncompressed, "{how}");
+            assert_eq!(p.header_bytes, headers_total, "{how}");
+            assert!(p.first_byte.is_some());
+        };
+        check(run(&[&bytes]).unwrap(), "whole");
+        for at in 0..=bytes.len() {
+            let (a, b) = bytes.split_at(at);
+            check(run(&[a, b]).unwrap(), &format!("split at {at}"));
+        }
+        let ones: Vec<&[u8]> = bytes.chunks(1).collect();
+        check(run(&ones).unwrap(), "bytewise");
+        // A parser reused after reset gives the same again.
+        let mut p = ResponseParser::default();
+        let mut dec = qpack::Decoder::new();
+        p.feed(&mut dec, &bytes[..10], Instant::now()).unwrap();
+        p.reset();
+        p.feed(&mut dec, &bytes, Instant::now()).unwrap();
+        p.finish().unwrap();
+        assert_eq!((p.status, p.body), (200, 75));
+    }
+
+    fn code(e: &H3Error) -> (bool, u64) {
+        match e {
+            H3Error::Connection { code, .. } => (true, *code),
+            H3Error::Stream { code, .. } => (false, *code),
+        }
+    }
+
+    #[test]
+    fn malformed_responses_are_errors_not_panics() {
+        let ok = frame(HEADERS, &section(&[(":status", "200")]));
+        let data = frame(DATA, b"xy");
+        let cases: Vec<(Vec<u8>, (bool, u64))> = vec![
+            // DATA before HEADERS.
+            (data.clone(), (true, H3_FRAME_UNEXPECTED)),
+            // A head without :status, with a non-numeric one.
+            (
+                frame(HEADERS, &section(&[("server", "x")])),
+                (false, H3_MESSAGE_ERROR),
+            ),
+            (
+                frame(HEADERS, &section(&[(":status", "2x0")])),
+                (false, H3_MESSAGE_ERROR),
+            ),
+            // Required Insert Count 1, an empty field section, a truncated one.
+            (
+                frame(HEADERS, &[0x02, 0x00, 0x80]),
+                (true, QPACK_DECOMPRESSION_FAILED),
+            ),
+            (frame(HEADERS, &[]), (true, QPACK_DECOMPRESSION_FAILED)),
+            (
+                frame(HEADERS, &[0x00, 0x00, 0x51, 0x09, b'/']),
+                (true, QPACK_DECOMPRESSION_FAILED),
+            ),
+            // Control frames, push and HTTP/2 types on a request stream.
+            (
+                [ok.clone(), frame(SETTINGS, &[])].concat(),
+                (true, H3_FRAME_UNEXPECTED),
+            ),
+            (
+                [ok.clone(), frame(GOAWAY, &[0])].concat(),
+                (true, H3_FRAME_UNEXPECTED),
+            ),
+            (frame(PUSH_PROMISE, &[0, 0, 0]), (true, H3_ID_ERROR)),
+            (frame(0x08, &[0, 0, 0, 1]), (true, H3_FRAME_UNEXPECTED)),
+            // Anything after trailers.
+            (
+                [ok.clone(), ok.clone(), data.clone()].concat(),
+                (true, H3_FRAME_UNEXPECTED),
+            ),
+            (
+                [ok.clone(), ok.clone(), ok.clone()].concat(),
+                (true, H3_FRAME_UNEXPECTED),
+            ),
+            // The stream ends inside a frame head, inside a payload, or with no response.
+            ([ok.clone(), vec![0x00]].concat(), (true, H3_FRAME_ERROR)),
+            (ok[..ok.len() - 1].to_vec(), (true, H3_FRAME_ERROR)),
+            (
+                frame(HEADERS, &section(&[(":status", "100")])),
+                (false, H3_MESSAGE_ERROR),
+            ),
+            (Vec::new(), (false, H3_MESSAGE_ERROR)),
+        ];
+        for (bytes, want) in cases {
+            let got = run(&[&bytes])
+                .err()
+                .unwrap_or_else(|| panic!("{bytes:02x?} passed"));
+            assert_eq!(code(&got), want, "{bytes:02x?}: {got:?}");
+        }
+        // A HEADERS frame larger than we buffer is refused from its head alone; a huge
+        // DATA frame is counted as it streams, never buffered.
+        let mut huge = Vec::new();
+        put_varint(&mut huge, HEADERS);
+        put_varint(&mut huge, MAX_FIELD_SECTION + 1);
+        let got = run(&[&huge]).unwrap_err();
+        assert_eq!(code(&got), (false, H3_EXCESSIVE_LOAD));
+        let mut p = ResponseParser::default();
+        let mut dec = qpack::Decoder::new();
+        let mut big = ok.clone();
+        put_varint(&mut big, DATA);
+        put_varint(&mut big, 1 << 40);
+        p.feed(&mut dec, &big, Instant::now()).unwrap();
+        p.feed(&mut dec, &[0u8; 4096], Instant::now()).unwrap();
+        assert_eq!(p.body, 4096);
+        assert!(p.block.capacity() < 4096);
+    }
+
+    fn settings(pairs: &[(u64, u64)]) -> Vec<u8> {
+        let mut payload = Vec::new();
+        for (id, v) in pairs {
+            put_varint(&mut payload, *id);
+            put_varint(&mut payload, *v);
+        }
+        frame(SETTINGS, &payload)
+    }
+
+    #[test]
+    fn control_stream_settings_and_goaway_in_every_split() {
+        let mut bytes = settings(&[(0x01, 0), (0x06, 1 << 20), (0x1f * 7 + 0x21, 9)]);
+        bytes.extend(frame(0x21, b"reserved frame"));
+        bytes.extend(frame(GOAWAY, &[0x40, 100]));
+        bytes.extend(frame(GOAWAY, &[8]));
+        for at in 0..=bytes.len() {
+            let mut c = ControlParser::default();
+            c.feed(&bytes[..at]).unwrap();
+            c.feed(&bytes[at..]).unwrap();
+            assert!(c.settings, "split at {at}");
+            assert_eq!(c.goaway, Some(8), "split at {at}");
+        }
+    }
+
+    #[test]
+    fn control_stream_violations_are_connection_errors() {
+        let s = settings(&[(0x01, 0)]);
+        let cases: Vec<(Vec<u8>, u64)> = vec![
+            (frame(GOAWAY, &[0]), H3_MISSING_SETTINGS),
+            ([s.clone(), s.clone()].concat(), H3_FRAME_UNEXPECTED),
+            (settings(&[(0x02, 1)]), H3_SETTINGS_ERROR),
+            (settings(&[(0x06, 1), (0x06, 2)]), H3_SETTINGS_ERROR),
+            (frame(SETTINGS, &[0x06]), H3_FRAME_ERROR),
+            (
+                [s.clone(), frame(HEADERS, &[0, 0])].concat(),
+                H3_FRAME_UNEXPECTED,
+            ),
+            ([s.clone(), frame(DATA, &[])].concat(), H3_FRAME_UNEXPECTED),
+            (
+                [s.clone(), frame(0x06, &[0; 8])].concat(),
+                H3_FRAME_UNEXPECTED,
+            ),
+            ([s.clone(), frame(GOAWAY, &[1])].concat(), H3_ID_ERROR),
+            (
+                [s.clone(), frame(GOAWAY, &[4]), frame(GOAWAY, &[8])].concat(),
+                H3_ID_ERROR,
+            ),
+            ([s.clone(), frame(GOAWAY, &[4, 4])].concat(), H3_FRAME_ERROR),
+        ];
+        for (bytes, want) in cases {
+            let mut c = ControlParser::default();
+            let got = c.feed(&bytes).unwrap_err();
+            assert_eq!(code(&got), (true, want), "{bytes:02x?}: {got:?}");
+        }
+        // A control frame larger than we buffer is refused from its head.
+        let mut big = s.clone();
+        put_varint(&mut big, GOAWAY);
+        put_varint(&mut big, MAX_CONTROL_FRAME + 1);
+        let got = ControlParser::default().feed(&big).unwrap_err();
+        assert_eq!(code(&got), (true, H3_EXCESSIVE_LOAD));
+        // An unknown frame of any size is skipped without buffering.
+        let mut skip = s.clone();
+        put_varint(&mut skip, 0x21);
+        put_varint(&mut skip, 1 << 30);
+        let mut c = ControlParser::default();
+        c.feed(&skip).unwrap();
+        c.feed(&[0u8; 8192]).unwrap();
+        assert!(c.buf.capacity() < 8192);
+    }
+
+    #[test]
+    fn request_bytes_are_a_headers_frame_and_a_data_frame() {
+        let cfg = crate::LoadConfig {
+            urls: vec!["https://127.0.0.1:4433/bytes/100".into()],
+            body: Some(vec![b'x'; 300]),
+            ..Default::default()
+        };
+        let t = crate::target::Target::from_config(&cfg).unwrap();
+        let r = &t.requests[0];
+        let b = &r.h3_request[..];
+        let (kind, len, used) = parse_head(b).unwrap();
+        assert_eq!((kind, len), (HEADERS, r.h3_header_payload));
+        let block = &b[used..used + len as usize];
+        let f = qpack::Decoder::new()
+            .decode(block, MAX_FIELD_SECTION)
+            .unwrap();
+        assert_eq!(f.uncompressed, r.h2_header_size);
+        let rest = &b[used + len as usize..];
+        let (kind, len, used) = parse_head(rest).unwrap();
+        assert_eq!((kind, len, rest.len() - used), (DATA, 300, 300));
+    }
+}
+
+/// The whole client against a scripted HTTP/3 server written here on quinn (real QUIC and
+/// TLS on loopback), for what `hxlab serve` never does: GOAWAY mid-connection and broken
+/// responses.
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+    use crate::{LoadConfig, Proto};
+    use std::sync::mpsc;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Script {
+        /// Answer `n` requests per connection, then GOAWAY naming the next stream; later
+        /// streams are held unanswered.
+        GoawayAfter(usize),
+        /// DATA before HEADERS (a connection error).
+        DataFirst,
+        /// A head without `:status` (a stream error).
+        NoStatus,
+        /// Answer normally, but with a fresh TLS session store for every connection: the
+        /// client's tickets are never found, so its 0-RTT is always rejected.
+        RejectEarlyData,
+    }
+
+    type Identity = (
+        rustls::pki_types::CertificateDer<'static>,
+        rustls::pki_types::PrivateKeyDer<'static>,
+    );
+
+    fn identity() -> Identity {
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+        let key =
+            rustls::pki_types::PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
+        (made.cert.der().clone(), key)
+    }
+
+    /// The counts of a result, for assertion messages (its histograms are too long).
+    fn brief(r: &hxlab_core::RunResult) -> String {
+        format!(
+            "started {} done {} failed {} errors {:?} connections {} resumed {} samples {:?}",
+            r.requests_started,
+            r.requests_done,
+            r.requests_failed,
+            r.errors,
+            r.connections,
+            r.resumed,
+            r.error_samples
+        )
+    }
+
+    /// TLS 1.3, ALPN h3, 0-RTT accepted from tickets this config issued.
+    fn server_config(id: &Identity) -> quinn::ServerConfig {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![id.0.clone()], id.1.clone_key())
+            .unwrap();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        tls.max_early_data_size = u32::MAX;
+        let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+        quinn::ServerConfig::with_crypto(Arc::new(crypto))
+    }
+
+    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, kind);
+        put_varint(&mut out, payload.len() as u64);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn head(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut s = Vec::new();
+        qpack::encode_field_section(
+            fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+            &mut s,
+        );
+        frame(HEADERS, &s)
+    }
+
+    async fn serve_conn(conn: quinn::Connection, script: Script, codes: mpsc::Sender<u64>) {
+        let Ok(mut control) = conn.open_uni().await else {
+            return;
+        };
+        let mut hello = vec![0x00];
+        hello.extend(frame(SETTINGS, &[0x01, 0x00]));
+        if control.write_all(&hello).await.is_err() {
+            return;
+        }
+        let mut held = Vec::new();
+        let mut k = 0usize;
+        loop {
+            tokio::select! {
+                accepted = conn.accept_bi() => {
+                    let (mut send, mut recv) = match accepted {
+                        Ok(pair) => pair,
+                        Err(quinn::ConnectionError::ApplicationClosed(c)) => {
+                            let _ = codes.send(c.error_code.into_inner());
+                            break;
+                        }
+                        Err(_) => break,
+                    };
+                    let id = u64::from(send.id());
+                    if let Script::GoawayAfter(n) = script {
+                        if k == n {
+                            let mut g = Vec::new();
+                            put_varint(&mut g, id);
+                            let _ = control.write_all(&frame(GOAWAY, &g)).await;
+                        }
+                        if k >= n {
+                            held.push((send, recv));
+                            k += 1;
+                            continue;
+                        }
+                    }
+                    k += 1;
+                    tokio::spawn(async move {
+                        if recv.read_to_end(1 << 20).await.is_err() {
+                            return;
+                        }
+                        let mut out = match script {
+                            Script::GoawayAfter(_) | Script::RejectEarlyData => {
+                                head(&[(":status", "200")])
+                            }
+                            Script::DataFirst => frame(DATA, b"early"),
+                            Script::NoStatus => head(&[("server", "scripted")]),
+                        };
+                        out.extend(frame(DATA, b"0123456789"));
+                        let _ = send.write_all(&out).await;
+                        let _ = send.finish();
+                        let _ = send.stopped().await;
+                    });
+                }
+                closed = conn.closed() => {
+                    if let quinn::ConnectionError::ApplicationClosed(c) = closed {
+                        let _ = codes.send(c.error_code.into_inner());
+                    }
+                    break;
+                }
+            }
+        }
+        drop(held);
+    }
+
+    /// Runs the scripted server and `hxlab load` against it; returns the result and the
+    /// application close codes the server saw.
+    fn against(script: Script, n: u64, depth: u64) -> (hxlab_core::RunResult, Vec<u64>) {
+        against_with(script, n, depth, |_| {})
+    }
+
+    fn against_with(
+        script: Script,
+        n: u64,
+        depth: u64,
+        tweak: impl FnOnce(&mut LoadConfig),
+    ) -> (hxlab_core::RunResult, Vec<u64>) {
+        let (addr_tx, addr_rx) = mpsc::channel();
+        let (codes_tx, codes_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let id = identity();
+                let ep =
+                    quinn::Endpoint::server(server_config(&id), "127.0.0.1:0".parse().unwrap())
+                        .unwrap();
+                addr_tx.send(ep.local_addr().unwrap()).unwrap();
+                let mut stop = stop_rx;
+                loop {
+                    tokio::select! {
+                        inc = ep.accept() => {
+                            let Some(inc) = inc else { break };
+                            if script == Script::RejectEarlyData {
+                                ep.set_server_config(Some(server_config(&id)));
+                            }
+                            let codes = codes_tx.clone();
+                            tokio::spawn(async move {
+                                if let Ok(conn) = inc.await {
+                                    serve_conn(conn, script, codes).await;
+                                }
+                            });
+                        }
+                        _ = &mut stop => break,
+                    }
+                }
+                ep.close(quinn::VarInt::from_u32(0), b"");
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        let mut cfg = LoadConfig {
+            urls: vec![format!("https://{addr}/x")],
+            requests: n,
+            clients: 1,
+            max_concurrent_streams: depth,
+            proto: Proto::H3,
+            insecure: true,
+            timeout: Duration::from_secs(10),
+            ..Default::default()
+        };
+        tweak(&mut cfg);
+        let result = crate::run(cfg).expect("run");
+        // Give the server a moment to see the last close.
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = stop_tx.send(());
+        server.join().unwrap();
+        (result, codes_rx.try_iter().collect())
+    }
+
+    #[test]
+    fn goaway_finishes_streams_below_its_id_and_resends_the_rest() {
+        let (r, codes) = against(Script::GoawayAfter(3), 20, 4);
+        assert_eq!(r.requests_done, 20, "{}", brief(&r));
+        assert_eq!(r.requests_started, 20, "{}", brief(&r));
+        assert_eq!(r.requests_failed, 0, "{}", brief(&r));
+        assert_eq!(r.errors.total(), 0, "{}", brief(&r));
+        // Three answers per connection.
+        assert!(r.connections >= 7, "{}", r.connections);
+        assert_eq!(r.bytes.body_received, 200);
+        assert!(codes.iter().all(|c| *c == H3_NO_ERROR), "{codes:?}");
+    }
+
+    #[test]
+    fn data_before_headers_closes_the_connection_with_frame_unexpected() {
+        let (r, codes) = against(Script::DataFirst, 6, 2);
+        assert_eq!(r.requests_done, 0, "{}", brief(&r));
+        assert!(r.errors.protocol >= 1, "{}", brief(&r));
+        assert!(codes.contains(&H3_FRAME_UNEXPECTED), "{codes:?}");
+    }
+
+    #[test]
+    fn a_head_without_status_fails_only_its_stream() {
+        let (r, _) = against(Script::NoStatus, 5, 2);
+        assert_eq!(r.requests_done, 0, "{}", brief(&r));
+        assert_eq!(r.errors.protocol, 5, "{}", brief(&r));
+        assert_eq!(r.connections, 1, "{}", brief(&r));
+    }
+
+    #[test]
+    fn rejected_0rtt_requests_are_sent_again_in_1rtt() {
+        let (r, _) = against_with(Script::RejectEarlyData, 6, 1, |c| {
+            c.zero_rtt = true;
+            c.no_keepalive = true;
+        });
+        assert_eq!(r.requests_done, 6, "{}", brief(&r));
+        assert_eq!(r.requests_started, 6, "{}", brief(&r));
+        assert_eq!(r.errors.total(), 0, "{}", brief(&r));
+        assert_eq!(r.connections, 6, "{}", brief(&r));
+        // Every handshake was full: nothing was resumed or accepted early.
+        assert_eq!(r.resumed, 0, "{}", brief(&r));
     }
 }

@@ -41,6 +41,11 @@ pub struct RequestTemplate {
     /// Uncompressed size of the h2/h3 request header list (name + value of every field,
     /// pseudo-headers included, as h2load counts).
     pub h2_header_size: u64,
+    /// The whole HTTP/3 request stream: one HEADERS frame (QPACK, static table and
+    /// literals) and a DATA frame with the body, if any.
+    pub h3_request: bytes::Bytes,
+    /// Payload size of that HEADERS frame (the QPACK wire size).
+    pub h3_header_payload: u64,
 }
 
 fn url_err(url: &str, reason: impl Into<String>) -> LoadError {
@@ -183,12 +188,16 @@ impl Target {
                 .path_and_query(path)
                 .build()
                 .map_err(|e| url_err(&uri.to_string(), format!("{e}")))?;
+            let (h3_request, h3_header_payload) =
+                h3_request(&method, https, &authority, path, &headers, body.as_deref());
             requests.push(RequestTemplate {
                 uri: full,
                 headers,
                 h1_head: h1,
                 h1_head_close: h1_close,
                 h2_header_size: h2_size,
+                h3_request,
+                h3_header_payload,
             });
         }
         Ok(Target {
@@ -217,6 +226,47 @@ impl Target {
     pub fn is_head(&self) -> bool {
         self.method == Method::HEAD
     }
+}
+
+/// An HTTP/3 frame head (type and length varints).
+fn h3_frame_head(out: &mut Vec<u8>, kind: u8, len: usize) {
+    out.push(kind);
+    crate::h3::put_varint(out, len as u64);
+}
+
+/// The bytes of an HTTP/3 request stream and its HEADERS payload size.
+fn h3_request(
+    method: &Method,
+    https: bool,
+    authority: &str,
+    path: &str,
+    headers: &HeaderMap,
+    body: Option<&[u8]>,
+) -> (bytes::Bytes, u64) {
+    let scheme: &[u8] = if https { b"https" } else { b"http" };
+    let pseudo: [(&[u8], &[u8]); 4] = [
+        (b":method", method.as_str().as_bytes()),
+        (b":scheme", scheme),
+        (b":authority", authority.as_bytes()),
+        (b":path", path.as_bytes()),
+    ];
+    let mut section = Vec::new();
+    crate::qpack::encode_field_section(
+        pseudo.into_iter().chain(
+            headers
+                .iter()
+                .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+        ),
+        &mut section,
+    );
+    let mut out = Vec::with_capacity(section.len() + 16 + body.map_or(0, <[u8]>::len));
+    h3_frame_head(&mut out, 0x01, section.len());
+    out.extend_from_slice(&section);
+    if let Some(b) = body.filter(|b| !b.is_empty()) {
+        h3_frame_head(&mut out, 0x00, b.len());
+        out.extend_from_slice(b);
+    }
+    (bytes::Bytes::from(out), section.len() as u64)
 }
 
 fn bracket(host: &str) -> String {

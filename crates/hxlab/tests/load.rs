@@ -1304,3 +1304,95 @@ fn h3_tls_resume_without_0rtt_reports_resumed_handshakes() {
     assert_eq!(u(&v, &["resumed"]), 0, "{v}");
     assert_eq!(hist_count(&v, "handshake_resumed"), 0);
 }
+
+/// HTTP/3 against hxlab serve beyond 200s: error statuses are counted as they come, a
+/// request body (-d, and a --data-file larger than one write) reaches the server, which
+/// answers only after reading it to its end, and an interim 103 head is not counted as a
+/// response.
+#[test]
+fn h3_statuses_request_bodies_and_interim_heads() {
+    let server = common::Server::start(&[]);
+    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    for status in ["404", "503"] {
+        let url = format!("https://{h3}/status/{status}");
+        let (code, v, err) = load(&[
+            "-n", "40", "-c", "2", "-m", "5", "--proto", "h3", "-k", &url,
+        ]);
+        assert_eq!(code, 0, "{status}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 40, "{v}");
+        assert_eq!(u(&v, &["status", status]), 40, "{v}");
+        assert_eq!(u(&v, &["requests_succeeded"]), 0, "{v}");
+        assert_eq!(v["errors"]["protocol"].as_u64().unwrap_or(0), 0, "{v}");
+    }
+
+    // Request bodies: the same run with and without -d differs on the wire by the DATA
+    // frames (body + frame head) and a slightly different head, and the server, which
+    // reads every request to its end before answering, answers all of them.
+    let url = format!("https://{h3}/bytes/10");
+    let body = "b".repeat(4000);
+    let mut sent = Vec::new();
+    for data in [None, Some(body.as_str())] {
+        let before = serve_stats(&plain);
+        let mut args = vec!["-n", "50", "-c", "2", "-m", "5", "--proto", "h3", "-k"];
+        if let Some(d) = data {
+            args.extend_from_slice(&["-d", d]);
+        }
+        args.push(&url);
+        let (code, v, err) = load(&args);
+        assert_eq!(code, 0, "{err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["status", "200"]), 50, "{v}");
+        let after = serve_stats(&plain);
+        assert_eq!(
+            u(&after, &["by_protocol", "h3", "requests"])
+                - u(&before, &["by_protocol", "h3", "requests"]),
+            50
+        );
+        sent.push(u(&v, &["bytes", "total_sent"]));
+    }
+    let extra = sent[1] - sent[0];
+    assert!(
+        (50 * 4003..=50 * 4040).contains(&extra),
+        "with -d the client sent {extra} more bytes"
+    );
+
+    // A body larger than one packet or write, from a file.
+    let dir = TempDir::new("hxlab-h3-body");
+    let file = dir.path().join("body.bin");
+    std::fs::write(&file, vec![b'z'; 300_000]).expect("write body");
+    let file = file.display().to_string();
+    let (code, v, err) = load(&[
+        "-n",
+        "6",
+        "-c",
+        "2",
+        "-m",
+        "3",
+        "--proto",
+        "h3",
+        "-k",
+        "--data-file",
+        &file,
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["status", "200"]), 6, "{v}");
+    assert!(u(&v, &["bytes", "total_sent"]) >= 6 * 300_000, "{v}");
+
+    // A 103 Early Hints head before the page: one 200 response per request.
+    let url = format!("https://{h3}/page?n=2&early_hints=1");
+    let (code, v, err) = load(&[
+        "-n", "20", "-c", "1", "-m", "4", "--proto", "h3", "-k", &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_done"]), 20, "{v}");
+    assert_eq!(u(&v, &["status", "200"]), 20, "{v}");
+    assert!(v["status"].get("103").is_none(), "{v}");
+}

@@ -1,0 +1,432 @@
+//! A small QPACK (RFC 9204) codec for the load generator's HTTP/3 client, static table only.
+//!
+//! The client advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
+//! server references only the static table: a field section with a Required Insert Count
+//! other than 0, or any dynamic or post-base reference, is a decoding error
+//! (QPACK_DECOMPRESSION_FAILED). Like [`crate::hpack`], the decoder materialises only what the
+//! recorder needs: `:status` and the decoded size of the field section (name + value length of
+//! every field, as h2load counts it); Huffman strings are decoded with
+//! [`crate::hpack::huffman_decode`] (the same code as HPACK's) only to learn their length and,
+//! for `:status`, their first bytes, and repeated Huffman strings are memoised.
+//!
+//! The encoder builds a request's field section once per URL: static-table references where
+//! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
+
+use crate::hpack::{huffman_decode, huffman_encode};
+use hxlab_core::qpack::STATIC_TABLE;
+use thiserror::Error;
+
+/// A field section that cannot be decoded (a connection error of type
+/// QPACK_DECOMPRESSION_FAILED).
+#[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
+#[error("QPACK: {0}")]
+pub struct QpackError(pub &'static str);
+
+/// What a decoded field section told us.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FieldSection {
+    /// The first valid `:status` (three digits), if any.
+    pub status: Option<u16>,
+    /// Sum of name + value lengths of every field.
+    pub uncompressed: u64,
+    /// Number of field lines.
+    pub fields: u32,
+}
+
+/// Reads a prefixed integer (RFC 7541 §5.1, as QPACK uses it) with an `n`-bit prefix.
+fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<u64, QpackError> {
+    let first = *buf.get(*pos).ok_or(QpackError("truncated integer"))?;
+    *pos += 1;
+    let mask = (1u64 << n) - 1;
+    let mut v = u64::from(first) & mask;
+    if v < mask {
+        return Ok(v);
+    }
+    let mut shift = 0u32;
+    loop {
+        let b = *buf.get(*pos).ok_or(QpackError("truncated integer"))?;
+        *pos += 1;
+        if shift > 56 {
+            return Err(QpackError("integer too large"));
+        }
+        v = v
+            .checked_add(u64::from(b & 0x7f) << shift)
+            .ok_or(QpackError("integer too large"))?;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+}
+
+/// Writes a prefixed integer; `first` carries the bits above the `n`-bit prefix.
+fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: u64) {
+    let mask = (1u64 << n) - 1;
+    if v < mask {
+        out.push(first | v as u8);
+        return;
+    }
+    out.push(first | mask as u8);
+    let mut rest = v - mask;
+    while rest >= 0x80 {
+        out.push((rest as u8 & 0x7f) | 0x80);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
+}
+
+/// Writes a string literal whose Huffman flag is `hbit` and whose length has an `n`-bit
+/// prefix, Huffman-coded when that is shorter.
+fn write_str(out: &mut Vec<u8>, first: u8, hbit: u8, n: u32, s: &[u8]) {
+    let mut huff = Vec::with_capacity(s.len());
+    huffman_encode(s, &mut huff);
+    if huff.len() < s.len() {
+        write_int(out, first | hbit, n, huff.len() as u64);
+        out.extend_from_slice(&huff);
+    } else {
+        write_int(out, first, n, s.len() as u64);
+        out.extend_from_slice(s);
+    }
+}
+
+/// Encodes a request field section (prefix: Required Insert Count 0, Base 0) onto `out`.
+/// Names must be lowercase (as `http::HeaderName`s are).
+pub fn encode_field_section<'a>(
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(&[0, 0]);
+    for (name, value) in fields {
+        let exact = STATIC_TABLE
+            .iter()
+            .position(|(n, v)| n.as_bytes() == name && v.as_bytes() == value);
+        if let Some(i) = exact {
+            // Indexed field line, static: 11xxxxxx.
+            write_int(out, 0xc0, 6, i as u64);
+            continue;
+        }
+        match STATIC_TABLE.iter().position(|(n, _)| n.as_bytes() == name) {
+            Some(i) => {
+                // Literal with static name reference, not "never indexed": 0101xxxx.
+                write_int(out, 0x50, 4, i as u64);
+            }
+            None => {
+                // Literal with literal name: 0010Hxxx.
+                write_str(out, 0x20, 0x08, 3, name);
+            }
+        }
+        write_str(out, 0x00, 0x80, 7, value);
+    }
+}
+
+/// A decoded string: its length and first bytes (enough to read a status code).
+#[derive(Clone, Copy, Debug, Default)]
+struct Str {
+    len: usize,
+    head: [u8; 8],
+}
+
+impl Str {
+    fn head(&self) -> &[u8] {
+        &self.head[..self.len.min(8)]
+    }
+}
+
+/// Memo slots, and the encoded lengths memoised.
+const MEMO_SLOTS: usize = 8;
+const MEMO_MIN: usize = 4;
+const MEMO_MAX: usize = 128;
+
+/// The response side: decodes field sections, memoising Huffman strings by their encoded
+/// bytes (a server sends the same content-type, server and date literals in every
+/// response; a hit is a short compare instead of a decode).
+#[derive(Debug)]
+pub struct Decoder {
+    lens: [u16; MEMO_SLOTS],
+    keys: Vec<Vec<u8>>,
+    vals: [Str; MEMO_SLOTS],
+    next: usize,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Decoder::new()
+    }
+}
+
+fn status_of(value: &[u8]) -> Option<u16> {
+    match value {
+        [a, b, c] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
+    }
+}
+
+fn static_entry(i: u64) -> Result<(&'static str, &'static str), QpackError> {
+    STATIC_TABLE
+        .get(i as usize)
+        .copied()
+        .ok_or(QpackError("static table index out of range"))
+}
+
+impl Decoder {
+    /// A decoder with an empty memo.
+    pub fn new() -> Decoder {
+        Decoder {
+            lens: [0; MEMO_SLOTS],
+            keys: (0..MEMO_SLOTS).map(|_| Vec::new()).collect(),
+            vals: [Str::default(); MEMO_SLOTS],
+            next: 0,
+        }
+    }
+
+    fn huffman(&mut self, raw: &[u8]) -> Result<Str, QpackError> {
+        let cacheable = (MEMO_MIN..=MEMO_MAX).contains(&raw.len());
+        if cacheable {
+            let l = raw.len() as u16;
+            for k in 0..MEMO_SLOTS {
+                if self.lens[k] == l && self.keys[k] == raw {
+                    return Ok(self.vals[k]);
+                }
+            }
+        }
+        let mut s = Str::default();
+        let mut n = 0usize;
+        s.len = huffman_decode(raw, |b| {
+            if n < 8 {
+                s.head[n] = b;
+            }
+            n += 1;
+        })
+        .map_err(|e| QpackError(e.0))?;
+        if cacheable {
+            let k = self.next;
+            self.next = (k + 1) % MEMO_SLOTS;
+            self.lens[k] = raw.len() as u16;
+            self.keys[k].clear();
+            self.keys[k].extend_from_slice(raw);
+            self.vals[k] = s;
+        }
+        Ok(s)
+    }
+
+    /// Reads a string literal with its Huffman flag at `hbit` and an `n`-bit length prefix.
+    fn read_str(
+        &mut self,
+        buf: &[u8],
+        pos: &mut usize,
+        hbit: u8,
+        n: u32,
+    ) -> Result<Str, QpackError> {
+        let huff = buf.get(*pos).ok_or(QpackError("truncated string"))? & hbit != 0;
+        let len = read_int(buf, pos, n)?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| pos.checked_add(l))
+            .filter(|e| *e <= buf.len())
+            .ok_or(QpackError("truncated string"))?;
+        let raw = &buf[*pos..end];
+        *pos = end;
+        if huff {
+            return self.huffman(raw);
+        }
+        let mut s = Str {
+            len: raw.len(),
+            head: [0; 8],
+        };
+        let k = raw.len().min(8);
+        s.head[..k].copy_from_slice(&raw[..k]);
+        Ok(s)
+    }
+
+    /// Decodes one field section (a HEADERS frame's payload). `max_size` bounds the field
+    /// section size as RFC 9114 §4.2.2 counts it (name + value + 32 per field).
+    pub fn decode(&mut self, block: &[u8], max_size: u64) -> Result<FieldSection, QpackError> {
+        let mut pos = 0usize;
+        let ric = read_int(block, &mut pos, 8)?;
+        if ric != 0 {
+            return Err(QpackError(
+                "dynamic table reference (Required Insert Count is not 0)",
+            ));
+        }
+        // Sign bit and Delta Base: meaningless without dynamic references.
+        read_int(block, &mut pos, 7)?;
+        let mut info = FieldSection::default();
+        let mut size = 0u64;
+        while pos < block.len() {
+            let b = block[pos];
+            let (name_len, value_len, status) = if b & 0x80 != 0 {
+                // Indexed field line: 1Txxxxxx.
+                if b & 0x40 == 0 {
+                    return Err(QpackError("dynamic table reference"));
+                }
+                let (n, v) = static_entry(read_int(block, &mut pos, 6)?)?;
+                let status = if n == ":status" {
+                    status_of(v.as_bytes())
+                } else {
+                    None
+                };
+                (n.len(), v.len(), status)
+            } else if b & 0x40 != 0 {
+                // Literal with name reference: 01NTxxxx.
+                if b & 0x10 == 0 {
+                    return Err(QpackError("dynamic table reference"));
+                }
+                let (n, _) = static_entry(read_int(block, &mut pos, 4)?)?;
+                let v = self.read_str(block, &mut pos, 0x80, 7)?;
+                let status = if n == ":status" {
+                    status_of(v.head())
+                } else {
+                    None
+                };
+                (n.len(), v.len, status)
+            } else if b & 0x20 != 0 {
+                // Literal with literal name: 001NHxxx.
+                let n = self.read_str(block, &mut pos, 0x08, 3)?;
+                let v = self.read_str(block, &mut pos, 0x80, 7)?;
+                let status = if n.len == 7 && n.head() == b":status" {
+                    status_of(v.head())
+                } else {
+                    None
+                };
+                (n.len, v.len, status)
+            } else {
+                // 0001xxxx and 0000Nxxx: post-base (dynamic) references.
+                return Err(QpackError("dynamic table reference"));
+            };
+            info.fields += 1;
+            info.uncompressed += (name_len + value_len) as u64;
+            size += (name_len + value_len) as u64 + 32;
+            if size > max_size {
+                return Err(QpackError("field section larger than we accept"));
+            }
+            if info.status.is_none() {
+                info.status = status;
+            }
+        }
+        Ok(info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn rfc9204_b1_literal_with_static_name_reference() {
+        // Appendix B.1: ":path: /index.html" as a literal with static name reference 1.
+        let block = hex("0000 510b 2f69 6e64 6578 2e68 746d 6c");
+        let mut d = Decoder::new();
+        let f = d.decode(&block, 1 << 20).unwrap();
+        assert_eq!(f.fields, 1);
+        assert_eq!(f.uncompressed, (":path".len() + "/index.html".len()) as u64);
+        assert_eq!(f.status, None);
+    }
+
+    #[test]
+    fn static_indexed_status_and_literal_fields() {
+        // :status 200 (index 25), content-type text/plain (53), a literal-name field.
+        let mut block = vec![0x00, 0x00, 0xc0 | 25, 0xc0 | 53];
+        block.extend_from_slice(&[0x20 | 3, b'f', b'o', b'o', 3, b'b', b'a', b'r']);
+        let f = Decoder::new().decode(&block, 1 << 20).unwrap();
+        assert_eq!(f.status, Some(200));
+        assert_eq!(f.fields, 3);
+        assert_eq!(f.uncompressed, (7 + 3 + 12 + 10 + 6) as u64);
+    }
+
+    #[test]
+    fn huffman_literals_and_status_by_name_reference() {
+        // :status by static name reference (index 24, value 103) with a Huffman value "418";
+        // then a Huffman name and value.
+        let mut block = vec![0x00, 0x00];
+        let mut v = Vec::new();
+        huffman_encode(b"418", &mut v);
+        block.push(0x50 | 0x0f);
+        block.push(24 - 15);
+        block.push(0x80 | v.len() as u8);
+        block.extend_from_slice(&v);
+        let (mut n, mut val) = (Vec::new(), Vec::new());
+        huffman_encode(b"x-served-by", &mut n);
+        huffman_encode(b"hxlab-serve-1234", &mut val);
+        block.push(0x28 | 0x07);
+        block.push(n.len() as u8 - 7);
+        block.extend_from_slice(&n);
+        block.push(0x80 | val.len() as u8);
+        block.extend_from_slice(&val);
+        let mut d = Decoder::new();
+        for _ in 0..3 {
+            // The second and third decode hit the memo and must agree.
+            let f = d.decode(&block, 1 << 20).unwrap();
+            assert_eq!(f.status, Some(418));
+            assert_eq!(f.uncompressed, (7 + 3 + 11 + 16) as u64);
+        }
+    }
+
+    #[test]
+    fn encoder_round_trips_through_the_decoder() {
+        let fields: [(&[u8], &[u8]); 6] = [
+            (b":method", b"GET"),
+            (b":scheme", b"https"),
+            (b":authority", b"127.0.0.1:4433"),
+            (b":path", b"/bytes/100"),
+            (b"user-agent", b"hxlab/0.1.0"),
+            (b"x-custom-header", b"some value"),
+        ];
+        let mut out = Vec::new();
+        encode_field_section(fields, &mut out);
+        // :method GET and :scheme https are one byte each.
+        assert_eq!(&out[..4], &[0, 0, 0xc0 | 17, 0xc0 | 23]);
+        let f = Decoder::new().decode(&out, 1 << 20).unwrap();
+        let total: usize = fields.iter().map(|(n, v)| n.len() + v.len()).sum();
+        assert_eq!(f.uncompressed, total as u64);
+        assert_eq!(f.fields, 6);
+        // A long value needs a multi-byte length.
+        let long = vec![b'~'; 300];
+        let mut out = Vec::new();
+        encode_field_section([(&b"x-long"[..], &long[..])], &mut out);
+        let f = Decoder::new().decode(&out, 1 << 20).unwrap();
+        assert_eq!(f.uncompressed, 306);
+    }
+
+    #[test]
+    fn malformed_sections_are_errors_not_panics() {
+        let mut d = Decoder::new();
+        let bad: &[&[u8]] = &[
+            &[],
+            &[0x00],
+            // Required Insert Count 1.
+            &[0x02, 0x00, 0x80],
+            // Dynamic indexed, post-base indexed, dynamic name reference, post-base name.
+            &[0x00, 0x00, 0x80],
+            &[0x00, 0x00, 0x10],
+            &[0x00, 0x00, 0x40, 0x00],
+            &[0x00, 0x00, 0x00, 0x00],
+            // Static index 99 is past the table.
+            &[0x00, 0x00, 0xff, 0x24],
+            // Truncated string, overlong integer.
+            &[0x00, 0x00, 0x51, 0x05, b'a'],
+            &[
+                0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+            ],
+            // Bad Huffman: EOS-length ones.
+            &[0x00, 0x00, 0x51, 0x84, 0xff, 0xff, 0xff, 0xff],
+        ];
+        for b in bad {
+            assert!(d.decode(b, 1 << 20).is_err(), "{b:02x?}");
+        }
+        // Size limit: 100 fields of ":path /" (6 + 32 each) against 1000.
+        let mut block = vec![0, 0];
+        block.extend(std::iter::repeat_n(0xc1u8, 100));
+        assert!(d.decode(&block, 1000).is_err());
+        assert!(d.decode(&block, 100 * 38).is_ok());
+    }
+}
