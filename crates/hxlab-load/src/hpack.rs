@@ -295,6 +295,15 @@ pub struct Decoder {
     /// The limit we advertised (SETTINGS_HEADER_TABLE_SIZE); updates may not exceed it.
     limit: usize,
     memo: HuffMemo,
+    /// The last self-contained block — no size update, and every dynamic-table reference
+    /// names an entry inserted earlier in the same block — with what it said and the entries
+    /// it inserted. Such a block means the same whatever the table held before, and its
+    /// effect on the table is replaying its insertions. nginx sends exactly such a block for
+    /// every response of a resource (it inserts each field again and refers only to what it
+    /// just inserted), so a repeat costs a compare and a few insertions, not a decode.
+    last_block: Vec<u8>,
+    last_info: Option<BlockInfo>,
+    last_inserts: Vec<EntryInfo>,
 }
 
 /// Reads an HPACK integer with an `n`-bit prefix at `buf[*pos]`.
@@ -350,6 +359,9 @@ struct HuffMemo {
     vals: [Str; MEMO_SLOTS],
     next: usize,
 }
+
+/// The longest header block the decoder memoises whole.
+const MEMO_BLOCK_MAX: usize = 1024;
 
 /// Memo slots and the encoded length range memoised.
 const MEMO_SLOTS: usize = 16;
@@ -443,6 +455,9 @@ impl Decoder {
             max: limit,
             limit,
             memo: HuffMemo::new(),
+            last_block: Vec::new(),
+            last_info: None,
+            last_inserts: Vec::new(),
         }
     }
 
@@ -518,15 +533,31 @@ impl Decoder {
 
     /// Decodes one complete header block.
     pub fn decode(&mut self, block: &[u8]) -> Result<BlockInfo, HpackError> {
+        if let Some(info) = self.last_info {
+            if self.last_block == block {
+                for k in 0..self.last_inserts.len() {
+                    let e = self.last_inserts[k];
+                    self.insert(e);
+                }
+                return Ok(info);
+            }
+        }
         let mut info = BlockInfo::default();
         let mut pos = 0usize;
         let mut fields_seen = false;
+        // Whether every table reference so far named an entry this block inserted.
+        let mut contained = true;
+        self.last_info = None;
+        self.last_inserts.clear();
+        let static_len = STATIC_TABLE.len();
         while pos < block.len() {
             let b = block[pos];
             let field = if b & 0x80 != 0 {
                 let i = read_int(block, &mut pos, 7)?;
+                contained &= i <= static_len || i - static_len <= self.last_inserts.len();
                 self.lookup(i)?
             } else if b & 0xe0 == 0x20 {
+                contained = false;
                 if fields_seen {
                     return Err(HpackError("table size update after a field"));
                 }
@@ -540,6 +571,7 @@ impl Decoder {
             } else {
                 let (prefix, index) = if b & 0x40 != 0 { (6, true) } else { (4, false) };
                 let ni = read_int(block, &mut pos, prefix)?;
+                contained &= ni <= static_len || ni - static_len <= self.last_inserts.len();
                 let (name_len, is_status) = if ni == 0 {
                     let n = read_str(&mut self.memo, block, &mut pos)?;
                     (n.len, n.head() == b":status")
@@ -556,6 +588,11 @@ impl Decoder {
                 };
                 if index {
                     self.insert(e);
+                    if contained && self.last_inserts.len() < 64 {
+                        self.last_inserts.push(e);
+                    } else {
+                        contained = false;
+                    }
                 }
                 e
             };
@@ -565,6 +602,11 @@ impl Decoder {
             if field.is_status && info.status.is_none() && field.status != 0 {
                 info.status = Some(field.status);
             }
+        }
+        if contained && block.len() <= MEMO_BLOCK_MAX {
+            self.last_block.clear();
+            self.last_block.extend_from_slice(block);
+            self.last_info = Some(info);
         }
         Ok(info)
     }
@@ -966,6 +1008,43 @@ mod tests {
         }
         // A cached string followed by a bad one of the same shape is still rejected.
         assert!(d.decode(&hex("01 84 0000 0000")).is_err());
+    }
+
+    #[test]
+    fn repeated_static_blocks_are_memoised_and_table_blocks_are_not() {
+        let mut d = Decoder::new(4096);
+        // :status 200 (static 8), then a literal without indexing (content-length, static 28).
+        let pure = hex("88 0f 0d 03 313030");
+        let a = d.decode(&pure).unwrap();
+        assert_eq!(a.status, Some(200));
+        assert_eq!(d.decode(&pure).unwrap(), a);
+        // A block that inserts and then refers to its own insertion (as nginx does): a
+        // repeat is memoised and still inserts, so the table is what a full decode leaves.
+        let own = hex("40 0a 637573746f6d2d6b6579 0d 637573746f6d2d686561646572 be");
+        let first = d.decode(&own).unwrap();
+        assert_eq!(first.fields, 2);
+        assert_eq!(d.len(), 1);
+        let second = d.decode(&own).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(d.len(), 2, "the memoised decode inserted again");
+        assert_eq!(d.table_size(), 2 * (10 + 13 + 32));
+        // A block that reads an entry from before it follows the table, not the memo.
+        let dynamic = hex("88 be");
+        let before = d.decode(&dynamic).unwrap();
+        assert_eq!(d.decode(&dynamic).unwrap(), before);
+        d.decode(&hex("3f 01")).unwrap(); // size update to 32: the table empties
+        assert!(d.decode(&dynamic).is_err(), "index 62 is gone: {before:?}");
+        // The memoised pure block still decodes the same after the table changed.
+        assert_eq!(d.decode(&pure).unwrap(), a);
+        // A self-contained block memoised under a small table replays its evictions too.
+        let mut small = Decoder::new(60);
+        small.decode(&own).unwrap();
+        small.decode(&own).unwrap();
+        assert_eq!(
+            small.len(),
+            1,
+            "each insertion of 55 bytes evicts the previous one"
+        );
     }
 
     #[test]
