@@ -333,15 +333,26 @@ fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
 
 /// A decoded string: its length and its first bytes (enough to recognise `:status` and read
 /// a status code).
-#[derive(Clone, Copy, Debug)]
-struct Str {
-    len: usize,
-    head: [u8; 8],
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Str {
+    pub(crate) len: usize,
+    pub(crate) head: [u8; 8],
 }
 
 impl Str {
-    fn head(&self) -> &[u8] {
+    pub(crate) fn head(&self) -> &[u8] {
         &self.head[..self.len.min(8)]
+    }
+
+    /// A string sent as is (no Huffman coding).
+    pub(crate) fn literal(raw: &[u8]) -> Str {
+        let mut s = Str {
+            len: raw.len(),
+            head: [0; 8],
+        };
+        let n = raw.len().min(8);
+        s.head[..n].copy_from_slice(&raw[..n]);
+        s
     }
 }
 
@@ -352,7 +363,7 @@ impl Str {
 /// each other on every response), replaced round-robin, so a set of up to MEMO_SLOTS
 /// strings that repeats stays memoised whatever their bytes.
 #[derive(Debug)]
-struct HuffMemo {
+pub(crate) struct HuffMemo {
     /// Encoded lengths of the slots (0: empty), scanned first.
     lens: [u16; MEMO_SLOTS],
     keys: Vec<Vec<u8>>,
@@ -369,7 +380,7 @@ const MEMO_MIN: usize = 4;
 const MEMO_MAX: usize = 128;
 
 impl HuffMemo {
-    fn new() -> HuffMemo {
+    pub(crate) fn new() -> HuffMemo {
         HuffMemo {
             lens: [0; MEMO_SLOTS],
             keys: (0..MEMO_SLOTS).map(|_| Vec::new()).collect(),
@@ -381,8 +392,9 @@ impl HuffMemo {
         }
     }
 
+    /// Decodes a Huffman string (length and first bytes), from the memo when it is there.
     #[inline]
-    fn decode(&mut self, raw: &[u8]) -> Result<Str, HpackError> {
+    pub(crate) fn decode(&mut self, raw: &[u8]) -> Result<Str, HpackError> {
         let cacheable = (MEMO_MIN..=MEMO_MAX).contains(&raw.len());
         if cacheable {
             let l = raw.len() as u16;
@@ -428,13 +440,7 @@ fn read_str(memo: &mut HuffMemo, buf: &[u8], pos: &mut usize) -> Result<Str, Hpa
     if huff {
         return memo.decode(raw);
     }
-    let mut s = Str {
-        len: raw.len(),
-        head: [0; 8],
-    };
-    let n = raw.len().min(8);
-    s.head[..n].copy_from_slice(&raw[..n]);
-    Ok(s)
+    Ok(Str::literal(raw))
 }
 
 fn status_of(value: &[u8]) -> u16 {

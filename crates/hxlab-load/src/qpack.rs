@@ -7,12 +7,12 @@
 //! recorder needs: `:status` and the decoded size of the field section (name + value length of
 //! every field, as h2load counts it); Huffman strings are decoded with
 //! [`crate::hpack::huffman_decode`] (the same code as HPACK's) only to learn their length and,
-//! for `:status`, their first bytes, and repeated Huffman strings are memoised.
+//! for `:status`, their first bytes, through the same memo of repeated strings as HPACK's.
 //!
 //! The encoder builds a request's field section once per URL: static-table references where
 //! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
 
-use crate::hpack::{huffman_decode, huffman_encode};
+use crate::hpack::{huffman_encode, HuffMemo, Str};
 use hxlab_core::qpack::STATIC_TABLE;
 use thiserror::Error;
 
@@ -119,33 +119,12 @@ pub fn encode_field_section<'a>(
     }
 }
 
-/// A decoded string: its length and first bytes (enough to read a status code).
-#[derive(Clone, Copy, Debug, Default)]
-struct Str {
-    len: usize,
-    head: [u8; 8],
-}
-
-impl Str {
-    fn head(&self) -> &[u8] {
-        &self.head[..self.len.min(8)]
-    }
-}
-
-/// Memo slots, and the encoded lengths memoised.
-const MEMO_SLOTS: usize = 8;
-const MEMO_MIN: usize = 4;
-const MEMO_MAX: usize = 128;
-
 /// The response side: decodes field sections, memoising Huffman strings by their encoded
 /// bytes (a server sends the same content-type, server and date literals in every
 /// response; a hit is a short compare instead of a decode).
 #[derive(Debug)]
 pub struct Decoder {
-    lens: [u16; MEMO_SLOTS],
-    keys: Vec<Vec<u8>>,
-    vals: [Str; MEMO_SLOTS],
-    next: usize,
+    memo: HuffMemo,
 }
 
 impl Default for Decoder {
@@ -174,41 +153,12 @@ impl Decoder {
     /// A decoder with an empty memo.
     pub fn new() -> Decoder {
         Decoder {
-            lens: [0; MEMO_SLOTS],
-            keys: (0..MEMO_SLOTS).map(|_| Vec::new()).collect(),
-            vals: [Str::default(); MEMO_SLOTS],
-            next: 0,
+            memo: HuffMemo::new(),
         }
     }
 
     fn huffman(&mut self, raw: &[u8]) -> Result<Str, QpackError> {
-        let cacheable = (MEMO_MIN..=MEMO_MAX).contains(&raw.len());
-        if cacheable {
-            let l = raw.len() as u16;
-            for k in 0..MEMO_SLOTS {
-                if self.lens[k] == l && self.keys[k] == raw {
-                    return Ok(self.vals[k]);
-                }
-            }
-        }
-        let mut s = Str::default();
-        let mut n = 0usize;
-        s.len = huffman_decode(raw, |b| {
-            if n < 8 {
-                s.head[n] = b;
-            }
-            n += 1;
-        })
-        .map_err(|e| QpackError(e.0))?;
-        if cacheable {
-            let k = self.next;
-            self.next = (k + 1) % MEMO_SLOTS;
-            self.lens[k] = raw.len() as u16;
-            self.keys[k].clear();
-            self.keys[k].extend_from_slice(raw);
-            self.vals[k] = s;
-        }
-        Ok(s)
+        self.memo.decode(raw).map_err(|e| QpackError(e.0))
     }
 
     /// Reads a string literal with its Huffman flag at `hbit` and an `n`-bit length prefix.
@@ -231,13 +181,7 @@ impl Decoder {
         if huff {
             return self.huffman(raw);
         }
-        let mut s = Str {
-            len: raw.len(),
-            head: [0; 8],
-        };
-        let k = raw.len().min(8);
-        s.head[..k].copy_from_slice(&raw[..k]);
-        Ok(s)
+        Ok(Str::literal(raw))
     }
 
     /// Decodes one field section (a HEADERS frame's payload). `max_size` bounds the field
