@@ -1441,7 +1441,7 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
 mod tests {
     use super::*;
 
-    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         put_varint(&mut out, kind);
         put_varint(&mut out, payload.len() as u64);
@@ -1449,7 +1449,8 @@ mod tests {
         out
     }
 
-    fn section(fields: &[(&str, &str)]) -> Vec<u8> {
+    /// A QPACK field section (static table and literals) of `fields`.
+    pub(super) fn section(fields: &[(&str, &str)]) -> Vec<u8> {
         let mut out = Vec::new();
         qpack::encode_field_section(
             fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
@@ -1725,6 +1726,7 @@ mod tests {
 /// responses.
 #[cfg(test)]
 mod peer_tests {
+    use super::tests::{frame, section};
     use super::*;
     use crate::{LoadConfig, Proto};
     use std::sync::mpsc;
@@ -1784,21 +1786,8 @@ mod peer_tests {
         quinn::ServerConfig::with_crypto(Arc::new(crypto))
     }
 
-    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        put_varint(&mut out, kind);
-        put_varint(&mut out, payload.len() as u64);
-        out.extend_from_slice(payload);
-        out
-    }
-
     fn head(fields: &[(&str, &str)]) -> Vec<u8> {
-        let mut s = Vec::new();
-        qpack::encode_field_section(
-            fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
-            &mut s,
-        );
-        frame(HEADERS, &s)
+        frame(HEADERS, &section(fields))
     }
 
     async fn serve_conn(conn: quinn::Connection, script: Script, codes: mpsc::Sender<u64>) {

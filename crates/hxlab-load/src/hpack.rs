@@ -641,8 +641,10 @@ impl Default for Encoder {
     }
 }
 
-fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: usize) {
-    let mask = (1usize << n) - 1;
+/// Writes a prefixed integer (RFC 7541 §5.1, also QPACK's); `first` carries the bits above
+/// the `n`-bit prefix.
+pub(crate) fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: u64) {
+    let mask = (1u64 << n) - 1;
     if v < mask {
         out.push(first | v as u8);
         return;
@@ -657,7 +659,7 @@ fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: usize) {
 }
 
 fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    write_int(out, 0, 7, s.len());
+    write_int(out, 0, 7, s.len() as u64);
     out.extend_from_slice(s);
 }
 
@@ -706,7 +708,7 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) {
         if let Some(m) = self.pending_update.take() {
-            write_int(out, 0x20, 5, m);
+            write_int(out, 0x20, 5, m as u64);
         }
         for (name, value) in fields {
             // Exact match: dynamic first (newest = 62), then static.
@@ -718,14 +720,14 @@ impl Encoder {
                 .position(|(tn, tv)| **tn == *name && **tv == *value)
             {
                 let _ = n;
-                write_int(out, 0x80, 7, 62 + k);
+                write_int(out, 0x80, 7, 62 + k as u64);
                 continue;
             }
             if let Some(k) = STATIC_TABLE
                 .iter()
                 .position(|(sn, sv)| sn.as_bytes() == name && sv.as_bytes() == value)
             {
-                write_int(out, 0x80, 7, k + 1);
+                write_int(out, 0x80, 7, k as u64 + 1);
                 continue;
             }
             let name_index = STATIC_TABLE
@@ -736,7 +738,7 @@ impl Encoder {
             let index = size <= self.max;
             let (first, prefix) = if index { (0x40, 6) } else { (0x00, 4) };
             match name_index {
-                Some(k) => write_int(out, first, prefix, k),
+                Some(k) => write_int(out, first, prefix, k as u64),
                 None => {
                     out.push(first);
                     write_str(out, name);

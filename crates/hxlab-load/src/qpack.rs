@@ -12,7 +12,7 @@
 //! The encoder builds a request's field section once per URL: static-table references where
 //! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
 
-use crate::hpack::{huffman_encode, HuffMemo, Str};
+use crate::hpack::{huffman_encode, write_int, HuffMemo, Str};
 use hxlab_core::qpack::STATIC_TABLE;
 use thiserror::Error;
 
@@ -57,22 +57,6 @@ fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<u64, QpackError> {
             return Ok(v);
         }
     }
-}
-
-/// Writes a prefixed integer; `first` carries the bits above the `n`-bit prefix.
-fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: u64) {
-    let mask = (1u64 << n) - 1;
-    if v < mask {
-        out.push(first | v as u8);
-        return;
-    }
-    out.push(first | mask as u8);
-    let mut rest = v - mask;
-    while rest >= 0x80 {
-        out.push((rest as u8 & 0x7f) | 0x80);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
 }
 
 /// Writes a string literal whose Huffman flag is `hbit` and whose length has an `n`-bit
