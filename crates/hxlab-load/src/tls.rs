@@ -25,9 +25,11 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// Accepts any certificate chain (`-k`) but still verifies the handshake signatures, as
-/// OpenSSL does for h2load with verification off: a handshake costs what a real one costs.
+/// OpenSSL does for h2load with verification off: a handshake costs what a real one costs,
+/// and the session is a real TLS session with whoever holds the presented key. Shared with
+/// `hxlab trace -k`.
 #[derive(Debug)]
-struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+pub struct AcceptAnyCert(pub Arc<rustls::crypto::CryptoProvider>);
 
 impl ServerCertVerifier for AcceptAnyCert {
     fn verify_server_cert(
