@@ -128,32 +128,47 @@ fn raw_send(fd: std::os::fd::RawFd, buf: &[u8]) -> io::Result<usize> {
     raw_result(rc)
 }
 
+/// Runs the raw call `io` on the socket's file descriptor once tokio says the socket is
+/// ready for `interest`; a call that would block clears the readiness and waits again.
+fn poll_raw<T>(
+    s: &TcpStream,
+    cx: &mut Context<'_>,
+    interest: tokio::io::Interest,
+    mut io: impl FnMut(std::os::fd::RawFd) -> io::Result<T>,
+) -> Poll<io::Result<T>> {
+    use std::os::fd::AsRawFd;
+    let fd = s.as_raw_fd();
+    loop {
+        if interest.is_readable() {
+            std::task::ready!(s.poll_read_ready(cx))?;
+        } else {
+            std::task::ready!(s.poll_write_ready(cx))?;
+        }
+        match s.try_io(interest, || io(fd)) {
+            Ok(v) => return Poll::Ready(Ok(v)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+    }
+}
+
 impl AsyncRead for RawTcp {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        use std::os::fd::AsRawFd;
         let s = &self.get_mut().0;
-        let fd = s.as_raw_fd();
-        loop {
-            std::task::ready!(s.poll_read_ready(cx))?;
-            // SAFETY: raw_recv only writes initialised bytes into the unfilled part, and
-            // we advance the buffer by exactly what it reports.
-            let unfilled = unsafe { buf.unfilled_mut() };
-            match s.try_io(tokio::io::Interest::READABLE, || raw_recv(fd, unfilled)) {
-                Ok(n) => {
-                    // SAFETY: the kernel initialised n bytes of the unfilled part.
-                    unsafe { buf.assume_init(n) };
-                    buf.advance(n);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        // SAFETY: raw_recv only writes initialised bytes into the unfilled part, and we
+        // advance the buffer by exactly what it reports.
+        let n = std::task::ready!(poll_raw(s, cx, tokio::io::Interest::READABLE, |fd| {
+            raw_recv(fd, unsafe { buf.unfilled_mut() })
+        }))?;
+        // SAFETY: the kernel initialised n bytes of the unfilled part.
+        unsafe { buf.assume_init(n) };
+        buf.advance(n);
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -163,18 +178,9 @@ impl AsyncWrite for RawTcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        use std::os::fd::AsRawFd;
-        let s = &self.get_mut().0;
-        let fd = s.as_raw_fd();
-        loop {
-            std::task::ready!(s.poll_write_ready(cx))?;
-            match s.try_io(tokio::io::Interest::WRITABLE, || raw_send(fd, buf)) {
-                Ok(n) => return Poll::Ready(Ok(n)),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        poll_raw(&self.get_mut().0, cx, tokio::io::Interest::WRITABLE, |fd| {
+            raw_send(fd, buf)
+        })
     }
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
@@ -187,36 +193,24 @@ impl AsyncWrite for RawTcp {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        use std::os::fd::AsRawFd;
-        let s = &self.get_mut().0;
-        let fd = s.as_raw_fd();
         // IoSlice is ABI-compatible with iovec; the kernel takes at most IOV_MAX of them.
         // sendmsg rather than writev, for MSG_NOSIGNAL (EPIPE, not SIGPIPE).
         let n = bufs.len().min(1024);
-        loop {
-            std::task::ready!(s.poll_write_ready(cx))?;
-            let io = || {
-                // SAFETY: zeroed msghdr is valid (no name, no control data).
-                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-                msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-                msg.msg_iovlen = n as _;
-                // SAFETY: the kernel reads n iovecs (and the bytes they point to) we borrow.
-                raw_result(unsafe {
-                    libc::syscall(
-                        libc::SYS_sendmsg,
-                        fd,
-                        &msg as *const libc::msghdr,
-                        libc::MSG_NOSIGNAL,
-                    )
-                })
-            };
-            match s.try_io(tokio::io::Interest::WRITABLE, io) {
-                Ok(n) => return Poll::Ready(Ok(n)),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        poll_raw(&self.get_mut().0, cx, tokio::io::Interest::WRITABLE, |fd| {
+            // SAFETY: zeroed msghdr is valid (no name, no control data).
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+            msg.msg_iovlen = n as _;
+            // SAFETY: the kernel reads n iovecs (and the bytes they point to) we borrow.
+            raw_result(unsafe {
+                libc::syscall(
+                    libc::SYS_sendmsg,
+                    fd,
+                    &msg as *const libc::msghdr,
+                    libc::MSG_NOSIGNAL,
+                )
+            })
+        })
     }
     fn is_write_vectored(&self) -> bool {
         true
