@@ -98,6 +98,10 @@ pub struct Histograms {
     pub handshake: LatencyHistogram,
     /// Handshakes that resumed a session (subset of `handshake`).
     pub handshake_resumed: LatencyHistogram,
+    /// Open model only (empty otherwise): how late each request left, actual send − due
+    /// time. Corrected latency includes it; a large one means the client fell behind.
+    #[serde(default)]
+    pub send_lag: LatencyHistogram,
 }
 
 impl Histograms {
@@ -108,6 +112,7 @@ impl Histograms {
         self.connect.merge(&o.connect);
         self.handshake.merge(&o.handshake);
         self.handshake_resumed.merge(&o.handshake_resumed);
+        self.send_lag.merge(&o.send_lag);
     }
 }
 
@@ -188,6 +193,11 @@ pub struct RunResult {
     /// TLS versions negotiated per connection ("TLSv1.3": n).
     #[serde(default)]
     pub tls_versions: BTreeMap<String, u64>,
+    /// Congestion controller per connection ("cubic": n), read back from each socket
+    /// (`getsockopt(TCP_CONGESTION)`) or QUIC connection (quinn's controller), not echoed from
+    /// `config.cc`: without `--cc` it shows the system default (TCP) or quinn's (Cubic).
+    #[serde(default)]
+    pub congestion_control: BTreeMap<String, u64>,
     /// Connections that resumed a TLS session or used 0-RTT.
     #[serde(default)]
     pub resumed: u64,
@@ -259,6 +269,7 @@ impl RunResult {
         for (k, v) in &o.tls_versions {
             *self.tls_versions.entry(k.clone()).or_default() += v;
         }
+        crate::cc::add_counts(&mut self.congestion_control, &o.congestion_control);
         self.resumed += o.resumed;
         self.bytes.add(&o.bytes);
         self.cpu_user_s += o.cpu_user_s;

@@ -45,37 +45,8 @@ impl Proto {
     }
 }
 
-/// TCP/QUIC congestion controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CongestionControl {
-    /// NewReno (TCP: `reno`).
-    Reno,
-    /// CUBIC.
-    Cubic,
-    /// BBR (TCP: the kernel's bbr; QUIC: quinn's BBR).
-    Bbr,
-}
-
-impl CongestionControl {
-    /// Parses `reno`, `newreno`, `cubic`, `bbr`.
-    pub fn parse(s: &str) -> Option<CongestionControl> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "reno" | "newreno" => CongestionControl::Reno,
-            "cubic" => CongestionControl::Cubic,
-            "bbr" => CongestionControl::Bbr,
-            _ => return None,
-        })
-    }
-
-    /// The Linux TCP_CONGESTION name.
-    pub fn name(self) -> &'static str {
-        match self {
-            CongestionControl::Reno => "reno",
-            CongestionControl::Cubic => "cubic",
-            CongestionControl::Bbr => "bbr",
-        }
-    }
-}
+/// TCP/QUIC congestion controller (shared with `hxlab serve`).
+pub use hxlab_core::cc::CongestionControl;
 
 /// One load run, as asked. `Default` is `-n 1 -c 1 -m 1 -t 1`, GET, auto protocol.
 #[derive(Clone, Debug)]

@@ -383,7 +383,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
     let body = ctx.target.body.clone();
     let timeout = ctx.timeout;
     let mut timer = std::pin::pin!(tokio::time::sleep_until((Instant::now() + timeout).into()));
-    let mut due_timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
+    let mut due_timer = crate::precise::Sleep::until(Instant::now());
     bufs.inflight.clear();
 
     // One clock reading per loop turn, taken when the wake-up is handled (as h2load's libev
@@ -414,7 +414,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
                         ticket,
                         first_byte: None,
                     });
-                    ctx.rec.borrow_mut().request_started(scheduled);
+                    ctx.rec.borrow_mut().request_started(scheduled, now);
                     if ctx.no_keepalive {
                         closing = true;
                     }
@@ -442,7 +442,8 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
         }
         if bufs.inflight.is_empty() {
             if let Some(t) = wait_until {
-                tokio::time::sleep_until(t.into()).await;
+                due_timer.reset(t);
+                (&mut due_timer).await;
                 now = Instant::now();
                 continue;
             }
@@ -453,7 +454,7 @@ pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buff
             });
         }
         if let Some(t) = wait_until {
-            due_timer.as_mut().reset(t.into());
+            due_timer.reset(t);
         }
 
         // Read until something completes, a request becomes due, or the oldest times out.

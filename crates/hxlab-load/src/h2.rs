@@ -1213,7 +1213,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
     let mut answered = 0u64;
     let mut first = true;
     let mut sent_any = false;
-    let mut due_timer = std::pin::pin!(tokio::time::sleep_until(Instant::now().into()));
+    let mut due_timer = crate::precise::Sleep::until(Instant::now());
     let mut last_progress = Instant::now();
     let mut progress_timer = std::pin::pin!(tokio::time::sleep_until(
         (last_progress + ctx.timeout).into()
@@ -1244,7 +1244,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
                         );
                         {
                             let mut rec = ctx.rec.borrow_mut();
-                            rec.request_started(scheduled);
+                            rec.request_started(scheduled, now);
                             rec.sent(0, 0, ctx.target.requests[i].h2_header_size);
                         }
                         sent_any = true;
@@ -1281,7 +1281,8 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
                 break 'conn Ok(SessionEnd::Closed { answered });
             }
             if let Some(t) = wait_until {
-                tokio::time::sleep_until(t.into()).await;
+                due_timer.reset(t);
+                (&mut due_timer).await;
                 now = Instant::now();
                 continue;
             }
@@ -1291,7 +1292,7 @@ pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> Sess
             break 'conn Ok(SessionEnd::Closed { answered });
         }
         if let Some(t) = wait_until {
-            due_timer.as_mut().reset(t.into());
+            due_timer.reset(t);
         }
         if end == rbuf.len() {
             // receive() leaves at most one partial frame, which fits.

@@ -1019,7 +1019,7 @@ impl Session {
         let t = &ctx.target.requests[o.url];
         {
             let mut rec = ctx.rec.borrow_mut();
-            rec.request_started(o.scheduled);
+            rec.request_started(o.scheduled, Instant::now());
             rec.sent(
                 t.h3_request.len() as u64,
                 t.h3_header_payload,
@@ -1219,7 +1219,7 @@ impl Session {
         conn: &'c quinn::Connection,
         cx: &mut Context<'_>,
         mut open: Pin<&mut Option<quinn::OpenBi<'c>>>,
-        mut due: Pin<&mut tokio::time::Sleep>,
+        due: &mut crate::precise::Sleep,
         mut deadline: Pin<&mut tokio::time::Sleep>,
     ) -> Poll<Result<SessionEnd, Fail>> {
         self.ready.session.register(cx.waker());
@@ -1280,7 +1280,7 @@ impl Session {
                     }
                     Next::Wait(t) => {
                         if self.wait_until != Some(t) {
-                            due.as_mut().reset(t.into());
+                            due.reset(t);
                             self.wait_until = Some(t);
                         }
                     }
@@ -1335,7 +1335,7 @@ impl Session {
                     }));
                 }
             }
-            if self.wait_until.is_some() && due.as_mut().poll(cx).is_ready() {
+            if self.wait_until.is_some() && due.poll_elapsed(cx).is_ready() {
                 self.wait_until = None;
                 now = Instant::now();
                 continue;
@@ -1398,18 +1398,11 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
     let acceptor = tokio::task::spawn_local(accept_uni(conn.clone(), shared.clone()));
     let mut s = Session::new(depth, shared, ready);
     let now = Instant::now();
-    let mut due = pin!(tokio::time::sleep_until(now.into()));
+    let mut due = crate::precise::Sleep::until(now);
     let mut deadline = pin!(tokio::time::sleep_until(now.into()));
     let mut open = pin!(None::<quinn::OpenBi<'_>>);
     let result = std::future::poll_fn(|cx| {
-        s.poll_turn(
-            ctx,
-            &conn,
-            cx,
-            open.as_mut(),
-            due.as_mut(),
-            deadline.as_mut(),
-        )
+        s.poll_turn(ctx, &conn, cx, open.as_mut(), &mut due, deadline.as_mut())
     })
     .await;
     if let Some(o) = s.opening.take() {

@@ -25,6 +25,7 @@ pub mod h3;
 pub mod hpack;
 pub mod net;
 pub mod plan;
+pub mod precise;
 pub mod qpack;
 pub mod recorder;
 pub mod scheduler;

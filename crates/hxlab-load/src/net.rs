@@ -62,6 +62,8 @@ pub struct ConnectInfo {
     pub alpn: Option<Vec<u8>>,
     /// "TLSv1.3" / "TLSv1.2".
     pub tls_version: Option<&'static str>,
+    /// The congestion controller the socket runs, read back with getsockopt after connect.
+    pub cc: Option<String>,
 }
 
 /// A plain or TLS TCP stream.
@@ -254,23 +256,7 @@ pub async fn connect_tcp(
 
 fn set_congestion(socket: &TcpSocket, cc: CongestionControl) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let name = cc.name().as_bytes();
-    // SAFETY: fd is a valid socket owned by `socket`; the option value is a byte string of
-    // the given length, as TCP_CONGESTION expects.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr() as *const libc::c_void,
-            name.len() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    hxlab_core::cc::set_tcp(socket.as_raw_fd(), cc)
 }
 
 /// Connects (and, with `tls`, handshakes), all within `limit`.
@@ -285,6 +271,10 @@ pub async fn connect(
     let t1 = Instant::now();
     let mut info = ConnectInfo {
         connect: t1 - t0,
+        cc: {
+            use std::os::fd::AsRawFd;
+            hxlab_core::cc::tcp_of(tcp.0.as_raw_fd()).ok()
+        },
         ..Default::default()
     };
     let Some((connector, name)) = tls else {

@@ -81,6 +81,8 @@ pub struct Recorder {
     pub negotiated: BTreeMap<&'static str, u64>,
     /// TLS versions per connection.
     pub tls_versions: BTreeMap<&'static str, u64>,
+    /// Congestion controller per connection, read back from the socket or QUIC connection.
+    pub cc: BTreeMap<String, u64>,
     /// Resumed TLS sessions / accepted 0-RTT.
     pub resumed: u64,
     /// Byte counts.
@@ -117,6 +119,7 @@ impl Recorder {
             connections: 0,
             negotiated: BTreeMap::new(),
             tls_versions: BTreeMap::new(),
+            cc: BTreeMap::new(),
             resumed: 0,
             bytes: ByteCounts::default(),
             last_done: None,
@@ -171,11 +174,17 @@ impl Recorder {
         self.in_flight_at_end = self.started.saturating_sub(self.done + self.failed);
     }
 
-    /// A request was sent (or, in the open model, became due and was sent).
+    /// A request was sent at `sent` (or, in the open model, became due at `scheduled` and was
+    /// sent at `sent`: the difference goes into the `send_lag` histogram).
     #[inline]
-    pub fn request_started(&mut self, scheduled: Instant) {
+    pub fn request_started(&mut self, scheduled: Instant, sent: Instant) {
         if scheduled >= self.measure_start {
             self.started += 1;
+            if self.ledger.is_some() {
+                self.hist
+                    .send_lag
+                    .record(sent.saturating_duration_since(scheduled));
+            }
         }
     }
 
@@ -269,7 +278,8 @@ impl Recorder {
     }
 
     /// A connection is up: TCP connect time (None on QUIC), TLS/QUIC handshake time (None on plain TCP),
-    /// whether the handshake resumed a session, what was negotiated.
+    /// whether the handshake resumed a session, what was negotiated, the congestion
+    /// controller read back from the connection.
     pub fn connected(
         &mut self,
         connect: Option<Duration>,
@@ -277,6 +287,7 @@ impl Recorder {
         resumed: bool,
         negotiated: &'static str,
         tls_version: Option<&'static str>,
+        cc: Option<&str>,
     ) {
         // Counted during warm-up too: kept-alive connections opened then carry the measured
         // requests, and `negotiated` must say what they speak.
@@ -296,6 +307,14 @@ impl Recorder {
         *self.negotiated.entry(negotiated).or_default() += 1;
         if let Some(v) = tls_version {
             *self.tls_versions.entry(v).or_default() += 1;
+        }
+        if let Some(cc) = cc {
+            match self.cc.get_mut(cc) {
+                Some(n) => *n += 1,
+                None => {
+                    self.cc.insert(cc.to_string(), 1);
+                }
+            }
         }
     }
 
@@ -367,6 +386,7 @@ impl Recorder {
         for (k, v) in &self.tls_versions {
             part.tls_versions.insert(k.to_string(), *v);
         }
+        part.congestion_control = self.cc.clone();
         // Keep the caller's identity fields; merge only the counts.
         part.config = r.config.clone();
         part.tool_version = r.tool_version.clone();

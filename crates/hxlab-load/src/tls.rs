@@ -12,7 +12,7 @@
 //! argument), on the same thread, so the clock leaves its connection's flag in a
 //! thread-local slot and the verifier marks that flag.
 
-use crate::{CongestionControl, LoadConfig, LoadError};
+use crate::{LoadConfig, LoadError};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -300,21 +300,8 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<QuicConfigs, LoadError> {
     // Large windows, as h2load's defaults, so flow control never limits a load test.
     transport.stream_receive_window(quinn::VarInt::from_u32(1 << 24));
     transport.receive_window(quinn::VarInt::from_u32(1 << 30));
-    match cfg.cc {
-        Some(CongestionControl::Reno) => {
-            transport.congestion_controller_factory(Arc::new(
-                quinn::congestion::NewRenoConfig::default(),
-            ));
-        }
-        Some(CongestionControl::Cubic) => {
-            transport
-                .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
-        }
-        Some(CongestionControl::Bbr) => {
-            transport
-                .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
-        }
-        None => {}
+    if let Some(cc) = cfg.cc {
+        hxlab_core::cc::quic::apply(&mut transport, cc);
     }
     let transport = Arc::new(transport);
     client.transport_config(transport.clone());

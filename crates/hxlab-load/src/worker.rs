@@ -628,7 +628,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                 // A new connection per request opens when the request is due (its latency
                 // includes the connection, as for a new visitor); a kept-alive one at once.
                 Next::Wait(t) if ctx.no_keepalive => {
-                    tokio::time::sleep_until(t.into()).await;
+                    crate::precise::sleep_until(t).await;
                     continue;
                 }
                 Next::Wait(_) => {}
@@ -703,6 +703,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                         resumed,
                         "h3",
                         Some("TLSv1.3"),
+                        Some(hxlab_core::cc::quic::of(&qc.conn)),
                     ),
                     Some(accepted) => {
                         // 0-RTT: requests go out at once; whether the server took them is
@@ -724,6 +725,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                                 resumed,
                                 "h3",
                                 Some("TLSv1.3"),
+                                Some(hxlab_core::cc::quic::of(&conn)),
                             );
                         });
                     }
@@ -764,6 +766,7 @@ fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static st
         info.resumed,
         negotiated,
         info.tls_version,
+        info.cc.as_deref(),
     );
 }
 

@@ -41,6 +41,10 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<Ctx>) {
         _ => return,
     };
     let _guard = ctx.stats.connection(Proto::H3);
+    ctx.stats.cc(
+        Proto::H3,
+        crate::stats::cc_slot(hxlab_core::cc::quic::of(&conn)),
+    );
     let mut builder = h3::server::builder();
     builder.max_field_section_size(ctx.limits.max_header_size as u64);
     let mut h3c: H3Conn = match builder.build(h3_quinn::Connection::new(conn)).await {

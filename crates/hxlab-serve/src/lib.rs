@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use hxlab_core::cc::CongestionControl;
 pub use stats::{ProtoStats, StatsSnapshot};
 
 /// Everything `hxlab serve` can be told; `Default` gives the CLI's defaults.
@@ -59,6 +60,10 @@ pub struct ServeConfig {
     pub max_page_resources: u32,
     /// How long a shutdown waits for in-flight requests before giving up on them.
     pub drain_timeout: Duration,
+    /// Congestion controller of every connection served: TCP_CONGESTION on every accepted
+    /// socket, the same controller for every QUIC connection. None: the kernel's default on
+    /// TCP (bbr on some machines, cubic on most) and quinn's (Cubic) on QUIC.
+    pub cc: Option<CongestionControl>,
 }
 
 impl Default for ServeConfig {
@@ -81,6 +86,7 @@ impl Default for ServeConfig {
             max_header_size: 64 * 1024,
             max_page_resources: 1000,
             drain_timeout: Duration::from_secs(10),
+            cc: None,
         }
     }
 }
@@ -271,11 +277,16 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
 
     let tls_config = Arc::new(identity.tcp_server_config()?);
     let mut accept_loops = Vec::new();
-    accept_loops.push(listen::spawn_tls(sockets.tls, tls_config, ctx.clone()));
-    accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone()));
+    accept_loops.push(listen::spawn_tls(
+        sockets.tls,
+        tls_config,
+        ctx.clone(),
+        cfg.cc,
+    ));
+    accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), cfg.cc));
     let mut endpoint = None;
     if let Some(udp) = sockets.udp {
-        let quic_config = identity.quic_server_config(cfg.max_streams)?;
+        let quic_config = identity.quic_server_config(cfg.max_streams, cfg.cc)?;
         let ep = quinn::Endpoint::new(
             quinn::EndpointConfig::default(),
             Some(quic_config),

@@ -3,9 +3,11 @@
 //! socket for QUIC on the same port number as TLS.
 
 use crate::routes::Ctx;
-use crate::stats::Proto;
+use crate::stats::{cc_slot, Proto};
 use crate::{ServeConfig, ServeError};
+use hxlab_core::cc::CongestionControl;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -18,7 +20,7 @@ pub(crate) struct Sockets {
     pub udp: Option<std::net::UdpSocket>,
 }
 
-fn tcp_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+fn tcp_listener(addr: SocketAddr, cc: Option<CongestionControl>) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
     } else {
@@ -26,6 +28,11 @@ fn tcp_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     };
     // Restarting right after a run must not fail on connections in TIME_WAIT.
     socket.set_reuseaddr(true)?;
+    // Accepted sockets inherit the listener's controller; `accept_loop` reads it back on
+    // each one and sets it again where a route or the kernel chose otherwise.
+    if let Some(cc) = cc {
+        hxlab_core::cc::set_tcp(socket.as_raw_fd(), cc)?;
+    }
     socket.bind(addr)?;
     socket.listen(1024)
 }
@@ -38,7 +45,7 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
     let mut last_err = None;
     let mut pair = None;
     for _ in 0..attempts {
-        let tls = tcp_listener(tls_addr).map_err(|source| ServeError::Bind {
+        let tls = tcp_listener(tls_addr, cfg.cc).map_err(|source| ServeError::Bind {
             what: "tls",
             addr: tls_addr,
             source,
@@ -72,7 +79,7 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
         }
     };
     let plain_addr = SocketAddr::new(cfg.bind, cfg.plain_port);
-    let plain = tcp_listener(plain_addr).map_err(|source| ServeError::Bind {
+    let plain = tcp_listener(plain_addr, cfg.cc).map_err(|source| ServeError::Bind {
         what: "plain",
         addr: plain_addr,
         source,
@@ -80,10 +87,29 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
     Ok(Sockets { tls, plain, udp })
 }
 
-/// Accepts until shutdown; `serve` runs each accepted connection as a tracked task.
-fn accept_loop<F, Fut>(listener: TcpListener, ctx: Arc<Ctx>, serve: F) -> JoinHandle<()>
+/// The congestion controller an accepted socket runs (a [`cc_slot`]): read back from the
+/// socket, after setting `want` on it if it runs something else.
+fn accepted_cc(tcp: &TcpStream, want: Option<CongestionControl>) -> usize {
+    let fd = tcp.as_raw_fd();
+    let mut now = hxlab_core::cc::tcp_of(fd).unwrap_or_default();
+    if let Some(want) = want {
+        if now != want.name() && hxlab_core::cc::set_tcp(fd, want).is_ok() {
+            now = hxlab_core::cc::tcp_of(fd).unwrap_or_default();
+        }
+    }
+    cc_slot(&now)
+}
+
+/// Accepts until shutdown; `serve` runs each accepted connection as a tracked task, told
+/// which congestion controller (a [`cc_slot`]) the socket runs.
+fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    ctx: Arc<Ctx>,
+    cc: Option<CongestionControl>,
+    serve: F,
+) -> JoinHandle<()>
 where
-    F: Fn(TcpStream, Arc<Ctx>) -> Fut + Send + 'static,
+    F: Fn(TcpStream, Arc<Ctx>, usize) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     tokio::spawn(async move {
@@ -94,7 +120,8 @@ where
                     Ok((tcp, _)) => {
                         // Small responses must not wait for Nagle.
                         let _ = tcp.set_nodelay(true);
-                        ctx.tracker.spawn(serve(tcp, ctx.clone()));
+                        let slot = accepted_cc(&tcp, cc);
+                        ctx.tracker.spawn(serve(tcp, ctx.clone(), slot));
                     }
                     // Out of descriptors and similar: back off a little instead of spinning.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -110,9 +137,10 @@ pub(crate) fn spawn_tls(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     ctx: Arc<Ctx>,
+    cc: Option<CongestionControl>,
 ) -> JoinHandle<()> {
     let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    accept_loop(listener, ctx, move |tcp, ctx| {
+    accept_loop(listener, ctx, cc, move |tcp, ctx, slot| {
         let acceptor = acceptor.clone();
         async move {
             let tls =
@@ -121,8 +149,10 @@ pub(crate) fn spawn_tls(
                     _ => return,
                 };
             if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                ctx.stats.cc(Proto::H2, slot);
                 crate::h2::serve(tls, ctx, Proto::H2).await;
             } else {
+                ctx.stats.cc(Proto::H1Tls, slot);
                 crate::h1::serve(tls, ctx, Proto::H1Tls).await;
             }
         }
@@ -195,11 +225,21 @@ async fn close_quietly(mut tcp: TcpStream) {
 }
 
 /// The cleartext port: h2c by prior knowledge, HTTP/1.1 otherwise.
-pub(crate) fn spawn_plain(listener: TcpListener, ctx: Arc<Ctx>) -> JoinHandle<()> {
-    accept_loop(listener, ctx, |tcp, ctx| async move {
+pub(crate) fn spawn_plain(
+    listener: TcpListener,
+    ctx: Arc<Ctx>,
+    cc: Option<CongestionControl>,
+) -> JoinHandle<()> {
+    accept_loop(listener, ctx, cc, |tcp, ctx, slot| async move {
         match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
-            Ok(Ok(Cleartext::H2c)) => crate::h2::serve(tcp, ctx, Proto::H2c).await,
-            Ok(Ok(Cleartext::H1)) => crate::h1::serve(tcp, ctx, Proto::H1).await,
+            Ok(Ok(Cleartext::H2c)) => {
+                ctx.stats.cc(Proto::H2c, slot);
+                crate::h2::serve(tcp, ctx, Proto::H2c).await
+            }
+            Ok(Ok(Cleartext::H1)) => {
+                ctx.stats.cc(Proto::H1, slot);
+                crate::h1::serve(tcp, ctx, Proto::H1).await
+            }
             Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,
             _ => {}
         }

@@ -34,12 +34,25 @@ impl Proto {
     }
 }
 
+/// Names of the congestion controllers counted per connection, in slot order; anything
+/// else the kernel reports is counted as "other".
+const CC_NAMES: [&str; 4] = ["reno", "cubic", "bbr", "other"];
+
+/// The counter slot of a congestion controller's name.
+pub(crate) fn cc_slot(name: &str) -> usize {
+    CC_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or(CC_NAMES.len() - 1)
+}
+
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,
     body_bytes: AtomicU64,
     connections: AtomicU64,
     open_connections: AtomicU64,
+    cc: [AtomicU64; CC_NAMES.len()],
 }
 
 /// All counters of one server.
@@ -49,7 +62,7 @@ pub(crate) struct Stats {
 }
 
 /// One protocol's counters as served by `/stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ProtoStats {
     /// Completed responses (the `/stats` requests themselves are not counted).
     pub requests: u64,
@@ -59,6 +72,10 @@ pub struct ProtoStats {
     pub connections: u64,
     /// Connections open now.
     pub open_connections: u64,
+    /// Connections served so far by congestion controller ("reno": n), read back from each
+    /// accepted TCP socket (getsockopt) or QUIC connection (quinn's controller).
+    #[serde(default)]
+    pub cc: BTreeMap<String, u64>,
 }
 
 /// The `/stats` document.
@@ -107,6 +124,13 @@ impl Stats {
         }
     }
 
+    /// Counts the congestion controller (a [`cc_slot`]) a connection of `p` runs.
+    pub fn cc(&self, p: Proto, slot: usize) {
+        if let Some(c) = self.by[p.index()].cc.get(slot) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     pub fn snapshot(&self) -> StatsSnapshot {
         let mut by_protocol = BTreeMap::new();
         let mut total = ProtoStats::default();
@@ -117,11 +141,18 @@ impl Stats {
                 body_bytes: c.body_bytes.load(Ordering::Relaxed),
                 connections: c.connections.load(Ordering::Relaxed),
                 open_connections: c.open_connections.load(Ordering::Relaxed),
+                cc: CC_NAMES
+                    .iter()
+                    .zip(&c.cc)
+                    .map(|(n, v)| (n.to_string(), v.load(Ordering::Relaxed)))
+                    .filter(|(_, v)| *v > 0)
+                    .collect(),
             };
             total.requests += s.requests;
             total.body_bytes += s.body_bytes;
             total.connections += s.connections;
             total.open_connections += s.open_connections;
+            hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
             by_protocol.insert(p.name().to_string(), s);
         }
         let (cpu_user_s, cpu_sys_s) = cpu_times();

@@ -107,7 +107,11 @@ impl Identity {
     }
 
     /// QUIC v1 (TLS 1.3 only), ALPN h3.
-    pub fn quic_server_config(&self, max_streams: u32) -> Result<quinn::ServerConfig, ServeError> {
+    pub fn quic_server_config(
+        &self,
+        max_streams: u32,
+        cc: Option<hxlab_core::cc::CongestionControl>,
+    ) -> Result<quinn::ServerConfig, ServeError> {
         let mut tls = rustls::ServerConfig::builder_with_provider(Self::provider())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(cert_err)?
@@ -124,6 +128,9 @@ impl Identity {
         transport.max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(
             30_000,
         ))));
+        if let Some(cc) = cc {
+            hxlab_core::cc::quic::apply(&mut transport, cc);
+        }
         config.transport_config(Arc::new(transport));
         Ok(config)
     }
@@ -167,7 +174,7 @@ mod tests {
             .expect("base64");
         assert_eq!(raw.len(), 32);
         id.tcp_server_config().expect("tcp config");
-        id.quic_server_config(100).expect("quic config");
+        id.quic_server_config(100, None).expect("quic config");
     }
 
     #[test]

@@ -1396,3 +1396,69 @@ fn h3_statuses_request_bodies_and_interim_heads() {
     assert_eq!(u(&v, &["status", "200"]), 20, "{v}");
     assert!(v["status"].get("103").is_none(), "{v}");
 }
+
+/// `hxlab serve --cc reno`: every TCP and QUIC connection it serves runs reno, as read back
+/// from the sockets and quinn's controller; the client's controllers are read back too, and
+/// without `--cc` they are whatever the system gives (not echoed from a flag).
+#[test]
+fn serve_cc_applies_to_every_protocol_and_both_ends_read_back() {
+    let server = common::Server::start(&["--cc", "reno"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let h3 = server.ready["h3"].as_str().expect("h3").to_string();
+    let cases = [
+        ("h1", format!("http://{plain}/bytes/100"), "h1"),
+        ("h1", format!("https://{tls}/bytes/100"), "h1-tls"),
+        ("h2", format!("https://{tls}/bytes/100"), "h2"),
+        ("h2c", format!("http://{plain}/bytes/100"), "h2c"),
+        ("h3", format!("https://{h3}/bytes/100"), "h3"),
+    ];
+    for (proto, url, key) in &cases {
+        let (code, v, err) = load(&[
+            "-n", "20", "-c", "2", "--proto", proto, "-k", "--cc", "cubic", url,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        // The client's two connections ran cubic, read back per connection.
+        assert_eq!(
+            v["congestion_control"],
+            serde_json::json!({"cubic": 2}),
+            "{key}"
+        );
+        assert!(err.contains("cc cubic"), "{err}");
+    }
+    let stats = serve_stats(&plain);
+    for (_, _, key) in &cases {
+        let cc = stats["by_protocol"][key]["cc"].as_object().expect("cc map");
+        assert_eq!(cc.keys().collect::<Vec<_>>(), ["reno"], "{key}: {cc:?}");
+        assert!(cc["reno"].as_u64().unwrap() >= 2, "{key}: {cc:?}");
+    }
+    // Without --cc on the client: what the connection actually ran, whatever it is.
+    let (code, v, err) = load(&["-n", "4", "--proto", "h3", "-k", &cases[4].1]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(v["config"]["cc"], Value::Null);
+    assert_eq!(
+        v["congestion_control"],
+        serde_json::json!({"cubic": 1}),
+        "quinn's default"
+    );
+}
+
+#[test]
+fn serve_cc_refuses_what_the_kernel_does_not_offer() {
+    let mut cmd = Command::new(hxlab());
+    cmd.args([
+        "serve",
+        "--cc",
+        "vegas",
+        "--tls-port",
+        "0",
+        "--plain-port",
+        "0",
+    ]);
+    let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("vegas"), "{err}");
+}

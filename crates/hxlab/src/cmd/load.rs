@@ -201,8 +201,8 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     cfg.zero_rtt = a.zero_rtt;
     if let Some(cc) = &a.cc {
         cfg.cc = Some(
-            CongestionControl::parse(cc)
-                .ok_or_else(|| super::usage(format!("--cc {cc:?}: use reno, cubic or bbr")))?,
+            CongestionControl::parse_available(cc)
+                .map_err(|e| super::usage(format!("--cc: {e}")))?,
         );
     }
     cfg.progress = !a.no_progress && !a.quiet && std::io::stderr().is_terminal();
@@ -341,8 +341,9 @@ pub fn summary(r: &RunResult) -> String {
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    let cc = hxlab_core::cc::counts_text(&r.congestion_control);
     s.push_str(&format!(
-        "connections: {} ({}){}{}\n",
+        "connections: {} ({}){}{}{}\n",
         r.connections,
         if neg.is_empty() {
             "none".to_string()
@@ -358,6 +359,11 @@ pub fn summary(r: &RunResult) -> String {
             format!(", {} resumed", r.resumed)
         } else {
             String::new()
+        },
+        if r.congestion_control.is_empty() {
+            String::new()
+        } else {
+            format!(", cc {cc}")
         }
     ));
     if r.pushed > 0 {
@@ -387,10 +393,31 @@ pub fn summary(r: &RunResult) -> String {
     hist_row(&mut s, "time for request:", &h.latency);
     if r.config.rate.is_some() {
         hist_row(&mut s, "  (uncorrected):", &h.latency_uncorrected);
+        hist_row(&mut s, "send lag:", &h.send_lag);
     }
     hist_row(&mut s, "time to 1st byte:", &h.ttfb);
     hist_row(&mut s, "time for connect:", &h.connect);
     hist_row(&mut s, "time for handshake:", &h.handshake);
     hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
+    if let Some(w) = send_lag_warning(r) {
+        s.push_str(&w);
+        s.push('\n');
+    }
     s
+}
+
+/// Open model: a warning when requests left more than 1 ms after they were due (p99).
+pub fn send_lag_warning(r: &RunResult) -> Option<String> {
+    let lag = &r.histograms.send_lag;
+    if r.config.rate.is_none() || lag.is_empty() {
+        return None;
+    }
+    let p = lag.percentiles();
+    (p.p99 > 1000).then(|| {
+        format!(
+            "warning: send lag p99 {} (max {}): the client fell behind its schedule; corrected latency includes its lag",
+            hxlab_core::units::format_duration(Duration::from_micros(p.p99)),
+            hxlab_core::units::format_duration(Duration::from_micros(p.max))
+        )
+    })
 }

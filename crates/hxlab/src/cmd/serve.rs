@@ -67,6 +67,11 @@ pub struct Options {
     /// How long shutdown waits for requests in flight.
     #[arg(long, default_value = "10s")]
     pub drain_timeout: String,
+    /// Congestion controller of every connection: reno, cubic or bbr (TCP_CONGESTION on every
+    /// accepted socket; quinn's NewReno, Cubic or BBR on QUIC). Default: the kernel's default
+    /// on TCP, Cubic on QUIC. /stats shows what each connection ran, read back.
+    #[arg(long, value_name = "CC")]
+    pub cc: Option<String>,
 }
 
 fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
@@ -104,7 +109,15 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
     if args.max_streams == 0 {
         return Err(super::usage("--max-streams must be at least 1"));
     }
+    let cc = match &args.cc {
+        Some(name) => Some(
+            hxlab_serve::CongestionControl::parse_available(name)
+                .map_err(|e| super::usage(format!("--cc: {e}")))?,
+        ),
+        None => None,
+    };
     Ok(hxlab_serve::ServeConfig {
+        cc,
         bind,
         tls_port: args.tls_port,
         plain_port: args.plain_port,

@@ -1,0 +1,225 @@
+//! Congestion control, the same on both ends: the names users write, setting them on a TCP
+//! socket or a QUIC transport, and reading back what a socket or connection actually runs.
+//!
+//! `hxlab serve` and `hxlab load` both go through here, so a `cc` factor means one thing on
+//! either end and on every protocol, and what is recorded is read back from the kernel
+//! (`getsockopt(TCP_CONGESTION)`) or from quinn's live controller — never echoed from a flag.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::RawFd;
+
+/// A congestion controller that both the kernel's TCP and quinn's QUIC offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CongestionControl {
+    /// NewReno (TCP: `reno`; QUIC: quinn's NewReno).
+    Reno,
+    /// CUBIC (TCP: `cubic`; QUIC: quinn's Cubic).
+    Cubic,
+    /// BBR (TCP: the kernel's `bbr`, v1; QUIC: quinn's BBR).
+    Bbr,
+}
+
+impl CongestionControl {
+    /// Every controller, in a fixed order.
+    pub const ALL: [CongestionControl; 3] = [
+        CongestionControl::Reno,
+        CongestionControl::Cubic,
+        CongestionControl::Bbr,
+    ];
+
+    /// Parses `reno`, `newreno`, `cubic`, `bbr` (any case).
+    pub fn parse(s: &str) -> Option<CongestionControl> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "reno" | "newreno" => CongestionControl::Reno,
+            "cubic" => CongestionControl::Cubic,
+            "bbr" => CongestionControl::Bbr,
+            _ => return None,
+        })
+    }
+
+    /// The Linux TCP_CONGESTION name, also used for QUIC in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            CongestionControl::Reno => "reno",
+            CongestionControl::Cubic => "cubic",
+            CongestionControl::Bbr => "bbr",
+        }
+    }
+
+    /// Parses a name and checks that this kernel offers it for TCP
+    /// (`/proc/sys/net/ipv4/tcp_available_congestion_control`). The error is one line for
+    /// the user.
+    pub fn parse_available(s: &str) -> Result<CongestionControl, String> {
+        let cc = CongestionControl::parse(s)
+            .ok_or_else(|| format!("congestion control {s:?}: use reno, cubic or bbr"))?;
+        match tcp_available() {
+            Ok(list) if !list.iter().any(|a| a == cc.name()) => Err(format!(
+                "congestion control {}: this kernel offers only {} (see /proc/sys/net/ipv4/tcp_available_congestion_control; modprobe tcp_{} may add it)",
+                cc.name(),
+                list.join(", "),
+                cc.name()
+            )),
+            _ => Ok(cc),
+        }
+    }
+}
+
+impl std::fmt::Display for CongestionControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The TCP congestion controllers this kernel offers now.
+pub fn tcp_available() -> io::Result<Vec<String>> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")?;
+    Ok(text.split_whitespace().map(str::to_string).collect())
+}
+
+/// Sets TCP_CONGESTION on a TCP socket (listening, connecting or connected).
+pub fn set_tcp(fd: RawFd, cc: CongestionControl) -> io::Result<()> {
+    let name = cc.name().as_bytes();
+    // SAFETY: the option value is a byte string of the given length, as TCP_CONGESTION
+    // expects; an invalid fd only makes the call fail.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reads back the congestion controller a TCP socket runs (`getsockopt(TCP_CONGESTION)`).
+pub fn tcp_of(fd: RawFd) -> io::Result<String> {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `buf` and updates `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let bytes = &buf[..(len as usize).min(buf.len())];
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    Ok(String::from_utf8_lossy(&bytes[..end]).into_owned())
+}
+
+/// Adds `b`'s per-controller connection counts to `a`.
+pub fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
+    for (k, v) in b {
+        *a.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// Counts as people read them: `reno` when every connection ran reno, `bbr 3, cubic 1` when
+/// they were mixed, `-` when none was seen.
+pub fn counts_text(m: &BTreeMap<String, u64>) -> String {
+    let seen: Vec<(&String, &u64)> = m.iter().filter(|(_, n)| **n > 0).collect();
+    match seen.len() {
+        0 => "-".into(),
+        1 => seen[0].0.clone(),
+        _ => seen
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// quinn's side: the controller factory for a transport and the read-back from a connection.
+#[cfg(feature = "quic")]
+pub mod quic {
+    use super::CongestionControl;
+    use std::sync::Arc;
+
+    /// Makes every connection of `transport` run `cc`.
+    pub fn apply(transport: &mut quinn::TransportConfig, cc: CongestionControl) {
+        match cc {
+            CongestionControl::Reno => transport.congestion_controller_factory(Arc::new(
+                quinn::congestion::NewRenoConfig::default(),
+            )),
+            CongestionControl::Cubic => transport
+                .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default())),
+            CongestionControl::Bbr => transport
+                .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default())),
+        };
+    }
+
+    /// The controller a live QUIC connection runs, found by the type of its controller
+    /// (`"other"` for one hxlab does not know).
+    pub fn of(conn: &quinn::Connection) -> &'static str {
+        let any = conn.congestion_state().into_any();
+        if any.is::<quinn::congestion::NewReno>() {
+            "reno"
+        } else if any.is::<quinn::congestion::Cubic>() {
+            "cubic"
+        } else if any.is::<quinn::congestion::Bbr>() {
+            "bbr"
+        } else {
+            "other"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn names_round_trip() {
+        for cc in CongestionControl::ALL {
+            assert_eq!(CongestionControl::parse(cc.name()), Some(cc));
+        }
+        assert_eq!(
+            CongestionControl::parse("NewReno"),
+            Some(CongestionControl::Reno)
+        );
+        assert_eq!(CongestionControl::parse("vegas"), None);
+        assert!(CongestionControl::parse_available("vegas")
+            .unwrap_err()
+            .contains("use reno, cubic or bbr"));
+    }
+
+    #[test]
+    fn set_then_read_back_on_a_socket() {
+        let sock = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let avail = tcp_available().unwrap();
+        for cc in CongestionControl::ALL {
+            if !avail.iter().any(|a| a == cc.name()) {
+                continue;
+            }
+            set_tcp(sock.as_raw_fd(), cc).unwrap();
+            assert_eq!(tcp_of(sock.as_raw_fd()).unwrap(), cc.name());
+        }
+        assert!(avail.iter().any(|a| a == "reno"), "reno is always built in");
+    }
+
+    #[test]
+    fn counts_read_as_one_name_or_a_list() {
+        let mut m = BTreeMap::new();
+        assert_eq!(counts_text(&m), "-");
+        m.insert("reno".to_string(), 4);
+        assert_eq!(counts_text(&m), "reno");
+        let mut o = BTreeMap::new();
+        o.insert("bbr".to_string(), 1);
+        add_counts(&mut m, &o);
+        assert_eq!(counts_text(&m), "bbr 1, reno 4");
+    }
+}
