@@ -9,6 +9,7 @@
 use crate::spec::{Cell, CellConfig, Experiment, Protocol};
 use hxlab_core::RunResult;
 use hxlab_report::{ExperimentMeta, Record, ServerCost, Workload, META_FILE, RESULTS_FILE};
+use std::collections::BTreeMap;
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -117,6 +118,8 @@ struct Ready {
 
 struct Server {
     child: Child,
+    /// The congestion controller it was started with (`hxlab serve --cc`; None: default).
+    cc: Option<String>,
     ready: Ready,
     cert: PathBuf,
     tls_port: Option<u16>,
@@ -255,14 +258,16 @@ impl Runner {
             }
             self.link = Some(probe);
         }
-        if exp.cells.iter().any(|c| c.config.cc.is_some()) {
-            let note = "cc sets the congestion control of the client's connections (hxlab load --cc); the server's TCP uses the system default".to_string();
+        if exp.workload == Workload::Browser
+            && exp.cells.iter().any(|c| c.config.cc_server.is_some())
+        {
+            let note = "cc_server sets the server's congestion control; Chromium's own TCP and QUIC run their defaults (the client's controllers are not read back)".to_string();
             if !meta.notes.contains(&note) {
                 meta.notes.push(note);
             }
         }
-        if !pending.is_empty() {
-            self.ensure_server()?;
+        if let Some((first, _)) = pending.first() {
+            self.ensure_server(first.config.cc_server.as_deref())?;
         }
         write_atomic(
             &meta_path,
@@ -298,8 +303,9 @@ impl Runner {
         let mut i = 0;
         while i < pending.len() {
             let cell = pending[i].0;
-            // Consecutive network cells with the same link settings share one `hxlab link`.
-            let link_key = |c: &Cell| (c.config.profile.clone(), c.config.loss.clone());
+            // Consecutive network cells with the same link settings (and server) share one
+            // `hxlab link`.
+            let link_key = |c: &Cell| (c.config.link_args(), c.config.cc_server.clone());
             let mut j = i + 1;
             if cell.config.needs_link() && exp.workload != Workload::Browser {
                 while j < pending.len()
@@ -416,9 +422,11 @@ impl Runner {
         }
     }
 
-    fn ensure_server(&mut self) -> Result<(), RunnerError> {
+    /// Makes sure a server runs with congestion controller `cc` (None: the system's
+    /// default): one server at a time, restarted when a cell asks for another controller.
+    fn ensure_server(&mut self, cc: Option<&str>) -> Result<(), RunnerError> {
         if let Some(s) = &mut self.server {
-            if matches!(s.child.try_wait(), Ok(None)) {
+            if matches!(s.child.try_wait(), Ok(None)) && s.cc.as_deref() == cc {
                 return Ok(());
             }
             self.server = None;
@@ -447,6 +455,7 @@ impl Runner {
             .arg(&cert)
             .arg("--dir")
             .arg(&www)
+            .args(cc.map(|c| ["--cc", c]).into_iter().flatten())
             .die_with_parent()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -471,6 +480,7 @@ impl Runner {
                     let h3_port = port_of(&ready.h3);
                     self.server = Some(Server {
                         child,
+                        cc: cc.map(str::to_string),
                         ready,
                         cert,
                         tls_port,
@@ -535,7 +545,7 @@ impl Runner {
     /// One repetition of a loopback cell: `GET /stats`, `hxlab load`, `GET /stats`.
     fn run_loopback(&mut self, exp: &Experiment, cell: &Cell, rep: u32, dir: &Path) -> Record {
         let mut record = Self::new_records(exp, cell, &[rep]).remove(0);
-        if let Err(e) = self.ensure_server() {
+        if let Err(e) = self.ensure_server(cell.config.cc_server.as_deref()) {
             record.error = Some(e.to_string());
             return record;
         }
@@ -574,6 +584,7 @@ impl Runner {
         record.expected_body_bytes = plan.expected_body_bytes;
         fill_record(&mut record, &json, &stderr, None);
         record.server = server_cost(&before, &after, cell.config.protocol, 1);
+        record.server_cc = server_cc(&before, &after, cell.config.protocol);
         let _ = std::fs::remove_file(&json);
         record
     }
@@ -589,7 +600,7 @@ impl Runner {
                 return record;
             }
         }
-        if let Err(e) = self.ensure_server() {
+        if let Err(e) = self.ensure_server(cell.config.cc_server.as_deref()) {
             record.error = Some(e.to_string());
             return record;
         }
@@ -625,12 +636,7 @@ impl Runner {
         ])
         .arg(&json)
         .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
-        if let Some(p) = &cfg.profile {
-            cmd.args(["--profile", p]);
-        }
-        if let Some(l) = &cfg.loss {
-            cmd.args(["--loss", l]);
-        }
+        cmd.args(cfg.link_args());
         let stats_addr = server
             .plain_port
             .map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
@@ -645,6 +651,7 @@ impl Runner {
         };
         record.exit_code = code;
         record.server = server_cost(&before, &after, cfg.protocol, 1);
+        record.server_cc = server_cc(&before, &after, cfg.protocol);
         let last_line = stderr
             .lines()
             .rev()
@@ -722,7 +729,8 @@ impl Runner {
             );
             return out.into_iter().flatten().collect();
         }
-        if let Err(e) = self.ensure_server() {
+        // The runner groups only cells with the same server controller.
+        if let Err(e) = self.ensure_server(group[0].0.config.cc_server.as_deref()) {
             fail(&mut out, false, &e.to_string());
             return out.into_iter().flatten().collect();
         }
@@ -765,12 +773,7 @@ impl Runner {
         let first = group[runnable[0]].0;
         let mut cmd = Command::new(&self.opts.hxlab_bin);
         cmd.arg("link");
-        if let Some(p) = &first.config.profile {
-            cmd.args(["--profile", p]);
-        }
-        if let Some(l) = &first.config.loss {
-            cmd.args(["--loss", l]);
-        }
+        cmd.args(first.config.link_args());
         if let Some(s) = exp.seed {
             cmd.args([
                 "--seed",
@@ -837,10 +840,12 @@ impl Runner {
             let wall = t.elapsed().as_secs_f64();
             let n = group[ci].1.len();
             let cost = server_cost(&before, &after, group[ci].0.config.protocol, n);
+            let cc = server_cc(&before, &after, group[ci].0.config.protocol);
             walls += wall;
             for r in out[ci].iter_mut() {
                 r.wall_s = wall / n as f64;
                 r.server = cost.clone();
+                r.server_cc = cc.clone();
             }
             finished[ci] = file(ci, "done").exists();
             // The script waits for "go", so this reading is also the next cell's start.
@@ -949,7 +954,10 @@ fn fill_record(record: &mut Record, json: &Path, stderr: &str, link_exit: Option
         .to_string();
     match std::fs::read_to_string(json) {
         Ok(text) => match serde_json::from_str::<RunResult>(&text) {
-            Ok(r) => record.result = Some(r),
+            Ok(r) => {
+                record.client_cc = r.congestion_control.clone();
+                record.result = Some(r);
+            }
             Err(e) => record.error = Some(format!("hxlab load wrote an unreadable result: {e}")),
         },
         Err(_) => {
@@ -1130,7 +1138,7 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
             args.push(format!("{origin}/bytes/{}{delay_q}", cfg.size));
         }
     }
-    if let Some(cc) = &cfg.cc {
+    if let Some(cc) = &cfg.cc_client {
         args.extend(["--cc".into(), cc.clone()]);
     }
     if !cfg.keepalive {
@@ -1216,11 +1224,33 @@ fn tail(mut r: impl Read) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// The server's counters: CPU seconds (user + system) and requests per protocol.
+/// The server's counters: CPU seconds (user + system), requests per protocol, connections
+/// per protocol and congestion controller.
 #[derive(Clone, Debug, Default)]
 struct ServerStats {
     cpu_s: f64,
-    requests: std::collections::BTreeMap<String, u64>,
+    requests: BTreeMap<String, u64>,
+    cc: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+/// The server's connections of `proto` per congestion controller between two readings.
+fn server_cc(
+    before: &Option<ServerStats>,
+    after: &Option<ServerStats>,
+    proto: Protocol,
+) -> BTreeMap<String, u64> {
+    let (Some(b), Some(a)) = (before, after) else {
+        return BTreeMap::new();
+    };
+    let key = proto.stats_key();
+    let empty = BTreeMap::new();
+    let was = b.cc.get(key).unwrap_or(&empty);
+    a.cc.get(key)
+        .unwrap_or(&empty)
+        .iter()
+        .map(|(k, n)| (k.clone(), n.saturating_sub(*was.get(k).unwrap_or(&0))))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 /// `GET /stats` on the plain port.
@@ -1245,13 +1275,28 @@ fn server_stats(addr: SocketAddr) -> Option<ServerStats> {
     };
     let v: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
     let cpu_s = v.get("cpu_user_s")?.as_f64()? + v.get("cpu_sys_s")?.as_f64()?;
-    let requests = v
-        .get("by_protocol")?
-        .as_object()?
+    let by = v.get("by_protocol")?.as_object()?;
+    let requests = by
         .iter()
         .filter_map(|(k, p)| Some((k.clone(), p.get("requests")?.as_u64()?)))
         .collect();
-    Some(ServerStats { cpu_s, requests })
+    let cc = by
+        .iter()
+        .filter_map(|(k, p)| {
+            let m = p.get("cc")?.as_object()?;
+            Some((
+                k.clone(),
+                m.iter()
+                    .filter_map(|(c, n)| Some((c.clone(), n.as_u64()?)))
+                    .collect(),
+            ))
+        })
+        .collect();
+    Some(ServerStats {
+        cpu_s,
+        requests,
+        cc,
+    })
 }
 
 fn dechunk(body: &str) -> Option<String> {
@@ -1300,6 +1345,7 @@ mod tests {
 
     fn fake_server() -> Server {
         Server {
+            cc: None,
             child: Command::new("true").spawn().expect("spawn true"),
             ready: Ready {
                 spki_sha256: None,

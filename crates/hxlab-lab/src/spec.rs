@@ -110,7 +110,7 @@ impl Protocol {
 }
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 15] = [
+pub const FACTORS: [(&str, &str); 22] = [
     ("protocol", "one of h1, h1-tls, h2, h2c, h3"),
     (
         "profile",
@@ -120,7 +120,32 @@ pub const FACTORS: [(&str, &str); 15] = [
         "loss",
         "a loss rate like \"1%\" or a Gilbert-Elliott model \"ge:P,R,H,K\"",
     ),
-    ("cc", "a congestion control: reno, cubic, bbr or default"),
+    (
+        "rtt",
+        "a round-trip time like \"100ms\" (added by the link, half each way)",
+    ),
+    ("down", "a downlink rate like \"10Mbit\" (server → client)"),
+    ("up", "an uplink rate like \"2Mbit\" (client → server)"),
+    (
+        "jitter",
+        "a jitter like \"5ms\" (each packet's delay varies within ±this)",
+    ),
+    (
+        "queue",
+        "a bottleneck queue like \"100p\" (packets) or \"64KiB\" (bytes)",
+    ),
+    (
+        "cc",
+        "a congestion control for both ends: reno, cubic, bbr or default",
+    ),
+    (
+        "cc_server",
+        "the server's congestion control: reno, cubic, bbr or default",
+    ),
+    (
+        "cc_client",
+        "the client's congestion control: reno, cubic, bbr or default",
+    ),
     ("delay", "a server delay like \"10ms\""),
     ("resources", "a positive number of resources"),
     (
@@ -195,8 +220,20 @@ pub struct CellConfig {
     pub profile: Option<String>,
     /// Loss for `hxlab link --loss` (None: no extra loss).
     pub loss: Option<String>,
-    /// Congestion control for `hxlab load --cc` (None: system default).
-    pub cc: Option<String>,
+    /// Round-trip time the link adds, half each way (None: no added delay).
+    pub rtt: Option<Duration>,
+    /// Downlink rate for `hxlab link --down` (None: unlimited or the profile's).
+    pub down: Option<String>,
+    /// Uplink rate for `hxlab link --up`.
+    pub up: Option<String>,
+    /// Jitter for `hxlab link --jitter`.
+    pub jitter: Option<Duration>,
+    /// Bottleneck queue for `hxlab link --queue`.
+    pub queue: Option<String>,
+    /// The server's congestion control (`hxlab serve --cc`; None: the system's default).
+    pub cc_server: Option<String>,
+    /// The client's congestion control (`hxlab load --cc`; None: the system's default).
+    pub cc_client: Option<String>,
     /// Server delay per response.
     pub delay: Duration,
     /// Resources to fetch (resources workload).
@@ -222,9 +259,30 @@ pub struct CellConfig {
 }
 
 impl CellConfig {
-    /// True when the cell needs `hxlab link` (a profile or loss).
+    /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
     pub fn needs_link(&self) -> bool {
-        self.profile.is_some() || self.loss.is_some()
+        !self.link_args().is_empty()
+    }
+
+    /// The `hxlab link` (and `hxlab page`) flags of this cell's network; empty for loopback.
+    /// Cells with equal flags can share one link.
+    pub fn link_args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        let ms = |d: Duration| format!("{}us", d.as_micros());
+        let mut push = |flag: &str, v: Option<String>| {
+            if let Some(v) = v {
+                a.push(format!("--{flag}"));
+                a.push(v);
+            }
+        };
+        push("profile", self.profile.clone());
+        push("loss", self.loss.clone());
+        push("delay", self.rtt.map(|r| ms(r / 2)));
+        push("down", self.down.clone());
+        push("up", self.up.clone());
+        push("jitter", self.jitter.map(ms));
+        push("queue", self.queue.clone());
+        a
     }
 }
 
@@ -444,7 +502,7 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
             check_loss(&s)?;
             Ok((s.clone(), Level::Text(s)))
         }
-        "cc" => {
+        "cc" | "cc_server" | "cc_client" => {
             let s = v.as_str().ok_or_else(wrong)?;
             if ["reno", "cubic", "bbr", "default"].contains(&s) {
                 Ok((s.to_string(), Level::Text(s.to_string())))
@@ -453,6 +511,29 @@ fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> 
                     "unknown congestion control {s:?}; expected {expected}"
                 ))
             }
+        }
+        "rtt" | "jitter" => {
+            let s = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(0) => "0ms".into(),
+                _ => return Err(wrong()),
+            };
+            let d = hxlab_link::config::parse_delay(factor, &s).map_err(|e| e.to_string())?;
+            Ok((s, Level::Time(d)))
+        }
+        "down" | "up" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            hxlab_link::config::parse_link_rate(factor, s).map_err(|e| e.to_string())?;
+            Ok((s.to_string(), Level::Text(s.to_string())))
+        }
+        "queue" => {
+            let s = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(n) => n.to_string(),
+                _ => return Err(wrong()),
+            };
+            hxlab_link::config::parse_queue(&s).map_err(|e| e.to_string())?;
+            Ok((s.clone(), Level::Text(s)))
         }
         "delay" | "duration" => {
             let s = match v {
@@ -1074,7 +1155,17 @@ fn cell_config(
             let t = l.trim().trim_end_matches('%');
             t.parse::<f64>().map(|x| x > 0.0).unwrap_or(true)
         }),
-        cc: text("cc").filter(|c| c != "default"),
+        rtt: time("rtt"),
+        down: text("down"),
+        up: text("up"),
+        jitter: time("jitter").filter(|j| !j.is_zero()),
+        queue: text("queue"),
+        cc_server: text("cc_server")
+            .or_else(|| text("cc"))
+            .filter(|c| c != "default"),
+        cc_client: text("cc_client")
+            .or_else(|| text("cc"))
+            .filter(|c| c != "default"),
         delay: time("delay").unwrap_or_default(),
         resources: count("resources").unwrap_or(1),
         size: match get("size") {
@@ -1090,6 +1181,14 @@ fn cell_config(
         requests: count("requests").unwrap_or(0),
         duration: time("duration"),
     };
+    for end in ["cc_server", "cc_client"] {
+        if get("cc").is_some() && get(end).is_some() {
+            return Err(ctx.at(
+                &place(end),
+                format!("cell `{key}`: `cc` sets both ends; give `cc`, or `cc_server` and `cc_client`, not both"),
+            ));
+        }
+    }
     if cfg.push && !matches!(cfg.protocol, Protocol::H2 | Protocol::H2c) {
         return Err(ctx.at(
             &place("push"),
@@ -1130,7 +1229,11 @@ fn cell_config(
             ));
         }
         for (f, set) in [
-            ("cc", cfg.cc.is_some()),
+            (
+                "cc",
+                get("cc").is_some_and(|l| l != Level::Text("default".into())),
+            ),
+            ("cc_client", cfg.cc_client.is_some()),
             ("keepalive", !cfg.keepalive),
             ("tls_resume", cfg.tls_resume),
             ("zero_rtt", cfg.zero_rtt),
@@ -1243,6 +1346,55 @@ mod tests {
         );
         let m = err("workload = \"browser\"\nprotocol = \"h3\"\ncc = \"bbr\"\n");
         assert!(m.contains("`cc` cannot be set for a real browser"), "{m}");
+    }
+
+    #[test]
+    fn cc_sets_both_ends_and_each_end_alone() {
+        let e = ok("protocol = \"h2\"\ncc = [\"reno\", \"default\"]\n");
+        assert_eq!(e.cells[0].config.cc_server.as_deref(), Some("reno"));
+        assert_eq!(e.cells[0].config.cc_client.as_deref(), Some("reno"));
+        assert_eq!(e.cells[1].config.cc_server, None);
+        assert_eq!(e.cells[1].config.cc_client, None);
+        let e = ok("protocol = \"h3\"\ncc_server = \"bbr\"\ncc_client = \"cubic\"\n");
+        assert_eq!(e.cells[0].config.cc_server.as_deref(), Some("bbr"));
+        assert_eq!(e.cells[0].config.cc_client.as_deref(), Some("cubic"));
+        let m = err("protocol = \"h2\"\ncc = \"reno\"\ncc_server = \"bbr\"\n");
+        assert!(
+            m.starts_with("t.toml:3:13:")
+                && m.contains("give `cc`, or `cc_server` and `cc_client`"),
+            "{m}"
+        );
+        let m = err("protocol = \"h2\"\ncc_client = \"vegas\"\n");
+        assert!(m.contains("unknown congestion control \"vegas\""), "{m}");
+        // A browser's own controllers cannot be set; the server's can.
+        ok("workload = \"browser\"\nprotocol = \"h3\"\ncc_server = \"bbr\"\n");
+        let m = err("workload = \"browser\"\nprotocol = \"h3\"\ncc_client = \"bbr\"\n");
+        assert!(m.contains("`cc_client` cannot be set"), "{m}");
+    }
+
+    #[test]
+    fn link_factors_become_link_flags_and_are_bounded() {
+        let e = ok("protocol = \"h2\"\nrtt = [\"0ms\", \"100ms\"]\ndown = \"10Mbit\"\nup = \"2Mbit\"\njitter = \"2ms\"\nqueue = \"100p\"\n");
+        assert_eq!(e.cells.len(), 2);
+        assert!(e.cells.iter().all(|c| c.config.needs_link()));
+        assert_eq!(
+            e.cells[1].config.link_args(),
+            [
+                "--delay", "50000us", "--down", "10Mbit", "--up", "2Mbit", "--jitter", "2000us",
+                "--queue", "100p"
+            ]
+        );
+        assert_eq!(e.cells[0].config.link_args()[..2], ["--delay", "0us"]);
+        for (src, want) in [
+            ("rtt = \"2h\"", "more than 10 minutes"),
+            ("down = \"1bit\"", "between 1kbit and 100gbit"),
+            ("up = 5", "expected an uplink rate"),
+            ("queue = \"0p\"", "at least one packet"),
+            ("jitter = \"fast\"", "jitter"),
+        ] {
+            let m = err(&format!("protocol = \"h2\"\n{src}\n"));
+            assert!(m.starts_with("t.toml:2:") && m.contains(want), "{src}: {m}");
+        }
     }
 
     #[test]

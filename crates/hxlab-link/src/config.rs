@@ -143,6 +143,36 @@ fn bad(what: &str, input: &str, reason: &str) -> LinkError {
     LinkError::Config(format!("{what} {input:?}: {reason}"))
 }
 
+/// Longest delay or jitter a link takes; more is certainly a typo, not a link.
+pub const MAX_DELAY: Duration = Duration::from_secs(600);
+/// Slowest link rate, bits per second.
+pub const MIN_RATE: u64 = 1_000;
+/// Fastest link rate, bits per second.
+pub const MAX_RATE: u64 = 100_000_000_000;
+
+/// Parses a link delay or jitter (`20ms`), at most [`MAX_DELAY`]; `what` names it in errors.
+pub fn parse_delay(what: &str, input: &str) -> Result<Duration, LinkError> {
+    let d =
+        hxlab_core::parse_duration(input).map_err(|e| LinkError::Config(format!("{what}: {e}")))?;
+    if d > MAX_DELAY {
+        return Err(bad(what, input, "more than 10 minutes is not a link"));
+    }
+    Ok(d)
+}
+
+/// Parses a link rate (`10mbit`), between [`MIN_RATE`] and [`MAX_RATE`].
+pub fn parse_link_rate(what: &str, input: &str) -> Result<u64, LinkError> {
+    let r = hxlab_core::parse_rate(input).map_err(|e| LinkError::Config(format!("{what}: {e}")))?;
+    if !(MIN_RATE..=MAX_RATE).contains(&r) {
+        return Err(bad(
+            what,
+            input,
+            "a link rate must be between 1kbit and 100gbit",
+        ));
+    }
+    Ok(r)
+}
+
 /// Parses a probability written as `1%`, `0.5%` or a fraction `0.01`.
 pub fn parse_probability(input: &str) -> Result<f64, LinkError> {
     let s = input.trim();

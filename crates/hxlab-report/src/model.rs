@@ -107,6 +107,15 @@ pub struct Record {
     /// Why the repetition was not run (e.g. no link emulation here), if it was not.
     #[serde(default)]
     pub skipped: Option<String>,
+    /// Congestion controllers of the server's connections of the cell's protocol ("reno": n),
+    /// read back by the server from each socket or QUIC connection (its `/stats`). Repetitions
+    /// that share one link run carry their cell's total. Empty when not known.
+    #[serde(default)]
+    pub server_cc: BTreeMap<String, u64>,
+    /// Congestion controllers of the client's connections, read back by `hxlab load`
+    /// (its RunResult's `congestion_control`). Empty when not known (a real browser).
+    #[serde(default)]
+    pub client_cc: BTreeMap<String, u64>,
 }
 
 impl Record {

@@ -89,6 +89,10 @@ pub struct CellSummary {
     pub secondary: BTreeMap<&'static str, f64>,
     /// Connections per negotiated protocol, over all repetitions.
     pub negotiated: BTreeMap<String, u64>,
+    /// The server's connections per congestion controller, read back, over all repetitions.
+    pub server_cc: BTreeMap<String, u64>,
+    /// The client's connections per congestion controller, read back, over all repetitions.
+    pub client_cc: BTreeMap<String, u64>,
     /// Why the cell was skipped, when every repetition was.
     pub skipped: Option<String>,
     /// Problems worth a warning.
@@ -112,6 +116,41 @@ fn family(label: &str) -> &'static str {
     }
 }
 
+/// Warnings when an end's congestion controllers, as read back, are not what the cell asked
+/// for (`cc` for both ends, `cc_server`, `cc_client`; "default" asks for nothing).
+fn cc_warnings(s: &CellSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    for (end, factor, seen) in [
+        ("server", "cc_server", &s.server_cc),
+        ("client", "cc_client", &s.client_cc),
+    ] {
+        let Some(want) = s
+            .factors
+            .get(factor)
+            .or_else(|| s.factors.get("cc"))
+            .filter(|w| w.as_str() != "default")
+        else {
+            continue;
+        };
+        let other: Vec<String> = seen
+            .iter()
+            .filter(|(k, n)| **n > 0 && k.as_str() != want.as_str())
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect();
+        if !other.is_empty() {
+            out.push(format!(
+                "asked for {want} on the {end} but its connections ran {}",
+                other.join(", ")
+            ));
+        } else if seen.values().all(|n| *n == 0) && s.values.len() == s.repetitions {
+            out.push(format!(
+                "asked for {want} on the {end} but no connection's controller was read back"
+            ));
+        }
+    }
+    out
+}
+
 fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
     let mut s = CellSummary {
         key: key.to_string(),
@@ -131,6 +170,8 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
             s.skipped.get_or_insert_with(|| why.clone());
             continue;
         }
+        hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
+        hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
         if let Some(res) = &r.result {
             for (k, v) in &res.negotiated {
                 *s.negotiated.entry(k.clone()).or_default() += v;
@@ -182,6 +223,9 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
                 other.join(", ")
             ));
         }
+    }
+    for w in cc_warnings(&s) {
+        s.warnings.push(w);
     }
     s.median = stats::median(&s.values);
     s.mean = stats::mean(&s.values);

@@ -51,6 +51,8 @@ impl Exporter for CsvExporter {
                 "latency_p99_us",
                 "connections",
                 "negotiated",
+                "server_cc",
+                "client_cc",
                 "body_bytes",
                 "header_savings_pct",
                 "server_cpu_us_per_req",
@@ -106,6 +108,14 @@ impl Exporter for CsvExporter {
                 })
                 .unwrap_or_default(),
             ));
+            for m in [&rec.server_cc, &rec.client_cc] {
+                row.push(quote(
+                    &m.iter()
+                        .map(|(k, v)| format!("{k}:{v}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ));
+            }
             row.push(
                 res.map(|r| r.bytes.body_received.to_string())
                     .unwrap_or_default(),

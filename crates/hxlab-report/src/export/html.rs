@@ -2,7 +2,7 @@
 //! with the tables and one chart per swept factor, drawn with plotters' SVG backend, error
 //! bars showing each median's 95 % interval.
 
-use super::{figure_text, fixed_line, negotiated_text, swept_line, Exporter};
+use super::{cc_text, figure_text, fixed_line, negotiated_text, swept_line, Exporter};
 use crate::summary::{fmt_num, ChartData, Report};
 use crate::ReportError;
 use plotters::prelude::*;
@@ -203,11 +203,11 @@ impl Exporter for HtmlExporter {
             }
             let _ = writeln!(o, "</ul>");
         }
-        let _ = writeln!(o, "<h2>Cells</h2><table><tr><th>cell</th><th>n</th><th>median</th><th>mean</th><th>stdev</th><th>95 % CI</th><th>server CPU µs/req</th><th>negotiated</th></tr>");
+        let _ = writeln!(o, "<h2>Cells</h2><table><tr><th>cell</th><th>n</th><th>median</th><th>mean</th><th>stdev</th><th>95 % CI</th><th>server CPU µs/req</th><th>negotiated</th><th>cc server/client (read back)</th></tr>");
         for c in &r.cells {
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&c.key),
                 c.values.len(),
                 c.repetitions,
@@ -217,7 +217,8 @@ impl Exporter for HtmlExporter {
                 fmt_num(c.ci.0),
                 fmt_num(c.ci.1),
                 c.secondary.get("server_cpu_us_per_req").map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into()),
-                esc(&c.skipped.as_ref().map(|s| format!("skipped: {s}")).unwrap_or_else(|| negotiated_text(&c.negotiated)))
+                esc(&c.skipped.as_ref().map(|s| format!("skipped: {s}")).unwrap_or_else(|| negotiated_text(&c.negotiated))),
+                esc(&cc_text(&c.server_cc, &c.client_cc))
             );
         }
         let _ = writeln!(o, "</table>\n</body></html>");

@@ -1,6 +1,6 @@
 //! report.md: the tables laid out like the studies', comparisons, warnings and cell details.
 
-use super::{figure_text, fixed_line, negotiated_text, swept_line, Exporter};
+use super::{cc_text, figure_text, fixed_line, negotiated_text, swept_line, Exporter};
 use crate::summary::{fmt_num, Report};
 use crate::ReportError;
 use std::fmt::Write;
@@ -101,13 +101,13 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(o);
         }
         let _ = writeln!(o, "## Cells\n");
-        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated |");
-        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated | cc server/client (read back) |");
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
         for c in &r.cells {
             if let Some(why) = &c.skipped {
                 let _ = writeln!(
                     o,
-                    "| {} | 0 | skipped: {} | | | | | | |",
+                    "| {} | 0 | skipped: {} | | | | | | | |",
                     cell(&c.key),
                     cell(why)
                 );
@@ -115,7 +115,7 @@ impl Exporter for MarkdownExporter {
             }
             let _ = writeln!(
                 o,
-                "| {} | {}/{} | {} | {} | {} | {}–{} | {} | {} | {} |",
+                "| {} | {}/{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |",
                 cell(&c.key),
                 c.values.len(),
                 c.repetitions,
@@ -133,6 +133,7 @@ impl Exporter for MarkdownExporter {
                     .map(|v| fmt_num(*v))
                     .unwrap_or_else(|| "—".into()),
                 cell(&negotiated_text(&c.negotiated)),
+                cell(&cc_text(&c.server_cc, &c.client_cc)),
             );
         }
         Ok(o)

@@ -101,6 +101,18 @@ pub(crate) fn swept_line(report: &Report) -> String {
 }
 
 /// Negotiated protocols as `h2 ×3, http/1.1 ×1`.
+/// "server/client" congestion controllers as read back, e.g. `reno/reno` or `bbr/cubic 2, reno 1`.
+pub(crate) fn cc_text(
+    server: &std::collections::BTreeMap<String, u64>,
+    client: &std::collections::BTreeMap<String, u64>,
+) -> String {
+    format!(
+        "{}/{}",
+        hxlab_core::cc::counts_text(server),
+        hxlab_core::cc::counts_text(client)
+    )
+}
+
 pub(crate) fn negotiated_text(n: &std::collections::BTreeMap<String, u64>) -> String {
     if n.is_empty() {
         return "—".into();

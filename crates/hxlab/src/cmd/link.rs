@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 /// The flags of `hxlab link`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Default)]
 #[command(
     after_help = "\"down\" is outside → inside (server → client), \"up\" inside → outside. COMMAND gets HXLAB_LINK_HOST (the outside address; a server bound there or on 0.0.0.0 is reachable) and HXLAB_LINK_CLIENT. See docs/link.md."
 )]
@@ -71,29 +71,12 @@ pub struct LinkArgs {
     pub command: Vec<OsString>,
 }
 
-/// Values above these are certainly typos, not links anyone means to emulate.
-const MAX_DELAY: Duration = Duration::from_secs(600);
-const MIN_RATE: u64 = 1_000;
-const MAX_RATE: u64 = 100_000_000_000;
-
 fn duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
-    let d = hxlab_core::parse_duration(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
-    if d > MAX_DELAY {
-        return Err(usage(format!(
-            "--{flag} {v:?}: more than 10 minutes is not a link"
-        )));
-    }
-    Ok(d)
+    config::parse_delay(&format!("--{flag}"), v).map_err(|e| usage(e.to_string()))
 }
 
 fn rate(flag: &str, v: &str) -> anyhow::Result<u64> {
-    let r = hxlab_core::parse_rate(v).map_err(|e| usage(format!("--{flag}: {e}")))?;
-    if !(MIN_RATE..=MAX_RATE).contains(&r) {
-        return Err(usage(format!(
-            "--{flag} {v:?}: a link rate must be between 1kbit and 100gbit"
-        )));
-    }
-    Ok(r)
+    config::parse_link_rate(&format!("--{flag}"), v).map_err(|e| usage(e.to_string()))
 }
 
 fn trace(flag: &str, path: &std::path::Path) -> anyhow::Result<Arc<Trace>> {

@@ -41,6 +41,12 @@ pub struct Args {
     /// Packet loss of the emulated link (e.g. 1%).
     #[arg(long, value_name = "P")]
     pub loss: Option<String>,
+    /// Jitter of the emulated link: each packet's delay varies within ±this (e.g. 5ms).
+    #[arg(long, value_name = "DURATION")]
+    pub jitter: Option<String>,
+    /// Queue in front of each bottleneck of the emulated link: packets (100p) or bytes (64KiB).
+    #[arg(long, value_name = "SIZE")]
+    pub queue: Option<String>,
     /// Page loads, each in a fresh browser with a fresh profile.
     #[arg(long, default_value_t = 10)]
     pub runs: u32,
@@ -279,44 +285,30 @@ fn synthetic_target(
     })
 }
 
-/// The emulated link the flags ask for: a profile, possibly adjusted by the explicit options.
+/// The emulated link the flags ask for: a profile, possibly adjusted by the explicit options,
+/// built and bounded exactly as `hxlab link` builds it.
 fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
-    use hxlab_link::{LinkConfig, Server};
-    if args.profile.is_none()
-        && args.delay.is_none()
-        && args.down.is_none()
-        && args.up.is_none()
-        && args.loss.is_none()
+    let link = super::link::LinkArgs {
+        profile: args.profile.clone(),
+        delay: args.delay.clone(),
+        jitter: args.jitter.clone(),
+        loss: args.loss.clone(),
+        down: args.down.clone(),
+        up: args.up.clone(),
+        queue: args.queue.clone(),
+        ..Default::default()
+    };
+    if link.profile.is_none()
+        && link.delay.is_none()
+        && link.jitter.is_none()
+        && link.down.is_none()
+        && link.up.is_none()
+        && link.loss.is_none()
+        && link.queue.is_none()
     {
         return Ok(None);
     }
-    let mut cfg = match &args.profile {
-        Some(name) => {
-            LinkConfig::from_profile(name).map_err(|e| super::usage(format!("--profile: {e}")))?
-        }
-        None => LinkConfig::default(),
-    };
-    if let Some(d) = &args.delay {
-        let d = parse_duration(d).map_err(|e| super::usage(format!("--delay: {e}")))?;
-        cfg = cfg.with_delay(d);
-    }
-    for (flag, value, dir) in [
-        ("--down", &args.down, &mut cfg.down),
-        ("--up", &args.up, &mut cfg.up),
-    ] {
-        if let Some(r) = value {
-            let bps =
-                hxlab_core::parse_rate(r).map_err(|e| super::usage(format!("{flag}: {e}")))?;
-            dir.server = Server::Rate(bps);
-        }
-    }
-    if let Some(l) = &args.loss {
-        let loss =
-            hxlab_link::config::parse_loss(l).map_err(|e| super::usage(format!("--loss: {e}")))?;
-        cfg.down.loss = loss;
-        cfg.up.loss = loss;
-    }
-    Ok(Some(cfg))
+    super::link::link_config(&link).map(Some)
 }
 
 /// A URL for 127.0.0.1/localhost rewritten to `host`: inside the link's namespace, loopback is
