@@ -198,6 +198,15 @@ pub struct RunResult {
     /// `config.cc`: without `--cc` it shows the system default (TCP) or quinn's (Cubic).
     #[serde(default)]
     pub congestion_control: BTreeMap<String, u64>,
+    /// Connections whose early data (TLS 1.3 0-RTT on TCP, QUIC 0-RTT) the server accepted,
+    /// by negotiated protocol ("h2": n), as the server said in the handshake (observed by the
+    /// client, never assumed from `--0rtt`).
+    #[serde(default)]
+    pub early_data_accepted: BTreeMap<String, u64>,
+    /// Connections whose early data the server rejected (the requests were sent again after
+    /// the handshake), by negotiated protocol.
+    #[serde(default)]
+    pub early_data_rejected: BTreeMap<String, u64>,
     /// Connections that resumed a TLS session or used 0-RTT.
     #[serde(default)]
     pub resumed: u64,
@@ -270,6 +279,8 @@ impl RunResult {
             *self.tls_versions.entry(k.clone()).or_default() += v;
         }
         crate::cc::add_counts(&mut self.congestion_control, &o.congestion_control);
+        crate::cc::add_counts(&mut self.early_data_accepted, &o.early_data_accepted);
+        crate::cc::add_counts(&mut self.early_data_rejected, &o.early_data_rejected);
         self.resumed += o.resumed;
         self.bytes.add(&o.bytes);
         self.cpu_user_s += o.cpu_user_s;

@@ -1145,7 +1145,10 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
         args.push("--no-keepalive".into());
     }
     if cfg.tls_resume || cfg.zero_rtt {
+        // A returning visitor: one unmeasured request first, so the measured connections
+        // resume its session (and send early data) on every protocol alike.
         args.push("--tls-resume".into());
+        args.push("--prime".into());
     }
     if cfg.zero_rtt {
         args.push("--0rtt".into());

@@ -92,8 +92,12 @@ pub struct LoadConfig {
     pub alpn_list: Option<Vec<String>>,
     /// Resume TLS sessions on new connections (and report resumed handshakes apart).
     pub tls_resume: bool,
-    /// Use QUIC 0-RTT on new connections when a session ticket is available (implies resume).
+    /// Send the first request of a resumed connection as early data: QUIC 0-RTT on h3, TLS 1.3
+    /// early data on h1-tls and h2 (implies resume).
     pub zero_rtt: bool,
+    /// Before the run, make one request on one connection (not measured, not counted) so the
+    /// run's connections can resume its TLS session and send 0-RTT, as a returning visitor.
+    pub prime: bool,
     /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
     pub cc: Option<CongestionControl>,
     /// Draw a progress bar on stderr (the caller checks it is a terminal).
@@ -124,6 +128,7 @@ impl Default for LoadConfig {
             alpn_list: None,
             tls_resume: false,
             zero_rtt: false,
+            prime: false,
             cc: None,
             progress: false,
         }

@@ -64,6 +64,74 @@ pub struct ConnectInfo {
     pub tls_version: Option<&'static str>,
     /// The congestion controller the socket runs, read back with getsockopt after connect.
     pub cc: Option<String>,
+    /// The TLS handshake is still going on: the ClientHello offered a resumed session with
+    /// early data, and the first request will go out as TLS 1.3 early data. `handshake`,
+    /// `resumed`, `alpn` and `tls_version` are then only known once it completes, and are
+    /// reported through [`Stream::on_handshake`].
+    pub early: bool,
+}
+
+/// How a handshake that carried early data ended.
+#[derive(Clone, Debug)]
+pub struct EarlyOutcome {
+    /// ClientHello to handshake done.
+    pub handshake: Duration,
+    /// The server accepted the early data (it said so in EncryptedExtensions); rejected early
+    /// data is sent again after the handshake.
+    pub accepted: bool,
+    /// The session was resumed.
+    pub resumed: bool,
+    /// ALPN protocol the server chose.
+    pub alpn: Option<Vec<u8>>,
+    /// "TLSv1.3" (early data exists only there).
+    pub tls_version: Option<&'static str>,
+}
+
+/// Watches a TLS stream whose handshake completes after early data was written.
+pub struct EarlyWatch {
+    started: Instant,
+    done: Option<Box<dyn FnOnce(EarlyOutcome)>>,
+}
+
+/// A TLS stream, with the watch of its early-data handshake while that is going on.
+pub struct TlsConn {
+    tls: TlsStream<RawTcp>,
+    early: Option<EarlyWatch>,
+}
+
+impl TlsConn {
+    /// While the handshake that carried early data is incomplete: completes it (tokio-rustls
+    /// finishes an early-data handshake only when flushed, so a reader must drive it), then
+    /// reports how it ended. Ready at once when there is nothing to watch.
+    fn poll_early(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(w) = &mut self.early else {
+            return Poll::Ready(Ok(()));
+        };
+        if self.tls.get_ref().1.is_handshaking() {
+            std::task::ready!(Pin::new(&mut self.tls).poll_flush(cx))?;
+        }
+        let conn = self.tls.get_ref().1;
+        let outcome = EarlyOutcome {
+            handshake: w.started.elapsed(),
+            accepted: conn.is_early_data_accepted(),
+            resumed: matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed)),
+            alpn: conn.alpn_protocol().map(|p| p.to_vec()),
+            tls_version: tls_version_name(conn),
+        };
+        if let Some(done) = w.done.take() {
+            done(outcome);
+        }
+        self.early = None;
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn tls_version_name(conn: &rustls::ClientConnection) -> Option<&'static str> {
+    conn.protocol_version().map(|v| match v {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
+        _ => "other",
+    })
 }
 
 /// A plain or TLS TCP stream.
@@ -71,7 +139,19 @@ pub enum Stream {
     /// Cleartext.
     Plain(RawTcp),
     /// TLS (boxed: the rustls state is large and moved rarely).
-    Tls(Box<TlsStream<RawTcp>>),
+    Tls(Box<TlsConn>),
+}
+
+impl Stream {
+    /// For a connection dialled with early data ([`ConnectInfo::early`]): `done` is called
+    /// once, when the handshake completes (driven by the first read).
+    pub fn on_handshake(&mut self, done: impl FnOnce(EarlyOutcome) + 'static) {
+        if let Stream::Tls(t) = self {
+            if let Some(w) = &mut t.early {
+                w.done = Some(Box::new(done));
+            }
+        }
+    }
 }
 
 /// A tokio TCP stream whose reads and writes are direct `recvfrom`/`sendto` system calls.
@@ -285,6 +365,7 @@ pub async fn connect(
         kind,
         message: format!("TLS handshake with {addr}: {why}"),
     };
+    let early_started = Instant::now();
     let tls = match tokio::time::timeout(left, connector.connect(name.clone(), tcp)).await {
         Err(_) => {
             return Err(fail(
@@ -318,16 +399,21 @@ pub async fn connect(
         }
         Ok(Ok(s)) => s,
     };
-    info.handshake = Some(t1.elapsed());
     let (_, conn) = tls.get_ref();
+    if conn.is_handshaking() {
+        // Returned after the ClientHello: the session writes its first request as early data.
+        info.early = true;
+        let early = Some(EarlyWatch {
+            started: early_started,
+            done: None,
+        });
+        return Ok((Stream::Tls(Box::new(TlsConn { tls, early })), info));
+    }
+    info.handshake = Some(t1.elapsed());
     info.alpn = conn.alpn_protocol().map(|p| p.to_vec());
     info.resumed = matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
-    info.tls_version = conn.protocol_version().map(|v| match v {
-        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
-        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
-        _ => "other",
-    });
-    Ok((Stream::Tls(Box::new(tls)), info))
+    info.tls_version = tls_version_name(conn);
+    Ok((Stream::Tls(Box::new(TlsConn { tls, early: None })), info))
 }
 
 impl AsyncRead for Stream {
@@ -339,7 +425,12 @@ impl AsyncRead for Stream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Tls(s) => {
+                if s.early.is_some() {
+                    std::task::ready!(s.poll_early(cx))?;
+                }
+                Pin::new(&mut s.tls).poll_read(cx, buf)
+            }
         }
     }
 }
@@ -353,20 +444,20 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(&mut s.tls).poll_write(cx, buf),
         }
     }
     #[inline]
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(&mut s.tls).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(&mut s.tls).poll_shutdown(cx),
         }
     }
     fn poll_write_vectored(
@@ -376,13 +467,13 @@ impl AsyncWrite for Stream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(&mut s.tls).poll_write_vectored(cx, bufs),
         }
     }
     fn is_write_vectored(&self) -> bool {
         match self {
             Stream::Plain(s) => s.is_write_vectored(),
-            Stream::Tls(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.tls.is_write_vectored(),
         }
     }
 }
@@ -418,7 +509,8 @@ impl Dialer {
         config: Arc<rustls::ClientConfig>,
         name: ServerName<'static>,
     ) -> Dialer {
-        self.tls = Some((TlsConnector::from(config), name));
+        let early = config.enable_early_data;
+        self.tls = Some((TlsConnector::from(config).early_data(early), name));
         self
     }
 }

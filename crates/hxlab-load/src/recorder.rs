@@ -83,6 +83,8 @@ pub struct Recorder {
     pub tls_versions: BTreeMap<&'static str, u64>,
     /// Congestion controller per connection, read back from the socket or QUIC connection.
     pub cc: BTreeMap<String, u64>,
+    /// Connections that sent early data (0-RTT), by protocol: (accepted, rejected).
+    pub early: BTreeMap<&'static str, (u64, u64)>,
     /// Resumed TLS sessions / accepted 0-RTT.
     pub resumed: u64,
     /// Byte counts.
@@ -120,6 +122,7 @@ impl Recorder {
             negotiated: BTreeMap::new(),
             tls_versions: BTreeMap::new(),
             cc: BTreeMap::new(),
+            early: BTreeMap::new(),
             resumed: 0,
             bytes: ByteCounts::default(),
             last_done: None,
@@ -318,6 +321,16 @@ impl Recorder {
         }
     }
 
+    /// A connection that sent early data (0-RTT) learnt whether the server accepted it.
+    pub fn early_data(&mut self, negotiated: &'static str, accepted: bool) {
+        let e = self.early.entry(negotiated).or_default();
+        if accepted {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+
     /// Bytes received at the HTTP layer: all of them, the header part, the body part.
     #[inline]
     pub fn received(&mut self, total: u64, header: u64, body: u64) {
@@ -387,6 +400,10 @@ impl Recorder {
             part.tls_versions.insert(k.to_string(), *v);
         }
         part.congestion_control = self.cc.clone();
+        for (k, (a, r)) in &self.early {
+            part.early_data_accepted.insert(k.to_string(), *a);
+            part.early_data_rejected.insert(k.to_string(), *r);
+        }
         // Keep the caller's identity fields; merge only the counts.
         part.config = r.config.clone();
         part.tool_version = r.tool_version.clone();

@@ -272,6 +272,9 @@ pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
     let target = Target::from_config(&cfg)?;
     let transport = transport(&cfg, &target)?;
     let threads = cfg.threads.min(cfg.clients);
+    if cfg.prime {
+        prime(&cfg, &target, &transport)?;
+    }
     let started_unix_s = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -355,6 +358,55 @@ pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
     Ok(result)
 }
 
+/// `--prime`: one request on one connection with the run's own TLS configuration (and so its
+/// session store), before the run; nothing of it is counted. Fails only when the primer got
+/// no answer at all.
+fn prime(cfg: &LoadConfig, target: &Target, transport: &Transport) -> Result<(), LoadError> {
+    let mut one = cfg.clone();
+    one.requests = 1;
+    one.clients = 1;
+    one.threads = 1;
+    one.duration = None;
+    one.rate = None;
+    one.warm_up = Duration::ZERO;
+    one.progress = false;
+    one.prime = false;
+    let start = Instant::now();
+    let setup = Arc::new(Setup {
+        cfg: one,
+        target: target.clone(),
+        transport: transport.clone(),
+        start,
+        measure_start: start,
+        deadline: None,
+    });
+    let spec = WorkerSpec {
+        clients: 1,
+        requests: 1,
+        rate: None,
+        progress: Arc::new(AtomicU64::new(0)),
+    };
+    let out = std::thread::Builder::new()
+        .name("hxlab-load-prime".into())
+        .spawn(move || worker(setup, spec))
+        .map_err(|e| LoadError::Worker(e.to_string()))?
+        .join()
+        .map_err(|_| LoadError::Worker("the priming worker panicked".into()))?;
+    if let Some(e) = out.setup_error {
+        return Err(LoadError::Worker(e));
+    }
+    if out.part.requests_done == 0 {
+        let why = out
+            .first_connect_error
+            .or_else(|| out.part.error_samples.first().cloned())
+            .unwrap_or_else(|| "no response".into());
+        return Err(LoadError::Worker(format!(
+            "--prime: the priming request failed: {why}"
+        )));
+    }
+    Ok(())
+}
+
 fn run_config(cfg: &LoadConfig) -> RunConfig {
     let mut extra = std::collections::BTreeMap::new();
     if let Some(m) = &cfg.method {
@@ -377,6 +429,9 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
     }
     if cfg.zero_rtt {
         extra.insert("0rtt".into(), "true".into());
+    }
+    if cfg.prime {
+        extra.insert("prime".into(), "true".into());
     }
     if let Some(a) = &cfg.alpn_list {
         extra.insert("alpn_list".into(), a.join(","));
@@ -620,6 +675,10 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
 async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<QuicDialer>) -> u64 {
     let mut h1_bufs: Option<H1Buffers> = None;
     let mut empty_sessions = 0u32;
+    // What ALPN chose on this client's last full handshake: with `--proto auto` and early
+    // data, the session must start before ALPN is known, on the protocol of the session
+    // being resumed.
+    let last_h2 = Rc::new(Cell::new(None::<bool>));
     loop {
         if ctx.reserved.is_none() {
             match ctx.plan.next(Instant::now()) {
@@ -644,7 +703,16 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                         return unsent(&ctx);
                     }
                 };
-                let is_h2 = info.alpn.as_deref() == Some(b"h2");
+                let is_h2 = if info.early {
+                    match session {
+                        TcpSession::Auto => last_h2.get().unwrap_or(true),
+                        s => *s != TcpSession::H1,
+                    }
+                } else {
+                    let h2 = info.alpn.as_deref() == Some(b"h2");
+                    last_h2.set(Some(h2));
+                    h2
+                };
                 let run_h2 = match session {
                     TcpSession::H1 => false,
                     TcpSession::H2c => true,
@@ -673,7 +741,31 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                     (true, _) => "h2",
                     (false, _) => "http/1.1",
                 };
-                record_connected(&ctx, &info, negotiated);
+                if info.early {
+                    // Counted when the handshake completes, with what it turned out to be.
+                    let (rec, cc, t_connect, last_h2) = (
+                        ctx.rec.clone(),
+                        info.cc.clone(),
+                        info.connect,
+                        last_h2.clone(),
+                    );
+                    stream.on_handshake(move |o| {
+                        let h2 = o.alpn.as_deref() == Some(b"h2");
+                        last_h2.set(Some(h2));
+                        let mut rec = rec.borrow_mut();
+                        rec.connected(
+                            Some(t_connect),
+                            Some(o.handshake),
+                            o.resumed,
+                            negotiated,
+                            o.tls_version,
+                            cc.as_deref(),
+                        );
+                        rec.early_data(negotiated, o.accepted);
+                    });
+                } else {
+                    record_connected(&ctx, &info, negotiated);
+                }
                 if run_h2 {
                     crate::h2::session(&mut ctx, stream, *session == TcpSession::H2c).await
                 } else {
@@ -719,6 +811,7 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                             let resumed = ok
                                 || (conn.close_reason().is_none()
                                     && check.is_some_and(|c| !c.verified()));
+                            rec.borrow_mut().early_data("h3", ok);
                             rec.borrow_mut().connected(
                                 None,
                                 Some(t0.elapsed()),

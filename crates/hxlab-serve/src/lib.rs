@@ -10,6 +10,7 @@
 //! What it is not: no load generation, no link emulation, no reverse proxying, no caching.
 
 mod body;
+mod early;
 mod h1;
 mod h2;
 mod h3;
@@ -64,6 +65,9 @@ pub struct ServeConfig {
     /// socket, the same controller for every QUIC connection. None: the kernel's default on
     /// TCP (bbr on some machines, cubic on most) and quinn's (Cubic) on QUIC.
     pub cc: Option<CongestionControl>,
+    /// Accept TLS 1.3 early data (0-RTT) on TCP, as QUIC 0-RTT is accepted on HTTP/3. Early
+    /// data can be replayed; see `early.rs` and docs/serve.md.
+    pub early_data: bool,
 }
 
 impl Default for ServeConfig {
@@ -87,6 +91,7 @@ impl Default for ServeConfig {
             max_page_resources: 1000,
             drain_timeout: Duration::from_secs(10),
             cc: None,
+            early_data: true,
         }
     }
 }
@@ -275,7 +280,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         shutdown_rx,
     ));
 
-    let tls_config = Arc::new(identity.tcp_server_config()?);
+    let tls_config = Arc::new(identity.tcp_server_config(cfg.early_data)?);
     let mut accept_loops = Vec::new();
     accept_loops.push(listen::spawn_tls(
         sockets.tls,

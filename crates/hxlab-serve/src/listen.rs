@@ -139,16 +139,23 @@ pub(crate) fn spawn_tls(
     ctx: Arc<Ctx>,
     cc: Option<CongestionControl>,
 ) -> JoinHandle<()> {
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
     accept_loop(listener, ctx, cc, move |tcp, ctx, slot| {
-        let acceptor = acceptor.clone();
+        let config = config.clone();
         async move {
-            let tls =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(t)) => t,
-                    _ => return,
-                };
-            if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+            let accept = crate::early::accept(tcp, config);
+            let mut tls = match tokio::time::timeout(Duration::from_secs(10), accept).await {
+                Ok(Ok(t)) => t,
+                _ => return,
+            };
+            let proto = if tls.rustls().alpn_protocol() == Some(b"h2") {
+                Proto::H2
+            } else {
+                Proto::H1Tls
+            };
+            if tls.early_data_accepted() {
+                ctx.stats.early_data_accepted(proto);
+            }
+            if proto == Proto::H2 {
                 ctx.stats.cc(Proto::H2, slot);
                 crate::h2::serve(tls, ctx, Proto::H2).await;
             } else {

@@ -52,6 +52,7 @@ struct Counters {
     body_bytes: AtomicU64,
     connections: AtomicU64,
     open_connections: AtomicU64,
+    early_data_accepted: AtomicU64,
     cc: [AtomicU64; CC_NAMES.len()],
 }
 
@@ -72,6 +73,9 @@ pub struct ProtoStats {
     pub connections: u64,
     /// Connections open now.
     pub open_connections: u64,
+    /// TLS-over-TCP connections whose TLS 1.3 early data (0-RTT) this server accepted.
+    #[serde(default)]
+    pub early_data_accepted: u64,
     /// Connections served so far by congestion controller ("reno": n), read back from each
     /// accepted TCP socket (getsockopt) or QUIC connection (quinn's controller).
     #[serde(default)]
@@ -124,6 +128,13 @@ impl Stats {
         }
     }
 
+    /// Counts a connection whose early data was accepted.
+    pub fn early_data_accepted(&self, p: Proto) {
+        self.by[p.index()]
+            .early_data_accepted
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts the congestion controller (a [`cc_slot`]) a connection of `p` runs.
     pub fn cc(&self, p: Proto, slot: usize) {
         if let Some(c) = self.by[p.index()].cc.get(slot) {
@@ -141,6 +152,7 @@ impl Stats {
                 body_bytes: c.body_bytes.load(Ordering::Relaxed),
                 connections: c.connections.load(Ordering::Relaxed),
                 open_connections: c.open_connections.load(Ordering::Relaxed),
+                early_data_accepted: c.early_data_accepted.load(Ordering::Relaxed),
                 cc: CC_NAMES
                     .iter()
                     .zip(&c.cc)
@@ -152,6 +164,7 @@ impl Stats {
             total.body_bytes += s.body_bytes;
             total.connections += s.connections;
             total.open_connections += s.open_connections;
+            total.early_data_accepted += s.early_data_accepted;
             hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
             by_protocol.insert(p.name().to_string(), s);
         }

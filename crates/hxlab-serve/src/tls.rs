@@ -95,7 +95,9 @@ impl Identity {
     }
 
     /// TLS 1.3 and 1.2, ALPN h2 then http/1.1 (no ALPN also means HTTP/1.1).
-    pub fn tcp_server_config(&self) -> Result<rustls::ServerConfig, ServeError> {
+    /// TLS 1.3 and 1.2 over TCP, ALPN h2 and http/1.1; with `early_data`, TLS 1.3 0-RTT is
+    /// accepted (up to 16 KiB) and answered as half-RTT data.
+    pub fn tcp_server_config(&self, early_data: bool) -> Result<rustls::ServerConfig, ServeError> {
         let mut config = rustls::ServerConfig::builder_with_provider(Self::provider())
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .map_err(cert_err)?
@@ -103,6 +105,10 @@ impl Identity {
             .with_single_cert(self.certs.clone(), self.key.clone_key())
             .map_err(cert_err)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        if early_data {
+            config.max_early_data_size = 16 * 1024;
+            config.send_half_rtt_data = true;
+        }
         Ok(config)
     }
 
@@ -173,7 +179,7 @@ mod tests {
             .decode(&id.spki_sha256)
             .expect("base64");
         assert_eq!(raw.len(), 32);
-        id.tcp_server_config().expect("tcp config");
+        id.tcp_server_config(true).expect("tcp config");
         id.quic_server_config(100, None).expect("quic config");
     }
 

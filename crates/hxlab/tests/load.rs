@@ -1462,3 +1462,66 @@ fn serve_cc_refuses_what_the_kernel_does_not_offer() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("vegas"), "{err}");
 }
+
+/// `--0rtt` on h1-tls and h2: resumed connections send their first request as TLS 1.3 early
+/// data, the server (hxlab serve) accepts it, and both ends count the same connections; a
+/// server that refuses early data gets none and every request still succeeds.
+#[test]
+fn tcp_0rtt_early_data_is_accepted_and_counted_by_both_ends() {
+    let server = common::Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    for (proto, key, negotiated) in [("h2", "h2", "h2"), ("h1", "h1-tls", "http/1.1")] {
+        let url = format!("https://{tls}/bytes/1000");
+        let before = serve_stats(&plain);
+        let (code, v, err) = load(&[
+            "-n",
+            "12",
+            "-c",
+            "1",
+            "--no-keepalive",
+            "--0rtt",
+            "-k",
+            "--proto",
+            proto,
+            &url,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_succeeded"]), 12, "{proto}");
+        let after = serve_stats(&plain);
+        let accepted = v["early_data_accepted"][negotiated].as_u64().unwrap_or(0);
+        let served = u(&after, &["by_protocol", key, "early_data_accepted"])
+            - u(&before, &["by_protocol", key, "early_data_accepted"]);
+        assert!(accepted >= 1, "{proto}: no early data accepted: {v}");
+        assert_eq!(accepted, served, "{proto}: client and server disagree");
+        assert!(u(&v, &["resumed"]) >= accepted, "{proto}");
+        assert!(err.contains("early data (0-RTT)"), "{err}");
+    }
+    let refusing = common::Server::start(&["--no-early-data"]);
+    let tls = refusing.ready["tls"].as_str().expect("tls").to_string();
+    let url = format!("https://{tls}/bytes/1000");
+    let (code, v, err) = load(&[
+        "-n",
+        "6",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--0rtt",
+        "-k",
+        "--proto",
+        "h2",
+        &url,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = v.expect("json");
+    assert_eq!(u(&v, &["requests_succeeded"]), 6);
+    assert_eq!(
+        v["early_data_accepted"]
+            .get("h2")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        0
+    );
+    assert!(u(&v, &["resumed"]) >= 1, "resumption still works: {v}");
+}

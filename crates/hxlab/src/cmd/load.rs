@@ -82,9 +82,14 @@ pub struct Args {
     /// Resume TLS sessions on new connections.
     #[arg(long = "tls-resume")]
     pub tls_resume: bool,
-    /// Use QUIC 0-RTT on new connections when a session ticket is available.
+    /// Send the first request of a resumed connection as early data (0-RTT): QUIC 0-RTT on
+    /// h3, TLS 1.3 early data on h1 over TLS and h2. Implies --tls-resume.
     #[arg(long = "0rtt")]
     pub zero_rtt: bool,
+    /// Before the run, one request on one connection, not measured, so the measured
+    /// connections can resume (and, with --0rtt, send early data) as a returning visitor.
+    #[arg(long = "prime")]
+    pub prime: bool,
     /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
     #[arg(long = "cc")]
     pub cc: Option<String>,
@@ -199,6 +204,7 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     cfg.push = a.push;
     cfg.tls_resume = a.tls_resume;
     cfg.zero_rtt = a.zero_rtt;
+    cfg.prime = a.prime;
     if let Some(cc) = &a.cc {
         cfg.cc = Some(
             CongestionControl::parse_available(cc)
@@ -368,6 +374,13 @@ pub fn summary(r: &RunResult) -> String {
     ));
     if r.pushed > 0 {
         s.push_str(&format!("pushed: {} responses\n", r.pushed));
+    }
+    let acc: u64 = r.early_data_accepted.values().sum();
+    let rej: u64 = r.early_data_rejected.values().sum();
+    if acc + rej > 0 {
+        s.push_str(&format!(
+            "early data (0-RTT): {acc} connections accepted, {rej} rejected\n"
+        ));
     }
     let e = &r.errors;
     if e.total() > 0 {

@@ -72,6 +72,11 @@ pub struct Options {
     /// on TCP, Cubic on QUIC. /stats shows what each connection ran, read back.
     #[arg(long, value_name = "CC")]
     pub cc: Option<String>,
+    /// Refuse TLS 1.3 early data (0-RTT) on TCP. It is accepted by default, as QUIC 0-RTT is;
+    /// early data can be replayed by an attacker, so a real origin accepts it only for
+    /// idempotent requests (see docs/serve.md).
+    #[arg(long)]
+    pub no_early_data: bool,
 }
 
 fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
@@ -118,6 +123,7 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
     };
     Ok(hxlab_serve::ServeConfig {
         cc,
+        early_data: !args.no_early_data,
         bind,
         tls_port: args.tls_port,
         plain_port: args.plain_port,
