@@ -195,6 +195,143 @@ fn physics_through_the_link() {
     );
 }
 
+/// Runs `spec` (TOML) with `hxlab run` and returns its report; needs root for the link.
+fn run_link_experiment(name: &str, spec: &str, limit: Duration) -> Option<Report> {
+    if !is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} needs root (network namespaces, TUN) and CI runs as root"
+        );
+        eprintln!("\n!!!!! SKIPPED: {name} needs root (network namespaces, TUN) !!!!!\n");
+        return None;
+    }
+    let dir = TempDir::new(name);
+    let path = dir.path().join("spec.toml");
+    std::fs::write(&path, spec).expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&path)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-progress"),
+        limit,
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let r = report_of(&out);
+    assert!(
+        r.records
+            .iter()
+            .all(|x| x.skipped.is_none() && x.is_clean()),
+        "every network cell must run cleanly as root: {:?} {:?}",
+        r.meta.notes,
+        r.records
+            .iter()
+            .filter_map(|x| x.error.clone())
+            .collect::<Vec<_>>()
+    );
+    Some(r)
+}
+
+/// Through `hxlab link` at RTT 100 ms, one 1 KB response with full handshakes: h2 (TCP +
+/// TLS 1.3) needs one round trip more than h3 (QUIC). With 0-RTT, h3 answers in one round
+/// trip; h1-tls and h2 send the request as TLS 1.3 early data and save the TLS round trip
+/// (TCP's own handshake stays: TCP Fast Open is not used). Both ends run reno, as read back.
+#[test]
+fn handshakes_and_zero_rtt_cost_whole_round_trips_through_the_link() {
+    let spec = "name = \"rtt\"\nprotocol = [\"h1-tls\", \"h2\", \"h3\"]\nresources = 1\nsize = \"1KB\"\nrtt = \"100ms\"\ncc = \"reno\"\nzero_rtt = [false, true]\nrepetitions = 2\nseed = 5\n";
+    let Some(r) = run_link_experiment("hxlab-lab-rtt", spec, Duration::from_secs(120)) else {
+        return;
+    };
+    let k = |p: &str, z: &str| {
+        format!("protocol={p} rtt=100ms cc=reno delay=0ms resources=1 size=1KB zero_rtt={z}")
+    };
+    let (h2, h3) = (median(&r, &k("h2", "off")), median(&r, &k("h3", "off")));
+    let (h2z, h3z, h1z) = (
+        median(&r, &k("h2", "on")),
+        median(&r, &k("h3", "on")),
+        median(&r, &k("h1-tls", "on")),
+    );
+    eprintln!(
+        "RTT 100 ms: h2 {h2:.3} s, h3 {h3:.3} s; 0-RTT: h2 {h2z:.3}, h3 {h3z:.3}, h1-tls {h1z:.3}"
+    );
+    assert!(
+        (0.07..=0.13).contains(&(h2 - h3)),
+        "h2 − h3 = one RTT: {h2} − {h3}"
+    );
+    assert!(
+        (0.09..=0.13).contains(&h3z),
+        "h3 0-RTT within 1 RTT + 30 ms: {h3z}"
+    );
+    for (name, t, full) in [
+        ("h2", h2z, h2),
+        ("h1-tls", h1z, median(&r, &k("h1-tls", "off"))),
+    ] {
+        assert!(
+            (0.19..=0.23).contains(&t),
+            "{name} 0-RTT: TCP's RTT + 1 RTT: {t}"
+        );
+        assert!(
+            (0.07..=0.13).contains(&(full - t)),
+            "{name}: early data saves one RTT: {full} → {t}"
+        );
+    }
+    for rec in &r.records {
+        assert_eq!(
+            rec.server_cc.keys().collect::<Vec<_>>(),
+            ["reno"],
+            "{}",
+            rec.cell
+        );
+        assert_eq!(
+            rec.client_cc.keys().collect::<Vec<_>>(),
+            ["reno"],
+            "{}",
+            rec.cell
+        );
+        let res = rec.result.as_ref().expect("result");
+        let accepted: u64 = res.early_data_accepted.values().sum();
+        if rec.factors["zero_rtt"] == "on" {
+            assert_eq!(accepted, 1, "{}: early data accepted", rec.cell);
+        } else {
+            assert_eq!(accepted, 0, "{}", rec.cell);
+        }
+    }
+}
+
+/// Head-of-line blocking at 2 % loss, 30 × 100 KiB at RTT 50 ms, reno on both ends: with the
+/// same congestion control, h3 and h2 stay within a factor of two of each other (the 13.5×
+/// "h3 is slow" of bbr against cubic senders is gone).
+#[test]
+fn hol_blocking_with_the_same_cc_on_both_ends_stays_within_2x() {
+    let spec = "name = \"hol\"\nprotocol = [\"h2\", \"h3\"]\nresources = 30\nsize = \"100KiB\"\nrtt = \"50ms\"\nloss = \"2%\"\ncc = \"reno\"\nrepetitions = 3\nseed = 11\n";
+    let Some(r) = run_link_experiment("hxlab-lab-hol", spec, Duration::from_secs(300)) else {
+        return;
+    };
+    let k = |p: &str| {
+        format!("protocol={p} loss=2% rtt=50ms cc=reno delay=0ms resources=30 size=100KiB")
+    };
+    let (h2, h3) = (median(&r, &k("h2")), median(&r, &k("h3")));
+    eprintln!(
+        "hol-blocking 2 %: h2 {h2:.3} s, h3 {h3:.3} s, h3/h2 {:.2}",
+        h3 / h2
+    );
+    assert!((0.5..=2.0).contains(&(h3 / h2)), "h3/h2 = {}", h3 / h2);
+    for rec in &r.records {
+        assert_eq!(
+            rec.server_cc.keys().collect::<Vec<_>>(),
+            ["reno"],
+            "{}",
+            rec.cell
+        );
+    }
+}
+
 /// The browser workload: headless Chromium (through `hxlab page`) loads the server's
 /// synthetic page; the page and then its resources each wait for the server's delay.
 #[test]
