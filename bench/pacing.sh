@@ -22,19 +22,20 @@ SP=$!
 for _ in $(seq 100); do [ -s "$OUT/ready.json" ] && break; sleep 0.1; done
 PLAIN=$(python3 -c "import json;print(json.load(open('$OUT/ready.json'))['plain'])")
 printf '%-8s %-26s %10s %10s %10s %12s %12s %10s %8s\n' rate client "lag p50" "lag p99" "lag max" "corr p50" "uncorr p50" "CPU us/r" note
-summ() { # prints one row from a RunResult via the Rust side's own percentiles
-  "$BIN" merge "$OUT/r.json" 2>&1 >/dev/null | awk -v rate="$1" -v label="$2" '
-    /send lag:/ {lp50=$6; lp99=$8; lmax=$3}
+summ() { # one row from hxlab load's own summary (its percentiles)
+  awk -v rate="$1" -v label="$2" '
+    /^send lag:/ {lp50=$7; lp99=$9; lmax=$4}
     /^time for request:/ {cp50=$8}
     /\(uncorrected\):/ {up50=$6}
-    /client CPU/ {cpu=$(NF-1)}
-    END {printf "%-8s %-26s %10s %10s %10s %12s %12s %10s\n", rate, label, lp50, lp99, lmax, cp50, up50, cpu}'
+    /^client CPU/ {cpu=$(NF-1)}
+    /fell behind/ {note="behind"}
+    END {printf "%-8s %-26s %10s %10s %10s %12s %12s %10s %8s\n", rate, label, lp50, lp99, lmax, cp50, up50, cpu, note}' "$OUT/summary.txt"
 }
 for rate in 1000 50000; do
   if [ "$rate" = 50000 ]; then EXTRA=(-c 10 -m 10); PROTO=h2c; else EXTRA=(-c 1); PROTO=h1; fi
   for mode in spin timer; do
     HXLAB_PACING=$mode taskset -c 0 "$BIN" load --rate "$rate" -D "${SECS}s" --proto "$PROTO" "${EXTRA[@]}" \
-      --json "$OUT/r.json" --no-progress "http://$PLAIN/delay/0" >/dev/null 2>&1 || true
+      --no-progress "http://$PLAIN/delay/0" > "$OUT/summary.txt" 2>&1 || true
     summ "$rate" "hxlab $PROTO ($mode)"
   done
   if command -v vegeta >/dev/null; then
