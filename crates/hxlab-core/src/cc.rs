@@ -120,6 +120,60 @@ pub fn tcp_of(fd: RawFd) -> io::Result<String> {
     Ok(String::from_utf8_lossy(&bytes[..end]).into_owned())
 }
 
+/// TCP Fast Open read-back: true when this connection's SYN carried data that the peer
+/// acknowledged (`TCP_INFO`'s `TCPI_OPT_SYN_DATA`). On the connecting side that means the
+/// server accepted the data sent with the SYN; on the accepting side, that it took data from
+/// the SYN. Valid once the handshake's SYN-ACK has been seen.
+pub fn tcp_syn_data_acked(fd: RawFd) -> io::Result<bool> {
+    // SAFETY: tcp_info is plain data; the kernel writes at most `len` bytes into it.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: as above; an invalid fd only makes the call fail.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut info as *mut libc::tcp_info as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // TCPI_OPT_SYN_DATA (linux/tcp.h).
+    Ok(info.tcpi_options & 0x20 != 0)
+}
+
+/// Sets an integer TCP socket option (TCP_FASTOPEN's queue length, TCP_FASTOPEN_CONNECT).
+pub fn set_tcp_int(fd: RawFd, option: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: the option value is one c_int, as these options expect.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            option,
+            &value as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `net.ipv4.tcp_fastopen` of this network namespace (bit 1: clients may use TFO, bit 2:
+/// servers may accept it), if readable.
+pub fn tcp_fastopen_sysctl() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fastopen")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Adds `b`'s per-controller connection counts to `a`.
 pub fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
     for (k, v) in b {

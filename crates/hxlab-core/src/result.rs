@@ -207,6 +207,14 @@ pub struct RunResult {
     /// the handshake), by negotiated protocol.
     #[serde(default)]
     pub early_data_rejected: BTreeMap<String, u64>,
+    /// TCP Fast Open (`--tfo`), by negotiated protocol: connections whose SYN carried data the
+    /// server acknowledged (read back from TCP_INFO's TCPI_OPT_SYN_DATA).
+    #[serde(default)]
+    pub tfo_syn_data_acked: BTreeMap<String, u64>,
+    /// TCP Fast Open connections whose SYN data was not acknowledged (no cookie yet — the
+    /// first connection only asks for one — or the server does not accept TFO).
+    #[serde(default)]
+    pub tfo_syn_data_not_acked: BTreeMap<String, u64>,
     /// Connections that resumed a TLS session or used 0-RTT.
     #[serde(default)]
     pub resumed: u64,
@@ -281,6 +289,8 @@ impl RunResult {
         crate::cc::add_counts(&mut self.congestion_control, &o.congestion_control);
         crate::cc::add_counts(&mut self.early_data_accepted, &o.early_data_accepted);
         crate::cc::add_counts(&mut self.early_data_rejected, &o.early_data_rejected);
+        crate::cc::add_counts(&mut self.tfo_syn_data_acked, &o.tfo_syn_data_acked);
+        crate::cc::add_counts(&mut self.tfo_syn_data_not_acked, &o.tfo_syn_data_not_acked);
         self.resumed += o.resumed;
         self.bytes.add(&o.bytes);
         self.cpu_user_s += o.cpu_user_s;

@@ -266,6 +266,18 @@ impl Runner {
                 meta.notes.push(note);
             }
         }
+        if exp
+            .cells
+            .iter()
+            .any(|c| c.config.zero_rtt && c.config.protocol != Protocol::H3)
+        {
+            if let Some(v) = hxlab_core::cc::tcp_fastopen_sysctl().filter(|v| v & 2 == 0) {
+                let note = format!("net.ipv4.tcp_fastopen = {v} here: the server takes no TCP Fast Open data, so 0-RTT over TCP (TLS early data) still waits for TCP's handshake; sysctl -w net.ipv4.tcp_fastopen=3 lets it ride on the SYN");
+                if !meta.notes.contains(&note) {
+                    meta.notes.push(note);
+                }
+            }
+        }
         if let Some((first, _)) = pending.first() {
             self.ensure_server(first.config.cc_server.as_deref())?;
         }
@@ -1149,6 +1161,10 @@ fn plan(exp: &Experiment, cfg: &CellConfig, server: &Server) -> Result<Plan, Str
         // resume its session (and send early data) on every protocol alike.
         args.push("--tls-resume".into());
         args.push("--prime".into());
+    }
+    if cfg.zero_rtt && cfg.protocol != Protocol::H3 {
+        // TCP's own 0-RTT: the ClientHello and its early data ride on the SYN.
+        args.push("--tfo".into());
     }
     if cfg.zero_rtt {
         args.push("--0rtt".into());

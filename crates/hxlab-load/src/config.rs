@@ -98,6 +98,8 @@ pub struct LoadConfig {
     /// Before the run, make one request on one connection (not measured, not counted) so the
     /// run's connections can resume its TLS session and send 0-RTT, as a returning visitor.
     pub prime: bool,
+    /// TCP Fast Open on TCP connections (TCP_FASTOPEN_CONNECT).
+    pub tfo: bool,
     /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
     pub cc: Option<CongestionControl>,
     /// Draw a progress bar on stderr (the caller checks it is a terminal).
@@ -129,6 +131,7 @@ impl Default for LoadConfig {
             tls_resume: false,
             zero_rtt: false,
             prime: false,
+            tfo: false,
             cc: None,
             progress: false,
         }

@@ -4,9 +4,11 @@
 use crate::recorder::ErrorKind;
 use crate::CongestionControl;
 use rustls::pki_types::ServerName;
+use std::cell::Cell;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -69,6 +71,9 @@ pub struct ConnectInfo {
     /// `resumed`, `alpn` and `tls_version` are then only known once it completes, and are
     /// reported through [`Stream::on_handshake`].
     pub early: bool,
+    /// With `--tfo`: set at the connection's first read to whether the server acknowledged
+    /// the data sent in the SYN (TCP Fast Open), read back from TCP_INFO.
+    pub syn_data: Option<Rc<Cell<Option<bool>>>>,
 }
 
 /// How a handshake that carried early data ended.
@@ -159,8 +164,52 @@ impl Stream {
 /// enable/disable-cancellation bookkeeping, which showed as ~1.5 % of the client's CPU per
 /// request in profiles; a load generator makes millions of these calls. Readiness is still
 /// tokio's: a call that would block clears it and waits, exactly as `TcpStream` does.
-#[derive(Debug)]
-pub struct RawTcp(TcpStream);
+pub struct RawTcp(TcpStream, Option<Box<Tfo>>);
+
+/// A TCP Fast Open connection's first flight. Everything written before the first read is
+/// held and sent in one call when the connection first reads, so the SYN carries all of it
+/// — the request on plain TCP, the ClientHello *and* its early data on TLS (tokio-rustls
+/// writes them separately, and with TCP_FASTOPEN_CONNECT only the first send rides on the
+/// SYN). At that first read `watch` learns, from TCP_INFO, whether the server acknowledged
+/// the SYN's data.
+struct Tfo {
+    held: Vec<u8>,
+    watch: Box<dyn FnOnce(bool)>,
+}
+
+/// The most a first flight holds back; beyond it the data is sent at once.
+const TFO_HOLD_MAX: usize = 64 * 1024;
+
+impl RawTcp {
+    /// Sends what the first flight held (all of it, or Pending until the socket takes it).
+    fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(t) = &mut self.1 {
+            while !t.held.is_empty() {
+                let n = std::task::ready!(poll_raw(
+                    &self.0,
+                    cx,
+                    tokio::io::Interest::WRITABLE,
+                    |fd| raw_send(fd, &t.held)
+                ))?;
+                t.held.drain(..n);
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Holds `bufs` while this is a first flight under TCP Fast Open; None otherwise.
+    fn hold(&mut self, bufs: &[io::IoSlice<'_>]) -> Option<usize> {
+        let t = self.1.as_mut()?;
+        let n: usize = bufs.iter().map(|b| b.len()).sum();
+        if t.held.len() + n > TFO_HOLD_MAX {
+            return None;
+        }
+        for b in bufs {
+            t.held.extend_from_slice(b);
+        }
+        Some(n)
+    }
+}
 
 impl RawTcp {
     /// The wrapped stream.
@@ -241,12 +290,20 @@ impl AsyncRead for RawTcp {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let s = &self.get_mut().0;
+        let this = self.get_mut();
+        if this.1.is_some() {
+            std::task::ready!(this.poll_release(cx))?;
+        }
+        let s = &this.0;
         // SAFETY: raw_recv only writes initialised bytes into the unfilled part, and we
         // advance the buffer by exactly what it reports.
         let n = std::task::ready!(poll_raw(s, cx, tokio::io::Interest::READABLE, |fd| {
             raw_recv(fd, unsafe { buf.unfilled_mut() })
         }))?;
+        if let Some(t) = this.1.take() {
+            use std::os::fd::AsRawFd;
+            (t.watch)(hxlab_core::cc::tcp_syn_data_acked(this.0.as_raw_fd()).unwrap_or(false));
+        }
         // SAFETY: the kernel initialised n bytes of the unfilled part.
         unsafe { buf.assume_init(n) };
         buf.advance(n);
@@ -260,7 +317,14 @@ impl AsyncWrite for RawTcp {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        poll_raw(&self.get_mut().0, cx, tokio::io::Interest::WRITABLE, |fd| {
+        let this = self.get_mut();
+        if this.1.is_some() {
+            if let Some(n) = this.hold(&[io::IoSlice::new(buf)]) {
+                return Poll::Ready(Ok(n));
+            }
+            std::task::ready!(this.poll_release(cx))?;
+        }
+        poll_raw(&this.0, cx, tokio::io::Interest::WRITABLE, |fd| {
             raw_send(fd, buf)
         })
     }
@@ -268,17 +332,26 @@ impl AsyncWrite for RawTcp {
         Poll::Ready(Ok(()))
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+        let this = self.get_mut();
+        std::task::ready!(this.poll_release(cx))?;
+        Pin::new(&mut this.0).poll_shutdown(cx)
     }
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if this.1.is_some() {
+            if let Some(n) = this.hold(bufs) {
+                return Poll::Ready(Ok(n));
+            }
+            std::task::ready!(this.poll_release(cx))?;
+        }
         // IoSlice is ABI-compatible with iovec; the kernel takes at most IOV_MAX of them.
         // sendmsg rather than writev, for MSG_NOSIGNAL (EPIPE, not SIGPIPE).
         let n = bufs.len().min(1024);
-        poll_raw(&self.get_mut().0, cx, tokio::io::Interest::WRITABLE, |fd| {
+        poll_raw(&this.0, cx, tokio::io::Interest::WRITABLE, |fd| {
             // SAFETY: zeroed msghdr is valid (no name, no control data).
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
@@ -299,10 +372,13 @@ impl AsyncWrite for RawTcp {
     }
 }
 
-/// Opens a TCP connection with TCP_NODELAY and the congestion controller, within `limit`.
+/// Opens a TCP connection with TCP_NODELAY and the congestion controller (and with `tfo`,
+/// TCP_FASTOPEN_CONNECT: the first write goes out in the SYN when a cookie is cached),
+/// within `limit`.
 pub async fn connect_tcp(
     addr: SocketAddr,
     cc: Option<CongestionControl>,
+    tfo: bool,
     limit: Duration,
 ) -> Result<TcpStream, ConnectError> {
     let fail = |kind, why: String| ConnectError {
@@ -324,6 +400,17 @@ pub async fn connect_tcp(
         })?;
     }
     let _ = socket.set_nodelay(true);
+    if tfo {
+        use std::os::fd::AsRawFd;
+        hxlab_core::cc::set_tcp_int(socket.as_raw_fd(), libc::TCP_FASTOPEN_CONNECT, 1).map_err(
+            |e| {
+                fail(
+                    ErrorKind::Connect,
+                    format!("TCP_FASTOPEN_CONNECT: {}", io_phrase(&e)),
+                )
+            },
+        )?;
+    }
     match tokio::time::timeout(limit, socket.connect(addr)).await {
         Err(_) => Err(fail(
             ErrorKind::Timeout,
@@ -344,13 +431,24 @@ pub async fn connect(
     addr: SocketAddr,
     tls: Option<(&TlsConnector, &ServerName<'static>)>,
     cc: Option<CongestionControl>,
+    tfo: bool,
     limit: Duration,
 ) -> Result<(Stream, ConnectInfo), ConnectError> {
     let t0 = Instant::now();
-    let tcp = RawTcp(connect_tcp(addr, cc, limit).await?);
+    let mut tcp = RawTcp(connect_tcp(addr, cc, tfo, limit).await?, None);
+    let syn_data = tfo.then(|| {
+        let seen = Rc::new(Cell::new(None));
+        let s = seen.clone();
+        tcp.1 = Some(Box::new(Tfo {
+            held: Vec::new(),
+            watch: Box::new(move |acked| s.set(Some(acked))),
+        }));
+        seen
+    });
     let t1 = Instant::now();
     let mut info = ConnectInfo {
         connect: t1 - t0,
+        syn_data,
         cc: {
             use std::os::fd::AsRawFd;
             hxlab_core::cc::tcp_of(tcp.0.as_raw_fd()).ok()
@@ -487,6 +585,8 @@ pub struct Dialer {
     pub tls: Option<(TlsConnector, ServerName<'static>)>,
     /// Congestion controller.
     pub cc: Option<CongestionControl>,
+    /// TCP Fast Open (`--tfo`).
+    pub tfo: bool,
     /// Connect + handshake limit.
     pub limit: Duration,
 }
@@ -498,6 +598,7 @@ impl Dialer {
             self.addr,
             self.tls.as_ref().map(|(c, n)| (c, n)),
             self.cc,
+            self.tfo,
             self.limit,
         )
         .await

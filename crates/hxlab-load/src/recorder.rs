@@ -85,6 +85,8 @@ pub struct Recorder {
     pub cc: BTreeMap<String, u64>,
     /// Connections that sent early data (0-RTT), by protocol: (accepted, rejected).
     pub early: BTreeMap<&'static str, (u64, u64)>,
+    /// TCP Fast Open connections, by protocol: (SYN data acknowledged, not acknowledged).
+    pub tfo: BTreeMap<&'static str, (u64, u64)>,
     /// Resumed TLS sessions / accepted 0-RTT.
     pub resumed: u64,
     /// Byte counts.
@@ -123,6 +125,7 @@ impl Recorder {
             tls_versions: BTreeMap::new(),
             cc: BTreeMap::new(),
             early: BTreeMap::new(),
+            tfo: BTreeMap::new(),
             resumed: 0,
             bytes: ByteCounts::default(),
             last_done: None,
@@ -331,6 +334,16 @@ impl Recorder {
         }
     }
 
+    /// A TCP Fast Open connection learnt whether the server acknowledged its SYN data.
+    pub fn syn_data(&mut self, negotiated: &'static str, acked: bool) {
+        let e = self.tfo.entry(negotiated).or_default();
+        if acked {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+
     /// Bytes received at the HTTP layer: all of them, the header part, the body part.
     #[inline]
     pub fn received(&mut self, total: u64, header: u64, body: u64) {
@@ -400,6 +413,10 @@ impl Recorder {
             part.tls_versions.insert(k.to_string(), *v);
         }
         part.congestion_control = self.cc.clone();
+        for (k, (a, r)) in &self.tfo {
+            part.tfo_syn_data_acked.insert(k.to_string(), *a);
+            part.tfo_syn_data_not_acked.insert(k.to_string(), *r);
+        }
         for (k, (a, r)) in &self.early {
             part.early_data_accepted.insert(k.to_string(), *a);
             part.early_data_rejected.insert(k.to_string(), *r);

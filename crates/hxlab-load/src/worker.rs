@@ -212,6 +212,7 @@ fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
 
 fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> {
     let dialer = Dialer {
+        tfo: cfg.tfo,
         addr: target.addr,
         tls: None,
         cc: cfg.cc,
@@ -432,6 +433,9 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
     }
     if cfg.prime {
         extra.insert("prime".into(), "true".into());
+    }
+    if cfg.tfo {
+        extra.insert("tfo".into(), "true".into());
     }
     if let Some(a) = &cfg.alpn_list {
         extra.insert("alpn_list".into(), a.join(","));
@@ -766,13 +770,17 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                 } else {
                     record_connected(&ctx, &info, negotiated);
                 }
-                if run_h2 {
+                let end = if run_h2 {
                     crate::h2::session(&mut ctx, stream, *session == TcpSession::H2c).await
                 } else {
                     let depth = ctx.depth;
                     let bufs = h1_bufs.get_or_insert_with(|| H1Buffers::new(depth));
                     crate::h1::session(&mut ctx, &mut stream, bufs).await
+                };
+                if let Some(acked) = info.syn_data.as_ref().and_then(|s| s.get()) {
+                    ctx.rec.borrow_mut().syn_data(negotiated, acked);
                 }
+                end
             }
             Transport::Quic { .. } => {
                 let Some(dialer) = &quic else {

@@ -33,6 +33,9 @@ fn tcp_listener(addr: SocketAddr, cc: Option<CongestionControl>) -> std::io::Res
     if let Some(cc) = cc {
         hxlab_core::cc::set_tcp(socket.as_raw_fd(), cc)?;
     }
+    // TCP Fast Open: accept data in the SYN from clients holding a cookie (the kernel takes
+    // it only when net.ipv4.tcp_fastopen has bit 2; `start` says so when it does not).
+    let _ = hxlab_core::cc::set_tcp_int(socket.as_raw_fd(), libc::TCP_FASTOPEN, 1024);
     socket.bind(addr)?;
     socket.listen(1024)
 }
@@ -87,8 +90,32 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
     Ok(Sockets { tls, plain, udp })
 }
 
-/// The congestion controller an accepted socket runs (a [`cc_slot`]): read back from the
-/// socket, after setting `want` on it if it runs something else.
+/// What an accepted socket runs, read back: its congestion controller (a [`cc_slot`], after
+/// setting `want` on it if it runs something else) and whether its SYN carried data (TCP
+/// Fast Open).
+#[derive(Clone, Copy)]
+pub(crate) struct Accepted {
+    cc: usize,
+    syn_data: bool,
+}
+
+impl Accepted {
+    /// Counts this connection of `proto` in the server's stats.
+    fn count(self, ctx: &Ctx, proto: Proto) {
+        ctx.stats.cc(proto, self.cc);
+        if self.syn_data {
+            ctx.stats.tfo_accepted(proto);
+        }
+    }
+}
+
+fn read_back(tcp: &TcpStream, want: Option<CongestionControl>) -> Accepted {
+    Accepted {
+        cc: accepted_cc(tcp, want),
+        syn_data: hxlab_core::cc::tcp_syn_data_acked(tcp.as_raw_fd()).unwrap_or(false),
+    }
+}
+
 fn accepted_cc(tcp: &TcpStream, want: Option<CongestionControl>) -> usize {
     let fd = tcp.as_raw_fd();
     let mut now = hxlab_core::cc::tcp_of(fd).unwrap_or_default();
@@ -109,7 +136,7 @@ fn accept_loop<F, Fut>(
     serve: F,
 ) -> JoinHandle<()>
 where
-    F: Fn(TcpStream, Arc<Ctx>, usize) -> Fut + Send + 'static,
+    F: Fn(TcpStream, Arc<Ctx>, Accepted) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     tokio::spawn(async move {
@@ -120,8 +147,8 @@ where
                     Ok((tcp, _)) => {
                         // Small responses must not wait for Nagle.
                         let _ = tcp.set_nodelay(true);
-                        let slot = accepted_cc(&tcp, cc);
-                        ctx.tracker.spawn(serve(tcp, ctx.clone(), slot));
+                        let seen = read_back(&tcp, cc);
+                        ctx.tracker.spawn(serve(tcp, ctx.clone(), seen));
                     }
                     // Out of descriptors and similar: back off a little instead of spinning.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -139,7 +166,7 @@ pub(crate) fn spawn_tls(
     ctx: Arc<Ctx>,
     cc: Option<CongestionControl>,
 ) -> JoinHandle<()> {
-    accept_loop(listener, ctx, cc, move |tcp, ctx, slot| {
+    accept_loop(listener, ctx, cc, move |tcp, ctx, seen| {
         let config = config.clone();
         async move {
             let accept = crate::early::accept(tcp, config);
@@ -155,11 +182,10 @@ pub(crate) fn spawn_tls(
             if tls.early_data_accepted() {
                 ctx.stats.early_data_accepted(proto);
             }
+            seen.count(&ctx, proto);
             if proto == Proto::H2 {
-                ctx.stats.cc(Proto::H2, slot);
                 crate::h2::serve(tls, ctx, Proto::H2).await;
             } else {
-                ctx.stats.cc(Proto::H1Tls, slot);
                 crate::h1::serve(tls, ctx, Proto::H1Tls).await;
             }
         }
@@ -237,14 +263,14 @@ pub(crate) fn spawn_plain(
     ctx: Arc<Ctx>,
     cc: Option<CongestionControl>,
 ) -> JoinHandle<()> {
-    accept_loop(listener, ctx, cc, |tcp, ctx, slot| async move {
+    accept_loop(listener, ctx, cc, |tcp, ctx, seen| async move {
         match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
             Ok(Ok(Cleartext::H2c)) => {
-                ctx.stats.cc(Proto::H2c, slot);
+                seen.count(&ctx, Proto::H2c);
                 crate::h2::serve(tcp, ctx, Proto::H2c).await
             }
             Ok(Ok(Cleartext::H1)) => {
-                ctx.stats.cc(Proto::H1, slot);
+                seen.count(&ctx, Proto::H1);
                 crate::h1::serve(tcp, ctx, Proto::H1).await
             }
             Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,

@@ -53,6 +53,7 @@ struct Counters {
     connections: AtomicU64,
     open_connections: AtomicU64,
     early_data_accepted: AtomicU64,
+    tfo_accepted: AtomicU64,
     cc: [AtomicU64; CC_NAMES.len()],
 }
 
@@ -76,6 +77,10 @@ pub struct ProtoStats {
     /// TLS-over-TCP connections whose TLS 1.3 early data (0-RTT) this server accepted.
     #[serde(default)]
     pub early_data_accepted: u64,
+    /// TCP connections whose SYN carried data this server took (TCP Fast Open), read back
+    /// from each accepted socket (TCP_INFO).
+    #[serde(default)]
+    pub tfo_accepted: u64,
     /// Connections served so far by congestion controller ("reno": n), read back from each
     /// accepted TCP socket (getsockopt) or QUIC connection (quinn's controller).
     #[serde(default)]
@@ -135,6 +140,13 @@ impl Stats {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a connection whose SYN carried data (TCP Fast Open).
+    pub fn tfo_accepted(&self, p: Proto) {
+        self.by[p.index()]
+            .tfo_accepted
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts the congestion controller (a [`cc_slot`]) a connection of `p` runs.
     pub fn cc(&self, p: Proto, slot: usize) {
         if let Some(c) = self.by[p.index()].cc.get(slot) {
@@ -153,6 +165,7 @@ impl Stats {
                 connections: c.connections.load(Ordering::Relaxed),
                 open_connections: c.open_connections.load(Ordering::Relaxed),
                 early_data_accepted: c.early_data_accepted.load(Ordering::Relaxed),
+                tfo_accepted: c.tfo_accepted.load(Ordering::Relaxed),
                 cc: CC_NAMES
                     .iter()
                     .zip(&c.cc)
@@ -165,6 +178,7 @@ impl Stats {
             total.connections += s.connections;
             total.open_connections += s.open_connections;
             total.early_data_accepted += s.early_data_accepted;
+            total.tfo_accepted += s.tfo_accepted;
             hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
             by_protocol.insert(p.name().to_string(), s);
         }

@@ -1532,3 +1532,128 @@ fn tcp_0rtt_early_data_is_accepted_and_counted_by_both_ends() {
     );
     assert!(u(&v, &["resumed"]) >= 1, "resumption still works: {v}");
 }
+
+/// A network namespace of the test's own, deleted when dropped.
+struct Netns(String);
+
+impl Netns {
+    fn new() -> Netns {
+        let name = format!("hxtfo{}", std::process::id());
+        let ip = |args: &[&str]| {
+            let st = Command::new("ip").args(args).status().expect("run ip");
+            assert!(st.success(), "ip {args:?}");
+        };
+        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        ip(&["netns", "add", &name]);
+        let ns = Netns(name);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+        ns
+    }
+    fn exec(&self, program: &Path) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0]).arg(program);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// `--tfo`: in a namespace whose kernel lets servers take TCP Fast Open (sysctl 3, set in
+/// that namespace only), every connection after the first (which fetches the cookie) puts
+/// its first flight in the SYN — the request on h1, the ClientHello with its early data on
+/// h2 — and the client's count of acknowledged SYN data equals the server's.
+#[test]
+fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
+    if !common::is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "needs root; CI runs as root"
+        );
+        eprintln!("\n!!!!! SKIPPED: TCP Fast Open test needs root (network namespace) !!!!!\n");
+        return;
+    }
+    let ns = Netns::new();
+    let mut sysctl = ns.exec(Path::new("sh"));
+    sysctl.args(["-c", "echo 3 > /proc/sys/net/ipv4/tcp_fastopen"]);
+    assert!(sysctl.status().expect("sh").success());
+    let dir = TempDir::new("hxlab-tfo");
+    let ready = dir.path().join("ready.json");
+    let mut server = ns.exec(&hxlab());
+    server
+        .args([
+            "serve",
+            "--tls-port",
+            "0",
+            "--plain-port",
+            "0",
+            "--ready-file",
+        ])
+        .arg(&ready)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = server.spawn().expect("serve in the namespace");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let addrs: Value = loop {
+        if let Some(v) = std::fs::read_to_string(&ready)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+        {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "serve not ready");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (plain, tls) = (
+        addrs["plain"].as_str().unwrap().to_string(),
+        addrs["tls"].as_str().unwrap().to_string(),
+    );
+    let stats = || -> Value {
+        let mut c = ns.exec(Path::new("curl"));
+        c.args(["-s", &format!("http://{plain}/stats")]);
+        serde_json::from_slice(&c.output().expect("curl").stdout).expect("stats json")
+    };
+    for (proto, url, key, negotiated) in [
+        ("h1", format!("http://{plain}/bytes/100"), "h1", "http/1.1"),
+        ("h2", format!("https://{tls}/bytes/100"), "h2", "h2"),
+    ] {
+        let before = stats();
+        let mut load = ns.exec(&hxlab());
+        load.args([
+            "load",
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--no-keepalive",
+            "--tfo",
+            "--0rtt",
+            "-k",
+        ])
+        .args(["--proto", proto, &url, "--json", "-", "--no-progress"]);
+        let (code, out, err) = run_with_timeout(&mut load, LIMIT);
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        let v: Value =
+            serde_json::from_str(out.lines().find(|l| l.starts_with('{')).unwrap()).expect("json");
+        assert_eq!(u(&v, &["requests_succeeded"]), 10, "{proto}");
+        let acked = v["tfo_syn_data_acked"][negotiated].as_u64().unwrap_or(0);
+        let not = v["tfo_syn_data_not_acked"][negotiated]
+            .as_u64()
+            .unwrap_or(0);
+        assert_eq!(acked + not, 10, "{proto}: every connection read back: {v}");
+        assert!(
+            acked >= 8,
+            "{proto}: SYN data acknowledged on {acked} of 10"
+        );
+        let after = stats();
+        let served = u(&after, &["by_protocol", key, "tfo_accepted"])
+            - u(&before, &["by_protocol", key, "tfo_accepted"]);
+        assert_eq!(acked, served, "{proto}: client and server disagree");
+        assert!(err.contains("TCP Fast Open:"), "{err}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -90,6 +90,11 @@ pub struct Args {
     /// connections can resume (and, with --0rtt, send early data) as a returning visitor.
     #[arg(long = "prime")]
     pub prime: bool,
+    /// TCP Fast Open on TCP connections (TCP_FASTOPEN_CONNECT): once a cookie is cached, the
+    /// first bytes (the request, or the TLS ClientHello) go out in the SYN. Needs
+    /// net.ipv4.tcp_fastopen bit 1 here and bit 2 on the server.
+    #[arg(long = "tfo")]
+    pub tfo: bool,
     /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
     #[arg(long = "cc")]
     pub cc: Option<String>,
@@ -205,6 +210,7 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     cfg.tls_resume = a.tls_resume;
     cfg.zero_rtt = a.zero_rtt;
     cfg.prime = a.prime;
+    cfg.tfo = a.tfo;
     if let Some(cc) = &a.cc {
         cfg.cc = Some(
             CongestionControl::parse_available(cc)
@@ -374,6 +380,13 @@ pub fn summary(r: &RunResult) -> String {
     ));
     if r.pushed > 0 {
         s.push_str(&format!("pushed: {} responses\n", r.pushed));
+    }
+    let tfo_acked: u64 = r.tfo_syn_data_acked.values().sum();
+    let tfo_not: u64 = r.tfo_syn_data_not_acked.values().sum();
+    if tfo_acked + tfo_not > 0 {
+        s.push_str(&format!(
+            "TCP Fast Open: {tfo_acked} connections' SYN data acknowledged, {tfo_not} not\n"
+        ));
     }
     let acc: u64 = r.early_data_accepted.values().sum();
     let rej: u64 = r.early_data_rejected.values().sum();

@@ -194,6 +194,11 @@ async fn serve(
         writeln!(out, "spki_sha256={}", server.spki_sha256())?;
         out.flush()?;
     }
+    if let Some(v) = hxlab_core::cc::tcp_fastopen_sysctl().filter(|v| v & 2 == 0) {
+        eprintln!(
+            "hxlab serve: note: net.ipv4.tcp_fastopen = {v}: this kernel takes no TCP Fast Open data on the listeners (needs bit 2, e.g. sysctl -w net.ipv4.tcp_fastopen=3); /stats counts tfo_accepted"
+        );
+    }
     if let Some(path) = &ready_file {
         let doc = serde_json::json!({
             "pid": std::process::id(),
