@@ -805,8 +805,10 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
         assert_eq!(u(&v.expect("json"), &["requests_done"]), 20);
     }
 
-    // QUIC 0-RTT / resumption: every connection after the first resumes (one per request),
-    // each with its 0-RTT counted as accepted or rejected.
+    // QUIC 0-RTT / resumption. The server answers 0-RTT requests at once (0.5-RTT data) and
+    // sends the next session ticket only after the client's Finished, so a client that closes
+    // right after its answer may leave without a new ticket: at least every other connection
+    // after the first resumes, each with its 0-RTT counted as accepted or rejected.
     let url = format!("https://{h3}/bytes/100");
     let (code, v, err) = load(&[
         "-n",
@@ -824,7 +826,7 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
     let v = v.expect("json");
     assert_eq!(u(&v, &["connections"]), 10, "{v}");
     assert!(
-        u(&v, &["resumed"]) >= 8,
+        u(&v, &["resumed"]) >= 4,
         "h3 0-RTT resumed: {}",
         v["resumed"]
     );
