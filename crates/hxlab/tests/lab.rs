@@ -143,38 +143,10 @@ fn h1_time_grows_in_delay_steps_while_h2_stays_near_one_delay() {
 /// Needs root here; without it the test says loudly that it did not run.
 #[test]
 fn physics_through_the_link() {
-    if !is_root() {
-        eprintln!("\n!!!!! SKIPPED: physics_through_the_link needs root (network namespaces, TUN) !!!!!\n");
+    let spec = "protocol = [\"h1-tls\", \"h2\"]\ndelay = \"50ms\"\nresources = [12, 24]\nsize = \"1KiB\"\nprofile = \"WiFi\"\nrepetitions = 2\nseed = 3\n";
+    let Some(r) = run_link_experiment("hxlab-lab-link", spec, Duration::from_secs(90)) else {
         return;
-    }
-    let dir = TempDir::new("hxlab-lab-link");
-    let spec = dir.path().join("link.toml");
-    std::fs::write(
-        &spec,
-        "protocol = [\"h1-tls\", \"h2\"]\ndelay = \"50ms\"\nresources = [12, 24]\nsize = \"1KiB\"\nprofile = \"WiFi\"\nrepetitions = 2\nseed = 3\n",
-    )
-    .expect("write spec");
-    let out = dir.path().join("out");
-    let (code, stdout, stderr) = run_with_timeout(
-        hxlab_cmd()
-            .arg("run")
-            .arg(&spec)
-            .arg("--out")
-            .arg(&out)
-            .arg("--no-progress"),
-        Duration::from_secs(90),
-    );
-    assert_eq!(
-        code,
-        Some(0),
-        "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    let r = report_of(&out);
-    assert!(
-        r.records.iter().all(|x| x.skipped.is_none()),
-        "link emulation must work as root: {:?}",
-        r.meta.notes
-    );
+    };
     let k =
         |p: &str, n: u32| format!("protocol={p} profile=WiFi delay=50ms resources={n} size=1KiB");
     let (h1_12, h1_24) = (median(&r, &k("h1-tls", 12)), median(&r, &k("h1-tls", 24)));
