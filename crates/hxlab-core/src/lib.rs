@@ -2,15 +2,13 @@
 //!
 //! What it is for: units as users write them (sizes, durations, rates), the `RunResult`
 //! schema every measurement is stored as, HDR histograms that serialise and merge exactly,
-//! and the statistics the reports use; and protocol data that more than one crate needs (the
-//! QPACK static table, [`qpack::STATIC_TABLE`]).
+//! and the statistics the reports use. Wire formats (HPACK, QPACK, frames) live in hxlab-wire.
 //! [`cc`] holds the congestion-control vocabulary with the one socket option and the one
 //! quinn hook that apply and read it back, so both ends set it the same way.
 //! What it is not: no other I/O, no protocol code, no async runtime.
 
 pub mod cc;
 pub mod histogram;
-pub mod qpack;
 pub mod result;
 pub mod stats;
 pub mod units;

@@ -22,11 +22,9 @@ pub mod config;
 pub mod h1;
 pub mod h2;
 pub mod h3;
-pub mod hpack;
 pub mod net;
 pub mod plan;
 pub mod precise;
-pub mod qpack;
 pub mod recorder;
 pub mod scheduler;
 pub mod target;
@@ -34,7 +32,9 @@ pub mod tls;
 mod worker;
 
 pub use config::{CongestionControl, LoadConfig, Proto};
-pub use worker::run;
+/// The HPACK and QPACK codecs the clients use (from hxlab-wire).
+pub use hxlab_wire::{hpack, qpack};
+pub use worker::{run, run_tapped};
 
 /// Why a load run could not start (bad configuration, unreadable files, no threads).
 ///

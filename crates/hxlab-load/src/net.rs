@@ -1,5 +1,7 @@
 //! TCP and TLS connection setup, timed, with the congestion controller applied, and one
-//! stream type (plain or TLS) so the drivers need no dynamic dispatch.
+//! stream type (plain or TLS) so the drivers need no dynamic dispatch. A [`Dialer`] with a
+//! tap (`hxlab trace`) wraps each stream so the tap sees every byte the session wrote and read
+//! (after TLS), and tells it the connection's transport facts.
 
 use crate::recorder::ErrorKind;
 use crate::CongestionControl;
@@ -9,7 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -64,6 +66,8 @@ pub struct ConnectInfo {
     pub alpn: Option<Vec<u8>>,
     /// "TLSv1.3" / "TLSv1.2".
     pub tls_version: Option<&'static str>,
+    /// The negotiated cipher suite, e.g. "TLS13_AES_256_GCM_SHA384".
+    pub cipher: Option<&'static str>,
     /// The congestion controller the socket runs, read back with getsockopt after connect.
     pub cc: Option<String>,
     /// The TLS handshake is still going on: the ClientHello offered a resumed session with
@@ -145,16 +149,48 @@ pub enum Stream {
     Plain(RawTcp),
     /// TLS (boxed: the rustls state is large and moved rarely).
     Tls(Box<TlsConn>),
+    /// Either of the above with a tap that sees every byte written and read (and, when the
+    /// stream is dropped, that the connection closed).
+    Tapped(Box<Stream>, TapGuard),
+}
+
+/// A connection's hold on its tap: tells it the connection closed when dropped.
+pub struct TapGuard(SharedTap);
+
+impl std::ops::Deref for TapGuard {
+    type Target = SharedTap;
+    fn deref(&self) -> &SharedTap {
+        &self.0
+    }
+}
+
+impl Drop for TapGuard {
+    fn drop(&mut self) {
+        with_tap(&self.0, |t| t.closed());
+    }
+}
+
+/// An observer shared by the connections of a run (`hxlab trace`: one client, one thread).
+pub type SharedTap = Arc<Mutex<Box<dyn hxlab_wire::Tap>>>;
+
+/// Runs `f` on the tap (a poisoned lock still holds a usable observer).
+pub fn with_tap(tap: &SharedTap, f: impl FnOnce(&mut dyn hxlab_wire::Tap)) {
+    let mut g = tap.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.as_mut());
 }
 
 impl Stream {
     /// For a connection dialled with early data ([`ConnectInfo::early`]): `done` is called
     /// once, when the handshake completes (driven by the first read).
     pub fn on_handshake(&mut self, done: impl FnOnce(EarlyOutcome) + 'static) {
-        if let Stream::Tls(t) = self {
-            if let Some(w) = &mut t.early {
-                w.done = Some(Box::new(done));
+        match self {
+            Stream::Tls(t) => {
+                if let Some(w) = &mut t.early {
+                    w.done = Some(Box::new(done));
+                }
             }
+            Stream::Tapped(inner, _) => inner.on_handshake(done),
+            Stream::Plain(_) => {}
         }
     }
 }
@@ -511,6 +547,9 @@ pub async fn connect(
     info.alpn = conn.alpn_protocol().map(|p| p.to_vec());
     info.resumed = matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
     info.tls_version = tls_version_name(conn);
+    info.cipher = conn
+        .negotiated_cipher_suite()
+        .and_then(|c| c.suite().as_str());
     Ok((Stream::Tls(Box::new(TlsConn { tls, early: None })), info))
 }
 
@@ -529,6 +568,17 @@ impl AsyncRead for Stream {
                 }
                 Pin::new(&mut s.tls).poll_read(cx, buf)
             }
+            Stream::Tapped(inner, tap) => {
+                let before = buf.filled().len();
+                let r = Pin::new(inner.as_mut()).poll_read(cx, buf);
+                if buf.filled().len() > before {
+                    let got = &buf.filled()[before..];
+                    with_tap(tap, |t| {
+                        t.bytes(hxlab_wire::Dir::Recv, hxlab_wire::tap::Channel::Conn, got)
+                    });
+                }
+                r
+            }
         }
     }
 }
@@ -543,6 +593,13 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(&mut s.tls).poll_write(cx, buf),
+            Stream::Tapped(inner, tap) => {
+                let r = Pin::new(inner.as_mut()).poll_write(cx, buf);
+                if let Poll::Ready(Ok(n)) = r {
+                    sent(tap, &[io::IoSlice::new(buf)], n);
+                }
+                r
+            }
         }
     }
     #[inline]
@@ -550,12 +607,14 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(&mut s.tls).poll_flush(cx),
+            Stream::Tapped(inner, _) => Pin::new(inner.as_mut()).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(&mut s.tls).poll_shutdown(cx),
+            Stream::Tapped(inner, _) => Pin::new(inner.as_mut()).poll_shutdown(cx),
         }
     }
     fn poll_write_vectored(
@@ -566,14 +625,40 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Stream::Tls(s) => Pin::new(&mut s.tls).poll_write_vectored(cx, bufs),
+            Stream::Tapped(inner, tap) => {
+                let r = Pin::new(inner.as_mut()).poll_write_vectored(cx, bufs);
+                if let Poll::Ready(Ok(n)) = r {
+                    sent(tap, bufs, n);
+                }
+                r
+            }
         }
     }
     fn is_write_vectored(&self) -> bool {
         match self {
             Stream::Plain(s) => s.is_write_vectored(),
             Stream::Tls(s) => s.tls.is_write_vectored(),
+            Stream::Tapped(inner, _) => inner.is_write_vectored(),
         }
     }
+}
+
+/// Tells the tap about the first `n` bytes of `bufs`, which the socket (or TLS) took.
+fn sent(tap: &SharedTap, bufs: &[io::IoSlice<'_>], mut n: usize) {
+    with_tap(tap, |t| {
+        for b in bufs {
+            if n == 0 {
+                break;
+            }
+            let k = n.min(b.len());
+            t.bytes(
+                hxlab_wire::Dir::Send,
+                hxlab_wire::tap::Channel::Conn,
+                &b[..k],
+            );
+            n -= k;
+        }
+    });
 }
 
 /// Shared pieces a client needs to open connections.
@@ -589,19 +674,55 @@ pub struct Dialer {
     pub tfo: bool,
     /// Connect + handshake limit.
     pub limit: Duration,
+    /// An observer of every connection (`hxlab trace`).
+    pub tap: Option<SharedTap>,
 }
 
 impl Dialer {
-    /// Opens one connection.
+    /// Opens one connection (tapped when the dialer has a tap, which then learns its facts).
     pub async fn dial(&self) -> Result<(Stream, ConnectInfo), ConnectError> {
-        connect(
+        let (stream, info) = connect(
             self.addr,
             self.tls.as_ref().map(|(c, n)| (c, n)),
             self.cc,
             self.tfo,
             self.limit,
         )
-        .await
+        .await?;
+        let Some(tap) = &self.tap else {
+            return Ok((stream, info));
+        };
+        let offered = match &self.tls {
+            Some((c, _)) => c
+                .config()
+                .alpn_protocols
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect(),
+            None => Vec::new(),
+        };
+        let facts = hxlab_wire::tap::TransportFacts {
+            transport: "TCP",
+            peer: self.addr.to_string(),
+            connect_us: Some(info.connect.as_micros() as u64),
+            handshake_us: info.handshake.map(|d| d.as_micros() as u64),
+            tls_version: info.tls_version.map(str::to_string),
+            cipher: info.cipher.map(str::to_string),
+            alpn: info
+                .alpn
+                .as_ref()
+                .map(|p| String::from_utf8_lossy(p).into_owned()),
+            alpn_offered: offered,
+            resumed: info.resumed,
+            early_data: None,
+            rtt_us: None,
+            congestion_control: info.cc.clone(),
+        };
+        with_tap(tap, |t| t.connected(&facts));
+        Ok((
+            Stream::Tapped(Box::new(stream), TapGuard(tap.clone())),
+            info,
+        ))
     }
 
     /// A dialer for TLS with `config`.

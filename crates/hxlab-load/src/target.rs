@@ -88,10 +88,7 @@ impl Target {
             match &origin {
                 None => origin = Some((https, host, port)),
                 Some(o) if *o != (https, host.clone(), port) => {
-                    return Err(url_err(
-                        url,
-                        "all URLs must have the same scheme, host and port",
-                    ))
+                    return Err(url_err(url, "all URLs must share scheme, host and port"))
                 }
                 Some(_) => {}
             }

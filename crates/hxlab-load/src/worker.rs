@@ -120,6 +120,8 @@ enum Transport {
     Quic {
         configs: tls::QuicConfigs,
         server_name: String,
+        /// An observer of the connection (`hxlab trace`).
+        tap: Option<crate::net::SharedTap>,
     },
 }
 
@@ -210,13 +212,18 @@ fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
     Ok(())
 }
 
-fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> {
+fn transport(
+    cfg: &LoadConfig,
+    target: &Target,
+    tap: Option<&crate::net::SharedTap>,
+) -> Result<Transport, LoadError> {
     let dialer = Dialer {
         tfo: cfg.tfo,
         addr: target.addr,
         tls: None,
         cc: cfg.cc,
         limit: cfg.connect_timeout,
+        tap: tap.cloned(),
     };
     let alpn_owned: Option<Vec<Vec<u8>>> = cfg
         .alpn_list
@@ -257,6 +264,7 @@ fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> 
         (Proto::H3, true) => Ok(Transport::Quic {
             configs: tls::quic_config(cfg)?,
             server_name: target.host.clone(),
+            tap: tap.cloned(),
         }),
     }
 }
@@ -269,9 +277,27 @@ fn transport(cfg: &LoadConfig, target: &Target) -> Result<Transport, LoadError> 
 /// request failures are counted in the result. A run in which nothing worked has
 /// `requests_done == 0` and the first failure in `error_samples`.
 pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
+    run_inner(cfg, None)
+}
+
+/// Runs one client on one connection with `tap` installed on it (`hxlab trace`): the tap
+/// sees the connection's transport facts and every byte the session sends and receives. The
+/// run is `cfg` with one thread and one client, and it ends with its first connection (a
+/// `--prime` connection comes before it, tapped too).
+pub fn run_tapped(
+    mut cfg: LoadConfig,
+    tap: Box<dyn hxlab_wire::Tap>,
+) -> Result<RunResult, LoadError> {
+    cfg.threads = 1;
+    cfg.clients = 1;
+    cfg.progress = false;
+    run_inner(cfg, Some(Arc::new(std::sync::Mutex::new(tap))))
+}
+
+fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunResult, LoadError> {
     validate(&cfg)?;
     let target = Target::from_config(&cfg)?;
-    let transport = transport(&cfg, &target)?;
+    let transport = transport(&cfg, &target, tap.as_ref())?;
     let threads = cfg.threads.min(cfg.clients);
     if cfg.prime {
         prime(&cfg, &target, &transport)?;
@@ -552,6 +578,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         Transport::Quic {
             configs,
             server_name,
+            tap: _,
         } => {
             let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
                 ([0, 0, 0, 0], 0).into()
@@ -835,6 +862,10 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
             }
         };
         ctx.unreserve();
+        if tapped(&transport) {
+            // A traced run is one connection.
+            return unsent(&ctx);
+        }
         match end {
             SessionEnd::PlanDone => return 0,
             SessionEnd::Closed { answered } | SessionEnd::Failed { answered, .. } => {
@@ -857,6 +888,14 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
                 }
             }
         }
+    }
+}
+
+/// Whether a tap watches this client's connections (`hxlab trace`).
+fn tapped(transport: &Transport) -> bool {
+    match transport {
+        Transport::Tcp { dialer, .. } => dialer.tap.is_some(),
+        Transport::Quic { tap, .. } => tap.is_some(),
     }
 }
 

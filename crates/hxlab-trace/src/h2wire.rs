@@ -5,70 +5,16 @@
 use crate::event::{Dir, Event};
 use serde_json::{json, Value};
 
-/// The client connection preface (RFC 9113 §3.4).
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+use hxlab_wire::h2::flag::{
+    ACK as FLAG_ACK, END_HEADERS as FLAG_END_HEADERS, END_STREAM as FLAG_END_STREAM,
+    PADDED as FLAG_PADDED, PRIORITY as FLAG_PRIORITY,
+};
+pub use hxlab_wire::h2::{code_name as error_code_name, frame_type_name, setting_name, PREFACE};
+use hxlab_wire::hpack::ListDecoder;
 
-const FLAG_END_STREAM: u8 = 0x1;
-const FLAG_ACK: u8 = 0x1;
-const FLAG_END_HEADERS: u8 = 0x4;
-const FLAG_PADDED: u8 = 0x8;
-const FLAG_PRIORITY: u8 = 0x20;
-
-/// Name of a frame type.
-pub fn frame_type_name(t: u8) -> &'static str {
-    match t {
-        0x0 => "DATA",
-        0x1 => "HEADERS",
-        0x2 => "PRIORITY",
-        0x3 => "RST_STREAM",
-        0x4 => "SETTINGS",
-        0x5 => "PUSH_PROMISE",
-        0x6 => "PING",
-        0x7 => "GOAWAY",
-        0x8 => "WINDOW_UPDATE",
-        0x9 => "CONTINUATION",
-        0xa => "ALTSVC",
-        0xc => "ORIGIN",
-        0x10 => "PRIORITY_UPDATE",
-        _ => "UNKNOWN",
-    }
-}
-
-/// Name of an HTTP/2 error code (RST_STREAM, GOAWAY).
-pub fn error_code_name(code: u32) -> &'static str {
-    match code {
-        0x0 => "NO_ERROR",
-        0x1 => "PROTOCOL_ERROR",
-        0x2 => "INTERNAL_ERROR",
-        0x3 => "FLOW_CONTROL_ERROR",
-        0x4 => "SETTINGS_TIMEOUT",
-        0x5 => "STREAM_CLOSED",
-        0x6 => "FRAME_SIZE_ERROR",
-        0x7 => "REFUSED_STREAM",
-        0x8 => "CANCEL",
-        0x9 => "COMPRESSION_ERROR",
-        0xa => "CONNECT_ERROR",
-        0xb => "ENHANCE_YOUR_CALM",
-        0xc => "INADEQUATE_SECURITY",
-        0xd => "HTTP_1_1_REQUIRED",
-        _ => "UNKNOWN_ERROR",
-    }
-}
-
-/// Name of a SETTINGS parameter.
-pub fn setting_name(id: u16) -> &'static str {
-    match id {
-        0x1 => "SETTINGS_HEADER_TABLE_SIZE",
-        0x2 => "SETTINGS_ENABLE_PUSH",
-        0x3 => "SETTINGS_MAX_CONCURRENT_STREAMS",
-        0x4 => "SETTINGS_INITIAL_WINDOW_SIZE",
-        0x5 => "SETTINGS_MAX_FRAME_SIZE",
-        0x6 => "SETTINGS_MAX_HEADER_LIST_SIZE",
-        0x8 => "SETTINGS_ENABLE_CONNECT_PROTOCOL",
-        0x9 => "SETTINGS_NO_RFC7540_PRIORITIES",
-        _ => "UNKNOWN",
-    }
-}
+/// The largest HPACK table size either side's decoder follows (a sender announcing more is a
+/// decoding error, shown as such).
+const MAX_TABLE: usize = 1 << 20;
 
 /// A header block being collected across HEADERS/PUSH_PROMISE + CONTINUATION frames.
 struct PendingBlock {
@@ -85,7 +31,7 @@ pub struct H2Wire {
     buf: Vec<u8>,
     /// DATA payload bytes still to pass over without buffering them.
     skip: usize,
-    hpack: fluke_hpack::Decoder<'static>,
+    hpack: ListDecoder,
     pending: Option<PendingBlock>,
     /// Set when the bytes stopped looking like HTTP/2; nothing more is parsed.
     broken: bool,
@@ -103,7 +49,7 @@ impl H2Wire {
             preface_left: if dir == Dir::Send { PREFACE.len() } else { 0 },
             buf: Vec::new(),
             skip: 0,
-            hpack: fluke_hpack::Decoder::new(),
+            hpack: ListDecoder::new(MAX_TABLE),
             pending: None,
             broken: false,
             frames: 0,
@@ -410,19 +356,23 @@ impl H2Wire {
         let Some(block) = self.pending.take() else {
             return e;
         };
-        let mut headers = Vec::new();
-        let result = self.hpack.decode_with_cb(&block.fragment, |n, v| {
-            headers.push((
-                String::from_utf8_lossy(&n).into_owned(),
-                String::from_utf8_lossy(&v).into_owned(),
-            ));
+        let result = self.hpack.decode(&block.fragment).map(|fields| {
+            fields
+                .into_iter()
+                .map(|f| {
+                    (
+                        String::from_utf8_lossy(&f.name).into_owned(),
+                        String::from_utf8_lossy(&f.value).into_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
         });
         e = e.field("header_block_size", block.fragment.len());
         if let Some(p) = block.promised {
             e = e.field("promised_stream_id", p);
         }
         match result {
-            Ok(()) => {
+            Ok(headers) => {
                 e = e.detail(format!(
                     "; header block {} bytes (HPACK), {} fields",
                     block.fragment.len(),
@@ -439,9 +389,9 @@ impl H2Wire {
                 self.broken = true;
                 e = e
                     .detail(format!(
-                        "; HPACK decoding failed: {err:?}; no further frames are decoded"
+                        "; HPACK decoding failed: {err}; no further frames are decoded"
                     ))
-                    .field("hpack_error", format!("{err:?}"));
+                    .field("hpack_error", err.to_string());
             }
         }
         e

@@ -3,63 +3,15 @@
 //! QPACK-decoded field section, SETTINGS, GOAWAY, ...) and QPACK encoder/decoder instructions.
 
 use crate::event::{Dir, Event};
-use crate::qpack;
+use hxlab_wire::qpack::display as qpack;
 use serde_json::{json, Value};
 
 /// HEADERS/SETTINGS payloads above this are reported but not buffered (a hostile peer cannot
 /// make the tracer grow without bound).
 const MAX_BUFFERED_FRAME: u64 = 1 << 20;
 
-/// Decodes a QUIC variable-length integer (RFC 9000 §16); `None` if incomplete.
-pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
-    let first = *buf.first()?;
-    let len = 1usize << (first >> 6);
-    if buf.len() < len {
-        return None;
-    }
-    let mut v = (first & 0x3f) as u64;
-    for b in &buf[1..len] {
-        v = (v << 8) | *b as u64;
-    }
-    Some((v, len))
-}
-
-fn is_grease(v: u64) -> bool {
-    v >= 0x21 && (v - 0x21).is_multiple_of(0x1f)
-}
-
-/// Name of an HTTP/3 frame type.
-pub fn frame_type_name(t: u64) -> &'static str {
-    match t {
-        0x0 => "DATA",
-        0x1 => "HEADERS",
-        0x3 => "CANCEL_PUSH",
-        0x4 => "SETTINGS",
-        0x5 => "PUSH_PROMISE",
-        0x7 => "GOAWAY",
-        0xd => "MAX_PUSH_ID",
-        0xf0700 => "PRIORITY_UPDATE(request)",
-        0xf0701 => "PRIORITY_UPDATE(push)",
-        t if is_grease(t) => "reserved(grease)",
-        _ => "UNKNOWN",
-    }
-}
-
-/// Name of an HTTP/3 SETTINGS identifier.
-pub fn setting_name(id: u64) -> &'static str {
-    match id {
-        0x01 => "SETTINGS_QPACK_MAX_TABLE_CAPACITY",
-        0x06 => "SETTINGS_MAX_FIELD_SECTION_SIZE",
-        0x07 => "SETTINGS_QPACK_BLOCKED_STREAMS",
-        0x08 => "SETTINGS_ENABLE_CONNECT_PROTOCOL",
-        0x33 => "SETTINGS_H3_DATAGRAM",
-        0x2b603742 => "SETTINGS_ENABLE_WEBTRANSPORT",
-        0x2b603743 => "SETTINGS_WEBTRANSPORT_MAX_SESSIONS(draft)",
-        0xc671706a => "SETTINGS_WEBTRANSPORT_MAX_SESSIONS",
-        id if is_grease(id) => "reserved(grease)",
-        _ => "UNKNOWN",
-    }
-}
+pub use hxlab_wire::h3::{frame_type_name, is_grease, setting_name};
+use hxlab_wire::varint::read as varint;
 
 /// What a stream carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,239 +1,604 @@
-//! A passive tap on a byte stream: an `AsyncRead + AsyncWrite` wrapper that hands every byte the
-//! real client stack wrote or read to an observer, at the moment it crossed the socket.
+//! The trace's observer: an [`hxlab_wire::Tap`] installed on `hxlab load`'s own client
+//! sessions. Every byte those sessions send and receive goes through the passive parsers
+//! ([`H1Wire`], [`H2Wire`], [`H3StreamWire`]) and comes out as events; the responses they
+//! show are collected into a [`Summary`].
+//!
+//! Which parser a connection's bytes go to follows what the connection turned out to be:
+//! ALPN `h2` (or h2c with prior knowledge) is HTTP/2, anything else over TCP is HTTP/1.1,
+//! QUIC is HTTP/3 with one parser per stream and direction.
 
 use crate::event::{Dir, Event, Tracer};
 use crate::h1wire::H1Wire;
 use crate::h2wire::H2Wire;
-use std::io::IoSlice;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use crate::h3wire::H3StreamWire;
+use hxlab_wire::tap::{Channel, QuicStats, TransportFacts};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
-/// Sees both directions of one connection, in order.
-pub trait Observer: Send + Unpin {
-    /// Bytes the client wrote.
-    fn on_send(&mut self, bytes: &[u8]) -> Vec<Event>;
-    /// Bytes the client read.
-    fn on_recv(&mut self, bytes: &[u8]) -> Vec<Event>;
+/// The protocol the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// https: offer h2 and http/1.1 by ALPN; http: HTTP/1.1.
+    Auto,
+    /// HTTP/1.1.
+    H1,
+    /// HTTP/2 over TLS (shows the fallback when the server selects HTTP/1.1); h2c on http.
+    H2,
+    /// HTTP/2 over cleartext TCP with prior knowledge.
+    H2c,
+    /// HTTP/3.
+    H3,
 }
 
-/// Both directions of an HTTP/2 connection. The HPACK decoders accept any dynamic table size
-/// the sender announces, so SETTINGS_HEADER_TABLE_SIZE need not be carried across.
-pub struct H2Observer {
-    send: H2Wire,
-    recv: H2Wire,
-    answered_http1: Arc<AtomicBool>,
+/// One response as the wire showed it.
+#[derive(Debug, Clone, Default)]
+pub struct ResponseSummary {
+    /// Request path.
+    pub path: String,
+    /// Stream id (h2/h3), None on h1.
+    pub stream_id: Option<u64>,
+    /// Final status code (0 if none arrived).
+    pub status: u16,
+    /// Body bytes (DATA payload on h2/h3, the framed body on h1).
+    pub body_bytes: u64,
+    /// A pushed response.
+    pub pushed: bool,
+    /// The response's Alt-Svc header, if any (how a server advertises HTTP/3).
+    pub alt_svc: Option<String>,
 }
 
-impl H2Observer {
-    /// A fresh pair of parsers (client→server starts with the preface).
-    pub fn new() -> H2Observer {
-        H2Observer {
-            send: H2Wire::new(Dir::Send),
-            recv: H2Wire::new(Dir::Recv),
-            answered_http1: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Set once the server answered with HTTP/1.x instead of HTTP/2 frames, so the caller can
-    /// explain the h2 error that follows.
-    pub fn answered_http1(&self) -> Arc<AtomicBool> {
-        self.answered_http1.clone()
-    }
+/// What the trace established.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// "h1", "h2", "h2c" or "h3": the protocol actually spoken (on the last connection).
+    pub protocol: String,
+    /// ALPN result, if TLS or QUIC was used.
+    pub alpn: Option<String>,
+    /// True when h2 was asked for and HTTP/1.1 was used.
+    pub fell_back: bool,
+    /// Every complete response, pushed ones included, in the order they completed.
+    pub responses: Vec<ResponseSummary>,
+    /// Whether the (last) TLS handshake resumed a session; None without TLS over TCP.
+    pub resumed: Option<bool>,
+    /// Connections seen.
+    pub connections: u32,
+    /// The server answered an HTTP/2 preface in HTTP/1.1.
+    pub answered_http1: bool,
+    /// The server answered HTTP/1.1 with HTTP/2 frames (it speaks h2c).
+    pub answered_h2: bool,
 }
 
-impl Default for H2Observer {
-    fn default() -> Self {
-        Self::new()
-    }
+#[derive(Default)]
+struct Pending {
+    path: String,
+    status: u16,
+    body: u64,
+    pushed: bool,
+    alt_svc: Option<String>,
 }
 
-impl Observer for H2Observer {
-    fn on_send(&mut self, bytes: &[u8]) -> Vec<Event> {
-        self.send.feed(bytes)
-    }
-    fn on_recv(&mut self, bytes: &[u8]) -> Vec<Event> {
-        let events = self.recv.feed(bytes);
-        if self.recv.answered_http1 {
-            self.answered_http1.store(true, Ordering::Relaxed);
-        }
-        events
-    }
+enum Conn {
+    None,
+    H1 {
+        wire: H1Wire,
+        paths: VecDeque<String>,
+        current: Option<Pending>,
+    },
+    H2 {
+        send: H2Wire,
+        recv: H2Wire,
+        streams: BTreeMap<u64, Pending>,
+    },
+    H3 {
+        wires: HashMap<(u64, bool), H3StreamWire>,
+        streams: BTreeMap<u64, Pending>,
+    },
 }
 
-/// HTTP/1.1 heads in both directions.
-pub struct H1Observer {
-    wire: H1Wire,
-    answered_h2: Arc<AtomicBool>,
-}
-
-impl H1Observer {
-    /// A fresh HTTP/1.1 observer.
-    pub fn new() -> H1Observer {
-        H1Observer {
-            wire: H1Wire::new(),
-            answered_h2: Arc::new(AtomicBool::new(false)),
-        }
-    }
-
-    /// Set once the server answered with an HTTP/2 SETTINGS frame instead of HTTP/1.1, so the
-    /// caller can explain the error that follows.
-    pub fn answered_h2(&self) -> Arc<AtomicBool> {
-        self.answered_h2.clone()
-    }
-}
-
-impl Default for H1Observer {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Observer for H1Observer {
-    fn on_send(&mut self, bytes: &[u8]) -> Vec<Event> {
-        self.wire.feed_send(bytes)
-    }
-    fn on_recv(&mut self, bytes: &[u8]) -> Vec<Event> {
-        let events = self.wire.feed_recv(bytes);
-        if events
-            .iter()
-            .any(|e| e.fields.get("looks_like_h2") == Some(&true.into()))
-        {
-            self.answered_h2.store(true, Ordering::Relaxed);
-        }
-        events
-    }
-}
-
-/// The wrapper given to hyper / h2 in place of the socket.
-pub struct Tap<S, O> {
-    inner: S,
-    observer: O,
+/// The observer `hxlab trace` installs on load's client.
+pub struct TraceTap {
     tracer: Tracer,
+    asked: Asked,
+    /// Requests the traced connection carries (for the HTTP/1.1 note).
+    requests: u64,
+    conn: Conn,
+    summary: Arc<Mutex<Summary>>,
 }
 
-impl<S, O: Observer> Tap<S, O> {
-    /// Wraps `inner`; events go to `tracer`.
-    pub fn new(inner: S, observer: O, tracer: Tracer) -> Tap<S, O> {
-        Tap {
-            inner,
-            observer,
-            tracer,
-        }
+fn info(line: impl Into<String>) -> Event {
+    let line = line.into();
+    Event::new("info", line.clone()).field("message", line)
+}
+
+fn opt(v: Option<String>) -> Value {
+    v.map(Value::from).unwrap_or(Value::Null)
+}
+
+/// Header `name` of an event's decoded header list.
+fn header(e: &Event, name: &str) -> Option<String> {
+    e.fields.get("headers")?.as_array()?.iter().find_map(|h| {
+        let pair = h.as_array()?;
+        (pair.first()?.as_str()? == name).then(|| pair.get(1)?.as_str().map(str::to_string))?
+    })
+}
+
+impl TraceTap {
+    /// A tap that prints through `tracer` for a connection carrying `requests` requests; the
+    /// summary fills in as responses complete.
+    pub fn new(tracer: Tracer, asked: Asked, requests: u64) -> (TraceTap, Arc<Mutex<Summary>>) {
+        let summary = Arc::new(Mutex::new(Summary::default()));
+        (
+            TraceTap {
+                tracer,
+                asked,
+                requests,
+                conn: Conn::None,
+                summary: summary.clone(),
+            },
+            summary,
+        )
     }
 
-    fn sent(&mut self, bytes: &[u8]) {
-        for e in self.observer.on_send(bytes) {
+    fn summary(&self) -> std::sync::MutexGuard<'_, Summary> {
+        self.summary.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tcp_connected(&mut self, f: &TransportFacts) {
+        let ms = f.connect_us.unwrap_or(0) as f64 / 1e3;
+        self.tracer.emit(
+            Event::new(
+                "connect",
+                format!("connected to {} over TCP in {ms:.3} ms", f.peer),
+            )
+            .field("transport", "tcp")
+            .field("addr", f.peer.clone())
+            .field("connect_ms", ms),
+        );
+        let Some(version) = &f.tls_version else {
+            let h2 = matches!(self.asked, Asked::H2 | Asked::H2c);
+            if h2 {
+                self.tracer
+                    .emit(info("HTTP/2 over cleartext TCP with prior knowledge (h2c)"));
+            }
+            self.start_tcp(h2, if h2 { "h2c" } else { "h1" }, None, None, false);
+            return;
+        };
+        let version = version.replace('.', "_");
+        let ms = f.handshake_us.unwrap_or(0) as f64 / 1e3;
+        let cipher = f.cipher.clone().unwrap_or_else(|| "?".into());
+        self.tracer.emit(
+            Event::new(
+                "tls",
+                format!(
+                    "TLS handshake done in {ms:.3} ms: {version}, {cipher}, ALPN {} (offered {}), {}",
+                    f.alpn.as_deref().unwrap_or("none"),
+                    f.alpn_offered.join(","),
+                    if f.resumed {
+                        "resumed session"
+                    } else {
+                        "full handshake (no resumption)"
+                    }
+                ),
+            )
+            .field("version", version)
+            .field("cipher", cipher)
+            .field("alpn", opt(f.alpn.clone()))
+            .field("alpn_offered", f.alpn_offered.clone())
+            .field("resumed", f.resumed)
+            .field("handshake_ms", ms),
+        );
+        let h2 = f.alpn.as_deref() == Some("h2");
+        let fell_back = !h2 && matches!(self.asked, Asked::H2 | Asked::Auto);
+        if fell_back {
+            let what = match &f.alpn {
+                Some(p) => format!("the server selected {p:?} by ALPN"),
+                None => "the server selected no ALPN protocol".into(),
+            };
+            self.tracer.emit(
+                Event::new(
+                    "fallback",
+                    format!("FALLBACK: h2 was offered but {what}; continuing over HTTP/1.1"),
+                )
+                .field("asked", "h2")
+                .field("alpn", opt(f.alpn.clone()))
+                .field("using", "http/1.1"),
+            );
+        }
+        let fell_back = fell_back && self.asked == Asked::H2;
+        let proto = if h2 { "h2" } else { "h1" };
+        self.start_tcp(h2, proto, f.alpn.clone(), Some(f.resumed), fell_back);
+    }
+
+    fn start_tcp(
+        &mut self,
+        h2: bool,
+        proto: &str,
+        alpn: Option<String>,
+        resumed: Option<bool>,
+        fell_back: bool,
+    ) {
+        self.conn = if h2 {
+            Conn::H2 {
+                send: H2Wire::new(Dir::Send),
+                recv: H2Wire::new(Dir::Recv),
+                streams: BTreeMap::new(),
+            }
+        } else {
+            if self.requests > 1 {
+                self.tracer.emit(info(format!(
+                    "HTTP/1.1 has no multiplexing: the {} requests go one after another on this connection",
+                    self.requests
+                )));
+            }
+            Conn::H1 {
+                wire: H1Wire::new(),
+                paths: VecDeque::new(),
+                current: None,
+            }
+        };
+        let mut s = self.summary();
+        s.protocol = proto.to_string();
+        s.alpn = alpn;
+        s.resumed = resumed;
+        s.fell_back |= fell_back;
+    }
+
+    fn quic_connected(&mut self, f: &TransportFacts) {
+        self.tracer.emit(
+            Event::new(
+                "connect",
+                format!("QUIC connecting to {} over UDP (offering ALPN h3)", f.peer),
+            )
+            .field("transport", "quic")
+            .field("addr", f.peer.clone()),
+        );
+        let ms = f.handshake_us.unwrap_or(0) as f64 / 1e3;
+        let rtt_ms = f.rtt_us.unwrap_or(0) as f64 / 1e3;
+        let early = match f.early_data {
+            Some(true) => "0-RTT accepted",
+            Some(false) => "0-RTT rejected",
+            None if f.resumed => "resumed session",
+            None => "full handshake (no 0-RTT)",
+        };
+        self.tracer.emit(
+            Event::new(
+                "quic_handshake",
+                format!(
+                    "QUIC handshake done in {ms:.3} ms: TLSv1_3, ALPN {}, RTT estimate {rtt_ms:.3} ms, {early}",
+                    f.alpn.as_deref().unwrap_or("none")
+                ),
+            )
+            .field("handshake_ms", ms)
+            .field("version", "TLSv1_3")
+            .field("alpn", opt(f.alpn.clone()))
+            .field("rtt_ms", rtt_ms)
+            .field("resumed", f.resumed),
+        );
+        self.conn = Conn::H3 {
+            wires: HashMap::new(),
+            streams: BTreeMap::new(),
+        };
+        let mut s = self.summary();
+        s.protocol = "h3".into();
+        s.alpn = f.alpn.clone();
+    }
+
+    fn respond(&self, proto: &str, stream_id: Option<u64>, p: Pending) {
+        let r = ResponseSummary {
+            path: p.path,
+            stream_id,
+            status: p.status,
+            body_bytes: p.body,
+            pushed: p.pushed,
+            alt_svc: p.alt_svc,
+        };
+        self.tracer.emit(response_event(&r, proto));
+        self.summary().responses.push(r);
+    }
+
+    fn emit_all(&self, events: Vec<Event>) {
+        for e in events {
             self.tracer.emit(e);
         }
     }
-}
 
-impl<S: AsyncRead + Unpin, O: Observer> AsyncRead for Tap<S, O> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = r {
-            let new = &buf.filled()[before..];
-            if !new.is_empty() {
-                for e in this.observer.on_recv(new) {
-                    this.tracer.emit(e);
+    fn h1_bytes(&mut self, dir: hxlab_wire::Dir, data: &[u8]) {
+        let Conn::H1 {
+            wire,
+            paths,
+            current,
+        } = &mut self.conn
+        else {
+            return;
+        };
+        let events = match dir {
+            hxlab_wire::Dir::Send => wire.feed_send(data),
+            hxlab_wire::Dir::Recv => wire.feed_recv(data),
+        };
+        let mut done = Vec::new();
+        for e in &events {
+            match e.kind {
+                "h1_request" => {
+                    let line = e.fields["line"].as_str().unwrap_or_default();
+                    let path = line.split(' ').nth(1).unwrap_or("/").to_string();
+                    paths.push_back(path);
                 }
+                "h1_response" => {
+                    let status = e.fields["status"].as_u64().unwrap_or(0) as u16;
+                    if status >= 200 {
+                        *current = Some(Pending {
+                            path: paths.pop_front().unwrap_or_default(),
+                            status,
+                            alt_svc: header(e, "alt-svc").or_else(|| header(e, "Alt-Svc")),
+                            ..Default::default()
+                        });
+                    }
+                }
+                "h1_body" => {
+                    if let Some(mut p) = current.take() {
+                        p.body = e.fields["body_bytes"].as_u64().unwrap_or(0);
+                        done.push(p);
+                    }
+                }
+                "error" if e.fields.get("looks_like_h2") == Some(&Value::Bool(true)) => {
+                    self.summary
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .answered_h2 = true;
+                }
+                _ => {}
             }
         }
-        r
-    }
-}
-
-impl<S: AsyncWrite + Unpin, O: Observer> AsyncWrite for Tap<S, O> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = r {
-            this.sent(&buf[..n]);
-        }
-        r
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = r {
-            // Only the first n bytes across the slices were written.
-            let mut left = n;
-            for s in bufs {
-                if left == 0 {
-                    break;
-                }
-                let take = left.min(s.len());
-                this.sent(&s[..take]);
-                left -= take;
+        for e in events {
+            let end = e.kind == "h1_body";
+            self.tracer.emit(e);
+            if end && !done.is_empty() {
+                let p = done.remove(0);
+                self.respond("h1", None, p);
             }
         }
-        r
     }
 
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
+    fn h2_bytes(&mut self, dir: hxlab_wire::Dir, data: &[u8]) {
+        let Conn::H2 {
+            send,
+            recv,
+            streams,
+        } = &mut self.conn
+        else {
+            return;
+        };
+        let events = match dir {
+            hxlab_wire::Dir::Send => send.feed(data),
+            hxlab_wire::Dir::Recv => recv.feed(data),
+        };
+        let answered_http1 = recv.answered_http1;
+        let finished: Vec<Option<(u64, Pending)>> =
+            events.iter().map(|e| track_h2(e, dir, streams)).collect();
+        let proto = {
+            let mut s = self.summary();
+            s.answered_http1 |= answered_http1;
+            if s.protocol == "h2c" {
+                "h2c"
+            } else {
+                "h2"
+            }
+        };
+        for (e, finished) in events.into_iter().zip(finished) {
+            self.tracer.emit(e);
+            if let Some((id, p)) = finished {
+                self.respond(proto, Some(id), p);
+            }
+        }
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    fn h3_bytes(&mut self, dir: hxlab_wire::Dir, id: u64, data: &[u8], fin: bool) {
+        let Conn::H3 { wires, streams } = &mut self.conn else {
+            return;
+        };
+        let send = dir == hxlab_wire::Dir::Send;
+        let wire = wires.entry((id, send)).or_insert_with(|| {
+            let d = if send { Dir::Send } else { Dir::Recv };
+            H3StreamWire::new(d, id, id % 4 == 0)
+        });
+        let mut events = wire.feed(data);
+        if fin {
+            events.push(wire.finish());
+        }
+        let mut finished = None;
+        for e in &events {
+            track_h3(e, send, id, streams);
+        }
+        if fin && !send && id % 4 == 0 {
+            finished = streams.remove(&id);
+        }
+        self.emit_all(events);
+        if let Some(p) = finished {
+            self.respond("h3", Some(id), p);
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// Follows one HTTP/2 frame event; returns a response it completed.
+fn track_h2(
+    e: &Event,
+    dir: hxlab_wire::Dir,
+    streams: &mut BTreeMap<u64, Pending>,
+) -> Option<(u64, Pending)> {
+    if e.kind != "frame" {
+        return None;
+    }
+    let id = e.fields.get("stream_id")?.as_u64()?;
+    let ty = e.fields.get("type")?.as_str()?;
+    let flags = e.fields.get("flags").and_then(Value::as_u64).unwrap_or(0);
+    let end = flags & 1 != 0 && matches!(ty, "HEADERS" | "DATA");
+    match (dir, ty) {
+        (hxlab_wire::Dir::Send, "HEADERS") => {
+            streams.entry(id).or_default().path = header(e, ":path").unwrap_or_default();
+            return None;
+        }
+        (hxlab_wire::Dir::Recv, "PUSH_PROMISE") => {
+            let promised = e.fields.get("promised_stream_id")?.as_u64()?;
+            let p = streams.entry(promised).or_default();
+            p.pushed = true;
+            p.path = header(e, ":path").unwrap_or_default();
+            return None;
+        }
+        (hxlab_wire::Dir::Recv, "HEADERS") => {
+            let p = streams.entry(id).or_default();
+            if let Some(s) = header(e, ":status").and_then(|s| s.parse::<u16>().ok()) {
+                if s >= 200 || p.status == 0 {
+                    p.status = s;
+                }
+            }
+            if p.alt_svc.is_none() {
+                p.alt_svc = header(e, "alt-svc");
+            }
+        }
+        (hxlab_wire::Dir::Recv, "DATA") => {
+            let len = e.fields.get("length").and_then(Value::as_u64).unwrap_or(0);
+            streams.entry(id).or_default().body += len;
+        }
+        (hxlab_wire::Dir::Recv, "RST_STREAM") => {
+            streams.remove(&id);
+            return None;
+        }
+        _ => return None,
+    }
+    if end && dir == hxlab_wire::Dir::Recv {
+        return streams.remove(&id).map(|p| (id, p));
+    }
+    None
+}
 
-    #[tokio::test]
-    async fn tap_reports_both_directions_of_a_real_stream() {
-        let (client, mut server) = tokio::io::duplex(64);
-        let tracer = Tracer::capturing(true, Box::new(std::io::sink()));
-        let mut tap = Tap::new(client, H1Observer::new(), tracer.clone());
-        // Larger than the duplex buffer: the write is split, the head is still reported once.
-        let mut req = b"GET /x HTTP/1.1\r\nhost: a\r\n".to_vec();
-        req.extend(b"x-pad: ".iter().chain([b'p'; 100].iter()));
-        req.extend(b"\r\n\r\n");
-        let writer = async {
-            tap.write_all(&req).await.expect("write");
-            let mut buf = [0u8; 64];
-            let n = tap.read(&mut buf).await.expect("read");
-            assert!(n > 0);
+/// Follows one HTTP/3 event on a request stream.
+fn track_h3(e: &Event, send: bool, id: u64, streams: &mut BTreeMap<u64, Pending>) {
+    if e.kind != "frame" || id % 4 != 0 {
+        return;
+    }
+    let ty = e.fields.get("type").and_then(Value::as_str).unwrap_or("");
+    let p = streams.entry(id).or_default();
+    match (send, ty) {
+        (true, "HEADERS") => p.path = header(e, ":path").unwrap_or_default(),
+        (false, "HEADERS") => {
+            if let Some(s) = header(e, ":status").and_then(|s| s.parse::<u16>().ok()) {
+                if s >= 200 || p.status == 0 {
+                    p.status = s;
+                }
+            }
+            if p.alt_svc.is_none() {
+                p.alt_svc = header(e, "alt-svc");
+            }
+        }
+        (false, "DATA") => p.body += e.fields.get("length").and_then(Value::as_u64).unwrap_or(0),
+        _ => {}
+    }
+}
+
+/// The `response` event.
+pub fn response_event(r: &ResponseSummary, proto: &str) -> Event {
+    let sid = r
+        .stream_id
+        .map(|s| format!(" on stream {s}"))
+        .unwrap_or_default();
+    let what = if r.pushed {
+        "pushed response"
+    } else {
+        "response"
+    };
+    Event::new(
+        "response",
+        format!(
+            "{what}{sid}: {} {} — status {}, {} body bytes",
+            proto, r.path, r.status, r.body_bytes
+        ),
+    )
+    .field("proto", proto)
+    .field("path", r.path.clone())
+    .field(
+        "stream_id",
+        r.stream_id.map(Value::from).unwrap_or(Value::Null),
+    )
+    .field("status", r.status)
+    .field("body_bytes", r.body_bytes)
+    .field("pushed", r.pushed)
+}
+
+impl hxlab_wire::Tap for TraceTap {
+    fn connected(&mut self, facts: &TransportFacts) {
+        let n = {
+            let mut s = self.summary();
+            s.connections += 1;
+            s.connections
         };
-        let peer = async {
-            let mut got = vec![0u8; req.len()];
-            server.read_exact(&mut got).await.expect("server read");
-            server
-                .write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
-                .await
-                .expect("server write");
-        };
-        tokio::join!(writer, peer);
-        let events = tracer.events();
-        let kinds: Vec<&str> = events.iter().map(|(_, e)| e.kind).collect();
-        assert_eq!(kinds, ["h1_request", "h1_response"]);
-        assert_eq!(events[0].1.fields["line"], "GET /x HTTP/1.1");
-        assert_eq!(events[1].1.fields["status"], 204);
+        if n == 2 {
+            self.tracer.emit(info(
+                "second connection, with the first one's TLS session cache (--resume)",
+            ));
+        }
+        if facts.transport == "QUIC" {
+            self.quic_connected(facts);
+        } else {
+            self.tcp_connected(facts);
+        }
+    }
+
+    fn bytes(&mut self, dir: hxlab_wire::Dir, channel: Channel, data: &[u8]) {
+        match (&self.conn, channel) {
+            (Conn::H1 { .. }, Channel::Conn) => self.h1_bytes(dir, data),
+            (Conn::H2 { .. }, Channel::Conn) => self.h2_bytes(dir, data),
+            (Conn::H3 { .. }, Channel::Quic(id)) => self.h3_bytes(dir, id, data, false),
+            _ => {}
+        }
+    }
+
+    fn stream_end(&mut self, dir: hxlab_wire::Dir, channel: Channel) {
+        if let Channel::Quic(id) = channel {
+            self.h3_bytes(dir, id, &[], true);
+        }
+    }
+
+    fn note(&mut self, text: &str) {
+        self.tracer.emit(info(text));
+    }
+
+    fn quic_closed(&mut self, s: &QuicStats) {
+        let rtt_ms = s.rtt_us as f64 / 1e3;
+        self.tracer.emit(
+            Event::new(
+                "quic_stats",
+                format!(
+                    "QUIC: {} datagrams sent, {} received, {} packets lost, RTT {rtt_ms:.3} ms, cwnd {} bytes",
+                    s.datagrams_sent, s.datagrams_received, s.packets_lost, s.cwnd
+                ),
+            )
+            .field("datagrams_sent", s.datagrams_sent)
+            .field("datagrams_received", s.datagrams_received)
+            .field("packets_lost", s.packets_lost)
+            .field("rtt_ms", rtt_ms),
+        );
+    }
+
+    fn closed(&mut self) {
+        if let Conn::H1 { wire, current, .. } = &mut self.conn {
+            let events = wire.closed();
+            let done = if events.is_empty() {
+                None
+            } else {
+                current.take().map(|mut p| {
+                    p.body = events[0].fields["body_bytes"].as_u64().unwrap_or(0);
+                    p
+                })
+            };
+            self.emit_all(events);
+            if let Some(p) = done {
+                self.respond("h1", None, p);
+            }
+        }
+        if !matches!(self.conn, Conn::None) {
+            self.tracer.emit(info("connection closed"));
+        }
+        self.conn = Conn::None;
     }
 }

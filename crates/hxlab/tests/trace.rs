@@ -555,7 +555,7 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
     let port = free_port();
     let refused = format!("https://127.0.0.1:{port}/");
     let cases: Vec<(Vec<String>, i32, &str)> = vec![
-        (vec![refused.clone(), "-k".into()], 1, "cannot connect"),
+        (vec![refused.clone(), "-k".into()], 1, "connection refused"),
         (vec!["ftp://example/".into()], 2, "bad URL"),
         (vec!["not a url".into()], 2, "bad URL"),
         (
@@ -610,7 +610,7 @@ fn bad_input_gives_one_line_and_the_right_exit_code() {
     cases.push((
         vec![silent_url, "-k".into(), "--timeout".into(), "1s".into()],
         1,
-        "timed out after 1s during TLS handshake",
+        "TLS handshake with",
     ));
     cases.push((
         vec![

@@ -1,7 +1,7 @@
 //! `hxlab trace`: a frame-level view of one connection (h1, h2, h2c, h3), like `nghttp -v`.
 
-use anyhow::Context;
-use hxlab_trace::{Proto, TraceError, TraceOptions, Tracer, Trust};
+use hxlab_load::{LoadConfig, LoadError, Proto};
+use hxlab_trace::{Asked, Event, Summary, TraceTap, Tracer};
 use std::process::ExitCode;
 
 /// Protocol choice on the command line.
@@ -58,80 +58,135 @@ pub struct Args {
 /// The most requests one trace sends (-m times URLs): a trace is for reading, not for load.
 const MAX_REQUESTS: usize = 1000;
 
-fn options(args: &Args) -> anyhow::Result<TraceOptions> {
+/// `-H "Name: value"` as a (name, value) pair, or why not.
+fn header(h: &str) -> anyhow::Result<(String, String)> {
+    let (name, value) = h
+        .split_once(':')
+        .ok_or_else(|| super::usage(format!("-H {h:?}: expected \"Name: value\"")))?;
+    let name = name.trim().to_ascii_lowercase();
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(super::usage(format!("-H {h:?}: invalid header name")));
+    }
+    let value = value.trim();
+    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+        return Err(super::usage(format!("-H {h:?}: invalid header value")));
+    }
+    Ok((name, value.to_string()))
+}
+
+/// The load run a trace is: one client, one connection, every request at once on h2/h3.
+fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
     let timeout = hxlab_core::parse_duration(&args.timeout)
         .map_err(|e| super::usage(format!("--timeout {}: {e}", args.timeout)))?;
     if timeout.is_zero() {
         return Err(super::usage("--timeout must be greater than 0"));
     }
-    if args.multiply == 0 || args.multiply.saturating_mul(args.urls.len()) > MAX_REQUESTS {
+    let total = args.multiply.saturating_mul(args.urls.len());
+    if args.multiply == 0 || total > MAX_REQUESTS {
         return Err(super::usage(format!(
             "-m {}: must be at least 1 and at most {MAX_REQUESTS} requests in all",
             args.multiply
         )));
     }
-    let mut headers = Vec::new();
-    for h in &args.headers {
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| super::usage(format!("-H {h:?}: expected \"Name: value\"")))?;
-        let name = hxlab_trace::http::header::HeaderName::from_bytes(
-            name.trim().to_ascii_lowercase().as_bytes(),
-        )
-        .map_err(|_| super::usage(format!("-H {h:?}: invalid header name")))?;
-        let value = hxlab_trace::http::header::HeaderValue::from_str(value.trim())
-            .map_err(|_| super::usage(format!("-H {h:?}: invalid header value")))?;
-        headers.push((name, value));
+    let https = args.urls[0].to_ascii_lowercase().starts_with("https://");
+    let asked = match args.proto {
+        ProtoArg::Auto => Asked::Auto,
+        ProtoArg::H1 => Asked::H1,
+        ProtoArg::H2 => Asked::H2,
+        ProtoArg::H2c => Asked::H2c,
+        ProtoArg::H3 => Asked::H3,
+    };
+    let proto = match (asked, https) {
+        (Asked::Auto, _) => Proto::Auto,
+        (Asked::H1, _) => Proto::H1,
+        // Offer http/1.1 too, so a server without HTTP/2 shows the fallback.
+        (Asked::H2, true) => Proto::Auto,
+        (Asked::H2 | Asked::H2c, false) => Proto::H2c,
+        (Asked::H2c, true) => return Err(super::usage("--proto h2c needs an http:// URL")),
+        (Asked::H3, true) => Proto::H3,
+        (Asked::H3, false) => return Err(super::usage("--proto h3 needs an https:// URL")),
+    };
+    if args.resume && (asked == Asked::H3 || !https) {
+        return Err(super::usage(
+            "--resume needs TLS over TCP: an https:// URL and not --proto h3",
+        ));
     }
-    let mut urls = Vec::new();
+    if args.cacert.is_some() && args.insecure {
+        return Err(super::usage("use either -k or --cacert, not both"));
+    }
+    if let Some(p) = &args.cacert {
+        std::fs::metadata(p).map_err(|e| super::usage(format!("--cacert {}: {e}", p.display())))?;
+    }
+    let mut urls = Vec::with_capacity(total);
     for u in &args.urls {
-        let uri: hxlab_trace::http::Uri = u
-            .parse()
-            .map_err(|e| super::usage(format!("bad URL {u:?}: {e}")))?;
-        urls.push(uri);
+        urls.extend(std::iter::repeat_n(u.clone(), args.multiply));
     }
-    let trust = match (&args.cacert, args.insecure) {
-        (Some(_), true) => return Err(super::usage("use either -k or --cacert, not both")),
-        (Some(p), false) => Trust::CaFile(p.clone()),
-        (None, true) => Trust::Insecure,
-        (None, false) => Trust::System,
-    };
-    let proto = match args.proto {
-        ProtoArg::Auto => Proto::Auto,
-        ProtoArg::H1 => Proto::H1,
-        ProtoArg::H2 => Proto::H2,
-        ProtoArg::H2c => Proto::H2c,
-        ProtoArg::H3 => Proto::H3,
-    };
-    Ok(TraceOptions {
+    let multiplexed =
+        matches!(proto, Proto::H2c | Proto::H3) || (https && matches!(proto, Proto::Auto));
+    let cfg = LoadConfig {
         urls,
-        proto,
-        multiply: args.multiply,
-        headers,
-        push: args.push,
-        trust,
+        requests: total as u64,
+        // HTTP/1.1 sends one request after another (no pipelining), h2/h3 all at once.
+        max_concurrent_streams: if multiplexed { total as u64 } else { 1 },
+        headers: args
+            .headers
+            .iter()
+            .map(|h| header(h))
+            .collect::<anyhow::Result<_>>()?,
         timeout,
-        resume: args.resume,
-    })
+        connect_timeout: timeout,
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+        push: args.push,
+        proto,
+        alpn_list: (asked == Asked::H2 && https).then(|| vec!["h2".into(), "http/1.1".into()]),
+        tls_resume: args.resume,
+        prime: args.resume,
+        ..Default::default()
+    };
+    Ok((cfg, asked))
 }
 
-/// Runs `hxlab trace`.
+/// What to add to a failure when the wire showed the server speaks another protocol.
+fn hint(summary: &Summary) -> &'static str {
+    if summary.answered_http1 {
+        " (the server answered in HTTP/1.1: it does not speak HTTP/2 here; try --proto h1)"
+    } else if summary.answered_h2 {
+        " (the server answered with HTTP/2 frames: it speaks h2c here; try --proto h2c)"
+    } else {
+        ""
+    }
+}
+
+/// Runs `hxlab trace`: `hxlab load`'s own client with the trace's tap on its connection.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opts = options(&args)?;
-    // One thread: the requests of `-m` are all queued before the connection task runs, so the
-    // interleaving on the wire is the protocol's, not a scheduling accident.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let (cfg, asked) = config(&args)?;
+    let expected = cfg.requests;
     let tracer = Tracer::new(args.json, Box::new(std::io::stdout()));
-    let result = rt.block_on(hxlab_trace::trace(&opts, &tracer));
-    let summary = match result {
-        Ok(s) => s,
-        Err(TraceError::Usage(m)) => return Err(super::usage(m)),
-        Err(e @ TraceError::BadUrl(_)) => return Err(super::usage(e.to_string())),
+    let (tap, summary) = TraceTap::new(tracer.clone(), asked, expected);
+    let result = match hxlab_load::run_tapped(cfg, Box::new(tap)) {
+        Ok(r) => r,
+        Err(e @ (LoadError::Config(_) | LoadError::Url { .. } | LoadError::Tls(_))) => {
+            return Err(super::usage(e.to_string()))
+        }
         Err(e) => return Err(anyhow::Error::new(e)),
     };
+    let summary = summary.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let answered = summary.responses.iter().filter(|r| !r.pushed).count() as u64;
+    if result.requests_done < expected || answered < expected.min(result.requests_done) {
+        let why = match result.error_samples.first() {
+            Some(e) => e.clone(),
+            None => format!(
+                "{} of {expected} responses arrived before the connection ended",
+                result.requests_done
+            ),
+        };
+        anyhow::bail!("{why}{}", hint(&summary));
+    }
+    if summary.protocol != "h3" {
+        alt_svc_hint(&tracer, &summary);
+    }
     let pushed = summary.responses.iter().filter(|r| r.pushed).count();
     let line = format!(
         "done: {} over {}{}{}, {} response(s) ({} pushed), {} body bytes",
@@ -155,7 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary.responses.iter().map(|r| r.body_bytes).sum::<u64>()
     );
     tracer.emit(
-        hxlab_trace::Event::new("summary", line)
+        Event::new("summary", line)
             .field("protocol", summary.protocol.clone())
             .field("alpn", summary.alpn.clone())
             .field("fell_back", summary.fell_back)
@@ -164,4 +219,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .field("pushed", pushed),
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tells the user when an h1/h2 server advertises HTTP/3, since `auto` does not follow Alt-Svc.
+fn alt_svc_hint(tracer: &Tracer, summary: &Summary) {
+    let advert = summary
+        .responses
+        .iter()
+        .filter_map(|r| r.alt_svc.as_deref())
+        .find(|a| a.contains("h3="));
+    if let Some(a) = advert {
+        let line = format!("the server advertises HTTP/3 (Alt-Svc: {a}); trace it with --proto h3");
+        tracer.emit(
+            Event::new("info", line.clone())
+                .field("message", line)
+                .field("alt_svc", a),
+        );
+    }
 }

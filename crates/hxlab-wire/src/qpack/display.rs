@@ -1,13 +1,14 @@
-//! QPACK (RFC 9204) field-section decoding for display: the static table, literals and Huffman
-//! strings. The trace client advertises a zero-capacity dynamic table, so a compliant peer never
-//! references the dynamic table; if one does anyway, the trace says so instead of guessing.
+//! QPACK (RFC 9204) decoding for display: whole field sections (names and values, static
+//! table, literals, Huffman strings) and encoder/decoder stream instructions as text. The
+//! clients advertise a zero-capacity dynamic table, so a compliant peer never references the
+//! dynamic table; if one does anyway, the field says so instead of guessing.
 
-/// The QPACK static table (RFC 9204 Appendix A), index → (name, value).
-pub use hxlab_core::qpack::STATIC_TABLE;
+use super::STATIC_TABLE;
+use crate::hpack::huffman_decode;
 
 /// Why a field section or instruction could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QpackError {
+pub enum DisplayError {
     /// The bytes ended in the middle of a representation.
     #[error("truncated field section")]
     Truncated,
@@ -34,8 +35,8 @@ pub struct FieldSection {
 }
 
 /// Decodes a prefixed integer (RFC 7541 §5.1) with an `n`-bit prefix from `buf[*pos..]`.
-pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, QpackError> {
-    let first = *buf.get(*pos).ok_or(QpackError::Truncated)?;
+pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, DisplayError> {
+    let first = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
     *pos += 1;
     let mask: u64 = (1u64 << n) - 1;
     let mut value = first as u64 & mask;
@@ -44,14 +45,14 @@ pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, QpackError>
     }
     let mut shift = 0u32;
     loop {
-        let b = *buf.get(*pos).ok_or(QpackError::Truncated)?;
+        let b = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
         *pos += 1;
         if shift > 56 {
-            return Err(QpackError::Overflow);
+            return Err(DisplayError::Overflow);
         }
         value = value
             .checked_add(((b & 0x7f) as u64) << shift)
-            .ok_or(QpackError::Overflow)?;
+            .ok_or(DisplayError::Overflow)?;
         shift += 7;
         if b & 0x80 == 0 {
             return Ok(value);
@@ -61,32 +62,32 @@ pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, QpackError>
 
 /// Decodes a string literal whose Huffman flag is bit `n` of the first byte and whose length
 /// uses the `n`-bit prefix below it.
-pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, QpackError> {
-    let first = *buf.get(*pos).ok_or(QpackError::Truncated)?;
+pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, DisplayError> {
+    let first = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
     let huffman = first & (1 << n) != 0;
     let len = prefix_int(buf, pos, n)? as usize;
-    let end = pos.checked_add(len).ok_or(QpackError::Truncated)?;
-    let raw = buf.get(*pos..end).ok_or(QpackError::Truncated)?;
+    let end = pos.checked_add(len).ok_or(DisplayError::Truncated)?;
+    let raw = buf.get(*pos..end).ok_or(DisplayError::Truncated)?;
     *pos = end;
     let bytes = if huffman {
-        fluke_hpack::huffman::HuffmanDecoder::new()
-            .decode(raw)
-            .map_err(|_| QpackError::Huffman)?
+        let mut out = Vec::with_capacity(raw.len() * 8 / 5);
+        huffman_decode(raw, |b| out.push(b)).map_err(|_| DisplayError::Huffman)?;
+        out
     } else {
         raw.to_vec()
     };
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn static_entry(i: u64) -> Result<(&'static str, &'static str), QpackError> {
+fn static_entry(i: u64) -> Result<(&'static str, &'static str), DisplayError> {
     STATIC_TABLE
         .get(i as usize)
         .copied()
-        .ok_or(QpackError::BadStaticIndex(i))
+        .ok_or(DisplayError::BadStaticIndex(i))
 }
 
 /// Decodes one field section (the payload of an HTTP/3 HEADERS or PUSH_PROMISE frame).
-pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, QpackError> {
+pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, DisplayError> {
     let mut pos = 0;
     let mut out = FieldSection {
         required_insert_count: prefix_int(buf, &mut pos, 8)?,
@@ -142,7 +143,7 @@ pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, QpackError> {
 }
 
 /// Decodes one encoder-stream instruction; `Ok(None)` when more bytes are needed.
-pub fn encoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackError> {
+pub fn encoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, DisplayError> {
     let Some(&b) = buf.first() else {
         return Ok(None);
     };
@@ -171,13 +172,13 @@ pub fn encoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackE
     })();
     match r {
         Ok(s) => Ok(Some((pos, s))),
-        Err(QpackError::Truncated) => Ok(None),
+        Err(DisplayError::Truncated) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
 /// Decodes one decoder-stream instruction; `Ok(None)` when more bytes are needed.
-pub fn decoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackError> {
+pub fn decoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, DisplayError> {
     let Some(&b) = buf.first() else {
         return Ok(None);
     };
@@ -191,7 +192,7 @@ pub fn decoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, QpackE
     };
     match r {
         Ok(s) => Ok(Some((pos, s))),
-        Err(QpackError::Truncated) => Ok(None),
+        Err(DisplayError::Truncated) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -232,10 +233,13 @@ mod tests {
             fs.fields[0],
             (":authority".into(), "www.example.com".into())
         );
-        assert_eq!(decode_field_section(&buf[..8]), Err(QpackError::Truncated));
+        assert_eq!(
+            decode_field_section(&buf[..8]),
+            Err(DisplayError::Truncated)
+        );
         assert_eq!(
             decode_field_section(&[0, 0, 0xff, 0x7f]),
-            Err(QpackError::BadStaticIndex(63 + 127))
+            Err(DisplayError::BadStaticIndex(63 + 127))
         );
     }
 

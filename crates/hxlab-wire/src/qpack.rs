@@ -1,4 +1,5 @@
-//! A small QPACK (RFC 9204) codec for the load generator's HTTP/3 client, static table only.
+//! A small QPACK (RFC 9204) codec for the load generator's HTTP/3 client, static table only,
+//! and (in [`display`]) decoding for the frame view.
 //!
 //! The client advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
 //! server references only the static table: a field section with a Required Insert Count
@@ -13,8 +14,10 @@
 //! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
 
 use crate::hpack::{huffman_encode, write_int, HuffMemo, Str};
-use hxlab_core::qpack::STATIC_TABLE;
+pub use crate::qpack_table::STATIC_TABLE;
 use thiserror::Error;
+
+pub mod display;
 
 /// A field section that cannot be decoded (a connection error of type
 /// QPACK_DECOMPRESSION_FAILED).

@@ -6,11 +6,16 @@
 //! decoding a response allocates nothing; Huffman strings are decoded only to learn their
 //! length (and, for `:status` and its name, their first bytes).
 //!
+//! [`ListDecoder`] keeps whole fields instead, for showing header lists.
+//!
 //! The encoder produces request header blocks: the first occurrence of a field is sent as a
 //! literal with incremental indexing, later ones as one-byte indexed fields, so a repeated
 //! request costs a few bytes on the wire (what nghttp2 sends).
 
 use thiserror::Error;
+
+mod list;
+pub use list::{Field, ListDecoder};
 
 /// A malformed header block (a connection error of type COMPRESSION_ERROR).
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
@@ -619,14 +624,14 @@ impl Decoder {
 }
 
 /// A (name, value) pair the encoder has in its table.
-type Field = (Box<[u8]>, Box<[u8]>);
+type TableField = (Box<[u8]>, Box<[u8]>);
 
 /// The request side of HPACK: a dynamic table mirrored from what we sent, so a repeated
 /// field is sent as a one-byte index.
 #[derive(Debug)]
 pub struct Encoder {
     /// (name, value) with the newest at the back.
-    table: std::collections::VecDeque<Field>,
+    table: std::collections::VecDeque<TableField>,
     size: usize,
     max: usize,
     /// A size update must open the next block.

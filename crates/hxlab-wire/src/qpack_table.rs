@@ -1,5 +1,5 @@
-//! The QPACK static table (RFC 9204 Appendix A), shared by the HTTP/3 client of hxlab-load
-//! and the frame view of hxlab-trace so there is one copy. Data only: no codec here.
+//! The QPACK static table (RFC 9204 Appendix A), one copy for the encoder, the decoder and
+//! the display decoder. Data only.
 
 /// The QPACK static table (RFC 9204 Appendix A), index → (name, value); 0-based, as QPACK
 /// indexes it.

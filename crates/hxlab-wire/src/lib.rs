@@ -1,0 +1,28 @@
+//! hxlab-wire: the wire formats hxlab speaks, sans-IO (no sockets, no async runtime).
+//!
+//! What it is for: one copy of each codec and each table that more than one part of hxlab
+//! needs. The load generator's clients encode and parse with it on their hot path, and the
+//! frame view (`hxlab trace`) decodes what those same clients sent and received with it.
+//! - [`varint`]: QUIC variable-length integers (RFC 9000 §16).
+//! - [`h2`]: HTTP/2 frame types, flags, error codes, SETTINGS identifiers and the 9-byte frame
+//!   head (RFC 9113 §4.1).
+//! - [`hpack`]: HPACK (RFC 7541): Huffman code, the request encoder, a response decoder that
+//!   keeps lengths only (the recorder's), and [`hpack::ListDecoder`] that keeps whole fields
+//!   (the frame view's).
+//! - [`h3`]: HTTP/3 frame types, stream types, SETTINGS identifiers, error codes (RFC 9114).
+//! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, the length-only
+//!   decoder, and display decoding of field sections and encoder/decoder stream instructions.
+//! - [`tap`]: the hook a client session calls with every byte it sends and receives and with
+//!   its transport facts, so an observer sees exactly what that session put on the wire.
+//!
+//! What it is not: a connection state machine (those live with the clients that drive them).
+
+pub mod h2;
+pub mod h3;
+pub mod hpack;
+pub mod qpack;
+mod qpack_table;
+pub mod tap;
+pub mod varint;
+
+pub use tap::{Dir, Tap};
