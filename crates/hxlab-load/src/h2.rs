@@ -8,8 +8,10 @@
 //! buffer, decodes response header blocks with [`crate::hpack::Decoder`] (lengths and
 //! `:status` only), honours the server's MAX_CONCURRENT_STREAMS, MAX_FRAME_SIZE, header table
 //! size and flow-control windows (request bodies), returns received window in batches,
-//! answers PING and SETTINGS, and reports finished streams as [`Event`]s. [`session`] drives
-//! it over one TCP/TLS stream: one read buffer, one write buffer, one write per loop turn.
+//! answers PING and SETTINGS, and reports finished streams as [`Event`]s. [`H2Session`] is
+//! the [`Session`] around it: the client loop ([`crate::session::drive`] over
+//! [`crate::session::Tcp`]) runs it with one read buffer, one write buffer, one write per
+//! loop turn, and finished streams go to the recorder as they end.
 //!
 //! Counting (docs/run-result.md): header wire bytes are HEADERS + CONTINUATION payload bytes
 //! (both directions); the uncompressed size is h2load's (name + value of every field of the
@@ -25,13 +27,12 @@
 //! header wire bytes. Without `--push` a PUSH_PROMISE is a connection error (RFC 9113 §8.4).
 
 use crate::hpack::{Decoder, Encoder};
-use crate::net::{io_phrase, Stream};
-use crate::plan::Next;
+use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
+use crate::session::{ByteSession, Fail, Outcome as SessionOutcome, Session};
 use crate::target::Target;
 use crate::worker::{ClientCtx, SessionEnd};
-use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::time::Instant;
 
 /// Largest response header list accepted (decoded size), as h1 accepts a 64 KiB head.
 pub const MAX_HEADER_LIST: u32 = 256 * 1024;
@@ -107,16 +108,7 @@ pub fn code_name(code: u32) -> &'static str {
     }
 }
 
-/// What the driver keeps for a request in flight.
-#[derive(Clone, Copy, Debug)]
-pub struct Req {
-    /// When the request was due.
-    pub scheduled: Instant,
-    /// When it was written.
-    pub sent: Instant,
-    /// Plan ticket (given back when the request may be sent again).
-    pub ticket: u64,
-}
+pub use crate::session::Req;
 
 #[derive(Debug)]
 struct Slot {
@@ -323,6 +315,11 @@ impl Conn {
     /// Streams in flight.
     pub fn inflight(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Send time of the oldest request in flight.
+    pub fn oldest_sent(&self) -> Option<Instant> {
+        self.streams.iter().map(|s| s.req.sent).min()
     }
 
     /// True when another stream may be opened now.
@@ -1097,91 +1094,218 @@ fn strip_padding(flags: u8, payload: &[u8]) -> Result<&[u8], ConnError> {
     Ok(&rest[..rest.len() - pad as usize])
 }
 
-enum Wake {
-    Read(std::io::Result<usize>),
-    Due,
-    Timeout,
+/// The HTTP/2 side of one connection for the client loop: a [`Conn`] whose finished
+/// streams go to the recorder as they end.
+pub struct H2Session {
+    conn: Conn,
+    h2c: bool,
+    answered: u64,
+    /// No response yet: a protocol error then suggests the server does not speak HTTP/2.
+    first: bool,
+    used: bool,
 }
 
-/// Writes `conn.out` (one write for everything produced in a loop turn) and counts it.
-/// `now` is the loop turn's clock reading (the write deadline counts from it, which saves a
-/// clock read per turn).
-async fn flush(
-    ctx: &ClientCtx,
-    stream: &mut Stream,
-    conn: &mut Conn,
-    now: Instant,
-) -> Result<(), ConnError> {
-    if conn.out.is_empty() {
-        return Ok(());
-    }
-    let n = conn.out.len() as u64;
-    // The flush pushes out TLS records rustls kept back when the socket was full.
-    let write = async {
-        stream.write_all(&conn.out).await?;
-        stream.flush().await
-    };
-    let w = tokio::time::timeout_at((now + ctx.timeout).into(), write).await;
-    conn.out.clear();
-    let header = std::mem::take(&mut conn.out_header);
-    match w {
-        Ok(Ok(())) => {
-            ctx.rec.borrow_mut().sent(n, header, 0);
-            Ok(())
+impl H2Session {
+    /// A session for `ctx`'s client on a new connection (`h2c`: cleartext, prior knowledge);
+    /// the preface and SETTINGS are queued.
+    pub fn new(ctx: &ClientCtx, h2c: bool) -> H2Session {
+        let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
+        H2Session {
+            conn: Conn::with_push(&ctx.target, depth, ctx.push),
+            h2c,
+            answered: 0,
+            first: true,
+            used: false,
         }
-        Ok(Err(e)) => Err(ConnError {
-            code: NO_ERROR,
-            kind: ErrorKind::of_io(&e),
-            message: format!("h2: write: {}", io_phrase(&e)),
-        }),
-        Err(_) => Err(ConnError {
-            code: NO_ERROR,
-            kind: ErrorKind::Timeout,
-            message: "h2: write timed out".into(),
-        }),
     }
-}
 
-/// Records finished streams; returns how many were answered.
-fn settle(ctx: &mut ClientCtx, conn: &mut Conn, first: &mut bool, h2c: bool) -> u64 {
-    let mut answered = 0;
-    for ev in conn.events.drain(..) {
-        match ev.outcome {
-            Outcome::Done {
-                status,
-                body,
-                uncompressed,
-                first_byte,
-                done,
-                pushed,
-            } => {
-                let mut r = ctx.rec.borrow_mut();
-                r.received(0, 0, body);
-                r.pushed_responses(ev.req.scheduled, pushed);
-                r.received_header_uncompressed(uncompressed);
-                r.response(ev.req.scheduled, ev.req.sent, first_byte, done, status);
-                answered += 1;
-                *first = false;
-            }
-            Outcome::Refused => {
-                ctx.rec.borrow_mut().request_unsent(ev.req.scheduled);
-                ctx.plan.give_back(ev.req.ticket);
-            }
-            Outcome::Failed(kind, message) => {
-                // A protocol error before the first response usually means the server does
-                // not speak HTTP/2 at all: say so.
-                let message = if *first && kind == ErrorKind::Protocol {
-                    format!("{message}: {}", hint(h2c))
-                } else {
-                    message
-                };
-                ctx.rec
-                    .borrow_mut()
-                    .request_failed(ev.req.scheduled, kind, &message);
+    /// Records finished streams.
+    fn settle(&mut self, ctx: &mut ClientCtx) {
+        for ev in self.conn.events.drain(..) {
+            match ev.outcome {
+                Outcome::Done {
+                    status,
+                    body,
+                    uncompressed,
+                    first_byte,
+                    done,
+                    pushed,
+                } => {
+                    let mut r = ctx.rec.borrow_mut();
+                    r.received(0, 0, body);
+                    r.pushed_responses(ev.req.scheduled, pushed);
+                    r.received_header_uncompressed(uncompressed);
+                    r.response(ev.req.scheduled, ev.req.sent, first_byte, done, status);
+                    self.answered += 1;
+                    self.first = false;
+                }
+                Outcome::Refused => {
+                    ctx.rec.borrow_mut().request_unsent(ev.req.scheduled);
+                    ctx.plan.give_back(ev.req.ticket);
+                }
+                Outcome::Failed(kind, message) => {
+                    // A protocol error before the first response usually means the server
+                    // does not speak HTTP/2 at all: say so.
+                    let message = if self.first && kind == ErrorKind::Protocol {
+                        format!("{message}: {}", hint(self.h2c))
+                    } else {
+                        message
+                    };
+                    ctx.rec
+                        .borrow_mut()
+                        .request_failed(ev.req.scheduled, kind, &message);
+                }
             }
         }
     }
-    answered
+}
+
+impl From<ConnError> for Fail {
+    fn from(e: ConnError) -> Fail {
+        Fail {
+            kind: e.kind,
+            message: e.message,
+            code: u64::from(e.code),
+        }
+    }
+}
+
+impl Session for H2Session {
+    #[inline]
+    fn can_submit(&self) -> bool {
+        self.conn.can_open()
+    }
+
+    fn submit(&mut self, ctx: &mut ClientCtx, url: usize, req: Req) {
+        self.conn.open(url, req);
+        let mut rec = ctx.rec.borrow_mut();
+        rec.request_started(req.scheduled, req.sent);
+        rec.sent(0, 0, ctx.target.requests[url].h2_header_size);
+        self.used = true;
+    }
+
+    fn inflight(&self) -> usize {
+        self.conn.inflight()
+    }
+
+    fn oldest_sent(&self) -> Option<Instant> {
+        self.conn.oldest_sent()
+    }
+
+    fn answered(&self) -> u64 {
+        self.answered
+    }
+
+    fn used(&self) -> bool {
+        self.used
+    }
+
+    fn idle_end(&mut self) -> Option<SessionOutcome> {
+        if let Some((_, code)) = self.conn.goaway {
+            if code != NO_ERROR {
+                let message = format!("h2: the server sent GOAWAY ({})", code_name(code));
+                return Some(Err(Fail::new(ErrorKind::Reset, message)));
+            }
+            return Some(Ok(SessionEnd::Closed {
+                answered: self.answered,
+            }));
+        }
+        if self.conn.exhausted() {
+            return Some(Ok(SessionEnd::Closed {
+                answered: self.answered,
+            }));
+        }
+        None
+    }
+
+    fn finish(&mut self, ctx: &mut ClientCtx, result: SessionOutcome) -> SessionEnd {
+        // Account what finished before the end, then fail what is left.
+        self.settle(ctx);
+        let e = match result {
+            Ok(end) => return end,
+            Err(e) => e,
+        };
+        let message = if self.first && e.kind == ErrorKind::Protocol {
+            format!("{}: {}", e.message, hint(self.h2c))
+        } else {
+            e.message.clone()
+        };
+        let had_streams = self.conn.inflight() > 0;
+        self.conn.fail_all(e.kind, &e.message);
+        self.settle(ctx);
+        if !had_streams && e.kind == ErrorKind::Reset && self.answered > 0 {
+            // The server closed an idle kept-alive connection: open another.
+            return SessionEnd::Closed {
+                answered: self.answered,
+            };
+        }
+        SessionEnd::Failed {
+            answered: self.answered,
+            kind: e.kind,
+            message,
+        }
+    }
+}
+
+impl ByteSession for H2Session {
+    const READ_BUF: usize = READ_BUF;
+    const LABEL: &'static str = "h2: ";
+
+    fn output(&mut self) -> &mut Vec<u8> {
+        &mut self.conn.out
+    }
+
+    fn written(&mut self, ctx: &ClientCtx) {
+        let n = self.conn.out.len() as u64;
+        let header = std::mem::take(&mut self.conn.out_header);
+        ctx.rec.borrow_mut().sent(n, header, 0);
+        self.conn.out.clear();
+    }
+
+    fn on_read(
+        &mut self,
+        ctx: &mut ClientCtx,
+        input: &[u8],
+        new: usize,
+        now: Instant,
+    ) -> Result<(usize, Option<SessionEnd>), Fail> {
+        let r = self.conn.receive(input, now);
+        let header = std::mem::take(&mut self.conn.rx_header);
+        ctx.rec.borrow_mut().received(new as u64, header, 0);
+        let used = r?;
+        self.settle(ctx);
+        Ok((used, None))
+    }
+
+    fn on_eof(&mut self, _ctx: &mut ClientCtx, _now: Instant) -> SessionOutcome {
+        Err(if self.conn.got_settings {
+            Fail::new(ErrorKind::Reset, "h2: connection closed by the server")
+        } else {
+            let message = "h2: connection closed before the server's SETTINGS";
+            Fail::new(ErrorKind::Protocol, message)
+        })
+    }
+
+    fn on_read_error(&mut self, e: std::io::Error) -> SessionOutcome {
+        let message = format!("h2: read: {}", io_phrase(&e));
+        Err(Fail::new(ErrorKind::of_io(&e), message))
+    }
+
+    fn input_too_large(&self) -> Fail {
+        // receive() leaves at most one partial frame, which fits: not reached.
+        Fail::new(ErrorKind::Protocol, "h2: frame larger than the read buffer")
+    }
+
+    fn goodbye(&mut self, result: &SessionOutcome) {
+        match result {
+            // Tell the server we are done.
+            Ok(_) => self.conn.goaway_frame(NO_ERROR),
+            Err(e) if e.code != u64::from(NO_ERROR) || e.kind == ErrorKind::Protocol => {
+                self.conn.goaway_frame(e.code as u32)
+            }
+            Err(_) => {}
+        }
+    }
 }
 
 fn hint(h2c: bool) -> String {
@@ -1195,222 +1319,12 @@ fn hint(h2c: bool) -> String {
     )
 }
 
-/// Best effort, bounded: the last frames (GOAWAY) of a connection.
-async fn goodbye(stream: &mut Stream, out: &[u8]) {
-    let write = async {
-        stream.write_all(out).await?;
-        stream.flush().await
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
-}
-
-/// Runs requests on one HTTP/2 connection until the plan is done or the connection ends.
-pub async fn session(ctx: &mut ClientCtx, mut stream: Stream, h2c: bool) -> SessionEnd {
-    let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
-    let mut conn = Conn::with_push(&ctx.target, depth, ctx.push);
-    let mut rbuf = vec![0u8; READ_BUF];
-    let (mut start, mut end) = (0usize, 0usize);
-    let mut answered = 0u64;
-    let mut first = true;
-    let mut sent_any = false;
-    let mut due_timer = crate::precise::Sleep::until(Instant::now());
-    let mut last_progress = Instant::now();
-    let mut progress_timer = std::pin::pin!(tokio::time::sleep_until(
-        (last_progress + ctx.timeout).into()
-    ));
-    // One clock reading per loop turn, taken when the turn's wake-up is handled (as
-    // h2load's libev loop time): the requests a response frees are sent within the same
-    // turn, microseconds later.
-    let mut now = Instant::now();
-    let result: Result<SessionEnd, ConnError> = 'conn: loop {
-        let mut wait_until = None;
-        let mut plan_done = false;
-        let closing = ctx.no_keepalive && sent_any;
-        if !closing {
-            while conn.can_open() {
-                match ctx.next(now) {
-                    Next::Go { scheduled, ticket } => {
-                        let i = ctx.next_url();
-                        if conn.inflight() == 0 {
-                            last_progress = now;
-                        }
-                        conn.open(
-                            i,
-                            Req {
-                                scheduled,
-                                sent: now,
-                                ticket,
-                            },
-                        );
-                        {
-                            let mut rec = ctx.rec.borrow_mut();
-                            rec.request_started(scheduled, now);
-                            rec.sent(0, 0, ctx.target.requests[i].h2_header_size);
-                        }
-                        sent_any = true;
-                        if ctx.no_keepalive {
-                            break;
-                        }
-                    }
-                    Next::Wait(t) => {
-                        wait_until = Some(t);
-                        break;
-                    }
-                    Next::Done => {
-                        plan_done = true;
-                        break;
-                    }
-                }
-            }
-        }
-        if let Err(e) = flush(ctx, &mut stream, &mut conn, now).await {
-            break 'conn Err(e);
-        }
-        if conn.inflight() == 0 {
-            if let Some((_, code)) = conn.goaway {
-                if code != NO_ERROR {
-                    break 'conn Err(ConnError {
-                        code: NO_ERROR,
-                        kind: ErrorKind::Reset,
-                        message: format!("h2: the server sent GOAWAY ({})", code_name(code)),
-                    });
-                }
-                break 'conn Ok(SessionEnd::Closed { answered });
-            }
-            if closing || conn.exhausted() {
-                break 'conn Ok(SessionEnd::Closed { answered });
-            }
-            if let Some(t) = wait_until {
-                due_timer.reset(t);
-                (&mut due_timer).await;
-                now = Instant::now();
-                continue;
-            }
-            if plan_done {
-                break 'conn Ok(SessionEnd::PlanDone);
-            }
-            break 'conn Ok(SessionEnd::Closed { answered });
-        }
-        if let Some(t) = wait_until {
-            due_timer.reset(t);
-        }
-        if end == rbuf.len() {
-            // receive() leaves at most one partial frame, which fits.
-            rbuf.copy_within(start..end, 0);
-            end -= start;
-            start = 0;
-        }
-        let wake = tokio::select! {
-            biased;
-            r = stream.read(&mut rbuf[end..]) => Wake::Read(r),
-            _ = &mut due_timer, if wait_until.is_some() => Wake::Due,
-            _ = &mut progress_timer => Wake::Timeout,
-        };
-        now = Instant::now();
-        match wake {
-            Wake::Due => continue,
-            Wake::Timeout => {
-                // Deadlines only move forward, so the timer is re-armed only when it fires.
-                let deadline = last_progress + ctx.timeout;
-                if now >= deadline {
-                    break 'conn Err(ConnError {
-                        code: NO_ERROR,
-                        kind: ErrorKind::Timeout,
-                        message: format!("no response within {:?}", ctx.timeout),
-                    });
-                }
-                progress_timer.as_mut().reset(deadline.into());
-                continue;
-            }
-            Wake::Read(Err(e)) => {
-                break 'conn Err(ConnError {
-                    code: NO_ERROR,
-                    kind: ErrorKind::of_io(&e),
-                    message: format!("h2: read: {}", io_phrase(&e)),
-                })
-            }
-            Wake::Read(Ok(0)) => {
-                let (kind, message) = if conn.got_settings {
-                    (
-                        ErrorKind::Reset,
-                        "h2: connection closed by the server".to_string(),
-                    )
-                } else {
-                    (
-                        ErrorKind::Protocol,
-                        "h2: connection closed before the server's SETTINGS".to_string(),
-                    )
-                };
-                break 'conn Err(ConnError {
-                    code: NO_ERROR,
-                    kind,
-                    message,
-                });
-            }
-            Wake::Read(Ok(n)) => {
-                end += n;
-                let r = conn.receive(&rbuf[start..end], now);
-                let header = std::mem::take(&mut conn.rx_header);
-                ctx.rec.borrow_mut().received(n as u64, header, 0);
-                match r {
-                    Ok(used) => {
-                        start += used;
-                        if start == end {
-                            start = 0;
-                            end = 0;
-                        }
-                    }
-                    Err(e) => break 'conn Err(e),
-                }
-                let got = settle(ctx, &mut conn, &mut first, h2c);
-                if got > 0 {
-                    answered += got;
-                    last_progress = now;
-                }
-            }
-        }
-    };
-    // Account what finished before the end, then fail what is left.
-    answered += settle(ctx, &mut conn, &mut first, h2c);
-    match result {
-        Ok(end) => {
-            // Best effort: tell the server we are done.
-            conn.goaway_frame(NO_ERROR);
-            goodbye(&mut stream, &conn.out).await;
-            end
-        }
-        Err(e) => {
-            let message = if first && e.kind == ErrorKind::Protocol {
-                format!("{}: {}", e.message, hint(h2c))
-            } else {
-                e.message.clone()
-            };
-            if e.code != NO_ERROR || e.kind == ErrorKind::Protocol {
-                conn.out.clear();
-                conn.goaway_frame(e.code);
-                goodbye(&mut stream, &conn.out).await;
-            }
-            let had_streams = conn.inflight() > 0;
-            conn.fail_all(e.kind, &e.message);
-            settle(ctx, &mut conn, &mut first, h2c);
-            if !had_streams && e.kind == ErrorKind::Reset && answered > 0 {
-                // The server closed an idle kept-alive connection: open another.
-                return SessionEnd::Closed { answered };
-            }
-            SessionEnd::Failed {
-                answered,
-                kind: e.kind,
-                message,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hpack::{Decoder, Encoder};
     use crate::LoadConfig;
+    use std::time::Duration;
 
     fn target(body: Option<usize>) -> Target {
         let cfg = LoadConfig {

@@ -28,9 +28,9 @@
 //! both count as protocol errors.
 
 use crate::net::ConnectError;
-use crate::plan::Next;
 use crate::qpack;
 use crate::recorder::ErrorKind;
+use crate::session::{Fail, Outcome, Req, Session, Transport};
 use crate::worker::{ClientCtx, SessionEnd};
 use bytes::Bytes;
 use futures::task::AtomicWaker;
@@ -645,6 +645,8 @@ impl QuicDialer {
 /// the session task to wake when one does.
 struct ReadySet {
     flags: Box<[AtomicBool]>,
+    /// Some flag was set since the session last looked.
+    any: AtomicBool,
     session: AtomicWaker,
 }
 
@@ -656,6 +658,7 @@ impl ReadySet {
 
     fn mark(&self, i: usize) {
         self.flags[i].store(true, Ordering::Release);
+        self.any.store(true, Ordering::Release);
     }
 }
 
@@ -835,26 +838,13 @@ struct Slot {
     /// Request bytes not yet taken by quinn.
     pending: Bytes,
     recv: quinn::RecvStream,
-    scheduled: Instant,
-    sent: Instant,
-    ticket: u64,
-    deadline: Instant,
+    req: Req,
 }
 
 /// A request whose stream is being opened (waiting for stream credit).
 struct Opening {
-    scheduled: Instant,
-    ticket: u64,
+    req: Req,
     url: usize,
-    since: Instant,
-}
-
-/// Why the session ends with a failure.
-struct Fail {
-    kind: ErrorKind,
-    message: String,
-    /// Code to close the connection with.
-    code: u64,
 }
 
 enum SlotPoll {
@@ -885,7 +875,10 @@ fn varint_code(code: u64) -> quinn::VarInt {
     quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::from_u32(0x102))
 }
 
-struct Session {
+/// The HTTP/3 side of one QUIC connection: up to `depth` request slots, each with its own
+/// waker, so a wake-up polls only the streams quinn woke.
+pub struct H3Session<'c> {
+    conn: &'c quinn::Connection,
     depth: usize,
     ready: Arc<ReadySet>,
     /// Per slot (cloned per poll as an `Rc`, not per waker).
@@ -895,22 +888,51 @@ struct Session {
     free: Vec<usize>,
     dec: qpack::Decoder,
     opening: Option<Opening>,
+    /// The stream being opened for `opening` (boxed once per connection), and what it gave.
+    open: Pin<Box<Option<quinn::OpenBi<'c>>>>,
+    opened: Option<Result<(quinn::SendStream, quinn::RecvStream), quinn::ConnectionError>>,
     inflight: usize,
     answered: u64,
     sent_any: bool,
     goaway: Option<u64>,
-    plan_done: bool,
-    wait_until: Option<Instant>,
-    deadline_armed: bool,
     shared: Rc<Shared>,
     /// Our control stream must be opened again (0-RTT was rejected).
     reopen_control: bool,
     /// The control stream opened after a 0-RTT rejection.
     control: Rc<RefCell<Option<quinn::SendStream>>>,
+    connect_timeout: Duration,
+    /// The server's unidirectional streams (aborted when the session is dropped).
+    acceptor: tokio::task::JoinHandle<()>,
 }
 
-impl Session {
-    fn new(depth: usize, shared: Rc<Shared>, ready: Arc<ReadySet>) -> Session {
+impl Drop for H3Session<'_> {
+    fn drop(&mut self) {
+        self.acceptor.abort();
+    }
+}
+
+impl<'c> H3Session<'c> {
+    /// A session on `conn` for `ctx`'s client; starts reading the server's unidirectional
+    /// streams.
+    pub fn new(ctx: &ClientCtx, conn: &'c quinn::Connection) -> H3Session<'c> {
+        let depth = if ctx.no_keepalive {
+            1
+        } else {
+            ctx.depth.max(1)
+        };
+        let ready = Arc::new(ReadySet {
+            flags: (0..=depth).map(|_| AtomicBool::new(false)).collect(),
+            any: AtomicBool::new(false),
+            session: AtomicWaker::new(),
+        });
+        let shared = Rc::new(Shared {
+            state: RefCell::new(ControlState::default()),
+            wake: Waker::from(Arc::new(SlotWaker {
+                set: ready.clone(),
+                index: depth,
+            })),
+        });
+        let acceptor = tokio::task::spawn_local(accept_uni(conn.clone(), shared.clone()));
         let wakers = (0..depth)
             .map(|index| {
                 Waker::from(Arc::new(SlotWaker {
@@ -919,7 +941,8 @@ impl Session {
                 }))
             })
             .collect();
-        Session {
+        H3Session {
+            conn,
             depth,
             ready,
             wakers,
@@ -928,16 +951,17 @@ impl Session {
             free: (0..depth).rev().collect(),
             dec: qpack::Decoder::new(),
             opening: None,
+            open: Box::pin(None),
+            opened: None,
             inflight: 0,
             answered: 0,
             sent_any: false,
             goaway: None,
-            plan_done: false,
-            wait_until: None,
-            deadline_armed: false,
             shared,
             reopen_control: false,
             control: Rc::new(RefCell::new(None)),
+            connect_timeout: ctx.connect_timeout,
+            acceptor,
         }
     }
 
@@ -963,7 +987,7 @@ impl Session {
         if let Some(s) = &self.slots[i] {
             ctx.rec
                 .borrow_mut()
-                .request_failed(s.scheduled, kind, &message);
+                .request_failed(s.req.scheduled, kind, &message);
         }
         self.release(i, Some(H3_REQUEST_CANCELLED));
     }
@@ -971,8 +995,8 @@ impl Session {
     /// The request of slot `i` was not processed: it goes back to the plan.
     fn unsend(&mut self, ctx: &mut ClientCtx, i: usize) {
         if let Some(s) = &self.slots[i] {
-            ctx.rec.borrow_mut().request_unsent(s.scheduled);
-            ctx.plan.give_back(s.ticket);
+            ctx.rec.borrow_mut().request_unsent(s.req.scheduled);
+            ctx.plan.give_back(s.req.ticket);
         }
         self.release(i, Some(H3_REQUEST_CANCELLED));
     }
@@ -995,13 +1019,14 @@ impl Session {
         SlotPoll::Freed
     }
 
+    /// The stream for request `o` is open: the request goes into a free slot.
     fn start(
         &mut self,
         ctx: &mut ClientCtx,
         o: Opening,
         send: quinn::SendStream,
         mut recv: quinn::RecvStream,
-        deadline: Pin<&mut tokio::time::Sleep>,
+        now: Instant,
     ) {
         let id = u64::from(send.id());
         if self.goaway.is_some_and(|g| id >= g) {
@@ -1009,86 +1034,79 @@ impl Session {
             let mut send = send;
             let _ = send.reset(varint_code(H3_REQUEST_CANCELLED));
             let _ = recv.stop(varint_code(H3_REQUEST_CANCELLED));
-            ctx.plan.give_back(o.ticket);
+            ctx.plan.give_back(o.req.ticket);
             return;
         }
         let Some(i) = self.free.pop() else {
-            ctx.plan.give_back(o.ticket);
+            ctx.plan.give_back(o.req.ticket);
             return;
         };
         let t = &ctx.target.requests[o.url];
         {
             let mut rec = ctx.rec.borrow_mut();
-            rec.request_started(o.scheduled, Instant::now());
+            rec.request_started(o.req.scheduled, now);
             rec.sent(
                 t.h3_request.len() as u64,
                 t.h3_header_payload,
                 t.h2_header_size,
             );
         }
-        let due = o.since + ctx.timeout;
         self.slots[i] = Some(Slot {
             id,
             send: Some(send),
             pending: t.h3_request.clone(),
             recv,
-            scheduled: o.scheduled,
-            sent: o.since,
-            ticket: o.ticket,
-            deadline: due,
+            req: o.req,
         });
         self.inflight += 1;
         self.sent_any = true;
         self.ready.mark(i);
-        if !self.deadline_armed {
-            deadline.reset(due.into());
-            self.deadline_armed = true;
+    }
+
+    /// Writes what slot `i` still has to send; `Some` when the slot or the connection ended.
+    fn write_slot(&mut self, ctx: &mut ClientCtx, i: usize, cx: &mut Context<'_>) -> Option<SlotPoll> {
+        let slot = self.slots[i].as_mut()?;
+        let send = slot.send.as_mut()?;
+        while !slot.pending.is_empty() {
+            let mut bufs = [std::mem::take(&mut slot.pending)];
+            let r = pin!(send.write_chunks(&mut bufs)).poll(cx);
+            slot.pending = std::mem::take(&mut bufs[0]);
+            match r {
+                Poll::Ready(Ok(_)) => {}
+                Poll::Pending => break,
+                // The server stopped reading the request: its response may still come.
+                Poll::Ready(Err(quinn::WriteError::Stopped(_))) => {
+                    slot.pending = Bytes::new();
+                    break;
+                }
+                Poll::Ready(Err(quinn::WriteError::ZeroRttRejected)) => {
+                    return Some(self.early_data_rejected(ctx, i));
+                }
+                Poll::Ready(Err(quinn::WriteError::ConnectionLost(e))) => {
+                    let f = lost(&e);
+                    self.fail_slot(ctx, i, f.kind, &f.message);
+                    return Some(SlotPoll::Fail(f));
+                }
+                Poll::Ready(Err(e)) => {
+                    let message = format!("h3: request write: {e}");
+                    self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                    return Some(SlotPoll::Freed);
+                }
+            }
         }
+        if slot.pending.is_empty() {
+            let _ = send.finish();
+            slot.send = None;
+        }
+        None
     }
 
     /// Writes what slot `i` still has to send and reads what arrived.
     fn poll_slot(&mut self, ctx: &mut ClientCtx, i: usize, now: Instant) -> SlotPoll {
         let wakers = self.wakers.clone();
         let mut cx = Context::from_waker(&wakers[i]);
-        let Some(slot) = self.slots[i].as_mut() else {
-            return SlotPoll::Pending;
-        };
-        if let Some(send) = &mut slot.send {
-            let mut failed = None;
-            while !slot.pending.is_empty() {
-                let mut bufs = [std::mem::take(&mut slot.pending)];
-                let r = pin!(send.write_chunks(&mut bufs)).poll(&mut cx);
-                slot.pending = std::mem::take(&mut bufs[0]);
-                match r {
-                    Poll::Ready(Ok(_)) => {}
-                    Poll::Pending => break,
-                    // The server stopped reading the request: its response may still come.
-                    Poll::Ready(Err(quinn::WriteError::Stopped(_))) => {
-                        slot.pending = Bytes::new();
-                        break;
-                    }
-                    Poll::Ready(Err(quinn::WriteError::ZeroRttRejected)) => {
-                        return self.early_data_rejected(ctx, i);
-                    }
-                    Poll::Ready(Err(quinn::WriteError::ConnectionLost(e))) => {
-                        failed = Some(lost(&e));
-                        break;
-                    }
-                    Poll::Ready(Err(e)) => {
-                        let message = format!("h3: request write: {e}");
-                        self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
-                        return SlotPoll::Freed;
-                    }
-                }
-            }
-            if let Some(f) = failed {
-                self.fail_slot(ctx, i, f.kind, &f.message);
-                return SlotPoll::Fail(f);
-            }
-            if slot.pending.is_empty() {
-                let _ = send.finish();
-                slot.send = None;
-            }
+        if let Some(end) = self.write_slot(ctx, i, &mut cx) {
+            return end;
         }
         loop {
             let Some(slot) = self.slots[i].as_mut() else {
@@ -1108,49 +1126,51 @@ impl Session {
                         return self.h3_error(ctx, i, e);
                     }
                 }
-                Poll::Ready(Ok(None)) => {
-                    if let Err(e) = self.parsers[i].finish() {
-                        return self.h3_error(ctx, i, e);
-                    }
-                    let p = &self.parsers[i];
-                    {
-                        let mut r = ctx.rec.borrow_mut();
-                        r.received(0, 0, p.body);
-                        r.received_header_uncompressed(p.uncompressed);
-                        r.response(
-                            slot.scheduled,
-                            slot.sent,
-                            p.first_byte.unwrap_or(now),
-                            now,
-                            p.status,
-                        );
-                    }
-                    self.answered += 1;
-                    self.release(i, None);
-                    return SlotPoll::Freed;
-                }
-                Poll::Ready(Err(e)) => {
-                    return match e {
-                        quinn::ReadError::ConnectionLost(e) => {
-                            let f = lost(&e);
-                            self.fail_slot(ctx, i, f.kind, &f.message);
-                            SlotPoll::Fail(f)
-                        }
-                        quinn::ReadError::ZeroRttRejected => self.early_data_rejected(ctx, i),
-                        quinn::ReadError::Reset(code) => {
-                            let code = code.into_inner();
-                            let message =
-                                format!("h3: stream reset by the server ({})", code_name(code));
-                            self.fail_slot(ctx, i, ErrorKind::Reset, &message);
-                            SlotPoll::Freed
-                        }
-                        e => {
-                            let message = format!("h3: response read: {e}");
-                            self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
-                            SlotPoll::Freed
-                        }
-                    };
-                }
+                Poll::Ready(Ok(None)) => return self.response_done(ctx, i, now),
+                Poll::Ready(Err(e)) => return self.read_error(ctx, i, e),
+            }
+        }
+    }
+
+    /// Slot `i`'s response stream ended.
+    fn response_done(&mut self, ctx: &mut ClientCtx, i: usize, now: Instant) -> SlotPoll {
+        if let Err(e) = self.parsers[i].finish() {
+            return self.h3_error(ctx, i, e);
+        }
+        let (Some(slot), p) = (&self.slots[i], &self.parsers[i]) else {
+            return SlotPoll::Freed;
+        };
+        {
+            let mut r = ctx.rec.borrow_mut();
+            r.received(0, 0, p.body);
+            r.received_header_uncompressed(p.uncompressed);
+            let first_byte = p.first_byte.unwrap_or(now);
+            r.response(slot.req.scheduled, slot.req.sent, first_byte, now, p.status);
+        }
+        self.answered += 1;
+        self.release(i, None);
+        SlotPoll::Freed
+    }
+
+    /// Reading slot `i`'s response failed.
+    fn read_error(&mut self, ctx: &mut ClientCtx, i: usize, e: quinn::ReadError) -> SlotPoll {
+        match e {
+            quinn::ReadError::ConnectionLost(e) => {
+                let f = lost(&e);
+                self.fail_slot(ctx, i, f.kind, &f.message);
+                SlotPoll::Fail(f)
+            }
+            quinn::ReadError::ZeroRttRejected => self.early_data_rejected(ctx, i),
+            quinn::ReadError::Reset(code) => {
+                let code = code.into_inner();
+                let message = format!("h3: stream reset by the server ({})", code_name(code));
+                self.fail_slot(ctx, i, ErrorKind::Reset, &message);
+                SlotPoll::Freed
+            }
+            e => {
+                let message = format!("h3: response read: {e}");
+                self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                SlotPoll::Freed
             }
         }
     }
@@ -1161,7 +1181,7 @@ impl Session {
                 if let Some(s) = &self.slots[i] {
                     ctx.rec
                         .borrow_mut()
-                        .request_failed(s.scheduled, ErrorKind::Protocol, &message);
+                        .request_failed(s.req.scheduled, ErrorKind::Protocol, &message);
                 }
                 self.release(i, Some(code));
                 SlotPoll::Freed
@@ -1177,257 +1197,205 @@ impl Session {
         }
     }
 
-    /// Fails requests past their deadline; re-arms the timer for the earliest one left.
-    fn expire(
-        &mut self,
-        ctx: &mut ClientCtx,
-        now: Instant,
-        mut deadline: Pin<&mut tokio::time::Sleep>,
-    ) -> Result<(), Fail> {
-        self.deadline_armed = false;
-        if let Some(o) = &self.opening {
-            if now >= o.since + ctx.timeout {
+    /// Ready when something woke the session: the stream being opened, a slot, the control
+    /// streams.
+    fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.ready.session.register(cx.waker());
+        if let Some(f) = self.open.as_mut().as_pin_mut() {
+            if let Poll::Ready(r) = f.poll(cx) {
+                self.open.set(None);
+                self.opened = Some(r);
+                return Poll::Ready(());
+            }
+        }
+        if self.ready.any.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        Poll::Pending
+    }
+
+    /// Handles one wake-up: control events, the opened stream, the slots quinn woke.
+    fn on_wake(&mut self, ctx: &mut ClientCtx, now: Instant) -> Result<(), Fail> {
+        if self.ready.take(self.depth) {
+            let (error, goaway) = {
+                let mut st = self.shared.state.borrow_mut();
+                (st.error.take(), st.goaway)
+            };
+            if let Some((code, message)) = error {
                 return Err(Fail {
-                    kind: ErrorKind::Timeout,
-                    message: "h3: could not open a stream in time".into(),
-                    code: H3_NO_ERROR,
+                    kind: ErrorKind::Protocol,
+                    message,
+                    code,
                 });
             }
-        }
-        let mut next: Option<Instant> = self.opening.as_ref().map(|o| o.since + ctx.timeout);
-        for i in 0..self.depth {
-            let Some(s) = &self.slots[i] else { continue };
-            if now >= s.deadline {
-                let message = format!("no response within {:?}", ctx.timeout);
-                self.fail_slot(ctx, i, ErrorKind::Timeout, &message);
-            } else {
-                next = Some(next.map_or(s.deadline, |n| n.min(s.deadline)));
+            if let Some(id) = goaway {
+                if self.goaway.is_none_or(|g| id < g) {
+                    self.goaway = Some(id);
+                    self.refuse_from(ctx, id);
+                }
             }
         }
-        if let Some(t) = next {
-            deadline.as_mut().reset(t.into());
-            self.deadline_armed = true;
+        if let Some(r) = self.opened.take() {
+            if let Some(o) = self.opening.take() {
+                match r {
+                    Ok((send, recv)) => self.start(ctx, o, send, recv, now),
+                    Err(e) => {
+                        ctx.plan.give_back(o.req.ticket);
+                        return Err(lost(&e));
+                    }
+                }
+            }
+        }
+        // Cleared before the slots are polled: a waker that fires from here on is seen on
+        // the next turn.
+        self.ready.any.store(false, Ordering::Release);
+        for i in 0..self.depth {
+            if self.slots[i].is_some() && self.ready.take(i) {
+                if let SlotPoll::Fail(f) = self.poll_slot(ctx, i, now) {
+                    return Err(f);
+                }
+            }
+        }
+        if self.reopen_control {
+            self.reopen_control = false;
+            let (conn, holder) = (self.conn.clone(), self.control.clone());
+            let limit = self.connect_timeout;
+            tokio::task::spawn_local(async move {
+                if let Ok(Ok(s)) = tokio::time::timeout(limit, open_control(&conn)).await {
+                    *holder.borrow_mut() = Some(s);
+                }
+            });
         }
         Ok(())
     }
+}
 
-    /// One wake-up: control events, new requests, ready slots, timers. Ready when the
-    /// session ends.
-    fn poll_turn<'c>(
-        &mut self,
-        ctx: &mut ClientCtx,
-        conn: &'c quinn::Connection,
-        cx: &mut Context<'_>,
-        mut open: Pin<&mut Option<quinn::OpenBi<'c>>>,
-        due: &mut crate::precise::Sleep,
-        mut deadline: Pin<&mut tokio::time::Sleep>,
-    ) -> Poll<Result<SessionEnd, Fail>> {
-        self.ready.session.register(cx.waker());
-        let mut now = Instant::now();
-        loop {
-            if self.ready.take(self.depth) {
-                let (error, goaway) = {
-                    let mut st = self.shared.state.borrow_mut();
-                    (st.error.take(), st.goaway)
-                };
-                if let Some((code, message)) = error {
-                    return Poll::Ready(Err(Fail {
-                        kind: ErrorKind::Protocol,
-                        message,
-                        code,
-                    }));
+impl Session for H3Session<'_> {
+    #[inline]
+    fn can_submit(&self) -> bool {
+        self.opening.is_none() && self.goaway.is_none() && self.inflight < self.depth
+    }
+
+    fn submit(&mut self, _ctx: &mut ClientCtx, url: usize, req: Req) {
+        self.opening = Some(Opening { req, url });
+        self.open.set(Some(self.conn.open_bi()));
+    }
+
+    fn inflight(&self) -> usize {
+        self.inflight + usize::from(self.opening.is_some())
+    }
+
+    fn oldest_sent(&self) -> Option<Instant> {
+        let opening = self.opening.as_ref().map(|o| o.req.sent);
+        let slots = self.slots.iter().flatten().map(|s| s.req.sent);
+        opening.into_iter().chain(slots).min()
+    }
+
+    fn answered(&self) -> u64 {
+        self.answered
+    }
+
+    fn used(&self) -> bool {
+        self.sent_any
+    }
+
+    fn idle_end(&mut self) -> Option<Outcome> {
+        self.goaway.map(|_| {
+            Ok(SessionEnd::Closed {
+                answered: self.answered,
+            })
+        })
+    }
+
+    fn finish(&mut self, ctx: &mut ClientCtx, result: Outcome) -> SessionEnd {
+        // A request whose stream never opened was not sent: it goes back to the plan.
+        if let Some(o) = self.opening.take() {
+            ctx.plan.give_back(o.req.ticket);
+        }
+        self.open.set(None);
+        match result {
+            Ok(end) => end,
+            Err(f) => {
+                for i in 0..self.depth {
+                    self.fail_slot(ctx, i, f.kind, &f.message);
                 }
-                if let Some(id) = goaway {
-                    if self.goaway.is_none_or(|g| id < g) {
-                        self.goaway = Some(id);
-                        self.refuse_from(ctx, id);
-                    }
-                }
-            }
-            if self.reopen_control {
-                self.reopen_control = false;
-                let (conn, holder) = (conn.clone(), self.control.clone());
-                let limit = ctx.connect_timeout;
-                tokio::task::spawn_local(async move {
-                    if let Ok(Ok(s)) = tokio::time::timeout(limit, open_control(&conn)).await {
-                        *holder.borrow_mut() = Some(s);
-                    }
-                });
-            }
-            let mut progressed = false;
-            let closing = ctx.no_keepalive && self.sent_any;
-            if self.opening.is_none()
-                && self.goaway.is_none()
-                && !closing
-                && !self.plan_done
-                && self.inflight < self.depth
-            {
-                match ctx.next(now) {
-                    Next::Go { scheduled, ticket } => {
-                        let url = ctx.next_url();
-                        self.opening = Some(Opening {
-                            scheduled,
-                            ticket,
-                            url,
-                            since: now,
-                        });
-                        self.wait_until = None;
-                        open.set(Some(conn.open_bi()));
-                        if !self.deadline_armed {
-                            deadline.as_mut().reset((now + ctx.timeout).into());
-                            self.deadline_armed = true;
-                        }
-                    }
-                    Next::Wait(t) => {
-                        if self.wait_until != Some(t) {
-                            due.reset(t);
-                            self.wait_until = Some(t);
-                        }
-                    }
-                    Next::Done => {
-                        self.plan_done = true;
-                        self.wait_until = None;
-                    }
+                SessionEnd::Failed {
+                    answered: self.answered,
+                    kind: f.kind,
+                    message: f.message,
                 }
             }
-            if let Some(f) = open.as_mut().as_pin_mut() {
-                if let Poll::Ready(r) = f.poll(cx) {
-                    open.set(None);
-                    if let Some(o) = self.opening.take() {
-                        match r {
-                            Ok((send, recv)) => {
-                                self.start(ctx, o, send, recv, deadline.as_mut());
-                                progressed = true;
-                            }
-                            Err(e) => {
-                                ctx.plan.give_back(o.ticket);
-                                return Poll::Ready(Err(lost(&e)));
-                            }
-                        }
-                    }
-                }
-            }
-            for i in 0..self.depth {
-                if self.slots[i].is_some() && self.ready.take(i) {
-                    match self.poll_slot(ctx, i, now) {
-                        SlotPoll::Pending => {}
-                        SlotPoll::Freed => progressed = true,
-                        SlotPoll::Fail(f) => return Poll::Ready(Err(f)),
-                    }
-                }
-            }
-            if progressed {
-                continue;
-            }
-            if self.inflight == 0 && self.opening.is_none() {
-                if self.goaway.is_some() || closing {
-                    return Poll::Ready(Ok(SessionEnd::Closed {
-                        answered: self.answered,
-                    }));
-                }
-                if self.wait_until.is_none() {
-                    return Poll::Ready(Ok(if self.plan_done {
-                        SessionEnd::PlanDone
-                    } else {
-                        SessionEnd::Closed {
-                            answered: self.answered,
-                        }
-                    }));
-                }
-            }
-            if self.wait_until.is_some() && due.poll_elapsed(cx).is_ready() {
-                self.wait_until = None;
-                now = Instant::now();
-                continue;
-            }
-            if self.deadline_armed && deadline.as_mut().poll(cx).is_ready() {
-                now = Instant::now();
-                if let Err(f) = self.expire(ctx, now, deadline.as_mut()) {
-                    return Poll::Ready(Err(f));
-                }
-                continue;
-            }
-            return Poll::Pending;
         }
     }
 }
 
-/// Runs requests on one HTTP/3 connection until the plan is done or the connection fails.
+/// The QUIC side of an [`H3Session`]: requests are written and responses read as their
+/// slots are polled, so there is nothing to flush; a wake-up comes from the slot wakers.
+pub struct Quic;
+
+impl<'c> Transport<H3Session<'c>> for Quic {
+    type Input = ();
+
+    async fn flush(
+        &mut self,
+        _s: &mut H3Session<'c>,
+        _ctx: &ClientCtx,
+        _now: Instant,
+    ) -> Result<(), Fail> {
+        Ok(())
+    }
+
+    async fn wait(&mut self, s: &mut H3Session<'c>) {
+        std::future::poll_fn(|cx| s.poll_wake(cx)).await
+    }
+
+    fn on_input(
+        &mut self,
+        s: &mut H3Session<'c>,
+        ctx: &mut ClientCtx,
+        _input: (),
+        now: Instant,
+    ) -> Result<Option<SessionEnd>, Fail> {
+        s.on_wake(ctx, now).map(|()| None)
+    }
+
+    async fn close(
+        &mut self,
+        s: &mut H3Session<'c>,
+        ctx: &mut ClientCtx,
+        result: Outcome,
+    ) -> SessionEnd {
+        let code = match &result {
+            Err(f) if f.code != 0 => f.code,
+            _ => H3_NO_ERROR,
+        };
+        s.conn.close(varint_code(code), b"");
+        s.finish(ctx, result)
+    }
+}
+
+/// Runs requests on one HTTP/3 connection until the plan is done or the connection fails:
+/// opens our control stream, then the client loop drives an [`H3Session`].
 pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd {
     let control = match tokio::time::timeout(ctx.connect_timeout, open_control(&conn)).await {
-        Err(_) => {
-            let message = "h3 setup timed out".to_string();
-            ctx.rec
-                .borrow_mut()
-                .connect_failed(ErrorKind::Timeout, &message);
-            return SessionEnd::Failed {
-                answered: 0,
-                kind: ErrorKind::Timeout,
-                message,
-            };
-        }
-        Ok(Err(e)) => {
-            let message = format!("h3 setup: {e}");
-            ctx.rec
-                .borrow_mut()
-                .connect_failed(ErrorKind::Protocol, &message);
-            return SessionEnd::Failed {
-                answered: 0,
-                kind: ErrorKind::Protocol,
-                message,
-            };
-        }
+        Err(_) => return setup_failed(ctx, ErrorKind::Timeout, "h3 setup timed out".into()),
+        Ok(Err(e)) => return setup_failed(ctx, ErrorKind::Protocol, format!("h3 setup: {e}")),
         Ok(Ok(s)) => s,
     };
-    let depth = if ctx.no_keepalive {
-        1
-    } else {
-        ctx.depth.max(1)
-    };
-    let ready = Arc::new(ReadySet {
-        flags: (0..=depth).map(|_| AtomicBool::new(false)).collect(),
-        session: AtomicWaker::new(),
-    });
-    let shared = Rc::new(Shared {
-        state: RefCell::new(ControlState::default()),
-        wake: Waker::from(Arc::new(SlotWaker {
-            set: ready.clone(),
-            index: depth,
-        })),
-    });
-    let acceptor = tokio::task::spawn_local(accept_uni(conn.clone(), shared.clone()));
-    let mut s = Session::new(depth, shared, ready);
-    let now = Instant::now();
-    let mut due = crate::precise::Sleep::until(now);
-    let mut deadline = pin!(tokio::time::sleep_until(now.into()));
-    let mut open = pin!(None::<quinn::OpenBi<'_>>);
-    let result = std::future::poll_fn(|cx| {
-        s.poll_turn(ctx, &conn, cx, open.as_mut(), &mut due, deadline.as_mut())
-    })
-    .await;
-    if let Some(o) = s.opening.take() {
-        ctx.plan.give_back(o.ticket);
-    }
-    acceptor.abort();
-    let end = match result {
-        Ok(end) => {
-            conn.close(varint_code(H3_NO_ERROR), b"");
-            end
-        }
-        Err(f) => {
-            conn.close(varint_code(f.code), b"");
-            for i in 0..s.depth {
-                s.fail_slot(ctx, i, f.kind, &f.message);
-            }
-            SessionEnd::Failed {
-                answered: s.answered,
-                kind: f.kind,
-                message: f.message,
-            }
-        }
-    };
+    let mut s = H3Session::new(ctx, &conn);
+    let end = crate::session::drive(ctx, &mut s, &mut Quic).await;
+    drop(s);
     drop(control);
     end
+}
+
+fn setup_failed(ctx: &ClientCtx, kind: ErrorKind, message: String) -> SessionEnd {
+    ctx.rec.borrow_mut().connect_failed(kind, &message);
+    SessionEnd::Failed {
+        answered: 0,
+        kind,
+        message,
+    }
 }
 
 #[cfg(test)]

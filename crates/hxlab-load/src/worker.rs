@@ -2,8 +2,10 @@
 //! connections; the client loop (connect, run a session, reconnect or give up) common to
 //! every protocol; and [`run`], which starts the workers and merges what they recorded.
 
-use crate::h1::H1Buffers;
+use crate::h1::H1Session;
+use crate::h2::H2Session;
 use crate::h3::QuicDialer;
+use crate::session::{drive, Tcp};
 use crate::net::{ConnectInfo, Dialer};
 use crate::plan::{Next, OpenLedger, Plan, SharedLedger};
 use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
@@ -674,15 +676,27 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     }
 }
 
+/// What a client keeps across its connections, so a new connection allocates little.
+struct ClientBuffers {
+    /// The TCP read buffer (h1 and h2).
+    read: Vec<u8>,
+    /// The HTTP/1.1 session (its write buffer and pipeline).
+    h1: Option<H1Session>,
+    /// What ALPN chose on this client's last full handshake: with `--proto auto` and early
+    /// data, the session must start before ALPN is known, on the protocol of the session
+    /// being resumed.
+    last_h2: Rc<Cell<Option<bool>>>,
+}
+
 /// Connects, runs sessions and reconnects until the plan is done or connecting fails.
 /// Returns the number of open-model requests left unsent (0 in the closed model).
 async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<QuicDialer>) -> u64 {
-    let mut h1_bufs: Option<H1Buffers> = None;
+    let mut bufs = ClientBuffers {
+        read: Vec::new(),
+        h1: None,
+        last_h2: Rc::new(Cell::new(None)),
+    };
     let mut empty_sessions = 0u32;
-    // What ALPN chose on this client's last full handshake: with `--proto auto` and early
-    // data, the session must start before ALPN is known, on the protocol of the session
-    // being resumed.
-    let last_h2 = Rc::new(Cell::new(None::<bool>));
     loop {
         if ctx.reserved.is_none() {
             match ctx.plan.next(Instant::now()) {
@@ -699,140 +713,14 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
         }
         let end = match &transport {
             Transport::Tcp { dialer, session } => {
-                let (mut stream, info) = match dialer.dial().await {
-                    Ok(x) => x,
-                    Err(e) => {
-                        ctx.unreserve();
-                        ctx.rec.borrow_mut().connect_failed(e.kind, &e);
-                        return unsent(&ctx);
-                    }
-                };
-                let is_h2 = if info.early {
-                    match session {
-                        TcpSession::Auto => last_h2.get().unwrap_or(true),
-                        s => *s != TcpSession::H1,
-                    }
-                } else {
-                    let h2 = info.alpn.as_deref() == Some(b"h2");
-                    last_h2.set(Some(h2));
-                    h2
-                };
-                let run_h2 = match session {
-                    TcpSession::H1 => false,
-                    TcpSession::H2c => true,
-                    TcpSession::Auto => is_h2,
-                    TcpSession::H2 => {
-                        if !is_h2 {
-                            let chose = match &info.alpn {
-                                Some(p) => String::from_utf8_lossy(p).into_owned(),
-                                None => "none".to_string(),
-                            };
-                            let msg = format!(
-                                "{} did not negotiate h2 by ALPN (server chose {chose}); it may speak only HTTP/1.1: try --proto h1 or auto",
-                                dialer.addr
-                            );
-                            ctx.unreserve();
-                            ctx.rec
-                                .borrow_mut()
-                                .connect_failed(ErrorKind::Protocol, &msg);
-                            return unsent(&ctx);
-                        }
-                        true
-                    }
-                };
-                let negotiated = match (run_h2, session) {
-                    (true, TcpSession::H2c) => "h2c",
-                    (true, _) => "h2",
-                    (false, _) => "http/1.1",
-                };
-                if info.early {
-                    // Counted when the handshake completes, with what it turned out to be.
-                    let (rec, cc, t_connect, last_h2) = (
-                        ctx.rec.clone(),
-                        info.cc.clone(),
-                        info.connect,
-                        last_h2.clone(),
-                    );
-                    stream.on_handshake(move |o| {
-                        let h2 = o.alpn.as_deref() == Some(b"h2");
-                        last_h2.set(Some(h2));
-                        let mut rec = rec.borrow_mut();
-                        rec.connected(
-                            Some(t_connect),
-                            Some(o.handshake),
-                            o.resumed,
-                            negotiated,
-                            o.tls_version,
-                            cc.as_deref(),
-                        );
-                        rec.early_data(negotiated, o.accepted);
-                    });
-                } else {
-                    record_connected(&ctx, &info, negotiated);
-                }
-                let end = if run_h2 {
-                    crate::h2::session(&mut ctx, stream, *session == TcpSession::H2c).await
-                } else {
-                    let depth = ctx.depth;
-                    let bufs = h1_bufs.get_or_insert_with(|| H1Buffers::new(depth));
-                    crate::h1::session(&mut ctx, &mut stream, bufs).await
-                };
-                if let Some(acked) = info.syn_data.as_ref().and_then(|s| s.get()) {
-                    ctx.rec.borrow_mut().syn_data(negotiated, acked);
-                }
-                end
+                tcp_connection(&mut ctx, dialer, *session, &mut bufs).await
             }
-            Transport::Quic { .. } => {
-                let Some(dialer) = &quic else {
-                    ctx.unreserve();
-                    return unsent(&ctx);
-                };
-                let mut qc = match dialer.dial().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        ctx.unreserve();
-                        ctx.rec.borrow_mut().connect_failed(e.kind, &e);
-                        return unsent(&ctx);
-                    }
-                };
-                let resumed = qc.resumed();
-                match qc.zero_rtt.take() {
-                    None => ctx.rec.borrow_mut().connected(
-                        None,
-                        Some(qc.handshake),
-                        resumed,
-                        "h3",
-                        Some("TLSv1.3"),
-                        Some(hxlab_core::cc::quic::of(&qc.conn)),
-                    ),
-                    Some(accepted) => {
-                        // 0-RTT: requests go out at once; whether the server took them is
-                        // known later, and the connection is counted then. Accepted 0-RTT
-                        // is a resumption; rejected 0-RTT may still have resumed the session
-                        // (the handshake is complete by then, unless the connection died).
-                        let rec = ctx.rec.clone();
-                        let t0 = Instant::now() - qc.handshake;
-                        let conn = qc.conn.clone();
-                        let check = qc.cert_check.clone();
-                        tokio::task::spawn_local(async move {
-                            let ok = accepted.await;
-                            let resumed = ok
-                                || (conn.close_reason().is_none()
-                                    && check.is_some_and(|c| !c.verified()));
-                            rec.borrow_mut().early_data("h3", ok);
-                            rec.borrow_mut().connected(
-                                None,
-                                Some(t0.elapsed()),
-                                resumed,
-                                "h3",
-                                Some("TLSv1.3"),
-                                Some(hxlab_core::cc::quic::of(&conn)),
-                            );
-                        });
-                    }
-                }
-                crate::h3::session(&mut ctx, qc.conn).await
-            }
+            Transport::Quic { .. } => quic_connection(&mut ctx, quic.as_ref()).await,
+        };
+        let Some(end) = end else {
+            // Connecting failed (counted): this client gives up.
+            ctx.unreserve();
+            return unsent(&ctx);
         };
         ctx.unreserve();
         match end {
@@ -840,24 +728,177 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
             SessionEnd::Closed { answered } | SessionEnd::Failed { answered, .. } => {
                 // A server that keeps closing connections without answering would make the
                 // client spin: give up after three such connections in a row.
-                if answered == 0 {
-                    empty_sessions += 1;
-                    if empty_sessions >= 3 {
-                        if let SessionEnd::Failed { kind, message, .. } = &end {
-                            let mut rec = ctx.rec.borrow_mut();
-                            if rec.first_connect_error.is_none() {
-                                rec.first_connect_error = Some(message.clone());
-                            }
-                            let _ = kind;
-                        }
-                        return unsent(&ctx);
-                    }
-                } else {
+                if answered > 0 {
                     empty_sessions = 0;
+                    continue;
+                }
+                empty_sessions += 1;
+                if empty_sessions >= 3 {
+                    if let SessionEnd::Failed { message, .. } = &end {
+                        let mut rec = ctx.rec.borrow_mut();
+                        if rec.first_connect_error.is_none() {
+                            rec.first_connect_error = Some(message.clone());
+                        }
+                    }
+                    return unsent(&ctx);
                 }
             }
         }
     }
+}
+
+/// Which protocol runs on a TCP connection, from what was asked and what ALPN said (or, on
+/// early data, what the resumed session had). `Err`: h2 was required and not negotiated.
+fn tcp_protocol(
+    session: TcpSession,
+    info: &ConnectInfo,
+    last_h2: &Cell<Option<bool>>,
+    addr: std::net::SocketAddr,
+) -> Result<bool, String> {
+    let is_h2 = if info.early {
+        match session {
+            TcpSession::Auto => last_h2.get().unwrap_or(true),
+            s => s != TcpSession::H1,
+        }
+    } else {
+        let h2 = info.alpn.as_deref() == Some(b"h2");
+        last_h2.set(Some(h2));
+        h2
+    };
+    match session {
+        TcpSession::H1 => Ok(false),
+        TcpSession::H2c => Ok(true),
+        TcpSession::Auto => Ok(is_h2),
+        TcpSession::H2 if is_h2 => Ok(true),
+        TcpSession::H2 => {
+            let chose = match &info.alpn {
+                Some(p) => String::from_utf8_lossy(p).into_owned(),
+                None => "none".to_string(),
+            };
+            Err(format!(
+                "{addr} did not negotiate h2 by ALPN (server chose {chose}); it may speak only HTTP/1.1: try --proto h1 or auto"
+            ))
+        }
+    }
+}
+
+/// One TCP connection: dial, count the connection, run an h1 or h2 session through the
+/// client loop. `None` when connecting failed (counted).
+async fn tcp_connection(
+    ctx: &mut ClientCtx,
+    dialer: &Dialer,
+    session: TcpSession,
+    bufs: &mut ClientBuffers,
+) -> Option<SessionEnd> {
+    let (mut stream, info) = match dialer.dial().await {
+        Ok(x) => x,
+        Err(e) => {
+            ctx.rec.borrow_mut().connect_failed(e.kind, &e);
+            return None;
+        }
+    };
+    let run_h2 = match tcp_protocol(session, &info, &bufs.last_h2, dialer.addr) {
+        Ok(h2) => h2,
+        Err(msg) => {
+            ctx.rec
+                .borrow_mut()
+                .connect_failed(ErrorKind::Protocol, &msg);
+            return None;
+        }
+    };
+    let negotiated = match (run_h2, session) {
+        (true, TcpSession::H2c) => "h2c",
+        (true, _) => "h2",
+        (false, _) => "http/1.1",
+    };
+    if info.early {
+        // Counted when the handshake completes, with what it turned out to be.
+        let (rec, cc, t_connect, last_h2) = (
+            ctx.rec.clone(),
+            info.cc.clone(),
+            info.connect,
+            bufs.last_h2.clone(),
+        );
+        stream.on_handshake(move |o| {
+            let h2 = o.alpn.as_deref() == Some(b"h2");
+            last_h2.set(Some(h2));
+            let mut rec = rec.borrow_mut();
+            rec.connected(
+                Some(t_connect),
+                Some(o.handshake),
+                o.resumed,
+                negotiated,
+                o.tls_version,
+                cc.as_deref(),
+            );
+            rec.early_data(negotiated, o.accepted);
+        });
+    } else {
+        record_connected(ctx, &info, negotiated);
+    }
+    let end = if run_h2 {
+        let mut s = H2Session::new(ctx, session == TcpSession::H2c);
+        let mut io = Tcp::new::<H2Session>(&mut stream, &mut bufs.read);
+        drive(ctx, &mut s, &mut io).await
+    } else {
+        let s = bufs.h1.get_or_insert_with(|| H1Session::new(ctx.depth));
+        s.start(ctx);
+        let mut io = Tcp::new::<H1Session>(&mut stream, &mut bufs.read);
+        drive(ctx, s, &mut io).await
+    };
+    if let Some(acked) = info.syn_data.as_ref().and_then(|s| s.get()) {
+        ctx.rec.borrow_mut().syn_data(negotiated, acked);
+    }
+    Some(end)
+}
+
+/// One QUIC connection: dial, count the connection (at once, or when 0-RTT is settled),
+/// run the h3 session. `None` when connecting failed (counted).
+async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Option<SessionEnd> {
+    let dialer = dialer?;
+    let mut qc = match dialer.dial().await {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.rec.borrow_mut().connect_failed(e.kind, &e);
+            return None;
+        }
+    };
+    let resumed = qc.resumed();
+    match qc.zero_rtt.take() {
+        None => ctx.rec.borrow_mut().connected(
+            None,
+            Some(qc.handshake),
+            resumed,
+            "h3",
+            Some("TLSv1.3"),
+            Some(hxlab_core::cc::quic::of(&qc.conn)),
+        ),
+        Some(accepted) => {
+            // 0-RTT: requests go out at once; whether the server took them is known later,
+            // and the connection is counted then. Accepted 0-RTT is a resumption; rejected
+            // 0-RTT may still have resumed the session (the handshake is complete by then,
+            // unless the connection died).
+            let rec = ctx.rec.clone();
+            let t0 = Instant::now() - qc.handshake;
+            let conn = qc.conn.clone();
+            let check = qc.cert_check.clone();
+            tokio::task::spawn_local(async move {
+                let ok = accepted.await;
+                let resumed =
+                    ok || (conn.close_reason().is_none() && check.is_some_and(|c| !c.verified()));
+                rec.borrow_mut().early_data("h3", ok);
+                rec.borrow_mut().connected(
+                    None,
+                    Some(t0.elapsed()),
+                    resumed,
+                    "h3",
+                    Some("TLSv1.3"),
+                    Some(hxlab_core::cc::quic::of(&conn)),
+                );
+            });
+        }
+    }
+    Some(crate::h3::session(ctx, qc.conn).await)
 }
 
 fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static str) {
