@@ -426,7 +426,9 @@ impl Session for H1Session {
             req,
             first_byte: None,
         });
-        ctx.rec.borrow_mut().request_started(req.scheduled, req.sent);
+        ctx.rec
+            .borrow_mut()
+            .request_started(req.scheduled, req.sent);
         self.used = true;
     }
 

@@ -66,7 +66,10 @@ impl Fail {
 
     /// The request timeout was reached.
     pub fn timeout(timeout: Duration) -> Fail {
-        Fail::new(ErrorKind::Timeout, format!("no response within {timeout:?}"))
+        Fail::new(
+            ErrorKind::Timeout,
+            format!("no response within {timeout:?}"),
+        )
     }
 }
 
@@ -145,8 +148,12 @@ pub trait Transport<S: Session> {
     type Input;
     /// Writes what the session produced (one write per loop turn); `now` is the turn's clock
     /// reading (the write deadline counts from it).
-    fn flush(&mut self, s: &mut S, ctx: &ClientCtx, now: Instant)
-        -> impl Future<Output = Result<(), Fail>>;
+    fn flush(
+        &mut self,
+        s: &mut S,
+        ctx: &ClientCtx,
+        now: Instant,
+    ) -> impl Future<Output = Result<(), Fail>>;
     /// Waits until there is input for the session.
     fn wait(&mut self, s: &mut S) -> impl Future<Output = Self::Input>;
     /// Hands the input to the session; `Some` when the session ends.

@@ -5,11 +5,11 @@
 use crate::h1::H1Session;
 use crate::h2::H2Session;
 use crate::h3::QuicDialer;
-use crate::session::{drive, Tcp};
 use crate::net::{ConnectInfo, Dialer};
 use crate::plan::{Next, OpenLedger, Plan, SharedLedger};
 use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
 use crate::scheduler::Schedule;
+use crate::session::{drive, Tcp};
 use crate::target::Target;
 use crate::{tls, LoadConfig, LoadError, Proto};
 use hxlab_core::result::RunConfig;
@@ -526,12 +526,10 @@ fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     local.block_on(&rt, worker_main(setup, spec))
 }
 
-async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
-    let cfg = &setup.cfg;
-    let warm = !cfg.warm_up.is_zero();
-    let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
-    let cpu0 = Rc::new(Cell::new(thread_cpu()));
-    if warm {
+/// The worker's helper tasks: the start of measuring after the warm-up (recorder on, CPU
+/// baseline), and the progress counter.
+fn side_tasks(setup: &Setup, spec: &WorkerSpec, rec: &SharedRecorder, cpu0: &Rc<Cell<(f64, f64)>>) {
+    if !setup.cfg.warm_up.is_zero() {
         let (rec, cpu0, at) = (rec.clone(), cpu0.clone(), setup.measure_start);
         tokio::task::spawn_local(async move {
             tokio::time::sleep_until(at.into()).await;
@@ -539,7 +537,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             cpu0.set(thread_cpu());
         });
     }
-    if cfg.progress {
+    if setup.cfg.progress {
         let (rec, counter) = (rec.clone(), spec.progress.clone());
         tokio::task::spawn_local(async move {
             loop {
@@ -549,48 +547,39 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             }
         });
     }
-    let target = Rc::new(setup.target.clone());
-    let quic = match &setup.transport {
-        Transport::Quic {
-            configs,
-            server_name,
-        } => {
-            let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
-                ([0, 0, 0, 0], 0).into()
-            } else {
-                ([0u16; 8], 0).into()
-            };
-            match quinn::Endpoint::client(bind) {
-                Ok(endpoint) => Some(QuicDialer {
-                    endpoint,
-                    configs: configs.clone(),
-                    addr: target.addr,
-                    server_name: server_name.clone(),
-                    limit: cfg.connect_timeout,
-                    zero_rtt: cfg.zero_rtt,
-                }),
-                Err(e) => {
-                    return WorkerOutput {
-                        part: RunResult::default(),
-                        first_connect_error: None,
-                        cpu_user_s: 0.0,
-                        cpu_sys_s: 0.0,
-                        finished: Instant::now(),
-                        setup_error: Some(format!("UDP socket for QUIC: {e}")),
-                    }
-                }
-            }
-        }
-        Transport::Tcp { .. } => None,
+}
+
+/// The worker's QUIC dialer (one UDP endpoint per worker); `None` on TCP.
+fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
+    let Transport::Quic {
+        configs,
+        server_name,
+    } = &setup.transport
+    else {
+        return Ok(None);
     };
-    let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
-        u64::MAX
+    let addr = setup.target.addr;
+    let bind: std::net::SocketAddr = if addr.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
     } else {
-        spec.requests
-    }));
-    // Open model: the timetable is finite either way, `-n` requests or every request due
-    // before the deadline, so each one can be accounted for when the run ends.
-    let ledger: Option<SharedLedger> = spec.rate.map(|rate| {
+        ([0u16; 8], 0).into()
+    };
+    let endpoint =
+        quinn::Endpoint::client(bind).map_err(|e| format!("UDP socket for QUIC: {e}"))?;
+    Ok(Some(QuicDialer {
+        endpoint,
+        configs: configs.clone(),
+        addr,
+        server_name: server_name.clone(),
+        limit: setup.cfg.connect_timeout,
+        zero_rtt: setup.cfg.zero_rtt,
+    }))
+}
+
+/// Open model: the worker's timetable. It is finite either way, `-n` requests or every
+/// request due before the deadline, so each one can be accounted for when the run ends.
+fn open_ledger(setup: &Setup, spec: &WorkerSpec) -> Option<SharedLedger> {
+    spec.rate.map(|rate| {
         let limit = match setup.deadline {
             Some(d) => Schedule::new(rate, 0, 1, u64::MAX)
                 .first_index_due_at_or_after(d.saturating_duration_since(setup.start)),
@@ -600,7 +589,35 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             .map(|k| Schedule::new(rate, k, spec.clients, limit))
             .collect();
         Rc::new(RefCell::new(OpenLedger::new(schedules)))
-    });
+    })
+}
+
+async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
+    let cfg = &setup.cfg;
+    let warm = !cfg.warm_up.is_zero();
+    let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
+    let cpu0 = Rc::new(Cell::new(thread_cpu()));
+    side_tasks(&setup, &spec, &rec, &cpu0);
+    let target = Rc::new(setup.target.clone());
+    let quic = match quic_dialer(&setup) {
+        Ok(q) => q,
+        Err(e) => {
+            return WorkerOutput {
+                part: RunResult::default(),
+                first_connect_error: None,
+                cpu_user_s: 0.0,
+                cpu_sys_s: 0.0,
+                finished: Instant::now(),
+                setup_error: Some(e),
+            }
+        }
+    };
+    let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
+        u64::MAX
+    } else {
+        spec.requests
+    }));
+    let ledger = open_ledger(&setup, &spec);
     rec.borrow_mut().ledger = ledger.clone();
     let mut tasks = Vec::new();
     for k in 0..spec.clients {

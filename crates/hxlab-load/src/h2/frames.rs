@@ -68,7 +68,13 @@ impl Conn {
     }
 
     /// DATA: response body, flow control counted over the whole payload.
-    fn on_data(&mut self, flags: u8, id: u32, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+    fn on_data(
+        &mut self,
+        flags: u8,
+        id: u32,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
         if id == 0 {
             return Err(conn_err(PROTOCOL_ERROR, "DATA on stream 0"));
         }
@@ -113,12 +119,18 @@ impl Conn {
             frame_head(&mut self.out, 4, WINDOW_UPDATE, 0, id);
             self.out.extend_from_slice(&n.to_be_bytes());
         }
-    
+
         Ok(())
     }
 
     /// HEADERS: a header block starts (CONTINUATIONs may follow).
-    fn on_headers(&mut self, flags: u8, id: u32, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+    fn on_headers(
+        &mut self,
+        flags: u8,
+        id: u32,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
         if id == 0 {
             return Err(conn_err(PROTOCOL_ERROR, "HEADERS on stream 0"));
         }
@@ -139,12 +151,18 @@ impl Conn {
         } else {
             self.block_stream = id;
         }
-    
+
         Ok(())
     }
 
     /// CONTINUATION of the header block being assembled.
-    fn on_continuation(&mut self, flags: u8, id: u32, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+    fn on_continuation(
+        &mut self,
+        flags: u8,
+        id: u32,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
         if self.block_stream == 0 || id != self.block_stream {
             return Err(conn_err(PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
         }
@@ -161,7 +179,7 @@ impl Conn {
                 self.headers_done(id, now)?;
             }
         }
-    
+
         Ok(())
     }
 
@@ -198,7 +216,7 @@ impl Conn {
             }
             None => {}
         }
-    
+
         Ok(())
     }
 
@@ -235,10 +253,7 @@ impl Conn {
                     for st in self.streams.iter_mut() {
                         st.send_window += delta;
                         if st.send_window > i64::from(MAX_STREAM_ID) {
-                            return Err(conn_err(
-                                FLOW_CONTROL_ERROR,
-                                "stream window above 2^31-1",
-                            ));
+                            return Err(conn_err(FLOW_CONTROL_ERROR, "stream window above 2^31-1"));
                         }
                     }
                 }
@@ -253,7 +268,7 @@ impl Conn {
         }
         frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
         self.pump_bodies();
-    
+
         Ok(())
     }
 
@@ -269,7 +284,7 @@ impl Conn {
             frame_head(&mut self.out, 8, PING, ACK, 0);
             self.out.extend_from_slice(payload);
         }
-    
+
         Ok(())
     }
 
@@ -297,7 +312,7 @@ impl Conn {
                 k += 1;
             }
         }
-    
+
         Ok(())
     }
 
@@ -335,15 +350,12 @@ impl Conn {
                 );
                 self.finish(
                     k,
-                    Outcome::Failed(
-                        ErrorKind::Protocol,
-                        "h2: bad stream WINDOW_UPDATE".into(),
-                    ),
+                    Outcome::Failed(ErrorKind::Protocol, "h2: bad stream WINDOW_UPDATE".into()),
                 );
             }
         }
         self.pump_bodies();
-    
+
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-//! HTTP/2 driver (TLS with ALPN h2, or h2c with prior knowledge): an own client connection
+//! HTTP/2 (TLS with ALPN h2, or h2c with prior knowledge): an own client connection
 //! with up to `-m` streams in flight, built for the load generator's hot path.
 //!
 //! [`Conn`] is the protocol state machine without IO: it writes the preface, SETTINGS
@@ -12,6 +12,9 @@
 //! the [`Session`] around it: the client loop ([`crate::session::drive`] over
 //! [`crate::session::Tcp`]) runs it with one read buffer, one write buffer, one write per
 //! loop turn, and finished streams go to the recorder as they end.
+//! Files: `conn.rs` (preface, opening streams, request bodies, ending streams), `frames.rs`
+//! (cutting frames out of the read buffer, one handler per frame type), `push.rs` (server
+//! push), `session.rs` ([`H2Session`]).
 //!
 //! Counting (docs/run-result.md): header wire bytes are HEADERS + CONTINUATION payload bytes
 //! (both directions); the uncompressed size is h2load's (name + value of every field of the

@@ -70,7 +70,12 @@ impl Conn {
     }
 
     /// PUSH_PROMISE: a pushed stream promised on request stream `id`.
-    pub(super) fn on_push_promise(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), ConnError> {
+    pub(super) fn on_push_promise(
+        &mut self,
+        flags: u8,
+        id: u32,
+        payload: &[u8],
+    ) -> Result<(), ConnError> {
         // RFC 9113 §8.4: a PUSH_PROMISE when we disabled push is a protocol error.
         if !self.push {
             return Err(conn_err(PROTOCOL_ERROR, "PUSH_PROMISE with push disabled"));
@@ -89,10 +94,7 @@ impl Conn {
         // RFC 9113 §5.1.1 wants promised ids to increase, but the h2 crate (our own
         // server) queues PUSH_PROMISE per request stream, so with several requests
         // in flight they can arrive out of order: accept any even id not in use.
-        if promised == 0
-            || !promised.is_multiple_of(2)
-            || self.find_push(promised).is_some()
-        {
+        if promised == 0 || !promised.is_multiple_of(2) || self.find_push(promised).is_some() {
             return Err(conn_err(PROTOCOL_ERROR, "bad promised stream id"));
         }
         self.last_promised = self.last_promised.max(promised);

@@ -226,4 +226,3 @@ fn hint(h2c: bool) -> String {
         }
     )
 }
-

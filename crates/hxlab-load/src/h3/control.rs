@@ -155,4 +155,3 @@ pub(super) async fn open_control(conn: &quinn::Connection) -> Result<quinn::Send
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
     Ok(stream)
 }
-

@@ -1,4 +1,4 @@
-//! HTTP/3 driver: an own HTTP/3 client (RFC 9114, QPACK of RFC 9204 with the static table
+//! HTTP/3: an own HTTP/3 client (RFC 9114, QPACK of RFC 9204 with the static table
 //! only) directly on quinn streams, up to `-m` requests in flight per connection.
 //!
 //! Why not the `h3` crate: per request it Huffman-encoded our headers, decoded the response
@@ -9,12 +9,14 @@
 //! Pieces: [`ResponseParser`] (sans-IO: frames of one request stream, QPACK decode with
 //! [`crate::qpack::Decoder`], interim 1xx heads, DATA counting, trailers) and
 //! [`ControlParser`] (the server's control stream: SETTINGS first, GOAWAY) are tested on
-//! their own; [`session`] drives them. It opens our control stream (SETTINGS: dynamic table
-//! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE), reads the server's
+//! their own (`parse.rs`). [`session`] opens our control stream (SETTINGS: dynamic table
+//! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE; `control.rs`), reads the server's
 //! unidirectional streams in a helper task (control parsed, QPACK encoder/decoder streams
-//! read and discarded, anything else stopped), and runs the requests of one connection in
-//! one future: each request slot has its own reusable waker, so a wake-up polls only the
-//! streams that have something to say, and nothing is allocated per request on our side.
+//! read and discarded, anything else stopped), and runs the requests of one connection as an
+//! [`H3Session`] through the client loop ([`crate::session::drive`] over [`Quic`]): each
+//! request slot has its own reusable waker (`wake.rs`), so a wake-up polls only the streams
+//! that have something to say, and nothing is allocated per request on our side. The dialer
+//! ([`QuicDialer`], 0-RTT, resumption) is in `dial.rs`.
 //!
 //! Counting (docs/run-result.md): wire bytes are request-stream bytes (frames with their
 //! heads; control and QPACK streams are not counted), header bytes are HEADERS payloads (the

@@ -381,4 +381,3 @@ impl ControlParser {
         Ok(())
     }
 }
-

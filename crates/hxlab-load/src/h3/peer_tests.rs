@@ -28,8 +28,7 @@ type Identity = (
 
 fn identity() -> Identity {
     let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-    let key =
-        rustls::pki_types::PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(made.signing_key.serialize_der()).unwrap();
     (made.cert.der().clone(), key)
 }
 
@@ -152,9 +151,8 @@ fn against_with(
             .unwrap();
         rt.block_on(async move {
             let id = identity();
-            let ep =
-                quinn::Endpoint::server(server_config(&id), "127.0.0.1:0".parse().unwrap())
-                    .unwrap();
+            let ep = quinn::Endpoint::server(server_config(&id), "127.0.0.1:0".parse().unwrap())
+                .unwrap();
             addr_tx.send(ep.local_addr().unwrap()).unwrap();
             let mut stop = stop_rx;
             loop {

@@ -238,7 +238,12 @@ impl<'c> H3Session<'c> {
     }
 
     /// Writes what slot `i` still has to send; `Some` when the slot or the connection ended.
-    fn write_slot(&mut self, ctx: &mut ClientCtx, i: usize, cx: &mut Context<'_>) -> Option<SlotPoll> {
+    fn write_slot(
+        &mut self,
+        ctx: &mut ClientCtx,
+        i: usize,
+        cx: &mut Context<'_>,
+    ) -> Option<SlotPoll> {
         let slot = self.slots[i].as_mut()?;
         let send = slot.send.as_mut()?;
         while !slot.pending.is_empty() {
@@ -353,9 +358,11 @@ impl<'c> H3Session<'c> {
         match e {
             H3Error::Stream { code, message } => {
                 if let Some(s) = &self.slots[i] {
-                    ctx.rec
-                        .borrow_mut()
-                        .request_failed(s.req.scheduled, ErrorKind::Protocol, &message);
+                    ctx.rec.borrow_mut().request_failed(
+                        s.req.scheduled,
+                        ErrorKind::Protocol,
+                        &message,
+                    );
                 }
                 self.release(i, Some(code));
                 SlotPoll::Freed
@@ -571,4 +578,3 @@ fn setup_failed(ctx: &ClientCtx, kind: ErrorKind, message: String) -> SessionEnd
         message,
     }
 }
-

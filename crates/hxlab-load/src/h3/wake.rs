@@ -40,4 +40,3 @@ impl Wake for SlotWaker {
         self.set.session.wake();
     }
 }
-
