@@ -234,7 +234,7 @@ impl<'c> H3Session<'c> {
         });
         self.inflight += 1;
         self.sent_any = true;
-        self.ready.mark(i);
+        self.ready.mark_for_this_pass(i);
     }
 
     /// Writes what slot `i` still has to send; `Some` when the slot or the connection ended.
@@ -389,7 +389,7 @@ impl<'c> H3Session<'c> {
                 return Poll::Ready(());
             }
         }
-        if self.ready.any.load(Ordering::Acquire) {
+        if self.ready.any() {
             return Poll::Ready(());
         }
         Poll::Pending
@@ -397,6 +397,8 @@ impl<'c> H3Session<'c> {
 
     /// Handles one wake-up: control events, the opened stream, the slots quinn woke.
     fn on_wake(&mut self, ctx: &mut ClientCtx, now: Instant) -> Result<(), Fail> {
+        // A waker that fires from here on is seen on the next turn.
+        self.ready.begin_pass();
         if self.ready.take(self.depth) {
             let (error, goaway) = {
                 let mut st = self.shared.state.borrow_mut();
@@ -427,9 +429,6 @@ impl<'c> H3Session<'c> {
                 }
             }
         }
-        // Cleared before the slots are polled: a waker that fires from here on is seen on
-        // the next turn.
-        self.ready.any.store(false, Ordering::Release);
         for i in 0..self.depth {
             if self.slots[i].is_some() && self.ready.take(i) {
                 if let SlotPoll::Fail(f) = self.poll_slot(ctx, i, now) {

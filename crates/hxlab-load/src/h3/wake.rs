@@ -23,6 +23,21 @@ impl ReadySet {
         self.flags[i].store(true, Ordering::Release);
         self.any.store(true, Ordering::Release);
     }
+
+    /// Marks slot `i` for the pass the session is in (it polls the slots after this).
+    pub(super) fn mark_for_this_pass(&self, i: usize) {
+        self.flags[i].store(true, Ordering::Release);
+    }
+
+    /// Starts a pass: whatever is marked from now on wakes the next one.
+    pub(super) fn begin_pass(&self) {
+        self.any.store(false, Ordering::Release);
+    }
+
+    /// Something was marked since the last pass began.
+    pub(super) fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
 }
 
 /// The waker of one slot: quinn keeps it while the slot's streams are blocked.
