@@ -380,3 +380,111 @@ impl<S: ByteSession> Transport<S> for Tcp<'_> {
         s.finish(ctx, result)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h1::H1Session;
+    use crate::plan::Plan;
+    use crate::recorder::Recorder;
+    use crate::target::Target;
+    use crate::LoadConfig;
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    /// A client of `depth` pipelined requests with `budget` requests to send.
+    fn client(depth: usize, budget: u64) -> (ClientCtx, Rc<Cell<u64>>) {
+        let cfg = LoadConfig {
+            urls: vec!["http://127.0.0.1:8080/x".into()],
+            ..Default::default()
+        };
+        let target = Rc::new(Target::from_config(&cfg).unwrap());
+        let budget = Rc::new(Cell::new(budget));
+        let start = Instant::now() - Duration::from_secs(1);
+        let ctx = ClientCtx::for_test(
+            target,
+            Rc::new(RefCell::new(Recorder::new(start, true))),
+            Plan::Closed(budget.clone()),
+            depth,
+        );
+        (ctx, budget)
+    }
+
+    /// Feeds `data` to `s` in pieces of `chunk` bytes through a buffer, as [`Tcp`] does.
+    fn feed(
+        s: &mut H1Session,
+        ctx: &mut ClientCtx,
+        data: &[u8],
+        chunk: usize,
+    ) -> Option<SessionEnd> {
+        let (mut buf, mut start) = (Vec::new(), 0);
+        for piece in data.chunks(chunk) {
+            buf.extend_from_slice(piece);
+            let (used, end) = s
+                .on_read(ctx, &buf[start..], piece.len(), Instant::now())
+                .unwrap();
+            start += used;
+            if end.is_some() {
+                return end;
+            }
+        }
+        None
+    }
+
+    const RESPONSES: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+
+    #[test]
+    fn h1_session_fills_the_pipeline_and_records_responses_in_any_split() {
+        for chunk in [1, 2, 5, 17, RESPONSES.len()] {
+            let (mut ctx, budget) = client(3, 5);
+            let mut s = H1Session::new(3);
+            s.start(&ctx);
+            let t0 = Instant::now();
+            assert_eq!(fill(&mut ctx, &mut s, t0), (None, false));
+            assert_eq!((s.inflight(), budget.get()), (3, 2));
+            assert_eq!(s.oldest_sent(), Some(t0));
+            let head = ctx.target.requests[0].h1_head.clone();
+            assert_eq!(s.output().len(), 3 * head.len());
+            s.written(&ctx);
+            assert!(s.output().is_empty());
+            assert!(feed(&mut s, &mut ctx, RESPONSES, chunk).is_none());
+            assert_eq!((s.inflight(), s.answered()), (0, 3), "chunk {chunk}");
+            let rec = ctx.rec.borrow();
+            assert_eq!((rec.started, rec.done, rec.failed), (3, 3, 0));
+            assert_eq!(rec.bytes.total_sent, 3 * head.len() as u64);
+            assert_eq!(rec.bytes.total_received, RESPONSES.len() as u64);
+            assert_eq!(rec.bytes.body_received, 8);
+        }
+    }
+
+    #[test]
+    fn h1_connection_close_gives_back_the_unanswered_and_a_failure_fails_them() {
+        let (mut ctx, budget) = client(3, 5);
+        let mut s = H1Session::new(3);
+        s.start(&ctx);
+        fill(&mut ctx, &mut s, Instant::now());
+        let close = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        let end = feed(&mut s, &mut ctx, close, close.len());
+        assert!(matches!(end, Some(SessionEnd::Closed { answered: 1 })));
+        let end = s.finish(&mut ctx, Ok(SessionEnd::Closed { answered: 1 }));
+        assert!(matches!(end, SessionEnd::Closed { answered: 1 }));
+        // The two pipelined requests go back to the plan, and no longer count as started.
+        assert_eq!((s.inflight(), budget.get()), (0, 4));
+        assert_eq!(ctx.rec.borrow().started, 1);
+
+        // On the next connection, the requests in flight at a timeout fail as timeouts.
+        s.start(&ctx);
+        fill(&mut ctx, &mut s, Instant::now());
+        let end = s.finish(&mut ctx, Err(Fail::timeout(Duration::from_secs(1))));
+        assert!(matches!(
+            end,
+            SessionEnd::Failed {
+                answered: 0,
+                kind: ErrorKind::Timeout,
+                ..
+            }
+        ));
+        let rec = ctx.rec.borrow();
+        assert_eq!((rec.failed, rec.errors.timeout, budget.get()), (3, 3, 1));
+    }
+}

@@ -81,6 +81,28 @@ impl ClientCtx {
         self.plan.next(now)
     }
 
+    /// A client for unit tests: `depth` in flight, 1 s timeouts, keep-alive, no push.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        target: Rc<Target>,
+        rec: SharedRecorder,
+        plan: Plan,
+        depth: usize,
+    ) -> ClientCtx {
+        ClientCtx {
+            target,
+            rec,
+            plan,
+            depth,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            no_keepalive: false,
+            push: false,
+            url: 0,
+            reserved: None,
+        }
+    }
+
     /// Gives back a reservation that was not used.
     fn unreserve(&mut self) {
         if let Some((_, ticket)) = self.reserved.take() {
