@@ -1,4 +1,4 @@
-//! HTTP/1.1 driver: a lean request writer and incremental response parser on a raw TCP or
+//! HTTP/1.1: a lean request writer and incremental response parser on a raw TCP or
 //! TLS stream, with keep-alive, `--no-keepalive` and pipelining (`-m` requests in flight).
 //!
 //! [`H1Session`] is the sans-IO [`Session`] (requests appended to one write buffer,

@@ -1,6 +1,8 @@
 //! Workers: `-t` OS threads, each a current-thread tokio runtime running its share of the
-//! connections; the client loop (connect, run a session, reconnect or give up) common to
-//! every protocol; and [`run`], which starts the workers and merges what they recorded.
+//! connections; each client's connection loop (connect, count the connection, pick the
+//! protocol's [`crate::session::Session`] and run it through [`crate::session::drive`],
+//! reconnect or give up); and [`run`], which starts the workers and merges what they
+//! recorded.
 
 use crate::h1::H1Session;
 use crate::h2::H2Session;
