@@ -151,7 +151,7 @@ pub trait Transport<S: Session> {
     fn flush(
         &mut self,
         s: &mut S,
-        ctx: &ClientCtx,
+        ctx: &mut ClientCtx,
         now: Instant,
     ) -> impl Future<Output = Result<(), Fail>>;
     /// Waits until there is input for the session.
@@ -301,7 +301,7 @@ pub enum TcpInput {
 impl<S: ByteSession> Transport<S> for Tcp<'_> {
     type Input = TcpInput;
 
-    async fn flush(&mut self, s: &mut S, ctx: &ClientCtx, now: Instant) -> Result<(), Fail> {
+    async fn flush(&mut self, s: &mut S, ctx: &mut ClientCtx, now: Instant) -> Result<(), Fail> {
         let out = s.output();
         if out.is_empty() {
             return Ok(());

@@ -66,6 +66,8 @@ pub struct H3Session<'c> {
     open: Pin<Box<Option<quinn::OpenBi<'c>>>>,
     opened: Option<Result<(quinn::SendStream, quinn::RecvStream), quinn::ConnectionError>>,
     inflight: usize,
+    /// A request was started since the slots were last polled.
+    started_unpolled: bool,
     answered: u64,
     sent_any: bool,
     goaway: Option<u64>,
@@ -128,6 +130,7 @@ impl<'c> H3Session<'c> {
             open: Box::pin(None),
             opened: None,
             inflight: 0,
+            started_unpolled: false,
             answered: 0,
             sent_any: false,
             goaway: None,
@@ -235,6 +238,7 @@ impl<'c> H3Session<'c> {
         self.inflight += 1;
         self.sent_any = true;
         self.ready.mark_for_this_pass(i);
+        self.started_unpolled = true;
     }
 
     /// Writes what slot `i` still has to send; `Some` when the slot or the connection ended.
@@ -436,6 +440,7 @@ impl<'c> H3Session<'c> {
                 }
             }
         }
+        self.started_unpolled = false;
         if self.reopen_control {
             self.reopen_control = false;
             let (conn, holder) = (self.conn.clone(), self.control.clone());
@@ -456,9 +461,25 @@ impl Session for H3Session<'_> {
         self.opening.is_none() && self.goaway.is_none() && self.inflight < self.depth
     }
 
-    fn submit(&mut self, _ctx: &mut ClientCtx, url: usize, req: Req) {
+    fn submit(&mut self, ctx: &mut ClientCtx, url: usize, req: Req) {
         self.opening = Some(Opening { req, url });
         self.open.set(Some(self.conn.open_bi()));
+        // With stream credit the stream opens at once: the request starts in this turn and
+        // the flush writes it. Otherwise the control waker wakes the loop when credit comes
+        // (and the loop's wait then polls the opening with its own waker).
+        let mut cx = Context::from_waker(&self.shared.wake);
+        let Some(Poll::Ready(r)) = self.open.as_mut().as_pin_mut().map(|f| f.poll(&mut cx)) else {
+            return;
+        };
+        self.open.set(None);
+        match (r, self.opening.take()) {
+            (Ok((send, recv)), Some(o)) => self.start(ctx, o, send, recv, req.sent),
+            // Handled (the session ends) by the flush that follows.
+            (r, o) => {
+                self.opening = o;
+                self.opened = Some(r);
+            }
+        }
     }
 
     fn inflight(&self) -> usize {
@@ -510,18 +531,23 @@ impl Session for H3Session<'_> {
 }
 
 /// The QUIC side of an [`H3Session`]: requests are written and responses read as their
-/// slots are polled, so there is nothing to flush; a wake-up comes from the slot wakers.
+/// slots are polled; the flush polls the slots of the requests started in the turn, a
+/// wake-up comes from the slot wakers (or the stream being opened).
 pub struct Quic;
 
 impl<'c> Transport<H3Session<'c>> for Quic {
     type Input = ();
 
+    /// Requests started in this turn are written (their slots polled) now.
     async fn flush(
         &mut self,
-        _s: &mut H3Session<'c>,
-        _ctx: &ClientCtx,
-        _now: Instant,
+        s: &mut H3Session<'c>,
+        ctx: &mut ClientCtx,
+        now: Instant,
     ) -> Result<(), Fail> {
+        if s.started_unpolled || s.opened.is_some() {
+            s.on_wake(ctx, now)?;
+        }
         Ok(())
     }
 
