@@ -1,16 +1,18 @@
-//! HTTP/1.1 driver: a lean request writer and incremental response parser on a raw TCP or
+//! HTTP/1.1: a lean request writer and incremental response parser on a raw TCP or
 //! TLS stream, with keep-alive, `--no-keepalive` and pipelining (`-m` requests in flight).
 //!
-//! Requests are prebuilt bytes (see [`crate::target::Target`]); the read and write buffers
-//! live as long as the client, so the hot path allocates nothing per request.
+//! [`H1Session`] is the sans-IO [`Session`] (requests appended to one write buffer,
+//! responses parsed in order by [`ResponseParser`]); the client loop
+//! ([`crate::session::drive`] over [`crate::session::Tcp`]) moves its bytes. Requests are
+//! prebuilt bytes (see [`crate::target::Target`]); the read and write buffers live as long as
+//! the client, so the hot path allocates nothing per request.
 
-use crate::net::{io_phrase, Stream};
-use crate::plan::Next;
+use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
+use crate::session::{ByteSession, Fail, Outcome, Req, Session};
 use crate::worker::{ClientCtx, SessionEnd};
 use std::collections::VecDeque;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Largest response head accepted (status line + headers).
 const MAX_HEAD: usize = 64 * 1024;
@@ -341,271 +343,235 @@ fn stale(answered: u64, parser: &ResponseParser) -> bool {
 /// A request on the wire, waiting for its response.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
-    scheduled: std::time::Instant,
-    sent: std::time::Instant,
-    ticket: u64,
-    first_byte: Option<std::time::Instant>,
+    req: Req,
+    first_byte: Option<Instant>,
 }
 
-/// Buffers kept by a client across its connections.
-pub struct H1Buffers {
+/// The HTTP/1.1 side of one connection, without IO: requests are appended to one write
+/// buffer, responses parsed in order from what the client loop read. Made once per client
+/// and [`H1Session::start`]ed on each of its connections, so the hot path allocates nothing.
+pub struct H1Session {
     write: Vec<u8>,
-    read: Vec<u8>,
+    /// Head bytes queued in `write`.
+    write_header: u64,
     inflight: VecDeque<InFlight>,
+    parser: ResponseParser,
+    depth: usize,
+    no_keepalive: bool,
+    answered: u64,
+    used: bool,
 }
 
-impl H1Buffers {
-    /// Buffers for `depth` pipelined requests.
-    pub fn new(depth: usize) -> H1Buffers {
-        H1Buffers {
+impl H1Session {
+    /// A session for `depth` pipelined requests.
+    pub fn new(depth: usize) -> H1Session {
+        H1Session {
             write: Vec::with_capacity(4096),
-            read: vec![0; READ_BUF],
+            write_header: 0,
             inflight: VecDeque::with_capacity(depth),
+            parser: ResponseParser::new(),
+            depth,
+            no_keepalive: false,
+            answered: 0,
+            used: false,
+        }
+    }
+
+    /// Starts on a new connection of `ctx`'s client.
+    pub fn start(&mut self, ctx: &ClientCtx) {
+        self.no_keepalive = ctx.no_keepalive;
+        self.depth = if ctx.no_keepalive { 1 } else { ctx.depth };
+        self.parser = ResponseParser::new();
+        self.parser.head_request = ctx.target.is_head();
+        self.write.clear();
+        self.write_header = 0;
+        self.inflight.clear();
+        self.answered = 0;
+        self.used = false;
+    }
+
+    /// The response of the oldest request is complete.
+    fn answer(&mut self, ctx: &ClientCtx, status: u16, now: Instant) -> bool {
+        let Some(f) = self.inflight.pop_front() else {
+            return false;
+        };
+        let first_byte = f.first_byte.unwrap_or(now);
+        ctx.rec
+            .borrow_mut()
+            .response(f.req.scheduled, f.req.sent, first_byte, now, status);
+        self.answered += 1;
+        true
+    }
+}
+
+impl Session for H1Session {
+    #[inline]
+    fn can_submit(&self) -> bool {
+        self.inflight.len() < self.depth && !(self.no_keepalive && self.used)
+    }
+
+    fn submit(&mut self, ctx: &mut ClientCtx, url: usize, req: Req) {
+        let t = &ctx.target.requests[url];
+        let head = if self.no_keepalive {
+            &t.h1_head_close
+        } else {
+            &t.h1_head
+        };
+        self.write.extend_from_slice(head);
+        self.write_header += head.len() as u64;
+        if let Some(b) = &ctx.target.body {
+            self.write.extend_from_slice(b);
+        }
+        self.inflight.push_back(InFlight {
+            req,
+            first_byte: None,
+        });
+        ctx.rec
+            .borrow_mut()
+            .request_started(req.scheduled, req.sent);
+        self.used = true;
+    }
+
+    fn inflight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    fn oldest_sent(&self) -> Option<Instant> {
+        self.inflight.front().map(|f| f.req.sent)
+    }
+
+    fn answered(&self) -> u64 {
+        self.answered
+    }
+
+    fn used(&self) -> bool {
+        self.used
+    }
+
+    fn idle_end(&mut self) -> Option<Outcome> {
+        None
+    }
+
+    fn finish(&mut self, ctx: &mut ClientCtx, result: Outcome) -> SessionEnd {
+        let answered = self.answered;
+        match result {
+            Ok(SessionEnd::Closed { .. }) => {
+                // Pipelined requests the server will not answer (it said close): send again.
+                let mut rec = ctx.rec.borrow_mut();
+                while let Some(f) = self.inflight.pop_back() {
+                    rec.request_unsent(f.req.scheduled);
+                    ctx.plan.give_back(f.req.ticket);
+                }
+                SessionEnd::Closed { answered }
+            }
+            Ok(other) => other,
+            Err(Fail { kind, message, .. }) => {
+                let mut rec = ctx.rec.borrow_mut();
+                for f in self.inflight.drain(..) {
+                    rec.request_failed(f.req.scheduled, kind, &message);
+                }
+                SessionEnd::Failed {
+                    answered,
+                    kind,
+                    message,
+                }
+            }
         }
     }
 }
 
-enum Wake {
-    Read(std::io::Result<usize>),
-    Due,
-    Timeout,
-}
+impl ByteSession for H1Session {
+    const READ_BUF: usize = READ_BUF;
+    const LABEL: &'static str = "";
 
-/// Runs requests on one HTTP/1.1 connection until the plan is done, the connection ends, or
-/// (with --no-keepalive) one response is complete.
-pub async fn session(ctx: &mut ClientCtx, stream: &mut Stream, bufs: &mut H1Buffers) -> SessionEnd {
-    let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
-    let mut parser = ResponseParser::new();
-    parser.head_request = ctx.target.is_head();
-    let (mut start, mut end) = (0usize, 0usize);
-    let mut answered = 0u64;
-    let mut closing = false;
-    let body = ctx.target.body.clone();
-    let timeout = ctx.timeout;
-    let mut timer = std::pin::pin!(tokio::time::sleep_until((Instant::now() + timeout).into()));
-    let mut due_timer = crate::precise::Sleep::until(Instant::now());
-    bufs.inflight.clear();
+    fn output(&mut self) -> &mut Vec<u8> {
+        &mut self.write
+    }
 
-    // One clock reading per loop turn, taken when the wake-up is handled (as h2load's libev
-    // loop time); the request a response frees is sent microseconds later in the same turn.
-    let mut now = Instant::now();
-    let end_reason = 'conn: loop {
-        // Fill the pipeline.
-        let mut wait_until = None;
-        let mut header_bytes = 0u64;
-        while bufs.inflight.len() < depth && !closing {
-            match ctx.next(now) {
-                Next::Go { scheduled, ticket } => {
-                    let i = ctx.next_url();
-                    let t = &ctx.target.requests[i];
-                    let head = if ctx.no_keepalive {
-                        &t.h1_head_close
-                    } else {
-                        &t.h1_head
-                    };
-                    bufs.write.extend_from_slice(head);
-                    header_bytes += head.len() as u64;
-                    if let Some(b) = &body {
-                        bufs.write.extend_from_slice(b);
-                    }
-                    bufs.inflight.push_back(InFlight {
-                        scheduled,
-                        sent: now,
-                        ticket,
-                        first_byte: None,
-                    });
-                    ctx.rec.borrow_mut().request_started(scheduled, now);
-                    if ctx.no_keepalive {
-                        closing = true;
-                    }
-                }
-                Next::Wait(t) => {
-                    wait_until = Some(t);
-                    break;
-                }
-                Next::Done => break,
-            }
-        }
-        if !bufs.write.is_empty() {
-            let n = bufs.write.len() as u64;
-            let write =
-                tokio::time::timeout_at((now + timeout).into(), stream.write_all(&bufs.write))
-                    .await;
-            bufs.write.clear();
-            match write {
-                Ok(Ok(())) => ctx.rec.borrow_mut().sent(n, header_bytes, header_bytes),
-                Ok(Err(e)) => {
-                    break 'conn Err((ErrorKind::of_io(&e), format!("write: {}", io_phrase(&e))))
-                }
-                Err(_) => break 'conn Err((ErrorKind::Timeout, "write timed out".to_string())),
-            }
-        }
-        if bufs.inflight.is_empty() {
-            if let Some(t) = wait_until {
-                due_timer.reset(t);
-                (&mut due_timer).await;
-                now = Instant::now();
-                continue;
-            }
-            break 'conn Ok(if closing {
-                SessionEnd::Closed { answered }
-            } else {
-                SessionEnd::PlanDone
-            });
-        }
-        if let Some(t) = wait_until {
-            due_timer.reset(t);
-        }
+    fn written(&mut self, ctx: &ClientCtx) {
+        let n = self.write.len() as u64;
+        let header = std::mem::take(&mut self.write_header);
+        ctx.rec.borrow_mut().sent(n, header, header);
+        self.write.clear();
+    }
 
-        // Read until something completes, a request becomes due, or the oldest times out.
-        if end == bufs.read.len() {
-            if start > 0 {
-                bufs.read.copy_within(start..end, 0);
-                end -= start;
-                start = 0;
-            } else {
-                break 'conn Err((
-                    ErrorKind::Protocol,
-                    ParseError("response head larger than 64 KiB").to_string(),
-                ));
-            }
-        }
-        let wake = tokio::select! {
-            biased;
-            r = stream.read(&mut bufs.read[end..]) => Wake::Read(r),
-            _ = &mut due_timer, if wait_until.is_some() => Wake::Due,
-            _ = &mut timer => Wake::Timeout,
-        };
-        now = Instant::now();
-        let n = match wake {
-            Wake::Due => continue,
-            Wake::Timeout => {
-                let oldest = bufs.inflight.front().map(|f| f.sent + timeout);
-                match oldest {
-                    Some(deadline) if deadline <= now => {
-                        break 'conn Err((
-                            ErrorKind::Timeout,
-                            format!("no response within {timeout:?}"),
-                        ))
-                    }
-                    // Deadlines only move forward, so the timer is re-armed only when it fires.
-                    Some(deadline) => timer.as_mut().reset(deadline.into()),
-                    None => timer.as_mut().reset((now + timeout).into()),
-                }
-                continue;
-            }
-            Wake::Read(Ok(0)) => {
-                if let Some(Step::Done { status, .. }) = parser.finish_at_eof() {
-                    if let Some(f) = bufs.inflight.pop_front() {
-                        ctx.rec.borrow_mut().response(
-                            f.scheduled,
-                            f.sent,
-                            f.first_byte.unwrap_or(now),
-                            now,
-                            status,
-                        );
-                        answered += 1;
-                    }
-                    break 'conn Ok(SessionEnd::Closed { answered });
-                }
-                if (closing && parser.idle() && bufs.inflight.is_empty())
-                    || stale(answered, &parser)
-                {
-                    break 'conn Ok(SessionEnd::Closed { answered });
-                }
-                break 'conn Err((ErrorKind::Reset, "connection closed by peer".to_string()));
-            }
-            Wake::Read(Err(e))
-                if ErrorKind::of_io(&e) == ErrorKind::Reset && stale(answered, &parser) =>
-            {
-                break 'conn Ok(SessionEnd::Closed { answered })
-            }
-            Wake::Read(Err(e)) => break 'conn Err((ErrorKind::of_io(&e), io_phrase(&e))),
-            Wake::Read(Ok(n)) => n,
-        };
-        end += n;
-        let mut header = 0u64;
-        let mut body_bytes = 0u64;
-        loop {
-            let step = match parser.step(&bufs.read[start..end]) {
+    fn on_read(
+        &mut self,
+        ctx: &mut ClientCtx,
+        input: &[u8],
+        new: usize,
+        now: Instant,
+    ) -> Result<(usize, Option<SessionEnd>), Fail> {
+        let (mut used, mut header, mut body) = (0usize, 0u64, 0u64);
+        let mut end = None;
+        let result = loop {
+            let (n, step) = match self.parser.step(&input[used..]) {
                 Ok(s) => s,
-                Err(e) => {
-                    ctx.rec.borrow_mut().received(n as u64, header, body_bytes);
-                    break 'conn Err((ErrorKind::Protocol, e.to_string()));
-                }
+                Err(e) => break Err(Fail::new(ErrorKind::Protocol, e.to_string())),
             };
-            start += step.0;
-            match step.1 {
-                Step::NeedMore => break,
+            used += n;
+            match step {
+                Step::NeedMore => break Ok(()),
                 Step::Head { len, .. } => {
                     header += len as u64;
-                    if let Some(f) = bufs.inflight.front_mut() {
+                    if let Some(f) = self.inflight.front_mut() {
                         f.first_byte = Some(now);
                     }
                 }
                 Step::Interim { len } => header += len as u64,
-                Step::Body(k) => body_bytes += k as u64,
+                Step::Body(k) => body += k as u64,
                 Step::Done { status, close } => {
-                    let Some(f) = bufs.inflight.pop_front() else {
-                        ctx.rec.borrow_mut().received(n as u64, header, body_bytes);
-                        break 'conn Err((
-                            ErrorKind::Protocol,
-                            "response without a request".to_string(),
-                        ));
-                    };
-                    let mut rec = ctx.rec.borrow_mut();
-                    rec.response(
-                        f.scheduled,
-                        f.sent,
-                        f.first_byte.unwrap_or(now),
-                        now,
-                        status,
-                    );
-                    answered += 1;
+                    if !self.answer(ctx, status, now) {
+                        let message = "response without a request";
+                        break Err(Fail::new(ErrorKind::Protocol, message));
+                    }
                     if close {
-                        rec.received(n as u64, header, body_bytes);
-                        rec.received_header_uncompressed(header);
-                        drop(rec);
-                        break 'conn Ok(SessionEnd::Closed { answered });
+                        end = Some(SessionEnd::Closed {
+                            answered: self.answered,
+                        });
+                        break Ok(());
                     }
                 }
             }
-        }
-        if start == end {
-            start = 0;
-            end = 0;
-        }
+        };
         let mut rec = ctx.rec.borrow_mut();
-        rec.received(n as u64, header, body_bytes);
-        rec.received_header_uncompressed(header);
-        drop(rec);
-        if closing && bufs.inflight.is_empty() {
-            break 'conn Ok(SessionEnd::Closed { answered });
+        rec.received(new as u64, header, body);
+        if result.is_ok() {
+            rec.received_header_uncompressed(header);
         }
-    };
+        result.map(|()| (used, end))
+    }
 
-    match end_reason {
-        Ok(SessionEnd::Closed { answered }) => {
-            // Pipelined requests the server will not answer (it said close): send again.
-            let mut rec = ctx.rec.borrow_mut();
-            while let Some(f) = bufs.inflight.pop_back() {
-                rec.request_unsent(f.scheduled);
-                ctx.plan.give_back(f.ticket);
-            }
-            SessionEnd::Closed { answered }
+    fn on_eof(&mut self, ctx: &mut ClientCtx, now: Instant) -> Outcome {
+        if let Some(Step::Done { status, .. }) = self.parser.finish_at_eof() {
+            self.answer(ctx, status, now);
+            return Ok(SessionEnd::Closed {
+                answered: self.answered,
+            });
         }
-        Ok(other) => other,
-        Err((kind, message)) => {
-            let mut rec = ctx.rec.borrow_mut();
-            for f in bufs.inflight.drain(..) {
-                rec.request_failed(f.scheduled, kind, &message);
-            }
-            SessionEnd::Failed {
-                answered,
-                kind,
-                message,
-            }
+        if (self.no_keepalive && self.parser.idle() && self.inflight.is_empty())
+            || stale(self.answered, &self.parser)
+        {
+            return Ok(SessionEnd::Closed {
+                answered: self.answered,
+            });
         }
+        Err(Fail::new(ErrorKind::Reset, "connection closed by peer"))
+    }
+
+    fn on_read_error(&mut self, e: std::io::Error) -> Outcome {
+        let kind = ErrorKind::of_io(&e);
+        if kind == ErrorKind::Reset && stale(self.answered, &self.parser) {
+            return Ok(SessionEnd::Closed {
+                answered: self.answered,
+            });
+        }
+        Err(Fail::new(kind, io_phrase(&e)))
+    }
+
+    fn input_too_large(&self) -> Fail {
+        let message = ParseError("response head larger than 64 KiB").to_string();
+        Fail::new(ErrorKind::Protocol, message)
     }
 }
 

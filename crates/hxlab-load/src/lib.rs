@@ -9,8 +9,10 @@
 //! How it is built (after h2load's workers): `-t` OS threads, each with its own
 //! current-thread tokio runtime, its own connections and its own [`recorder::Recorder`]
 //! (HDR histograms and counters); nothing is shared in the hot path and the recorders are
-//! merged once at the end. Each protocol has its own driver module ([`h1`], [`h2`],
-//! [`h3`]) that runs one connection's requests; what to send next and when comes from one
+//! merged once at the end. Each protocol has its own module ([`h1`], [`h2`], [`h3`]) with a
+//! [`session::Session`] (after h2load's Http1Session/Http2Session/Http3Session) for one
+//! connection's requests, and every protocol runs through the one client loop,
+//! [`session::drive`], with one request timeout rule; what to send next and when comes from one
 //! [`plan::Plan`] (a closed-model budget or the open-model [`scheduler::Schedule`]), and
 //! what happened goes into the same recorder, so a number means the same thing on every
 //! protocol.
@@ -27,6 +29,7 @@ pub mod plan;
 pub mod precise;
 pub mod recorder;
 pub mod scheduler;
+pub mod session;
 pub mod target;
 pub mod tls;
 mod worker;

@@ -55,46 +55,51 @@ fn url_err(url: &str, reason: impl Into<String>) -> LoadError {
     }
 }
 
+/// The one origin of all `urls` (scheme, host, port) and the parsed URLs.
+fn origin(urls: &[String]) -> Result<(bool, String, u16, Vec<Uri>), LoadError> {
+    let first = urls
+        .first()
+        .ok_or_else(|| LoadError::Config("no URL given".into()))?;
+    let mut origin: Option<(bool, String, u16)> = None;
+    let mut uris = Vec::new();
+    for url in urls {
+        let uri: Uri = url.parse().map_err(|e| url_err(url, format!("{e}")))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            Some(s) => return Err(url_err(url, format!("scheme {s:?} is not http or https"))),
+            None => return Err(url_err(url, "needs a scheme: http:// or https://")),
+        };
+        let host = uri.host().ok_or_else(|| url_err(url, "no host"))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if host.is_empty() {
+            return Err(url_err(url, "no host"));
+        }
+        // http::Uri accepts any digits as a port but returns None for one past 65535.
+        if port_out_of_range(&uri) {
+            return Err(url_err(url, "port must be from 1 to 65535"));
+        }
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        match &origin {
+            None => origin = Some((https, host, port)),
+            Some(o) if *o != (https, host.clone(), port) => {
+                return Err(url_err(url, "all URLs must share scheme, host and port"))
+            }
+            Some(_) => {}
+        }
+        uris.push(uri);
+    }
+    let (https, host, port) = origin.ok_or_else(|| url_err(first, "no host"))?;
+    Ok((https, host, port, uris))
+}
+
 impl Target {
     /// Parses and resolves the URLs of `cfg`; all must share scheme, host and port.
     pub fn from_config(cfg: &LoadConfig) -> Result<Target, LoadError> {
-        let first = cfg
-            .urls
-            .first()
-            .ok_or_else(|| LoadError::Config("no URL given".into()))?;
-        let mut origin: Option<(bool, String, u16)> = None;
-        let mut uris = Vec::new();
-        for url in &cfg.urls {
-            let uri: Uri = url.parse().map_err(|e| url_err(url, format!("{e}")))?;
-            let https = match uri.scheme_str() {
-                Some("http") => false,
-                Some("https") => true,
-                Some(s) => return Err(url_err(url, format!("scheme {s:?} is not http or https"))),
-                None => return Err(url_err(url, "needs a scheme: http:// or https://")),
-            };
-            let host = uri.host().ok_or_else(|| url_err(url, "no host"))?;
-            let host = host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string();
-            if host.is_empty() {
-                return Err(url_err(url, "no host"));
-            }
-            // http::Uri accepts any digits as a port but returns None for one past 65535.
-            if port_out_of_range(&uri) {
-                return Err(url_err(url, "port must be from 1 to 65535"));
-            }
-            let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-            match &origin {
-                None => origin = Some((https, host, port)),
-                Some(o) if *o != (https, host.clone(), port) => {
-                    return Err(url_err(url, "all URLs must share scheme, host and port"))
-                }
-                Some(_) => {}
-            }
-            uris.push(uri);
-        }
-        let (https, host, port) = origin.ok_or_else(|| url_err(first, "no host"))?;
+        let (https, host, port, uris) = origin(&cfg.urls)?;
         let addr = (host.as_str(), port)
             .to_socket_addrs()
             .map_err(|e| LoadError::Resolve {

@@ -1,13 +1,17 @@
 //! Workers: `-t` OS threads, each a current-thread tokio runtime running its share of the
-//! connections; the client loop (connect, run a session, reconnect or give up) common to
-//! every protocol; and [`run`], which starts the workers and merges what they recorded.
+//! connections; each client's connection loop (connect, count the connection, pick the
+//! protocol's [`crate::session::Session`] and run it through [`crate::session::drive`],
+//! reconnect or give up); and [`run`], which starts the workers and merges what they
+//! recorded.
 
-use crate::h1::H1Buffers;
+use crate::h1::H1Session;
+use crate::h2::H2Session;
 use crate::h3::QuicDialer;
 use crate::net::{ConnectInfo, Dialer};
 use crate::plan::{Next, OpenLedger, Plan, SharedLedger};
 use crate::recorder::{ErrorKind, Recorder, SharedRecorder};
 use crate::scheduler::Schedule;
+use crate::session::{drive, Tcp};
 use crate::target::Target;
 use crate::{tls, LoadConfig, LoadError, Proto};
 use hxlab_core::result::RunConfig;
@@ -58,6 +62,8 @@ pub struct ClientCtx {
     pub no_keepalive: bool,
     /// HTTP/2: accept server push (SETTINGS_ENABLE_PUSH=1).
     pub push: bool,
+    /// An observer of the client's QUIC connections (`hxlab trace`; TCP streams carry theirs).
+    pub tap: Option<crate::net::SharedTap>,
     url: usize,
     /// A request taken before connecting (so no connection is opened for nothing).
     reserved: Option<(Instant, u64)>,
@@ -77,6 +83,29 @@ impl ClientCtx {
             return Next::Go { scheduled, ticket };
         }
         self.plan.next(now)
+    }
+
+    /// A client for unit tests: `depth` in flight, 1 s timeouts, keep-alive, no push.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        target: Rc<Target>,
+        rec: SharedRecorder,
+        plan: Plan,
+        depth: usize,
+    ) -> ClientCtx {
+        ClientCtx {
+            target,
+            rec,
+            plan,
+            depth,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            no_keepalive: false,
+            push: false,
+            tap: None,
+            url: 0,
+            reserved: None,
+        }
     }
 
     /// Gives back a reservation that was not used.
@@ -550,12 +579,10 @@ fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     local.block_on(&rt, worker_main(setup, spec))
 }
 
-async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
-    let cfg = &setup.cfg;
-    let warm = !cfg.warm_up.is_zero();
-    let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
-    let cpu0 = Rc::new(Cell::new(thread_cpu()));
-    if warm {
+/// The worker's helper tasks: the start of measuring after the warm-up (recorder on, CPU
+/// baseline), and the progress counter.
+fn side_tasks(setup: &Setup, spec: &WorkerSpec, rec: &SharedRecorder, cpu0: &Rc<Cell<(f64, f64)>>) {
+    if !setup.cfg.warm_up.is_zero() {
         let (rec, cpu0, at) = (rec.clone(), cpu0.clone(), setup.measure_start);
         tokio::task::spawn_local(async move {
             tokio::time::sleep_until(at.into()).await;
@@ -563,7 +590,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             cpu0.set(thread_cpu());
         });
     }
-    if cfg.progress {
+    if setup.cfg.progress {
         let (rec, counter) = (rec.clone(), spec.progress.clone());
         tokio::task::spawn_local(async move {
             loop {
@@ -573,49 +600,40 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             }
         });
     }
-    let target = Rc::new(setup.target.clone());
-    let quic = match &setup.transport {
-        Transport::Quic {
-            configs,
-            server_name,
-            tap: _,
-        } => {
-            let bind: std::net::SocketAddr = if target.addr.is_ipv4() {
-                ([0, 0, 0, 0], 0).into()
-            } else {
-                ([0u16; 8], 0).into()
-            };
-            match quinn::Endpoint::client(bind) {
-                Ok(endpoint) => Some(QuicDialer {
-                    endpoint,
-                    configs: configs.clone(),
-                    addr: target.addr,
-                    server_name: server_name.clone(),
-                    limit: cfg.connect_timeout,
-                    zero_rtt: cfg.zero_rtt,
-                }),
-                Err(e) => {
-                    return WorkerOutput {
-                        part: RunResult::default(),
-                        first_connect_error: None,
-                        cpu_user_s: 0.0,
-                        cpu_sys_s: 0.0,
-                        finished: Instant::now(),
-                        setup_error: Some(format!("UDP socket for QUIC: {e}")),
-                    }
-                }
-            }
-        }
-        Transport::Tcp { .. } => None,
+}
+
+/// The worker's QUIC dialer (one UDP endpoint per worker); `None` on TCP.
+fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
+    let Transport::Quic {
+        configs,
+        server_name,
+        tap: _,
+    } = &setup.transport
+    else {
+        return Ok(None);
     };
-    let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
-        u64::MAX
+    let addr = setup.target.addr;
+    let bind: std::net::SocketAddr = if addr.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
     } else {
-        spec.requests
-    }));
-    // Open model: the timetable is finite either way, `-n` requests or every request due
-    // before the deadline, so each one can be accounted for when the run ends.
-    let ledger: Option<SharedLedger> = spec.rate.map(|rate| {
+        ([0u16; 8], 0).into()
+    };
+    let endpoint =
+        quinn::Endpoint::client(bind).map_err(|e| format!("UDP socket for QUIC: {e}"))?;
+    Ok(Some(QuicDialer {
+        endpoint,
+        configs: configs.clone(),
+        addr,
+        server_name: server_name.clone(),
+        limit: setup.cfg.connect_timeout,
+        zero_rtt: setup.cfg.zero_rtt,
+    }))
+}
+
+/// Open model: the worker's timetable. It is finite either way, `-n` requests or every
+/// request due before the deadline, so each one can be accounted for when the run ends.
+fn open_ledger(setup: &Setup, spec: &WorkerSpec) -> Option<SharedLedger> {
+    spec.rate.map(|rate| {
         let limit = match setup.deadline {
             Some(d) => Schedule::new(rate, 0, 1, u64::MAX)
                 .first_index_due_at_or_after(d.saturating_duration_since(setup.start)),
@@ -625,7 +643,35 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             .map(|k| Schedule::new(rate, k, spec.clients, limit))
             .collect();
         Rc::new(RefCell::new(OpenLedger::new(schedules)))
-    });
+    })
+}
+
+async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
+    let cfg = &setup.cfg;
+    let warm = !cfg.warm_up.is_zero();
+    let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
+    let cpu0 = Rc::new(Cell::new(thread_cpu()));
+    side_tasks(&setup, &spec, &rec, &cpu0);
+    let target = Rc::new(setup.target.clone());
+    let quic = match quic_dialer(&setup) {
+        Ok(q) => q,
+        Err(e) => {
+            return WorkerOutput {
+                part: RunResult::default(),
+                first_connect_error: None,
+                cpu_user_s: 0.0,
+                cpu_sys_s: 0.0,
+                finished: Instant::now(),
+                setup_error: Some(e),
+            }
+        }
+    };
+    let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
+        u64::MAX
+    } else {
+        spec.requests
+    }));
+    let ledger = open_ledger(&setup, &spec);
     rec.borrow_mut().ledger = ledger.clone();
     let mut tasks = Vec::new();
     for k in 0..spec.clients {
@@ -646,6 +692,10 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             connect_timeout: cfg.connect_timeout,
             no_keepalive: cfg.no_keepalive,
             push: cfg.push,
+            tap: match &setup.transport {
+                Transport::Quic { tap, .. } => tap.clone(),
+                Transport::Tcp { .. } => None,
+            },
             url: (k as usize) % target.requests.len(),
             reserved: None,
         };
@@ -701,15 +751,27 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     }
 }
 
+/// What a client keeps across its connections, so a new connection allocates little.
+struct ClientBuffers {
+    /// The TCP read buffer (h1 and h2).
+    read: Vec<u8>,
+    /// The HTTP/1.1 session (its write buffer and pipeline).
+    h1: Option<H1Session>,
+    /// What ALPN chose on this client's last full handshake: with `--proto auto` and early
+    /// data, the session must start before ALPN is known, on the protocol of the session
+    /// being resumed.
+    last_h2: Rc<Cell<Option<bool>>>,
+}
+
 /// Connects, runs sessions and reconnects until the plan is done or connecting fails.
 /// Returns the number of open-model requests left unsent (0 in the closed model).
 async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<QuicDialer>) -> u64 {
-    let mut h1_bufs: Option<H1Buffers> = None;
+    let mut bufs = ClientBuffers {
+        read: Vec::new(),
+        h1: None,
+        last_h2: Rc::new(Cell::new(None)),
+    };
     let mut empty_sessions = 0u32;
-    // What ALPN chose on this client's last full handshake: with `--proto auto` and early
-    // data, the session must start before ALPN is known, on the protocol of the session
-    // being resumed.
-    let last_h2 = Rc::new(Cell::new(None::<bool>));
     loop {
         if ctx.reserved.is_none() {
             match ctx.plan.next(Instant::now()) {
@@ -726,140 +788,14 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
         }
         let end = match &transport {
             Transport::Tcp { dialer, session } => {
-                let (mut stream, info) = match dialer.dial().await {
-                    Ok(x) => x,
-                    Err(e) => {
-                        ctx.unreserve();
-                        ctx.rec.borrow_mut().connect_failed(e.kind, &e);
-                        return unsent(&ctx);
-                    }
-                };
-                let is_h2 = if info.early {
-                    match session {
-                        TcpSession::Auto => last_h2.get().unwrap_or(true),
-                        s => *s != TcpSession::H1,
-                    }
-                } else {
-                    let h2 = info.alpn.as_deref() == Some(b"h2");
-                    last_h2.set(Some(h2));
-                    h2
-                };
-                let run_h2 = match session {
-                    TcpSession::H1 => false,
-                    TcpSession::H2c => true,
-                    TcpSession::Auto => is_h2,
-                    TcpSession::H2 => {
-                        if !is_h2 {
-                            let chose = match &info.alpn {
-                                Some(p) => String::from_utf8_lossy(p).into_owned(),
-                                None => "none".to_string(),
-                            };
-                            let msg = format!(
-                                "{} did not negotiate h2 by ALPN (server chose {chose}); it may speak only HTTP/1.1: try --proto h1 or auto",
-                                dialer.addr
-                            );
-                            ctx.unreserve();
-                            ctx.rec
-                                .borrow_mut()
-                                .connect_failed(ErrorKind::Protocol, &msg);
-                            return unsent(&ctx);
-                        }
-                        true
-                    }
-                };
-                let negotiated = match (run_h2, session) {
-                    (true, TcpSession::H2c) => "h2c",
-                    (true, _) => "h2",
-                    (false, _) => "http/1.1",
-                };
-                if info.early {
-                    // Counted when the handshake completes, with what it turned out to be.
-                    let (rec, cc, t_connect, last_h2) = (
-                        ctx.rec.clone(),
-                        info.cc.clone(),
-                        info.connect,
-                        last_h2.clone(),
-                    );
-                    stream.on_handshake(move |o| {
-                        let h2 = o.alpn.as_deref() == Some(b"h2");
-                        last_h2.set(Some(h2));
-                        let mut rec = rec.borrow_mut();
-                        rec.connected(
-                            Some(t_connect),
-                            Some(o.handshake),
-                            o.resumed,
-                            negotiated,
-                            o.tls_version,
-                            cc.as_deref(),
-                        );
-                        rec.early_data(negotiated, o.accepted);
-                    });
-                } else {
-                    record_connected(&ctx, &info, negotiated);
-                }
-                let end = if run_h2 {
-                    crate::h2::session(&mut ctx, stream, *session == TcpSession::H2c).await
-                } else {
-                    let depth = ctx.depth;
-                    let bufs = h1_bufs.get_or_insert_with(|| H1Buffers::new(depth));
-                    crate::h1::session(&mut ctx, &mut stream, bufs).await
-                };
-                if let Some(acked) = info.syn_data.as_ref().and_then(|s| s.get()) {
-                    ctx.rec.borrow_mut().syn_data(negotiated, acked);
-                }
-                end
+                tcp_connection(&mut ctx, dialer, *session, &mut bufs).await
             }
-            Transport::Quic { .. } => {
-                let Some(dialer) = &quic else {
-                    ctx.unreserve();
-                    return unsent(&ctx);
-                };
-                let mut qc = match dialer.dial().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        ctx.unreserve();
-                        ctx.rec.borrow_mut().connect_failed(e.kind, &e);
-                        return unsent(&ctx);
-                    }
-                };
-                let resumed = qc.resumed();
-                match qc.zero_rtt.take() {
-                    None => ctx.rec.borrow_mut().connected(
-                        None,
-                        Some(qc.handshake),
-                        resumed,
-                        "h3",
-                        Some("TLSv1.3"),
-                        Some(hxlab_core::cc::quic::of(&qc.conn)),
-                    ),
-                    Some(accepted) => {
-                        // 0-RTT: requests go out at once; whether the server took them is
-                        // known later, and the connection is counted then. Accepted 0-RTT
-                        // is a resumption; rejected 0-RTT may still have resumed the session
-                        // (the handshake is complete by then, unless the connection died).
-                        let rec = ctx.rec.clone();
-                        let t0 = Instant::now() - qc.handshake;
-                        let conn = qc.conn.clone();
-                        let check = qc.cert_check.clone();
-                        tokio::task::spawn_local(async move {
-                            let ok = accepted.await;
-                            let resumed = ok
-                                || (conn.close_reason().is_none()
-                                    && check.is_some_and(|c| !c.verified()));
-                            rec.borrow_mut().early_data("h3", ok);
-                            rec.borrow_mut().connected(
-                                None,
-                                Some(t0.elapsed()),
-                                resumed,
-                                "h3",
-                                Some("TLSv1.3"),
-                                Some(hxlab_core::cc::quic::of(&conn)),
-                            );
-                        });
-                    }
-                }
-                crate::h3::session(&mut ctx, qc.conn).await
-            }
+            Transport::Quic { .. } => quic_connection(&mut ctx, quic.as_ref()).await,
+        };
+        let Some(end) = end else {
+            // Connecting failed (counted): this client gives up.
+            ctx.unreserve();
+            return unsent(&ctx);
         };
         ctx.unreserve();
         if tapped(&transport) {
@@ -871,20 +807,19 @@ async fn client_loop(mut ctx: ClientCtx, transport: Transport, quic: Option<Quic
             SessionEnd::Closed { answered } | SessionEnd::Failed { answered, .. } => {
                 // A server that keeps closing connections without answering would make the
                 // client spin: give up after three such connections in a row.
-                if answered == 0 {
-                    empty_sessions += 1;
-                    if empty_sessions >= 3 {
-                        if let SessionEnd::Failed { kind, message, .. } = &end {
-                            let mut rec = ctx.rec.borrow_mut();
-                            if rec.first_connect_error.is_none() {
-                                rec.first_connect_error = Some(message.clone());
-                            }
-                            let _ = kind;
-                        }
-                        return unsent(&ctx);
-                    }
-                } else {
+                if answered > 0 {
                     empty_sessions = 0;
+                    continue;
+                }
+                empty_sessions += 1;
+                if empty_sessions >= 3 {
+                    if let SessionEnd::Failed { message, .. } = &end {
+                        let mut rec = ctx.rec.borrow_mut();
+                        if rec.first_connect_error.is_none() {
+                            rec.first_connect_error = Some(message.clone());
+                        }
+                    }
+                    return unsent(&ctx);
                 }
             }
         }
@@ -897,6 +832,191 @@ fn tapped(transport: &Transport) -> bool {
         Transport::Tcp { dialer, .. } => dialer.tap.is_some(),
         Transport::Quic { tap, .. } => tap.is_some(),
     }
+}
+
+/// Which protocol runs on a TCP connection, from what was asked and what ALPN said (or, on
+/// early data, what the resumed session had). `Err`: h2 was required and not negotiated.
+fn tcp_protocol(
+    session: TcpSession,
+    info: &ConnectInfo,
+    last_h2: &Cell<Option<bool>>,
+    addr: std::net::SocketAddr,
+) -> Result<bool, String> {
+    let is_h2 = if info.early {
+        match session {
+            TcpSession::Auto => last_h2.get().unwrap_or(true),
+            s => s != TcpSession::H1,
+        }
+    } else {
+        let h2 = info.alpn.as_deref() == Some(b"h2");
+        last_h2.set(Some(h2));
+        h2
+    };
+    match session {
+        TcpSession::H1 => Ok(false),
+        TcpSession::H2c => Ok(true),
+        TcpSession::Auto => Ok(is_h2),
+        TcpSession::H2 if is_h2 => Ok(true),
+        TcpSession::H2 => {
+            let chose = match &info.alpn {
+                Some(p) => String::from_utf8_lossy(p).into_owned(),
+                None => "none".to_string(),
+            };
+            Err(format!(
+                "{addr} did not negotiate h2 by ALPN (server chose {chose}); it may speak only HTTP/1.1: try --proto h1 or auto"
+            ))
+        }
+    }
+}
+
+/// One TCP connection: dial, count the connection, run an h1 or h2 session through the
+/// client loop. `None` when connecting failed (counted).
+async fn tcp_connection(
+    ctx: &mut ClientCtx,
+    dialer: &Dialer,
+    session: TcpSession,
+    bufs: &mut ClientBuffers,
+) -> Option<SessionEnd> {
+    let (mut stream, info) = match dialer.dial().await {
+        Ok(x) => x,
+        Err(e) => {
+            ctx.rec.borrow_mut().connect_failed(e.kind, &e);
+            return None;
+        }
+    };
+    let run_h2 = match tcp_protocol(session, &info, &bufs.last_h2, dialer.addr) {
+        Ok(h2) => h2,
+        Err(msg) => {
+            ctx.rec
+                .borrow_mut()
+                .connect_failed(ErrorKind::Protocol, &msg);
+            return None;
+        }
+    };
+    let negotiated = match (run_h2, session) {
+        (true, TcpSession::H2c) => "h2c",
+        (true, _) => "h2",
+        (false, _) => "http/1.1",
+    };
+    if info.early {
+        // Counted when the handshake completes, with what it turned out to be.
+        let (rec, cc, t_connect, last_h2) = (
+            ctx.rec.clone(),
+            info.cc.clone(),
+            info.connect,
+            bufs.last_h2.clone(),
+        );
+        stream.on_handshake(move |o| {
+            let h2 = o.alpn.as_deref() == Some(b"h2");
+            last_h2.set(Some(h2));
+            let mut rec = rec.borrow_mut();
+            rec.connected(
+                Some(t_connect),
+                Some(o.handshake),
+                o.resumed,
+                negotiated,
+                o.tls_version,
+                cc.as_deref(),
+            );
+            rec.early_data(negotiated, o.accepted);
+        });
+    } else {
+        record_connected(ctx, &info, negotiated);
+    }
+    let end = if run_h2 {
+        let mut s = H2Session::new(ctx, session == TcpSession::H2c);
+        let mut io = Tcp::new::<H2Session>(&mut stream, &mut bufs.read);
+        drive(ctx, &mut s, &mut io).await
+    } else {
+        let s = bufs.h1.get_or_insert_with(|| H1Session::new(ctx.depth));
+        s.start(ctx);
+        let mut io = Tcp::new::<H1Session>(&mut stream, &mut bufs.read);
+        drive(ctx, s, &mut io).await
+    };
+    if let Some(acked) = info.syn_data.as_ref().and_then(|s| s.get()) {
+        ctx.rec.borrow_mut().syn_data(negotiated, acked);
+    }
+    Some(end)
+}
+
+/// One QUIC connection: dial, count the connection (at once, or when 0-RTT is settled),
+/// run the h3 session. `None` when connecting failed (counted).
+async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Option<SessionEnd> {
+    let dialer = dialer?;
+    let mut qc = match dialer.dial().await {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.rec.borrow_mut().connect_failed(e.kind, &e);
+            return None;
+        }
+    };
+    let resumed = qc.resumed();
+    if let Some(tap) = &ctx.tap {
+        tell_quic_facts(tap, &qc, dialer, resumed);
+    }
+    match qc.zero_rtt.take() {
+        None => ctx.rec.borrow_mut().connected(
+            None,
+            Some(qc.handshake),
+            resumed,
+            "h3",
+            Some("TLSv1.3"),
+            Some(hxlab_core::cc::quic::of(&qc.conn)),
+        ),
+        Some(accepted) => {
+            // 0-RTT: requests go out at once; whether the server took them is known later,
+            // and the connection is counted then. Accepted 0-RTT is a resumption; rejected
+            // 0-RTT may still have resumed the session (the handshake is complete by then,
+            // unless the connection died).
+            let rec = ctx.rec.clone();
+            let t0 = Instant::now() - qc.handshake;
+            let conn = qc.conn.clone();
+            let check = qc.cert_check.clone();
+            tokio::task::spawn_local(async move {
+                let ok = accepted.await;
+                let resumed =
+                    ok || (conn.close_reason().is_none() && check.is_some_and(|c| !c.verified()));
+                rec.borrow_mut().early_data("h3", ok);
+                rec.borrow_mut().connected(
+                    None,
+                    Some(t0.elapsed()),
+                    resumed,
+                    "h3",
+                    Some("TLSv1.3"),
+                    Some(hxlab_core::cc::quic::of(&conn)),
+                );
+            });
+        }
+    }
+    Some(crate::h3::session(ctx, qc.conn).await)
+}
+
+/// Tells the tap what a QUIC connection's handshake established.
+fn tell_quic_facts(
+    tap: &crate::net::SharedTap,
+    qc: &crate::h3::QuicConnection,
+    dialer: &QuicDialer,
+    resumed: bool,
+) {
+    let alpn = qc
+        .conn
+        .handshake_data()
+        .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|d| d.protocol.map(|p| String::from_utf8_lossy(&p).into_owned()));
+    let facts = hxlab_wire::tap::TransportFacts {
+        transport: "QUIC",
+        peer: dialer.addr.to_string(),
+        handshake_us: Some(qc.handshake.as_micros() as u64),
+        tls_version: Some("TLSv1.3".into()),
+        alpn,
+        alpn_offered: vec!["h3".into()],
+        resumed,
+        early_data: None,
+        rtt_us: Some(qc.conn.rtt().as_micros() as u64),
+        congestion_control: Some(hxlab_core::cc::quic::of(&qc.conn).to_string()),
+        ..Default::default()
+    };
+    crate::net::with_tap(tap, |t| t.connected(&facts));
 }
 
 fn record_connected(ctx: &ClientCtx, info: &ConnectInfo, negotiated: &'static str) {

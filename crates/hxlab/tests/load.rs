@@ -1659,3 +1659,84 @@ fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `--timeout` is one rule on every protocol: a request must be answered (its last byte)
+/// within the timeout of being sent; the oldest request in flight sets the connection's
+/// deadline, and reaching it fails the requests in flight as `timeout`.
+#[test]
+fn timeout_counts_from_the_send_of_each_request_on_every_protocol() {
+    let server = common::Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let cases = [
+        ("h1", format!("http://{plain}")),
+        ("h1", format!("https://{tls}")),
+        ("h2", format!("https://{tls}")),
+        ("h2c", format!("http://{plain}")),
+        ("h3", format!("https://{h3}")),
+    ];
+    for (proto, base) in &cases {
+        // A server that never answers in time: 2 clients × 2 requests in flight each (h1:
+        // pipelined), all four fail as timeouts after ≈ the timeout, nothing else.
+        let url = format!("{base}/delay/10000");
+        let started = Instant::now();
+        let (code, v, err) = load(&[
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "-m",
+            "2",
+            "--proto",
+            proto,
+            "-k",
+            "--timeout",
+            "500ms",
+            &url,
+        ]);
+        let took = started.elapsed();
+        assert_eq!(code, 1, "{proto} {base}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 0, "{proto} {base}: {v}");
+        assert_eq!(u(&v, &["requests_failed"]), 4, "{proto} {base}: {v}");
+        assert_eq!(u(&v, &["errors", "timeout"]), 4, "{proto} {base}: {v}");
+        assert_eq!(v["errors"]["reset"].as_u64().unwrap_or(0), 0, "{v}");
+        let d = v["duration_s"].as_f64().unwrap();
+        assert!((0.45..1.5).contains(&d), "{proto} {base}: duration {d}");
+        assert!(took < Duration::from_secs(5), "{proto} {base}: {took:?}");
+    }
+    // Each request's time counts from its own send, not from the last progress on the
+    // connection: A (5 s) and B (300 ms) go out at 0; B's answer frees a stream for C (5 s)
+    // at 0.3 s; at 1 s A is due, and the connection ends with A and C as timeouts (C's own
+    // deadline would be 1.3 s, as would a deadline counted from B's answer).
+    for (proto, base) in &cases[2..] {
+        let slow = format!("{base}/delay/5000");
+        let fast = format!("{base}/delay/300");
+        let (code, v, err) = load(&[
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "-m",
+            "2",
+            "--proto",
+            proto,
+            "-k",
+            "--timeout",
+            "1s",
+            &slow,
+            &fast,
+        ]);
+        assert_eq!(code, 0, "{proto}: {err}");
+        let v = v.expect("json");
+        assert_eq!(u(&v, &["requests_done"]), 1, "{proto}: {v}");
+        assert_eq!(u(&v, &["errors", "timeout"]), 2, "{proto}: {v}");
+        assert_eq!(u(&v, &["requests_failed"]), 2, "{proto}: {v}");
+        let d = v["duration_s"].as_f64().unwrap();
+        assert!((0.95..1.25).contains(&d), "{proto}: duration {d}");
+    }
+}

@@ -1,0 +1,104 @@
+//! Opening a QUIC connection: handshake limit, 0-RTT, resumption detection.
+
+use super::*;
+
+/// What opening a QUIC connection needs.
+#[derive(Clone)]
+pub struct QuicDialer {
+    /// The worker's endpoint (one UDP socket per worker).
+    pub endpoint: quinn::Endpoint,
+    /// Client configs (TLS 1.3, ALPN h3, congestion controller; one per connection when
+    /// resumption is on, to tell resumed handshakes).
+    pub configs: crate::tls::QuicConfigs,
+    /// Server address.
+    pub addr: SocketAddr,
+    /// TLS server name.
+    pub server_name: String,
+    /// Handshake limit.
+    pub limit: Duration,
+    /// Try 0-RTT when a ticket is available.
+    pub zero_rtt: bool,
+}
+
+/// An established QUIC connection and what its setup measured.
+pub struct QuicConnection {
+    /// The connection.
+    pub conn: quinn::Connection,
+    /// Handshake time (to 1-RTT keys, or until 0-RTT could start).
+    pub handshake: Duration,
+    /// 0-RTT was used (acceptance is only known later).
+    pub zero_rtt: Option<quinn::ZeroRttAccepted>,
+    /// With resumption on: whether the handshake verified a certificate.
+    pub cert_check: Option<crate::tls::CertCheck>,
+}
+
+impl QuicConnection {
+    /// The completed handshake resumed a TLS session: it verified no certificate (a full
+    /// TLS 1.3 handshake always does). False when resumption is off.
+    pub fn resumed(&self) -> bool {
+        self.cert_check.as_ref().is_some_and(|c| !c.verified())
+    }
+}
+
+fn quic_error(addr: SocketAddr, e: &quinn::ConnectionError, limit: Duration) -> ConnectError {
+    let (kind, why) = match e {
+        quinn::ConnectionError::TimedOut => (
+            ErrorKind::Timeout,
+            format!("no QUIC handshake within {limit:?} (nothing listening on UDP?)"),
+        ),
+        quinn::ConnectionError::TransportError(t) => (ErrorKind::Tls, t.to_string()),
+        quinn::ConnectionError::ConnectionClosed(c) => (ErrorKind::Tls, c.to_string()),
+        quinn::ConnectionError::VersionMismatch => (ErrorKind::Protocol, e.to_string()),
+        other => (ErrorKind::Connect, other.to_string()),
+    };
+    ConnectError {
+        kind,
+        message: format!("QUIC handshake with {addr}: {why}"),
+    }
+}
+
+impl QuicDialer {
+    /// Opens one connection (0-RTT when asked and possible).
+    pub async fn dial(&self) -> Result<QuicConnection, ConnectError> {
+        let t0 = Instant::now();
+        let (config, cert_check) = self.configs.for_connection();
+        let connecting = self
+            .endpoint
+            .connect_with(config, self.addr, &self.server_name)
+            .map_err(|e| ConnectError {
+                kind: ErrorKind::Connect,
+                message: format!("QUIC connect to {}: {e}", self.addr),
+            })?;
+        let connecting = if self.zero_rtt {
+            match connecting.into_0rtt() {
+                Ok((conn, accepted)) => {
+                    return Ok(QuicConnection {
+                        conn,
+                        handshake: t0.elapsed(),
+                        zero_rtt: Some(accepted),
+                        cert_check,
+                    })
+                }
+                Err(c) => c,
+            }
+        } else {
+            connecting
+        };
+        match tokio::time::timeout(self.limit, connecting).await {
+            Err(_) => Err(ConnectError {
+                kind: ErrorKind::Timeout,
+                message: format!(
+                    "QUIC handshake with {}: timed out after {:?}",
+                    self.addr, self.limit
+                ),
+            }),
+            Ok(Err(e)) => Err(quic_error(self.addr, &e, self.limit)),
+            Ok(Ok(conn)) => Ok(QuicConnection {
+                conn,
+                handshake: t0.elapsed(),
+                zero_rtt: None,
+                cert_check,
+            }),
+        }
+    }
+}
