@@ -44,13 +44,13 @@ pub fn require_peer(name: &str) -> Option<PathBuf> {
     None
 }
 
-/// True when this process may create network namespaces and TUN devices (root). When it may
-/// not, [`skip`]s saying that the test needs root for `what` and returns false.
+/// True when this process runs as root (network namespaces, TUN devices, sysctls). When it
+/// does not, [`skip`]s saying that `what` needs root and returns false.
 pub fn require_root(what: &str) -> bool {
     if is_root() {
         return true;
     }
-    skip(&format!("{what} needs root (network namespaces, TUN); run the tests as root"));
+    skip(&format!("{what} needs root; run the tests as root"));
     false
 }
 
@@ -120,7 +120,10 @@ mod tests {
             "install it with `apt-get install nghttp2-client`"
         );
         assert!(install_hint("h2spec").contains("go install"));
-        assert_eq!(install_hint("curl"), "install it with `apt-get install curl`");
+        assert_eq!(
+            install_hint("curl"),
+            "install it with `apt-get install curl`"
+        );
     }
 
     #[test]

@@ -18,7 +18,13 @@ fn needs_a_missing_peer() {
 fn run_needs_a_missing_peer(ci: Option<&str>) -> Output {
     let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
     // Output capture stays on, as under a plain `cargo test`.
-    cmd.args(["--ignored", "--exact", "needs_a_missing_peer", "--test-threads", "1"]);
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "needs_a_missing_peer",
+        "--test-threads",
+        "1",
+    ]);
     cmd.env_remove("CI");
     if let Some(v) = ci {
         cmd.env("CI", v);
