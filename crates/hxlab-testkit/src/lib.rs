@@ -24,7 +24,7 @@ pub fn under_ci() -> bool {
 pub fn skip(why: &str) {
     let test = test_name();
     if under_ci() {
-        panic!("{test}: {why} (CI is set, so a missing peer fails the test)");
+        panic!("{test}: {why} (CI is set: .ci/run installs every peer and runs as root, so this fails instead of skipping)");
     }
     let line = format!("\n!!!!! SKIPPED: {test}: {why} !!!!!\n");
     // Straight to the stream, past libtest's capture; a failed write has nowhere to go.
