@@ -3,21 +3,11 @@
 //! and its timeout against a browser that never answers.
 
 use hxlab_browser::{load_page, summarize, BrowserError, PageConfig, Protocol};
+use hxlab_testkit::require_peer;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn have(program: &str) -> bool {
-    if hxlab_browser::find_chromium(Path::new(program)).is_ok() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("peer `{program}` is missing; .ci/run must install it");
-    }
-    eprintln!("\n!!!!! SKIPPED: `{program}` is not installed !!!!!\n");
-    false
-}
 
 struct Peer(Child);
 
@@ -68,7 +58,7 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn load_page_measures_a_real_page_inside_and_outside_a_runtime() {
-    if !have("chromium") || !have("python3") {
+    if require_peer("chromium").is_none() || require_peer("python3").is_none() {
         return;
     }
     let dir = temp_dir("site");

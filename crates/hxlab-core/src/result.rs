@@ -5,12 +5,16 @@
 //! Schema version 1; documented in docs/run-result.md. Times are microseconds unless the
 //! field name says otherwise; counts are totals over the whole run.
 
+use crate::cc::add_counts;
 use crate::histogram::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Current schema version of [`RunResult`].
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// How many distinct error messages a (merged) result keeps.
+const MAX_ERROR_SAMPLES: usize = 10;
 
 /// Errors by kind, counted per failed request or connection attempt.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,12 +39,21 @@ impl ErrorCounts {
         self.connect + self.tls + self.timeout + self.reset + self.protocol + self.other
     }
     fn add(&mut self, o: &ErrorCounts) {
-        self.connect += o.connect;
-        self.tls += o.tls;
-        self.timeout += o.timeout;
-        self.reset += o.reset;
-        self.protocol += o.protocol;
-        self.other += o.other;
+        // No `..`: a new kind fails to compile until it is added here.
+        let ErrorCounts {
+            connect,
+            tls,
+            timeout,
+            reset,
+            protocol,
+            other,
+        } = o;
+        self.connect += connect;
+        self.tls += tls;
+        self.timeout += timeout;
+        self.reset += reset;
+        self.protocol += protocol;
+        self.other += other;
     }
 }
 
@@ -73,13 +86,23 @@ impl ByteCounts {
         }
     }
     fn add(&mut self, o: &ByteCounts) {
-        self.total_received += o.total_received;
-        self.total_sent += o.total_sent;
-        self.header_received += o.header_received;
-        self.header_uncompressed += o.header_uncompressed;
-        self.body_received += o.body_received;
-        self.header_sent += o.header_sent;
-        self.header_sent_uncompressed += o.header_sent_uncompressed;
+        // No `..`: a new count fails to compile until it is added here.
+        let ByteCounts {
+            total_received,
+            total_sent,
+            header_received,
+            header_uncompressed,
+            body_received,
+            header_sent,
+            header_sent_uncompressed,
+        } = o;
+        self.total_received += total_received;
+        self.total_sent += total_sent;
+        self.header_received += header_received;
+        self.header_uncompressed += header_uncompressed;
+        self.body_received += body_received;
+        self.header_sent += header_sent;
+        self.header_sent_uncompressed += header_sent_uncompressed;
     }
 }
 
@@ -106,13 +129,23 @@ pub struct Histograms {
 
 impl Histograms {
     fn merge(&mut self, o: &Histograms) {
-        self.latency.merge(&o.latency);
-        self.latency_uncorrected.merge(&o.latency_uncorrected);
-        self.ttfb.merge(&o.ttfb);
-        self.connect.merge(&o.connect);
-        self.handshake.merge(&o.handshake);
-        self.handshake_resumed.merge(&o.handshake_resumed);
-        self.send_lag.merge(&o.send_lag);
+        // No `..`: a new histogram fails to compile until it is merged here.
+        let Histograms {
+            latency,
+            latency_uncorrected,
+            ttfb,
+            connect,
+            handshake,
+            handshake_resumed,
+            send_lag,
+        } = o;
+        self.latency.merge(latency);
+        self.latency_uncorrected.merge(latency_uncorrected);
+        self.ttfb.merge(ttfb);
+        self.connect.merge(connect);
+        self.handshake.merge(handshake);
+        self.handshake_resumed.merge(handshake_resumed);
+        self.send_lag.merge(send_lag);
     }
 }
 
@@ -251,57 +284,343 @@ impl RunResult {
     }
 
     /// Adds another run's counts and histograms to this one. Runs side by side (several
-    /// processes or machines): durations take the maximum; CPU adds up.
+    /// processes or machines): counts, maps, bytes, CPU and histograms add up; `duration_s`
+    /// takes the maximum, `started_unix_s` the earliest known (0 is unknown); `schema`,
+    /// `tool_version` and `config` stay the first result's; `error_samples` keeps the first
+    /// 10 distinct. docs/run-result.md states the same rule per field.
     pub fn merge(&mut self, o: &RunResult) {
+        // No `..`: a field added to RunResult fails to compile until it is merged here.
+        let RunResult {
+            schema,
+            tool_version,
+            started_unix_s,
+            duration_s,
+            config,
+            requests_started,
+            requests_done,
+            requests_succeeded,
+            requests_failed,
+            requests_scheduled,
+            requests_not_sent,
+            requests_in_flight_at_end,
+            status,
+            errors,
+            error_samples,
+            connections,
+            negotiated,
+            tls_versions,
+            congestion_control,
+            early_data_accepted,
+            early_data_rejected,
+            tfo_syn_data_acked,
+            tfo_syn_data_not_acked,
+            resumed,
+            pushed,
+            bytes,
+            cpu_user_s,
+            cpu_sys_s,
+            histograms,
+        } = o;
         if self.schema == 0 {
-            self.schema = o.schema;
-            self.tool_version = o.tool_version.clone();
-            self.config = o.config.clone();
-            self.started_unix_s = o.started_unix_s;
-        } else if o.started_unix_s > 0.0 {
-            self.started_unix_s = self.started_unix_s.min(o.started_unix_s);
+            self.schema = *schema;
+            self.tool_version = tool_version.clone();
+            self.config = config.clone();
         }
-        self.duration_s = self.duration_s.max(o.duration_s);
-        self.requests_started += o.requests_started;
-        self.requests_done += o.requests_done;
-        self.requests_succeeded += o.requests_succeeded;
-        self.requests_failed += o.requests_failed;
-        self.requests_scheduled += o.requests_scheduled;
-        self.requests_not_sent += o.requests_not_sent;
-        self.requests_in_flight_at_end += o.requests_in_flight_at_end;
-        self.pushed += o.pushed;
-        for (k, v) in &o.status {
-            *self.status.entry(k.clone()).or_default() += v;
+        if *started_unix_s > 0.0
+            && (self.started_unix_s <= 0.0 || *started_unix_s < self.started_unix_s)
+        {
+            self.started_unix_s = *started_unix_s;
         }
-        self.errors.add(&o.errors);
-        for e in &o.error_samples {
-            if self.error_samples.len() < 10 && !self.error_samples.contains(e) {
+        self.duration_s = self.duration_s.max(*duration_s);
+        self.requests_started += requests_started;
+        self.requests_done += requests_done;
+        self.requests_succeeded += requests_succeeded;
+        self.requests_failed += requests_failed;
+        self.requests_scheduled += requests_scheduled;
+        self.requests_not_sent += requests_not_sent;
+        self.requests_in_flight_at_end += requests_in_flight_at_end;
+        add_counts(&mut self.status, status);
+        self.errors.add(errors);
+        for e in error_samples {
+            if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(e) {
                 self.error_samples.push(e.clone());
             }
         }
-        self.connections += o.connections;
-        for (k, v) in &o.negotiated {
-            *self.negotiated.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &o.tls_versions {
-            *self.tls_versions.entry(k.clone()).or_default() += v;
-        }
-        crate::cc::add_counts(&mut self.congestion_control, &o.congestion_control);
-        crate::cc::add_counts(&mut self.early_data_accepted, &o.early_data_accepted);
-        crate::cc::add_counts(&mut self.early_data_rejected, &o.early_data_rejected);
-        crate::cc::add_counts(&mut self.tfo_syn_data_acked, &o.tfo_syn_data_acked);
-        crate::cc::add_counts(&mut self.tfo_syn_data_not_acked, &o.tfo_syn_data_not_acked);
-        self.resumed += o.resumed;
-        self.bytes.add(&o.bytes);
-        self.cpu_user_s += o.cpu_user_s;
-        self.cpu_sys_s += o.cpu_sys_s;
-        self.histograms.merge(&o.histograms);
+        self.connections += connections;
+        add_counts(&mut self.negotiated, negotiated);
+        add_counts(&mut self.tls_versions, tls_versions);
+        add_counts(&mut self.congestion_control, congestion_control);
+        add_counts(&mut self.early_data_accepted, early_data_accepted);
+        add_counts(&mut self.early_data_rejected, early_data_rejected);
+        add_counts(&mut self.tfo_syn_data_acked, tfo_syn_data_acked);
+        add_counts(&mut self.tfo_syn_data_not_acked, tfo_syn_data_not_acked);
+        self.resumed += resumed;
+        self.pushed += pushed;
+        self.bytes.add(bytes);
+        self.cpu_user_s += cpu_user_s;
+        self.cpu_sys_s += cpu_sys_s;
+        self.histograms.merge(histograms);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn histogram(micros: u64) -> LatencyHistogram {
+        let mut h = LatencyHistogram::new();
+        h.record_micros(micros);
+        h
+    }
+
+    /// A result with every field set, to a value derived from `n` that no other field and no
+    /// other `n` shares.
+    fn every_field_set(n: u64, start: f64, samples: &[&str]) -> RunResult {
+        let f = n as f64;
+        RunResult {
+            schema: n as u32,
+            tool_version: format!("v{n}"),
+            started_unix_s: start,
+            duration_s: f + 0.5,
+            config: RunConfig {
+                urls: vec![format!("https://127.0.0.1:{n}/")],
+                protocol: format!("p{n}"),
+                clients: n + 1,
+                max_concurrent_streams: n + 2,
+                threads: n + 3,
+                requests: n + 4,
+                duration_s: f + 0.25,
+                rate: Some(f + 0.75),
+                no_keepalive: true,
+                cc: Some(format!("cc{n}")),
+                extra: counts(&[("k", n)])
+                    .into_iter()
+                    .map(|(k, v)| (k, v.to_string()))
+                    .collect(),
+            },
+            requests_started: n + 10,
+            requests_done: n + 11,
+            requests_succeeded: n + 12,
+            requests_failed: n + 13,
+            requests_scheduled: n + 14,
+            requests_not_sent: n + 15,
+            requests_in_flight_at_end: n + 16,
+            status: counts(&[("200", n + 17), (&format!("{n}"), 1)]),
+            errors: ErrorCounts {
+                connect: n + 18,
+                tls: n + 19,
+                timeout: n + 20,
+                reset: n + 21,
+                protocol: n + 22,
+                other: n + 23,
+            },
+            error_samples: samples.iter().map(|e| e.to_string()).collect(),
+            connections: n + 24,
+            negotiated: counts(&[("h2", n + 25), (&format!("n{n}"), 1)]),
+            tls_versions: counts(&[("TLSv1.3", n + 26), (&format!("t{n}"), 1)]),
+            congestion_control: counts(&[("cubic", n + 27), (&format!("c{n}"), 1)]),
+            early_data_accepted: counts(&[("h2", n + 28), (&format!("a{n}"), 1)]),
+            early_data_rejected: counts(&[("h2", n + 29), (&format!("r{n}"), 1)]),
+            tfo_syn_data_acked: counts(&[("h2", n + 30), (&format!("s{n}"), 1)]),
+            tfo_syn_data_not_acked: counts(&[("h2", n + 31), (&format!("u{n}"), 1)]),
+            resumed: n + 32,
+            pushed: n + 33,
+            bytes: ByteCounts {
+                total_received: n + 34,
+                total_sent: n + 35,
+                header_received: n + 36,
+                header_uncompressed: n + 37,
+                body_received: n + 38,
+                header_sent: n + 39,
+                header_sent_uncompressed: n + 40,
+            },
+            cpu_user_s: f + 0.125,
+            cpu_sys_s: f + 0.0625,
+            histograms: Histograms {
+                latency: histogram(n + 41),
+                latency_uncorrected: histogram(n + 42),
+                ttfb: histogram(n + 43),
+                connect: histogram(n + 44),
+                handshake: histogram(n + 45),
+                handshake_resumed: histogram(n + 46),
+                send_lag: histogram(n + 47),
+            },
+        }
+    }
+
+    /// Every field of a merge, by the rule docs/run-result.md states for it. The merged value
+    /// is destructured without `..`, so a new field cannot skip this test either.
+    #[test]
+    fn merge_follows_the_rule_of_every_field() {
+        let many: Vec<String> = (0..12).map(|i| format!("b{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let a = every_field_set(1000, 2000.0, &["a0", "b0"]);
+        let b = every_field_set(3000, 1500.0, &many);
+        // Into an empty result (as `hxlab merge` does) and into the first one itself.
+        let mut from_empty = RunResult::default();
+        from_empty.merge(&a);
+        from_empty.merge(&b);
+        let mut into_a = a.clone();
+        into_a.merge(&b);
+        for m in [from_empty, into_a] {
+            let RunResult {
+                schema,
+                tool_version,
+                started_unix_s,
+                duration_s,
+                config,
+                requests_started,
+                requests_done,
+                requests_succeeded,
+                requests_failed,
+                requests_scheduled,
+                requests_not_sent,
+                requests_in_flight_at_end,
+                status,
+                errors,
+                error_samples,
+                connections,
+                negotiated,
+                tls_versions,
+                congestion_control,
+                early_data_accepted,
+                early_data_rejected,
+                tfo_syn_data_acked,
+                tfo_syn_data_not_acked,
+                resumed,
+                pushed,
+                bytes,
+                cpu_user_s,
+                cpu_sys_s,
+                histograms,
+            } = m;
+            // The first one's.
+            assert_eq!(schema, 1000);
+            assert_eq!(tool_version, "v1000");
+            assert_eq!(config, a.config);
+            // Earliest start, longest duration.
+            assert_eq!(started_unix_s, 1500.0);
+            assert_eq!(duration_s, 3000.5);
+            // Sums.
+            assert_eq!(requests_started, 4020);
+            assert_eq!(requests_done, 4022);
+            assert_eq!(requests_succeeded, 4024);
+            assert_eq!(requests_failed, 4026);
+            assert_eq!(requests_scheduled, 4028);
+            assert_eq!(requests_not_sent, 4030);
+            assert_eq!(requests_in_flight_at_end, 4032);
+            assert_eq!(connections, 4048);
+            assert_eq!(resumed, 4064);
+            assert_eq!(pushed, 4066);
+            assert_eq!(cpu_user_s, 4000.25);
+            assert_eq!(cpu_sys_s, 4000.125);
+            let ErrorCounts {
+                connect,
+                tls,
+                timeout,
+                reset,
+                protocol,
+                other,
+            } = errors;
+            assert_eq!(
+                [connect, tls, timeout, reset, protocol, other],
+                [4036, 4038, 4040, 4042, 4044, 4046]
+            );
+            let ByteCounts {
+                total_received,
+                total_sent,
+                header_received,
+                header_uncompressed,
+                body_received,
+                header_sent,
+                header_sent_uncompressed,
+            } = bytes;
+            assert_eq!(
+                [
+                    total_received,
+                    total_sent,
+                    header_received,
+                    header_uncompressed,
+                    body_received,
+                    header_sent,
+                    header_sent_uncompressed
+                ],
+                [4068, 4070, 4072, 4074, 4076, 4078, 4080]
+            );
+            // Maps add per key; keys of either side are kept.
+            for (map, shared, one, two, sum) in [
+                (status, "200", "1000", "3000", 4034),
+                (negotiated, "h2", "n1000", "n3000", 4050),
+                (tls_versions, "TLSv1.3", "t1000", "t3000", 4052),
+                (congestion_control, "cubic", "c1000", "c3000", 4054),
+                (early_data_accepted, "h2", "a1000", "a3000", 4056),
+                (early_data_rejected, "h2", "r1000", "r3000", 4058),
+                (tfo_syn_data_acked, "h2", "s1000", "s3000", 4060),
+                (tfo_syn_data_not_acked, "h2", "u1000", "u3000", 4062),
+            ] {
+                assert_eq!(map, counts(&[(shared, sum), (one, 1), (two, 1)]));
+            }
+            // The first 10 distinct, in order.
+            assert_eq!(
+                error_samples,
+                ["a0", "b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8"]
+            );
+            // Histograms hold both sides' samples.
+            let Histograms {
+                latency,
+                latency_uncorrected,
+                ttfb,
+                connect,
+                handshake,
+                handshake_resumed,
+                send_lag,
+            } = histograms;
+            for (i, h) in [
+                latency,
+                latency_uncorrected,
+                ttfb,
+                connect,
+                handshake,
+                handshake_resumed,
+                send_lag,
+            ]
+            .iter()
+            .enumerate()
+            {
+                let base = 1041 + i as u64;
+                assert_eq!(h.len(), 2, "histogram {i}");
+                assert!(h.raw().equivalent(h.raw().min(), base), "histogram {i}");
+                assert!(
+                    h.raw().equivalent(h.raw().max(), base + 2000),
+                    "histogram {i}"
+                );
+            }
+        }
+    }
+
+    /// A start time of 0 is unknown, whichever side has it.
+    #[test]
+    fn merge_keeps_the_earliest_known_start() {
+        let known = RunResult {
+            schema: SCHEMA_VERSION,
+            started_unix_s: 1500.0,
+            ..Default::default()
+        };
+        let unknown = RunResult {
+            schema: SCHEMA_VERSION,
+            ..Default::default()
+        };
+        let mut m = unknown.clone();
+        m.merge(&known);
+        assert_eq!(m.started_unix_s, 1500.0);
+        let mut m = known.clone();
+        m.merge(&unknown);
+        assert_eq!(m.started_unix_s, 1500.0);
+    }
 
     #[test]
     fn json_roundtrip_and_merge_sum() {

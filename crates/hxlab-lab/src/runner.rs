@@ -1352,9 +1352,7 @@ fn drop_partial_line(path: &Path) -> Result<(), RunnerError> {
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<(), RunnerError> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    hxlab_core::write_atomically(path, text.as_bytes()).map_err(io_err(path))
 }
 
 #[cfg(test)]

@@ -216,7 +216,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     }
     let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
     if let Some(out) = &cfg.cert_out {
-        tls::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
+        hxlab_core::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
             ServeError::File {
                 path: out.clone(),
                 source,

@@ -6,7 +6,6 @@ use crate::ServeError;
 use base64::Engine;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::Digest;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -149,22 +148,6 @@ fn spki_hash(cert: &CertificateDer<'_>) -> Result<String, ServeError> {
     let spki = parsed.subject_public_key_info();
     let digest = sha2::Sha256::digest(spki.as_ref());
     Ok(base64::engine::general_purpose::STANDARD.encode(digest))
-}
-
-/// Writes `data` to a temporary file next to `path`, then renames it into place, so a reader
-/// never sees a half-written file.
-pub(crate) fn write_atomically(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

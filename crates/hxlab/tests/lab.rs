@@ -5,8 +5,9 @@
 mod common;
 
 use common::tempfile_dir::TempDir;
-use common::{hxlab, is_root, require_peer, run_with_timeout};
+use common::{hxlab, is_root, require_peer, require_root, run_with_timeout};
 use hxlab_report::{Record, Report};
+use std::net::IpAddr;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -167,14 +168,10 @@ fn physics_through_the_link() {
     );
 }
 
-/// Runs `spec` (TOML) with `hxlab run` and returns its report; needs root for the link.
+/// Runs `spec` (TOML), whose every cell has a network, with `hxlab run` and returns its
+/// report once every cell has run through the link; needs root for the link.
 fn run_link_experiment(name: &str, spec: &str, limit: Duration) -> Option<Report> {
-    if !is_root() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} needs root (network namespaces, TUN) and CI runs as root"
-        );
-        eprintln!("\n!!!!! SKIPPED: {name} needs root (network namespaces, TUN) !!!!!\n");
+    if !require_root("network cells through `hxlab link` (network namespaces, TUN devices)") {
         return None;
     }
     let dir = TempDir::new(name);
@@ -196,18 +193,43 @@ fn run_link_experiment(name: &str, spec: &str, limit: Duration) -> Option<Report
         "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let r = report_of(&out);
-    assert!(
-        r.records
-            .iter()
-            .all(|x| x.skipped.is_none() && x.is_clean()),
-        "every network cell must run cleanly as root: {:?} {:?}",
-        r.meta.notes,
-        r.records
-            .iter()
-            .filter_map(|x| x.error.clone())
-            .collect::<Vec<_>>()
-    );
+    assert_ran_through_the_link(&r.records.iter().collect::<Vec<_>>(), &r.meta.notes);
     Some(r)
+}
+
+/// As root, every repetition of a network cell ran, cleanly, with the load generator inside
+/// the link reaching the server at the link's outside address, never loopback: a network
+/// cell that was skipped or ran beside the link fails the test.
+fn assert_ran_through_the_link(records: &[&Record], notes: &[String]) {
+    assert!(!records.is_empty(), "no network cell was recorded");
+    for rec in records {
+        assert!(
+            rec.skipped.is_none(),
+            "{}: a network cell was skipped as root: {:?} (notes: {notes:?})",
+            rec.cell,
+            rec.skipped
+        );
+        assert!(rec.is_clean(), "{}: {}", rec.cell, rec.failure_text());
+        let urls = &rec.result.as_ref().expect("result").config.urls;
+        assert!(
+            !urls.is_empty()
+                && urls
+                    .iter()
+                    .all(|u| url_ip(u).is_some_and(|ip| !ip.is_loopback())),
+            "{}: the load must reach the server across the link, not on loopback: {urls:?}",
+            rec.cell
+        );
+    }
+}
+
+/// The IP address in `url`'s authority (`scheme://ip:port/...`), if it is one.
+fn url_ip(url: &str) -> Option<IpAddr> {
+    let authority = url.split_once("://")?.1.split('/').next()?;
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.0,
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.parse().ok()
 }
 
 /// Sets `net.ipv4.tcp_fastopen` (this network namespace) for as long as it lives, then puts
@@ -385,8 +407,9 @@ fn browser_workload_loads_the_page_in_chromium() {
 }
 
 /// `hxlab compare` with a tiny override finishes, prints the table and the runner's
-/// overhead, and writes report.md, results.csv and report.html. Through the link too when
-/// it works here; otherwise the network cells are skipped with a note saying why.
+/// overhead, and writes report.md, results.csv and report.html. As root its network cells
+/// must run through the link; otherwise they are skipped with a note saying why, and the
+/// test skips that part through the one skip rule.
 #[test]
 fn compare_small_writes_the_reports() {
     let dir = TempDir::new("hxlab-lab-compare");
@@ -459,7 +482,10 @@ fn compare_small_writes_the_reports() {
         !net.is_empty(),
         "the network cells are recorded, run or skipped"
     );
-    if net.iter().all(|x| x.skipped.is_some()) {
+    if is_root() {
+        assert_ran_through_the_link(&net, &r.meta.notes);
+    } else {
+        assert!(net.iter().all(|x| x.skipped.is_some()), "{net:?}");
         assert!(
             r.meta
                 .notes
@@ -472,15 +498,7 @@ fn compare_small_writes_the_reports() {
             stdout.contains("link emulation is not available here"),
             "the skip is said, not silent: {stdout}"
         );
-        eprintln!("\n!!!!! NOTE: link emulation unavailable here (root: {}); network cells were skipped with a note !!!!!\n", is_root());
-    } else {
-        for x in net {
-            assert!(
-                x.is_clean(),
-                "network cell through hxlab link failed: {:?}",
-                x.error
-            );
-        }
+        require_root("the network cells (through `hxlab link`)");
     }
 }
 

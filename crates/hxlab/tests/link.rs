@@ -1,5 +1,5 @@
 //! `hxlab link` and the `hxlab_link::Link` API against real sockets, namespaces and TUN
-//! devices (root needed: without it each test says SKIPPED loudly, and fails under CI).
+//! devices (root needed: without it each test skips through the one skip rule, which fails under CI).
 
 mod common;
 
@@ -9,17 +9,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn root_or_skip(test: &str) -> bool {
-    if common::is_root() {
-        return true;
-    }
-    if std::env::var("CI").map(|v| v == "true").unwrap_or(false) {
-        panic!("{test} needs root (network namespaces and TUN devices) and CI runs as root");
-    }
-    eprintln!("\n!!!!! SKIPPED: {test} needs root (network namespaces + TUN); run the tests as root !!!!!\n");
-    false
-}
 
 /// A UDP echo server outside (on 0.0.0.0), for a bounded time.
 fn udp_echo() -> (u16, std::thread::JoinHandle<()>) {
@@ -46,7 +35,7 @@ fn udp_echo() -> (u16, std::thread::JoinHandle<()>) {
 
 #[test]
 fn delay_20ms_each_way_gives_40ms_rtt() {
-    if !root_or_skip("delay_20ms_each_way_gives_40ms_rtt") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     let link = Link::start(LinkConfig::default().with_delay(Duration::from_millis(20)))
@@ -94,7 +83,7 @@ fn delay_20ms_each_way_gives_40ms_rtt() {
 
 #[test]
 fn rate_10mbit_limits_tcp_goodput() {
-    if !root_or_skip("rate_10mbit_limits_tcp_goodput") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     let mut cfg = LinkConfig::default().with_delay(Duration::from_millis(5));
@@ -149,7 +138,7 @@ fn rate_10mbit_limits_tcp_goodput() {
 
 #[test]
 fn random_loss_within_binomial_bounds() {
-    if !root_or_skip("random_loss_within_binomial_bounds") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     let mut cfg = LinkConfig::default();
@@ -232,7 +221,7 @@ fn http_server(size: usize) -> (u16, std::thread::JoinHandle<()>) {
 
 #[test]
 fn profile_end_to_end_with_curl() {
-    if !root_or_skip("profile_end_to_end_with_curl") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     let Some(curl) = common::require_peer("curl") else {
@@ -282,7 +271,7 @@ fn profile_end_to_end_with_curl() {
 
 #[test]
 fn exit_status_and_environment_propagate() {
-    if !root_or_skip("exit_status_and_environment_propagate") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     let (code, out, err) = run_with_timeout(
@@ -381,7 +370,7 @@ fn wait_gone(host: &str, pid: u32) {
 
 #[test]
 fn nothing_left_behind_after_exit_sigterm_and_sigkill() {
-    if !root_or_skip("nothing_left_behind_after_exit_sigterm_and_sigkill") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     // Normal exit, including a background grandchild COMMAND left in the namespace.
@@ -528,7 +517,7 @@ fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
 
 #[test]
 fn h2_and_h3_through_the_link() {
-    if !root_or_skip("h2_and_h3_through_the_link") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     let dir = common::tempfile_dir::TempDir::new("hxlab-link-h3");
@@ -576,7 +565,7 @@ fn h2_and_h3_through_the_link() {
 
 #[test]
 fn stop_returns_promptly_with_packets_in_flight() {
-    if !root_or_skip("stop_returns_promptly_with_packets_in_flight") {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
     for _ in 0..5 {

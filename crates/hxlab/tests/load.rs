@@ -1570,12 +1570,7 @@ impl Drop for Netns {
 /// h2 — and the client's count of acknowledged SYN data equals the server's.
 #[test]
 fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
-    if !common::is_root() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "needs root; CI runs as root"
-        );
-        eprintln!("\n!!!!! SKIPPED: TCP Fast Open test needs root (network namespace) !!!!!\n");
+    if !common::require_root("a network namespace with its own tcp_fastopen") {
         return;
     }
     let ns = Netns::new();

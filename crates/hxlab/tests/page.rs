@@ -549,10 +549,7 @@ fn synthetic_page_behind_an_emulated_link() {
     if require_peer("chromium").is_none() {
         return;
     }
-    if !common::is_root() {
-        eprintln!(
-            "\n!!!!! SKIPPED: the emulated link needs root (network namespaces, TUN) !!!!!\n"
-        );
+    if !common::require_root("the emulated link (network namespaces, TUN devices)") {
         return;
     }
     let _one = browser_lock();

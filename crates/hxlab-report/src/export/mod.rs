@@ -40,12 +40,7 @@ pub fn render_all(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportErr
         let Some(name) = e.file_name() else { continue };
         let text = e.render(report)?;
         let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).map_err(|source| ReportError::Io {
-            path: tmp.clone(),
-            source,
-        })?;
-        std::fs::rename(&tmp, &path).map_err(|source| ReportError::Io {
+        hxlab_core::write_atomically(&path, text.as_bytes()).map_err(|source| ReportError::Io {
             path: path.clone(),
             source,
         })?;

@@ -208,7 +208,7 @@ async fn serve(
             "cert": cert_out.as_ref().map(|p| p.display().to_string()),
             "spki_sha256": server.spki_sha256(),
         });
-        write_atomically(path, doc.to_string().as_bytes())
+        hxlab_core::write_atomically(path, doc.to_string().as_bytes())
             .with_context(|| format!("cannot write --ready-file {}", path.display()))?;
     }
     tokio::select! {
@@ -223,14 +223,4 @@ async fn serve(
         _ = sigint.recv() => {}
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn write_atomically(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "ready".into());
-    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, data)?;
-    std::fs::rename(&tmp, path)
 }

@@ -12,38 +12,10 @@ pub fn hxlab() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hxlab"))
 }
 
-/// Finds a peer program on PATH (or in ~/go/bin). Under CI a missing peer fails the test,
-/// since `.ci/run` installs every peer; elsewhere the test says loudly that it did not run.
-pub fn require_peer(name: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(Path::new(&home).join("go/bin"));
-    }
-    for d in dirs {
-        let p = d.join(name);
-        if p.is_file() {
-            return Some(p);
-        }
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("peer `{name}` is missing; .ci/run must install it");
-    }
-    eprintln!("\n!!!!! SKIPPED: peer `{name}` is not installed; run `bash .ci/run` (or apt-get install it) to run this test !!!!!\n");
-    None
-}
-
-/// True when this process may create network namespaces and TUN devices (root).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
+// Missing peers and root go through the one skip rule (fails under CI, says why elsewhere).
+// Not every test file uses every one.
+#[allow(unused_imports)]
+pub use hxlab_testkit::{is_root, require_peer, require_root};
 
 /// A free TCP port on 127.0.0.1 (bound, read, released).
 pub fn free_port() -> u16 {
