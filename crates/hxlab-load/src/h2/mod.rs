@@ -50,31 +50,18 @@ pub fn header_list_size(headers: &http::HeaderMap) -> u64 {
     (":status".len() + 3 + fields) as u64
 }
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
-const PRIORITY: u8 = 2;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const PUSH_PROMISE: u8 = 5;
-const PING: u8 = 6;
-const GOAWAY: u8 = 7;
-const WINDOW_UPDATE: u8 = 8;
-const CONTINUATION: u8 = 9;
-
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY_FLAG: u8 = 0x20;
-
-const NO_ERROR: u32 = 0;
-const PROTOCOL_ERROR: u32 = 1;
-const FLOW_CONTROL_ERROR: u32 = 3;
-const FRAME_SIZE_ERROR: u32 = 6;
-const REFUSED_STREAM: u32 = 7;
-const CANCEL: u32 = 8;
-const COMPRESSION_ERROR: u32 = 9;
+use hxlab_wire::h2::code::{
+    CANCEL, COMPRESSION_ERROR, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, NO_ERROR, PROTOCOL_ERROR,
+    REFUSED_STREAM,
+};
+/// Name of an HTTP/2 error code (from hxlab-wire).
+pub use hxlab_wire::h2::code_name;
+use hxlab_wire::h2::flag::{ACK, END_HEADERS, END_STREAM, PRIORITY as PRIORITY_FLAG};
+use hxlab_wire::h2::frame::{
+    CONTINUATION, DATA, GOAWAY, HEADERS, PING, PRIORITY, PUSH_PROMISE, RST_STREAM, SETTINGS,
+    WINDOW_UPDATE,
+};
+use hxlab_wire::h2::{be32, MAX_STREAM_ID, PREFACE};
 
 /// Our receive windows (as h2load -w 30 -W 30): flow control never paces a load test.
 const WINDOW: u32 = (1 << 30) - 1;
@@ -86,30 +73,8 @@ const OUR_TABLE: usize = 4096;
 const MAX_BLOCK: usize = MAX_HEADER_LIST as usize;
 /// Read buffer: several full frames.
 const READ_BUF: usize = 4 * (OUR_MAX_FRAME + 9);
-const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 /// Pushed streams tracked at once per connection; further promises are cancelled.
 const MAX_PUSHES: usize = 1024;
-
-/// Name of an HTTP/2 error code, for messages.
-pub fn code_name(code: u32) -> &'static str {
-    match code {
-        0 => "NO_ERROR",
-        1 => "PROTOCOL_ERROR",
-        2 => "INTERNAL_ERROR",
-        3 => "FLOW_CONTROL_ERROR",
-        4 => "SETTINGS_TIMEOUT",
-        5 => "STREAM_CLOSED",
-        6 => "FRAME_SIZE_ERROR",
-        7 => "REFUSED_STREAM",
-        8 => "CANCEL",
-        9 => "COMPRESSION_ERROR",
-        10 => "CONNECT_ERROR",
-        11 => "ENHANCE_YOUR_CALM",
-        12 => "INADEQUATE_SECURITY",
-        13 => "HTTP_1_1_REQUIRED",
-        _ => "unknown error code",
-    }
-}
 
 pub use crate::session::Req;
 
@@ -243,41 +208,18 @@ pub struct Conn {
 }
 
 #[inline]
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-#[inline]
 fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
-    let l = len as u32;
-    let idb = id.to_be_bytes();
-    out.extend_from_slice(&[
-        (l >> 16) as u8,
-        (l >> 8) as u8,
-        l as u8,
-        kind,
-        flags,
-        idb[0],
-        idb[1],
-        idb[2],
-        idb[3],
-    ]);
+    hxlab_wire::h2::write_head(out, len, kind, flags, id);
 }
 
 fn strip_padding(flags: u8, payload: &[u8]) -> Result<&[u8], ConnError> {
-    if flags & PADDED == 0 {
-        return Ok(payload);
-    }
-    let Some((&pad, rest)) = payload.split_first() else {
-        return Err(conn_err(
-            FRAME_SIZE_ERROR,
-            "PADDED frame without a pad length",
-        ));
-    };
-    if pad as usize > rest.len() {
-        return Err(conn_err(PROTOCOL_ERROR, "padding longer than the frame"));
-    }
-    Ok(&rest[..rest.len() - pad as usize])
+    use hxlab_wire::h2::PaddingError;
+    hxlab_wire::h2::strip_padding(flags, payload).map_err(|e| match e {
+        PaddingError::NoPadLength => {
+            conn_err(FRAME_SIZE_ERROR, "PADDED frame without a pad length")
+        }
+        PaddingError::TooLong => conn_err(PROTOCOL_ERROR, "padding longer than the frame"),
+    })
 }
 
 mod conn;

@@ -46,89 +46,24 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-const DATA: u64 = 0x00;
-const HEADERS: u64 = 0x01;
-const CANCEL_PUSH: u64 = 0x03;
-const SETTINGS: u64 = 0x04;
-const PUSH_PROMISE: u64 = 0x05;
-const GOAWAY: u64 = 0x07;
-const MAX_PUSH_ID: u64 = 0x0d;
-
-/// HTTP/3 error codes (RFC 9114 §8.1, RFC 9204 §6).
-pub const H3_NO_ERROR: u64 = 0x100;
-const H3_STREAM_CREATION_ERROR: u64 = 0x103;
-const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
-const H3_FRAME_UNEXPECTED: u64 = 0x105;
-const H3_FRAME_ERROR: u64 = 0x106;
-const H3_EXCESSIVE_LOAD: u64 = 0x107;
-const H3_ID_ERROR: u64 = 0x108;
-const H3_SETTINGS_ERROR: u64 = 0x109;
-const H3_MISSING_SETTINGS: u64 = 0x10a;
-const H3_REQUEST_CANCELLED: u64 = 0x10c;
-const H3_MESSAGE_ERROR: u64 = 0x10e;
-const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
+use hxlab_wire::h3::code::{
+    H3_CLOSED_CRITICAL_STREAM, H3_EXCESSIVE_LOAD, H3_FRAME_ERROR, H3_FRAME_UNEXPECTED, H3_ID_ERROR,
+    H3_MESSAGE_ERROR, H3_MISSING_SETTINGS, H3_REQUEST_CANCELLED, H3_SETTINGS_ERROR,
+    H3_STREAM_CREATION_ERROR, QPACK_DECOMPRESSION_FAILED,
+};
+use hxlab_wire::h3::frame::{
+    CANCEL_PUSH, DATA, GOAWAY, HEADERS, MAX_PUSH_ID, PUSH_PROMISE, SETTINGS,
+};
+/// HTTP/3 names and codes (from hxlab-wire).
+pub use hxlab_wire::h3::{code::H3_NO_ERROR, code_name};
+/// QUIC varints (from hxlab-wire).
+pub use hxlab_wire::varint::{put as put_varint, read as varint};
 
 /// Largest HEADERS frame payload buffered (and largest field section accepted, RFC 9114
 /// §4.2.2 size): what we advertise as SETTINGS_MAX_FIELD_SECTION_SIZE.
 const MAX_FIELD_SECTION: u64 = crate::h2::MAX_HEADER_LIST as u64;
 /// Largest control-stream frame (SETTINGS, GOAWAY, ...) buffered.
 const MAX_CONTROL_FRAME: u64 = 16 * 1024;
-
-/// Name of an HTTP/3 error code, for messages.
-pub fn code_name(code: u64) -> &'static str {
-    match code {
-        0x100 => "H3_NO_ERROR",
-        0x101 => "H3_GENERAL_PROTOCOL_ERROR",
-        0x102 => "H3_INTERNAL_ERROR",
-        0x103 => "H3_STREAM_CREATION_ERROR",
-        0x104 => "H3_CLOSED_CRITICAL_STREAM",
-        0x105 => "H3_FRAME_UNEXPECTED",
-        0x106 => "H3_FRAME_ERROR",
-        0x107 => "H3_EXCESSIVE_LOAD",
-        0x108 => "H3_ID_ERROR",
-        0x109 => "H3_SETTINGS_ERROR",
-        0x10a => "H3_MISSING_SETTINGS",
-        0x10b => "H3_REQUEST_REJECTED",
-        0x10c => "H3_REQUEST_CANCELLED",
-        0x10d => "H3_REQUEST_INCOMPLETE",
-        0x10e => "H3_MESSAGE_ERROR",
-        0x10f => "H3_CONNECT_ERROR",
-        0x110 => "H3_VERSION_FALLBACK",
-        0x200 => "QPACK_DECOMPRESSION_FAILED",
-        0x201 => "QPACK_ENCODER_STREAM_ERROR",
-        0x202 => "QPACK_DECODER_STREAM_ERROR",
-        _ => "unknown error code",
-    }
-}
-
-/// Reads a QUIC variable-length integer (RFC 9000 §16) from the start of `buf`: the value
-/// and its length, or None when `buf` ends first.
-#[inline]
-pub fn varint(buf: &[u8]) -> Option<(u64, usize)> {
-    let first = *buf.first()?;
-    let len = 1usize << (first >> 6);
-    if buf.len() < len {
-        return None;
-    }
-    let mut v = u64::from(first & 0x3f);
-    for b in &buf[1..len] {
-        v = v << 8 | u64::from(*b);
-    }
-    Some((v, len))
-}
-
-/// Appends a QUIC variable-length integer (`v` below 2⁶²).
-pub fn put_varint(out: &mut Vec<u8>, v: u64) {
-    if v < 1 << 6 {
-        out.push(v as u8);
-    } else if v < 1 << 14 {
-        out.extend_from_slice(&(v as u16 | 0x4000).to_be_bytes());
-    } else if v < 1 << 30 {
-        out.extend_from_slice(&(v as u32 | 0x8000_0000).to_be_bytes());
-    } else {
-        out.extend_from_slice(&(v | 0xc000_0000_0000_0000).to_be_bytes());
-    }
-}
 
 /// An HTTP/3 error found while parsing.
 #[derive(Debug, Clone, PartialEq, Eq)]
