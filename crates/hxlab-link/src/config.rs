@@ -76,6 +76,47 @@ pub struct DirectionConfig {
     pub aqm: Aqm,
 }
 
+impl DirectionConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.delay > MAX_DELAY {
+            return Err(format!("delay {:?}: more than 10 minutes is not a link", self.delay));
+        }
+        if self.jitter > MAX_DELAY {
+            return Err(format!("jitter {:?}: more than 10 minutes is not a link", self.jitter));
+        }
+        if let Server::Rate(r) = self.server {
+            if !(MIN_RATE..=MAX_RATE).contains(&r) {
+                return Err(format!(
+                    "rate {r} bit/s: a link rate must be between 1kbit and 100gbit"
+                ));
+            }
+        }
+        let probability = |p: f64| p.is_finite() && (0.0..=1.0).contains(&p);
+        let ok = match self.loss {
+            Loss::None => true,
+            Loss::Random(p) => probability(p),
+            Loss::GilbertElliott {
+                p,
+                r,
+                loss_bad,
+                loss_good,
+            } => [p, r, loss_bad, loss_good].into_iter().all(probability),
+        };
+        if !ok {
+            return Err(format!(
+                "loss {:?}: probabilities must be between 0% and 100%",
+                self.loss
+            ));
+        }
+        match self.queue {
+            QueueLimit::Packets(0) | QueueLimit::Bytes(0..1500) => {
+                Err(format!("queue {:?}: must hold at least one packet", self.queue))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// netem's default queue limit, used when `--queue` is not given.
 pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
 
@@ -129,6 +170,19 @@ impl LinkConfig {
             };
         }
         Ok(cfg)
+    }
+
+    /// Checks the bounds every entry point shares (`hxlab link`, `hxlab page`, the lab):
+    /// delay and jitter at most [`MAX_DELAY`], rates from [`MIN_RATE`] to [`MAX_RATE`],
+    /// probabilities from 0 to 1, a queue that holds at least one packet. [`Link::start`]
+    /// checks it too.
+    ///
+    /// [`Link::start`]: crate::Link::start
+    pub fn validate(&self) -> Result<(), LinkError> {
+        for (name, d) in [("down", &self.down), ("up", &self.up)] {
+            d.validate().map_err(|e| LinkError::Config(format!("{name}link {e}")))?;
+        }
+        Ok(())
     }
 
     /// Sets both directions' one-way delay.
@@ -312,6 +366,36 @@ mod tests {
         ] {
             assert!(parse_loss(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn validate_refuses_out_of_bounds_links() {
+        assert!(LinkConfig::default().validate().is_ok());
+        assert!(LinkConfig::from_profile("wpt:Cable").unwrap().validate().is_ok());
+        let mut slow = LinkConfig::default();
+        slow.down.server = Server::Rate(1);
+        let e = slow.validate().unwrap_err().to_string();
+        assert!(e.contains("downlink") && e.contains("1kbit"), "{e}");
+        let mut far = LinkConfig::default().with_delay(MAX_DELAY + Duration::from_millis(1));
+        assert!(far.validate().is_err());
+        far = LinkConfig::default();
+        far.up.jitter = Duration::from_secs(3600);
+        assert!(far.validate().unwrap_err().to_string().contains("uplink jitter"));
+        let mut lossy = LinkConfig::default();
+        lossy.up.loss = Loss::Random(1.5);
+        assert!(lossy.validate().is_err());
+        lossy.up.loss = Loss::GilbertElliott {
+            p: 0.1,
+            r: f64::NAN,
+            loss_bad: 1.0,
+            loss_good: 0.0,
+        };
+        assert!(lossy.validate().is_err());
+        let mut tiny = LinkConfig::default();
+        tiny.down.queue = QueueLimit::Bytes(100);
+        assert!(tiny.validate().is_err());
+        tiny.down.queue = QueueLimit::Unlimited;
+        assert!(tiny.validate().is_ok());
     }
 
     #[test]

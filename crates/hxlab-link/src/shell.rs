@@ -428,6 +428,7 @@ impl Link {
     /// Creates the namespace, both TUN devices and the relay threads. Needs root (or
     /// CAP_NET_ADMIN + CAP_SYS_ADMIN); otherwise [`LinkError::Permission`] says how to fix it.
     pub fn start(cfg: LinkConfig) -> Result<Link, LinkError> {
+        cfg.validate()?;
         let slot = claim_slot()?;
         let outer_name = format!("hxlab-o-{}", slot.index);
         let inner_name = format!("hxlab-i-{}", slot.index);

@@ -89,7 +89,8 @@ fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
     usage(format!("--{flag}: {e}"))
 }
 
-/// Builds the link configuration from the flags (profile first, then explicit overrides).
+/// Builds the link configuration from the flags (profile first, then explicit overrides),
+/// checked by [`LinkConfig::validate`] as every entry point checks it.
 pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
     let mut cfg = match &a.profile {
         Some(name) => LinkConfig::from_profile(name).map_err(|e| config_usage("profile", e))?,
@@ -153,6 +154,7 @@ pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
             t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
         }
     };
+    cfg.validate().map_err(|e| usage(e.to_string()))?;
     Ok(cfg)
 }
 

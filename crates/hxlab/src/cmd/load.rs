@@ -15,8 +15,21 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Target URLs (same scheme, host and port), requested round-robin.
-    #[arg(required = true, value_name = "URL")]
+    #[arg(required_unless_present = "config", value_name = "URL")]
     pub urls: Vec<String>,
+    /// Take the whole run from FILE, a LoadConfig in JSON (see docs/load.md) instead of the
+    /// flags that describe a run; only --json, --no-progress and -q may go with it.
+    #[arg(
+        long = "config",
+        value_name = "FILE",
+        conflicts_with_all = [
+            "urls", "requests", "clients", "max_concurrent_streams", "threads", "duration",
+            "warm_up", "headers", "data", "data_file", "method", "timeout", "connect_timeout",
+            "insecure", "cacert", "no_keepalive", "rate", "proto", "h1", "alpn_list", "push",
+            "tls_resume", "zero_rtt", "prime", "tfo", "cc",
+        ]
+    )]
+    pub config: Option<PathBuf>,
     /// Total requests (ignored with -D).
     #[arg(short = 'n', long = "requests", default_value_t = 1)]
     pub requests: u64,
@@ -201,11 +214,6 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         }
         cfg.alpn_list = Some(ids);
     }
-    if a.push && matches!(cfg.proto, Proto::H1 | Proto::H3) {
-        return Err(super::usage(
-            "--push: server push is HTTP/2 only; use it with --proto h2, h2c or auto",
-        ));
-    }
     cfg.push = a.push;
     cfg.tls_resume = a.tls_resume;
     cfg.zero_rtt = a.zero_rtt;
@@ -217,13 +225,33 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
                 .map_err(|e| super::usage(format!("--cc: {e}")))?,
         );
     }
-    cfg.progress = !a.no_progress && !a.quiet && std::io::stderr().is_terminal();
+    cfg.validate().map_err(|e| super::usage(e.to_string()))?;
+    cfg.progress = progress(a);
+    Ok(cfg)
+}
+
+/// A progress bar only on a terminal, and only when not asked away.
+fn progress(a: &Args) -> bool {
+    !a.no_progress && !a.quiet && std::io::stderr().is_terminal()
+}
+
+/// Reads `--config FILE` (a LoadConfig in JSON), checked as the flags are (usage errors
+/// exit 2).
+fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConfig> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
+    let mut cfg = LoadConfig::from_json(&text)
+        .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
+    cfg.progress = progress(a);
     Ok(cfg)
 }
 
 /// Runs `hxlab load`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = config_from_args(&args)?;
+    let cfg = match &args.config {
+        Some(path) => config_from_file(&args, path)?,
+        None => config_from_args(&args)?,
+    };
     let result = match hxlab_load::run(cfg) {
         Ok(r) => r,
         Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => {
