@@ -98,7 +98,10 @@ mod tests {
         let p = dir.join("ready.json");
         std::fs::write(&p, "{\"pid\":").unwrap();
         let e = ReadyFile::read(&p).unwrap_err().to_string();
-        assert!(e.contains("ready.json") && e.contains("not a ready file"), "{e}");
+        assert!(
+            e.contains("ready.json") && e.contains("not a ready file"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

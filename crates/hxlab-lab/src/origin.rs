@@ -185,7 +185,10 @@ mod tests {
             loopback_to("http://localhost/", "10.0.0.1"),
             "http://10.0.0.1/"
         );
-        assert_eq!(loopback_to("http://127.0.0.1:1/", "fd00::1"), "http://[fd00::1]:1/");
+        assert_eq!(
+            loopback_to("http://127.0.0.1:1/", "fd00::1"),
+            "http://[fd00::1]:1/"
+        );
         assert_eq!(
             loopback_to("https://127.0.0.10/", "10.0.0.1"),
             "https://127.0.0.10/"
@@ -200,6 +203,9 @@ mod tests {
     fn the_synthetic_page_asks_for_every_resource_with_its_delay() {
         let html = synthetic_page_html(3, 100, Duration::from_millis(20));
         assert_eq!(html.matches("<script async").count(), 3);
-        assert!(html.contains("src=\"/bytes/100?delay=20&amp;r=2\""), "{html}");
+        assert!(
+            html.contains("src=\"/bytes/100?delay=20&amp;r=2\""),
+            "{html}"
+        );
     }
 }

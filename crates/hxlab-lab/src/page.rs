@@ -124,8 +124,8 @@ impl PageSession {
         let (url, spki, origin, origin_dir) = match &opts.synthetic {
             Some(s) => {
                 let dir = temp_dir("hxlab-page-origin");
-                let (url, spki, origin) = synthetic_origin(s, opts, &host, &dir)
-                    .inspect_err(|_| {
+                let (url, spki, origin) =
+                    synthetic_origin(s, opts, &host, &dir).inspect_err(|_| {
                         let _ = std::fs::remove_dir_all(&dir);
                     })?;
                 (url, vec![spki], Some(origin), Some(dir))

@@ -79,10 +79,16 @@ pub struct DirectionConfig {
 impl DirectionConfig {
     fn validate(&self) -> Result<(), String> {
         if self.delay > MAX_DELAY {
-            return Err(format!("delay {:?}: more than 10 minutes is not a link", self.delay));
+            return Err(format!(
+                "delay {:?}: more than 10 minutes is not a link",
+                self.delay
+            ));
         }
         if self.jitter > MAX_DELAY {
-            return Err(format!("jitter {:?}: more than 10 minutes is not a link", self.jitter));
+            return Err(format!(
+                "jitter {:?}: more than 10 minutes is not a link",
+                self.jitter
+            ));
         }
         if let Server::Rate(r) = self.server {
             if !(MIN_RATE..=MAX_RATE).contains(&r) {
@@ -109,9 +115,10 @@ impl DirectionConfig {
             ));
         }
         match self.queue {
-            QueueLimit::Packets(0) | QueueLimit::Bytes(0..1500) => {
-                Err(format!("queue {:?}: must hold at least one packet", self.queue))
-            }
+            QueueLimit::Packets(0) | QueueLimit::Bytes(0..1500) => Err(format!(
+                "queue {:?}: must hold at least one packet",
+                self.queue
+            )),
             _ => Ok(()),
         }
     }
@@ -180,7 +187,8 @@ impl LinkConfig {
     /// [`Link::start`]: crate::Link::start
     pub fn validate(&self) -> Result<(), LinkError> {
         for (name, d) in [("down", &self.down), ("up", &self.up)] {
-            d.validate().map_err(|e| LinkError::Config(format!("{name}link {e}")))?;
+            d.validate()
+                .map_err(|e| LinkError::Config(format!("{name}link {e}")))?;
         }
         Ok(())
     }
@@ -371,7 +379,10 @@ mod tests {
     #[test]
     fn validate_refuses_out_of_bounds_links() {
         assert!(LinkConfig::default().validate().is_ok());
-        assert!(LinkConfig::from_profile("wpt:Cable").unwrap().validate().is_ok());
+        assert!(LinkConfig::from_profile("wpt:Cable")
+            .unwrap()
+            .validate()
+            .is_ok());
         let mut slow = LinkConfig::default();
         slow.down.server = Server::Rate(1);
         let e = slow.validate().unwrap_err().to_string();
@@ -380,7 +391,11 @@ mod tests {
         assert!(far.validate().is_err());
         far = LinkConfig::default();
         far.up.jitter = Duration::from_secs(3600);
-        assert!(far.validate().unwrap_err().to_string().contains("uplink jitter"));
+        assert!(far
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("uplink jitter"));
         let mut lossy = LinkConfig::default();
         lossy.up.loss = Loss::Random(1.5);
         assert!(lossy.validate().is_err());

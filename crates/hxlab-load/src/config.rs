@@ -236,7 +236,12 @@ mod duration_text {
     pub fn parse(s: &str) -> Result<Duration, String> {
         let t = s.trim();
         // The exact forms `text` writes, read back without floating point.
-        for (unit, per) in [("ns", 1u64), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000)] {
+        for (unit, per) in [
+            ("ns", 1u64),
+            ("us", 1_000),
+            ("ms", 1_000_000),
+            ("s", 1_000_000_000),
+        ] {
             if let Some(n) = t.strip_suffix(unit).and_then(|n| n.parse::<u64>().ok()) {
                 return n
                     .checked_mul(per)
@@ -285,7 +290,10 @@ mod cc_name {
     use super::CongestionControl;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(cc: &Option<CongestionControl>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(
+        cc: &Option<CongestionControl>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match cc {
             Some(c) => s.serialize_some(c.name()),
             None => s.serialize_none(),
@@ -351,8 +359,8 @@ mod tests {
 
     #[test]
     fn missing_keys_take_defaults_and_unknown_keys_are_refused() {
-        let cfg = LoadConfig::from_json(r#"{"urls":["http://127.0.0.1:1/"],"timeout":"1.5s"}"#)
-            .unwrap();
+        let cfg =
+            LoadConfig::from_json(r#"{"urls":["http://127.0.0.1:1/"],"timeout":"1.5s"}"#).unwrap();
         assert_eq!(cfg.timeout, Duration::from_millis(1500));
         assert_eq!(cfg.requests, 1);
         assert_eq!(cfg.proto, Proto::Auto);

@@ -735,7 +735,10 @@ fn ready_file_and_load_config_are_the_lab_contracts() {
     let ready = hxlab_core::ReadyFile::read(&server.dir.path().join("ready.json"))
         .expect("the ready file reads as ReadyFile");
     assert_eq!(ready.pid, server.child.id());
-    assert_eq!(ready.plain.to_string(), server.ready["plain"].as_str().unwrap_or(""));
+    assert_eq!(
+        ready.plain.to_string(),
+        server.ready["plain"].as_str().unwrap_or("")
+    );
     let dir = TempDir::new("hxlab-load-config");
     let config = hxlab_load::LoadConfig {
         urls: vec![format!("http://127.0.0.1:{}/bytes/100", ready.plain.port())],
@@ -761,9 +764,18 @@ fn ready_file_and_load_config_are_the_lab_contracts() {
     assert_eq!((r.requests_done, r.connections), (7, 2));
     assert_eq!(r.bytes.body_received, 700);
     for (text, want) in [
-        (r#"{"urls":["http://127.0.0.1:1/"],"clinets":2}"#.to_string(), "unknown field `clinets`"),
-        (r#"{"urls":["http://127.0.0.1:1/"],"timeout":"soon"}"#.to_string(), "soon"),
-        (r#"{"urls":["http://127.0.0.1:1/"],"push":true,"proto":"h3"}"#.to_string(), "--push"),
+        (
+            r#"{"urls":["http://127.0.0.1:1/"],"clinets":2}"#.to_string(),
+            "unknown field `clinets`",
+        ),
+        (
+            r#"{"urls":["http://127.0.0.1:1/"],"timeout":"soon"}"#.to_string(),
+            "soon",
+        ),
+        (
+            r#"{"urls":["http://127.0.0.1:1/"],"push":true,"proto":"h3"}"#.to_string(),
+            "--push",
+        ),
         (r#"{"urls":[]}"#.to_string(), "URL"),
         ("not json".to_string(), "--config"),
     ] {
@@ -773,7 +785,10 @@ fn ready_file_and_load_config_are_the_lab_contracts() {
             Duration::from_secs(20),
         );
         assert_eq!(code, Some(2), "{text}: {stderr}");
-        assert!(stderr.contains(want), "{text}: expected {want:?} in {stderr:?}");
+        assert!(
+            stderr.contains(want),
+            "{text}: expected {want:?} in {stderr:?}"
+        );
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr:?}");
     }
     // The file is the whole run: run flags beside it are refused.

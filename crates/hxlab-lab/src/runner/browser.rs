@@ -16,7 +16,13 @@ impl Runner {
     /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
     /// synthetic page with the cell's resources; its `PageRun` becomes the record's RunResult
     /// (`duration_s` = the load event).
-    pub(super) fn run_browser(&mut self, exp: &Experiment, cell: &Cell, rep: u32, dir: &Path) -> Record {
+    pub(super) fn run_browser(
+        &mut self,
+        exp: &Experiment,
+        cell: &Cell,
+        rep: u32,
+        dir: &Path,
+    ) -> Record {
         let mut record = new_records(exp, cell, &[rep]).remove(0);
         if cell.config.needs_link() {
             if let Some(Err(why)) = &self.link {
@@ -38,7 +44,8 @@ impl Runner {
         let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
         let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
         if !page_path.exists() {
-            let html = synthetic_page_html(cfg.resources, cfg.size, Duration::from_millis(ms as u64));
+            let html =
+                synthetic_page_html(cfg.resources, cfg.size, Duration::from_millis(ms as u64));
             if let Err(e) = std::fs::write(&page_path, html) {
                 record.error = Some(format!("{}: {e}", page_path.display()));
                 return record;

@@ -167,13 +167,15 @@ impl Runner {
         let plans: Vec<Option<LoadPlan>> = group
             .iter()
             .zip(out.iter_mut())
-            .map(|((c, _), records)| match plan(exp, &c.config, &server.ready, &server.cert) {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    records.iter_mut().for_each(|r| r.error = Some(e.clone()));
-                    None
-                }
-            })
+            .map(
+                |((c, _), records)| match plan(exp, &c.config, &server.ready, &server.cert) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        records.iter_mut().for_each(|r| r.error = Some(e.clone()));
+                        None
+                    }
+                },
+            )
             .collect();
         let Some(first) = plans.iter().position(Option::is_some) else {
             return out.into_iter().flatten().collect();
@@ -255,7 +257,13 @@ impl GroupRun<'_> {
     }
 
     /// Runs one cell's repetitions; false when the agent stopped answering.
-    fn cell(&self, agent: &mut LinkAgent, ci: usize, plan: &LoadPlan, records: &mut [Record]) -> bool {
+    fn cell(
+        &self,
+        agent: &mut LinkAgent,
+        ci: usize,
+        plan: &LoadPlan,
+        records: &mut [Record],
+    ) -> bool {
         for (r, &rep) in records.iter_mut().zip(&self.group[ci].1) {
             let result = result_path(self.dir, ci, rep);
             let _ = std::fs::remove_file(&result);

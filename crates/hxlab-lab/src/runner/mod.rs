@@ -547,7 +547,6 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), RunnerError> {
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,11 +2,11 @@
 //! its own flags into), handed to the child as `--config`.
 
 use super::{BROWSER_CONNECTIONS, MAX_STREAMS};
-use hxlab_core::ReadyFile;
-use std::path::Path;
 use crate::spec::{CellConfig, Experiment, Protocol};
+use hxlab_core::ReadyFile;
 use hxlab_load::{CongestionControl, LoadConfig, Proto};
 use hxlab_report::Workload;
+use std::path::Path;
 use std::time::Duration;
 
 /// The load generator's run for one cell and what it should receive.
@@ -93,7 +93,12 @@ pub(crate) fn plan(
 
 /// The resources workload: a page's `n` resources fetched as a browser would (6 connections
 /// on HTTP/1.1, one multiplexed connection otherwise), or pushed with the page.
-fn resources(exp: &Experiment, cfg: &CellConfig, origin: &str, load: &mut LoadConfig) -> Option<u64> {
+fn resources(
+    exp: &Experiment,
+    cfg: &CellConfig,
+    origin: &str,
+    load: &mut LoadConfig,
+) -> Option<u64> {
     let n = cfg.resources;
     let delay_ms = cfg.delay.as_millis();
     let delay_q = if delay_ms > 0 {
@@ -188,19 +193,28 @@ mod tests {
         let p = plans("protocol = [\"h1-tls\", \"h2\", \"h3\", \"h1\"]\ndelay = \"50ms\"\nresources = 12\nsize = \"10KiB\"\n");
         let c = &p[0].config;
         assert_eq!(c.proto, Proto::H1);
-        assert_eq!((c.requests, c.clients, c.max_concurrent_streams), (12, 6, 1));
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (12, 6, 1)
+        );
         assert_eq!(c.cacert.as_deref(), Some(Path::new("/tmp/c.pem")));
         assert_eq!(c.urls, ["https://127.0.0.1:4433/bytes/10240?delay=50"]);
         let c = &p[1].config;
         assert_eq!(c.proto, Proto::H2);
-        assert_eq!((c.requests, c.clients, c.max_concurrent_streams), (12, 1, 12));
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (12, 1, 12)
+        );
         assert_eq!(p[1].expected_body_bytes, Some(12 * 10240));
         let c = &p[3].config;
         assert_eq!(c.urls, ["http://127.0.0.1:8080/bytes/10240?delay=50"]);
         assert_eq!(c.cacert, None);
         // What the child reads back is what the runner planned.
         for lp in &p {
-            assert_eq!(LoadConfig::from_json(&lp.config.to_json()).unwrap(), lp.config);
+            assert_eq!(
+                LoadConfig::from_json(&lp.config.to_json()).unwrap(),
+                lp.config
+            );
         }
         let p = plans("protocol = \"h3\"\nresources = 3750\n");
         assert_eq!(
@@ -214,9 +228,15 @@ mod tests {
     fn throughput_and_push_plans() {
         let p = plans("workload = \"throughput\"\nwarm_up = \"1s\"\nprotocol = \"h2\"\nrequests = 1000\nclients = 10\nstreams = 10\nsize = 100\nprofile = \"WiFi\"\n");
         let c = &p[0].config;
-        assert_eq!((c.requests, c.clients, c.max_concurrent_streams), (1000, 10, 10));
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (1000, 10, 10)
+        );
         assert_eq!(c.warm_up, Duration::from_secs(1));
-        assert!(c.insecure, "through the link the certificate does not name the address");
+        assert!(
+            c.insecure,
+            "through the link the certificate does not name the address"
+        );
         assert_eq!(c.urls, ["https://127.0.0.1:4433/bytes/100"]);
         let p = plans("protocol = \"h2\"\nresources = 1\nsize = \"290KB\"\npush = [false, true]\n");
         assert_eq!(p[0].config.urls.len(), 2, "page, then the script");

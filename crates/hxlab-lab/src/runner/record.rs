@@ -27,7 +27,12 @@ pub(crate) fn new_records(exp: &Experiment, cell: &Cell, reps: &[u32]) -> Vec<Re
 
 /// Reads a repetition's RunResult and decides whether it failed. `link_exit` is the link's
 /// exit status for repetitions run inside one (None for a direct `hxlab load`).
-pub(crate) fn fill_record(record: &mut Record, json: &Path, stderr: &str, link_exit: Option<Option<i32>>) {
+pub(crate) fn fill_record(
+    record: &mut Record,
+    json: &Path,
+    stderr: &str,
+    link_exit: Option<Option<i32>>,
+) {
     let last_line = crate::child::last_line(stderr);
     match std::fs::read_to_string(json) {
         Ok(text) => match serde_json::from_str::<RunResult>(&text) {
@@ -94,4 +99,3 @@ pub(crate) fn fallback(cfg: &CellConfig, r: Option<&RunResult>) -> Option<String
         )
     })
 }
-

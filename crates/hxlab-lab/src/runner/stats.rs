@@ -114,7 +114,6 @@ fn dechunk(body: &str) -> Option<String> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

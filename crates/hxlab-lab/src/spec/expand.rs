@@ -145,12 +145,27 @@ pub(super) fn cell_config(
     m: &BTreeMap<String, FactorSpec>,
     combo: &[(&str, &(String, Level))],
 ) -> Result<CellConfig, SpecError> {
-    let get = |n: &str| {
-        combo
-            .iter()
-            .find(|(k, _)| *k == n)
-            .map(|(_, (_, l))| l.clone())
-    };
+    let key = combo
+        .iter()
+        .map(|(n, (d, _))| format!("{n}={d}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cfg = read_cell(ctx, combo)?;
+    check_cell(workload, ctx, m, combo, &key, &cfg)?;
+    Ok(cfg)
+}
+
+/// The factor values of one combination, typed.
+fn level_of(combo: &[(&str, &(String, Level))], n: &str) -> Option<Level> {
+    combo
+        .iter()
+        .find(|(k, _)| *k == n)
+        .map(|(_, (_, l))| l.clone())
+}
+
+/// Reads a combination's factor values into a cell configuration.
+fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig, SpecError> {
+    let get = |n: &str| level_of(combo, n);
     let text = |n: &str| match get(n) {
         Some(Level::Text(s)) => Some(s),
         _ => None,
@@ -167,16 +182,6 @@ pub(super) fn cell_config(
         Some(Level::Time(d)) => Some(d),
         _ => None,
     };
-    let place = |n: &str| {
-        m.get(n)
-            .map(|s| s.span.clone())
-            .unwrap_or(Place::Option(n.to_string()))
-    };
-    let key = combo
-        .iter()
-        .map(|(n, (d, _))| format!("{n}={d}"))
-        .collect::<Vec<_>>()
-        .join(" ");
     let protocol = text("protocol")
         .and_then(|s| Protocol::parse(&s))
         .ok_or_else(|| ctx.whole("a cell has no protocol"))?;
@@ -212,6 +217,24 @@ pub(super) fn cell_config(
         streams: count("streams").unwrap_or(1),
         requests: count("requests").unwrap_or(0),
         duration: time("duration"),
+    };
+    Ok(cfg)
+}
+
+/// Refuses a cell that cannot run, naming where its factor was written.
+fn check_cell(
+    workload: Workload,
+    ctx: &Ctx,
+    m: &BTreeMap<String, FactorSpec>,
+    combo: &[(&str, &(String, Level))],
+    key: &str,
+    cfg: &CellConfig,
+) -> Result<(), SpecError> {
+    let get = |n: &str| level_of(combo, n);
+    let place = |n: &str| {
+        m.get(n)
+            .map(|s| s.span.clone())
+            .unwrap_or(Place::Option(n.to_string()))
     };
     for end in ["cc_server", "cc_client"] {
         if get("cc").is_some() && get(end).is_some() {
@@ -285,6 +308,5 @@ pub(super) fn cell_config(
             format!("cell `{key}`: give `requests` or `duration`, not both"),
         ));
     }
-    Ok(cfg)
+    Ok(())
 }
-

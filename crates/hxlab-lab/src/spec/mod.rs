@@ -10,8 +10,10 @@ mod expand;
 mod read;
 
 use expand::{expand, has_factor};
-use read::{check_duplicates, duration_setting, line_col, read_factor, read_level, str_setting, unknown_key};
 use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};
+use read::{
+    check_duplicates, duration_setting, line_col, read_factor, read_level, str_setting, unknown_key,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -290,7 +292,8 @@ impl CellConfig {
             (cfg.down.loss, cfg.up.loss) = (loss, loss);
         }
         if let Some(r) = &self.down {
-            cfg.down.server = Server::Rate(lc::parse_link_rate("down", r).map_err(|e| e.to_string())?);
+            cfg.down.server =
+                Server::Rate(lc::parse_link_rate("down", r).map_err(|e| e.to_string())?);
         }
         if let Some(r) = &self.up {
             cfg.up.server = Server::Rate(lc::parse_link_rate("up", r).map_err(|e| e.to_string())?);

@@ -134,45 +134,43 @@ fn read_time(
     v: &toml::Value,
     wrong: impl Fn() -> String,
 ) -> Result<(String, Level), String> {
-        let s = match v {
-            toml::Value::String(s) => s.clone(),
-            toml::Value::Integer(0) => "0ms".into(),
-            toml::Value::Integer(_) => {
-                return Err(format!(
-                    "{factor}: a duration needs a unit, e.g. \"{}ms\"",
-                    v.as_integer().unwrap_or(0)
-                ))
-            }
-            _ => return Err(wrong()),
-        };
-        let d = parse_duration(&s).map_err(|e| format!("{factor}: {e}"))?;
-        if factor == "delay" && d.as_nanos() % 1_000_000 != 0 {
+    let s = match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(0) => "0ms".into(),
+        toml::Value::Integer(_) => {
             return Err(format!(
-                "delay {s:?}: the server's delay is in whole milliseconds"
-            ));
+                "{factor}: a duration needs a unit, e.g. \"{}ms\"",
+                v.as_integer().unwrap_or(0)
+            ))
         }
-        if factor == "delay" && d > Duration::from_secs(60) {
-            return Err(format!("delay {s:?}: at most 60s"));
-        }
-        if factor == "duration" && d.is_zero() {
-            return Err("duration: must be more than zero".into());
-        }
-        Ok((s, Level::Time(d)))
+        _ => return Err(wrong()),
+    };
+    let d = parse_duration(&s).map_err(|e| format!("{factor}: {e}"))?;
+    if factor == "delay" && d.as_nanos() % 1_000_000 != 0 {
+        return Err(format!(
+            "delay {s:?}: the server's delay is in whole milliseconds"
+        ));
+    }
+    if factor == "delay" && d > Duration::from_secs(60) {
+        return Err(format!("delay {s:?}: at most 60s"));
+    }
+    if factor == "duration" && d.is_zero() {
+        return Err("duration: must be more than zero".into());
+    }
+    Ok((s, Level::Time(d)))
 }
 
 /// `size`: bytes, as a count or with a unit, at most 1 GiB.
 fn read_size(v: &toml::Value, wrong: impl Fn() -> String) -> Result<(String, Level), String> {
-        let (s, bytes) = match v {
-            toml::Value::String(s) => {
-                (s.clone(), parse_size(s).map_err(|e| format!("size: {e}"))?)
-            }
-            toml::Value::Integer(n) if *n >= 0 => (n.to_string(), *n as u64),
-            _ => return Err(wrong()),
-        };
-        if bytes > 1 << 30 {
-            return Err(format!("size {s:?}: at most 1GiB per response"));
-        }
-        Ok((s, Level::Bytes(bytes)))
+    let (s, bytes) = match v {
+        toml::Value::String(s) => (s.clone(), parse_size(s).map_err(|e| format!("size: {e}"))?),
+        toml::Value::Integer(n) if *n >= 0 => (n.to_string(), *n as u64),
+        _ => return Err(wrong()),
+    };
+    if bytes > 1 << 30 {
+        return Err(format!("size {s:?}: at most 1GiB per response"));
+    }
+    Ok((s, Level::Bytes(bytes)))
 }
 
 /// `resources`, `clients`, `streams`, `requests`: a positive count within what load takes.
@@ -182,21 +180,21 @@ fn read_count(
     expected: &str,
     wrong: impl Fn() -> String,
 ) -> Result<(String, Level), String> {
-        let n = v.as_integer().ok_or_else(wrong)?;
-        if n < 1 {
-            return Err(format!("{factor}: expected {expected}, found {n}"));
-        }
-        // clients and streams: what `hxlab load` accepts for -c and -m, so a cell that
-        // passes here does not fail when it runs.
-        let max: i64 = match factor {
-            "clients" => 65_536,
-            "streams" => 1 << 20,
-            _ => 10_000_000,
-        };
-        if n > max {
-            return Err(format!("{factor}: {n} is more than {max}"));
-        }
-        Ok((n.to_string(), Level::Count(n as u64)))
+    let n = v.as_integer().ok_or_else(wrong)?;
+    if n < 1 {
+        return Err(format!("{factor}: expected {expected}, found {n}"));
+    }
+    // clients and streams: what `hxlab load` accepts for -c and -m, so a cell that
+    // passes here does not fail when it runs.
+    let max: i64 = match factor {
+        "clients" => 65_536,
+        "streams" => 1 << 20,
+        _ => 10_000_000,
+    };
+    if n > max {
+        return Err(format!("{factor}: {n} is more than {max}"));
+    }
+    Ok((n.to_string(), Level::Count(n as u64)))
 }
 
 /// Accepts `0`, `1%`, `0.5%` and `ge:P,R,H,K` (four percentages, netem's gemodel).
@@ -271,7 +269,11 @@ pub(super) fn check_duplicates(name: &str, levels: &[(String, Level)]) -> Result
     Ok(())
 }
 
-pub(super) fn str_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<String, SpecError> {
+pub(super) fn str_setting(
+    ctx: &Ctx,
+    key: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<String, SpecError> {
     v.get_ref().as_str().map(str::to_string).ok_or_else(|| {
         ctx.at(
             &Place::File(v.span()),
@@ -280,7 +282,11 @@ pub(super) fn str_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Res
     })
 }
 
-pub(super) fn duration_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<Duration, SpecError> {
+pub(super) fn duration_setting(
+    ctx: &Ctx,
+    key: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<Duration, SpecError> {
     let s = str_setting(ctx, key, v)?;
     parse_duration(&s).map_err(|e| ctx.at(&Place::File(v.span()), format!("{key}: {e}")))
 }
@@ -302,4 +308,3 @@ pub(super) fn unknown_key(key: &str) -> String {
         SETTINGS.join(", ")
     )
 }
-

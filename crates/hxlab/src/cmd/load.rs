@@ -371,6 +371,38 @@ pub fn summary(r: &RunResult) -> String {
         format_bytes(b.total_sent),
         b.total_sent
     ));
+    s.push_str(&connections_lines(r));
+    s.push_str(&format!(
+        "client CPU: user {:.3}s, sys {:.3}s, {:.2} us/request\n",
+        r.cpu_user_s,
+        r.cpu_sys_s,
+        r.cpu_us_per_request()
+    ));
+    s.push_str(&format!(
+        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10} {:>9}\n",
+        "", "min", "max", "mean", "sd", "p50", "p90", "p99", "p99.9", "count"
+    ));
+    let h = &r.histograms;
+    hist_row(&mut s, "time for request:", &h.latency);
+    if r.config.rate.is_some() {
+        hist_row(&mut s, "  (uncorrected):", &h.latency_uncorrected);
+        hist_row(&mut s, "send lag:", &h.send_lag);
+    }
+    hist_row(&mut s, "time to 1st byte:", &h.ttfb);
+    hist_row(&mut s, "time for connect:", &h.connect);
+    hist_row(&mut s, "time for handshake:", &h.handshake);
+    hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
+    if let Some(w) = send_lag_warning(r) {
+        s.push_str(&w);
+        s.push('\n');
+    }
+    s
+}
+
+/// The `connections:` line and what the connections did beyond requests: push, TCP Fast
+/// Open, early data, errors.
+fn connections_lines(r: &RunResult) -> String {
+    let mut s = String::new();
     let neg: Vec<String> = r
         .negotiated
         .iter()
@@ -432,30 +464,6 @@ pub fn summary(r: &RunResult) -> String {
         for m in r.error_samples.iter().take(5) {
             s.push_str(&format!("  {m}\n"));
         }
-    }
-    s.push_str(&format!(
-        "client CPU: user {:.3}s, sys {:.3}s, {:.2} us/request\n",
-        r.cpu_user_s,
-        r.cpu_sys_s,
-        r.cpu_us_per_request()
-    ));
-    s.push_str(&format!(
-        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10} {:>9}\n",
-        "", "min", "max", "mean", "sd", "p50", "p90", "p99", "p99.9", "count"
-    ));
-    let h = &r.histograms;
-    hist_row(&mut s, "time for request:", &h.latency);
-    if r.config.rate.is_some() {
-        hist_row(&mut s, "  (uncorrected):", &h.latency_uncorrected);
-        hist_row(&mut s, "send lag:", &h.send_lag);
-    }
-    hist_row(&mut s, "time to 1st byte:", &h.ttfb);
-    hist_row(&mut s, "time for connect:", &h.connect);
-    hist_row(&mut s, "time for handshake:", &h.handshake);
-    hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
-    if let Some(w) = send_lag_warning(r) {
-        s.push_str(&w);
-        s.push('\n');
     }
     s
 }
