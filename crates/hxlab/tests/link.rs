@@ -503,20 +503,8 @@ fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
         .expect("start hxlab serve");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Some(v) = std::fs::read_to_string(&ready)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        {
-            let tls = v["tls"]
-                .as_str()
-                .expect("tls address in ready file")
-                .to_string();
-            let port = tls
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.parse().ok())
-                .expect("tls port");
-            return (child, port);
+        if let Ok(r) = hxlab_core::ReadyFile::read(&ready) {
+            return (child, r.tls.port());
         }
         if let Ok(Some(s)) = child.try_wait() {
             panic!("hxlab serve exited early: {s}");
