@@ -98,3 +98,57 @@ fn run_job(job: LoadJob, link_host: &str, hxlab_bin: &Path) -> JobDone {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &Path, n: u32) -> LoadJob {
+        LoadJob {
+            config: LoadConfig {
+                urls: vec!["http://127.0.0.1:8080/bytes/1".into()],
+                ..Default::default()
+            },
+            result: dir.join(format!("r{n}.json")),
+            limit_ms: 10_000,
+        }
+    }
+
+    /// Each job line gets one answer line with the child's exit status, in order; the
+    /// configuration file it ran from is gone afterwards; a line that is not a job ends the
+    /// agent with an error.
+    #[test]
+    fn answers_every_job_with_its_exit_status() {
+        let dir = std::env::temp_dir().join(format!("hxlab-agent-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut input = String::new();
+        for n in 0..3 {
+            input.push_str(&serde_json::to_string(&job(&dir, n)).unwrap());
+            input.push('\n');
+        }
+        let mut out = Vec::new();
+        // `false` stands in for the binary: a real process whose exit status is known.
+        serve_jobs(input.as_bytes(), &mut out, "10.0.0.1", Path::new("false")).unwrap();
+        let replies: Vec<JobDone> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(replies.len(), 3);
+        assert!(replies
+            .iter()
+            .all(|r| r.exit == Some(1) && r.error.is_none()));
+        assert!(!dir.join("r0.config.json").exists());
+        let e = serve_jobs(
+            "{\"nope\":1}\n".as_bytes(),
+            Vec::new(),
+            "h",
+            Path::new("false"),
+        );
+        assert!(e.unwrap_err().contains("not a load job"));
+        let missing = run_job(job(&dir, 9), "10.0.0.1", Path::new("/nonexistent/hxlab"));
+        assert_eq!(missing.exit, None);
+        assert!(missing.error.is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

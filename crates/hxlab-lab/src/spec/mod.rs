@@ -99,15 +99,6 @@ impl Protocol {
     pub fn multiplexed(self) -> bool {
         matches!(self, Protocol::H2 | Protocol::H2c | Protocol::H3)
     }
-    /// The `--proto` value of `hxlab load`.
-    pub fn load_proto(self) -> &'static str {
-        match self {
-            Protocol::H1 | Protocol::H1Tls => "h1",
-            Protocol::H2 => "h2",
-            Protocol::H2c => "h2c",
-            Protocol::H3 => "h3",
-        }
-    }
     /// The key of the server's `/stats` `by_protocol` object for this protocol.
     pub fn stats_key(self) -> &'static str {
         self.name()
