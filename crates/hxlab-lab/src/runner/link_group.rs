@@ -1,5 +1,6 @@
 //! Network cells: every repetition of consecutive cells with the same link settings runs in
-//! one `hxlab link`, whose command is the lab's [agent](crate::agent). The runner hands the
+//! one `hxlab link` (its typed `LinkConfig` handed over as `--config`), whose command is the
+//! lab's [agent](crate::agent). The runner hands the
 //! agent one [`LoadJob`] at a time and reads the server's counters between cells, so each
 //! cell is still measured on its own while the link is set up and torn down once.
 
@@ -10,6 +11,7 @@ use super::{Runner, LINK_GRACE};
 use crate::agent::{JobDone, LoadJob, AGENT_COMMAND};
 use crate::child::{signal_group, spawn_group};
 use crate::spec::{Cell, Experiment};
+use hxlab_link::LinkConfig;
 use hxlab_report::Record;
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -30,12 +32,12 @@ struct LinkAgent {
 }
 
 impl LinkAgent {
-    fn start(bin: &Path, link_args: &[String], seed: Option<u64>) -> Result<LinkAgent, String> {
+    /// Starts `hxlab link --config LINK -- hxlab lab-agent`, the link written to `file`.
+    fn start(bin: &Path, link: &LinkConfig, file: &Path) -> Result<LinkAgent, String> {
+        let json = link.to_json().map_err(|e| e.to_string())?;
+        std::fs::write(file, json).map_err(|e| format!("{}: {e}", file.display()))?;
         let mut cmd = Command::new(bin);
-        cmd.arg("link").args(link_args);
-        if let Some(s) = seed {
-            cmd.args(["--seed", &s.to_string()]);
-        }
+        cmd.arg("link").arg("--config").arg(file);
         cmd.arg("--").arg(bin).arg(AGENT_COMMAND);
         let (mut child, stderr) = spawn_group(cmd, true)?;
         let jobs = child.stdin.take();
@@ -180,10 +182,24 @@ impl Runner {
         let Some(first) = plans.iter().position(Option::is_some) else {
             return out.into_iter().flatten().collect();
         };
-        let seed = exp.seed.map(|s| s + u64::from(group[first].1[0]));
-        let link_args = group[first].0.config.link_args();
+        let mut link = match group[first].0.config.link_config() {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                fail_all(&mut out, false, "a network cell without a network");
+                return out.into_iter().flatten().collect();
+            }
+            Err(e) => {
+                fail_all(&mut out, false, &e);
+                return out.into_iter().flatten().collect();
+            }
+        };
+        link.seed = match exp.seed {
+            Some(s) => s + u64::from(group[first].1[0]),
+            None => hxlab_link::config::random_seed(),
+        };
+        let link_file = dir.join(".link.json");
         let group_start = Instant::now();
-        let mut agent = match LinkAgent::start(&self.opts.hxlab_bin, &link_args, seed) {
+        let mut agent = match LinkAgent::start(&self.opts.hxlab_bin, &link, &link_file) {
             Ok(a) => a,
             Err(e) => {
                 fail_all(&mut out, false, &e);
@@ -216,6 +232,7 @@ impl Runner {
                 let _ = std::fs::remove_file(&json);
             }
         }
+        let _ = std::fs::remove_file(&link_file);
         self.link_extra_s += (group_start.elapsed().as_secs_f64() - walls).max(0.0);
         out.into_iter().flatten().collect()
     }
