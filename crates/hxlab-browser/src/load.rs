@@ -472,17 +472,63 @@ fn build_run(
         .and_then(Value::as_f64);
     let nav_start = seen.records.first().map(|r| r.started).unwrap_or(0.0);
 
-    let mut protocols: BTreeMap<String, u32> = BTreeMap::new();
-    let mut connections: BTreeSet<u64> = BTreeSet::new();
-    let mut protocol_ok = true;
-    let mut bytes = 0u64;
-    let mut loaded = 0u32;
-    let mut failed = 0u32;
-    let mut http_errors = 0u32;
-    let mut incomplete = 0u32;
-    let mut early_hint_preloads_used = 0u32;
-    let mut resources = Vec::with_capacity(seen.records.len());
-    for r in &seen.records {
+    let mut t = Tally {
+        protocol_ok: true,
+        ..Tally::default()
+    };
+    let resources: Vec<ResourceTiming> = seen
+        .records
+        .iter()
+        .map(|r| t.add(cfg, r, nav_start))
+        .collect();
+    let reasons = t.reasons(cfg, &nav);
+    let har = cfg
+        .collect_har
+        .then(|| crate::har::build(&browser, &cfg.url, &seen.records, &nav, fcp_ms));
+
+    PageRun {
+        url: cfg.url.clone(),
+        requested_protocol: cfg.protocol,
+        browser,
+        browser_major,
+        started_unix_s: seen.records.first().map(|r| r.wall_time).unwrap_or(0.0),
+        protocols: t.protocols,
+        protocol_ok: t.protocol_ok,
+        flag: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        ttfb_ms: num(&nav, "responseStart"),
+        dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
+        load_ms: num(&nav, "loadEventStart"),
+        fcp_ms,
+        connections: t.connections.len() as u32,
+        bytes: t.bytes,
+        resources_loaded: t.loaded,
+        resources_failed: t.failed,
+        resources_incomplete: t.incomplete,
+        early_hints: seen.early_hints,
+        early_hint_preloads_used: t.early_hint_preloads_used,
+        resources,
+        har,
+    }
+}
+
+/// What a page load's resources add up to, resource by resource.
+#[derive(Default)]
+struct Tally {
+    protocols: BTreeMap<String, u32>,
+    connections: BTreeSet<u64>,
+    /// Every response came over the protocol asked for (true until one did not).
+    protocol_ok: bool,
+    bytes: u64,
+    loaded: u32,
+    failed: u32,
+    http_errors: u32,
+    incomplete: u32,
+    early_hint_preloads_used: u32,
+}
+
+impl Tally {
+    /// Counts one resource and returns its timing.
+    fn add(&mut self, cfg: &PageConfig, r: &RequestRecord, nav_start: f64) -> ResourceTiming {
         let resp = r.response.as_ref();
         let protocol = resp.map(|v| str_of(v, "protocol")).unwrap_or_default();
         let connection_id = resp
@@ -490,20 +536,20 @@ fn build_run(
             .and_then(Value::as_f64)
             .unwrap_or(0.0) as u64;
         if resp.is_some() {
-            *protocols.entry(protocol.clone()).or_default() += 1;
+            *self.protocols.entry(protocol.clone()).or_default() += 1;
             if Protocol::from_browser(&protocol) != Some(cfg.protocol) {
-                protocol_ok = false;
+                self.protocol_ok = false;
             }
             if connection_id != 0 {
-                connections.insert(connection_id);
+                self.connections.insert(connection_id);
             }
         }
         if r.error.is_some() {
-            failed += 1;
+            self.failed += 1;
         } else if r.finished.is_some() {
-            loaded += 1;
+            self.loaded += 1;
         }
-        bytes += r.encoded_bytes;
+        self.bytes += r.encoded_bytes;
         let response_ms = resp.and_then(|v| v.get("timing")).and_then(|t| {
             let request_time = t.get("requestTime")?.as_f64()?;
             let headers_end = t.get("receiveHeadersEnd")?.as_f64()?;
@@ -511,7 +557,7 @@ fn build_run(
         });
         let status = resp.map(|v| num(v, "status").max(0.0) as u16).unwrap_or(0);
         if status >= 400 {
-            http_errors += 1;
+            self.http_errors += 1;
         }
         // The browser may stop reading a body it has no use for (an <img> whose bytes do not
         // decode): the load then ends before the transfer would have, and must not count.
@@ -521,7 +567,7 @@ fn build_run(
         if status == 200 && r.error.is_none() && r.data_decoded > 0 {
             if let Some(cl) = content_length {
                 if r.data_decoded < cl {
-                    incomplete += 1;
+                    self.incomplete += 1;
                 }
             }
         }
@@ -529,8 +575,8 @@ fn build_run(
             .and_then(|v| v.get("fromEarlyHints"))
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        early_hint_preloads_used += u32::from(from_early_hints);
-        resources.push(ResourceTiming {
+        self.early_hint_preloads_used += u32::from(from_early_hints);
+        ResourceTiming {
             url: r.url.clone(),
             resource_type: r.resource_type.clone(),
             protocol,
@@ -547,61 +593,43 @@ fn build_run(
             body_bytes: r.data_decoded,
             from_early_hints,
             error: r.error.clone(),
-        });
+        }
     }
 
-    let mut reasons = Vec::new();
-    if !protocol_ok {
-        let got: Vec<String> = protocols
-            .iter()
-            .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
-            .collect();
-        reasons.push(format!(
-            "asked for {} but the browser used {}",
-            cfg.protocol,
-            got.join(", ")
-        ));
-    }
-    if failed > 0 {
-        reasons.push(format!("{failed} resource(s) failed"));
-    }
-    if incomplete > 0 {
-        reasons.push(format!(
-            "{incomplete} resource(s) not read to the end by the browser (it stops reading e.g. an image it cannot decode), so the load time leaves out part of the transfer"
-        ));
-    }
-    if http_errors > 0 {
-        reasons.push(format!("{http_errors} response(s) with status 4xx/5xx"));
-    }
-    if nav.is_null() {
-        reasons.push("no navigation timing".to_string());
-    }
-    let har = cfg
-        .collect_har
-        .then(|| crate::har::build(&browser, &cfg.url, &seen.records, &nav, fcp_ms));
-
-    PageRun {
-        url: cfg.url.clone(),
-        requested_protocol: cfg.protocol,
-        browser,
-        browser_major,
-        started_unix_s: seen.records.first().map(|r| r.wall_time).unwrap_or(0.0),
-        protocols,
-        protocol_ok,
-        flag: (!reasons.is_empty()).then(|| reasons.join("; ")),
-        ttfb_ms: num(&nav, "responseStart"),
-        dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
-        load_ms: num(&nav, "loadEventStart"),
-        fcp_ms,
-        connections: connections.len() as u32,
-        bytes,
-        resources_loaded: loaded,
-        resources_failed: failed,
-        resources_incomplete: incomplete,
-        early_hints: seen.early_hints,
-        early_hint_preloads_used,
-        resources,
-        har,
+    /// Why the run is left out, if it is (empty: it counts).
+    fn reasons(&self, cfg: &PageConfig, nav: &Value) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if !self.protocol_ok {
+            let got: Vec<String> = self
+                .protocols
+                .iter()
+                .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
+                .collect();
+            reasons.push(format!(
+                "asked for {} but the browser used {}",
+                cfg.protocol,
+                got.join(", ")
+            ));
+        }
+        if self.failed > 0 {
+            reasons.push(format!("{} resource(s) failed", self.failed));
+        }
+        if self.incomplete > 0 {
+            reasons.push(format!(
+                "{} resource(s) not read to the end by the browser (it stops reading e.g. an image it cannot decode), so the load time leaves out part of the transfer",
+                self.incomplete
+            ));
+        }
+        if self.http_errors > 0 {
+            reasons.push(format!(
+                "{} response(s) with status 4xx/5xx",
+                self.http_errors
+            ));
+        }
+        if nav.is_null() {
+            reasons.push("no navigation timing".to_string());
+        }
+        reasons
     }
 }
 

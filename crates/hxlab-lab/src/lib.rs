@@ -3,13 +3,20 @@
 //! What it is for: reading an experiment file (TOML: a base configuration and factors to
 //! sweep), refusing impossible or malformed ones before anything runs (with file:line:column),
 //! expanding the matrix into cells, running every repetition of every cell by driving
-//! `hxlab serve`, `hxlab load` and `hxlab link` as child processes, and appending each
+//! `hxlab serve`, `hxlab load` and `hxlab link` as child processes (typed: a `ReadyFile`, a
+//! `LoadConfig` per repetition, and an [`agent`] inside each link), and appending each
 //! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
 //! scenarios that reproduce the published studies live here with their published tables.
 //! Workloads: `resources` and `throughput` run `hxlab load`; `browser` runs `hxlab page`.
+//! [`origin`] starts the `hxlab serve` a run (or `hxlab page`) measures against; [`page`] is
+//! `hxlab page` without its command line.
 //! What it is not: no protocol code and no statistics of its own — the server, client and
 //! link are the other subcommands, and hxlab-report turns the records into reports.
 
+pub mod agent;
+mod child;
+pub mod origin;
+pub mod page;
 pub mod profiles;
 pub mod runner;
 pub mod scenarios;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Packet loss at the link's ingress.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Loss {
     /// No loss.
     None,
@@ -27,7 +28,8 @@ pub enum Loss {
 }
 
 /// How much the queue in front of the bottleneck holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum QueueLimit {
     /// No limit (only sensible with a short test).
     Unlimited,
@@ -38,7 +40,8 @@ pub enum QueueLimit {
 }
 
 /// Queue management.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Aqm {
     /// Drop arrivals when the queue is full.
     DropTail,
@@ -47,18 +50,21 @@ pub enum Aqm {
 }
 
 /// The bottleneck that drains the queue.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Server {
     /// Packets leave as soon as they arrive.
     Unlimited,
     /// A fixed rate in bits per second; each packet takes len*8/rate to serialise.
     Rate(u64),
-    /// A mahimahi delivery trace.
+    /// A mahimahi delivery trace (not in the JSON form: give the trace file to `hxlab link`).
+    #[serde(skip)]
     Trace(Arc<Trace>),
 }
 
 /// One direction of the link.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DirectionConfig {
     /// One-way propagation delay.
     pub delay: Duration,
@@ -74,6 +80,54 @@ pub struct DirectionConfig {
     pub queue: QueueLimit,
     /// Queue management.
     pub aqm: Aqm,
+}
+
+impl DirectionConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.delay > MAX_DELAY {
+            return Err(format!(
+                "delay {:?}: more than 10 minutes is not a link",
+                self.delay
+            ));
+        }
+        if self.jitter > MAX_DELAY {
+            return Err(format!(
+                "jitter {:?}: more than 10 minutes is not a link",
+                self.jitter
+            ));
+        }
+        if let Server::Rate(r) = self.server {
+            if !(MIN_RATE..=MAX_RATE).contains(&r) {
+                return Err(format!(
+                    "rate {r} bit/s: a link rate must be between 1kbit and 100gbit"
+                ));
+            }
+        }
+        let probability = |p: f64| p.is_finite() && (0.0..=1.0).contains(&p);
+        let ok = match self.loss {
+            Loss::None => true,
+            Loss::Random(p) => probability(p),
+            Loss::GilbertElliott {
+                p,
+                r,
+                loss_bad,
+                loss_good,
+            } => [p, r, loss_bad, loss_good].into_iter().all(probability),
+        };
+        if !ok {
+            return Err(format!(
+                "loss {:?}: probabilities must be between 0% and 100%",
+                self.loss
+            ));
+        }
+        match self.queue {
+            QueueLimit::Packets(0) | QueueLimit::Bytes(0..1500) => Err(format!(
+                "queue {:?}: must hold at least one packet",
+                self.queue
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// netem's default queue limit, used when `--queue` is not given.
@@ -94,7 +148,14 @@ impl Default for DirectionConfig {
 }
 
 /// A whole link: `down` is outside → inside (server → client), `up` the reverse.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// Its JSON form (`hxlab link --config FILE`) has the fields' names; durations are
+/// `{"secs": S, "nanos": N}`, loss `"none"`, `{"random": P}` or `{"gilbert_elliott": {...}}`,
+/// the bottleneck `"unlimited"` or `{"rate": BITS_PER_SECOND}`, the queue `"unlimited"`,
+/// `{"packets": N}` or `{"bytes": N}`; missing fields take the defaults, unknown ones are
+/// refused.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LinkConfig {
     /// Outside → inside.
     pub down: DirectionConfig,
@@ -131,12 +192,48 @@ impl LinkConfig {
         Ok(cfg)
     }
 
+    /// Checks the bounds every entry point shares (`hxlab link`, `hxlab page`, the lab):
+    /// delay and jitter at most [`MAX_DELAY`], rates from [`MIN_RATE`] to [`MAX_RATE`],
+    /// probabilities from 0 to 1, a queue that holds at least one packet. [`Link::start`]
+    /// checks it too.
+    ///
+    /// [`Link::start`]: crate::Link::start
+    pub fn validate(&self) -> Result<(), LinkError> {
+        for (name, d) in [("down", &self.down), ("up", &self.up)] {
+            d.validate()
+                .map_err(|e| LinkError::Config(format!("{name}link {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Reads the JSON form and [validates](LinkConfig::validate) it; the error is one line.
+    pub fn from_json(text: &str) -> Result<LinkConfig, LinkError> {
+        let cfg: LinkConfig =
+            serde_json::from_str(text).map_err(|e| LinkError::Config(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The JSON form; a link with a trace has none (its trace lives in a file).
+    pub fn to_json(&self) -> Result<String, LinkError> {
+        serde_json::to_string(self).map_err(|e| LinkError::Config(e.to_string()))
+    }
+
     /// Sets both directions' one-way delay.
     pub fn with_delay(mut self, one_way: Duration) -> Self {
         self.down.delay = one_way;
         self.up.delay = one_way;
         self
     }
+}
+
+/// A seed for a link whose draws need not repeat: the clock's nanoseconds mixed with the
+/// process id.
+pub fn random_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
 }
 
 fn bad(what: &str, input: &str, reason: &str) -> LinkError {
@@ -312,6 +409,75 @@ mod tests {
         ] {
             assert!(parse_loss(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn validate_refuses_out_of_bounds_links() {
+        assert!(LinkConfig::default().validate().is_ok());
+        assert!(LinkConfig::from_profile("wpt:Cable")
+            .unwrap()
+            .validate()
+            .is_ok());
+        let mut slow = LinkConfig::default();
+        slow.down.server = Server::Rate(1);
+        let e = slow.validate().unwrap_err().to_string();
+        assert!(e.contains("downlink") && e.contains("1kbit"), "{e}");
+        let mut far = LinkConfig::default().with_delay(MAX_DELAY + Duration::from_millis(1));
+        assert!(far.validate().is_err());
+        far = LinkConfig::default();
+        far.up.jitter = Duration::from_secs(3600);
+        assert!(far
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("uplink jitter"));
+        let mut lossy = LinkConfig::default();
+        lossy.up.loss = Loss::Random(1.5);
+        assert!(lossy.validate().is_err());
+        lossy.up.loss = Loss::GilbertElliott {
+            p: 0.1,
+            r: f64::NAN,
+            loss_bad: 1.0,
+            loss_good: 0.0,
+        };
+        assert!(lossy.validate().is_err());
+        let mut tiny = LinkConfig::default();
+        tiny.down.queue = QueueLimit::Bytes(100);
+        assert!(tiny.validate().is_err());
+        tiny.down.queue = QueueLimit::Unlimited;
+        assert!(tiny.validate().is_ok());
+    }
+
+    #[test]
+    fn json_form_round_trips_and_is_validated() {
+        let mut cfg = LinkConfig::from_profile("wpt:Cable")
+            .unwrap()
+            .with_delay(Duration::from_micros(20_500));
+        cfg.seed = 7;
+        cfg.up.loss = Loss::GilbertElliott {
+            p: 0.01,
+            r: 0.1,
+            loss_bad: 0.7,
+            loss_good: 0.0,
+        };
+        cfg.down.queue = QueueLimit::Bytes(65536);
+        cfg.down.aqm = Aqm::Codel;
+        let text = cfg.to_json().unwrap();
+        assert_eq!(LinkConfig::from_json(&text).unwrap(), cfg);
+        let d = LinkConfig::from_json(r#"{"seed": 3}"#).unwrap();
+        assert_eq!(
+            d,
+            LinkConfig {
+                seed: 3,
+                ..LinkConfig::default()
+            }
+        );
+        let e = LinkConfig::from_json(r#"{"down": {"server": {"rate": 1}}}"#).unwrap_err();
+        assert!(e.to_string().contains("1kbit"), "{e}");
+        assert!(LinkConfig::from_json(r#"{"dwon": {}}"#).is_err());
+        let mut traced = LinkConfig::default();
+        traced.down.server = Server::Trace(Arc::new(Trace::parse("1\n", "t").unwrap()));
+        assert!(traced.to_json().is_err());
     }
 
     #[test]

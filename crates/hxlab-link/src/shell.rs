@@ -251,11 +251,12 @@ fn epoll_add(ep: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
     .map(|_| ())
 }
 
-fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
+/// Precise wake-ups for the calling relay thread, and real-time priority when asked.
+fn tune_relay_thread(realtime: bool) {
     // Default timer slack (50 µs) would add to every delayed packet; ask for precise wakeups.
     // SAFETY: prctl on the calling thread only.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    if ctx.realtime {
+    if realtime {
         // On a busy machine a normal thread wakes milliseconds late (a scheduler tick); the
         // lowest real-time priority makes delays exact. The relay sleeps whenever it has
         // nothing due, and the kernel's RT throttling bounds it anyway. Failure (no
@@ -264,6 +265,79 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
         // SAFETY: applies to the calling thread; param is valid.
         unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
     }
+}
+
+/// Arms `timer` (a timerfd) for the link time `wake` after `start_ns`; None disarms it.
+fn arm_timer(timer: RawFd, start_ns: u64, wake: Option<Duration>) {
+    let at = wake.map(|t| start_ns + t.as_nanos() as u64).unwrap_or(0);
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (at / 1_000_000_000) as libc::time_t,
+            tv_nsec: (at % 1_000_000_000) as libc::c_long,
+        },
+    };
+    // SAFETY: spec is valid; a zero it_value disarms.
+    unsafe { libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+}
+
+/// Reads (and so resets) the 8-byte counter of a timerfd or eventfd; non-blocking.
+fn read_counter(fd: RawFd) {
+    let mut v = 0u64;
+    // SAFETY: reads 8 bytes into v.
+    unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
+}
+
+impl RelayCtx {
+    /// Time on the link's clock.
+    fn now(&self) -> Duration {
+        Duration::from_nanos(monotonic_ns().saturating_sub(self.start_ns))
+    }
+
+    /// Reads up to [`READ_BATCH`] packets into the pipe (they share one arrival timestamp);
+    /// returns how many.
+    fn read_batch(&mut self, pool: &mut Vec<Buf>) -> usize {
+        let now = self.now();
+        let rx = self.rx.as_raw_fd();
+        let mut read = 0;
+        while read < READ_BATCH {
+            let mut buf = pool.pop().unwrap_or_else(|| Buf {
+                data: Box::new([0u8; BUF_SIZE]),
+                len: 0,
+            });
+            // SAFETY: the buffer is BUF_SIZE bytes and exclusively borrowed.
+            let n = unsafe { libc::read(rx, buf.data.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
+            if n <= 0 {
+                pool.push(buf);
+                break;
+            }
+            buf.len = n as usize;
+            self.pipe.on_packet(now, buf);
+            read += 1;
+        }
+        read
+    }
+
+    /// Writes every packet that is due.
+    fn write_due(&mut self, pool: &mut Vec<Buf>) {
+        let now = self.now();
+        let tx = self.tx.as_raw_fd();
+        while let Some(buf) = self.pipe.poll_deliver(now) {
+            // SAFETY: buf.len <= BUF_SIZE bytes are initialised.
+            // A failed write (device going away) loses the packet, as a wire would.
+            unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
+            if pool.len() < POOL_KEEP {
+                pool.push(buf);
+            }
+        }
+    }
+}
+
+fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
+    tune_relay_thread(ctx.realtime);
     // SAFETY: plain syscalls; fds checked and owned below.
     let ep = unsafe {
         OwnedFd::from_raw_fd(cvt(
@@ -287,38 +361,10 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
     let mut armed: Option<Duration> = None;
     let mut drain_until: Option<Duration> = None;
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
-    let rx = ctx.rx.as_raw_fd();
-    let tx = ctx.tx.as_raw_fd();
     let _ = ctx.dir;
     loop {
-        // Read a batch of packets; they share one arrival timestamp.
-        let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
-        let mut read = 0;
-        while read < READ_BATCH {
-            let mut buf = pool.pop().unwrap_or_else(|| Buf {
-                data: Box::new([0u8; BUF_SIZE]),
-                len: 0,
-            });
-            // SAFETY: the buffer is BUF_SIZE bytes and exclusively borrowed.
-            let n = unsafe { libc::read(rx, buf.data.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
-            if n <= 0 {
-                pool.push(buf);
-                break;
-            }
-            buf.len = n as usize;
-            ctx.pipe.on_packet(now, buf);
-            read += 1;
-        }
-        // Write everything that is due.
-        let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
-        while let Some(buf) = ctx.pipe.poll_deliver(now) {
-            // SAFETY: buf.len <= BUF_SIZE bytes are initialised.
-            // A failed write (device going away) loses the packet, as a wire would.
-            unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
-            if pool.len() < POOL_KEEP {
-                pool.push(buf);
-            }
-        }
+        let read = ctx.read_batch(&mut pool);
+        ctx.write_due(&mut pool);
         if read == READ_BATCH {
             // More may be waiting: read again before sleeping.
             continue;
@@ -327,41 +373,17 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
         if let Some(until) = drain_until {
             // Stopping: let packets already on the wire (a final ACK or FIN) arrive, but
             // never wait past the linger time.
-            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
+            let now = ctx.now();
             if now >= until || wake.is_none() {
                 return Ok(ctx.pipe.stats().clone());
             }
             wake = wake.map(|w| w.min(until));
         }
-        if let Some(t) = wake {
-            let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
-            if t <= now {
-                continue;
-            }
+        if wake.is_some_and(|t| t <= ctx.now()) {
+            continue;
         }
         if wake != armed {
-            let at = wake
-                .map(|t| ctx.start_ns + t.as_nanos() as u64)
-                .unwrap_or(0);
-            let spec = libc::itimerspec {
-                it_interval: libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-                it_value: libc::timespec {
-                    tv_sec: (at / 1_000_000_000) as libc::time_t,
-                    tv_nsec: (at % 1_000_000_000) as libc::c_long,
-                },
-            };
-            // SAFETY: spec is valid; a zero it_value disarms.
-            unsafe {
-                libc::timerfd_settime(
-                    timer.as_raw_fd(),
-                    libc::TFD_TIMER_ABSTIME,
-                    &spec,
-                    std::ptr::null_mut(),
-                )
-            };
+            arm_timer(timer.as_raw_fd(), ctx.start_ns, wake);
             armed = wake;
         }
         // SAFETY: events is a valid array of the given length.
@@ -383,29 +405,12 @@ fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
         for ev in &events[..n as usize] {
             match ev.u64 {
                 1 => {
-                    let mut v = 0u64;
-                    // SAFETY: reads 8 bytes into v; non-blocking.
-                    unsafe {
-                        libc::read(
-                            timer.as_raw_fd(),
-                            &mut v as *mut u64 as *mut libc::c_void,
-                            8,
-                        )
-                    };
+                    read_counter(timer.as_raw_fd());
                     armed = None;
                 }
                 2 => {
-                    let mut v = 0u64;
-                    // SAFETY: reads 8 bytes into v; non-blocking.
-                    unsafe {
-                        libc::read(
-                            ctx.stop.as_raw_fd(),
-                            &mut v as *mut u64 as *mut libc::c_void,
-                            8,
-                        )
-                    };
-                    let now = Duration::from_nanos(monotonic_ns().saturating_sub(ctx.start_ns));
-                    drain_until.get_or_insert(now + ctx.linger);
+                    read_counter(ctx.stop.as_raw_fd());
+                    drain_until.get_or_insert(ctx.now() + ctx.linger);
                 }
                 _ => {}
             }
@@ -428,6 +433,7 @@ impl Link {
     /// Creates the namespace, both TUN devices and the relay threads. Needs root (or
     /// CAP_NET_ADMIN + CAP_SYS_ADMIN); otherwise [`LinkError::Permission`] says how to fix it.
     pub fn start(cfg: LinkConfig) -> Result<Link, LinkError> {
+        cfg.validate()?;
         let slot = claim_slot()?;
         let outer_name = format!("hxlab-o-{}", slot.index);
         let inner_name = format!("hxlab-i-{}", slot.index);

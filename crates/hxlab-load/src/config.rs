@@ -1,10 +1,14 @@
-//! [`LoadConfig`]: everything `hxlab load` can be asked, as a plain struct the lab can fill.
+//! [`LoadConfig`]: everything `hxlab load` can be asked, as a plain struct the lab can fill,
+//! and the JSON form of it that `hxlab load --config FILE` reads (serde, unknown keys
+//! refused, missing keys take the flags' defaults).
 
+use crate::LoadError;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which HTTP version to speak.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Proto {
     /// HTTP/1.1 (plain for http://, TLS for https://).
     H1,
@@ -49,7 +53,11 @@ impl Proto {
 pub use hxlab_core::cc::CongestionControl;
 
 /// One load run, as asked. `Default` is `-n 1 -c 1 -m 1 -t 1`, GET, auto protocol.
-#[derive(Clone, Debug)]
+///
+/// In JSON, durations are strings with a unit (`"30s"`, `"250ms"`), `proto` and `cc` their
+/// command-line names, and `headers` a list of `[name, value]` pairs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LoadConfig {
     /// Target URLs (same scheme, host and port), requested round-robin.
     pub urls: Vec<String>,
@@ -62,8 +70,10 @@ pub struct LoadConfig {
     /// Worker OS threads (each its own runtime); clamped to `clients`.
     pub threads: u64,
     /// Measured duration; when set, `requests` is ignored (as h2load's -D).
+    #[serde(with = "duration_text::optional")]
     pub duration: Option<Duration>,
     /// Warm-up before the measured duration (requests sent, nothing recorded); needs `duration`.
+    #[serde(with = "duration_text")]
     pub warm_up: Duration,
     /// Extra request headers (name, value); a `host` header replaces the URL authority.
     pub headers: Vec<(String, String)>,
@@ -72,8 +82,10 @@ pub struct LoadConfig {
     /// Request method; None: GET, or POST with a body.
     pub method: Option<String>,
     /// Longest wait for a response (from send to last byte).
+    #[serde(with = "duration_text")]
     pub timeout: Duration,
     /// Longest wait for TCP connect + TLS handshake (or the QUIC handshake).
+    #[serde(with = "duration_text")]
     pub connect_timeout: Duration,
     /// Accept any server certificate.
     pub insecure: bool,
@@ -84,6 +96,10 @@ pub struct LoadConfig {
     /// HTTP/2: accept server push (advertise SETTINGS_ENABLE_PUSH=1); a request completes
     /// when its response and every stream it promised have ended.
     pub push: bool,
+    /// HTTP/1.1: keep up to `-m` requests in flight on a connection (pipelining, as h2load
+    /// does with `-m`). False: one request at a time (`hxlab trace`, whose HTTP/1.1 requests
+    /// go one after another).
+    pub h1_pipeline: bool,
     /// Open model: requests per second over all connections.
     pub rate: Option<f64>,
     /// Protocol to speak.
@@ -101,8 +117,11 @@ pub struct LoadConfig {
     /// TCP Fast Open on TCP connections (TCP_FASTOPEN_CONNECT).
     pub tfo: bool,
     /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
+    #[serde(with = "cc_name")]
     pub cc: Option<CongestionControl>,
-    /// Draw a progress bar on stderr (the caller checks it is a terminal).
+    /// Draw a progress bar on stderr (the caller checks it is a terminal); not part of the
+    /// JSON form, where the reader decides.
+    #[serde(skip)]
     pub progress: bool,
 }
 
@@ -125,6 +144,7 @@ impl Default for LoadConfig {
             cacert: None,
             no_keepalive: false,
             push: false,
+            h1_pipeline: true,
             rate: None,
             proto: Proto::Auto,
             alpn_list: None,
@@ -135,5 +155,256 @@ impl Default for LoadConfig {
             cc: None,
             progress: false,
         }
+    }
+}
+
+/// Longest duration the command line takes (a year); more is a typo.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 86400);
+
+impl LoadConfig {
+    /// Checks what `hxlab load`'s flags check before a run, so a configuration from a file
+    /// (or built by the lab) is refused the same way. The message is one line for the user.
+    pub fn validate(&self) -> Result<(), LoadError> {
+        let bad = |m: String| Err(LoadError::Config(m));
+        if self.urls.is_empty() {
+            return bad("give at least one URL".into());
+        }
+        for (flag, d) in [
+            ("-D/--duration", self.duration.unwrap_or_default()),
+            ("--warm-up", self.warm_up),
+            ("--timeout", self.timeout),
+            ("--connect-timeout", self.connect_timeout),
+        ] {
+            if d > MAX_DURATION {
+                return bad(format!("{flag}: longer than a year"));
+            }
+        }
+        if let Some((name, _)) = self.headers.iter().find(|(n, _)| n.trim().is_empty()) {
+            return bad(format!("-H {name:?}: empty header name"));
+        }
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return bad(format!("--rate {rate}: must be a positive number"));
+            }
+        }
+        if let Some(ids) = &self.alpn_list {
+            if ids.is_empty() || ids.iter().any(|s| s.trim().is_empty()) {
+                return bad("--alpn-list: give at least one protocol id, e.g. h2,http/1.1".into());
+            }
+        }
+        if self.push && matches!(self.proto, Proto::H1 | Proto::H3) {
+            return bad(
+                "--push: server push is HTTP/2 only; use it with --proto h2, h2c or auto".into(),
+            );
+        }
+        if let Some(cc) = self.cc {
+            CongestionControl::parse_available(cc.name())
+                .map_err(|e| LoadError::Config(format!("--cc: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Reads a configuration from its JSON form and [validates](LoadConfig::validate) it.
+    pub fn from_json(text: &str) -> Result<LoadConfig, LoadError> {
+        let cfg: LoadConfig =
+            serde_json::from_str(text).map_err(|e| LoadError::Config(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The JSON form (what [`LoadConfig::from_json`] reads).
+    pub fn to_json(&self) -> String {
+        // Strings, numbers, lists and byte vectors always serialise.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Durations as strings with a unit: written exactly (`"250ms"`, `"1500us"`), read in any
+/// form `hxlab load`'s flags take (`"1.5s"`, or a bare number of seconds).
+mod duration_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn text(d: Duration) -> String {
+        let ns = d.as_nanos();
+        if ns.is_multiple_of(1_000_000_000) {
+            format!("{}s", ns / 1_000_000_000)
+        } else if ns.is_multiple_of(1_000_000) {
+            format!("{}ms", ns / 1_000_000)
+        } else if ns.is_multiple_of(1_000) {
+            format!("{}us", ns / 1_000)
+        } else {
+            format!("{ns}ns")
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Duration, String> {
+        let t = s.trim();
+        // The exact forms `text` writes, read back without floating point.
+        for (unit, per) in [
+            ("ns", 1u64),
+            ("us", 1_000),
+            ("ms", 1_000_000),
+            ("s", 1_000_000_000),
+        ] {
+            if let Some(n) = t.strip_suffix(unit).and_then(|n| n.parse::<u64>().ok()) {
+                return n
+                    .checked_mul(per)
+                    .map(Duration::from_nanos)
+                    .ok_or_else(|| format!("duration {s:?} is too long"));
+            }
+        }
+        if let Ok(secs) = t.parse::<f64>() {
+            if secs.is_finite() && (0.0..366.0 * 86400.0).contains(&secs) {
+                return Ok(Duration::from_secs_f64(secs));
+            }
+            return Err(format!("duration {s:?}: not a valid number of seconds"));
+        }
+        hxlab_core::parse_duration(t).map_err(|e| e.to_string())
+    }
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&text(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        parse(&s).map_err(serde::de::Error::custom)
+    }
+
+    pub mod optional {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => s.serialize_some(&text(*d)),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            Option::<String>::deserialize(d)?
+                .map(|s| parse(&s).map_err(serde::de::Error::custom))
+                .transpose()
+        }
+    }
+}
+
+/// A congestion controller by its name (`"bbr"`).
+mod cc_name {
+    use super::CongestionControl;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        cc: &Option<CongestionControl>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match cc {
+            Some(c) => s.serialize_some(c.name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<CongestionControl>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|s| {
+                CongestionControl::parse(&s).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "congestion control {s:?}: use reno, cubic or bbr"
+                    ))
+                })
+            })
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trip_keeps_every_field() {
+        let cfg = LoadConfig {
+            urls: vec!["https://127.0.0.1:8443/bytes/100?delay=5".into()],
+            requests: 0,
+            clients: 6,
+            max_concurrent_streams: 100,
+            threads: 2,
+            duration: Some(Duration::from_millis(1500)),
+            warm_up: Duration::from_micros(250_001),
+            headers: vec![("x-a".into(), "b".into())],
+            body: Some(b"hello".to_vec()),
+            method: Some("PUT".into()),
+            timeout: Duration::from_nanos(7),
+            connect_timeout: Duration::from_secs(3),
+            insecure: true,
+            cacert: Some("/tmp/cert.pem".into()),
+            no_keepalive: true,
+            push: true,
+            h1_pipeline: false,
+            rate: Some(123.5),
+            proto: Proto::H2c,
+            alpn_list: Some(vec!["h2".into()]),
+            tls_resume: true,
+            zero_rtt: true,
+            prime: true,
+            tfo: true,
+            cc: Some(CongestionControl::Cubic),
+            progress: false,
+        };
+        let text = cfg.to_json();
+        let back: LoadConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, cfg);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["duration"], "1500ms");
+        assert_eq!(v["proto"], "h2c");
+        assert_eq!(v["cc"], "cubic");
+    }
+
+    #[test]
+    fn missing_keys_take_defaults_and_unknown_keys_are_refused() {
+        let cfg =
+            LoadConfig::from_json(r#"{"urls":["http://127.0.0.1:1/"],"timeout":"1.5s"}"#).unwrap();
+        assert_eq!(cfg.timeout, Duration::from_millis(1500));
+        assert_eq!(cfg.requests, 1);
+        assert_eq!(cfg.proto, Proto::Auto);
+        let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"clinets":2}"#).unwrap_err();
+        assert!(e.to_string().contains("clinets"), "{e}");
+        let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"proto":"h4"}"#).unwrap_err();
+        assert!(e.to_string().contains("h4"), "{e}");
+    }
+
+    #[test]
+    fn validation_refuses_what_the_flags_refuse() {
+        let ok = LoadConfig {
+            urls: vec!["http://127.0.0.1:1/".into()],
+            ..Default::default()
+        };
+        assert!(ok.validate().is_ok());
+        let refused = |c: LoadConfig| c.validate().unwrap_err().to_string();
+        assert!(refused(LoadConfig::default()).contains("URL"));
+        assert!(refused(LoadConfig {
+            push: true,
+            proto: Proto::H3,
+            ..ok.clone()
+        })
+        .contains("--push"));
+        assert!(refused(LoadConfig {
+            rate: Some(-1.0),
+            ..ok.clone()
+        })
+        .contains("--rate"));
+        assert!(refused(LoadConfig {
+            headers: vec![(" ".into(), "v".into())],
+            ..ok.clone()
+        })
+        .contains("header"));
+        assert!(refused(LoadConfig {
+            alpn_list: Some(vec![]),
+            ..ok.clone()
+        })
+        .contains("--alpn-list"));
     }
 }

@@ -380,7 +380,7 @@ impl H1Session {
     /// Starts on a new connection of `ctx`'s client.
     pub fn start(&mut self, ctx: &ClientCtx) {
         self.no_keepalive = ctx.no_keepalive;
-        self.depth = if ctx.no_keepalive { 1 } else { ctx.depth };
+        self.depth = if ctx.no_keepalive { 1 } else { ctx.h1_depth };
         self.parser = ResponseParser::new();
         self.parser.head_request = ctx.target.is_head();
         self.write.clear();

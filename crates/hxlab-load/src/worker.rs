@@ -62,6 +62,8 @@ pub struct ClientCtx {
     pub no_keepalive: bool,
     /// HTTP/2: accept server push (SETTINGS_ENABLE_PUSH=1).
     pub push: bool,
+    /// HTTP/1.1 requests in flight per connection (`depth`, or 1 without pipelining).
+    pub h1_depth: usize,
     /// An observer of the client's QUIC connections (`hxlab trace`; TCP streams carry theirs).
     pub tap: Option<crate::net::SharedTap>,
     url: usize,
@@ -102,6 +104,7 @@ impl ClientCtx {
             connect_timeout: Duration::from_secs(1),
             no_keepalive: false,
             push: false,
+            h1_depth: depth,
             tap: None,
             url: 0,
             reserved: None,
@@ -692,6 +695,11 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             connect_timeout: cfg.connect_timeout,
             no_keepalive: cfg.no_keepalive,
             push: cfg.push,
+            h1_depth: if cfg.h1_pipeline {
+                cfg.max_concurrent_streams as usize
+            } else {
+                1
+            },
             tap: match &setup.transport {
                 Transport::Quic { tap, .. } => tap.clone(),
                 Transport::Tcp { .. } => None,
@@ -928,7 +936,7 @@ async fn tcp_connection(
         let mut io = Tcp::new::<H2Session>(&mut stream, &mut bufs.read);
         drive(ctx, &mut s, &mut io).await
     } else {
-        let s = bufs.h1.get_or_insert_with(|| H1Session::new(ctx.depth));
+        let s = bufs.h1.get_or_insert_with(|| H1Session::new(ctx.h1_depth));
         s.start(ctx);
         let mut io = Tcp::new::<H1Session>(&mut stream, &mut bufs.read);
         drive(ctx, s, &mut io).await

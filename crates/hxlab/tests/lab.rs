@@ -743,3 +743,78 @@ fn report_rerenders_from_records() {
     assert_eq!(code, Some(2));
     assert!(stderr.contains("is not a results directory"), "{stderr}");
 }
+
+/// The typed contracts the lab drives the binary through: `hxlab serve`'s ready file reads as
+/// `ReadyFile`, and a `LoadConfig` written as JSON (as the lab writes it for every repetition)
+/// is the run `hxlab load --config` makes; a bad file is one line and exit 2.
+#[test]
+fn ready_file_and_load_config_are_the_lab_contracts() {
+    let server = common::Server::start(&[]);
+    let ready = hxlab_core::ReadyFile::read(&server.dir.path().join("ready.json"))
+        .expect("the ready file reads as ReadyFile");
+    assert_eq!(ready.pid, server.child.id());
+    assert_eq!(
+        ready.plain.to_string(),
+        server.ready["plain"].as_str().unwrap_or("")
+    );
+    let dir = TempDir::new("hxlab-load-config");
+    let config = hxlab_load::LoadConfig {
+        urls: vec![format!("http://127.0.0.1:{}/bytes/100", ready.plain.port())],
+        requests: 7,
+        clients: 2,
+        proto: hxlab_load::Proto::H1,
+        ..Default::default()
+    };
+    let file = dir.path().join("config.json");
+    std::fs::write(&file, config.to_json()).expect("write config");
+    let json = dir.path().join("result.json");
+    let (code, _, stderr) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "--no-progress", "-q", "--config"])
+            .arg(&file)
+            .arg("--json")
+            .arg(&json),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: hxlab_core::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("result")).expect("parse");
+    assert_eq!((r.requests_done, r.connections), (7, 2));
+    assert_eq!(r.bytes.body_received, 700);
+    for (text, want) in [
+        (
+            r#"{"urls":["http://127.0.0.1:1/"],"clinets":2}"#.to_string(),
+            "unknown field `clinets`",
+        ),
+        (
+            r#"{"urls":["http://127.0.0.1:1/"],"timeout":"soon"}"#.to_string(),
+            "soon",
+        ),
+        (
+            r#"{"urls":["http://127.0.0.1:1/"],"push":true,"proto":"h3"}"#.to_string(),
+            "--push",
+        ),
+        (r#"{"urls":[]}"#.to_string(), "URL"),
+        ("not json".to_string(), "--config"),
+    ] {
+        std::fs::write(&file, &text).expect("write");
+        let (code, _, stderr) = run_with_timeout(
+            Command::new(hxlab()).args(["load", "--config"]).arg(&file),
+            Duration::from_secs(20),
+        );
+        assert_eq!(code, Some(2), "{text}: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{text}: expected {want:?} in {stderr:?}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr:?}");
+    }
+    // The file is the whole run: run flags beside it are refused.
+    let (code, _, _) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-n", "3", "--config"])
+            .arg(&file),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(2));
+}

@@ -420,13 +420,73 @@ fn nothing_left_behind_after_exit_sigterm_and_sigkill() {
     wait_gone(&host, pid);
 }
 
+/// `hxlab link --config FILE` runs the link the JSON describes (the lab's way in): the
+/// delay it names is the delay the packets see.
+#[test]
+fn a_link_from_its_json_form() {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
+        return;
+    }
+    let dir = common::tempfile_dir::TempDir::new("hxlab-link-json");
+    let file = dir.path().join("link.json");
+    let cfg = LinkConfig {
+        seed: 5,
+        ..LinkConfig::default()
+    }
+    .with_delay(Duration::from_millis(30));
+    std::fs::write(&file, cfg.to_json().unwrap()).unwrap();
+    let stats = dir.path().join("stats.json");
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab())
+            .arg("link")
+            .arg("--config")
+            .arg(&file)
+            .arg("--stats")
+            .arg(&stats)
+            .args(["--", "sh", "-c", "ping -c 2 -i 0.2 -W 2 $HXLAB_LINK_HOST"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    // "rtt min/avg/max/mdev = 60.2/60.3/60.4/0.1 ms": 30 ms each way.
+    let min: f64 = out
+        .rsplit("= ")
+        .next()
+        .and_then(|t| t.split('/').next())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no ping summary in {out}"));
+    assert!(
+        (60.0..80.0).contains(&min),
+        "ping RTT {min} ms through 2 × 30 ms"
+    );
+    assert!(
+        err.contains("delay 30ms"),
+        "the banner describes the file's link: {err}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(v["seed"], 5);
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let dir = common::tempfile_dir::TempDir::new("hxlab-link-bad");
     let trace = dir.path().join("bad.trace");
     std::fs::write(&trace, "1\n2\nthree\n").unwrap();
     let trace = trace.display().to_string();
+    // The JSON form is held to the same bounds (LinkConfig::validate).
+    let slow = dir.path().join("slow.json");
+    std::fs::write(&slow, r#"{"down": {"server": {"rate": 1}}}"#).unwrap();
+    let slow = slow.display().to_string();
+    let typo = dir.path().join("typo.json");
+    std::fs::write(&typo, r#"{"dwon": {}}"#).unwrap();
+    let typo = typo.display().to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--config", &slow, "--", "true"], "1kbit"),
+        (vec!["--config", &typo, "--", "true"], "dwon"),
+        (
+            vec!["--config", "/nonexistent.json", "--", "true"],
+            "--config",
+        ),
         (vec!["--profile", "5G", "--", "true"], "wpt:LTE"),
         (vec!["--profile", "3G", "--", "true"], "chrome:3G"),
         (vec!["--down-trace", &trace, "--", "true"], "bad.trace:3"),
@@ -492,20 +552,8 @@ fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
         .expect("start hxlab serve");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Some(v) = std::fs::read_to_string(&ready)
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        {
-            let tls = v["tls"]
-                .as_str()
-                .expect("tls address in ready file")
-                .to_string();
-            let port = tls
-                .rsplit(':')
-                .next()
-                .and_then(|p| p.parse().ok())
-                .expect("tls port");
-            return (child, port);
+        if let Ok(r) = hxlab_core::ReadyFile::read(&ready) {
+            return (child, r.tls.port());
         }
         if let Ok(Some(s)) = child.try_wait() {
             panic!("hxlab serve exited early: {s}");

@@ -533,6 +533,25 @@ fn bad_flags_exit_2() {
             "--loss",
             "150%",
         ],
+        // The link's bounds hold here as in `hxlab link` (LinkConfig::validate).
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--down",
+            "1bit",
+        ],
+        vec![
+            "page",
+            "--synthetic",
+            "n=2",
+            "--proto",
+            "h2",
+            "--delay",
+            "11min",
+        ],
     ] {
         let (code, _, err) =
             run_with_timeout(Command::new(hxlab()).args(&args), Duration::from_secs(20));

@@ -1,6 +1,7 @@
 use super::*;
 use crate::hpack::{Decoder, Encoder};
 use crate::LoadConfig;
+use hxlab_wire::h2::flag::PADDED;
 use std::time::Duration;
 
 fn target(body: Option<usize>) -> Target {

@@ -53,6 +53,17 @@ pub struct LinkArgs {
     /// Queue management: droptail (default) or codel.
     #[arg(long, value_name = "AQM")]
     pub aqm: Option<String>,
+    /// Take the whole link from FILE, a LinkConfig in JSON (see docs/link.md), instead of the
+    /// flags that describe it; --seed may still replace its seed.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = [
+            "profile", "delay", "jitter", "loss", "down", "up", "down_trace", "up_trace",
+            "queue", "aqm",
+        ]
+    )]
+    pub config: Option<PathBuf>,
     /// Seed for loss and jitter draws (default: random, written to --stats).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,
@@ -89,8 +100,20 @@ fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
     usage(format!("--{flag}: {e}"))
 }
 
-/// Builds the link configuration from the flags (profile first, then explicit overrides).
+/// Builds the link configuration from the flags (profile first, then explicit overrides),
+/// or reads it from `--config`, checked by [`LinkConfig::validate`] as every entry point
+/// checks it.
 pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
+    if let Some(path) = &a.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(format!("--config {}: {e}", path.display())))?;
+        let mut cfg = LinkConfig::from_json(&text)
+            .map_err(|e| usage(format!("--config {}: {e}", path.display())))?;
+        if let Some(v) = &a.seed {
+            cfg.seed = seed(v)?;
+        }
+        return Ok(cfg);
+    }
     let mut cfg = match &a.profile {
         Some(name) => LinkConfig::from_profile(name).map_err(|e| config_usage("profile", e))?,
         None => LinkConfig::default(),
@@ -141,19 +164,19 @@ pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
         cfg.up.aqm = q;
     }
     cfg.seed = match &a.seed {
-        Some(v) => v.trim().parse::<u64>().map_err(|_| {
-            usage(format!(
-                "--seed {v:?}: expected a whole number from 0 to 2^64-1"
-            ))
-        })?,
-        None => {
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            t.as_nanos() as u64 ^ ((std::process::id() as u64) << 32)
-        }
+        Some(v) => seed(v)?,
+        None => hxlab_link::config::random_seed(),
     };
+    cfg.validate().map_err(|e| usage(e.to_string()))?;
     Ok(cfg)
+}
+
+fn seed(v: &str) -> anyhow::Result<u64> {
+    v.trim().parse::<u64>().map_err(|_| {
+        usage(format!(
+            "--seed {v:?}: expected a whole number from 0 to 2^64-1"
+        ))
+    })
 }
 
 fn describe(cfg: &LinkConfig) -> String {

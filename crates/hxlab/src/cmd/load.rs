@@ -15,8 +15,21 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Target URLs (same scheme, host and port), requested round-robin.
-    #[arg(required = true, value_name = "URL")]
+    #[arg(required_unless_present = "config", value_name = "URL")]
     pub urls: Vec<String>,
+    /// Take the whole run from FILE, a LoadConfig in JSON (see docs/load.md) instead of the
+    /// flags that describe a run; only --json, --no-progress and -q may go with it.
+    #[arg(
+        long = "config",
+        value_name = "FILE",
+        conflicts_with_all = [
+            "urls", "requests", "clients", "max_concurrent_streams", "threads", "duration",
+            "warm_up", "headers", "data", "data_file", "method", "timeout", "connect_timeout",
+            "insecure", "cacert", "no_keepalive", "rate", "proto", "h1", "alpn_list", "push",
+            "tls_resume", "zero_rtt", "prime", "tfo", "cc",
+        ]
+    )]
+    pub config: Option<PathBuf>,
     /// Total requests (ignored with -D).
     #[arg(short = 'n', long = "requests", default_value_t = 1)]
     pub requests: u64,
@@ -201,11 +214,6 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         }
         cfg.alpn_list = Some(ids);
     }
-    if a.push && matches!(cfg.proto, Proto::H1 | Proto::H3) {
-        return Err(super::usage(
-            "--push: server push is HTTP/2 only; use it with --proto h2, h2c or auto",
-        ));
-    }
     cfg.push = a.push;
     cfg.tls_resume = a.tls_resume;
     cfg.zero_rtt = a.zero_rtt;
@@ -217,13 +225,33 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
                 .map_err(|e| super::usage(format!("--cc: {e}")))?,
         );
     }
-    cfg.progress = !a.no_progress && !a.quiet && std::io::stderr().is_terminal();
+    cfg.validate().map_err(|e| super::usage(e.to_string()))?;
+    cfg.progress = progress(a);
+    Ok(cfg)
+}
+
+/// A progress bar only on a terminal, and only when not asked away.
+fn progress(a: &Args) -> bool {
+    !a.no_progress && !a.quiet && std::io::stderr().is_terminal()
+}
+
+/// Reads `--config FILE` (a LoadConfig in JSON), checked as the flags are (usage errors
+/// exit 2).
+fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConfig> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
+    let mut cfg = LoadConfig::from_json(&text)
+        .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
+    cfg.progress = progress(a);
     Ok(cfg)
 }
 
 /// Runs `hxlab load`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = config_from_args(&args)?;
+    let cfg = match &args.config {
+        Some(path) => config_from_file(&args, path)?,
+        None => config_from_args(&args)?,
+    };
     let result = match hxlab_load::run(cfg) {
         Ok(r) => r,
         Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => {
@@ -343,6 +371,38 @@ pub fn summary(r: &RunResult) -> String {
         format_bytes(b.total_sent),
         b.total_sent
     ));
+    s.push_str(&connections_lines(r));
+    s.push_str(&format!(
+        "client CPU: user {:.3}s, sys {:.3}s, {:.2} us/request\n",
+        r.cpu_user_s,
+        r.cpu_sys_s,
+        r.cpu_us_per_request()
+    ));
+    s.push_str(&format!(
+        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10} {:>9}\n",
+        "", "min", "max", "mean", "sd", "p50", "p90", "p99", "p99.9", "count"
+    ));
+    let h = &r.histograms;
+    hist_row(&mut s, "time for request:", &h.latency);
+    if r.config.rate.is_some() {
+        hist_row(&mut s, "  (uncorrected):", &h.latency_uncorrected);
+        hist_row(&mut s, "send lag:", &h.send_lag);
+    }
+    hist_row(&mut s, "time to 1st byte:", &h.ttfb);
+    hist_row(&mut s, "time for connect:", &h.connect);
+    hist_row(&mut s, "time for handshake:", &h.handshake);
+    hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
+    if let Some(w) = send_lag_warning(r) {
+        s.push_str(&w);
+        s.push('\n');
+    }
+    s
+}
+
+/// The `connections:` line and what the connections did beyond requests: push, TCP Fast
+/// Open, early data, errors.
+fn connections_lines(r: &RunResult) -> String {
+    let mut s = String::new();
     let neg: Vec<String> = r
         .negotiated
         .iter()
@@ -404,30 +464,6 @@ pub fn summary(r: &RunResult) -> String {
         for m in r.error_samples.iter().take(5) {
             s.push_str(&format!("  {m}\n"));
         }
-    }
-    s.push_str(&format!(
-        "client CPU: user {:.3}s, sys {:.3}s, {:.2} us/request\n",
-        r.cpu_user_s,
-        r.cpu_sys_s,
-        r.cpu_us_per_request()
-    ));
-    s.push_str(&format!(
-        "{:<22}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10} {:>9}\n",
-        "", "min", "max", "mean", "sd", "p50", "p90", "p99", "p99.9", "count"
-    ));
-    let h = &r.histograms;
-    hist_row(&mut s, "time for request:", &h.latency);
-    if r.config.rate.is_some() {
-        hist_row(&mut s, "  (uncorrected):", &h.latency_uncorrected);
-        hist_row(&mut s, "send lag:", &h.send_lag);
-    }
-    hist_row(&mut s, "time to 1st byte:", &h.ttfb);
-    hist_row(&mut s, "time for connect:", &h.connect);
-    hist_row(&mut s, "time for handshake:", &h.handshake);
-    hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
-    if let Some(w) = send_lag_warning(r) {
-        s.push_str(&w);
-        s.push('\n');
     }
     s
 }

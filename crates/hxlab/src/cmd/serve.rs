@@ -200,15 +200,15 @@ async fn serve(
         );
     }
     if let Some(path) = &ready_file {
-        let doc = serde_json::json!({
-            "pid": std::process::id(),
-            "tls": server.tls_addr().to_string(),
-            "plain": server.plain_addr().to_string(),
-            "h3": server.h3_addr().map(|a| a.to_string()),
-            "cert": cert_out.as_ref().map(|p| p.display().to_string()),
-            "spki_sha256": server.spki_sha256(),
-        });
-        hxlab_core::write_atomically(path, doc.to_string().as_bytes())
+        let ready = hxlab_core::ReadyFile {
+            pid: std::process::id(),
+            tls: server.tls_addr(),
+            plain: server.plain_addr(),
+            h3: server.h3_addr(),
+            cert: cert_out.clone(),
+            spki_sha256: server.spki_sha256().to_string(),
+        };
+        hxlab_core::write_atomically(path, ready.to_json().as_bytes())
             .with_context(|| format!("cannot write --ready-file {}", path.display()))?;
     }
     tokio::select! {

@@ -127,8 +127,8 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
     let cfg = LoadConfig {
         urls,
         requests: total as u64,
-        // HTTP/1.1 sends one request after another (no pipelining), h2/h3 all at once.
-        max_concurrent_streams: if multiplexed { total as u64 } else { 1 },
+        // h2/h3 send every request at once; HTTP/1.1 one after another (no pipelining).
+        max_concurrent_streams: total as u64,
         headers: args
             .headers
             .iter()
@@ -139,6 +139,7 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
         insecure: args.insecure,
         cacert: args.cacert.clone(),
         push: args.push,
+        h1_pipeline: false,
         proto,
         alpn_list: (asked == Asked::H2 && https).then(|| vec!["h2".into(), "http/1.1".into()]),
         tls_resume: args.resume,

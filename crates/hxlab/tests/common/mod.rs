@@ -73,7 +73,7 @@ pub fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 pub struct Server {
     pub child: Child,
     pub dir: tempfile_dir::TempDir,
-    /// The ready-file JSON as written by the server.
+    /// The ready file as written by the server (read as `hxlab_core::ReadyFile`).
     pub ready: serde_json::Value,
 }
 
@@ -109,10 +109,10 @@ impl Server {
         }
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Ok(text) = std::fs::read_to_string(&ready_path) {
-                if let Ok(ready) = serde_json::from_str::<serde_json::Value>(&text) {
-                    return Server { child, dir, ready };
-                }
+            // Read through the one type `hxlab serve` writes it with; tests index the JSON.
+            if let Ok(ready) = hxlab_core::ReadyFile::read(&ready_path) {
+                let ready = serde_json::to_value(&ready).expect("a ReadyFile is JSON");
+                return Server { child, dir, ready };
             }
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("hxlab serve exited early: {status}");

@@ -6,9 +6,14 @@
 //! override some factors; the cells are the union of every block's product. Everything is
 //! checked before anything runs; errors name file:line:column and what was expected.
 
-use crate::profiles;
-use hxlab_core::{parse_duration, parse_size};
+mod expand;
+mod read;
+
+use expand::{expand, has_factor};
 use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};
+use read::{
+    check_duplicates, duration_setting, line_col, read_factor, read_level, str_setting, unknown_key,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -93,15 +98,6 @@ impl Protocol {
     /// Whether it multiplexes requests on one connection.
     pub fn multiplexed(self) -> bool {
         matches!(self, Protocol::H2 | Protocol::H2c | Protocol::H3)
-    }
-    /// The `--proto` value of `hxlab load`.
-    pub fn load_proto(self) -> &'static str {
-        match self {
-            Protocol::H1 | Protocol::H1Tls => "h1",
-            Protocol::H2 => "h2",
-            Protocol::H2c => "h2c",
-            Protocol::H3 => "h3",
-        }
     }
     /// The key of the server's `/stats` `by_protocol` object for this protocol.
     pub fn stats_key(self) -> &'static str {
@@ -262,6 +258,43 @@ impl CellConfig {
     /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
     pub fn needs_link(&self) -> bool {
         !self.link_args().is_empty()
+    }
+
+    /// The cell's network as a typed link configuration (None for loopback), checked by
+    /// [`hxlab_link::LinkConfig::validate`] as `hxlab link` checks its flags. The seed is
+    /// left at 0: the runner draws it per group.
+    pub fn link_config(&self) -> Result<Option<hxlab_link::LinkConfig>, String> {
+        use hxlab_link::{config as lc, LinkConfig, Server};
+        if !self.needs_link() {
+            return Ok(None);
+        }
+        let mut cfg = match &self.profile {
+            Some(p) => LinkConfig::from_profile(p).map_err(|e| e.to_string())?,
+            None => LinkConfig::default(),
+        };
+        if let Some(rtt) = self.rtt {
+            cfg = cfg.with_delay(rtt / 2);
+        }
+        if let Some(j) = self.jitter {
+            (cfg.down.jitter, cfg.up.jitter) = (j, j);
+        }
+        if let Some(l) = &self.loss {
+            let loss = lc::parse_loss(l).map_err(|e| e.to_string())?;
+            (cfg.down.loss, cfg.up.loss) = (loss, loss);
+        }
+        if let Some(r) = &self.down {
+            cfg.down.server =
+                Server::Rate(lc::parse_link_rate("down", r).map_err(|e| e.to_string())?);
+        }
+        if let Some(r) = &self.up {
+            cfg.up.server = Server::Rate(lc::parse_link_rate("up", r).map_err(|e| e.to_string())?);
+        }
+        if let Some(q) = &self.queue {
+            let q = lc::parse_queue(q).map_err(|e| e.to_string())?;
+            (cfg.down.queue, cfg.up.queue) = (q, q);
+        }
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(Some(cfg))
     }
 
     /// The `hxlab link` (and `hxlab page`) flags of this cell's network; empty for loopback.
@@ -425,284 +458,6 @@ impl Ctx<'_> {
     }
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(src.len());
-    let before = &src[..src.floor_char_boundary_compat(offset)];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
-    (line, column)
-}
-
-trait FloorBoundary {
-    fn floor_char_boundary_compat(&self, i: usize) -> usize;
-}
-
-impl FloorBoundary for str {
-    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
-        while i > 0 && !self.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    }
-}
-
-fn type_name(v: &toml::Value) -> &'static str {
-    match v {
-        toml::Value::String(_) => "a string",
-        toml::Value::Integer(_) => "an integer",
-        toml::Value::Float(_) => "a number",
-        toml::Value::Boolean(_) => "a boolean",
-        toml::Value::Datetime(_) => "a date",
-        toml::Value::Array(_) => "an array",
-        toml::Value::Table(_) => "a table",
-    }
-}
-
-/// Reads one value of a factor, or says what was expected.
-fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level), String> {
-    let expected = FACTORS
-        .iter()
-        .find(|(n, _)| *n == factor)
-        .map(|(_, e)| *e)
-        .unwrap_or("a value");
-    let wrong = || format!("{factor}: expected {expected}, found {}", type_name(v));
-    match factor {
-        "protocol" => {
-            let s = v.as_str().ok_or_else(wrong)?;
-            match Protocol::parse(s) {
-                Some(p) => Ok((p.name().to_string(), Level::Text(p.name().to_string()))),
-                None if s.starts_with("h3") => Err(format!(
-                    "protocol {s:?}: HTTP/3 always runs over QUIC with TLS 1.3; there is no h3 without TLS (use \"h3\")"
-                )),
-                None => Err(format!("unknown protocol {s:?}; expected {expected}")),
-            }
-        }
-        "profile" => {
-            let s = v.as_str().ok_or_else(wrong)?;
-            if s.eq_ignore_ascii_case("none") {
-                return Ok(("none".into(), Level::Text("none".into())));
-            }
-            match profiles::check(s) {
-                Ok(()) => Ok((s.to_string(), Level::Text(s.to_string()))),
-                Err(e) => Err(format!("profile: {e}; or \"none\" for no emulation")),
-            }
-        }
-        "loss" => {
-            let s = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(0) => "0%".into(),
-                _ => return Err(wrong()),
-            };
-            check_loss(&s)?;
-            Ok((s.clone(), Level::Text(s)))
-        }
-        "cc" | "cc_server" | "cc_client" => {
-            let s = v.as_str().ok_or_else(wrong)?;
-            if ["reno", "cubic", "bbr", "default"].contains(&s) {
-                Ok((s.to_string(), Level::Text(s.to_string())))
-            } else {
-                Err(format!(
-                    "unknown congestion control {s:?}; expected {expected}"
-                ))
-            }
-        }
-        "rtt" | "jitter" => {
-            let s = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(0) => "0ms".into(),
-                _ => return Err(wrong()),
-            };
-            let d = hxlab_link::config::parse_delay(factor, &s).map_err(|e| e.to_string())?;
-            Ok((s, Level::Time(d)))
-        }
-        "down" | "up" => {
-            let s = v.as_str().ok_or_else(wrong)?;
-            hxlab_link::config::parse_link_rate(factor, s).map_err(|e| e.to_string())?;
-            Ok((s.to_string(), Level::Text(s.to_string())))
-        }
-        "queue" => {
-            let s = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(n) => n.to_string(),
-                _ => return Err(wrong()),
-            };
-            hxlab_link::config::parse_queue(&s).map_err(|e| e.to_string())?;
-            Ok((s.clone(), Level::Text(s)))
-        }
-        "delay" | "duration" => {
-            let s = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(0) => "0ms".into(),
-                toml::Value::Integer(_) => {
-                    return Err(format!(
-                        "{factor}: a duration needs a unit, e.g. \"{}ms\"",
-                        v.as_integer().unwrap_or(0)
-                    ))
-                }
-                _ => return Err(wrong()),
-            };
-            let d = parse_duration(&s).map_err(|e| format!("{factor}: {e}"))?;
-            if factor == "delay" && d.as_nanos() % 1_000_000 != 0 {
-                return Err(format!(
-                    "delay {s:?}: the server's delay is in whole milliseconds"
-                ));
-            }
-            if factor == "delay" && d > Duration::from_secs(60) {
-                return Err(format!("delay {s:?}: at most 60s"));
-            }
-            if factor == "duration" && d.is_zero() {
-                return Err("duration: must be more than zero".into());
-            }
-            Ok((s, Level::Time(d)))
-        }
-        "size" => {
-            let (s, bytes) = match v {
-                toml::Value::String(s) => {
-                    (s.clone(), parse_size(s).map_err(|e| format!("size: {e}"))?)
-                }
-                toml::Value::Integer(n) if *n >= 0 => (n.to_string(), *n as u64),
-                _ => return Err(wrong()),
-            };
-            if bytes > 1 << 30 {
-                return Err(format!("size {s:?}: at most 1GiB per response"));
-            }
-            Ok((s, Level::Bytes(bytes)))
-        }
-        "resources" | "clients" | "streams" | "requests" => {
-            let n = v.as_integer().ok_or_else(wrong)?;
-            if n < 1 {
-                return Err(format!("{factor}: expected {expected}, found {n}"));
-            }
-            // clients and streams: what `hxlab load` accepts for -c and -m, so a cell that
-            // passes here does not fail when it runs.
-            let max: i64 = match factor {
-                "clients" => 65_536,
-                "streams" => 1 << 20,
-                _ => 10_000_000,
-            };
-            if n > max {
-                return Err(format!("{factor}: {n} is more than {max}"));
-            }
-            Ok((n.to_string(), Level::Count(n as u64)))
-        }
-        "push" | "keepalive" | "tls_resume" | "zero_rtt" => {
-            let b = v.as_bool().ok_or_else(wrong)?;
-            Ok((if b { "on" } else { "off" }.to_string(), Level::Flag(b)))
-        }
-        _ => Err(format!("unknown factor {factor:?}")),
-    }
-}
-
-/// Accepts `0`, `1%`, `0.5%` and `ge:P,R,H,K` (four percentages, netem's gemodel).
-fn check_loss(s: &str) -> Result<(), String> {
-    let pct = |t: &str| -> Result<f64, String> {
-        let t = t.trim().trim_end_matches('%');
-        let x: f64 = t
-            .parse()
-            .map_err(|_| format!("loss {s:?}: {t:?} is not a number"))?;
-        if !(0.0..=100.0).contains(&x) {
-            return Err(format!(
-                "loss {s:?}: {x} is not a percentage between 0 and 100"
-            ));
-        }
-        Ok(x)
-    };
-    if let Some(rest) = s.strip_prefix("ge:") {
-        let parts: Vec<&str> = rest.split(',').collect();
-        if parts.len() != 4 {
-            return Err(format!(
-                "loss {s:?}: a Gilbert-Elliott model has four values, ge:P,R,H,K"
-            ));
-        }
-        for p in parts {
-            pct(p)?;
-        }
-        Ok(())
-    } else if s.ends_with('%') || s.trim() == "0" {
-        pct(s).map(|_| ())
-    } else {
-        Err(format!(
-            "loss {s:?}: expected a percentage like \"1%\" or \"ge:P,R,H,K\""
-        ))
-    }
-}
-
-fn read_factor(
-    ctx: &Ctx,
-    name: &str,
-    value: &Spanned<toml::Value>,
-) -> Result<FactorSpec, SpecError> {
-    let place = Place::File(value.span());
-    let levels = match value.get_ref() {
-        toml::Value::Array(items) => {
-            if items.is_empty() {
-                return Err(ctx.at(
-                    &place,
-                    format!("{name}: an empty list sweeps nothing; give at least one value"),
-                ));
-            }
-            items
-                .iter()
-                .map(|v| read_level(name, v))
-                .collect::<Result<Vec<_>, _>>()
-        }
-        v => read_level(name, v).map(|l| vec![l]),
-    }
-    .map_err(|m| ctx.at(&place, m))?;
-    check_duplicates(name, &levels).map_err(|m| ctx.at(&place, m))?;
-    Ok(FactorSpec {
-        levels,
-        span: place,
-    })
-}
-
-fn check_duplicates(name: &str, levels: &[(String, Level)]) -> Result<(), String> {
-    for (i, (a, la)) in levels.iter().enumerate() {
-        if levels[..i].iter().any(|(_, lb)| lb == la) {
-            return Err(format!("{name}: {a:?} is listed twice"));
-        }
-    }
-    Ok(())
-}
-
-fn str_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<String, SpecError> {
-    v.get_ref().as_str().map(str::to_string).ok_or_else(|| {
-        ctx.at(
-            &Place::File(v.span()),
-            format!("{key}: expected a string, found {}", type_name(v.get_ref())),
-        )
-    })
-}
-
-fn duration_setting(ctx: &Ctx, key: &str, v: &Spanned<toml::Value>) -> Result<Duration, SpecError> {
-    let s = str_setting(ctx, key, v)?;
-    parse_duration(&s).map_err(|e| ctx.at(&Place::File(v.span()), format!("{key}: {e}")))
-}
-
-fn unknown_key(key: &str) -> String {
-    let factors: Vec<&str> = FACTORS.iter().map(|(n, _)| *n).collect();
-    let hint = match key {
-        "protocols" | "proto" => " (did you mean `protocol`?)",
-        "delays" => " (did you mean `delay`?)",
-        "sizes" => " (did you mean `size`?)",
-        "profiles" | "network" => " (did you mean `profile`?)",
-        "reps" | "repeat" => " (did you mean `repetitions`?)",
-        "warmup" | "warm-up" => " (did you mean `warm_up`?)",
-        _ => "",
-    };
-    format!(
-        "unknown key `{key}`{hint}; expected a factor ({}) or a setting ({})",
-        factors.join(", "),
-        SETTINGS.join(", ")
-    )
-}
-
 /// Parses and checks an experiment file. `file` names it in error messages.
 pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment, SpecError> {
     let ctx = Ctx { file, src };
@@ -730,13 +485,29 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         cells: Vec::new(),
         published: Vec::new(),
     };
+    let mut base = read_top(&ctx, &top, &mut exp)?;
+    let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;
+    exp.published = published_tables(blocks.published);
+    apply_overrides(overrides, &mut exp, &mut base, &mut block_specs)?;
+    check_workload_factors(&ctx, &exp, &base, &block_specs)?;
+    expand(&ctx, &mut exp, &base, &block_specs)?;
+    check_expanded(&ctx, &exp)?;
+    Ok(exp)
+}
+
+/// The top level: settings into `exp`, factors into the base configuration.
+fn read_top(
+    ctx: &Ctx,
+    top: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    exp: &mut Experiment,
+) -> Result<BTreeMap<String, FactorSpec>, SpecError> {
     let mut base: BTreeMap<String, FactorSpec> = BTreeMap::new();
-    for (k, v) in &top {
+    for (k, v) in top {
         let key = k.get_ref().as_str();
         let place = Place::File(v.span());
         match key {
             "name" => {
-                exp.name = str_setting(&ctx, key, v)?;
+                exp.name = str_setting(ctx, key, v)?;
                 // The name becomes part of the default results directory: keep it one plain
                 // path component.
                 if exp.name.is_empty()
@@ -746,10 +517,10 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
                     return Err(ctx.at(&place, format!("name {:?}: must be one path component (not empty, no leading `.`, no `/`)", exp.name)));
                 }
             }
-            "title" => exp.title = str_setting(&ctx, key, v)?,
-            "description" => exp.description = str_setting(&ctx, key, v)?,
+            "title" => exp.title = str_setting(ctx, key, v)?,
+            "description" => exp.description = str_setting(ctx, key, v)?,
             "workload" => {
-                exp.workload = match str_setting(&ctx, key, v)?.as_str() {
+                exp.workload = match str_setting(ctx, key, v)?.as_str() {
                     "resources" => Workload::Resources,
                     "throughput" => Workload::Throughput,
                     "browser" => Workload::Browser,
@@ -765,23 +536,23 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
                 }
                 exp.repetitions = n as u32;
             }
-            "warm_up" => exp.warm_up = Some(duration_setting(&ctx, key, v)?),
+            "warm_up" => exp.warm_up = Some(duration_setting(ctx, key, v)?),
             "timeout" => {
-                let t = duration_setting(&ctx, key, v)?;
+                let t = duration_setting(ctx, key, v)?;
                 if t.is_zero() {
                     return Err(ctx.at(&place, "timeout: must be more than zero"));
                 }
                 exp.timeout = t;
             }
             "columns" => {
-                let c = str_setting(&ctx, key, v)?;
+                let c = str_setting(ctx, key, v)?;
                 if !FACTORS.iter().any(|(n, _)| *n == c) {
                     return Err(ctx.at(&place, format!("columns: {c:?} is not a factor")));
                 }
                 exp.columns = Some(c);
             }
             "baseline" => {
-                let b = str_setting(&ctx, key, v)?;
+                let b = str_setting(ctx, key, v)?;
                 if Protocol::parse(&b).is_none() {
                     return Err(ctx.at(&place, format!("baseline: unknown protocol {b:?}; expected one of h1, h1-tls, h2, h2c, h3")));
                 }
@@ -793,13 +564,21 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
             }
             "matrix" | "published" => {}
             _ if FACTORS.iter().any(|(n, _)| *n == key) => {
-                base.insert(key.to_string(), read_factor(&ctx, key, v)?);
+                base.insert(key.to_string(), read_factor(ctx, key, v)?);
             }
             _ => return Err(ctx.at(&Place::File(k.span()), unknown_key(key))),
         }
     }
+    Ok(base)
+}
+
+/// The `[[matrix]]` blocks: factors only.
+fn read_blocks(
+    ctx: &Ctx,
+    matrix: &[BTreeMap<Spanned<String>, Spanned<toml::Value>>],
+) -> Result<Vec<BTreeMap<String, FactorSpec>>, SpecError> {
     let mut block_specs: Vec<BTreeMap<String, FactorSpec>> = Vec::new();
-    for block in &blocks.matrix {
+    for block in matrix {
         let mut b = BTreeMap::new();
         for (k, v) in block {
             let key = k.get_ref().as_str();
@@ -812,12 +591,18 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
                     ),
                 ));
             }
-            b.insert(key.to_string(), read_factor(&ctx, key, v)?);
+            b.insert(key.to_string(), read_factor(ctx, key, v)?);
         }
         block_specs.push(b);
     }
-    for p in blocks.published {
-        exp.published.push(PublishedTable {
+    Ok(block_specs)
+}
+
+/// The published tables, gaps (non-finite values) as None.
+fn published_tables(raw: Vec<RawPublished>) -> Vec<PublishedTable> {
+    let mut tables = Vec::new();
+    for p in raw {
+        tables.push(PublishedTable {
             title: p.title,
             source: p.source,
             column_factor: p.column_factor,
@@ -838,7 +623,16 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         });
     }
 
-    // Command-line overrides replace a factor everywhere.
+    tables
+}
+
+/// Command-line overrides: they replace a factor everywhere, blocks included.
+fn apply_overrides(
+    overrides: &Overrides,
+    exp: &mut Experiment,
+    base: &mut BTreeMap<String, FactorSpec>,
+    block_specs: &mut [BTreeMap<String, FactorSpec>],
+) -> Result<(), SpecError> {
     if let Some(r) = overrides.repetitions {
         if !(1..=1000).contains(&r) {
             return Err(SpecError::Override {
@@ -896,7 +690,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
             option: option.clone(),
             message: m,
         })?;
-        for b in &mut block_specs {
+        for b in block_specs.iter_mut() {
             b.remove(name);
         }
         base.insert(
@@ -908,14 +702,24 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         );
     }
 
+    Ok(())
+}
+
+/// Factors every cell needs, and factors the workload does not take.
+fn check_workload_factors(
+    ctx: &Ctx,
+    exp: &Experiment,
+    base: &BTreeMap<String, FactorSpec>,
+    block_specs: &[BTreeMap<String, FactorSpec>],
+) -> Result<(), SpecError> {
     if !base.contains_key("protocol")
         && (block_specs.is_empty() || block_specs.iter().any(|b| !b.contains_key("protocol")))
     {
         return Err(ctx.whole("no `protocol` given; e.g. protocol = [\"h1-tls\", \"h2\", \"h3\"]"));
     }
     if exp.workload == Workload::Throughput
-        && !has_factor(&base, &block_specs, "requests")
-        && !has_factor(&base, &block_specs, "duration")
+        && !has_factor(base, block_specs, "requests")
+        && !has_factor(base, block_specs, "duration")
     {
         return Err(ctx.whole("the throughput workload needs `requests` (a count) or `duration`"));
     }
@@ -933,7 +737,11 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         }
     }
 
-    expand(&ctx, &mut exp, &base, &block_specs)?;
+    Ok(())
+}
+
+/// What can only be checked on the expanded matrix: columns, baseline, size.
+fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
     if let Some(c) = &exp.columns {
         if !exp.factors.iter().any(|f| &f.name == c) {
             return Err(ctx.whole(format!(
@@ -956,7 +764,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
             exp.total_runs()
         )));
     }
-    Ok(exp)
+    Ok(())
 }
 
 impl Experiment {
@@ -969,287 +777,12 @@ impl Experiment {
     }
 }
 
-fn has_factor(
-    base: &BTreeMap<String, FactorSpec>,
-    blocks: &[BTreeMap<String, FactorSpec>],
-    f: &str,
-) -> bool {
-    base.contains_key(f) || blocks.iter().any(|b| b.contains_key(f))
-}
-
 fn toml_error(ctx: &Ctx, e: &toml::de::Error) -> SpecError {
     let message = e.message().trim().replace('\n', " ");
     match e.span() {
         Some(span) => ctx.at(&Place::File(span), message),
         None => ctx.whole(message),
     }
-}
-
-/// Defaults for factors a file does not mention, by workload.
-fn defaults(workload: Workload) -> Vec<(&'static str, toml::Value)> {
-    match workload {
-        Workload::Resources | Workload::Browser => vec![
-            ("delay", toml::Value::String("0ms".into())),
-            ("resources", toml::Value::Integer(30)),
-            ("size", toml::Value::String("100KiB".into())),
-        ],
-        Workload::Throughput => vec![
-            ("delay", toml::Value::String("0ms".into())),
-            ("size", toml::Value::String("100".into())),
-            ("clients", toml::Value::Integer(1)),
-            ("streams", toml::Value::Integer(1)),
-        ],
-    }
-}
-
-fn expand(
-    ctx: &Ctx,
-    exp: &mut Experiment,
-    base: &BTreeMap<String, FactorSpec>,
-    blocks: &[BTreeMap<String, FactorSpec>],
-) -> Result<(), SpecError> {
-    let mut base = base.clone();
-    for (name, v) in defaults(exp.workload) {
-        if !base.contains_key(name) {
-            let level = read_level(name, &v).map_err(|m| ctx.whole(m))?;
-            base.insert(
-                name.to_string(),
-                FactorSpec {
-                    levels: vec![level],
-                    span: Place::Option(format!("default {name}")),
-                },
-            );
-        }
-    }
-    let merged: Vec<BTreeMap<String, FactorSpec>> = if blocks.is_empty() {
-        vec![base.clone()]
-    } else {
-        blocks
-            .iter()
-            .map(|b| {
-                let mut m = base.clone();
-                for (k, v) in b {
-                    m.insert(k.clone(), v.clone());
-                }
-                m
-            })
-            .collect()
-    };
-    // Levels per factor in order of first appearance across blocks.
-    let mut factor_levels: Vec<FactorLevels> = Vec::new();
-    for (name, _) in FACTORS {
-        let mut levels: Vec<String> = Vec::new();
-        for m in &merged {
-            if let Some(spec) = m.get(name) {
-                for (d, _) in &spec.levels {
-                    if !levels.contains(d) {
-                        levels.push(d.clone());
-                    }
-                }
-            }
-        }
-        if !levels.is_empty() {
-            factor_levels.push(FactorLevels {
-                name: name.to_string(),
-                levels,
-            });
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    for m in &merged {
-        let names: Vec<&str> = FACTORS
-            .iter()
-            .map(|(n, _)| *n)
-            .filter(|n| m.contains_key(*n))
-            .collect();
-        let mut combos: Vec<Vec<(&str, &(String, Level))>> = vec![Vec::new()];
-        for n in &names {
-            let spec = &m[*n];
-            let mut next = Vec::with_capacity(combos.len() * spec.levels.len());
-            for c in &combos {
-                for l in &spec.levels {
-                    let mut c2 = c.clone();
-                    c2.push((n, l));
-                    next.push(c2);
-                }
-            }
-            combos = next;
-            if combos.len() > MAX_RUNS {
-                return Err(ctx.whole(format!(
-                    "the matrix has more than {MAX_RUNS} cells; sweep fewer values"
-                )));
-            }
-        }
-        for combo in combos {
-            let key = combo
-                .iter()
-                .map(|(n, (d, _))| format!("{n}={d}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            if !seen.insert(key.clone()) {
-                continue;
-            }
-            let config = cell_config(exp.workload, ctx, m, &combo)?;
-            let factors = combo
-                .iter()
-                .map(|(n, (d, _))| (n.to_string(), d.clone()))
-                .collect();
-            exp.cells.push(Cell {
-                key,
-                factors,
-                config,
-            });
-        }
-    }
-    // Factors that are absent from some blocks still need a level in every cell for the
-    // report's tables: they are listed as they are, and cells simply lack them.
-    exp.factors = factor_levels;
-    Ok(())
-}
-
-fn cell_config(
-    workload: Workload,
-    ctx: &Ctx,
-    m: &BTreeMap<String, FactorSpec>,
-    combo: &[(&str, &(String, Level))],
-) -> Result<CellConfig, SpecError> {
-    let get = |n: &str| {
-        combo
-            .iter()
-            .find(|(k, _)| *k == n)
-            .map(|(_, (_, l))| l.clone())
-    };
-    let text = |n: &str| match get(n) {
-        Some(Level::Text(s)) => Some(s),
-        _ => None,
-    };
-    let count = |n: &str| match get(n) {
-        Some(Level::Count(c)) => Some(c),
-        _ => None,
-    };
-    let flag = |n: &str, default: bool| match get(n) {
-        Some(Level::Flag(b)) => b,
-        _ => default,
-    };
-    let time = |n: &str| match get(n) {
-        Some(Level::Time(d)) => Some(d),
-        _ => None,
-    };
-    let place = |n: &str| {
-        m.get(n)
-            .map(|s| s.span.clone())
-            .unwrap_or(Place::Option(n.to_string()))
-    };
-    let key = combo
-        .iter()
-        .map(|(n, (d, _))| format!("{n}={d}"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let protocol = text("protocol")
-        .and_then(|s| Protocol::parse(&s))
-        .ok_or_else(|| ctx.whole("a cell has no protocol"))?;
-    let cfg = CellConfig {
-        protocol,
-        profile: text("profile").filter(|p| p != "none"),
-        loss: text("loss").filter(|l| {
-            let t = l.trim().trim_end_matches('%');
-            t.parse::<f64>().map(|x| x > 0.0).unwrap_or(true)
-        }),
-        rtt: time("rtt"),
-        down: text("down"),
-        up: text("up"),
-        jitter: time("jitter").filter(|j| !j.is_zero()),
-        queue: text("queue"),
-        cc_server: text("cc_server")
-            .or_else(|| text("cc"))
-            .filter(|c| c != "default"),
-        cc_client: text("cc_client")
-            .or_else(|| text("cc"))
-            .filter(|c| c != "default"),
-        delay: time("delay").unwrap_or_default(),
-        resources: count("resources").unwrap_or(1),
-        size: match get("size") {
-            Some(Level::Bytes(b)) => b,
-            _ => 0,
-        },
-        push: flag("push", false),
-        keepalive: flag("keepalive", true),
-        tls_resume: flag("tls_resume", false),
-        zero_rtt: flag("zero_rtt", false),
-        clients: count("clients").unwrap_or(1),
-        streams: count("streams").unwrap_or(1),
-        requests: count("requests").unwrap_or(0),
-        duration: time("duration"),
-    };
-    for end in ["cc_server", "cc_client"] {
-        if get("cc").is_some() && get(end).is_some() {
-            return Err(ctx.at(
-                &place(end),
-                format!("cell `{key}`: `cc` sets both ends; give `cc`, or `cc_server` and `cc_client`, not both"),
-            ));
-        }
-    }
-    if cfg.push && !matches!(cfg.protocol, Protocol::H2 | Protocol::H2c) {
-        return Err(ctx.at(
-            &place("push"),
-            format!(
-                "impossible cell `{key}`: server push exists only in HTTP/2 ({} has none); limit push to h2/h2c with a [[matrix]] block",
-                cfg.protocol.name()
-            ),
-        ));
-    }
-    if (cfg.tls_resume || cfg.zero_rtt) && !cfg.protocol.tls() {
-        let f = if cfg.zero_rtt {
-            "zero_rtt"
-        } else {
-            "tls_resume"
-        };
-        return Err(ctx.at(
-            &place(f),
-            format!("impossible cell `{key}`: {f} needs TLS, and {} is plain text; use it with h1-tls, h2 or h3", cfg.protocol.name()),
-        ));
-    }
-    if !cfg.keepalive && cfg.protocol.multiplexed() {
-        return Err(ctx.at(
-            &place("keepalive"),
-            format!("impossible cell `{key}`: keepalive = false means one request per connection, which only HTTP/1.1 does; limit it to h1/h1-tls"),
-        ));
-    }
-    if cfg.push && cfg.resources < 1 {
-        return Err(ctx.at(
-            &place("push"),
-            format!("impossible cell `{key}`: push needs at least one resource"),
-        ));
-    }
-    if workload == Workload::Browser {
-        if !matches!(cfg.protocol, Protocol::H1Tls | Protocol::H2 | Protocol::H3) {
-            return Err(ctx.at(
-                &place("protocol"),
-                format!("impossible cell `{key}`: browsers speak HTTP/2 only over TLS and the browser workload loads https:// pages; use h1-tls, h2 or h3"),
-            ));
-        }
-        for (f, set) in [
-            (
-                "cc",
-                get("cc").is_some_and(|l| l != Level::Text("default".into())),
-            ),
-            ("cc_client", cfg.cc_client.is_some()),
-            ("keepalive", !cfg.keepalive),
-            ("tls_resume", cfg.tls_resume),
-            ("zero_rtt", cfg.zero_rtt),
-        ] {
-            if set {
-                return Err(ctx.at(&place(f), format!("cell `{key}`: `{f}` cannot be set for a real browser (workload = \"browser\"); use the resources workload")));
-            }
-        }
-    }
-    if cfg.duration.is_some() && cfg.requests > 0 {
-        return Err(ctx.at(
-            &place("duration"),
-            format!("cell `{key}`: give `requests` or `duration`, not both"),
-        ));
-    }
-    Ok(cfg)
 }
 
 #[cfg(test)]

@@ -1,0 +1,211 @@
+//! The origin a lab run or `hxlab page` measures against: one `hxlab serve` started as a
+//! child, known by its [`ReadyFile`], and the synthetic page both of them load.
+
+use crate::child::{tail, DieWithParent};
+use hxlab_core::ReadyFile;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How to start an origin.
+#[derive(Clone, Debug)]
+pub struct OriginOptions {
+    /// The `hxlab` binary.
+    pub hxlab_bin: PathBuf,
+    /// Address to listen on (`127.0.0.1`, `0.0.0.0`, a link's host address).
+    pub bind: String,
+    /// Directory for the ready file and the certificate (created if missing).
+    pub dir: PathBuf,
+    /// A directory served under `/static/` (`hxlab serve --dir`).
+    pub www: Option<PathBuf>,
+    /// Congestion controller (`hxlab serve --cc`; None: the system's default).
+    pub cc: Option<String>,
+    /// Keep the server's stderr (its last lines explain a failed start) instead of passing
+    /// it through.
+    pub capture_stderr: bool,
+}
+
+/// A running `hxlab serve`, killed when dropped.
+pub struct Origin {
+    child: Child,
+    /// What the server announced when it was ready.
+    pub ready: ReadyFile,
+    /// The certificate it wrote (`--cert-out`).
+    pub cert: PathBuf,
+    /// The congestion controller it was started with.
+    pub cc: Option<String>,
+}
+
+/// How long a server may take to write its ready file.
+const READY_WITHIN: Duration = Duration::from_secs(20);
+
+impl Origin {
+    /// Starts `hxlab serve` with free TLS, plain and QUIC ports and waits for its ready file.
+    /// The error is one line for the user.
+    pub fn start(opts: &OriginOptions) -> Result<Origin, String> {
+        std::fs::create_dir_all(&opts.dir)
+            .map_err(|e| format!("creating {}: {e}", opts.dir.display()))?;
+        let ready_path = opts.dir.join("ready.json");
+        let cert = opts.dir.join("cert.pem");
+        let _ = std::fs::remove_file(&ready_path);
+        let mut cmd = Command::new(&opts.hxlab_bin);
+        cmd.arg("serve")
+            .args(["--bind", &opts.bind, "--tls-port", "0", "--plain-port", "0"])
+            .arg("--ready-file")
+            .arg(&ready_path)
+            .arg("--cert-out")
+            .arg(&cert);
+        if let Some(www) = &opts.www {
+            cmd.arg("--dir").arg(www);
+        }
+        if let Some(cc) = &opts.cc {
+            cmd.args(["--cc", cc]);
+        }
+        cmd.die_with_parent()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(if opts.capture_stderr {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            });
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", opts.hxlab_bin.display()))?;
+        let stderr: Option<JoinHandle<String>> = child
+            .stderr
+            .take()
+            .map(|s| std::thread::spawn(move || tail(s)));
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            // The server writes the file atomically: once it parses, it is complete.
+            if let Ok(ready) = ReadyFile::read(&ready_path) {
+                return Ok(Origin {
+                    child,
+                    ready,
+                    cert,
+                    cc: opts.cc.clone(),
+                });
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                let err = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+                let line = crate::child::last_line(&err);
+                return Err(format!("`hxlab serve` exited ({status}): {line}"));
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("`hxlab serve` wrote no ready file within 20 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// True while the server process runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Where to read `/stats` from this machine (the plain port on loopback).
+    pub fn stats_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.ready.plain.port()))
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The synthetic page: `n` async scripts of `size` bytes from `/bytes/SIZE?delay=MS`, so
+/// each sub-resource waits `delay` at the origin and the browser reads every body to the end
+/// (it abandons `<img>` bodies that do not decode, which would cut the transfer short).
+pub fn synthetic_page_html(n: u64, size: u64, delay: Duration) -> String {
+    let ms = delay.as_secs_f64() * 1000.0;
+    let mut html = format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab synthetic page</title></head><body>\n\
+         <h1>hxlab synthetic page</h1>\n<p>{n} resources of {size} bytes, each delayed {ms} ms at the origin</p>\n"
+    );
+    for i in 0..n {
+        html.push_str(&format!(
+            "<script async src=\"/bytes/{size}?delay={ms}&amp;r={i}\"></script>\n"
+        ));
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+/// A URL for 127.0.0.1/localhost rewritten to `host`: inside a link's namespace, loopback is
+/// the namespace's own, and this side is reached at the link's host address.
+pub fn loopback_to(url: &str, host: &str) -> String {
+    let host = match host.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("[{host}]"),
+        Err(_) => host.to_string(),
+    };
+    for lo in ["127.0.0.1", "localhost", "[::1]"] {
+        for scheme in ["https://", "http://"] {
+            let from = format!("{scheme}{lo}");
+            if let Some(rest) = url.strip_prefix(&from) {
+                if rest.is_empty() || rest.starts_with([':', '/', '?', '#']) {
+                    return format!("{scheme}{host}{rest}");
+                }
+            }
+        }
+    }
+    url.to_string()
+}
+
+/// A fresh private directory under the system's temporary directory.
+pub fn temp_dir(prefix: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls_move_to_the_link_host() {
+        assert_eq!(
+            loopback_to("https://127.0.0.1:8443/x", "10.0.0.1"),
+            "https://10.0.0.1:8443/x"
+        );
+        assert_eq!(
+            loopback_to("http://localhost/", "10.0.0.1"),
+            "http://10.0.0.1/"
+        );
+        assert_eq!(
+            loopback_to("http://127.0.0.1:1/", "fd00::1"),
+            "http://[fd00::1]:1/"
+        );
+        assert_eq!(
+            loopback_to("https://127.0.0.10/", "10.0.0.1"),
+            "https://127.0.0.10/"
+        );
+        assert_eq!(
+            loopback_to("https://example.test/", "10.0.0.1"),
+            "https://example.test/"
+        );
+    }
+
+    #[test]
+    fn the_synthetic_page_asks_for_every_resource_with_its_delay() {
+        let html = synthetic_page_html(3, 100, Duration::from_millis(20));
+        assert_eq!(html.matches("<script async").count(), 3);
+        assert!(
+            html.contains("src=\"/bytes/100?delay=20&amp;r=2\""),
+            "{html}"
+        );
+    }
+}

@@ -1,0 +1,369 @@
+//! Page loads as `hxlab page` runs them: the page (a URL, or a synthetic page served by an
+//! [`Origin`] of our own), the emulated link the browser sits behind, and what a series of
+//! runs adds up to. The command line only maps its flags onto [`PageOptions`] and prints.
+
+use crate::origin::{loopback_to, synthetic_page_html, temp_dir, Origin, OriginOptions};
+use hxlab_browser::{Launcher, PageConfig, PageRun, PageSummary, Protocol};
+use hxlab_link::{Link, LinkConfig};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The synthetic page: `n` sub-resources of `size` bytes, each delayed by `delay` at the
+/// origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Synthetic {
+    /// Sub-resources.
+    pub n: u32,
+    /// Bytes each.
+    pub size: u64,
+    /// The origin's delay before each.
+    pub delay: Duration,
+}
+
+impl Synthetic {
+    /// Parses `n=RESOURCES,size=SIZE,delay=DURATION` (any subset; defaults n=30,
+    /// size=100KiB, delay=10ms). The error is one line, without the flag's name.
+    pub fn parse(spec: &str) -> Result<Synthetic, String> {
+        let mut s = Synthetic {
+            n: 30,
+            size: 100 * 1024,
+            delay: Duration::from_millis(10),
+        };
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| {
+                format!("`{part}` is not key=value (n=30,size=100KiB,delay=10ms)")
+            })?;
+            let v = v.trim();
+            match k.trim() {
+                "n" => {
+                    s.n = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (0..=1000).contains(n))
+                        .ok_or_else(|| format!("n=`{v}` must be a count from 0 to 1000"))?
+                }
+                "size" => {
+                    s.size = hxlab_core::parse_size(v).map_err(|e| e.to_string())?;
+                    if s.size > 64 * 1024 * 1024 {
+                        return Err("size must be at most 64MiB".into());
+                    }
+                }
+                "delay" => {
+                    s.delay = hxlab_core::parse_duration(v).map_err(|e| e.to_string())?;
+                    if s.delay > Duration::from_secs(60) {
+                        return Err("delay must be at most 60s".into());
+                    }
+                }
+                other => return Err(format!("unknown key `{other}` (use n, size, delay)")),
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// What to load and how.
+#[derive(Clone, Debug)]
+pub struct PageOptions {
+    /// The page's URL (None with `synthetic`).
+    pub url: Option<String>,
+    /// A synthetic page served by an origin started here.
+    pub synthetic: Option<Synthetic>,
+    /// The protocol to force.
+    pub proto: Protocol,
+    /// The link to run the browser behind (checked with [`LinkConfig::validate`]).
+    pub link: Option<LinkConfig>,
+    /// Ask the synthetic origin to push the sub-resources.
+    pub push: bool,
+    /// Ask the synthetic origin for 103 Early Hints.
+    pub early_hints: bool,
+    /// Server keys to trust (URL mode).
+    pub spki: Vec<String>,
+    /// Chromium binary.
+    pub chromium: PathBuf,
+    /// Limit per run.
+    pub timeout: Duration,
+    /// Keep each run's HAR.
+    pub collect_har: bool,
+    /// The `hxlab` binary that serves the synthetic page.
+    pub hxlab_bin: PathBuf,
+}
+
+/// The page, its origin (when started here) and the link, for as many runs as asked.
+pub struct PageSession {
+    /// The URL loaded (on the link's host address when behind a link).
+    pub url: String,
+    /// Server keys the browser trusts.
+    pub spki: Vec<String>,
+    /// The link the browser runs behind.
+    pub link: Option<Arc<Link>>,
+    template: PageConfig,
+    _origin: Option<Origin>,
+    origin_dir: Option<PathBuf>,
+}
+
+impl PageSession {
+    /// Starts the link (if any) and the synthetic origin (if any). The error is one line.
+    pub fn start(opts: &PageOptions) -> Result<PageSession, String> {
+        // With a link, the browser runs in the link's namespace and reaches this side at the
+        // link's host address; the synthetic origin listens there.
+        let link = match &opts.link {
+            Some(cfg) => {
+                cfg.validate().map_err(|e| e.to_string())?;
+                let l = Link::start(cfg.clone())
+                    .map_err(|e| format!("starting the emulated link: {e}"))?;
+                Some(Arc::new(l))
+            }
+            None => None,
+        };
+        let host = link
+            .as_ref()
+            .map(|l| l.host_addr().to_string())
+            .unwrap_or_else(|| "127.0.0.1".to_string());
+        let (url, spki, origin, origin_dir) = match &opts.synthetic {
+            Some(s) => {
+                let dir = temp_dir("hxlab-page-origin");
+                let (url, spki, origin) =
+                    synthetic_origin(s, opts, &host, &dir).inspect_err(|_| {
+                        let _ = std::fs::remove_dir_all(&dir);
+                    })?;
+                (url, vec![spki], Some(origin), Some(dir))
+            }
+            None => {
+                let url = opts.url.clone().unwrap_or_default();
+                let url = match &link {
+                    Some(_) => loopback_to(&url, &host),
+                    None => url,
+                };
+                (url, opts.spki.clone(), None, None)
+            }
+        };
+        let mut template = PageConfig::new(url.clone(), opts.proto);
+        template.chromium = opts.chromium.clone();
+        template.spki_sha256 = spki.clone();
+        template.timeout = opts.timeout;
+        template.collect_har = opts.collect_har;
+        template.launcher = link.as_ref().map(|l| {
+            let l = l.clone();
+            Arc::new(move |program: &Path| l.command(program)) as Launcher
+        });
+        Ok(PageSession {
+            url,
+            spki,
+            link,
+            template,
+            _origin: origin,
+            origin_dir,
+        })
+    }
+
+    /// The configuration of one run (each run gets a fresh browser and profile).
+    pub fn run_config(&self) -> PageConfig {
+        self.template.clone()
+    }
+}
+
+impl Drop for PageSession {
+    fn drop(&mut self) {
+        self._origin = None;
+        if let Some(dir) = &self.origin_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Starts the synthetic origin on `bind`; returns the page's URL, the key to trust and the
+/// origin. Push and 103 Early Hints are features of the origin's own `/page` endpoint;
+/// otherwise the page is [`synthetic_page_html`], served under `/static/`.
+fn synthetic_origin(
+    s: &Synthetic,
+    opts: &PageOptions,
+    bind: &str,
+    dir: &Path,
+) -> Result<(String, String, Origin), String> {
+    let use_origin_page = opts.push || opts.early_hints;
+    let www = dir.join("www");
+    if !use_origin_page {
+        std::fs::create_dir_all(&www).map_err(|e| format!("creating {}: {e}", www.display()))?;
+        let html = synthetic_page_html(u64::from(s.n), s.size, s.delay);
+        std::fs::write(www.join("page.html"), html)
+            .map_err(|e| format!("writing the synthetic page: {e}"))?;
+    }
+    let origin = Origin::start(&OriginOptions {
+        hxlab_bin: opts.hxlab_bin.clone(),
+        bind: bind.to_string(),
+        dir: dir.to_path_buf(),
+        www: (!use_origin_page).then_some(www),
+        cc: None,
+        capture_stderr: false,
+    })
+    .map_err(|e| format!("the synthetic origin: {e}"))?;
+    if opts.proto == Protocol::H3 && origin.ready.h3.is_none() {
+        return Err(
+            "the synthetic origin has no HTTP/3 listener (\"h3\" is null in its ready file)".into(),
+        );
+    }
+    let tls = origin.ready.tls;
+    let url = if use_origin_page {
+        format!(
+            "https://{tls}/page?n={}&size={}&delay={}&push={}&early_hints={}",
+            s.n,
+            s.size,
+            s.delay.as_secs_f64() * 1000.0,
+            u8::from(opts.push),
+            u8::from(opts.early_hints)
+        )
+    } else {
+        format!("https://{tls}/static/page.html")
+    };
+    let spki = origin.ready.spki_sha256.clone();
+    Ok((url, spki, origin))
+}
+
+/// One run: figures, or why there are none.
+pub enum Outcome {
+    /// The page loaded (it may still be left out, see `PageRun::flag`).
+    Measured(Box<PageRun>),
+    /// The run failed.
+    Failed(String),
+}
+
+/// What a series of runs adds up to.
+pub struct PageReport {
+    /// Medians and intervals of the counted runs.
+    pub summary: PageSummary,
+    /// The browser's name and version.
+    pub browser: String,
+    /// Its major version (0 when no run finished).
+    pub browser_major: u32,
+    /// Push was asked for but this browser ignores it.
+    pub push_ignored: bool,
+    /// What became of a push request, when there was one.
+    pub push_note: Option<String>,
+    /// Runs that finished with figures (counted or left out).
+    pub finished_runs: usize,
+    /// Runs in which the browser received 103 Early Hints.
+    pub early_hints_runs: usize,
+    /// Resources served from the preloads the early hints started.
+    pub preloads_used: u32,
+}
+
+/// Sums up the runs; left-out runs are numbered by their position among all runs.
+pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
+    let measured: Vec<PageRun> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Measured(r) => Some((**r).clone()),
+            Outcome::Failed(_) => None,
+        })
+        .collect();
+    let mut summary = hxlab_browser::summarize(&measured);
+    summary.left_out = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Outcome::Measured(r) => r.flag.as_ref().map(|f| format!("run {}: {f}", i + 1)),
+            Outcome::Failed(e) => Some(format!("run {}: failed: {e}", i + 1)),
+        })
+        .collect();
+    summary.runs = outcomes.len();
+    let browser = measured
+        .first()
+        .map(|r| r.browser.clone())
+        .unwrap_or_else(|| "Chromium (no run finished)".to_string());
+    let browser_major = measured.first().map(|r| r.browser_major).unwrap_or(0);
+    let push_ignored = browser_major >= hxlab_browser::PUSH_REMOVED_IN;
+    let push_note = if !push {
+        None
+    } else if measured.is_empty() {
+        Some(
+            "push was requested; no run finished, so whether the browser honours it is unknown"
+                .to_string(),
+        )
+    } else if push_ignored {
+        Some(format!(
+            "push was requested, but {browser} ignores HTTP/2 server push (removed in Chromium {}); these figures show no push effect",
+            hxlab_browser::PUSH_REMOVED_IN
+        ))
+    } else {
+        Some(format!("push was requested and {browser} supports it"))
+    };
+    PageReport {
+        summary,
+        browser,
+        browser_major,
+        push_ignored,
+        push_note,
+        finished_runs: measured.len(),
+        early_hints_runs: measured.iter().filter(|r| r.early_hints > 0).count(),
+        preloads_used: measured.iter().map(|r| r.early_hint_preloads_used).sum(),
+    }
+}
+
+/// The JSON document of `hxlab page --json`: every run, the summary and what was asked.
+pub fn report_json(
+    session: &PageSession,
+    opts: &PageOptions,
+    link_flags: Value,
+    outcomes: &[Outcome],
+    rep: &PageReport,
+) -> Value {
+    let runs: Vec<Value> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, o)| match o {
+            Outcome::Measured(r) => {
+                let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                v["run"] = json!(i + 1);
+                v["counted"] = json!(r.is_valid());
+                v
+            }
+            Outcome::Failed(e) => json!({ "run": i + 1, "counted": false, "error": e }),
+        })
+        .collect();
+    let link = session.link.as_ref().map(|l| {
+        let mut v = link_flags;
+        v["host"] = json!(l.host_addr().to_string());
+        v["client"] = json!(l.client_addr().to_string());
+        v
+    });
+    json!({
+        "tool": "hxlab page",
+        "version": env!("CARGO_PKG_VERSION"),
+        "url": session.url,
+        "protocol": opts.proto,
+        "browser": rep.browser,
+        "browser_major": rep.browser_major,
+        "link": link,
+        "synthetic": opts.synthetic.as_ref().map(|s| json!({
+            "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0 })),
+        "push": { "requested": opts.push, "ignored_by_browser": opts.push && rep.push_ignored, "note": rep.push_note },
+        "early_hints": { "requested": opts.early_hints, "runs_with_103": rep.early_hints_runs,
+            "resources_from_preloads": rep.preloads_used },
+        "runs": runs,
+        "summary": rep.summary,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_synthetic_specs() {
+        let s = Synthetic::parse("n=3,size=10KiB,delay=5ms").unwrap();
+        assert_eq!(
+            s,
+            Synthetic {
+                n: 3,
+                size: 10240,
+                delay: Duration::from_millis(5)
+            }
+        );
+        assert_eq!(Synthetic::parse("").unwrap().n, 30);
+        for bad in ["n=x", "n=5000", "size=1Q", "color=red", "n", "delay=2min"] {
+            assert!(Synthetic::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The browser workload: one page load in a fresh headless Chromium per repetition
+//! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult.
+
+use super::record::new_records;
+use super::stats::{server_cc, server_cost, server_stats};
+use super::Runner;
+use crate::child::{last_line, run_bounded};
+use crate::origin::synthetic_page_html;
+use crate::spec::{Cell, Experiment, Protocol};
+use hxlab_report::Record;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+impl Runner {
+    /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
+    /// synthetic page with the cell's resources; its `PageRun` becomes the record's RunResult
+    /// (`duration_s` = the load event).
+    pub(super) fn run_browser(
+        &mut self,
+        exp: &Experiment,
+        cell: &Cell,
+        rep: u32,
+        dir: &Path,
+    ) -> Record {
+        let mut record = new_records(exp, cell, &[rep]).remove(0);
+        if cell.config.needs_link() {
+            if let Some(Err(why)) = &self.link {
+                record.skipped = Some(format!("link emulation is not available here ({why})"));
+                return record;
+            }
+        }
+        if let Err(e) = self.ensure_server(cell.config.cc_server.as_deref()) {
+            record.error = Some(e.to_string());
+            return record;
+        }
+        let Some(server) = &self.server else {
+            record.error = Some("no server".into());
+            return record;
+        };
+        let (port, spki) = (server.ready.tls.port(), server.ready.spki_sha256.clone());
+        let cfg = &cell.config;
+        let ms = cfg.delay.as_millis();
+        let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
+        let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
+        if !page_path.exists() {
+            let html =
+                synthetic_page_html(cfg.resources, cfg.size, Duration::from_millis(ms as u64));
+            if let Err(e) = std::fs::write(&page_path, html) {
+                record.error = Some(format!("{}: {e}", page_path.display()));
+                return record;
+            }
+        }
+        let url = format!("https://127.0.0.1:{port}/static/{name}");
+        let json = dir.join(format!(".page-{rep}.json"));
+        let _ = std::fs::remove_file(&json);
+        let proto = match cfg.protocol {
+            Protocol::H3 => "h3",
+            Protocol::H2 | Protocol::H2c => "h2",
+            Protocol::H1 | Protocol::H1Tls => "h1",
+        };
+        let mut cmd = Command::new(&self.opts.hxlab_bin);
+        cmd.args([
+            "page", &url, "--proto", proto, "--runs", "1", "--spki", &spki, "--json",
+        ])
+        .arg(&json)
+        .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        cmd.args(cfg.link_args());
+        let stats_addr = server.stats_addr();
+        let before = server_stats(stats_addr);
+        let t = Instant::now();
+        let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
+        record.wall_s = t.elapsed().as_secs_f64();
+        let after = server_stats(stats_addr);
+        let (code, stderr) = match outcome {
+            Ok(x) => x,
+            Err(e) => (None, e),
+        };
+        record.exit_code = code;
+        record.server = server_cost(&before, &after, cfg.protocol, 1);
+        record.server_cc = server_cc(&before, &after, cfg.protocol);
+        read_page_run(&mut record, &json, code, &stderr);
+        let _ = std::fs::remove_file(&json);
+        record
+    }
+}
+
+/// Fills the record from `hxlab page --json`'s first run (or says why there is none).
+fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &str) {
+    let page: Option<serde_json::Value> = std::fs::read_to_string(json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let run = page
+        .as_ref()
+        .and_then(|p| p.get("runs"))
+        .and_then(|r| r.get(0))
+        .cloned();
+    let Some(run) = run else {
+        record.error = Some(format!(
+            "hxlab page gave no result (exit {code:?}): {}",
+            last_line(stderr)
+        ));
+        return;
+    };
+    if let Some(e) = run.get("error").and_then(|e| e.as_str()) {
+        record.error = Some(format!("page load failed: {e}"));
+        return;
+    }
+    match serde_json::from_value::<hxlab_browser::PageRun>(run) {
+        Ok(pr) => {
+            if let Some(flag) = &pr.flag {
+                record.error = Some(format!("page load left out by hxlab page: {flag}"));
+            }
+            record.result = Some(pr.to_run_result());
+        }
+        Err(e) => record.error = Some(format!("hxlab page wrote an unreadable run: {e}")),
+    }
+}

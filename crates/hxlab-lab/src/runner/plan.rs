@@ -1,0 +1,252 @@
+//! What `hxlab load` runs for one cell: a typed [`LoadConfig`] (the one `hxlab load` parses
+//! its own flags into), handed to the child as `--config`.
+
+use super::{BROWSER_CONNECTIONS, MAX_STREAMS};
+use crate::spec::{CellConfig, Experiment, Protocol};
+use hxlab_core::ReadyFile;
+use hxlab_load::{CongestionControl, LoadConfig, Proto};
+use hxlab_report::Workload;
+use std::path::Path;
+use std::time::Duration;
+
+/// The load generator's run for one cell and what it should receive.
+#[derive(Clone, Debug)]
+pub(crate) struct LoadPlan {
+    /// The run, with URLs on 127.0.0.1 (an agent inside a link moves them to its host).
+    pub config: LoadConfig,
+    /// Body bytes a complete repetition receives (resources workload).
+    pub expected_body_bytes: Option<u64>,
+}
+
+/// The load protocol of a cell's protocol.
+fn load_proto(p: Protocol) -> Proto {
+    match p {
+        Protocol::H1 | Protocol::H1Tls => Proto::H1,
+        Protocol::H2 => Proto::H2,
+        Protocol::H2c => Proto::H2c,
+        Protocol::H3 => Proto::H3,
+    }
+}
+
+/// Whole milliseconds, as the runner has always handed durations to `hxlab load`.
+fn whole_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_millis() as u64)
+}
+
+/// The run of one cell against the server that announced `ready` (its certificate at
+/// `cert`).
+pub(crate) fn plan(
+    exp: &Experiment,
+    cfg: &CellConfig,
+    ready: &ReadyFile,
+    cert: &Path,
+) -> Result<LoadPlan, String> {
+    let (scheme, port) = match cfg.protocol {
+        Protocol::H1 | Protocol::H2c => ("http", Some(ready.plain.port())),
+        Protocol::H1Tls | Protocol::H2 => ("https", Some(ready.tls.port())),
+        Protocol::H3 => ("https", ready.h3.map(|a| a.port())),
+    };
+    let Some(port) = port else {
+        return Err("the server has no HTTP/3 listener (ready file: h3 = null)".into());
+    };
+    let origin = format!("{scheme}://127.0.0.1:{port}");
+    let mut load = LoadConfig {
+        proto: load_proto(cfg.protocol),
+        ..LoadConfig::default()
+    };
+    let expected = match exp.workload {
+        Workload::Resources | Workload::Browser => resources(exp, cfg, &origin, &mut load),
+        Workload::Throughput => {
+            throughput(exp, cfg, &origin, &mut load);
+            None
+        }
+    };
+    if let Some(cc) = &cfg.cc_client {
+        load.cc = Some(
+            CongestionControl::parse(cc)
+                .ok_or_else(|| format!("congestion control {cc:?}: use reno, cubic or bbr"))?,
+        );
+    }
+    load.no_keepalive = !cfg.keepalive;
+    if cfg.tls_resume || cfg.zero_rtt {
+        // A returning visitor: one unmeasured request first, so the measured connections
+        // resume its session (and send early data) on every protocol alike.
+        load.tls_resume = true;
+        load.prime = true;
+    }
+    // TCP's own 0-RTT: the ClientHello and its early data ride on the SYN.
+    load.tfo = cfg.zero_rtt && cfg.protocol != Protocol::H3;
+    load.zero_rtt = cfg.zero_rtt;
+    if cfg.protocol.tls() {
+        if cfg.needs_link() {
+            // Through the link the server is reached by an address its certificate does not name.
+            load.insecure = true;
+        } else {
+            load.cacert = Some(cert.to_path_buf());
+        }
+    }
+    Ok(LoadPlan {
+        config: load,
+        expected_body_bytes: expected,
+    })
+}
+
+/// The resources workload: a page's `n` resources fetched as a browser would (6 connections
+/// on HTTP/1.1, one multiplexed connection otherwise), or pushed with the page.
+fn resources(
+    exp: &Experiment,
+    cfg: &CellConfig,
+    origin: &str,
+    load: &mut LoadConfig,
+) -> Option<u64> {
+    let n = cfg.resources;
+    let delay_ms = cfg.delay.as_millis();
+    let delay_q = if delay_ms > 0 {
+        format!("?delay={delay_ms}")
+    } else {
+        String::new()
+    };
+    let (clients, streams) = if cfg.protocol.multiplexed() {
+        (1, n.min(MAX_STREAMS))
+    } else {
+        (n.min(BROWSER_CONNECTIONS), 1)
+    };
+    let page = |push: u8| {
+        format!(
+            "{origin}/page?n={n}&size={}&delay={delay_ms}&push={push}",
+            cfg.size
+        )
+    };
+    if cfg.push {
+        // The page with its resources pushed: one request, the rest arrives by push. The
+        // request completes when the page and every pushed resource have arrived, their
+        // bytes counted (spec: push needs h2/h2c).
+        load.urls = vec![page(1)];
+        load.requests = 1;
+        load.push = true;
+    } else if exp.factors.iter().any(|f| f.name == "push") {
+        // The same page, resources requested by the client after the page arrived.
+        load.urls = vec![page(0)];
+        load.urls
+            .extend((0..n).map(|_| format!("{origin}/bytes/{}{delay_q}", cfg.size)));
+        load.requests = n + 1;
+    } else {
+        load.urls = vec![format!("{origin}/bytes/{}{delay_q}", cfg.size)];
+        load.requests = n;
+    }
+    (load.clients, load.max_concurrent_streams) = if load.urls.len() > 1 {
+        (1, 1)
+    } else {
+        (clients, streams)
+    };
+    Some(n * cfg.size)
+}
+
+/// The throughput workload: `-n` requests or `-D` seconds over `-c` connections × `-m`
+/// streams, after an optional warm-up.
+fn throughput(exp: &Experiment, cfg: &CellConfig, origin: &str, load: &mut LoadConfig) {
+    let delay_ms = cfg.delay.as_millis();
+    match cfg.duration {
+        // `requests` keeps its default: a duration-bound run ignores it.
+        Some(d) => load.duration = Some(whole_ms(d)),
+        None => load.requests = cfg.requests,
+    }
+    load.clients = cfg.clients;
+    load.max_concurrent_streams = cfg.streams;
+    if let Some(w) = exp.warm_up.filter(|w| !w.is_zero()) {
+        load.warm_up = whole_ms(w);
+    }
+    let delay_q = if delay_ms > 0 {
+        format!("?delay={delay_ms}")
+    } else {
+        String::new()
+    };
+    load.urls = vec![format!("{origin}/bytes/{}{delay_q}", cfg.size)];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{parse, Overrides};
+
+    fn ready() -> ReadyFile {
+        ReadyFile {
+            pid: 1,
+            tls: "127.0.0.1:4433".parse().unwrap(),
+            plain: "127.0.0.1:8080".parse().unwrap(),
+            h3: Some("127.0.0.1:4433".parse().unwrap()),
+            cert: None,
+            spki_sha256: String::new(),
+        }
+    }
+
+    fn plans(src: &str) -> Vec<LoadPlan> {
+        let e = parse("t.toml", src, &Overrides::default()).expect("parse");
+        e.cells
+            .iter()
+            .map(|c| plan(&e, &c.config, &ready(), Path::new("/tmp/c.pem")).expect("plan"))
+            .collect()
+    }
+
+    #[test]
+    fn resources_workload_fetches_as_a_browser_would() {
+        let p = plans("protocol = [\"h1-tls\", \"h2\", \"h3\", \"h1\"]\ndelay = \"50ms\"\nresources = 12\nsize = \"10KiB\"\n");
+        let c = &p[0].config;
+        assert_eq!(c.proto, Proto::H1);
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (12, 6, 1)
+        );
+        assert_eq!(c.cacert.as_deref(), Some(Path::new("/tmp/c.pem")));
+        assert_eq!(c.urls, ["https://127.0.0.1:4433/bytes/10240?delay=50"]);
+        let c = &p[1].config;
+        assert_eq!(c.proto, Proto::H2);
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (12, 1, 12)
+        );
+        assert_eq!(p[1].expected_body_bytes, Some(12 * 10240));
+        let c = &p[3].config;
+        assert_eq!(c.urls, ["http://127.0.0.1:8080/bytes/10240?delay=50"]);
+        assert_eq!(c.cacert, None);
+        // What the child reads back is what the runner planned.
+        for lp in &p {
+            assert_eq!(
+                LoadConfig::from_json(&lp.config.to_json()).unwrap(),
+                lp.config
+            );
+        }
+        let p = plans("protocol = \"h3\"\nresources = 3750\n");
+        assert_eq!(
+            (p[0].config.clients, p[0].config.max_concurrent_streams),
+            (1, 100),
+            "the server allows 100 streams"
+        );
+    }
+
+    #[test]
+    fn throughput_and_push_plans() {
+        let p = plans("workload = \"throughput\"\nwarm_up = \"1s\"\nprotocol = \"h2\"\nrequests = 1000\nclients = 10\nstreams = 10\nsize = 100\nprofile = \"WiFi\"\n");
+        let c = &p[0].config;
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (1000, 10, 10)
+        );
+        assert_eq!(c.warm_up, Duration::from_secs(1));
+        assert!(
+            c.insecure,
+            "through the link the certificate does not name the address"
+        );
+        assert_eq!(c.urls, ["https://127.0.0.1:4433/bytes/100"]);
+        let p = plans("protocol = \"h2\"\nresources = 1\nsize = \"290KB\"\npush = [false, true]\n");
+        assert_eq!(p[0].config.urls.len(), 2, "page, then the script");
+        assert!(!p[0].config.push);
+        assert!(p[1].config.urls[0].ends_with("push=1"));
+        // Only the pushed cell accepts pushes.
+        assert!(p[1].config.push);
+        let p = plans("protocol = \"h2\"\nzero_rtt = true\ncc = \"cubic\"\n");
+        let c = &p[0].config;
+        assert!(c.zero_rtt && c.tls_resume && c.prime && c.tfo);
+        assert_eq!(c.cc, Some(CongestionControl::Cubic));
+    }
+}
