@@ -122,8 +122,6 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
     for u in &args.urls {
         urls.extend(std::iter::repeat_n(u.clone(), args.multiply));
     }
-    let multiplexed =
-        matches!(proto, Proto::H2c | Proto::H3) || (https && matches!(proto, Proto::Auto));
     let cfg = LoadConfig {
         urls,
         requests: total as u64,
