@@ -6,12 +6,15 @@
 //! [`cc`] holds the congestion-control vocabulary with the one socket option and the one
 //! quinn hook that apply and read it back, so both ends set it the same way.
 //! [`write_atomically`] is the one way any crate replaces a file others may be reading.
+//! [`Protocol`] (what a connection spoke) and [`Proto`] (what a client is asked to speak) are
+//! the one protocol vocabulary.
 //! [`ReadyFile`] is the file `hxlab serve` writes when it is ready, for whoever started it.
 //! What it is not: no other I/O, no protocol code, no async runtime.
 
 pub mod atomic_file;
 pub mod cc;
 pub mod histogram;
+pub mod protocol;
 pub mod ready;
 pub mod result;
 pub mod stats;
@@ -19,6 +22,7 @@ pub mod units;
 
 pub use atomic_file::write_atomically;
 pub use histogram::LatencyHistogram;
+pub use protocol::{Proto, Protocol};
 pub use ready::ReadyFile;
 pub use result::RunResult;
 pub use units::{parse_duration, parse_rate, parse_size, UnitError};

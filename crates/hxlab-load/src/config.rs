@@ -6,48 +6,8 @@ use crate::LoadError;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Which HTTP version to speak.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Proto {
-    /// HTTP/1.1 (plain for http://, TLS for https://).
-    H1,
-    /// HTTP/2 over TLS (ALPN h2); an http:// URL means h2c.
-    H2,
-    /// HTTP/2 over cleartext TCP with prior knowledge.
-    H2c,
-    /// HTTP/3 over QUIC (https:// URLs only).
-    H3,
-    /// https://: offer ALPN `h2,http/1.1` (or `--alpn-list`) and use what the server picks;
-    /// http://: HTTP/1.1.
-    #[default]
-    Auto,
-}
-
-impl Proto {
-    /// Parses `h1`, `http/1.1`, `h2`, `h2c`, `h3`, `auto`.
-    pub fn parse(s: &str) -> Option<Proto> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "h1" | "http/1.1" | "http1.1" | "http1" => Proto::H1,
-            "h2" => Proto::H2,
-            "h2c" => Proto::H2c,
-            "h3" => Proto::H3,
-            "auto" => Proto::Auto,
-            _ => return None,
-        })
-    }
-
-    /// The name as written on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::H1 => "h1",
-            Proto::H2 => "h2",
-            Proto::H2c => "h2c",
-            Proto::H3 => "h3",
-            Proto::Auto => "auto",
-        }
-    }
-}
+/// Which HTTP version to speak (hxlab-core's request form of the one protocol type).
+pub use hxlab_core::Proto;
 
 /// TCP/QUIC congestion controller (shared with `hxlab serve`).
 pub use hxlab_core::cc::CongestionControl;

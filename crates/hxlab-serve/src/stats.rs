@@ -5,34 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// The protocol a connection or request was served over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Proto {
-    H1,
-    H1Tls,
-    H2,
-    H2c,
-    H3,
-}
-
-impl Proto {
-    pub const ALL: [Proto; 5] = [Proto::H1, Proto::H1Tls, Proto::H2, Proto::H2c, Proto::H3];
-
-    /// The key used in `/stats`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::H1 => "h1",
-            Proto::H1Tls => "h1-tls",
-            Proto::H2 => "h2",
-            Proto::H2c => "h2c",
-            Proto::H3 => "h3",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
+/// The protocol a connection or request was served over (hxlab-core's one protocol type).
+pub(crate) use hxlab_core::Protocol as Proto;
 
 /// Names of the congestion controllers counted per connection, in slot order; anything
 /// else the kernel reports is counted as "other".

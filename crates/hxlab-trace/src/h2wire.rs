@@ -189,146 +189,78 @@ impl H2Wire {
     }
 
     fn frame_event(&mut self, ftype: u8, flags: u8, stream_id: u32, p: &[u8]) -> Event {
-        let mut e = self.head(ftype, p.len(), flags, stream_id);
+        let e = self.head(ftype, p.len(), flags, stream_id);
         match ftype {
-            0x1 => {
-                let mut body = p;
-                let mut pad = 0usize;
-                if flags & FLAG_PADDED != 0 {
-                    pad = body.first().copied().unwrap_or(0) as usize;
-                    body = body.get(1..).unwrap_or_default();
-                }
-                if flags & FLAG_PRIORITY != 0 && body.len() >= 5 {
-                    let dep = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-                    let weight = body[4] as u32 + 1;
-                    e = e
-                        .detail(format!(
-                            "(dep_stream_id={}, weight={weight}, exclusive={})",
-                            dep & 0x7fff_ffff,
-                            dep >> 31
-                        ))
-                        .field("priority", json!({"dep_stream_id": dep & 0x7fff_ffff, "weight": weight, "exclusive": dep >> 31 == 1}));
-                    body = &body[5..];
-                }
-                let body = &body[..body.len().saturating_sub(pad)];
-                e = e.field("end_stream", flags & FLAG_END_STREAM != 0);
-                if flags & FLAG_END_STREAM != 0 {
-                    e = e.detail("; END_STREAM");
-                }
-                e = self.start_block(e, stream_id, None, body, flags & FLAG_END_HEADERS != 0);
-            }
-            0x2 if p.len() >= 5 => {
-                let dep = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
-                let weight = p[4] as u32 + 1;
-                e = e
-                    .detail(format!(
-                        "(dep_stream_id={}, weight={weight}, exclusive={})",
-                        dep & 0x7fff_ffff,
-                        dep >> 31
-                    ))
-                    .field("dep_stream_id", dep & 0x7fff_ffff)
-                    .field("weight", weight)
-                    .field("exclusive", dep >> 31 == 1);
-            }
-            0x3 if p.len() >= 4 => {
-                let code = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
-                e = e
-                    .detail(format!(
-                        "(error_code={}(0x{code:02x}))",
-                        error_code_name(code)
-                    ))
-                    .field("error_code", code)
-                    .field("error", error_code_name(code));
-            }
-            0x4 => {
-                let ack = flags & FLAG_ACK != 0;
-                e = e.field("ack", ack);
-                if ack {
-                    e = e.detail("; ACK");
-                } else {
-                    e = e.detail(format!("(niv={})", p.len() / 6));
-                }
-                let mut list = Vec::new();
-                for s in p.chunks_exact(6) {
-                    let id = u16::from_be_bytes([s[0], s[1]]);
-                    let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    e = e.detail(format!("[{}(0x{id:02x}): {value}]", setting_name(id)));
-                    list.push(json!({"id": id, "name": setting_name(id), "value": value}));
-                }
-                e = e.field("settings", Value::Array(list));
-            }
-            0x5 => {
-                let mut body = p;
-                let mut pad = 0usize;
-                if flags & FLAG_PADDED != 0 {
-                    pad = body.first().copied().unwrap_or(0) as usize;
-                    body = body.get(1..).unwrap_or_default();
-                }
-                if body.len() >= 4 {
-                    let promised =
-                        u32::from_be_bytes([body[0], body[1], body[2], body[3]]) & 0x7fff_ffff;
-                    let block = &body[4..body.len().saturating_sub(pad).max(4)];
-                    e = e
-                        .detail(format!("(promised_stream_id={promised})"))
-                        .field("promised_stream_id", promised);
-                    e = self.start_block(
-                        e,
-                        stream_id,
-                        Some(promised),
-                        block,
-                        flags & FLAG_END_HEADERS != 0,
-                    );
-                }
-            }
-            0x6 if p.len() >= 8 => {
-                let mut data = [0u8; 8];
-                data.copy_from_slice(&p[..8]);
-                let ack = flags & FLAG_ACK != 0;
-                e = e
-                    .detail(format!(
-                        "(opaque_data={}){}",
-                        hex(&data),
-                        if ack { "; ACK" } else { "" }
-                    ))
-                    .field("opaque_data", hex(&data))
-                    .field("ack", ack);
-            }
-            0x7 if p.len() >= 8 => {
-                let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
-                let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
-                let debug = String::from_utf8_lossy(&p[8..]).to_string();
-                e = e
-                    .detail(format!(
-                        "(last_stream_id={last}, error_code={}(0x{code:02x}), opaque_data({})=[{debug}])",
-                        error_code_name(code),
-                        p.len() - 8
-                    ))
-                    .field("last_stream_id", last)
-                    .field("error_code", code)
-                    .field("error", error_code_name(code))
-                    .field("debug_data", debug);
-            }
-            0x8 if p.len() >= 4 => {
-                let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
-                e = e
-                    .detail(format!("(window_size_increment={inc})"))
-                    .field("window_size_increment", inc);
-            }
+            0x1 => self.headers_event(e, flags, stream_id, p),
+            0x5 => self.push_promise_event(e, flags, stream_id, p),
             0x9 => {
                 let end = flags & FLAG_END_HEADERS != 0;
                 match self.pending.as_mut() {
                     Some(b) if b.stream_id == stream_id => {
                         b.fragment.extend_from_slice(p);
                         if end {
-                            e = self.finish_block(e);
+                            return self.finish_block(e);
                         }
+                        e
                     }
-                    _ => e = e.detail("(CONTINUATION without a header block in progress)"),
+                    _ => e.detail("(CONTINUATION without a header block in progress)"),
                 }
             }
-            _ => {}
+            _ => control_fields(e, ftype, flags, p),
         }
-        e
+    }
+
+    /// HEADERS: priority, END_STREAM, and the header block (decoded once complete).
+    fn headers_event(&mut self, mut e: Event, flags: u8, stream_id: u32, p: &[u8]) -> Event {
+        let mut body = p;
+        let mut pad = 0usize;
+        if flags & FLAG_PADDED != 0 {
+            pad = body.first().copied().unwrap_or(0) as usize;
+            body = body.get(1..).unwrap_or_default();
+        }
+        if flags & FLAG_PRIORITY != 0 && body.len() >= 5 {
+            let dep = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+            let weight = body[4] as u32 + 1;
+            e = e
+                .detail(format!(
+                    "(dep_stream_id={}, weight={weight}, exclusive={})",
+                    dep & 0x7fff_ffff,
+                    dep >> 31
+                ))
+                .field("priority", json!({"dep_stream_id": dep & 0x7fff_ffff, "weight": weight, "exclusive": dep >> 31 == 1}));
+            body = &body[5..];
+        }
+        let body = &body[..body.len().saturating_sub(pad)];
+        e = e.field("end_stream", flags & FLAG_END_STREAM != 0);
+        if flags & FLAG_END_STREAM != 0 {
+            e = e.detail("; END_STREAM");
+        }
+        self.start_block(e, stream_id, None, body, flags & FLAG_END_HEADERS != 0)
+    }
+
+    /// PUSH_PROMISE: the promised stream and its header block.
+    fn push_promise_event(&mut self, mut e: Event, flags: u8, stream_id: u32, p: &[u8]) -> Event {
+        let mut body = p;
+        let mut pad = 0usize;
+        if flags & FLAG_PADDED != 0 {
+            pad = body.first().copied().unwrap_or(0) as usize;
+            body = body.get(1..).unwrap_or_default();
+        }
+        if body.len() < 4 {
+            return e;
+        }
+        let promised = u32::from_be_bytes([body[0], body[1], body[2], body[3]]) & 0x7fff_ffff;
+        let block = &body[4..body.len().saturating_sub(pad).max(4)];
+        e = e
+            .detail(format!("(promised_stream_id={promised})"))
+            .field("promised_stream_id", promised);
+        self.start_block(
+            e,
+            stream_id,
+            Some(promised),
+            block,
+            flags & FLAG_END_HEADERS != 0,
+        )
     }
 
     fn start_block(
@@ -396,6 +328,89 @@ impl H2Wire {
         }
         e
     }
+}
+
+/// The fields of frames without a header block: PRIORITY, RST_STREAM, SETTINGS, PING,
+/// GOAWAY, WINDOW_UPDATE (others: the head only).
+fn control_fields(mut e: Event, ftype: u8, flags: u8, p: &[u8]) -> Event {
+    match ftype {
+        0x2 if p.len() >= 5 => {
+            let dep = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
+            let weight = p[4] as u32 + 1;
+            e = e
+                .detail(format!(
+                    "(dep_stream_id={}, weight={weight}, exclusive={})",
+                    dep & 0x7fff_ffff,
+                    dep >> 31
+                ))
+                .field("dep_stream_id", dep & 0x7fff_ffff)
+                .field("weight", weight)
+                .field("exclusive", dep >> 31 == 1);
+        }
+        0x3 if p.len() >= 4 => {
+            let code = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
+            e = e
+                .detail(format!(
+                    "(error_code={}(0x{code:02x}))",
+                    error_code_name(code)
+                ))
+                .field("error_code", code)
+                .field("error", error_code_name(code));
+        }
+        0x4 => {
+            let ack = flags & FLAG_ACK != 0;
+            e = e.field("ack", ack);
+            if ack {
+                e = e.detail("; ACK");
+            } else {
+                e = e.detail(format!("(niv={})", p.len() / 6));
+            }
+            let mut list = Vec::new();
+            for s in p.chunks_exact(6) {
+                let id = u16::from_be_bytes([s[0], s[1]]);
+                let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+                e = e.detail(format!("[{}(0x{id:02x}): {value}]", setting_name(id)));
+                list.push(json!({"id": id, "name": setting_name(id), "value": value}));
+            }
+            e = e.field("settings", Value::Array(list));
+        }
+        0x6 if p.len() >= 8 => {
+            let mut data = [0u8; 8];
+            data.copy_from_slice(&p[..8]);
+            let ack = flags & FLAG_ACK != 0;
+            e = e
+                .detail(format!(
+                    "(opaque_data={}){}",
+                    hex(&data),
+                    if ack { "; ACK" } else { "" }
+                ))
+                .field("opaque_data", hex(&data))
+                .field("ack", ack);
+        }
+        0x7 if p.len() >= 8 => {
+            let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
+            let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
+            let debug = String::from_utf8_lossy(&p[8..]).to_string();
+            e = e
+                .detail(format!(
+                    "(last_stream_id={last}, error_code={}(0x{code:02x}), opaque_data({})=[{debug}])",
+                    error_code_name(code),
+                    p.len() - 8
+                ))
+                .field("last_stream_id", last)
+                .field("error_code", code)
+                .field("error", error_code_name(code))
+                .field("debug_data", debug);
+        }
+        0x8 if p.len() >= 4 => {
+            let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
+            e = e
+                .detail(format!("(window_size_increment={inc})"))
+                .field("window_size_increment", inc);
+        }
+        _ => {}
+    }
+    e
 }
 
 fn hex(b: &[u8]) -> String {

@@ -103,117 +103,127 @@ impl H3StreamWire {
             return out;
         }
         self.buf.extend_from_slice(bytes);
-        loop {
-            match self.kind {
-                StreamKind::UniUntyped => {
-                    let Some((t, n)) = varint(&self.buf) else {
-                        return out;
-                    };
-                    self.buf.drain(..n);
-                    self.kind = match t {
-                        0x00 => StreamKind::Control,
-                        0x01 => StreamKind::Push { id_read: false },
-                        0x02 => StreamKind::QpackEncoder,
-                        0x03 => StreamKind::QpackDecoder,
-                        t => StreamKind::Other(t),
-                    };
-                    out.push(
-                        self.base(
-                            "h3_stream",
-                            format!(
-                                "unidirectional stream {}: {}",
-                                self.stream_id,
-                                uni_type_name(t)
-                            ),
-                        )
-                        .field("stream_type", t),
-                    );
-                    if let StreamKind::Other(_) = self.kind {
-                        self.buf.clear();
-                        return out;
-                    }
+        // Each step takes one complete item off the buffer; false when it needs more bytes.
+        while match self.kind {
+            StreamKind::UniUntyped => self.stream_type(&mut out),
+            StreamKind::Push { id_read: false } => self.push_id(&mut out),
+            StreamKind::QpackEncoder | StreamKind::QpackDecoder => self.instruction(&mut out),
+            StreamKind::Other(_) => false,
+            StreamKind::Request | StreamKind::Control | StreamKind::Push { id_read: true } => {
+                self.frame(&mut out)
+            }
+        } {}
+        out
+    }
+
+    /// A unidirectional stream's type.
+    fn stream_type(&mut self, out: &mut Vec<Event>) -> bool {
+        let Some((t, n)) = varint(&self.buf) else {
+            return false;
+        };
+        self.buf.drain(..n);
+        self.kind = match t {
+            0x00 => StreamKind::Control,
+            0x01 => StreamKind::Push { id_read: false },
+            0x02 => StreamKind::QpackEncoder,
+            0x03 => StreamKind::QpackDecoder,
+            t => StreamKind::Other(t),
+        };
+        out.push(
+            self.base(
+                "h3_stream",
+                format!(
+                    "unidirectional stream {}: {}",
+                    self.stream_id,
+                    uni_type_name(t)
+                ),
+            )
+            .field("stream_type", t),
+        );
+        if let StreamKind::Other(_) = self.kind {
+            self.buf.clear();
+            return false;
+        }
+        true
+    }
+
+    /// A push stream's push id.
+    fn push_id(&mut self, out: &mut Vec<Event>) -> bool {
+        let Some((id, n)) = varint(&self.buf) else {
+            return false;
+        };
+        self.buf.drain(..n);
+        self.kind = StreamKind::Push { id_read: true };
+        out.push(
+            self.base("h3_push_stream", format!("push stream for push id {id}"))
+                .field("push_id", id),
+        );
+        true
+    }
+
+    /// One QPACK encoder or decoder stream instruction.
+    fn instruction(&mut self, out: &mut Vec<Event>) -> bool {
+        let encoder = self.kind == StreamKind::QpackEncoder;
+        let r = if encoder {
+            qpack::encoder_instruction(&self.buf)
+        } else {
+            qpack::decoder_instruction(&self.buf)
+        };
+        match r {
+            Ok(Some((n, text))) => {
+                self.buf.drain(..n);
+                let which = if encoder { "encoder" } else { "decoder" };
+                out.push(
+                    self.base(
+                        "qpack_instruction",
+                        format!("QPACK {which} instruction: {text}"),
+                    )
+                    .field("instruction", text),
+                );
+                true
+            }
+            Ok(None) => {
+                if self.buf.len() as u64 > MAX_BUFFERED_FRAME {
+                    self.broken = true;
                 }
-                StreamKind::Push { id_read: false } => {
-                    let Some((id, n)) = varint(&self.buf) else {
-                        return out;
-                    };
-                    self.buf.drain(..n);
-                    self.kind = StreamKind::Push { id_read: true };
-                    out.push(
-                        self.base("h3_push_stream", format!("push stream for push id {id}"))
-                            .field("push_id", id),
-                    );
-                }
-                StreamKind::QpackEncoder | StreamKind::QpackDecoder => {
-                    let r = if self.kind == StreamKind::QpackEncoder {
-                        qpack::encoder_instruction(&self.buf)
-                    } else {
-                        qpack::decoder_instruction(&self.buf)
-                    };
-                    match r {
-                        Ok(Some((n, text))) => {
-                            self.buf.drain(..n);
-                            let which = if self.kind == StreamKind::QpackEncoder {
-                                "encoder"
-                            } else {
-                                "decoder"
-                            };
-                            out.push(
-                                self.base(
-                                    "qpack_instruction",
-                                    format!("QPACK {which} instruction: {text}"),
-                                )
-                                .field("instruction", text),
-                            );
-                        }
-                        Ok(None) => {
-                            if self.buf.len() as u64 > MAX_BUFFERED_FRAME {
-                                self.broken = true;
-                            }
-                            return out;
-                        }
-                        Err(e) => {
-                            self.broken = true;
-                            out.push(
-                                self.base("error", format!("QPACK instruction not decodable: {e}")),
-                            );
-                            return out;
-                        }
-                    }
-                }
-                StreamKind::Other(_) => return out,
-                StreamKind::Request | StreamKind::Control | StreamKind::Push { id_read: true } => {
-                    let Some((ftype, n1)) = varint(&self.buf) else {
-                        return out;
-                    };
-                    let Some((len, n2)) = varint(&self.buf[n1..]) else {
-                        return out;
-                    };
-                    let hdr = n1 + n2;
-                    if ftype == 0x0 || len > MAX_BUFFERED_FRAME || is_grease(ftype) {
-                        // Reported from the header alone; the payload passes unbuffered.
-                        let have = ((self.buf.len() - hdr) as u64).min(len);
-                        self.buf.drain(..hdr + have as usize);
-                        self.skip = len - have;
-                        let mut e = self.frame_head(ftype, len);
-                        if ftype != 0x0 && !is_grease(ftype) {
-                            e = e.detail("; payload too large to decode");
-                        }
-                        out.push(e);
-                        if self.skip > 0 {
-                            return out;
-                        }
-                        continue;
-                    }
-                    if ((self.buf.len() - hdr) as u64) < len {
-                        return out;
-                    }
-                    let payload: Vec<u8> = self.buf[hdr..hdr + len as usize].to_vec();
-                    self.buf.drain(..hdr + len as usize);
-                    out.push(self.frame_event(ftype, &payload));
-                }
+                false
+            }
+            Err(e) => {
+                self.broken = true;
+                out.push(self.base("error", format!("QPACK instruction not decodable: {e}")));
+                false
             }
         }
+    }
+
+    /// One HTTP/3 frame (DATA, reserved and oversized frames from their head alone).
+    fn frame(&mut self, out: &mut Vec<Event>) -> bool {
+        let Some((ftype, n1)) = varint(&self.buf) else {
+            return false;
+        };
+        let Some((len, n2)) = varint(&self.buf[n1..]) else {
+            return false;
+        };
+        let hdr = n1 + n2;
+        if ftype == 0x0 || len > MAX_BUFFERED_FRAME || is_grease(ftype) {
+            // Reported from the header alone; the payload passes unbuffered.
+            let have = ((self.buf.len() - hdr) as u64).min(len);
+            self.buf.drain(..hdr + have as usize);
+            self.skip = len - have;
+            let mut e = self.frame_head(ftype, len);
+            if ftype != 0x0 && !is_grease(ftype) {
+                e = e.detail("; payload too large to decode");
+            }
+            out.push(e);
+            return self.skip == 0;
+        }
+        if ((self.buf.len() - hdr) as u64) < len {
+            return false;
+        }
+        let payload: Vec<u8> = self.buf[hdr..hdr + len as usize].to_vec();
+        self.buf.drain(..hdr + len as usize);
+        out.push(self.frame_event(ftype, &payload));
+        true
     }
 
     fn frame_head(&self, ftype: u64, len: u64) -> Event {

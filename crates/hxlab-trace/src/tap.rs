@@ -16,20 +16,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-/// The protocol the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Asked {
-    /// https: offer h2 and http/1.1 by ALPN; http: HTTP/1.1.
-    Auto,
-    /// HTTP/1.1.
-    H1,
-    /// HTTP/2 over TLS (shows the fallback when the server selects HTTP/1.1); h2c on http.
-    H2,
-    /// HTTP/2 over cleartext TCP with prior knowledge.
-    H2c,
-    /// HTTP/3.
-    H3,
-}
+/// The protocol the user asked for (hxlab-core's request form of the protocol type).
+pub use hxlab_core::Proto as Asked;
 
 /// One response as the wire showed it.
 #[derive(Debug, Clone, Default)]

@@ -52,58 +52,8 @@ pub enum SpecError {
     },
 }
 
-/// The protocols a cell can use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    /// HTTP/1.1 over plain TCP.
-    H1,
-    /// HTTP/1.1 over TLS.
-    H1Tls,
-    /// HTTP/2 over TLS (ALPN h2).
-    H2,
-    /// HTTP/2 over plain TCP with prior knowledge.
-    H2c,
-    /// HTTP/3 over QUIC.
-    H3,
-}
-
-impl Protocol {
-    /// Every protocol, in the order reports list them.
-    pub const ALL: [Protocol; 5] = [
-        Protocol::H1,
-        Protocol::H1Tls,
-        Protocol::H2,
-        Protocol::H2c,
-        Protocol::H3,
-    ];
-
-    /// The name in experiment files and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::H1 => "h1",
-            Protocol::H1Tls => "h1-tls",
-            Protocol::H2 => "h2",
-            Protocol::H2c => "h2c",
-            Protocol::H3 => "h3",
-        }
-    }
-    /// Reads a protocol name.
-    pub fn parse(s: &str) -> Option<Protocol> {
-        Protocol::ALL.into_iter().find(|p| p.name() == s)
-    }
-    /// Whether the protocol runs over TLS (or QUIC's TLS 1.3).
-    pub fn tls(self) -> bool {
-        matches!(self, Protocol::H1Tls | Protocol::H2 | Protocol::H3)
-    }
-    /// Whether it multiplexes requests on one connection.
-    pub fn multiplexed(self) -> bool {
-        matches!(self, Protocol::H2 | Protocol::H2c | Protocol::H3)
-    }
-    /// The key of the server's `/stats` `by_protocol` object for this protocol.
-    pub fn stats_key(self) -> &'static str {
-        self.name()
-    }
-}
+/// The protocols a cell can use (hxlab-core's one protocol type).
+pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
 pub const FACTORS: [(&str, &str); 22] = [

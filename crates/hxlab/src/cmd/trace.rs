@@ -4,30 +4,16 @@ use hxlab_load::{LoadConfig, LoadError, Proto};
 use hxlab_trace::{Asked, Event, Summary, TraceTap, Tracer};
 use std::process::ExitCode;
 
-/// Protocol choice on the command line.
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum ProtoArg {
-    /// https: ALPN h2 or http/1.1; http: HTTP/1.1.
-    Auto,
-    /// HTTP/1.1.
-    H1,
-    /// HTTP/2 over TLS (ALPN; shows the fallback if the server only speaks HTTP/1.1).
-    H2,
-    /// HTTP/2 over cleartext TCP, prior knowledge.
-    H2c,
-    /// HTTP/3 over QUIC.
-    H3,
-}
-
 /// Options of `hxlab trace`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// URLs to request, all on one origin (one connection is traced).
     #[arg(required = true, num_args = 1..)]
     pub urls: Vec<String>,
-    /// Protocol to speak.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub proto: ProtoArg,
+    /// Protocol to speak: auto (https: ALPN h2 or http/1.1; http: HTTP/1.1), h1, h2 (TLS;
+    /// shows the fallback if the server only speaks HTTP/1.1; h2c on http://), h2c, h3.
+    #[arg(long, default_value = "auto", value_parser = parse_proto, value_name = "auto|h1|h2|h2c|h3")]
+    pub proto: Proto,
     /// Request each URL N times, all at once on h2/h3 (like `nghttp -m`).
     #[arg(short = 'm', long = "multiply", default_value_t = 1, value_name = "N")]
     pub multiply: usize,
@@ -57,6 +43,10 @@ pub struct Args {
 
 /// The most requests one trace sends (-m times URLs): a trace is for reading, not for load.
 const MAX_REQUESTS: usize = 1000;
+
+fn parse_proto(s: &str) -> Result<Proto, String> {
+    Proto::parse(s).ok_or_else(|| format!("{s:?} is not one of auto, h1, h2, h2c, h3"))
+}
 
 /// `-H "Name: value"` as a (name, value) pair, or why not.
 fn header(h: &str) -> anyhow::Result<(String, String)> {
@@ -90,13 +80,7 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
         )));
     }
     let https = args.urls[0].to_ascii_lowercase().starts_with("https://");
-    let asked = match args.proto {
-        ProtoArg::Auto => Asked::Auto,
-        ProtoArg::H1 => Asked::H1,
-        ProtoArg::H2 => Asked::H2,
-        ProtoArg::H2c => Asked::H2c,
-        ProtoArg::H3 => Asked::H3,
-    };
+    let asked = args.proto;
     let proto = match (asked, https) {
         (Asked::Auto, _) => Proto::Auto,
         (Asked::H1, _) => Proto::H1,
