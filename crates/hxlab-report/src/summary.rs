@@ -567,142 +567,154 @@ impl Report {
         fixed.join(", ")
     }
 
+    /// Our table (published rows interleaved), then the published tables none of it took in.
     fn build_tables(&self) -> Vec<Table> {
-        let mut tables = Vec::new();
         let fixed = self.fixed_conditions();
         let suffix = if fixed.is_empty() {
             String::new()
         } else {
             format!(" — {fixed}")
         };
-        let column = self.column_factor();
         let mut used_published = vec![false; self.meta.published.len()];
-        match &column {
-            Some(col) => {
-                let levels = self.levels_of(col);
-                let mut table = Table {
-                    title: format!("{} by {col}{suffix}", self.metric.label()),
-                    corner: col.clone(),
-                    columns: levels.clone(),
-                    rows: Vec::new(),
-                };
-                let published: Vec<usize> = (0..self.meta.published.len())
-                    .filter(|&i| {
-                        self.meta.published[i].column_factor.as_deref() == Some(col.as_str())
-                    })
-                    .collect();
-                for combo in self.row_keys(Some(col)) {
-                    let cells = levels
-                        .iter()
-                        .map(|l| {
-                            self.find_cell(&combo, Some((col, l))).and_then(|c| {
-                                c.median.is_finite().then_some(Figure {
-                                    value: c.median,
-                                    ci: Some(c.ci),
-                                    warn: !c.warnings.is_empty(),
-                                })
-                            })
-                        })
-                        .collect();
-                    table.rows.push(TableRow {
-                        label: Self::row_label(&combo),
-                        published: false,
-                        cells,
-                    });
-                    for &pi in &published {
-                        let pt = &self.meta.published[pi];
-                        for prow in &pt.rows {
-                            if !prow.factors.is_empty()
-                                && prow
-                                    .factors
-                                    .iter()
-                                    .all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v))
-                            {
-                                used_published[pi] = true;
-                                table.rows.push(published_row(prow, &pt.columns, &levels));
-                            }
-                        }
+        let ours = match self.column_factor() {
+            Some(col) => self.factor_table(&col, &suffix, &mut used_published),
+            None => self.metrics_table(&suffix, &mut used_published),
+        };
+        let mut tables = vec![ours];
+        tables.extend(self.unused_published_tables(&used_published));
+        tables
+    }
+
+    /// The primary metric by the levels of `col`, published rows beside the rows they match.
+    fn factor_table(&self, col: &str, suffix: &str, used_published: &mut [bool]) -> Table {
+        let levels = self.levels_of(col);
+        let mut table = Table {
+            title: format!("{} by {col}{suffix}", self.metric.label()),
+            corner: col.to_string(),
+            columns: levels.clone(),
+            rows: Vec::new(),
+        };
+        let published: Vec<usize> = (0..self.meta.published.len())
+            .filter(|&i| self.meta.published[i].column_factor.as_deref() == Some(col))
+            .collect();
+        let row_keys = self.row_keys(Some(col));
+        for combo in &row_keys {
+            table.rows.push(self.factor_row(combo, col, &levels));
+            for &pi in &published {
+                let pt = &self.meta.published[pi];
+                for prow in &pt.rows {
+                    if published_row_matches(prow, combo) {
+                        used_published[pi] = true;
+                        table.rows.push(published_row(prow, &pt.columns, &levels));
                     }
                 }
-                // Published rows that match none of ours still belong in the table.
-                for &pi in &published {
-                    let pt = &self.meta.published[pi];
-                    for prow in &pt.rows {
-                        let matched = !prow.factors.is_empty()
-                            && self.row_keys(Some(col)).iter().any(|combo| {
-                                prow.factors
-                                    .iter()
-                                    .all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v))
-                            });
-                        if !matched {
-                            used_published[pi] = true;
-                            table.rows.push(published_row(prow, &pt.columns, &levels));
-                        }
-                    }
-                }
-                tables.push(table);
-            }
-            None => {
-                let columns: Vec<String> = METRICS.iter().map(|m| m.to_string()).collect();
-                let mut table = Table {
-                    title: format!("figures per protocol{suffix}"),
-                    corner: "protocol".into(),
-                    columns: METRICS
-                        .iter()
-                        .map(|m| metric_header(m).to_string())
-                        .collect(),
-                    rows: Vec::new(),
-                };
-                let published: Vec<usize> = (0..self.meta.published.len())
-                    .filter(|&i| self.meta.published[i].column_factor.is_none())
-                    .collect();
-                for combo in self.row_keys(None) {
-                    let Some(c) = self.find_cell(&combo, None) else {
-                        continue;
-                    };
-                    let cells = METRICS
-                        .iter()
-                        .map(|m| {
-                            let value = if *m == metric_key(self.metric) {
-                                Some(c.median)
-                            } else {
-                                c.secondary.get(m).copied()
-                            };
-                            value.filter(|v| v.is_finite()).map(|value| Figure {
-                                value,
-                                ci: (*m == metric_key(self.metric)).then_some(c.ci),
-                                warn: !c.warnings.is_empty(),
-                            })
-                        })
-                        .collect();
-                    table.rows.push(TableRow {
-                        label: Self::row_label(&combo),
-                        published: false,
-                        cells,
-                    });
-                    for &pi in &published {
-                        let pt = &self.meta.published[pi];
-                        for prow in &pt.rows {
-                            if prow
-                                .factors
-                                .iter()
-                                .all(|(k, v)| c.factors.get(k) == Some(v))
-                            {
-                                used_published[pi] = true;
-                                table.rows.push(published_row(prow, &pt.columns, &columns));
-                            }
-                        }
-                    }
-                }
-                tables.push(table);
             }
         }
-        // Published tables laid out along another factor are shown as they were published.
-        for (pi, pt) in self.meta.published.iter().enumerate() {
-            if used_published[pi] {
-                continue;
+        // Published rows that match none of ours still belong in the table.
+        for &pi in &published {
+            let pt = &self.meta.published[pi];
+            for prow in &pt.rows {
+                let matched = row_keys
+                    .iter()
+                    .any(|combo| published_row_matches(prow, combo));
+                if !matched {
+                    used_published[pi] = true;
+                    table.rows.push(published_row(prow, &pt.columns, &levels));
+                }
             }
-            tables.push(Table {
+        }
+        table
+    }
+
+    /// Our row for one combination of the other factors: the median at each level of `col`.
+    fn factor_row(&self, combo: &[(String, String)], col: &str, levels: &[String]) -> TableRow {
+        let cells = levels
+            .iter()
+            .map(|l| {
+                self.find_cell(combo, Some((col, l))).and_then(|c| {
+                    c.median.is_finite().then_some(Figure {
+                        value: c.median,
+                        ci: Some(c.ci),
+                        warn: !c.warnings.is_empty(),
+                    })
+                })
+            })
+            .collect();
+        TableRow {
+            label: Self::row_label(combo),
+            published: false,
+            cells,
+        }
+    }
+
+    /// Every metric as a column (no column factor), published rows beside the cells they match.
+    fn metrics_table(&self, suffix: &str, used_published: &mut [bool]) -> Table {
+        let columns: Vec<String> = METRICS.iter().map(|m| m.to_string()).collect();
+        let mut table = Table {
+            title: format!("figures per protocol{suffix}"),
+            corner: "protocol".into(),
+            columns: METRICS
+                .iter()
+                .map(|m| metric_header(m).to_string())
+                .collect(),
+            rows: Vec::new(),
+        };
+        let published: Vec<usize> = (0..self.meta.published.len())
+            .filter(|&i| self.meta.published[i].column_factor.is_none())
+            .collect();
+        for combo in self.row_keys(None) {
+            let Some(c) = self.find_cell(&combo, None) else {
+                continue;
+            };
+            table.rows.push(TableRow {
+                label: Self::row_label(&combo),
+                published: false,
+                cells: self.metric_figures(c),
+            });
+            for &pi in &published {
+                let pt = &self.meta.published[pi];
+                for prow in &pt.rows {
+                    if prow
+                        .factors
+                        .iter()
+                        .all(|(k, v)| c.factors.get(k) == Some(v))
+                    {
+                        used_published[pi] = true;
+                        table.rows.push(published_row(prow, &pt.columns, &columns));
+                    }
+                }
+            }
+        }
+        table
+    }
+
+    /// One cell's figure for each of [`METRICS`], the primary metric with its interval.
+    fn metric_figures(&self, c: &CellSummary) -> Vec<Option<Figure>> {
+        METRICS
+            .iter()
+            .map(|m| {
+                let value = if *m == metric_key(self.metric) {
+                    Some(c.median)
+                } else {
+                    c.secondary.get(m).copied()
+                };
+                value.filter(|v| v.is_finite()).map(|value| Figure {
+                    value,
+                    ci: (*m == metric_key(self.metric)).then_some(c.ci),
+                    warn: !c.warnings.is_empty(),
+                })
+            })
+            .collect()
+    }
+
+    /// Published tables laid out along another factor (none of their rows used), as published.
+    fn unused_published_tables(&self, used_published: &[bool]) -> Vec<Table> {
+        self.meta
+            .published
+            .iter()
+            .enumerate()
+            .filter(|&(pi, _)| !used_published[pi])
+            .map(|(_, pt)| Table {
                 title: format!("published: {}", pt.title),
                 corner: pt.column_factor.clone().unwrap_or_default(),
                 columns: pt
@@ -729,9 +741,8 @@ impl Report {
                             .collect(),
                     })
                     .collect(),
-            });
-        }
-        tables
+            })
+            .collect()
     }
 
     fn build_comparisons(&self) -> Vec<Comparison> {
@@ -899,6 +910,15 @@ fn metric_key(m: Metric) -> &'static str {
         Metric::TimeS => "time_s",
         Metric::RequestsPerSec => "req_s",
     }
+}
+
+/// True when a published row names factor values and our row `combo` has every one of them.
+fn published_row_matches(prow: &crate::model::PublishedRow, combo: &[(String, String)]) -> bool {
+    !prow.factors.is_empty()
+        && prow
+            .factors
+            .iter()
+            .all(|(k, v)| combo.iter().any(|(ck, cv)| ck == k && cv == v))
 }
 
 fn published_row(

@@ -107,123 +107,145 @@ impl Exporter for HtmlExporter {
     }
 
     fn render(&self, r: &Report) -> Result<String, ReportError> {
-        let m = &r.meta;
-        let title = if m.title.is_empty() {
-            m.name.clone()
-        } else {
-            m.title.clone()
-        };
         let mut o = String::new();
-        let _ = write!(
-            o,
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-            esc(&title),
-            esc(&title)
-        );
-        if !m.description.is_empty() {
-            let _ = writeln!(o, "<p>{}</p>", esc(m.description.trim()));
-        }
-        let _ = writeln!(
-            o,
-            "<ul><li>experiment <code>{}</code>, metric: {}, {} repetitions per cell</li><li>swept: {}</li><li>fixed: {}</li></ul>",
-            esc(&m.name),
-            esc(r.metric.label()),
-            m.repetitions,
-            esc(&swept_line(r)),
-            esc(&fixed_line(r))
-        );
-        let _ = writeln!(o, "<p>Medians over repetitions with their 95 % bootstrap interval; grey italic rows are the published figures; <span class=\"warn\">!</span> marks a figure with a warning.</p>");
-        for t in &r.tables {
-            let _ = writeln!(
-                o,
-                "<h2>{}</h2>\n<table><tr><th>{}</th>",
-                esc(&t.title),
-                esc(&t.corner)
-            );
-            for c in &t.columns {
-                let _ = write!(o, "<th>{}</th>", esc(c));
-            }
-            let _ = writeln!(o, "</tr>");
-            for row in &t.rows {
-                let _ = write!(
-                    o,
-                    "<tr{}><td>{}</td>",
-                    if row.published {
-                        " class=\"published\""
-                    } else {
-                        ""
-                    },
-                    esc(&row.label)
-                );
-                for f in &row.cells {
-                    let warn = f.as_ref().is_some_and(|f| f.warn);
-                    let _ = write!(
-                        o,
-                        "<td{}>{}</td>",
-                        if warn { " class=\"warn\"" } else { "" },
-                        esc(&figure_text(f, !row.published))
-                    );
-                }
-                let _ = writeln!(o, "</tr>");
-            }
-            let _ = writeln!(o, "</table>");
-        }
+        write_heading(&mut o, r);
+        write_tables(&mut o, r);
         for c in &r.charts {
             let _ = writeln!(o, "<figure>{}<figcaption>{} (error bars: 95 % CI of the median)</figcaption></figure>", chart_svg(c)?, esc(&c.title));
         }
-        if !r.comparisons.is_empty() {
-            let _ = writeln!(o, "<h2>Comparisons</h2><ul>");
-            for c in &r.comparisons {
-                let cond = if c.condition.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", c.condition)
-                };
-                let _ = writeln!(
-                    o,
-                    "<li>{}{} (p = {:.3})</li>",
-                    esc(&cond),
-                    esc(&c.sentence()),
-                    c.p_value
-                );
-            }
-            let _ = writeln!(o, "</ul>");
-        }
-        if !r.warnings.is_empty() {
-            let _ = writeln!(o, "<h2>Warnings</h2><ul>");
-            for w in &r.warnings {
-                let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(w));
-            }
-            let _ = writeln!(o, "</ul>");
-        }
-        if !m.notes.is_empty() {
-            let _ = writeln!(o, "<h2>Notes</h2><ul>");
-            for n in &m.notes {
-                let _ = writeln!(o, "<li>{}</li>", esc(n));
-            }
-            let _ = writeln!(o, "</ul>");
-        }
-        let _ = writeln!(o, "<h2>Cells</h2><table><tr><th>cell</th><th>n</th><th>median</th><th>mean</th><th>stdev</th><th>95 % CI</th><th>server CPU µs/req</th><th>negotiated</th><th>cc server/client (read back)</th></tr>");
-        for c in &r.cells {
-            let _ = writeln!(
-                o,
-                "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&c.key),
-                c.values.len(),
-                c.repetitions,
-                fmt_num(c.median),
-                fmt_num(c.mean),
-                fmt_num(c.stdev),
-                fmt_num(c.ci.0),
-                fmt_num(c.ci.1),
-                c.secondary.get("server_cpu_us_per_req").map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into()),
-                esc(&c.skipped.as_ref().map(|s| format!("skipped: {s}")).unwrap_or_else(|| negotiated_text(&c.negotiated))),
-                esc(&cc_text(&c.server_cc, &c.client_cc))
-            );
-        }
-        let _ = writeln!(o, "</table>\n</body></html>");
+        write_comparisons(&mut o, r);
+        write_list(&mut o, "Warnings", " class=\"warn\"", &r.warnings);
+        write_list(&mut o, "Notes", "", &r.meta.notes);
+        write_cells(&mut o, r);
+        let _ = writeln!(o, "</body></html>");
         Ok(o)
     }
+}
+
+/// The document head, title, description, what was swept and fixed, and how to read it.
+fn write_heading(o: &mut String, r: &Report) {
+    let m = &r.meta;
+    let title = if m.title.is_empty() {
+        m.name.clone()
+    } else {
+        m.title.clone()
+    };
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+        esc(&title),
+        esc(&title)
+    );
+    if !m.description.is_empty() {
+        let _ = writeln!(o, "<p>{}</p>", esc(m.description.trim()));
+    }
+    let _ = writeln!(
+        o,
+        "<ul><li>experiment <code>{}</code>, metric: {}, {} repetitions per cell</li><li>swept: {}</li><li>fixed: {}</li></ul>",
+        esc(&m.name),
+        esc(r.metric.label()),
+        m.repetitions,
+        esc(&swept_line(r)),
+        esc(&fixed_line(r))
+    );
+    let _ = writeln!(o, "<p>Medians over repetitions with their 95 % bootstrap interval; grey italic rows are the published figures; <span class=\"warn\">!</span> marks a figure with a warning.</p>");
+}
+
+/// Each table under its heading, published rows and figures with warnings marked by class.
+fn write_tables(o: &mut String, r: &Report) {
+    for t in &r.tables {
+        let _ = writeln!(
+            o,
+            "<h2>{}</h2>\n<table><tr><th>{}</th>",
+            esc(&t.title),
+            esc(&t.corner)
+        );
+        for c in &t.columns {
+            let _ = write!(o, "<th>{}</th>", esc(c));
+        }
+        let _ = writeln!(o, "</tr>");
+        for row in &t.rows {
+            let _ = write!(
+                o,
+                "<tr{}><td>{}</td>",
+                if row.published {
+                    " class=\"published\""
+                } else {
+                    ""
+                },
+                esc(&row.label)
+            );
+            for f in &row.cells {
+                let warn = f.as_ref().is_some_and(|f| f.warn);
+                let _ = write!(
+                    o,
+                    "<td{}>{}</td>",
+                    if warn { " class=\"warn\"" } else { "" },
+                    esc(&figure_text(f, !row.published))
+                );
+            }
+            let _ = writeln!(o, "</tr>");
+        }
+        let _ = writeln!(o, "</table>");
+    }
+}
+
+/// The comparisons section, one item per comparison with its p-value (none: nothing).
+fn write_comparisons(o: &mut String, r: &Report) {
+    if r.comparisons.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "<h2>Comparisons</h2><ul>");
+    for c in &r.comparisons {
+        let cond = if c.condition.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", c.condition)
+        };
+        let _ = writeln!(
+            o,
+            "<li>{}{} (p = {:.3})</li>",
+            esc(&cond),
+            esc(&c.sentence()),
+            c.p_value
+        );
+    }
+    let _ = writeln!(o, "</ul>");
+}
+
+/// A section titled `title` with one `<li{li_attrs}>` per item (no items: no section).
+fn write_list(o: &mut String, title: &str, li_attrs: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "<h2>{title}</h2><ul>");
+    for item in items {
+        let _ = writeln!(o, "<li{li_attrs}>{}</li>", esc(item));
+    }
+    let _ = writeln!(o, "</ul>");
+}
+
+/// The cells table: one row per cell with its statistics, or why it was skipped.
+fn write_cells(o: &mut String, r: &Report) {
+    let _ = writeln!(o, "<h2>Cells</h2><table><tr><th>cell</th><th>n</th><th>median</th><th>mean</th><th>stdev</th><th>95 % CI</th><th>server CPU µs/req</th><th>negotiated</th><th>cc server/client (read back)</th></tr>");
+    for c in &r.cells {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}–{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&c.key),
+            c.values.len(),
+            c.repetitions,
+            fmt_num(c.median),
+            fmt_num(c.mean),
+            fmt_num(c.stdev),
+            fmt_num(c.ci.0),
+            fmt_num(c.ci.1),
+            c.secondary.get("server_cpu_us_per_req").map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into()),
+            esc(&c.skipped.as_ref().map(|s| format!("skipped: {s}")).unwrap_or_else(|| negotiated_text(&c.negotiated))),
+            esc(&cc_text(&c.server_cc, &c.client_cc))
+        );
+    }
+    let _ = writeln!(o, "</table>");
 }
 
 #[cfg(test)]

@@ -19,123 +19,144 @@ impl Exporter for MarkdownExporter {
 
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let mut o = String::new();
-        let m = &r.meta;
-        let _ = writeln!(
-            o,
-            "# {}\n",
-            if m.title.is_empty() {
-                &m.name
-            } else {
-                &m.title
-            }
-        );
-        if !m.description.is_empty() {
-            let _ = writeln!(o, "{}\n", m.description.trim());
-        }
-        let _ = writeln!(
-            o,
-            "- experiment: `{}`, workload `{}`, metric: {}, {} repetitions per cell\n- swept: {}\n- fixed: {}\n",
-            m.name,
-            format!("{:?}", m.workload()).to_lowercase(),
-            r.metric.label(),
-            m.repetitions,
-            swept_line(r),
-            fixed_line(r)
-        );
-        let _ = writeln!(o, "Figures are medians over repetitions with their 95 % bootstrap interval; `!` marks a figure with a warning below.\n");
-        for t in &r.tables {
-            let _ = writeln!(o, "## {}\n", t.title);
-            let _ = writeln!(
-                o,
-                "| {} | {} |",
-                cell(&t.corner),
-                t.columns
-                    .iter()
-                    .map(|c| cell(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            );
-            let _ = writeln!(o, "|---|{}", "---|".repeat(t.columns.len()));
-            for row in &t.rows {
-                let label = if row.published {
-                    format!("*{}*", cell(&row.label))
-                } else {
-                    cell(&row.label)
-                };
-                let figures: Vec<String> = row
-                    .cells
-                    .iter()
-                    .map(|f| figure_text(f, !row.published))
-                    .collect();
-                let _ = writeln!(o, "| {label} | {} |", figures.join(" | "));
-            }
-            let _ = writeln!(o);
-        }
-        if !r.comparisons.is_empty() {
-            let _ = writeln!(
-                o,
-                "## Comparisons (ratio of medians, 95 % CI, Mann-Whitney U at p < 0.05)\n"
-            );
-            for c in &r.comparisons {
-                let cond = if c.condition.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", c.condition)
-                };
-                let _ = writeln!(o, "- {cond}{} (p = {:.3})", c.sentence(), c.p_value);
-            }
-            let _ = writeln!(o);
-        }
-        if !r.warnings.is_empty() {
-            let _ = writeln!(o, "## Warnings\n");
-            for w in &r.warnings {
-                let _ = writeln!(o, "- {w}");
-            }
-            let _ = writeln!(o);
-        }
-        if !m.notes.is_empty() {
-            let _ = writeln!(o, "## Notes\n");
-            for n in &m.notes {
-                let _ = writeln!(o, "- {n}");
-            }
-            let _ = writeln!(o);
-        }
-        let _ = writeln!(o, "## Cells\n");
-        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated | cc server/client (read back) |");
-        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
-        for c in &r.cells {
-            if let Some(why) = &c.skipped {
-                let _ = writeln!(
-                    o,
-                    "| {} | 0 | skipped: {} | | | | | | | |",
-                    cell(&c.key),
-                    cell(why)
-                );
-                continue;
-            }
-            let _ = writeln!(
-                o,
-                "| {} | {}/{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |",
-                cell(&c.key),
-                c.values.len(),
-                c.repetitions,
-                fmt_num(c.median),
-                fmt_num(c.mean),
-                fmt_num(c.stdev),
-                fmt_num(c.ci.0),
-                fmt_num(c.ci.1),
-                c.secondary
-                    .get("ttfb_ms")
-                    .map(|v| fmt_num(*v))
-                    .unwrap_or_else(|| "—".into()),
-                c.secondary
-                    .get("server_cpu_us_per_req")
-                    .map(|v| fmt_num(*v))
-                    .unwrap_or_else(|| "—".into()),
-                cell(&negotiated_text(&c.negotiated)),
-                cell(&cc_text(&c.server_cc, &c.client_cc)),
-            );
-        }
+        write_heading(&mut o, r);
+        write_tables(&mut o, r);
+        write_comparisons(&mut o, r);
+        write_list(&mut o, "Warnings", &r.warnings);
+        write_list(&mut o, "Notes", &r.meta.notes);
+        write_cells(&mut o, r);
         Ok(o)
+    }
+}
+
+/// The title, description, what was swept and fixed, and how to read the figures.
+fn write_heading(o: &mut String, r: &Report) {
+    let m = &r.meta;
+    let _ = writeln!(
+        o,
+        "# {}\n",
+        if m.title.is_empty() {
+            &m.name
+        } else {
+            &m.title
+        }
+    );
+    if !m.description.is_empty() {
+        let _ = writeln!(o, "{}\n", m.description.trim());
+    }
+    let _ = writeln!(
+        o,
+        "- experiment: `{}`, workload `{}`, metric: {}, {} repetitions per cell\n- swept: {}\n- fixed: {}\n",
+        m.name,
+        format!("{:?}", m.workload()).to_lowercase(),
+        r.metric.label(),
+        m.repetitions,
+        swept_line(r),
+        fixed_line(r)
+    );
+    let _ = writeln!(o, "Figures are medians over repetitions with their 95 % bootstrap interval; `!` marks a figure with a warning below.\n");
+}
+
+/// Each table as a section: header row, then one line per row (published labels in italics).
+fn write_tables(o: &mut String, r: &Report) {
+    for t in &r.tables {
+        let _ = writeln!(o, "## {}\n", t.title);
+        let _ = writeln!(
+            o,
+            "| {} | {} |",
+            cell(&t.corner),
+            t.columns
+                .iter()
+                .map(|c| cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(o, "|---|{}", "---|".repeat(t.columns.len()));
+        for row in &t.rows {
+            let label = if row.published {
+                format!("*{}*", cell(&row.label))
+            } else {
+                cell(&row.label)
+            };
+            let figures: Vec<String> = row
+                .cells
+                .iter()
+                .map(|f| figure_text(f, !row.published))
+                .collect();
+            let _ = writeln!(o, "| {label} | {} |", figures.join(" | "));
+        }
+        let _ = writeln!(o);
+    }
+}
+
+/// The comparisons section, one bullet per comparison with its p-value (none: nothing).
+fn write_comparisons(o: &mut String, r: &Report) {
+    if r.comparisons.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Comparisons (ratio of medians, 95 % CI, Mann-Whitney U at p < 0.05)\n"
+    );
+    for c in &r.comparisons {
+        let cond = if c.condition.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", c.condition)
+        };
+        let _ = writeln!(o, "- {cond}{} (p = {:.3})", c.sentence(), c.p_value);
+    }
+    let _ = writeln!(o);
+}
+
+/// A section titled `title` with one bullet per item (no items: no section).
+fn write_list(o: &mut String, title: &str, items: &[String]) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "## {title}\n");
+    for item in items {
+        let _ = writeln!(o, "- {item}");
+    }
+    let _ = writeln!(o);
+}
+
+/// The cells section: one row per cell with its statistics, or why it was skipped.
+fn write_cells(o: &mut String, r: &Report) {
+    let _ = writeln!(o, "## Cells\n");
+    let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated | cc server/client (read back) |");
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
+    for c in &r.cells {
+        if let Some(why) = &c.skipped {
+            let _ = writeln!(
+                o,
+                "| {} | 0 | skipped: {} | | | | | | | |",
+                cell(&c.key),
+                cell(why)
+            );
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "| {} | {}/{} | {} | {} | {} | {}–{} | {} | {} | {} | {} |",
+            cell(&c.key),
+            c.values.len(),
+            c.repetitions,
+            fmt_num(c.median),
+            fmt_num(c.mean),
+            fmt_num(c.stdev),
+            fmt_num(c.ci.0),
+            fmt_num(c.ci.1),
+            c.secondary
+                .get("ttfb_ms")
+                .map(|v| fmt_num(*v))
+                .unwrap_or_else(|| "—".into()),
+            c.secondary
+                .get("server_cpu_us_per_req")
+                .map(|v| fmt_num(*v))
+                .unwrap_or_else(|| "—".into()),
+            cell(&negotiated_text(&c.negotiated)),
+            cell(&cc_text(&c.server_cc, &c.client_cc)),
+        );
     }
 }
