@@ -16,6 +16,9 @@ import json, os, re, resource, shutil, signal, socket, statistics, subprocess, s
 BIN, N, REPS, WRK_SECS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 # Floor clients as KIND=PATH (KIND: h1 or h2c), see bench/floor-*.c.
 FLOORS = [tuple(a.split("=", 1)) for a in sys.argv[5:] if "=" in a]
+# HXLAB_BASE=/path/to/an/older/hxlab: its client runs beside ours in every row ("before"),
+# so a change is measured against the code before it in the same run.
+BASE = os.environ.get("HXLAB_BASE")
 OHA = os.environ.get("OHA") or shutil.which("oha")
 PEERS = {"h2load", "wrk", "oha"}
 
@@ -95,6 +98,9 @@ def parse_oha(out, wall):
 
 class Row:
     def __init__(self, server, label, tools):
+        if BASE:
+            tools = tools + [(f"{n} before", [BASE] + cmd[1:], parse)
+                             for n, cmd, parse in tools if n.startswith("hxlab")]
         self.server, self.label, self.tools = server, label, tools  # tools: [(name, cmd, parse)]
         self.cpu = {t[0]: [] for t in tools}
         self.rps = {t[0]: [] for t in tools}
@@ -121,7 +127,7 @@ class Row:
         for n, (c, r) in med.items():
             lo, hi = spread[n]
             ratio = f"{c / best_cpu:>9.2f}x" if best_cpu else f"{'':>10}"
-            print(f"  {n:<12}{c:>8.2f} µs/req  ({lo:.2f}–{hi:.2f}){r:>12.0f} req/s  cpu/best peer {ratio}")
+            print(f"  {n:<16}{c:>8.2f} µs/req  ({lo:.2f}–{hi:.2f}){r:>12.0f} req/s  cpu/best peer {ratio}")
         if best_cpu:
             goal = "met" if mcpu <= 0.8 * best_cpu and mrps >= best_rps else "NOT met"
             print(f"  => hxlab vs best peer: cpu {mcpu / best_cpu:.2f}x, req/s {mrps / best_rps:.2f}x "
@@ -130,6 +136,11 @@ class Row:
             if n.startswith("floor") and best_cpu:
                 print(f"  => {n} (a client that only sends and receives) vs best peer: "
                       f"{med[n][0] / best_cpu:.2f}x; hxlab over it: +{mcpu - med[n][0]:.2f} µs/req")
+        for n in med:
+            if n.endswith(" before"):
+                now = med[n[: -len(" before")]]
+                print(f"  => {n[: -len(' before')]} now vs before: cpu {now[0] / med[n][0]:.2f}x, "
+                      f"req/s {now[1] / med[n][1]:.2f}x")
         if "hxlab h2" in med:
             print(f"  => hxlab h3 vs hxlab h2 on the same server: cpu {mcpu / med['hxlab h2'][0]:.2f}x, "
                   f"req/s {mrps / med['hxlab h2'][1]:.2f}x")

@@ -7,6 +7,7 @@
 #
 # Usage: bench/load-vs-h2load.sh            (N=200000 REPS=5 by default)
 #        N=100000 REPS=7 OHA=/path/to/oha bench/load-vs-h2load.sh
+#        HXLAB_BASE=/path/to/older/hxlab bench/load-vs-h2load.sh   (its client beside ours: before/after)
 # Needs: nginx, h2load, wrk, openssl, taskset, python3, gcc; optional: liburing-dev (io_uring
 # floor), oha built with `cargo install oha --features http3` (h3 peer).
 set -euo pipefail

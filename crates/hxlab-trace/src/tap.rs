@@ -388,7 +388,7 @@ impl TraceTap {
         let send = dir == hxlab_wire::Dir::Send;
         let wire = wires.entry((id, send)).or_insert_with(|| {
             let d = if send { Dir::Send } else { Dir::Recv };
-            H3StreamWire::new(d, id, id % 4 == 0)
+            H3StreamWire::new(d, id, id.is_multiple_of(4))
         });
         let mut events = wire.feed(data);
         if fin {
@@ -398,7 +398,7 @@ impl TraceTap {
         for e in &events {
             track_h3(e, send, id, streams);
         }
-        if fin && !send && id % 4 == 0 {
+        if fin && !send && id.is_multiple_of(4) {
             finished = streams.remove(&id);
         }
         self.emit_all(events);
@@ -462,7 +462,7 @@ fn track_h2(
 
 /// Follows one HTTP/3 event on a request stream.
 fn track_h3(e: &Event, send: bool, id: u64, streams: &mut BTreeMap<u64, Pending>) {
-    if e.kind != "frame" || id % 4 != 0 {
+    if e.kind != "frame" || !id.is_multiple_of(4) {
         return;
     }
     let ty = e.fields.get("type").and_then(Value::as_str).unwrap_or("");

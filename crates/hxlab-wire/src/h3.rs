@@ -60,7 +60,7 @@ pub mod code {
 
 /// Whether `v` is a reserved ("grease") frame type, stream type or setting: 0x1f·N + 0x21.
 pub fn is_grease(v: u64) -> bool {
-    v >= 0x21 && (v - 0x21) % 0x1f == 0
+    v >= 0x21 && (v - 0x21).is_multiple_of(0x1f)
 }
 
 /// Name of a frame type.
