@@ -118,6 +118,18 @@ impl Default for LoadConfig {
     }
 }
 
+/// Reads one `-H "Name: value"` argument (both trimmed), for `hxlab load` and `hxlab trace`;
+/// the name and value themselves are checked when the run starts (`bad header name`).
+pub fn parse_header_arg(h: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = h.split_once(':') else {
+        return Err(format!("-H {h:?}: expected \"Name: value\""));
+    };
+    if name.trim().is_empty() {
+        return Err(format!("-H {h:?}: empty header name"));
+    }
+    Ok((name.trim().to_string(), value.trim().to_string()))
+}
+
 /// Longest duration the command line takes (a year); more is a typo.
 const MAX_DURATION: Duration = Duration::from_secs(366 * 86400);
 

@@ -34,7 +34,7 @@ pub mod target;
 pub mod tls;
 mod worker;
 
-pub use config::{CongestionControl, LoadConfig, Proto};
+pub use config::{parse_header_arg, CongestionControl, LoadConfig, Proto};
 /// The HPACK and QPACK codecs the clients use (from hxlab-wire).
 pub use hxlab_wire::{hpack, qpack};
 pub use worker::{run, run_tapped};

@@ -714,9 +714,7 @@ impl Dialer {
                 .map(|p| String::from_utf8_lossy(p).into_owned()),
             alpn_offered: offered,
             resumed: info.resumed,
-            early_data: None,
             rtt_us: None,
-            congestion_control: info.cc.clone(),
         };
         with_tap(tap, |t| t.connected(&facts));
         Ok((

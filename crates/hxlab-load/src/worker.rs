@@ -185,6 +185,20 @@ struct WorkerOutput {
     setup_error: Option<String>,
 }
 
+impl WorkerOutput {
+    /// A worker that could not start (nothing counted).
+    fn setup_failed(why: String) -> WorkerOutput {
+        WorkerOutput {
+            part: RunResult::default(),
+            first_connect_error: None,
+            cpu_user_s: 0.0,
+            cpu_sys_s: 0.0,
+            finished: Instant::now(),
+            setup_error: Some(why),
+        }
+    }
+}
+
 fn thread_cpu() -> (f64, f64) {
     // SAFETY: getrusage writes into the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -567,16 +581,7 @@ fn worker(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         .build();
     let rt = match rt {
         Ok(rt) => rt,
-        Err(e) => {
-            return WorkerOutput {
-                part: RunResult::default(),
-                first_connect_error: None,
-                cpu_user_s: 0.0,
-                cpu_sys_s: 0.0,
-                finished: Instant::now(),
-                setup_error: Some(format!("tokio runtime: {e}")),
-            }
-        }
+        Err(e) => return WorkerOutput::setup_failed(format!("tokio runtime: {e}")),
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, worker_main(setup, spec))
@@ -658,16 +663,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let target = Rc::new(setup.target.clone());
     let quic = match quic_dialer(&setup) {
         Ok(q) => q,
-        Err(e) => {
-            return WorkerOutput {
-                part: RunResult::default(),
-                first_connect_error: None,
-                cpu_user_s: 0.0,
-                cpu_sys_s: 0.0,
-                finished: Instant::now(),
-                setup_error: Some(e),
-            }
-        }
+        Err(e) => return WorkerOutput::setup_failed(e),
     };
     let budget = Rc::new(Cell::new(if cfg.duration.is_some() {
         u64::MAX
@@ -1019,9 +1015,7 @@ fn tell_quic_facts(
         alpn,
         alpn_offered: vec!["h3".into()],
         resumed,
-        early_data: None,
         rtt_us: Some(qc.conn.rtt().as_micros() as u64),
-        congestion_control: Some(hxlab_core::cc::quic::of(&qc.conn).to_string()),
         ..Default::default()
     };
     crate::net::with_tap(tap, |t| t.connected(&facts));

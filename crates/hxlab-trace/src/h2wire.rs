@@ -9,6 +9,7 @@ use hxlab_wire::h2::flag::{
     ACK as FLAG_ACK, END_HEADERS as FLAG_END_HEADERS, END_STREAM as FLAG_END_STREAM,
     PADDED as FLAG_PADDED, PRIORITY as FLAG_PRIORITY,
 };
+use hxlab_wire::h2::FrameHead;
 pub use hxlab_wire::h2::{code_name as error_code_name, frame_type_name, setting_name, PREFACE};
 use hxlab_wire::hpack::ListDecoder;
 
@@ -125,17 +126,15 @@ impl H2Wire {
                 );
                 return out;
             }
-            if self.buf.len() < 9 {
+            let Some(FrameHead {
+                len,
+                kind: ftype,
+                flags,
+                stream_id,
+            }) = FrameHead::parse(&self.buf)
+            else {
                 return out;
-            }
-            let len = ((self.buf[0] as usize) << 16)
-                | ((self.buf[1] as usize) << 8)
-                | self.buf[2] as usize;
-            let ftype = self.buf[3];
-            let flags = self.buf[4];
-            let stream_id =
-                u32::from_be_bytes([self.buf[5], self.buf[6], self.buf[7], self.buf[8]])
-                    & 0x7fff_ffff;
+            };
             if ftype == 0x0 {
                 // DATA: report from the header alone and pass over the payload unbuffered.
                 self.frames += 1;
@@ -219,15 +218,11 @@ impl H2Wire {
             body = body.get(1..).unwrap_or_default();
         }
         if flags & FLAG_PRIORITY != 0 && body.len() >= 5 {
-            let dep = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-            let weight = body[4] as u32 + 1;
-            e = e
-                .detail(format!(
-                    "(dep_stream_id={}, weight={weight}, exclusive={})",
-                    dep & 0x7fff_ffff,
-                    dep >> 31
-                ))
-                .field("priority", json!({"dep_stream_id": dep & 0x7fff_ffff, "weight": weight, "exclusive": dep >> 31 == 1}));
+            let (dep, weight, exclusive, text) = priority(body);
+            e = e.detail(text).field(
+                "priority",
+                json!({"dep_stream_id": dep, "weight": weight, "exclusive": exclusive}),
+            );
             body = &body[5..];
         }
         let body = &body[..body.len().saturating_sub(pad)];
@@ -330,22 +325,28 @@ impl H2Wire {
     }
 }
 
+/// A priority block (5 bytes, at least): dependency, weight, exclusive, and the text line.
+fn priority(p: &[u8]) -> (u32, u32, bool, String) {
+    let dep = hxlab_wire::h2::be32(p);
+    let (id, weight, exclusive) = (dep & 0x7fff_ffff, u32::from(p[4]) + 1, dep >> 31 == 1);
+    let text = format!(
+        "(dep_stream_id={id}, weight={weight}, exclusive={})",
+        dep >> 31
+    );
+    (id, weight, exclusive, text)
+}
+
 /// The fields of frames without a header block: PRIORITY, RST_STREAM, SETTINGS, PING,
 /// GOAWAY, WINDOW_UPDATE (others: the head only).
 fn control_fields(mut e: Event, ftype: u8, flags: u8, p: &[u8]) -> Event {
     match ftype {
         0x2 if p.len() >= 5 => {
-            let dep = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
-            let weight = p[4] as u32 + 1;
+            let (dep, weight, exclusive, text) = priority(p);
             e = e
-                .detail(format!(
-                    "(dep_stream_id={}, weight={weight}, exclusive={})",
-                    dep & 0x7fff_ffff,
-                    dep >> 31
-                ))
-                .field("dep_stream_id", dep & 0x7fff_ffff)
+                .detail(text)
+                .field("dep_stream_id", dep)
                 .field("weight", weight)
-                .field("exclusive", dep >> 31 == 1);
+                .field("exclusive", exclusive);
         }
         0x3 if p.len() >= 4 => {
             let code = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);

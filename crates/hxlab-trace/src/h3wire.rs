@@ -198,13 +198,9 @@ impl H3StreamWire {
 
     /// One HTTP/3 frame (DATA, reserved and oversized frames from their head alone).
     fn frame(&mut self, out: &mut Vec<Event>) -> bool {
-        let Some((ftype, n1)) = varint(&self.buf) else {
+        let Some((ftype, len, hdr)) = hxlab_wire::h3::parse_frame_head(&self.buf) else {
             return false;
         };
-        let Some((len, n2)) = varint(&self.buf[n1..]) else {
-            return false;
-        };
-        let hdr = n1 + n2;
         if ftype == 0x0 || len > MAX_BUFFERED_FRAME || is_grease(ftype) {
             // Reported from the header alone; the payload passes unbuffered.
             let have = ((self.buf.len() - hdr) as u64).min(len);

@@ -243,11 +243,10 @@ impl TraceTap {
         );
         let ms = f.handshake_us.unwrap_or(0) as f64 / 1e3;
         let rtt_ms = f.rtt_us.unwrap_or(0) as f64 / 1e3;
-        let early = match f.early_data {
-            Some(true) => "0-RTT accepted",
-            Some(false) => "0-RTT rejected",
-            None if f.resumed => "resumed session",
-            None => "full handshake (no 0-RTT)",
+        let early = if f.resumed {
+            "resumed session"
+        } else {
+            "full handshake (no 0-RTT)"
         };
         self.tracer.emit(
             Event::new(

@@ -336,6 +336,16 @@ fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
     }
 }
 
+/// Reads a dynamic table size update (RFC 7541 §6.3) at `buf[*pos]`; an update above the
+/// `limit` the decoder advertised is an error.
+fn read_size_update(buf: &[u8], pos: &mut usize, limit: usize) -> Result<usize, HpackError> {
+    let m = read_int(buf, pos, 5)?;
+    if m > limit {
+        return Err(HpackError("table size update above the advertised limit"));
+    }
+    Ok(m)
+}
+
 /// A decoded string: its length and its first bytes (enough to recognise `:status` and read
 /// a status code).
 #[derive(Clone, Copy, Debug, Default)]
@@ -572,10 +582,7 @@ impl Decoder {
                 if fields_seen {
                     return Err(HpackError("table size update after a field"));
                 }
-                let m = read_int(block, &mut pos, 5)?;
-                if m > self.limit {
-                    return Err(HpackError("table size update above the advertised limit"));
-                }
+                let m = read_size_update(block, &mut pos, self.limit)?;
                 self.max = m;
                 self.evict_to(m);
                 continue;

@@ -41,12 +41,8 @@ pub struct TransportFacts {
     pub alpn_offered: Vec<String>,
     /// The TLS session was resumed.
     pub resumed: bool,
-    /// Early data (0-RTT) was sent, and whether the server accepted it.
-    pub early_data: Option<bool>,
     /// QUIC: the path's RTT estimate at the end of the handshake, microseconds.
     pub rtt_us: Option<u64>,
-    /// TCP congestion control or QUIC controller, read back.
-    pub congestion_control: Option<String>,
 }
 
 /// What a QUIC connection's path counted, at its end.

@@ -34,16 +34,6 @@ pub fn put(out: &mut Vec<u8>, v: u64) {
     }
 }
 
-/// Encoded length of `v`.
-pub fn len(v: u64) -> usize {
-    match v {
-        0..=0x3f => 1,
-        0x40..=0x3fff => 2,
-        0x4000..=0x3fff_ffff => 4,
-        _ => 8,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,7 +55,6 @@ mod tests {
             let mut out = Vec::new();
             put(&mut out, v);
             assert_eq!(out, wire);
-            assert_eq!(len(v), wire.len());
             assert_eq!(read(&wire[..wire.len() - 1]), None);
         }
         assert_eq!(read(&[]), None);

@@ -207,6 +207,13 @@ impl Conn {
         self.out.extend_from_slice(&code.to_be_bytes());
     }
 
+    /// A message-level error on stream `id` (slot `k`): reset it with PROTOCOL_ERROR and fail
+    /// its request with `what`.
+    pub(super) fn stream_protocol_error(&mut self, id: u32, k: usize, what: &str) {
+        self.rst(id, PROTOCOL_ERROR);
+        self.finish(k, Outcome::Failed(ErrorKind::Protocol, what.into()));
+    }
+
     /// Ends every stream in flight with `outcome`.
     pub fn fail_all(&mut self, kind: ErrorKind, message: &str) {
         self.pushes.clear();

@@ -2,6 +2,7 @@
 //! and hands each to its handler; header blocks are decoded when complete.
 
 use super::*;
+use hxlab_wire::h2::FrameHead;
 
 impl Conn {
     /// Parses the whole frames at the start of `buf`; returns how many bytes they took.
@@ -9,11 +10,15 @@ impl Conn {
     pub fn receive(&mut self, buf: &[u8], now: Instant) -> Result<usize, ConnError> {
         let mut pos = 0usize;
         while buf.len() - pos >= 9 {
-            let h = &buf[pos..pos + 9];
-            let len = (h[0] as usize) << 16 | (h[1] as usize) << 8 | h[2] as usize;
-            let kind = h[3];
-            let flags = h[4];
-            let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+            let Some(FrameHead {
+                len,
+                kind,
+                flags,
+                stream_id: id,
+            }) = FrameHead::parse(&buf[pos..])
+            else {
+                break;
+            };
             if !self.got_settings && (kind != SETTINGS || flags & ACK != 0) {
                 return Err(ConnError {
                     code: PROTOCOL_ERROR,
@@ -99,14 +104,7 @@ impl Conn {
         };
         let s = &mut self.streams[k];
         if s.first_byte.is_none() {
-            self.rst(id, PROTOCOL_ERROR);
-            self.finish(
-                k,
-                Outcome::Failed(
-                    ErrorKind::Protocol,
-                    "h2: DATA before response headers".into(),
-                ),
-            );
+            self.stream_protocol_error(id, k, "h2: DATA before response headers");
             return Ok(());
         }
         s.body += data.len() as u64;
@@ -384,39 +382,18 @@ impl Conn {
             let status = match info.status {
                 Some(st) if (100..1000).contains(&st) => st,
                 _ => {
-                    self.rst(id, PROTOCOL_ERROR);
-                    self.finish(
-                        k,
-                        Outcome::Failed(
-                            ErrorKind::Protocol,
-                            "h2: response without a valid :status".into(),
-                        ),
-                    );
+                    self.stream_protocol_error(id, k, "h2: response without a valid :status");
                     return Ok(());
                 }
             };
             if info.uncompressed > u64::from(MAX_HEADER_LIST) {
-                self.rst(id, PROTOCOL_ERROR);
-                self.finish(
-                    k,
-                    Outcome::Failed(
-                        ErrorKind::Protocol,
-                        "h2: response header list too large".into(),
-                    ),
-                );
+                self.stream_protocol_error(id, k, "h2: response header list too large");
                 return Ok(());
             }
             if status < 200 {
                 // Informational: the final response follows.
                 if end_stream {
-                    self.rst(id, PROTOCOL_ERROR);
-                    self.finish(
-                        k,
-                        Outcome::Failed(
-                            ErrorKind::Protocol,
-                            "h2: stream ended after a 1xx response".into(),
-                        ),
-                    );
+                    self.stream_protocol_error(id, k, "h2: stream ended after a 1xx response");
                 }
                 return Ok(());
             }
@@ -425,14 +402,7 @@ impl Conn {
             s.uncompressed = info.uncompressed;
         } else if !end_stream {
             // Trailers must end the stream.
-            self.rst(id, PROTOCOL_ERROR);
-            self.finish(
-                k,
-                Outcome::Failed(
-                    ErrorKind::Protocol,
-                    "h2: trailers without END_STREAM".into(),
-                ),
-            );
+            self.stream_protocol_error(id, k, "h2: trailers without END_STREAM");
             return Ok(());
         }
         if end_stream {

@@ -163,12 +163,20 @@ pub(super) async fn open_control(
 ) -> Result<quinn::SendStream, String> {
     let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
     let mut payload = Vec::with_capacity(16);
-    for (id, v) in [(0x01, 0), (0x07, 0), (0x06, MAX_FIELD_SECTION)] {
+    use hxlab_wire::h3::setting::{
+        MAX_FIELD_SECTION_SIZE, QPACK_BLOCKED_STREAMS, QPACK_MAX_TABLE_CAPACITY,
+    };
+    for (id, v) in [
+        (QPACK_MAX_TABLE_CAPACITY, 0),
+        (QPACK_BLOCKED_STREAMS, 0),
+        (MAX_FIELD_SECTION_SIZE, MAX_FIELD_SECTION),
+    ] {
         put_varint(&mut payload, id);
         put_varint(&mut payload, v);
     }
-    let mut out = vec![0x00, SETTINGS as u8];
-    put_varint(&mut out, payload.len() as u64);
+    // The stream type (control), then one SETTINGS frame.
+    let mut out = vec![hxlab_wire::h3::stream::CONTROL as u8];
+    hxlab_wire::h3::write_frame_head(&mut out, SETTINGS, payload.len() as u64);
     out.extend_from_slice(&payload);
     stream.write_all(&out).await.map_err(|e| e.to_string())?;
     if let Some(tap) = tap {

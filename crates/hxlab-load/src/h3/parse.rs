@@ -2,18 +2,13 @@
 //! ([`ResponseParser`]) and the server's control stream ([`ControlParser`]).
 
 use super::*;
+pub(super) use hxlab_wire::h3::parse_frame_head as parse_head;
 
 /// Collects a frame head (type and length varints, at most 16 bytes) across chunks.
 #[derive(Debug, Default, Clone)]
 struct HeadReader {
     buf: [u8; 16],
     have: usize,
-}
-
-pub(super) fn parse_head(buf: &[u8]) -> Option<(u64, u64, usize)> {
-    let (t, a) = varint(buf)?;
-    let (l, b) = varint(&buf[a..])?;
-    Some((t, l, a + b))
 }
 
 impl HeadReader {

@@ -3,7 +3,7 @@
 //! lists (the frame view); the load generator's hot path uses the length-only
 //! [`super::Decoder`].
 
-use super::{huffman_decode, read_int, HpackError, ENTRY_OVERHEAD, STATIC_TABLE};
+use super::{huffman_decode, read_int, read_size_update, HpackError, ENTRY_OVERHEAD, STATIC_TABLE};
 use std::collections::VecDeque;
 
 /// One decoded field.
@@ -98,10 +98,7 @@ impl ListDecoder {
                 if !out.is_empty() {
                     return Err(HpackError("table size update after a field"));
                 }
-                let m = read_int(block, &mut pos, 5)?;
-                if m > self.limit {
-                    return Err(HpackError("table size update above the advertised limit"));
-                }
+                let m = read_size_update(block, &mut pos, self.limit)?;
                 self.max = m;
                 self.evict_to(m);
             } else {

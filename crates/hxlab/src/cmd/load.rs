@@ -154,14 +154,8 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         cfg.warm_up = duration_arg("--warm-up", w)?;
     }
     for h in &a.headers {
-        let Some((name, value)) = h.split_once(':') else {
-            return Err(super::usage(format!("-H {h:?}: expected \"Name: value\"")));
-        };
-        if name.trim().is_empty() {
-            return Err(super::usage(format!("-H {h:?}: empty header name")));
-        }
         cfg.headers
-            .push((name.trim().to_string(), value.trim().to_string()));
+            .push(hxlab_load::parse_header_arg(h).map_err(super::usage)?);
     }
     if let Some(d) = &a.data {
         cfg.body = Some(d.as_bytes().to_vec());

@@ -48,23 +48,6 @@ fn parse_proto(s: &str) -> Result<Proto, String> {
     Proto::parse(s).ok_or_else(|| format!("{s:?} is not one of auto, h1, h2, h2c, h3"))
 }
 
-/// `-H "Name: value"` as a (name, value) pair, or why not.
-fn header(h: &str) -> anyhow::Result<(String, String)> {
-    let (name, value) = h
-        .split_once(':')
-        .ok_or_else(|| super::usage(format!("-H {h:?}: expected \"Name: value\"")))?;
-    let name = name.trim().to_ascii_lowercase();
-    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if name.is_empty() || !name.chars().all(token) {
-        return Err(super::usage(format!("-H {h:?}: invalid header name")));
-    }
-    let value = value.trim();
-    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
-        return Err(super::usage(format!("-H {h:?}: invalid header value")));
-    }
-    Ok((name, value.to_string()))
-}
-
 /// The load run a trace is: one client, one connection, every request at once on h2/h3.
 fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
     let timeout = hxlab_core::parse_duration(&args.timeout)
@@ -114,7 +97,7 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
         headers: args
             .headers
             .iter()
-            .map(|h| header(h))
+            .map(|h| hxlab_load::parse_header_arg(h).map_err(super::usage))
             .collect::<anyhow::Result<_>>()?,
         timeout,
         connect_timeout: timeout,
