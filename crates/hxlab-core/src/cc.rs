@@ -174,6 +174,13 @@ pub fn tcp_fastopen_sysctl() -> Option<u32> {
         .ok()
 }
 
+/// `net.ipv4.tcp_congestion_control` of this network namespace: the controller a TCP
+/// socket gets when nothing sets one, if readable.
+pub fn system_default() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").ok()?;
+    Some(s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
 /// Adds `b`'s per-controller connection counts to `a`.
 pub fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
     for (k, v) in b {

@@ -15,6 +15,7 @@
 
 pub mod agent;
 mod child;
+pub mod command;
 pub mod origin;
 pub mod page;
 pub mod profiles;

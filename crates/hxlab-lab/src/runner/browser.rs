@@ -2,12 +2,12 @@
 //! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult.
 
 use super::record::new_records;
-use super::stats::{server_cc, server_cost, server_stats};
+use super::target::{client_requests, cost, NoTarget};
 use super::Runner;
 use crate::child::{last_line, run_bounded};
 use crate::origin::synthetic_page_html;
 use crate::spec::{Cell, Experiment, Protocol};
-use hxlab_report::Record;
+use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -30,28 +30,28 @@ impl Runner {
                 return record;
             }
         }
-        if let Err(e) = self.ensure_server(cell.config.cc_server.as_deref()) {
-            record.error = Some(e.to_string());
-            return record;
-        }
-        let Some(server) = &self.server else {
-            record.error = Some("no server".into());
-            return record;
-        };
-        let (port, spki) = (server.ready.tls.port(), server.ready.spki_sha256.clone());
-        let cfg = &cell.config;
-        let ms = cfg.delay.as_millis();
-        let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
-        let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
-        if !page_path.exists() {
-            let html =
-                synthetic_page_html(cfg.resources, cfg.size, Duration::from_millis(ms as u64));
-            if let Err(e) = std::fs::write(&page_path, html) {
-                record.error = Some(format!("{}: {e}", page_path.display()));
+        let target = match self.target(exp, cell) {
+            Ok(t) => t,
+            Err(NoTarget::Skip(why)) => {
+                record.skipped = Some(why);
                 return record;
             }
-        }
-        let url = format!("https://127.0.0.1:{port}/static/{name}");
+            Err(NoTarget::Fail(why)) => {
+                record.error = Some(why);
+                return record;
+            }
+        };
+        let cfg = &cell.config;
+        let url = match target.templated(Workload::Browser, cfg.size, cfg.resources) {
+            Some(url) => url,
+            None => match self.hxlab_page(cfg) {
+                Ok(name) => format!("{}/static/{name}", target.base),
+                Err(e) => {
+                    record.error = Some(e);
+                    return record;
+                }
+            },
+        };
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
         let proto = match cfg.protocol {
@@ -60,28 +60,45 @@ impl Runner {
             Protocol::H1 | Protocol::H1Tls => "h1",
         };
         let mut cmd = Command::new(&self.opts.hxlab_bin);
-        cmd.args([
-            "page", &url, "--proto", proto, "--runs", "1", "--spki", &spki, "--json",
-        ])
-        .arg(&json)
-        .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        cmd.args(["page", &url, "--proto", proto, "--runs", "1", "--json"])
+            .arg(&json)
+            .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        if let Some(spki) = &target.spki {
+            cmd.args(["--spki", spki]);
+        }
         cmd.args(cfg.link_args());
-        let stats_addr = server.stats_addr();
-        let before = server_stats(stats_addr);
+        let before = target.meter.read();
         let t = Instant::now();
         let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
         record.wall_s = t.elapsed().as_secs_f64();
-        let after = server_stats(stats_addr);
+        let after = target.meter.read();
         let (code, stderr) = match outcome {
             Ok(x) => x,
             Err(e) => (None, e),
         };
         record.exit_code = code;
-        record.server = server_cost(&before, &after, cfg.protocol, 1);
-        record.server_cc = server_cc(&before, &after, cfg.protocol);
+        (record.server, record.server_cc) = cost(&before, &after, cfg.protocol, 1);
         read_page_run(&mut record, &json, code, &stderr);
+        client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
         record
+    }
+}
+
+impl Runner {
+    /// Writes the synthetic page of `cfg` into hxlab serve's `/static/` directory (once);
+    /// returns its file name.
+    fn hxlab_page(&self, cfg: &crate::spec::CellConfig) -> Result<String, String> {
+        let ms = cfg.delay.as_millis();
+        let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
+        let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
+        if !page_path.exists() {
+            let html =
+                synthetic_page_html(cfg.resources, cfg.size, Duration::from_millis(ms as u64));
+            std::fs::write(&page_path, html)
+                .map_err(|e| format!("{}: {e}", page_path.display()))?;
+        }
+        Ok(name)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::plan::{plan, LoadPlan};
 use super::record::{fill_record, new_records};
-use super::stats::{server_cc, server_cost, server_stats, ServerStats};
+use super::target::{client_requests, cost, Meter, NoTarget, Reading};
 use super::{Runner, LINK_GRACE};
 use crate::agent::{JobDone, LoadJob, AGENT_COMMAND};
 use crate::child::{signal_group, spawn_group};
@@ -14,7 +14,6 @@ use crate::spec::{Cell, Experiment};
 use hxlab_link::LinkConfig;
 use hxlab_report::Record;
 use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc;
@@ -156,29 +155,36 @@ impl Runner {
             fail_all(&mut out, true, &why);
             return out.into_iter().flatten().collect();
         }
-        // The runner groups only cells with the same server controller.
-        if let Err(e) = self.ensure_server(group[0].0.config.cc_server.as_deref()) {
-            fail_all(&mut out, false, &e.to_string());
-            return out.into_iter().flatten().collect();
-        }
-        let Some(server) = &self.server else {
-            fail_all(&mut out, false, "no server");
-            return out.into_iter().flatten().collect();
-        };
-        let stats_addr = server.stats_addr();
+        // The runner groups only cells of one origin with the same server controller.
+        let mut meter = None;
         let plans: Vec<Option<LoadPlan>> = group
             .iter()
             .zip(out.iter_mut())
-            .map(
-                |((c, _), records)| match plan(exp, &c.config, &server.ready, &server.cert) {
+            .map(|((c, _), records)| {
+                let planned = match self.target(exp, c) {
+                    Ok(t) => {
+                        meter.get_or_insert(t.meter);
+                        plan(exp, &c.config, &t).map_err(|e| (false, e))
+                    }
+                    Err(NoTarget::Skip(why)) => Err((true, why)),
+                    Err(NoTarget::Fail(why)) => Err((false, why)),
+                };
+                match planned {
                     Ok(p) => Some(p),
-                    Err(e) => {
-                        records.iter_mut().for_each(|r| r.error = Some(e.clone()));
+                    Err((skip, why)) => {
+                        for r in records.iter_mut() {
+                            if skip {
+                                r.skipped = Some(why.clone());
+                            } else {
+                                r.error = Some(why.clone());
+                            }
+                        }
                         None
                     }
-                },
-            )
+                }
+            })
             .collect();
+        let meter = meter.unwrap_or(Meter::Unavailable);
         let Some(first) = plans.iter().position(Option::is_some) else {
             return out.into_iter().flatten().collect();
         };
@@ -216,7 +222,7 @@ impl Runner {
             group,
             plans: &plans,
             dir,
-            stats_addr,
+            meter,
             deadline,
         };
         let (walls, all_done) = run.cells(&mut agent, &mut out);
@@ -228,6 +234,7 @@ impl Runner {
                 let json = result_path(dir, ci, rep);
                 if r.error.is_none() {
                     fill_record(r, &json, &stderr, Some(code));
+                    client_requests(&meter, r);
                 }
                 let _ = std::fs::remove_file(&json);
             }
@@ -244,7 +251,7 @@ struct GroupRun<'a> {
     group: &'a [(&'a Cell, Vec<u32>)],
     plans: &'a [Option<LoadPlan>],
     dir: &'a Path,
-    stats_addr: SocketAddr,
+    meter: Meter,
     deadline: Instant,
 }
 
@@ -253,7 +260,7 @@ impl GroupRun<'_> {
     /// reading between cells. Returns the cells' summed wall time and whether every
     /// repetition ran to an answer.
     fn cells(&self, agent: &mut LinkAgent, out: &mut [Vec<Record>]) -> (f64, bool) {
-        let mut before = server_stats(self.stats_addr);
+        let mut before = self.meter.read();
         let mut walls = 0.0;
         for (ci, records) in out.iter_mut().enumerate() {
             let Some(plan) = &self.plans[ci] else {
@@ -261,7 +268,7 @@ impl GroupRun<'_> {
             };
             let t = Instant::now();
             let finished = self.cell(agent, ci, plan, records);
-            let after = server_stats(self.stats_addr);
+            let after = self.meter.read();
             let wall = t.elapsed().as_secs_f64();
             walls += wall;
             self.attribute(ci, records, wall, &before, &after);
@@ -310,13 +317,12 @@ impl GroupRun<'_> {
         ci: usize,
         records: &mut [Record],
         wall: f64,
-        before: &Option<ServerStats>,
-        after: &Option<ServerStats>,
+        before: &Reading,
+        after: &Reading,
     ) {
         let proto = self.group[ci].0.config.protocol;
         let n = self.group[ci].1.len();
-        let cost = server_cost(before, after, proto, n);
-        let cc = server_cc(before, after, proto);
+        let (cost, cc) = cost(before, after, proto, n);
         for r in records.iter_mut() {
             r.wall_s = wall / n as f64;
             r.server = cost.clone();

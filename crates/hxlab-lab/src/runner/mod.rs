@@ -14,18 +14,19 @@ mod link_group;
 mod plan;
 mod record;
 mod stats;
+mod target;
 
 use crate::child::run_bounded;
 use crate::origin::{Origin, OriginOptions};
 use crate::spec::{Cell, Experiment, Protocol};
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
 use record::{count_cells, fallback, fill_record, new_records};
-use stats::{server_cc, server_cost, server_stats};
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use target::{client_requests, cost, NoTarget};
 
 /// Why an experiment could not run (a single repetition's failure is recorded, not raised).
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +120,10 @@ impl RunSummary {
 pub struct Runner {
     opts: RunOptions,
     server: Option<Origin>,
+    /// Command origins by name, started on first use (or why they did not start).
+    commands: std::collections::BTreeMap<String, Result<crate::command::CommandServer, String>>,
+    /// The certificate and key the lab made for its command origins.
+    cert: Option<crate::command::LabCert>,
     bind: &'static str,
     link: Option<Result<(), String>>,
     /// Time spent in `hxlab link` runs outside the cells' own wall times (setup, teardown).
@@ -165,6 +170,8 @@ impl Runner {
         Runner {
             opts,
             server: None,
+            commands: Default::default(),
+            cert: None,
             bind: "127.0.0.1",
             link: None,
             link_extra_s: 0.0,
@@ -230,6 +237,7 @@ impl Runner {
             pb.finish_and_clear();
         }
         self.server = None;
+        self.commands.clear();
         summary.notes = meta.notes.clone();
         Ok(summary)
     }
@@ -304,7 +312,11 @@ impl Runner {
                 note(meta, format!("net.ipv4.tcp_fastopen = {v} here: the server takes no TCP Fast Open data, so 0-RTT over TCP (TLS early data) still waits for TCP's handshake; sysctl -w net.ipv4.tcp_fastopen=3 lets it ride on the SYN"));
             }
         }
-        if let Some((first, _)) = pending.first() {
+        origin_notes(exp, meta);
+        if let Some((first, _)) = pending
+            .first()
+            .filter(|(c, _)| c.config.origin == crate::spec::origins::BUILTIN)
+        {
             self.ensure_server(first.config.cc_server.as_deref())?;
         }
         Ok(())
@@ -326,7 +338,13 @@ impl Runner {
             let cell = pending[i].0;
             // Consecutive network cells with the same link settings (and server) share one
             // `hxlab link`.
-            let link_key = |c: &Cell| (c.config.link_args(), c.config.cc_server.clone());
+            let link_key = |c: &Cell| {
+                (
+                    c.config.link_args(),
+                    c.config.cc_server.clone(),
+                    c.config.origin.clone(),
+                )
+            };
             let mut j = i + 1;
             if cell.config.needs_link() && exp.workload != Workload::Browser {
                 while j < pending.len()
@@ -427,25 +445,28 @@ impl Runner {
         Ok(())
     }
 
-    /// One repetition of a loopback cell: `GET /stats`, `hxlab load --config`, `GET /stats`.
+    /// One repetition of a loopback cell: a reading of the server's cost, `hxlab load
+    /// --config`, another reading.
     fn run_loopback(&mut self, exp: &Experiment, cell: &Cell, rep: u32, dir: &Path) -> Record {
         let mut record = new_records(exp, cell, &[rep]).remove(0);
-        if let Err(e) = self.ensure_server(cell.config.cc_server.as_deref()) {
-            record.error = Some(e.to_string());
-            return record;
-        }
-        let Some(server) = &self.server else {
-            record.error = Some("no server".into());
-            return record;
+        let target = match self.target(exp, cell) {
+            Ok(t) => t,
+            Err(NoTarget::Skip(why)) => {
+                record.skipped = Some(why);
+                return record;
+            }
+            Err(NoTarget::Fail(why)) => {
+                record.error = Some(why);
+                return record;
+            }
         };
-        let plan = match plan::plan(exp, &cell.config, &server.ready, &server.cert) {
+        let plan = match plan::plan(exp, &cell.config, &target) {
             Ok(p) => p,
             Err(e) => {
                 record.error = Some(e);
                 return record;
             }
         };
-        let stats_addr = server.stats_addr();
         let json = dir.join(format!(".load-{rep}.json"));
         let config = dir.join(format!(".load-{rep}.config.json"));
         let _ = std::fs::remove_file(&json);
@@ -460,11 +481,11 @@ impl Runner {
             .arg("--no-progress")
             .arg("--json")
             .arg(&json);
-        let before = server_stats(stats_addr);
+        let before = target.meter.read();
         let t = Instant::now();
         let outcome = run_bounded(cmd, exp.timeout);
         record.wall_s = t.elapsed().as_secs_f64();
-        let after = server_stats(stats_addr);
+        let after = target.meter.read();
         let (code, stderr) = match outcome {
             Ok(x) => x,
             Err(e) => (None, e),
@@ -472,11 +493,37 @@ impl Runner {
         record.exit_code = code;
         record.expected_body_bytes = plan.expected_body_bytes;
         fill_record(&mut record, &json, &stderr, None);
-        record.server = server_cost(&before, &after, cell.config.protocol, 1);
-        record.server_cc = server_cc(&before, &after, cell.config.protocol);
+        (record.server, record.server_cc) = cost(&before, &after, cell.config.protocol, 1);
+        client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
         let _ = std::fs::remove_file(&config);
         record
+    }
+}
+
+/// What the report says about the experiment's origins: whose server cost is unavailable,
+/// and whose congestion control the lab neither sets nor reads back.
+fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
+    let used: std::collections::BTreeSet<&str> =
+        exp.cells.iter().map(|c| c.config.origin.as_str()).collect();
+    for name in used {
+        let Some(def) = exp.origin(name) else {
+            continue;
+        };
+        match def.kind {
+            crate::spec::OriginKind::Builtin => {}
+            crate::spec::OriginKind::Command(c) => {
+                if crate::command::find_program(&c.command[0]).is_none() {
+                    note(meta, format!("origin {name} is not installed here (its program {:?} was not found): its cells were skipped", c.command[0]));
+                    continue;
+                }
+                let sys = hxlab_core::cc::system_default().unwrap_or_else(|| "unknown".into());
+                note(meta, format!("origin {name}: server CPU is its whole process tree's, from /proc, per request the client completed; its TCP congestion control is not set by the lab and is not read back per socket: new sockets here get the system default ({sys})"));
+            }
+            crate::spec::OriginKind::Url(_) => {
+                note(meta, format!("origin {name}: server CPU unavailable (a url origin the lab does not run), shown as —, not zero; its congestion control is unknown"));
+            }
+        }
     }
 }
 

@@ -1,12 +1,11 @@
 //! What `hxlab load` runs for one cell: a typed [`LoadConfig`] (the one `hxlab load` parses
 //! its own flags into), handed to the child as `--config`.
 
+use super::target::{Meter, Target};
 use super::{BROWSER_CONNECTIONS, MAX_STREAMS};
 use crate::spec::{CellConfig, Experiment, Protocol};
-use hxlab_core::ReadyFile;
 use hxlab_load::{CongestionControl, LoadConfig, Proto};
 use hxlab_report::Workload;
-use std::path::Path;
 use std::time::Duration;
 
 /// The load generator's run for one cell and what it should receive.
@@ -33,23 +32,13 @@ fn whole_ms(d: Duration) -> Duration {
     Duration::from_millis(d.as_millis() as u64)
 }
 
-/// The run of one cell against the server that announced `ready` (its certificate at
-/// `cert`).
+/// The run of one cell against `target`.
 pub(crate) fn plan(
     exp: &Experiment,
     cfg: &CellConfig,
-    ready: &ReadyFile,
-    cert: &Path,
+    target: &Target,
 ) -> Result<LoadPlan, String> {
-    let (scheme, port) = match cfg.protocol {
-        Protocol::H1 | Protocol::H2c => ("http", Some(ready.plain.port())),
-        Protocol::H1Tls | Protocol::H2 => ("https", Some(ready.tls.port())),
-        Protocol::H3 => ("https", ready.h3.map(|a| a.port())),
-    };
-    let Some(port) = port else {
-        return Err("the server has no HTTP/3 listener (ready file: h3 = null)".into());
-    };
-    let origin = format!("{scheme}://127.0.0.1:{port}");
+    let origin = target.base.trim_end_matches('/').to_string();
     let mut load = LoadConfig {
         proto: load_proto(cfg.protocol),
         ..LoadConfig::default()
@@ -61,6 +50,17 @@ pub(crate) fn plan(
             None
         }
     };
+    if let Some(url) = target.templated(exp.workload, cfg.size, cfg.resources) {
+        // A server that serves files: the same resource of the cell's size, no delay, no push
+        // (the spec refuses both for such origins). Its length is the file's, known only for
+        // the document root the lab filled.
+        load.urls = vec![url];
+        if exp.workload != Workload::Throughput {
+            load.requests = cfg.resources;
+            load.push = false;
+            (load.clients, load.max_concurrent_streams) = browser_like(cfg);
+        }
+    }
     if let Some(cc) = &cfg.cc_client {
         load.cc = Some(
             CongestionControl::parse(cc)
@@ -78,17 +78,30 @@ pub(crate) fn plan(
     load.tfo = cfg.zero_rtt && cfg.protocol != Protocol::H3;
     load.zero_rtt = cfg.zero_rtt;
     if cfg.protocol.tls() {
-        if cfg.needs_link() {
-            // Through the link the server is reached by an address its certificate does not name.
+        if target.insecure || (cfg.needs_link() && target.local) {
+            // Through the link a local server is reached by an address its certificate
+            // does not name.
             load.insecure = true;
         } else {
-            load.cacert = Some(cert.to_path_buf());
+            load.cacert = target.cacert.clone();
         }
     }
     Ok(LoadPlan {
         config: load,
-        expected_body_bytes: expected,
+        // A url origin's bodies are whatever it serves.
+        expected_body_bytes: expected.filter(|_| !matches!(target.meter, Meter::Unavailable)),
     })
+}
+
+/// Connections and streams per connection as a browser opens them: 6 on HTTP/1.1, one
+/// multiplexed connection otherwise.
+fn browser_like(cfg: &CellConfig) -> (u64, u64) {
+    let n = cfg.resources;
+    if cfg.protocol.multiplexed() {
+        (1, n.min(MAX_STREAMS))
+    } else {
+        (n.min(BROWSER_CONNECTIONS), 1)
+    }
 }
 
 /// The resources workload: a page's `n` resources fetched as a browser would (6 connections
@@ -106,11 +119,7 @@ fn resources(
     } else {
         String::new()
     };
-    let (clients, streams) = if cfg.protocol.multiplexed() {
-        (1, n.min(MAX_STREAMS))
-    } else {
-        (n.min(BROWSER_CONNECTIONS), 1)
-    };
+    let (clients, streams) = browser_like(cfg);
     let page = |push: u8| {
         format!(
             "{origin}/page?n={n}&size={}&delay={delay_ms}&push={push}",
@@ -169,14 +178,17 @@ mod tests {
     use super::*;
     use crate::spec::{parse, Overrides};
 
-    fn ready() -> ReadyFile {
-        ReadyFile {
-            pid: 1,
-            tls: "127.0.0.1:4433".parse().unwrap(),
-            plain: "127.0.0.1:8080".parse().unwrap(),
-            h3: Some("127.0.0.1:4433".parse().unwrap()),
-            cert: None,
-            spki_sha256: String::new(),
+    fn hxlab(p: Protocol) -> Target {
+        let port = if p.tls() { 4433 } else { 8080 };
+        let scheme = if p.tls() { "https" } else { "http" };
+        Target {
+            base: format!("{scheme}://127.0.0.1:{port}"),
+            paths: None,
+            cacert: Some("/tmp/c.pem".into()),
+            insecure: false,
+            local: true,
+            meter: Meter::Stats("127.0.0.1:8080".parse().unwrap()),
+            spki: None,
         }
     }
 
@@ -184,7 +196,7 @@ mod tests {
         let e = parse("t.toml", src, &Overrides::default()).expect("parse");
         e.cells
             .iter()
-            .map(|c| plan(&e, &c.config, &ready(), Path::new("/tmp/c.pem")).expect("plan"))
+            .map(|c| plan(&e, &c.config, &hxlab(c.config.protocol)).expect("plan"))
             .collect()
     }
 
@@ -197,7 +209,10 @@ mod tests {
             (c.requests, c.clients, c.max_concurrent_streams),
             (12, 6, 1)
         );
-        assert_eq!(c.cacert.as_deref(), Some(Path::new("/tmp/c.pem")));
+        assert_eq!(
+            c.cacert.as_deref(),
+            Some(std::path::Path::new("/tmp/c.pem"))
+        );
         assert_eq!(c.urls, ["https://127.0.0.1:4433/bytes/10240?delay=50"]);
         let c = &p[1].config;
         assert_eq!(c.proto, Proto::H2);

@@ -1,6 +1,7 @@
 //! Matrix expansion: the union of every block's factor product, each combination read into
 //! a typed [`CellConfig`] and refused when it cannot run.
 
+use super::origins::BUILTIN;
 use super::read::read_level;
 use super::{
     Cell, CellConfig, Ctx, Experiment, FactorSpec, Level, Place, Protocol, SpecError, FACTORS,
@@ -186,6 +187,7 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
         .and_then(|s| Protocol::parse(&s))
         .ok_or_else(|| ctx.whole("a cell has no protocol"))?;
     let cfg = CellConfig {
+        origin: text("origin").unwrap_or_else(|| super::origins::BUILTIN.to_string()),
         protocol,
         profile: text("profile").filter(|p| p != "none"),
         loss: text("loss").filter(|l| {
@@ -236,6 +238,7 @@ fn check_cell(
             .map(|s| s.span.clone())
             .unwrap_or(Place::Option(n.to_string()))
     };
+    check_origin(ctx, &place, key, cfg)?;
     for end in ["cc_server", "cc_client"] {
         if get("cc").is_some() && get(end).is_some() {
             return Err(ctx.at(
@@ -306,6 +309,58 @@ fn check_cell(
         return Err(ctx.at(
             &place("duration"),
             format!("cell `{key}`: give `requests` or `duration`, not both"),
+        ));
+    }
+    Ok(())
+}
+
+/// A cell's origin must be defined, and only the built-in origin can delay its answers,
+/// push, or have its congestion control set by the lab.
+fn check_origin(
+    ctx: &Ctx,
+    place: &dyn Fn(&str) -> Place,
+    key: &str,
+    cfg: &CellConfig,
+) -> Result<(), SpecError> {
+    if cfg.origin == BUILTIN {
+        return Ok(());
+    }
+    let Some(def) = ctx.origins.get(&cfg.origin) else {
+        let known: Vec<String> = std::iter::once(BUILTIN.to_string())
+            .chain(ctx.origins.keys().cloned())
+            .collect();
+        return Err(ctx.at(
+            &place("origin"),
+            format!(
+                "origin {:?} is not defined; add an [origins.{}] table (known: {})",
+                cfg.origin,
+                cfg.origin,
+                known.join(", ")
+            ),
+        ));
+    };
+    let name = &def.name;
+    if !cfg.delay.is_zero() {
+        return Err(ctx.at(
+            &place("delay"),
+            format!("cell `{key}`: a server delay needs an origin that can delay its answers (hxlab); {name} serves files as they are, so give it delay = \"0ms\" (e.g. a [[matrix]] block for origin = \"hxlab\")"),
+        ));
+    }
+    if cfg.push {
+        return Err(ctx.at(
+            &place("push"),
+            format!("cell `{key}`: server push of the page's resources is hxlab's own origin's; {name} is not configured for it"),
+        ));
+    }
+    if cfg.cc_server.is_some() {
+        let f = if place("cc_server").is_option() {
+            "cc"
+        } else {
+            "cc_server"
+        };
+        return Err(ctx.at(
+            &place(f),
+            format!("cell `{key}`: the lab cannot set {name}'s congestion control (it runs the system's default, which the report states); leave `cc`/`cc_server` to the hxlab origin and set `cc_client` alone if you must"),
         ));
     }
     Ok(())

@@ -7,10 +7,12 @@
 //! checked before anything runs; errors name file:line:column and what was expected.
 
 mod expand;
+pub mod origins;
 mod read;
 
 use expand::{expand, has_factor};
 use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};
+pub use origins::{OriginDef, OriginKind};
 use read::{
     check_duplicates, duration_setting, line_col, read_factor, read_level, str_setting, unknown_key,
 };
@@ -56,7 +58,11 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 22] = [
+pub const FACTORS: [(&str, &str); 23] = [
+    (
+        "origin",
+        "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
+    ),
     ("protocol", "one of h1, h1-tls, h2, h2c, h3"),
     (
         "profile",
@@ -115,7 +121,7 @@ pub const FACTORS: [(&str, &str); 22] = [
 ];
 
 /// Experiment-wide settings.
-const SETTINGS: [&str; 12] = [
+const SETTINGS: [&str; 13] = [
     "name",
     "title",
     "description",
@@ -128,6 +134,7 @@ const SETTINGS: [&str; 12] = [
     "seed",
     "matrix",
     "published",
+    "origins",
 ];
 
 /// Most runs one experiment may ask for; a typo in a sweep should not mean a week of runs.
@@ -157,9 +164,17 @@ enum Place {
     Option(String),
 }
 
+impl Place {
+    fn is_option(&self) -> bool {
+        matches!(self, Place::Option(_))
+    }
+}
+
 /// Everything a cell needs to run, read from its factor values.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CellConfig {
+    /// The origin measured: `hxlab` or the name of an `[origins.NAME]` table.
+    pub origin: String,
     /// Protocol.
     pub protocol: Protocol,
     /// Network profile for `hxlab link --profile` (None: loopback without emulation).
@@ -309,9 +324,28 @@ pub struct Experiment {
     pub cells: Vec<Cell>,
     /// Published figures to show beside ours.
     pub published: Vec<PublishedTable>,
+    /// The origins the `[origins.NAME]` tables define (`hxlab` is built in).
+    pub origins: BTreeMap<String, OriginDef>,
 }
 
 impl Experiment {
+    /// The origin `name` (the built-in `hxlab`, or one the file defines).
+    pub fn origin(&self, name: &str) -> Option<OriginDef> {
+        if name == origins::BUILTIN {
+            return Some(OriginDef {
+                name: name.to_string(),
+                protocols: vec![
+                    Protocol::H1,
+                    Protocol::H1Tls,
+                    Protocol::H2,
+                    Protocol::H2c,
+                    Protocol::H3,
+                ],
+                kind: OriginKind::Builtin,
+            });
+        }
+        self.origins.get(name).cloned()
+    }
     /// Total repetitions to run.
     pub fn total_runs(&self) -> usize {
         self.cells.len() * self.repetitions as usize
@@ -353,6 +387,8 @@ struct RawBlocks {
     matrix: Vec<BTreeMap<Spanned<String>, Spanned<toml::Value>>>,
     #[serde(default)]
     published: Vec<RawPublished>,
+    #[serde(default)]
+    origins: BTreeMap<String, origins::RawOrigin>,
 }
 
 #[derive(Deserialize)]
@@ -380,6 +416,8 @@ struct RawPublishedRow {
 struct Ctx<'a> {
     file: &'a str,
     src: &'a str,
+    /// The origins defined in the file (`hxlab` is built in).
+    origins: BTreeMap<String, OriginDef>,
 }
 
 impl Ctx<'_> {
@@ -410,10 +448,19 @@ impl Ctx<'_> {
 
 /// Parses and checks an experiment file. `file` names it in error messages.
 pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment, SpecError> {
-    let ctx = Ctx { file, src };
+    let mut ctx = Ctx {
+        file,
+        src,
+        origins: BTreeMap::new(),
+    };
     let top: BTreeMap<Spanned<String>, Spanned<toml::Value>> =
         toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
     let blocks: RawBlocks = toml::from_str(src).map_err(|e| toml_error(&ctx, &e))?;
+    let origins_span = top
+        .iter()
+        .find(|(k, _)| k.get_ref() == "origins")
+        .map(|(k, _)| k.span());
+    ctx.origins = origins::read_origins(&ctx, &blocks.origins, origins_span)?;
 
     let stem = std::path::Path::new(file)
         .file_stem()
@@ -434,6 +481,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         factors: Vec::new(),
         cells: Vec::new(),
         published: Vec::new(),
+        origins: ctx.origins.clone(),
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;
@@ -512,7 +560,7 @@ fn read_top(
                 let n = v.get_ref().as_integer().filter(|n| *n >= 0).ok_or_else(|| ctx.at(&place, "seed: expected a non-negative integer"))?;
                 exp.seed = Some(n as u64);
             }
-            "matrix" | "published" => {}
+            "matrix" | "published" | "origins" => {}
             _ if FACTORS.iter().any(|(n, _)| *n == key) => {
                 base.insert(key.to_string(), read_factor(ctx, key, v)?);
             }

@@ -55,6 +55,11 @@ pub(super) fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level
         .unwrap_or("a value");
     let wrong = || format!("{factor}: expected {expected}, found {}", type_name(v));
     match factor {
+        "origin" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            super::origins::check_name(s)?;
+            Ok((s.to_string(), Level::Text(s.to_string())))
+        }
         "protocol" => {
             let s = v.as_str().ok_or_else(wrong)?;
             match Protocol::parse(s) {
