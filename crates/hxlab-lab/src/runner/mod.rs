@@ -70,6 +70,8 @@ pub struct RunOptions {
     pub progress: bool,
     /// Print one line per finished cell on stderr (when there is no progress bar).
     pub log_cells: bool,
+    /// Notes for the report from whoever built the experiment (e.g. what a probe found).
+    pub notes: Vec<String>,
 }
 
 /// What a run did, for the closing lines and the overhead figure.
@@ -313,6 +315,9 @@ impl Runner {
             }
         }
         origin_notes(exp, meta);
+        for n in &self.opts.notes {
+            note(meta, n.clone());
+        }
         if let Some((first, _)) = pending
             .first()
             .filter(|(c, _)| c.config.origin == crate::spec::origins::BUILTIN)

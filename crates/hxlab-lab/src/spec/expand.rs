@@ -35,6 +35,34 @@ pub(super) fn defaults(workload: Workload) -> Vec<(&'static str, toml::Value)> {
     }
 }
 
+/// True when every origin the matrix names is a url origin whose paths do not use
+/// `{{size}}`: the resource is the user's, so neither `delay` nor `size` means anything.
+fn fixed_resources(
+    ctx: &Ctx,
+    base: &BTreeMap<String, FactorSpec>,
+    blocks: &[BTreeMap<String, FactorSpec>],
+) -> bool {
+    let mut names = Vec::new();
+    let mut everywhere = base.contains_key("origin");
+    for spec in std::iter::once(base).chain(blocks.iter()) {
+        if let Some(f) = spec.get("origin") {
+            names.extend(f.levels.iter().map(|(n, _)| n.clone()));
+        }
+    }
+    if !blocks.is_empty() {
+        everywhere |= blocks.iter().all(|b| b.contains_key("origin"));
+    }
+    everywhere
+        && names
+            .iter()
+            .all(|n| match ctx.origins.get(n).map(|d| &d.kind) {
+                Some(super::OriginKind::Url(u)) => {
+                    u.paths.values().all(|p| !p.contains("{{size}}"))
+                }
+                _ => false,
+            })
+}
+
 pub(super) fn expand(
     ctx: &Ctx,
     exp: &mut Experiment,
@@ -42,7 +70,13 @@ pub(super) fn expand(
     blocks: &[BTreeMap<String, FactorSpec>],
 ) -> Result<(), SpecError> {
     let mut base = base.clone();
+    let fixed = fixed_resources(ctx, &base, blocks);
     for (name, v) in defaults(exp.workload) {
+        // A server delay exists only on hxlab's origin, and a size only where the lab
+        // chooses the resource: no default for an experiment that has neither.
+        if fixed && (name == "delay" || name == "size") {
+            continue;
+        }
         if !base.contains_key(name) {
             let level = read_level(name, &v).map_err(|m| ctx.whole(m))?;
             base.insert(

@@ -2,21 +2,50 @@
 //! matrix (h1, h1+TLS, h2, h3 × server delay × number of resources on loopback, plus one
 //! emulated network when `hxlab link` works here), a table on the terminal, the report in a
 //! directory it names, and the runner's overhead over the cells' own measured time.
+//!
+//! `hxlab compare --url URL` asks the same of the user's own site: it probes which
+//! protocols the URL's host offers, then runs a small `resources` and `throughput` matrix
+//! against that URL (a url origin; the path is the user's resource) into two reports.
 
+use super::probe::{probe, Found, Trust};
 use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
+use hxlab_core::Protocol;
 use hxlab_lab::scenarios;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Options of `hxlab compare`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  hxlab compare\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem"
+)]
 pub struct Args {
+    /// Measure this URL's host instead of hxlab's own origin: the protocols it offers, a
+    /// small resources and throughput matrix (requests go to this URL).
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// With --url: accept any certificate.
+    #[arg(long, short = 'k', requires = "url")]
+    pub insecure: bool,
+    /// With --url: trust this CA certificate (PEM).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "url",
+        conflicts_with = "insecure"
+    )]
+    pub cacert: Option<PathBuf>,
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 /// Runs `hxlab compare`.
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(url) = args.url.clone() {
+        return run_url(&url, args);
+    }
     let scenario = scenarios::find("compare")
         .ok_or_else(|| anyhow::anyhow!("the compare scenario is missing from this build"))?;
     let exp = scenarios::load(scenario, &args.common.overrides()?)
@@ -24,7 +53,7 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     if args.common.out.is_none() {
         args.common.out = Some(format!("hxlab-compare-{}", super::run::timestamp()).into());
     }
-    let (summary, report, dir) = execute(&exp, &args.common)?;
+    let (summary, report, dir) = execute(&exp, &args.common, &[])?;
     let code = finish(&summary, &report, &dir)?;
     if summary.measured_s > 0.0 {
         emit!(
@@ -44,6 +73,155 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
             summary.setup_s,
             if summary.notes.iter().any(|n| n.contains("link emulation is not available")) { "" } else { ", link probe" }
         );
+    }
+    Ok(code)
+}
+
+/// A TOML basic string.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// The two experiments of `compare --url`: (name, TOML source).
+pub fn url_experiments(found: &Found, trust: &Trust) -> Vec<(&'static str, String)> {
+    let protocols: Vec<&str> = found.offers.iter().map(|o| o.proto.name()).collect();
+    let offered: Vec<&Offer> = found.offers.iter().filter(|o| o.base.is_ok()).collect();
+    let baseline = [
+        Protocol::H1Tls,
+        Protocol::H1,
+        Protocol::H2,
+        Protocol::H2c,
+        Protocol::H3,
+    ]
+    .into_iter()
+    .find(|p| offered.iter().any(|o| o.proto == *p))
+    .map(|p| p.name())
+    .unwrap_or("h1-tls");
+    let mut origin = String::from("[origins.site]\n");
+    origin.push_str(&format!(
+        "protocols = [{}]\n",
+        offered
+            .iter()
+            .map(|o| quoted(o.proto.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    origin.push_str(&format!("path = {}\n", quoted(&found.path)));
+    if trust.insecure {
+        origin.push_str("insecure = true\n");
+    }
+    if let Some(c) = &trust.cacert {
+        origin.push_str(&format!("cacert = {}\n", quoted(&c.display().to_string())));
+    }
+    origin.push_str("[origins.site.urls]\n");
+    for o in &offered {
+        if let Ok(base) = &o.base {
+            origin.push_str(&format!("{} = {}\n", quoted(o.proto.name()), quoted(base)));
+        }
+    }
+    let plist = protocols
+        .iter()
+        .map(|p| quoted(p))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let host = &found.authority;
+    let resources = format!(
+        "name = \"compare-url-resources\"\n\
+         title = {}\n\
+         description = {}\n\
+         workload = \"resources\"\nrepetitions = 5\ncolumns = \"resources\"\nbaseline = {}\ntimeout = \"60s\"\n\
+         origin = \"site\"\nprotocol = [{plist}]\nresources = [6, 30]\n\n{origin}",
+        quoted(&format!("hxlab compare --url: {host}{} — N requests as a browser makes them", found.path)),
+        quoted(&format!("The URL fetched N times as a browser would (HTTP/1.1 on at most 6 connections, HTTP/2 and HTTP/3 multiplexed on one), over the real network path to {host} (no emulation). The body is whatever the URL returns.")),
+        quoted(baseline),
+    );
+    let throughput = format!(
+        "name = \"compare-url-throughput\"\n\
+         title = {}\n\
+         description = {}\n\
+         workload = \"throughput\"\nrepetitions = 5\nbaseline = {}\ntimeout = \"60s\"\n\
+         origin = \"site\"\nprotocol = [{plist}]\nrequests = 300\nclients = 2\nstreams = 10\n\n{origin}",
+        quoted(&format!("hxlab compare --url: {host}{} — requests per second", found.path)),
+        quoted(&format!("300 requests for the URL over 2 connections (10 streams each on HTTP/2 and HTTP/3), over the real network path to {host}.")),
+        quoted(baseline),
+    );
+    vec![("resources", resources), ("throughput", throughput)]
+}
+
+use super::probe::Offer;
+
+/// What the probe found, as notes for the reports and lines for the terminal.
+fn probe_notes(found: &Found) -> Vec<String> {
+    let mut notes = Vec::new();
+    for o in &found.offers {
+        match &o.base {
+            Ok(base) => notes.push(format!(
+                "{} offered by {} ({base})",
+                o.proto.name(),
+                found.authority
+            )),
+            Err(why) => notes.push(format!(
+                "{} not offered by {}: {why}",
+                o.proto.name(),
+                found.authority
+            )),
+        }
+    }
+    if let Some(a) = &found.alt_svc {
+        notes.push(format!("Alt-Svc from {}: {a}", found.authority));
+    }
+    notes
+}
+
+/// `hxlab compare --url URL`.
+fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
+    let trust = Trust {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+    };
+    if let Some(c) = &trust.cacert {
+        std::fs::metadata(c).map_err(|e| super::usage(format!("--cacert {}: {e}", c.display())))?;
+    }
+    super::probe::split_url(url).map_err(|e| super::usage(format!("--url {e}")))?;
+    eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
+    let found = probe(url, &trust, Duration::from_secs(5))
+        .map_err(|e| super::usage(format!("--url {e}")))?;
+    let notes = probe_notes(&found);
+    for n in &notes {
+        emit!("{n}");
+    }
+    if found.offers.iter().all(|o| o.base.is_err()) {
+        anyhow::bail!(
+            "{} answered no protocol; nothing to compare",
+            found.authority
+        );
+    }
+    let overrides = args.common.overrides()?;
+    let root = args
+        .common
+        .out
+        .clone()
+        .unwrap_or_else(|| format!("hxlab-compare-url-{}", super::run::timestamp()).into());
+    let mut code = ExitCode::SUCCESS;
+    for (name, src) in url_experiments(&found, &trust) {
+        let exp = hxlab_lab::spec::parse(&format!("compare --url ({name})"), &src, &overrides)
+            .map_err(|e| super::usage(e.to_string()))?;
+        let mut common = CommonArgs {
+            out: Some(root.join(name)),
+            resume: args.common.resume,
+            repetitions: args.common.repetitions,
+            set: args.common.set.clone(),
+            warm_up: args.common.warm_up.clone(),
+            timeout: args.common.timeout.clone(),
+            no_progress: args.common.no_progress,
+        };
+        if common.resume && !root.join(name).join(hxlab_report::RESULTS_FILE).exists() {
+            common.resume = false;
+        }
+        let (summary, report, dir) = execute(&exp, &common, &notes)?;
+        if finish(&summary, &report, &dir)? != ExitCode::SUCCESS {
+            code = ExitCode::from(1);
+        }
     }
     Ok(code)
 }

@@ -149,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (summary, report, dir) = execute(&exp, &args.common)?;
+    let (summary, report, dir) = execute(&exp, &args.common, &[])?;
     finish(&summary, &report, &dir)
 }
 
@@ -190,6 +190,7 @@ pub fn timestamp() -> String {
 pub fn execute(
     exp: &Experiment,
     common: &CommonArgs,
+    notes: &[String],
 ) -> anyhow::Result<(RunSummary, Report, PathBuf)> {
     let dir = common
         .out
@@ -210,6 +211,7 @@ pub fn execute(
         hxlab_bin: hxlab_bin()?,
         progress: tty && !common.no_progress,
         log_cells: !tty,
+        notes: notes.to_vec(),
     });
     let summary = runner
         .run(exp)
