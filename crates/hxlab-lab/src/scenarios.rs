@@ -20,7 +20,7 @@ pub struct Scenario {
 }
 
 /// Every built-in scenario, in the order `--list-scenarios` prints them.
-pub const SCENARIOS: [Scenario; 12] = [
+pub const SCENARIOS: [Scenario; 13] = [
     Scenario {
         name: "seed-003-delay",
         summary: "100 × 0.1 MB, server delay 0–40 ms: h1 (6 connections) vs h2 vs h3",
@@ -55,7 +55,11 @@ pub const SCENARIOS: [Scenario; 12] = [
         name: "seed-004-tls",
         summary: "50,000 × 100 B over h2, h1+TLS, h1: req/s, latency, header savings, server CPU",
         qualitative: false,
-        source: include_str!("../scenarios/seed-004-tls.toml"),
+        source: concat!(
+            include_str!("../scenarios/seed-004-tls.toml"),
+            "\n",
+            include_str!("../origins/nginx.toml")
+        ),
     },
     Scenario {
         name: "seed-002-multiplex",
@@ -67,7 +71,11 @@ pub const SCENARIOS: [Scenario; 12] = [
         name: "seed-000-https-cpu",
         summary: "100 clients, 5/10 KB objects: server CPU per request, h1 keep-alive on/off vs h2",
         qualitative: false,
-        source: include_str!("../scenarios/seed-000-https-cpu.toml"),
+        source: concat!(
+            include_str!("../scenarios/seed-000-https-cpu.toml"),
+            "\n",
+            include_str!("../origins/nginx.toml")
+        ),
     },
     Scenario {
         name: "seed-001-h3",
@@ -86,6 +94,20 @@ pub const SCENARIOS: [Scenario; 12] = [
         summary: "30 × 100 KiB at RTT 50 ms, loss 0/1/2 %, h2 vs h3, same cc on both ends",
         qualitative: true,
         source: include_str!("../scenarios/hol-blocking.toml"),
+    },
+    Scenario {
+        name: "servers",
+        summary: "hxlab serve vs nginx vs h2o vs Caddy, every protocol each speaks: req/s, latency, server CPU/request",
+        qualitative: true,
+        source: concat!(
+            include_str!("../scenarios/servers.toml"),
+            "\n",
+            include_str!("../origins/nginx.toml"),
+            "\n",
+            include_str!("../origins/h2o.toml"),
+            "\n",
+            include_str!("../origins/caddy.toml")
+        ),
     },
     Scenario {
         name: "compare",
@@ -116,7 +138,7 @@ mod tests {
             let e = load(&s, &Overrides::default()).unwrap_or_else(|e| panic!("{}: {e}", s.name));
             assert_eq!(e.name, s.name);
             assert!(!e.cells.is_empty());
-            if s.name != "compare" {
+            if s.name != "compare" && s.name != "servers" {
                 assert!(
                     !e.published.is_empty() || s.qualitative,
                     "{} has no published table",
@@ -145,6 +167,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The examples carry the same origin tables the scenarios use, word for word.
+    #[test]
+    fn example_origin_tables_are_the_scenarios_own() {
+        for (example, table) in [
+            (
+                include_str!("../../../examples/origins-nginx.toml"),
+                include_str!("../origins/nginx.toml"),
+            ),
+            (
+                include_str!("../../../examples/origins-h2o.toml"),
+                include_str!("../origins/h2o.toml"),
+            ),
+            (
+                include_str!("../../../examples/origins-caddy.toml"),
+                include_str!("../origins/caddy.toml"),
+            ),
+        ] {
+            assert!(
+                example.ends_with(table),
+                "an example's origin table differs from crates/hxlab-lab/origins/"
+            );
+        }
+        let e = load(find("servers").expect("servers"), &Overrides::default()).expect("parse");
+        assert_eq!(e.cells.len(), 4 * 5);
+        assert_eq!(e.origins.len(), 3);
+        let e = load(find("seed-004-tls").expect("seed"), &Overrides::default()).expect("parse");
+        assert_eq!(e.cells.len(), 2 * 3);
     }
 
     #[test]

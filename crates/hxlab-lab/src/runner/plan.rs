@@ -241,13 +241,17 @@ mod tests {
 
     #[test]
     fn throughput_and_push_plans() {
-        let p = plans("workload = \"throughput\"\nwarm_up = \"1s\"\nprotocol = \"h2\"\nrequests = 1000\nclients = 10\nstreams = 10\nsize = 100\nprofile = \"WiFi\"\n");
+        let p = plans("workload = \"throughput\"\nprotocol = \"h2\"\nrequests = 1000\nclients = 10\nstreams = 10\nsize = 100\nprofile = \"WiFi\"\n");
         let c = &p[0].config;
         assert_eq!(
             (c.requests, c.clients, c.max_concurrent_streams),
             (1000, 10, 10)
         );
-        assert_eq!(c.warm_up, Duration::from_secs(1));
+        let w = plans(
+            "workload = \"throughput\"\nwarm_up = \"1s\"\nprotocol = \"h2\"\nduration = \"2s\"\n",
+        );
+        assert_eq!(w[0].config.warm_up, Duration::from_secs(1));
+        assert_eq!(w[0].config.duration, Some(Duration::from_secs(2)));
         assert!(
             c.insecure,
             "through the link the certificate does not name the address"

@@ -754,6 +754,14 @@ fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
             )));
         }
     }
+    if exp.warm_up.is_some_and(|w| !w.is_zero())
+        && exp.workload == Workload::Throughput
+        && exp.cells.iter().any(|c| c.config.duration.is_none())
+    {
+        return Err(ctx.whole(
+            "warm_up needs `duration`: a warm-up runs before a timed measurement (as in h2load); a run of `requests` has none",
+        ));
+    }
     if exp.total_runs() > MAX_RUNS {
         return Err(ctx.whole(format!(
             "{} cells × {} repetitions = {} runs is more than {MAX_RUNS}; sweep fewer values",
@@ -963,6 +971,9 @@ mod tests {
         let m =
             err("workload = \"throughput\"\nprotocol = \"h2\"\nrequests = 10\nclients = 70000\n");
         assert!(m.contains("clients: 70000 is more than 65536"), "{m}");
+        let m =
+            err("workload = \"throughput\"\nwarm_up = \"1s\"\nprotocol = \"h2\"\nrequests = 10\n");
+        assert!(m.contains("warm_up needs `duration`"), "{m}");
         let m = err("protocol = \"h2\"\nclients = 10\n");
         assert!(
             m.contains("`clients` belongs to the throughput workload"),
@@ -1004,6 +1015,80 @@ mod tests {
     fn published_tables_are_read_with_gaps() {
         let e = ok("protocol = \"h2\"\n[[published]]\ntitle = \"x\"\ncolumn_factor = \"delay\"\ncolumns = [\"0ms\", \"10ms\"]\nrows = [{ label = \"h2\", factors = { protocol = \"h2\" }, values = [0.48, nan] }]\n");
         assert_eq!(e.published[0].rows[0].values, vec![Some(0.48), None]);
+    }
+
+    #[test]
+    fn origins_are_defined_checked_and_swept() {
+        let nginx = "[origins.nginx]\ncommand = [\"nginx\", \"-c\", \"{{dir}}/n.conf\"]\nprotocols = [\"h1\", \"h2\"]\n[origins.nginx.files]\n\"n.conf\" = \"listen {{plain_port}}; listen {{tls_port}} ssl; events {}\"\n";
+        let e = ok(&format!("workload = \"throughput\"\nrequests = 10\norigin = [\"hxlab\", \"nginx\"]\nprotocol = [\"h1\", \"h3\"]\n{nginx}"));
+        assert_eq!(e.cells.len(), 4);
+        assert_eq!(
+            e.cells[0].key,
+            "origin=hxlab protocol=h1 delay=0ms size=100 clients=1 streams=1 requests=10"
+        );
+        assert_eq!(e.cells[2].config.origin, "nginx");
+        assert_eq!(
+            e.origin("nginx").unwrap().protocols,
+            [Protocol::H1, Protocol::H2]
+        );
+        assert_eq!(e.origin("hxlab").unwrap().protocols.len(), 5);
+        // A delay needs hxlab's origin: refused where the delay is written.
+        let m = err(&format!(
+            "origin = [\"hxlab\", \"nginx\"]\nprotocol = \"h1\"\ndelay = \"10ms\"\n{nginx}"
+        ));
+        assert!(
+            m.starts_with("t.toml:3:9: cell `origin=nginx")
+                && m.contains("needs an origin that can delay"),
+            "{m}"
+        );
+        let m = err(&format!(
+            "origin = \"nginx\"\nprotocol = \"h1\"\ncc = \"reno\"\n{nginx}"
+        ));
+        assert!(
+            m.starts_with("t.toml:3:6:") && m.contains("cannot set nginx's congestion control"),
+            "{m}"
+        );
+        let m = err("origin = \"apache\"\nprotocol = \"h1\"\n");
+        assert!(m.starts_with("t.toml:1:10: origin \"apache\" is not defined; add an [origins.apache] table (known: hxlab)"), "{m}");
+        let m = err("protocol = \"h1\"\n[origins.x]\ncommand = [\"x\", \"{{tls_prot}}\"]\nprotocols = [\"h1\"]\n");
+        assert!(
+            m.starts_with("t.toml:3:11:") && m.contains("unknown placeholder {{tls_prot}}"),
+            "{m}"
+        );
+        let m = err("protocol = \"h1\"\n[origins.x]\ncommand = [\"x\", \"{{tls_port}}\"]\nprotocols = [\"h1\"]\n");
+        assert!(
+            m.contains(
+                "declares h1 but neither its command nor its files listen on {{plain_port}}"
+            ),
+            "{m}"
+        );
+        let m = err("protocol = \"h1\"\n[origins.x]\ncommand = [\"x\"]\nurl = \"https://a\"\n");
+        assert!(m.contains("not both"), "{m}");
+        let m = err("protocol = \"h1\"\n[origins.hxlab]\nurl = \"https://a\"\n");
+        assert!(m.contains("cannot be redefined"), "{m}");
+        let m = err("protocol = \"h1\"\n[origins.x]\nurl = \"https://a\"\nprotocols = [\"h1\"]\n");
+        assert!(
+            m.starts_with("t.toml:4:13:")
+                && m.contains("h1 is listed in `protocols` but no URL serves it"),
+            "{m}"
+        );
+        let m = err("protocol = \"h1\"\n[origins.x]\nurls = { h2 = \"http://a\" }\n");
+        assert!(
+            m.contains("urls.h2: h2 runs over TLS, so its URL starts with https://"),
+            "{m}"
+        );
+        let m = err("protocol = \"h1\"\n[origins.x]\nurl = \"https://a\"\nwhat = 1\n");
+        assert!(
+            m.starts_with("t.toml:4:1:") && m.contains("unknown field `what`"),
+            "{m}"
+        );
+        // A url origin with a fixed path has no size or delay to sweep.
+        let e = ok("origin = \"edge\"\nprotocol = [\"h2\", \"h3\"]\n[origins.edge]\nurl = \"https://edge.test\"\npath = \"/app.js\"\n");
+        assert_eq!(e.cells[0].key, "origin=edge protocol=h2 resources=30");
+        assert_eq!(
+            e.origin("edge").unwrap().protocols,
+            [Protocol::H1Tls, Protocol::H2, Protocol::H3]
+        );
     }
 
     #[test]
