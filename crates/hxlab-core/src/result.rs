@@ -194,6 +194,10 @@ pub struct RunResult {
     pub requests_started: u64,
     /// Requests that completed with a response (any status).
     pub requests_done: u64,
+    /// Requests that completed during the warm-up (not measured; a server's cost read around
+    /// the whole run covers them too).
+    #[serde(default)]
+    pub warm_up_requests_done: u64,
     /// Completed with 2xx/3xx.
     pub requests_succeeded: u64,
     /// Failed requests (no complete response).
@@ -298,6 +302,7 @@ impl RunResult {
             config,
             requests_started,
             requests_done,
+            warm_up_requests_done,
             requests_succeeded,
             requests_failed,
             requests_scheduled,
@@ -334,6 +339,7 @@ impl RunResult {
         self.duration_s = self.duration_s.max(*duration_s);
         self.requests_started += requests_started;
         self.requests_done += requests_done;
+        self.warm_up_requests_done += warm_up_requests_done;
         self.requests_succeeded += requests_succeeded;
         self.requests_failed += requests_failed;
         self.requests_scheduled += requests_scheduled;
@@ -404,6 +410,7 @@ mod tests {
             },
             requests_started: n + 10,
             requests_done: n + 11,
+            warm_up_requests_done: n + 97,
             requests_succeeded: n + 12,
             requests_failed: n + 13,
             requests_scheduled: n + 14,
@@ -475,6 +482,7 @@ mod tests {
                 config,
                 requests_started,
                 requests_done,
+                warm_up_requests_done,
                 requests_succeeded,
                 requests_failed,
                 requests_scheduled,
@@ -508,6 +516,7 @@ mod tests {
             // Sums.
             assert_eq!(requests_started, 4020);
             assert_eq!(requests_done, 4022);
+            assert_eq!(warm_up_requests_done, 4194);
             assert_eq!(requests_succeeded, 4024);
             assert_eq!(requests_failed, 4026);
             assert_eq!(requests_scheduled, 4028);

@@ -8,8 +8,10 @@
 //! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
 //! scenarios that reproduce the published studies live here with their published tables.
 //! Workloads: `resources` and `throughput` run `hxlab load`; `browser` runs `hxlab page`.
-//! [`origin`] starts the `hxlab serve` a run (or `hxlab page`) measures against; [`page`] is
-//! `hxlab page` without its command line.
+//! [`origin`] starts the `hxlab serve` a run (or `hxlab page`) measures against; [`command`]
+//! starts the other servers an experiment names (`[origins.NAME]` tables: nginx, h2o, Caddy,
+//! ...) and reads their process tree's CPU; url origins are servers the lab does not run.
+//! [`page`] is `hxlab page` without its command line.
 //! What it is not: no protocol code and no statistics of its own — the server, client and
 //! link are the other subcommands, and hxlab-report turns the records into reports.
 

@@ -65,6 +65,8 @@ pub struct Recorder {
     pub started: u64,
     /// Requests answered (any status).
     pub done: u64,
+    /// Requests answered during the warm-up.
+    pub warm_up_done: u64,
     /// Answered with 2xx/3xx.
     pub succeeded: u64,
     /// Requests that got no complete response.
@@ -115,6 +117,7 @@ impl Recorder {
             status: vec![0; MAX_STATUS],
             started: 0,
             done: 0,
+            warm_up_done: 0,
             succeeded: 0,
             failed: 0,
             errors: ErrorCounts::default(),
@@ -216,6 +219,7 @@ impl Recorder {
     ) {
         self.settle(scheduled);
         if scheduled < self.measure_start {
+            self.warm_up_done += 1;
             return;
         }
         self.done += 1;
@@ -387,6 +391,7 @@ impl Recorder {
             schema: r.schema,
             requests_started: self.started,
             requests_done: self.done,
+            warm_up_requests_done: self.warm_up_done,
             requests_succeeded: self.succeeded,
             requests_failed: self.failed,
             requests_scheduled: self.scheduled,

@@ -385,3 +385,50 @@ fn a_command_origin_that_never_listens_fails_its_cells_only() {
     );
     assert!(stderr.contains("did not listen"), "{stderr}");
 }
+
+/// A network cell reaches a command origin through `hxlab link` as it reaches hxlab serve:
+/// with 100 ms added per round trip, fetching 6 small files from nginx over h1-tls and h2
+/// costs at least the TCP, TLS and request round trips (3 × 100 ms), and far less than 10.
+#[test]
+fn network_cells_reach_a_command_origin_through_the_link() {
+    if require_peer("nginx").is_none() || !common::require_root("hxlab link") {
+        return;
+    }
+    let tmp = TempDir::new("hxlab-origins-link");
+    let example = std::fs::read_to_string(examples().join("origins-nginx.toml")).unwrap();
+    let table = &example[example.find("\n[origins.nginx]\n").expect("nginx table")..];
+    let spec = format!(
+        "name = \"nginx-link\"\nworkload = \"resources\"\nrepetitions = 1\norigin = \"nginx\"\nprotocol = [\"h1-tls\", \"h2\"]\nresources = 6\nsize = \"1KiB\"\nrtt = \"100ms\"\n{table}"
+    );
+    let file = tmp.path().join("link.toml");
+    std::fs::write(&file, spec).unwrap();
+    let out = tmp.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&file)
+            .args(["--no-progress", "-o"])
+            .arg(&out),
+        Duration::from_secs(180),
+    );
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (_, recs) = records(&out);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert!(r.is_clean(), "{}: {}", r.cell, r.failure_text());
+        assert!(negotiated_as_asked(&r.factors["protocol"], r), "{}", r.cell);
+        let res = r.result.as_ref().unwrap();
+        assert_eq!(res.requests_done, 6);
+        assert!(
+            (0.3..1.0).contains(&res.duration_s),
+            "{}: {} s for 3 round trips of 100 ms",
+            r.cell,
+            res.duration_s
+        );
+        assert!(
+            r.server.as_ref().is_some_and(|s| s.cpu_s > 0.0),
+            "{}",
+            r.cell
+        );
+    }
+}

@@ -96,11 +96,11 @@ pub(crate) fn cost(
     }
 }
 
-/// A process tree's cost counts the requests the client completed (the server keeps no
-/// count the lab can read).
+/// A process tree's cost counts the requests the client completed, warm-up included (the
+/// server keeps no count the lab can read, and its CPU is read around the whole run).
 pub(crate) fn client_requests(meter: &Meter, record: &mut Record) {
     if let (Meter::Tree(_), Some(s), Some(r)) = (meter, record.server.as_mut(), &record.result) {
-        s.requests = r.requests_done;
+        s.requests = r.requests_done + r.warm_up_requests_done;
     }
 }
 
