@@ -159,6 +159,11 @@ pub fn loopback_to(url: &str, host: &str) -> String {
     url.to_string()
 }
 
+/// True for a URL on 127.0.0.1, localhost or [::1] (one [`loopback_to`] would move).
+pub fn is_loopback_url(url: &str) -> bool {
+    loopback_to(url, "0.0.0.0") != url
+}
+
 /// A fresh private directory under the system's temporary directory.
 pub fn temp_dir(prefix: &str) -> PathBuf {
     std::env::temp_dir().join(format!(

@@ -2,7 +2,7 @@
 //! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult.
 
 use super::record::new_records;
-use super::target::{client_requests, cost, NoTarget};
+use super::target::{client_requests, cost};
 use super::Runner;
 use crate::child::{last_line, run_bounded};
 use crate::origin::synthetic_page_html;
@@ -32,12 +32,8 @@ impl Runner {
         }
         let target = match self.target(exp, cell) {
             Ok(t) => t,
-            Err(NoTarget::Skip(why)) => {
-                record.skipped = Some(why);
-                return record;
-            }
-            Err(NoTarget::Fail(why)) => {
-                record.error = Some(why);
+            Err(no) => {
+                no.mark(&mut record);
                 return record;
             }
         };

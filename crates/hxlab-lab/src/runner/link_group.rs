@@ -161,24 +161,14 @@ impl Runner {
             .iter()
             .zip(out.iter_mut())
             .map(|((c, _), records)| {
-                let planned = match self.target(exp, c) {
-                    Ok(t) => {
-                        meter.get_or_insert(t.meter);
-                        plan(exp, &c.config, &t).map_err(|e| (false, e))
-                    }
-                    Err(NoTarget::Skip(why)) => Err((true, why)),
-                    Err(NoTarget::Fail(why)) => Err((false, why)),
-                };
+                let planned = self.target(exp, c).and_then(|t| {
+                    meter.get_or_insert(t.meter);
+                    plan(exp, &c.config, &t).map_err(NoTarget::Fail)
+                });
                 match planned {
                     Ok(p) => Some(p),
-                    Err((skip, why)) => {
-                        for r in records.iter_mut() {
-                            if skip {
-                                r.skipped = Some(why.clone());
-                            } else {
-                                r.error = Some(why.clone());
-                            }
-                        }
+                    Err(no) => {
+                        records.iter_mut().for_each(|r| no.clone().mark(r));
                         None
                     }
                 }

@@ -123,7 +123,7 @@ pub struct Runner {
     opts: RunOptions,
     server: Option<Origin>,
     /// Command origins by name, started on first use (or why they did not start).
-    commands: std::collections::BTreeMap<String, Result<crate::command::CommandServer, String>>,
+    commands: std::collections::BTreeMap<String, Result<crate::command::CommandServer, NoTarget>>,
     /// The certificate and key the lab made for its command origins.
     cert: Option<crate::command::LabCert>,
     bind: &'static str,
@@ -456,12 +456,8 @@ impl Runner {
         let mut record = new_records(exp, cell, &[rep]).remove(0);
         let target = match self.target(exp, cell) {
             Ok(t) => t,
-            Err(NoTarget::Skip(why)) => {
-                record.skipped = Some(why);
-                return record;
-            }
-            Err(NoTarget::Fail(why)) => {
-                record.error = Some(why);
+            Err(no) => {
+                no.mark(&mut record);
                 return record;
             }
         };

@@ -5,7 +5,7 @@
 use super::stats::{server_cc, server_cost, server_stats, ServerStats};
 use super::{io_err, Runner, RunnerError};
 use crate::command::{fill_www, find_program, CommandServer, LabCert, StartArgs};
-use crate::spec::origins::default_path;
+use crate::spec::origins::{default_path, resource_url, CommandOrigin};
 use crate::spec::{Cell, Experiment, OriginKind, Protocol};
 use hxlab_report::{Record, ServerCost, Workload};
 use std::collections::BTreeMap;
@@ -37,10 +37,7 @@ impl Target {
     /// The URL of one resource of a cell (origins with path templates).
     pub fn templated(&self, workload: Workload, size: u64, resources: u64) -> Option<String> {
         let t = self.paths.as_ref()?.get(&workload)?;
-        let path = t
-            .replace("{{size}}", &size.to_string())
-            .replace("{{resources}}", &resources.to_string());
-        Some(format!("{}{path}", self.base.trim_end_matches('/')))
+        Some(resource_url(&self.base, t, size, resources))
     }
 }
 
@@ -105,11 +102,22 @@ pub(crate) fn client_requests(meter: &Meter, record: &mut Record) {
 }
 
 /// Why a cell cannot run on its origin.
+#[derive(Clone, Debug)]
 pub(crate) enum NoTarget {
     /// Not run, with the reason (the origin does not speak the protocol, is not installed).
     Skip(String),
     /// Failed (the origin did not start).
     Fail(String),
+}
+
+impl NoTarget {
+    /// Marks `record` skipped or failed with the reason.
+    pub fn mark(self, record: &mut Record) {
+        match self {
+            NoTarget::Skip(why) => record.skipped = Some(why),
+            NoTarget::Fail(why) => record.error = Some(why),
+        }
+    }
 }
 
 impl Runner {
@@ -160,14 +168,7 @@ impl Runner {
                     spki: Some(s.ready.spki_sha256.clone()),
                 })
             }
-            OriginKind::Command(c) => {
-                let program = c.command[0].clone();
-                if find_program(&program).is_none() {
-                    return Err(NoTarget::Skip(format!(
-                        "origin {} is not installed here (its program {program:?} was not found)",
-                        def.name
-                    )));
-                }
+            OriginKind::Command(_) => {
                 let server = self.command_server(exp, &def.name)?;
                 let base = server.base_url(cfg.protocol).ok_or_else(|| {
                     NoTarget::Fail(format!(
@@ -199,7 +200,7 @@ impl Runner {
                         cfg.protocol.name()
                     ))
                 })?;
-                let local = crate::origin::loopback_to(&base, "\0") != base;
+                let local = crate::origin::is_loopback_url(&base);
                 Ok(Target {
                     base,
                     paths: Some(u.paths.clone()),
@@ -214,37 +215,54 @@ impl Runner {
     }
 
     /// The running command origin `name`, started (with its document root filled) on first
-    /// use and restarted if it died; a start that failed is not retried.
+    /// use and restarted if it died; a program that is not installed, or a start that
+    /// failed, is not tried again.
     fn command_server(&mut self, exp: &Experiment, name: &str) -> Result<&CommandServer, NoTarget> {
         let alive = match self.commands.get_mut(name) {
             Some(Ok(s)) => s.is_running(),
-            Some(Err(e)) => return Err(NoTarget::Fail(e.clone())),
+            Some(Err(e)) => return Err(e.clone()),
             None => false,
         };
         if !alive {
-            let started = self.start_command(exp, name).map_err(|e| e.to_string());
+            let started = self.start_command(exp, name);
             self.commands.insert(name.to_string(), started);
         }
         match self.commands.get(name) {
             Some(Ok(s)) => Ok(s),
-            Some(Err(e)) => Err(NoTarget::Fail(e.clone())),
+            Some(Err(e)) => Err(e.clone()),
             None => Err(NoTarget::Fail(format!("origin {name} did not start"))),
         }
     }
 
-    fn start_command(
-        &mut self,
-        exp: &Experiment,
-        name: &str,
-    ) -> Result<CommandServer, RunnerError> {
+    /// Starts command origin `name`, or says why not: not installed here (skipped), or
+    /// it did not start (failed).
+    fn start_command(&mut self, exp: &Experiment, name: &str) -> Result<CommandServer, NoTarget> {
         let def = exp
             .origin(name)
-            .ok_or_else(|| RunnerError::Server(format!("origin {name:?} is not defined")))?;
+            .ok_or_else(|| NoTarget::Fail(format!("origin {name:?} is not defined")))?;
         let OriginKind::Command(c) = &def.kind else {
-            return Err(RunnerError::Server(format!(
+            return Err(NoTarget::Fail(format!(
                 "origin {name} is not a command origin"
             )));
         };
+        if find_program(&c.command[0]).is_none() {
+            return Err(NoTarget::Skip(format!(
+                "origin {name} is not installed here (its program {:?} was not found)",
+                c.command[0]
+            )));
+        }
+        self.launch(exp, &def, c)
+            .map_err(|e| NoTarget::Fail(e.to_string()))
+    }
+
+    /// Fills the document root, renders the templates and starts the server.
+    fn launch(
+        &mut self,
+        exp: &Experiment,
+        def: &crate::spec::OriginDef,
+        c: &CommandOrigin,
+    ) -> Result<CommandServer, RunnerError> {
+        let name = def.name.as_str();
         let root = self.opts.out_dir.join(".origins");
         let cert = match &self.cert {
             Some(c) => c.clone(),
@@ -270,7 +288,7 @@ impl Runner {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         CommandServer::start(
-            &def,
+            def,
             c,
             &StartArgs {
                 dir: &dir,

@@ -127,11 +127,17 @@ impl UrlOrigin {
     ) -> Option<String> {
         let base = self.urls.get(&proto)?;
         let path = self.paths.get(&workload).map(String::as_str).unwrap_or("/");
-        let path = path
-            .replace("{{size}}", &size.to_string())
-            .replace("{{resources}}", &resources.to_string());
-        Some(format!("{}{path}", base.trim_end_matches('/')))
+        Some(resource_url(base, path, size, resources))
     }
+}
+
+/// `base` (scheme, host, port, optional prefix) joined with a path template filled for a
+/// cell of `size` bytes and `resources` resources.
+pub fn resource_url(base: &str, path: &str, size: u64, resources: u64) -> String {
+    let path = path
+        .replace("{{size}}", &size.to_string())
+        .replace("{{resources}}", &resources.to_string());
+    format!("{}{path}", base.trim_end_matches('/'))
 }
 
 /// The default path of each workload: the layout the lab writes into a command origin's

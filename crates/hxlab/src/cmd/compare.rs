@@ -7,7 +7,7 @@
 //! protocols the URL's host offers, then runs a small `resources` and `throughput` matrix
 //! against that URL (a url origin; the path is the user's resource) into two reports.
 
-use super::probe::{probe, Found, Trust};
+use super::probe::{probe, Found, Offer, Trust};
 use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
 use hxlab_core::Protocol;
@@ -147,8 +147,6 @@ pub fn url_experiments(found: &Found, trust: &Trust) -> Vec<(&'static str, Strin
     );
     vec![("resources", resources), ("throughput", throughput)]
 }
-
-use super::probe::Offer;
 
 /// What the probe found, as notes for the reports and lines for the terminal.
 fn probe_notes(found: &Found) -> Vec<String> {
