@@ -9,6 +9,7 @@
 //! [`Protocol`] (what a connection spoke) and [`Proto`] (what a client is asked to speak) are
 //! the one protocol vocabulary.
 //! [`ReadyFile`] is the file `hxlab serve` writes when it is ready, for whoever started it.
+//! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! What it is not: no other I/O, no protocol code, no async runtime.
 
 pub mod atomic_file;
@@ -17,6 +18,7 @@ pub mod histogram;
 pub mod protocol;
 pub mod ready;
 pub mod result;
+pub mod shard;
 pub mod stats;
 pub mod units;
 

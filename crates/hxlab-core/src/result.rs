@@ -7,6 +7,7 @@
 
 use crate::cc::add_counts;
 use crate::histogram::LatencyHistogram;
+pub use crate::shard::ShardInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -266,6 +267,11 @@ pub struct RunResult {
     pub cpu_sys_s: f64,
     /// Histograms (serialised as HdrHistogram V2 base64 strings).
     pub histograms: Histograms,
+    /// The parts this result is made of: one for a run of `hxlab load` (shard 0 of 1 of its
+    /// own run id, or shard I of N with `--shard`), several after [`RunResult::merge`]
+    /// (sorted by run id and index). Absent in older files: empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardInfo>,
 }
 
 impl RunResult {
@@ -291,7 +297,7 @@ impl RunResult {
     /// processes or machines): counts, maps, bytes, CPU and histograms add up; `duration_s`
     /// takes the maximum, `started_unix_s` the earliest known (0 is unknown); `schema`,
     /// `tool_version` and `config` stay the first result's; `error_samples` keeps the first
-    /// 10 distinct. docs/run-result.md states the same rule per field.
+    /// 10 distinct; `shards` lists every part's record. docs/run-result.md states the same rule per field.
     pub fn merge(&mut self, o: &RunResult) {
         // No `..`: a field added to RunResult fails to compile until it is merged here.
         let RunResult {
@@ -325,6 +331,7 @@ impl RunResult {
             cpu_user_s,
             cpu_sys_s,
             histograms,
+            shards,
         } = o;
         if self.schema == 0 {
             self.schema = *schema;
@@ -366,6 +373,9 @@ impl RunResult {
         self.cpu_user_s += cpu_user_s;
         self.cpu_sys_s += cpu_sys_s;
         self.histograms.merge(histograms);
+        self.shards.extend(shards.iter().cloned());
+        self.shards
+            .sort_by(|a, b| (&a.run_id, a.index).cmp(&(&b.run_id, b.index)));
     }
 }
 
@@ -456,6 +466,12 @@ mod tests {
                 handshake_resumed: histogram(n + 46),
                 send_lag: histogram(n + 47),
             },
+            shards: vec![ShardInfo {
+                run_id: format!("r{n}"),
+                index: n % 7,
+                count: 7,
+                ..Default::default()
+            }],
         }
     }
 
@@ -505,7 +521,12 @@ mod tests {
                 cpu_user_s,
                 cpu_sys_s,
                 histograms,
+                shards,
             } = m;
+            // Every part's record, by run id and index.
+            let ids: Vec<(String, u64)> =
+                shards.iter().map(|s| (s.run_id.clone(), s.index)).collect();
+            assert_eq!(ids, [("r1000".to_string(), 6), ("r3000".to_string(), 4)]);
             // The first one's.
             assert_eq!(schema, 1000);
             assert_eq!(tool_version, "v1000");

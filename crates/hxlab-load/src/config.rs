@@ -79,6 +79,20 @@ pub struct LoadConfig {
     /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
     #[serde(with = "cc_name")]
     pub cc: Option<CongestionControl>,
+    /// This process runs one part of a run spread over several (`--shard I/N`): its share of
+    /// the connections and of `-n`, and in the open model the timetable's requests `j` with
+    /// `j mod N = I`. None: the whole run.
+    pub shard: Option<Shard>,
+    /// The run id recorded in the result (`--run-id`); None: derived from the configuration
+    /// and `start_at` for a shard (so every shard of one command line agrees), random
+    /// otherwise.
+    pub run_id: Option<String>,
+    /// Wait until this wall-clock instant (Unix seconds) before starting (`--start-at`),
+    /// so parts on several machines start together.
+    pub start_at: Option<f64>,
+    /// How late after `start_at` a start still counts as on time (`--start-tolerance`).
+    #[serde(with = "duration_text")]
+    pub start_tolerance: Duration,
     /// Draw a progress bar on stderr (the caller checks it is a terminal); not part of the
     /// JSON form, where the reader decides.
     #[serde(skip)]
@@ -113,10 +127,77 @@ impl Default for LoadConfig {
             prime: false,
             tfo: false,
             cc: None,
+            shard: None,
+            run_id: None,
+            start_at: None,
+            start_tolerance: Duration::from_secs(1),
             progress: false,
         }
     }
 }
+
+/// Part `index` of `count` of a run (see [`LoadConfig::shard`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shard {
+    /// 0..count.
+    pub index: u64,
+    /// Parts of the run, at least 1.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Reads `I/N` (`--shard 2/8`).
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("--shard {s:?}: expected INDEX/COUNT, e.g. 0/4"))?;
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("--shard {s:?}: expected INDEX/COUNT, e.g. 0/4"))
+        };
+        let shard = Shard {
+            index: num(i)?,
+            count: num(n)?,
+        };
+        shard.check()?;
+        Ok(shard)
+    }
+
+    /// The index is below the count, and the count is sane.
+    pub fn check(&self) -> Result<(), String> {
+        if self.count == 0 || self.count > MAX_SHARDS {
+            return Err(format!(
+                "--shards {}: must be between 1 and {MAX_SHARDS}",
+                self.count
+            ));
+        }
+        if self.index >= self.count {
+            return Err(format!(
+                "shard index {} is out of range for {} shards (0..{})",
+                self.index,
+                self.count,
+                self.count - 1
+            ));
+        }
+        Ok(())
+    }
+
+    /// This part's range `[lo, hi)` of `total` things split as evenly as possible (the
+    /// connections), numbered as in the whole run.
+    pub fn range(&self, total: u64) -> (u64, u64) {
+        let t = u128::from(total);
+        let (i, n) = (u128::from(self.index), u128::from(self.count));
+        ((t * i / n) as u64, (t * (i + 1) / n) as u64)
+    }
+}
+
+/// Most parts a run may have (a Job of ten thousand pods is already far out).
+pub const MAX_SHARDS: u64 = 100_000;
+
+/// Latest `--start-at` accepted, from now (later is a typo, and the pods would idle).
+const MAX_START_WAIT_S: f64 = 86_400.0;
 
 /// Reads one `-H "Name: value"` argument (both trimmed), for `hxlab load` and `hxlab trace`;
 /// the name and value themselves are checked when the run starts (`bad header name`).
@@ -173,7 +254,78 @@ impl LoadConfig {
             CongestionControl::parse_available(cc.name())
                 .map_err(|e| LoadError::Config(format!("--cc: {e}")))?;
         }
+        self.validate_parts()
+    }
+
+    /// Shard, run id and start time: a part must get at least one connection and, with
+    /// `-n`, at least one request.
+    fn validate_parts(&self) -> Result<(), LoadError> {
+        let bad = |m: String| Err(LoadError::Config(m));
+        if let Some(id) = &self.run_id {
+            if id.is_empty()
+                || id.len() > 128
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            {
+                return bad(format!(
+                    "--run-id {id:?}: use 1 to 128 letters, digits, '-', '_', '.' or ':'"
+                ));
+            }
+        }
+        if let Some(at) = self.start_at {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            if !at.is_finite() || at - now > MAX_START_WAIT_S {
+                return bad("--start-at: more than a day from now".into());
+            }
+        }
+        if self.start_tolerance > MAX_DURATION {
+            return bad("--start-tolerance: longer than a year".into());
+        }
+        let Some(shard) = self.shard else {
+            return Ok(());
+        };
+        shard.check().map_err(LoadError::Config)?;
+        let (c0, c1) = shard.range(self.clients);
+        if c1 == c0 {
+            return bad(format!(
+                "-c {} over {} shards leaves shard {} without a connection; use at least as many connections as shards",
+                self.clients, shard.count, shard.index
+            ));
+        }
+        if self.duration.is_none() && self.shard_requests() == Some(0) {
+            return bad(format!(
+                "-n {} over {} shards leaves shard {} without a request",
+                self.requests, shard.count, shard.index
+            ));
+        }
         Ok(())
+    }
+
+    /// With `-n`, the requests this part sends: in the closed model its connections' share
+    /// (the whole run's split, [`Shard::range`] of the connections, so the shares add up to
+    /// `-n`); in the open model the timetable's requests `j < n` with `j mod N = I`. None when
+    /// `-D` bounds the run.
+    pub fn shard_requests(&self) -> Option<u64> {
+        if self.duration.is_some() {
+            return None;
+        }
+        let Some(shard) = self.shard else {
+            return Some(self.requests);
+        };
+        if self.rate.is_some() {
+            let n = self.requests;
+            return Some(if n > shard.index {
+                (n - shard.index).div_ceil(shard.count)
+            } else {
+                0
+            });
+        }
+        let (c0, c1) = shard.range(self.clients);
+        Some(split(self.requests, self.clients, c0, c1))
     }
 
     /// Reads a configuration from its JSON form and [validates](LoadConfig::validate) it.
@@ -189,6 +341,13 @@ impl LoadConfig {
         // Strings, numbers, lists and byte vectors always serialise.
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// The requests of clients `[c0, c1)` when `n` requests are split over `c` clients in
+/// proportion (the same formula for shards and worker threads, so the parts add up to `n`).
+pub fn split(n: u64, c: u64, c0: u64, c1: u64) -> u64 {
+    let (n, c) = (u128::from(n), u128::from(c.max(1)));
+    ((n * u128::from(c1) / c) - (n * u128::from(c0) / c)) as u64
 }
 
 /// Durations as strings with a unit: written exactly (`"250ms"`, `"1500us"`), read in any
@@ -324,6 +483,10 @@ mod tests {
             prime: true,
             tfo: true,
             cc: Some(CongestionControl::Cubic),
+            shard: Some(Shard { index: 2, count: 5 }),
+            run_id: Some("job-7".into()),
+            start_at: Some(1_795_000_000.5),
+            start_tolerance: Duration::from_millis(250),
             progress: false,
         };
         let text = cfg.to_json();
@@ -378,5 +541,60 @@ mod tests {
             ..ok.clone()
         })
         .contains("--alpn-list"));
+        assert!(refused(LoadConfig {
+            clients: 2,
+            shard: Some(Shard { index: 0, count: 3 }),
+            ..ok.clone()
+        })
+        .contains("without a connection"));
+        assert!(refused(LoadConfig {
+            requests: 3,
+            clients: 4,
+            rate: Some(10.0),
+            shard: Some(Shard { index: 3, count: 4 }),
+            ..ok.clone()
+        })
+        .contains("without a request"));
+        assert!(refused(LoadConfig {
+            run_id: Some("a b".into()),
+            ..ok.clone()
+        })
+        .contains("--run-id"));
+        assert!(refused(LoadConfig {
+            start_at: Some(4e9),
+            ..ok.clone()
+        })
+        .contains("--start-at"));
+    }
+
+    #[test]
+    fn shards_split_connections_and_requests_into_exact_totals() {
+        assert_eq!(Shard::parse("2/8").unwrap(), Shard { index: 2, count: 8 });
+        for bad in ["8/8", "1", "a/2", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        for (n, c, count, rate) in [
+            (1000, 100, 3, None),
+            (7, 7, 7, None),
+            (1001, 5, 4, Some(50.0)),
+        ] {
+            let mut clients = 0;
+            let mut requests = 0;
+            for index in 0..count {
+                let cfg = LoadConfig {
+                    urls: vec!["http://127.0.0.1:1/".into()],
+                    requests: n,
+                    clients: c,
+                    rate,
+                    shard: Some(Shard { index, count }),
+                    ..Default::default()
+                };
+                cfg.validate().unwrap();
+                let (c0, c1) = cfg.shard.unwrap().range(c);
+                clients += c1 - c0;
+                requests += cfg.shard_requests().unwrap();
+            }
+            assert_eq!((clients, requests), (c, n), "n {n} c {c} over {count}");
+        }
     }
 }

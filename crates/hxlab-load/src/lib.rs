@@ -25,6 +25,7 @@ pub mod h1;
 pub mod h2;
 pub mod h3;
 pub mod net;
+pub mod parts;
 pub mod plan;
 pub mod precise;
 pub mod recorder;
@@ -34,7 +35,7 @@ pub mod target;
 pub mod tls;
 mod worker;
 
-pub use config::{parse_header_arg, CongestionControl, LoadConfig, Proto};
+pub use config::{parse_header_arg, CongestionControl, LoadConfig, Proto, Shard};
 /// The HPACK and QPACK codecs the clients use (from hxlab-wire).
 pub use hxlab_wire::{hpack, qpack};
 pub use worker::{run, run_tapped};

@@ -20,7 +20,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How a session ended.
 #[derive(Debug)]
@@ -170,7 +170,7 @@ struct Setup {
 struct WorkerSpec {
     clients: u64,
     requests: u64,
-    rate: Option<f64>,
+    timetable: Option<crate::parts::Timetable>,
     progress: Arc<AtomicU64>,
 }
 
@@ -344,14 +344,12 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
     validate(&cfg)?;
     let target = Target::from_config(&cfg)?;
     let transport = transport(&cfg, &target, tap.as_ref())?;
-    let threads = cfg.threads.min(cfg.clients);
     if cfg.prime {
         prime(&cfg, &target, &transport)?;
     }
-    let started_unix_s = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let run_id = crate::parts::run_id(&cfg);
+    let started = crate::parts::wait_for_start(&cfg);
+    let started_unix_s = started.unix_s;
     let start = Instant::now();
     let measure_start = start + cfg.warm_up;
     let deadline = cfg.duration.map(|d| measure_start + d);
@@ -366,20 +364,13 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
 
     let mut handles = Vec::new();
     let mut progress = Vec::new();
-    let c = cfg.clients;
-    for w in 0..threads {
-        // Clients and requests in proportion: worker w gets clients [c*w/t, c*(w+1)/t).
-        let c0 = c * w / threads;
-        let c1 = c * (w + 1) / threads;
-        let n = cfg.requests as u128;
-        let r0 = (n * c0 as u128 / c as u128) as u64;
-        let r1 = (n * c1 as u128 / c as u128) as u64;
+    for (w, share) in crate::parts::shares(&cfg).into_iter().enumerate() {
         let counter = Arc::new(AtomicU64::new(0));
         progress.push(counter.clone());
         let spec = WorkerSpec {
-            clients: c1 - c0,
-            requests: r1 - r0,
-            rate: cfg.rate.map(|r| r * (c1 - c0) as f64 / c as f64),
+            clients: share.clients,
+            requests: share.requests,
+            timetable: share.timetable,
             progress: counter,
         };
         let s = setup.clone();
@@ -428,6 +419,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
         None => last,
     };
     result.duration_s = end.saturating_duration_since(measure_start).as_secs_f64();
+    result.shards = vec![crate::parts::shard_info(&cfg, run_id, started)];
     Ok(result)
 }
 
@@ -456,7 +448,7 @@ fn prime(cfg: &LoadConfig, target: &Target, transport: &Transport) -> Result<(),
     let spec = WorkerSpec {
         clients: 1,
         requests: 1,
-        rate: None,
+        timetable: None,
         progress: Arc::new(AtomicU64::new(0)),
     };
     let out = std::thread::Builder::new()
@@ -638,17 +630,19 @@ fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
     }))
 }
 
-/// Open model: the worker's timetable. It is finite either way, `-n` requests or every
-/// request due before the deadline, so each one can be accounted for when the run ends.
+/// Open model: the worker's clients' timetables (see [`crate::parts`]). Finite either way,
+/// `-n` requests or every request due before the deadline, so each one can be accounted for
+/// when the run ends.
 fn open_ledger(setup: &Setup, spec: &WorkerSpec) -> Option<SharedLedger> {
-    spec.rate.map(|rate| {
-        let limit = match setup.deadline {
-            Some(d) => Schedule::new(rate, 0, 1, u64::MAX)
+    spec.timetable.as_ref().map(|t| {
+        let limit = match (t.limit, setup.deadline) {
+            (_, Some(d)) => Schedule::new(t.rate, 0, 1, u64::MAX)
                 .first_index_due_at_or_after(d.saturating_duration_since(setup.start)),
-            None => spec.requests,
+            (Some(n), None) => n,
+            (None, None) => 0,
         };
         let schedules = (0..spec.clients)
-            .map(|k| Schedule::new(rate, k, spec.clients, limit))
+            .map(|k| Schedule::new(t.rate, t.first + k * t.step, t.stride, limit))
             .collect();
         Rc::new(RefCell::new(OpenLedger::new(schedules)))
     })

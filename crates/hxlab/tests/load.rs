@@ -500,7 +500,7 @@ fn server_dying_mid_run_gives_partial_result() {
 }
 
 #[test]
-fn merge_of_two_runs_is_their_sum() {
+fn merge_of_two_shards_is_their_sum_and_checks_the_parts() {
     let Some(ngx) = Nginx::start() else { return };
     let url = format!("http://127.0.0.1:{}/obj", ngx.plain);
     let dir = TempDir::new("hxlab-merge");
@@ -509,11 +509,22 @@ fn merge_of_two_runs_is_their_sum() {
         dir.path().join("b.json"),
         dir.path().join("m.json"),
     );
-    for (path, n) in [(&a, "70"), (&b, "30")] {
+    for (path, shard) in [(&a, "0/2"), (&b, "1/2")] {
         let mut cmd = Command::new(hxlab());
-        cmd.args(["load", "-n", n, "-c", "2", "-q", "--no-progress", "--json"])
-            .arg(path)
-            .arg(&url);
+        cmd.args([
+            "load",
+            "-n",
+            "100",
+            "-c",
+            "3",
+            "--shard",
+            shard,
+            "-q",
+            "--no-progress",
+        ])
+        .arg("--json")
+        .arg(path)
+        .arg(&url);
         let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
         assert_eq!(code, Some(0), "{err}");
     }
@@ -537,6 +548,23 @@ fn merge_of_two_runs_is_their_sum() {
         assert_eq!(u(&vm, path), u(&va, path) + u(&vb, path), "{path:?}");
     }
     assert_eq!(u(&vm, &["requests_done"]), 100);
+    // Shard 0 has 1 of the 3 connections and 33 of the 100 requests.
+    assert_eq!(u(&va, &["requests_done"]), 33);
+    assert_eq!(va["shards"][0]["clients"], 1);
+    assert_eq!(vm["shards"].as_array().map(Vec::len), Some(2));
+    // A shard missing, or a shard twice: one line, exit 1; --allow-partial says what is absent.
+    for args in [vec![&a], vec![&a, &b, &b]] {
+        let mut cmd = Command::new(hxlab());
+        cmd.arg("merge").args(args);
+        let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["merge", "--allow-partial", "-q"]).arg(&a);
+    let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("shard 1 of 2 absent"), "{err}");
     for h in ["latency", "latency_uncorrected", "ttfb", "connect"] {
         assert_eq!(
             hist_count(&vm, h),

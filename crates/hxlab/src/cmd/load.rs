@@ -111,6 +111,27 @@ pub struct Args {
     /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
     #[arg(long = "cc")]
     pub cc: Option<String>,
+    /// Run part INDEX/COUNT of a run spread over COUNT processes or machines (e.g. 0/4): this
+    /// part opens its share of -c and sends its share of -n; with --rate it sends the
+    /// timetable's requests j with j mod COUNT = INDEX. `hxlab merge` adds the parts back.
+    #[arg(long = "shard", value_name = "I/N", conflicts_with = "shards")]
+    pub shard: Option<String>,
+    /// Like --shard, with the index from the JOB_COMPLETION_INDEX variable (a Kubernetes
+    /// Indexed Job sets it in each pod).
+    #[arg(long = "shards", value_name = "N")]
+    pub shards: Option<u64>,
+    /// The run id recorded in the result; shards of one run must share it (default: a
+    /// digest of the command line and --start-at for shards, random otherwise).
+    #[arg(long = "run-id", value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Wait until TIME (RFC 3339, e.g. 2026-11-23T20:30:00Z, or Unix seconds) before
+    /// starting, so parts on several machines start together; the result records how late
+    /// this one started.
+    #[arg(long = "start-at", value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// A start later than --start-at by more than this is flagged late.
+    #[arg(long = "start-tolerance", value_name = "DUR", default_value = "1s")]
+    pub start_tolerance: String,
     /// Write the RunResult as JSON to FILE, or to stdout with "-".
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<String>,
@@ -219,9 +240,42 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
                 .map_err(|e| super::usage(format!("--cc: {e}")))?,
         );
     }
-    cfg.validate().map_err(|e| super::usage(e.to_string()))?;
+    apply_parts(a, &mut cfg)?;
     cfg.progress = progress(a);
     Ok(cfg)
+}
+
+/// --shard/--shards, --run-id, --start-at and --start-tolerance onto a configuration (from
+/// the flags or from --config), then the whole is validated.
+fn apply_parts(a: &Args, cfg: &mut LoadConfig) -> anyhow::Result<()> {
+    if let Some(s) = &a.shard {
+        cfg.shard = Some(hxlab_load::Shard::parse(s).map_err(super::usage)?);
+    }
+    if let Some(count) = a.shards {
+        let var = std::env::var("JOB_COMPLETION_INDEX").map_err(|_| {
+            super::usage(format!(
+                "--shards {count}: JOB_COMPLETION_INDEX is not set (a Kubernetes Indexed Job sets it); give --shard INDEX/{count} instead"
+            ))
+        })?;
+        let index = var.trim().parse::<u64>().map_err(|_| {
+            super::usage(format!("JOB_COMPLETION_INDEX {var:?}: not a shard index"))
+        })?;
+        let shard = hxlab_load::Shard { index, count };
+        shard.check().map_err(super::usage)?;
+        cfg.shard = Some(shard);
+    }
+    if let Some(id) = &a.run_id {
+        cfg.run_id = Some(id.clone());
+    }
+    if let Some(t) = &a.start_at {
+        cfg.start_at = Some(
+            hxlab_core::shard::parse_instant(t)
+                .map_err(|e| super::usage(format!("--start-at {e}")))?,
+        );
+    }
+    cfg.start_tolerance = duration_arg("--start-tolerance", &a.start_tolerance)?;
+    cfg.validate().map_err(|e| super::usage(e.to_string()))?;
+    Ok(())
 }
 
 /// A progress bar only on a terminal, and only when not asked away.
@@ -236,6 +290,7 @@ fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConf
         .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
     let mut cfg = LoadConfig::from_json(&text)
         .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
+    apply_parts(a, &mut cfg)?;
     cfg.progress = progress(a);
     Ok(cfg)
 }
@@ -253,6 +308,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(anyhow::Error::new(e)),
     };
+    if let Some(p) = result.shards.iter().find(|p| p.late) {
+        // On stderr even with -q: a part that started late is a different run.
+        eprintln!(
+            "warning: shard {}/{} started {:.3} s after --start-at (tolerance {})",
+            p.index,
+            p.count,
+            p.start_skew_s.unwrap_or(0.0),
+            args.start_tolerance
+        );
+    }
     let json_to_stdout = args.json.as_deref() == Some("-");
     if !args.quiet {
         let text = summary(&result);
@@ -388,6 +453,10 @@ pub fn summary(r: &RunResult) -> String {
     hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
     if let Some(w) = send_lag_warning(r) {
         s.push_str(&w);
+        s.push('\n');
+    }
+    if let Some(t) = hxlab_core::shard::shards_text(r) {
+        s.push_str(&t);
         s.push('\n');
     }
     s
