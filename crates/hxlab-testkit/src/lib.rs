@@ -94,6 +94,11 @@ fn install_hint(name: &str) -> String {
         "nginx" => "nginx-light",
         "ab" => "apache2-utils",
         "ip" => "iproute2",
+        "podman" => "podman runc",
+        "kubernetes-validate" => {
+            return "install it with `pip install kubernetes-validate` (in a venv) and put it on PATH"
+                .to_string()
+        }
         "h2spec" => {
             return "install it with `go install github.com/summerwind/h2spec/cmd/h2spec@latest`"
                 .to_string()

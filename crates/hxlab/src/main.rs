@@ -28,8 +28,11 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Re-render the report of a results directory.
     Report(cmd::report::Args),
-    /// Merge RunResult JSON files from several runs into one, exactly.
+    /// Merge RunResults (parts of one run: shards, pods, machines) into one, exactly,
+    /// checking that every part is there once.
     Merge(cmd::merge::Args),
+    /// Kubernetes: render an Indexed Job that runs `hxlab load` as N shards started together.
+    K8s(cmd::k8s::Args),
     /// Page loads in headless Chromium over a chosen protocol.
     Page(cmd::page::Args),
     /// Frame-level view of one connection (h1, h2, h3).
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Merge(a) => cmd::merge::run(a),
+        Command::K8s(a) => cmd::k8s::run(a),
         Command::Page(a) => cmd::page::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::LabAgent(a) => cmd::lab_agent::run(a),
