@@ -1,10 +1,11 @@
 //! The open-model timetable, as pure logic on virtual time (offsets from the run's start),
 //! so it is tested without clocks or sockets.
 //!
-//! With `--rate R`, request number `j` of a worker (0, 1, 2, ...) is due at `j / R_w`
-//! seconds after the start, `R_w` being the worker's share of `R`. The worker's clients take
-//! every `stride`-th request (client `k` takes `k`, `k + stride`, ...), so the aggregate
-//! stays exactly `R` whatever the number of connections, and no client talks to another.
+//! With `--rate R`, request number `j` of the run (0, 1, 2, ...) is due at `j / R` seconds
+//! after the start. Each client takes an arithmetic progression of it (client `k` of `c`
+//! takes `k`, `k + c`, ...; with shards, see [`crate::parts`]), so the aggregate stays
+//! exactly `R` whatever the number of connections, threads or shards, and no client talks
+//! to another.
 //!
 //! Coordinated omission: a request that could not be sent when due (its connection was busy
 //! or stalled) is still timed from when it was *due*; [`corrected_latency`] is that rule.
