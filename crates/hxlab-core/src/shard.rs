@@ -363,6 +363,13 @@ pub fn format_instant(unix_s: f64) -> String {
     }
 }
 
+/// Unix seconds as `YYYYMMDD-HHMMSS` UTC (whole seconds), for names of directories and jobs.
+pub fn format_compact(unix_s: f64) -> String {
+    let t = format_instant(unix_s.floor());
+    let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
+    format!("{}-{}", &digits[..8], &digits[8..14])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,5 +513,6 @@ mod tests {
         }
         assert_eq!(format_instant(1_709_227_800.0), "2024-02-29T17:30:00Z");
         assert_eq!(format_instant(0.123), "1970-01-01T00:00:00.123Z");
+        assert_eq!(format_compact(1_709_227_800.9), "20240229-173000");
     }
 }

@@ -8,8 +8,7 @@ mod common;
 
 use common::{hxlab, run_with_timeout, tempfile_dir::TempDir, Server};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -131,20 +130,9 @@ fn hist_count(v: &Value, name: &str) -> u64 {
 }
 
 fn served(addr: &str) -> u64 {
-    let mut conn = TcpStream::connect(addr).expect("connect");
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    conn.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    conn.read_to_string(&mut text).expect("read /stats");
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    let (a, b) = (
-        body.find('{').expect("json"),
-        body.rfind('}').expect("json"),
-    );
-    let v: Value = serde_json::from_str(&body[a..=b]).expect("stats json");
-    v["total"]["requests"].as_u64().expect("total requests")
+    common::serve_stats(addr)["total"]["requests"]
+        .as_u64()
+        .expect("total requests")
 }
 
 /// The Job's own command, run per completion index, adds up to the asked run exactly:

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{
-    free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir, wait_port,
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, serve_stats,
+    tempfile_dir::TempDir, wait_port,
 };
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -688,27 +689,6 @@ fn duration_warm_up_cc_and_summary() {
         err.contains("req/s") && err.contains("time for request:"),
         "{err}"
     );
-}
-
-/// GET /stats from `hxlab serve` over cleartext HTTP/1.1.
-fn serve_stats(plain: &str) -> Value {
-    let mut conn = TcpStream::connect(plain).expect("connect to serve");
-    conn.set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    conn.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    conn.read_to_string(&mut text).expect("read /stats");
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    // The body may be chunked; the JSON object is the part between the outer braces.
-    let (start, end) = (
-        body.find('{').expect("json"),
-        body.rfind('}').expect("json"),
-    );
-    serde_json::from_str(&body[start..=end]).expect("stats json")
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use super::load;
 use clap::Parser;
-use hxlab_core::shard::{format_instant, parse_instant};
+use hxlab_core::shard::{format_compact, format_instant, parse_instant};
 use hxlab_core::units::parse_duration;
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -107,12 +107,7 @@ pub fn render(r: &RenderArgs, now: f64) -> anyhow::Result<String> {
     };
     let name = match &r.name {
         Some(n) => n.clone(),
-        None => {
-            let t = format_instant(start_at.floor());
-            // 2026-11-23T20:30:00Z → 20261123-203000
-            let compact: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
-            format!("hxlab-load-{}-{}", &compact[..8], &compact[8..14])
-        }
+        None => format!("hxlab-load-{}", format_compact(start_at)),
     };
     check_name(&name)?;
     let ttl = parse_duration(&r.ttl).map_err(|e| super::usage(format!("--ttl: {e}")))?;
@@ -156,6 +151,21 @@ pub fn render(r: &RenderArgs, now: f64) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Load flags a pod cannot take, in the order `check_load_args` tests them, with why.
+const REFUSED: [(&str, &str); 8] = [
+    ("--shard", "the Job gives each pod its shard"),
+    ("--shards", "use k8s render --shards"),
+    ("--start-at", "use k8s render --start-at or --lead"),
+    ("--run-id", "the Job name is the run id (--name)"),
+    ("--json", "each pod prints its result on stdout"),
+    ("--config", "the file is not in the pod; give the flags"),
+    ("--data-file", "the file is not in the pod; use -d"),
+    (
+        "--cacert",
+        "the file is not in the pod; build it into the image or use -k",
+    ),
+];
+
 /// Checks `load ARGS` for every shard as `hxlab load --shard I/N` would, and refuses what a
 /// pod cannot have or what the manifest sets itself.
 fn check_load_args(command: &[String], shards: u64) -> anyhow::Result<load::Args> {
@@ -178,47 +188,18 @@ fn check_load_args(command: &[String], shards: u64) -> anyhow::Result<load::Args
         ))
     })?;
     let a = line.args;
-    for (set, flag, why) in [
-        (
-            a.shard.is_some(),
-            "--shard",
-            "the Job gives each pod its shard",
-        ),
-        (a.shards.is_some(), "--shards", "use k8s render --shards"),
-        (
-            a.start_at.is_some(),
-            "--start-at",
-            "use k8s render --start-at or --lead",
-        ),
-        (
-            a.run_id.is_some(),
-            "--run-id",
-            "the Job name is the run id (--name)",
-        ),
-        (
-            a.json.is_some(),
-            "--json",
-            "each pod prints its result on stdout",
-        ),
-        (
-            a.config.is_some(),
-            "--config",
-            "the file is not in the pod; give the flags",
-        ),
-        (
-            a.data_file.is_some(),
-            "--data-file",
-            "the file is not in the pod; use -d",
-        ),
-        (
-            a.cacert.is_some(),
-            "--cacert",
-            "the file is not in the pod; build it into the image or use -k",
-        ),
-    ] {
-        if set {
-            return Err(super::usage(format!("k8s render: load {flag}: {why}")));
-        }
+    let set = [
+        a.shard.is_some(),
+        a.shards.is_some(),
+        a.start_at.is_some(),
+        a.run_id.is_some(),
+        a.json.is_some(),
+        a.config.is_some(),
+        a.data_file.is_some(),
+        a.cacert.is_some(),
+    ];
+    if let Some((flag, why)) = set.iter().zip(REFUSED).find(|(s, _)| **s).map(|(_, r)| r) {
+        return Err(super::usage(format!("k8s render: load {flag}: {why}")));
     }
     let mut cfg = load::config_from_args(&a)?;
     for index in 0..shards {

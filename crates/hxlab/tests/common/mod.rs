@@ -7,6 +7,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// GET /stats from `hxlab serve` at `plain` (its cleartext address) over HTTP/1.1.
+pub fn serve_stats(plain: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(plain).expect("connect to serve");
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("set a read timeout");
+    conn.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send GET /stats");
+    let mut text = String::new();
+    conn.read_to_string(&mut text).expect("read /stats");
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    // The body may be chunked; the JSON object is the part between the outer braces.
+    let (start, end) = (
+        body.find('{').expect("json"),
+        body.rfind('}').expect("json"),
+    );
+    serde_json::from_str(&body[start..=end]).expect("stats json")
+}
+
 /// Path of the `hxlab` binary cargo built for these tests.
 pub fn hxlab() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hxlab"))
