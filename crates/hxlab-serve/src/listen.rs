@@ -205,9 +205,13 @@ enum Cleartext {
 }
 
 /// Classifies a cleartext connection by its first bytes. Peeks, so nothing is consumed.
+/// While only part of the preface is there it sleeps in the kernel until the rest (or EOF)
+/// arrives, never polls: a peer that sends 16 of the 24 bytes and stops costs no CPU (the
+/// caller's timeout ends it).
 async fn classify(tcp: &TcpStream) -> std::io::Result<Cleartext> {
     let mut buf = [0u8; 512];
-    for _ in 0..3000 {
+    // Each pass sees more bytes than the one before (or ends), so PREFACE.len() passes bound it.
+    for _ in 0..=PREFACE.len() {
         let n = tcp.peek(&mut buf).await?;
         if n == 0 {
             return Ok(Cleartext::H1);
@@ -217,13 +221,62 @@ async fn classify(tcp: &TcpStream) -> std::io::Result<Cleartext> {
             return Ok(Cleartext::H2c);
         }
         if seen.len() < PREFACE.len() && PREFACE.starts_with(seen) {
-            // Only part of the preface has arrived; peek would return at once, so wait a little.
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            wait_for_more(tcp, n).await?;
             continue;
         }
         return Ok(classify_h1(seen));
     }
     Ok(Cleartext::Garbage)
+}
+
+/// Waits until more than `have` bytes are readable on `tcp` (or EOF, or an error), without
+/// waking for less: SO_RCVLOWAT makes the kernel report the socket readable only once
+/// `have + 1` bytes are queued. The mark is put back to 1 before returning, since HTTP then
+/// reads the connection as usual.
+async fn wait_for_more(tcp: &TcpStream, have: usize) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = tcp.as_raw_fd();
+    let set_lowat = |n: usize| -> std::io::Result<()> {
+        let v = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
+        // SAFETY: a valid socket descriptor we own, an int option of the right size.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    };
+    set_lowat(have + 1)?;
+    // Forget the readiness the last peek left behind, then look once more: bytes that came
+    // in between are seen here, and anything later wakes `readable` below.
+    let _ = tcp.try_io(tokio::io::Interest::READABLE, || {
+        Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+    });
+    let mut probe = [0u8; 32];
+    // SAFETY: recv into our own buffer, non-blocking peek.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            probe.as_mut_ptr().cast(),
+            probe.len(),
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    let waited = if n > 0 && (n as usize) <= have {
+        tcp.readable().await.map(|_| ())
+    } else {
+        Ok(())
+    };
+    let reset = set_lowat(1);
+    waited.and(reset)
 }
 
 /// An HTTP/1 request line ends in ` HTTP/1.x`; when the first line is already complete and
