@@ -14,6 +14,7 @@
 
 pub mod atomic_file;
 pub mod cc;
+pub mod files;
 pub mod histogram;
 pub mod protocol;
 pub mod ready;
@@ -23,6 +24,7 @@ pub mod stats;
 pub mod units;
 
 pub use atomic_file::write_atomically;
+pub use files::{read_capped, read_capped_string};
 pub use histogram::LatencyHistogram;
 pub use protocol::{Proto, Protocol};
 pub use ready::ReadyFile;

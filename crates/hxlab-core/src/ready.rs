@@ -47,9 +47,11 @@ pub enum ReadyError {
 impl ReadyFile {
     /// Reads and parses a ready file.
     pub fn read(path: &Path) -> Result<ReadyFile, ReadyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReadyError::Io {
-            path: path.to_path_buf(),
-            source,
+        let text = crate::read_capped_string(path, crate::files::cap::SMALL).map_err(|source| {
+            ReadyError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         serde_json::from_str(&text).map_err(|source| ReadyError::Json {
             path: path.to_path_buf(),

@@ -58,7 +58,7 @@ impl Trace {
 
     /// Reads and parses a trace file.
     pub fn from_file(path: &Path) -> Result<Trace, LinkError> {
-        let text = std::fs::read_to_string(path)
+        let text = hxlab_core::read_capped_string(path, hxlab_core::files::cap::TEXT)
             .map_err(|e| LinkError::Trace(format!("{}: {e}", path.display())))?;
         Trace::parse(&text, &path.display().to_string())
     }

@@ -89,9 +89,11 @@ fn load_roots(cfg: &LoadConfig) -> Result<RootCertStore, LoadError> {
             .find(|p| p.is_file()),
     };
     let Some(path) = path else { return Ok(roots) };
-    let data = std::fs::read(&path).map_err(|source| LoadError::File {
-        path: path.display().to_string(),
-        source,
+    let data = hxlab_core::read_capped(&path, hxlab_core::files::cap::SMALL).map_err(|source| {
+        LoadError::File {
+            path: path.display().to_string(),
+            source,
+        }
     })?;
     let mut n = 0;
     for cert in rustls_pemfile::certs(&mut data.as_slice()) {

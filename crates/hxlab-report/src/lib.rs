@@ -61,10 +61,12 @@ pub const RESULTS_FILE: &str = "results.jsonl";
 /// line (an interrupted run) is ignored, since the record it began was never finished.
 pub fn load_dir(dir: &Path) -> Result<(ExperimentMeta, Vec<Record>), ReportError> {
     let meta_path = dir.join(META_FILE);
-    let text = std::fs::read_to_string(&meta_path).map_err(|source| ReportError::Io {
-        path: meta_path.clone(),
-        source,
-    })?;
+    let text = hxlab_core::read_capped_string(&meta_path, hxlab_core::files::cap::TEXT).map_err(
+        |source| ReportError::Io {
+            path: meta_path.clone(),
+            source,
+        },
+    )?;
     let meta: ExperimentMeta = serde_json::from_str(&text).map_err(|e| ReportError::Parse {
         path: meta_path.clone(),
         line: e.line(),
@@ -76,9 +78,15 @@ pub fn load_dir(dir: &Path) -> Result<(ExperimentMeta, Vec<Record>), ReportError
 
 /// Reads the records of a `results.jsonl`; a missing file is an empty list.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
-    let text = match std::fs::read_to_string(path) {
+    read_records_and_cut(path).map(|(records, _)| records)
+}
+
+/// Like [`read_records`], and says which line was left out because it was cut short: the
+/// last line, without its newline and not a whole record (a run interrupted mid-write).
+pub fn read_records_and_cut(path: &Path) -> Result<(Vec<Record>, Option<usize>), ReportError> {
+    let text = match hxlab_core::read_capped_string(path, hxlab_core::files::cap::RESULTS) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
         Err(source) => {
             return Err(ReportError::Io {
                 path: path.to_path_buf(),
@@ -88,6 +96,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
     };
     let lines: Vec<&str> = text.lines().collect();
     let mut records = Vec::with_capacity(lines.len());
+    let mut cut = None;
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -95,7 +104,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
         match serde_json::from_str::<Record>(line) {
             Ok(r) => records.push(r),
             // The last line may have been cut by an interruption; anything else is damage.
-            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => cut = Some(i + 1),
             Err(e) => {
                 return Err(ReportError::Parse {
                     path: path.to_path_buf(),
@@ -105,5 +114,5 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
             }
         }
     }
-    Ok(records)
+    Ok((records, cut))
 }

@@ -57,9 +57,11 @@ impl Identity {
 
     fn load(cert: &Path, key: &Path) -> Result<Identity, ServeError> {
         let read = |p: &Path| {
-            std::fs::read(p).map_err(|source| ServeError::File {
-                path: p.to_path_buf(),
-                source,
+            hxlab_core::read_capped(p, hxlab_core::files::cap::SMALL).map_err(|source| {
+                ServeError::File {
+                    path: p.to_path_buf(),
+                    source,
+                }
             })
         };
         let cert_pem_bytes = read(cert)?;

@@ -99,6 +99,10 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["serve", "--threads", "-1"], 2),
         (vec!["serve", "--threads", "99999999999999999999"], 2),
         (vec!["serve", "--max-size", "5X"], 2),
+        (
+            vec!["serve", "--cert", "/dev/zero", "--key", "/dev/zero"],
+            1,
+        ),
         (vec!["serve", "--max-size", "99999999999999T"], 2),
         (vec!["serve", "--max-delay", "abc"], 2),
         (vec!["serve", "--max-streams", "0"], 2),
@@ -173,6 +177,14 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["load", s, "--cacert", &pem], 1),
         (vec!["load", s, "--cacert", &missing], 1),
         (vec!["load", u, "-n", "1"], 1),
+        // Endless or huge files are refused at a size cap, not read until memory runs out.
+        (vec!["load", u, "--data-file", "/dev/zero"], 1),
+        (vec!["load", "--config", "/dev/zero"], 2),
+        (vec!["load", s, "--cacert", "/dev/zero"], 1),
+        (vec!["load", u, "--timeout", "-1s"], 2),
+        (vec!["link", "--down-trace", "/dev/zero", "--", "true"], 2),
+        (vec!["run", "/dev/zero"], 1),
+        (vec!["merge", "/dev/zero"], 1),
         // link (all rejected before any namespace is made)
         (vec!["link", "--delay", "abc", "--", "true"], 2),
         (vec!["link", "--delay", "-5ms", "--", "true"], 2),
@@ -1133,6 +1145,11 @@ fn report_rejects_a_corrupt_results_line() {
         "{out}\n{err}"
     );
     assert!(code == Some(0) || code == Some(1), "{err}");
+    // A last line cut short (an interrupted run) is left out, and said so.
+    std::fs::write(dir.path().join("results.jsonl"), "{\"experiment\":\"rob").expect("records");
+    let (code, _, err) = run_with_timeout(Command::new(hxlab()).args(["report", "-q", &d]), LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("line 1 was cut short"), "{err}");
     // A damaged line in the middle is reported with its line number.
     std::fs::write(
         dir.path().join("results.jsonl"),

@@ -105,7 +105,7 @@ fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
 /// checks it.
 pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
     if let Some(path) = &a.config {
-        let text = std::fs::read_to_string(path)
+        let text = hxlab_core::read_capped_string(path, hxlab_core::files::cap::SMALL)
             .map_err(|e| usage(format!("--config {}: {e}", path.display())))?;
         let mut cfg = LinkConfig::from_json(&text)
             .map_err(|e| usage(format!("--config {}: {e}", path.display())))?;

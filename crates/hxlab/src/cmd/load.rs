@@ -31,22 +31,47 @@ pub struct Args {
     )]
     pub config: Option<PathBuf>,
     /// Total requests (ignored with -D).
-    #[arg(short = 'n', long = "requests", default_value_t = 1)]
+    #[arg(
+        short = 'n',
+        long = "requests",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub requests: u64,
     /// Connections (clients).
-    #[arg(short = 'c', long = "clients", default_value_t = 1)]
+    #[arg(
+        short = 'c',
+        long = "clients",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub clients: u64,
     /// Concurrent streams per connection; on HTTP/1.1 the pipelining depth.
-    #[arg(short = 'm', long = "max-concurrent-streams", default_value_t = 1)]
+    #[arg(
+        short = 'm',
+        long = "max-concurrent-streams",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub max_concurrent_streams: u64,
     /// Worker threads (each with its own connections).
-    #[arg(short = 't', long = "threads", default_value_t = 1)]
+    #[arg(
+        short = 't',
+        long = "threads",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
     pub threads: u64,
     /// Run for this long instead of -n requests (e.g. 10s, 500ms; a bare number is seconds).
-    #[arg(short = 'D', long = "duration", value_name = "DUR")]
+    #[arg(
+        short = 'D',
+        long = "duration",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     pub duration: Option<String>,
     /// Warm-up before the measured duration (needs -D).
-    #[arg(long = "warm-up", value_name = "DUR")]
+    #[arg(long = "warm-up", value_name = "DUR", allow_hyphen_values = true)]
     pub warm_up: Option<String>,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
@@ -61,10 +86,20 @@ pub struct Args {
     #[arg(long = "method")]
     pub method: Option<String>,
     /// Longest wait for a response, from send to last byte.
-    #[arg(long = "timeout", default_value = "30s", value_name = "DUR")]
+    #[arg(
+        long = "timeout",
+        default_value = "30s",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     pub timeout: String,
     /// Longest wait for connect and TLS/QUIC handshake.
-    #[arg(long = "connect-timeout", default_value = "10s", value_name = "DUR")]
+    #[arg(
+        long = "connect-timeout",
+        default_value = "10s",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     pub connect_timeout: String,
     /// Accept any server certificate.
     #[arg(short = 'k', long = "insecure")]
@@ -77,7 +112,7 @@ pub struct Args {
     pub no_keepalive: bool,
     /// Open model: requests per second over all connections (latency corrected for
     /// coordinated omission).
-    #[arg(long = "rate", value_name = "R")]
+    #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Protocol: h1, h2, h2c, h3 or auto (https: ALPN h2,http/1.1; http: HTTP/1.1).
     #[arg(long = "proto", default_value = "auto")]
@@ -130,7 +165,12 @@ pub struct Args {
     #[arg(long = "start-at", value_name = "TIME")]
     pub start_at: Option<String>,
     /// A start later than --start-at by more than this is flagged late.
-    #[arg(long = "start-tolerance", value_name = "DUR", default_value = "1s")]
+    #[arg(
+        long = "start-tolerance",
+        value_name = "DUR",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
     pub start_tolerance: String,
     /// Write the RunResult as JSON to FILE, or to stdout with "-".
     #[arg(long = "json", value_name = "FILE")]
@@ -182,8 +222,8 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         cfg.body = Some(d.as_bytes().to_vec());
     }
     if let Some(p) = &a.data_file {
-        let body =
-            std::fs::read(p).with_context(|| format!("cannot read --data-file {}", p.display()))?;
+        let body = hxlab_core::read_capped(p, hxlab_core::files::cap::BODY)
+            .with_context(|| format!("cannot read --data-file {}", p.display()))?;
         cfg.body = Some(body);
     }
     cfg.method = a.method.clone();
@@ -286,7 +326,7 @@ fn progress(a: &Args) -> bool {
 /// Reads `--config FILE` (a LoadConfig in JSON), checked as the flags are (usage errors
 /// exit 2).
 fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConfig> {
-    let text = std::fs::read_to_string(path)
+    let text = hxlab_core::read_capped_string(path, hxlab_core::files::cap::SMALL)
         .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;
     let mut cfg = LoadConfig::from_json(&text)
         .map_err(|e| super::usage(format!("--config {}: {e}", path.display())))?;

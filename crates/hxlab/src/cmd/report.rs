@@ -28,6 +28,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )));
     }
     let report = super::run::render(&args.dir)?;
+    let results = args.dir.join(hxlab_report::RESULTS_FILE);
+    if let Ok((_, Some(line))) = hxlab_report::read_records_and_cut(&results) {
+        // Said even with -q: the report holds one repetition less than the file began.
+        eprintln!(
+            "hxlab: note: {} line {line} was cut short (an interrupted run) and is left out; `hxlab run --resume` runs that repetition again",
+            results.display()
+        );
+    }
     if !args.quiet {
         emit_raw!("{}", TerminalExporter.render(&report)?);
     }

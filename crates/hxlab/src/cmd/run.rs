@@ -104,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let overrides = args.common.overrides()?;
     let exp = match (&args.file, &args.scenario) {
         (Some(path), _) => {
-            let src = std::fs::read_to_string(path)
+            let src = hxlab_core::read_capped_string(path, hxlab_core::files::cap::TEXT)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             hxlab_lab::spec::parse(&path.display().to_string(), &src, &overrides)
                 .map_err(|e| super::usage(e.to_string()))?

@@ -1,0 +1,54 @@
+//! Reading a file a user named, with a size cap: `/dev/zero`, a FIFO that never ends or a
+//! multi-gigabyte file given by mistake is refused with one line instead of being read until
+//! memory runs out.
+
+use std::io::Read;
+use std::path::Path;
+
+/// Reads at most `max` bytes of `path`; a file longer than that is an `InvalidData` error
+/// saying so ("larger than 1 MiB").
+pub fn read_capped(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = std::fs::File::open(path)?;
+    let mut buf = Vec::new();
+    f.take(max.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {}", crate::units::format_bytes(max)),
+        ));
+    }
+    Ok(buf)
+}
+
+/// [`read_capped`] as UTF-8 text.
+pub fn read_capped_string(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_capped(path, max)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
+
+/// Caps for the kinds of file hxlab reads.
+pub mod cap {
+    /// Certificates, keys, CA bundles, ready files, load configurations.
+    pub const SMALL: u64 = 16 << 20;
+    /// Experiment files, link traces, experiment.json.
+    pub const TEXT: u64 = 64 << 20;
+    /// A request body (`--data-file`): it is held in memory once and sent many times.
+    pub const BODY: u64 = 256 << 20;
+    /// A results.jsonl.
+    pub const RESULTS: u64 = 4 << 30;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_file_is_refused_at_the_cap() {
+        let e = read_capped(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("larger than 1"), "{e}");
+        let ok = read_capped(Path::new("/proc/self/comm"), 1 << 20).unwrap();
+        assert!(!ok.is_empty());
+        assert!(read_capped_string(Path::new("/dev/zero"), 10).is_err());
+    }
+}
