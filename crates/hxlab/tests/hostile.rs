@@ -96,3 +96,30 @@ fn a_partial_h2_preface_costs_no_cpu() {
     );
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// `hxlab trace -m N` above the server's SETTINGS_MAX_CONCURRENT_STREAMS (it once failed with
+/// REFUSED_STREAM), on h2 and h2c: streams opened before the server's SETTINGS arrived may be
+/// refused (the client assumes 100 until then, as nghttp2 does) and are sent again; every
+/// request is answered.
+#[test]
+fn trace_keeps_to_the_servers_stream_limit() {
+    let server = Server::start(&["--no-h3", "--max-streams", "10"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    for (proto, url) in [
+        ("h2c", format!("http://{plain}/bytes/10")),
+        ("h2", format!("https://{tls}/bytes/10")),
+    ] {
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab()).args(["trace", "-k", "-m", "25", "--proto", proto, &url]),
+            Duration::from_secs(30),
+        );
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        let all = format!("{out}{err}");
+        assert!(
+            all.matches("REFUSED_STREAM").count() <= 15,
+            "{proto}: more refused than were sent before SETTINGS: {all}"
+        );
+        assert!(all.contains("25 response(s)"), "{proto}: {all}");
+    }
+}
