@@ -24,6 +24,11 @@ pub(crate) fn spawn_accept(
             tokio::select! {
                 incoming = endpoint.accept() => match incoming {
                     Some(incoming) => {
+                        if ctx.stats.open(Proto::H3) >= u64::from(ctx.limits.quic_max_connections) {
+                            // Over the limit: CONNECTION_REFUSED, nothing kept.
+                            incoming.refuse();
+                            continue;
+                        }
                         let ctx2 = ctx.clone();
                         ctx.tracker.spawn(serve_connection(incoming, ctx2));
                     }

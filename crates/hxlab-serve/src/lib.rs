@@ -68,6 +68,16 @@ pub struct ServeConfig {
     /// Accept TLS 1.3 early data (0-RTT) on TCP, as QUIC 0-RTT is accepted on HTTP/3. Early
     /// data can be replayed; see `early.rs` and docs/serve.md.
     pub early_data: bool,
+    /// Bytes one QUIC connection may buffer in each direction: its send window (response
+    /// data written and not yet acknowledged), its receive window and each stream's. A
+    /// client that stops reading or acknowledging pins at most this much; the default,
+    /// 4 MiB, is Linux's default TCP send buffer limit (net.ipv4.tcp_wmem), so HTTP/3 gets
+    /// the buffering HTTP/2 gets over TCP.
+    pub quic_window: u64,
+    /// Most QUIC connections open at once; more are refused (the client sees
+    /// CONNECTION_REFUSED). With `quic_window`, it bounds HTTP/3 buffering at
+    /// `quic_max_connections × quic_window` per direction.
+    pub quic_max_connections: u32,
 }
 
 impl Default for ServeConfig {
@@ -92,6 +102,8 @@ impl Default for ServeConfig {
             drain_timeout: Duration::from_secs(10),
             cc: None,
             early_data: true,
+            quic_window: 4 << 20,
+            quic_max_connections: 1024,
         }
     }
 }
@@ -214,6 +226,16 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     if cfg.threads == 0 {
         return Err(ServeError::Config("--threads must be at least 1".into()));
     }
+    if !(16 << 10..=1 << 30).contains(&cfg.quic_window) {
+        return Err(ServeError::Config(
+            "--quic-window must be between 16KiB and 1GiB".into(),
+        ));
+    }
+    if cfg.quic_max_connections == 0 {
+        return Err(ServeError::Config(
+            "--quic-max-connections must be at least 1".into(),
+        ));
+    }
     let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
     if let Some(out) = &cfg.cert_out {
         hxlab_core::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
@@ -270,6 +292,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         max_page_resources: cfg.max_page_resources,
         max_streams: cfg.max_streams,
         drain_timeout: cfg.drain_timeout,
+        quic_max_connections: cfg.quic_max_connections,
     };
     let ctx = Arc::new(routes::Ctx::new(
         limits,
@@ -291,7 +314,13 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), cfg.cc));
     let mut endpoint = None;
     if let Some(udp) = sockets.udp {
-        let quic_config = identity.quic_server_config(cfg.max_streams, cfg.cc)?;
+        let quic_config = identity.quic_server_config(
+            tls::QuicLimits {
+                max_streams: cfg.max_streams,
+                window: cfg.quic_window,
+            },
+            cfg.cc,
+        )?;
         let ep = quinn::Endpoint::new(
             quinn::EndpointConfig::default(),
             Some(quic_config),

@@ -25,6 +25,7 @@ pub(crate) struct Limits {
     pub max_page_resources: u32,
     pub max_streams: u32,
     pub drain_timeout: Duration,
+    pub quic_max_connections: u32,
 }
 
 /// State shared by every connection of one server.
@@ -624,6 +625,7 @@ mod tests {
             max_page_resources: 1000,
             max_streams: 100,
             drain_timeout: Duration::from_secs(1),
+            quic_max_connections: 1024,
         };
         let a: SocketAddr = "127.0.0.1:1".parse().expect("addr");
         Ctx::new(limits, dir, a, a, Some(a), rx)

@@ -107,6 +107,11 @@ impl Stats {
         }
     }
 
+    /// Connections of `p` open now (handshake complete).
+    pub fn open(&self, p: Proto) -> u64 {
+        self.by[p.index()].open_connections.load(Ordering::Relaxed)
+    }
+
     /// Counts a connection whose early data was accepted.
     pub fn early_data_accepted(&self, p: Proto) {
         self.by[p.index()]

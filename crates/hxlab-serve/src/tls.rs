@@ -116,7 +116,7 @@ impl Identity {
     /// QUIC v1 (TLS 1.3 only), ALPN h3.
     pub fn quic_server_config(
         &self,
-        max_streams: u32,
+        limits: QuicLimits,
         cc: Option<hxlab_core::cc::CongestionControl>,
     ) -> Result<quinn::ServerConfig, ServeError> {
         let mut tls = rustls::ServerConfig::builder_with_provider(Self::provider())
@@ -131,7 +131,13 @@ impl Identity {
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(cert_err)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = quinn::TransportConfig::default();
-        transport.max_concurrent_bidi_streams(max_streams.into());
+        transport.max_concurrent_bidi_streams(limits.max_streams.into());
+        // What one connection may hold in memory, each way (quinn's defaults let a client
+        // that stops acknowledging pin ~10 MB of send buffer per connection).
+        let window = quinn::VarInt::from_u64(limits.window).unwrap_or(quinn::VarInt::MAX);
+        transport.send_window(limits.window);
+        transport.receive_window(window);
+        transport.stream_receive_window(window);
         transport.max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(
             30_000,
         ))));
@@ -141,6 +147,15 @@ impl Identity {
         config.transport_config(Arc::new(transport));
         Ok(config)
     }
+}
+
+/// What one QUIC connection may have: streams at once, and bytes buffered each way.
+#[derive(Clone, Copy, Debug)]
+pub struct QuicLimits {
+    /// Concurrent bidirectional streams.
+    pub max_streams: u32,
+    /// Send window, receive window and each stream's receive window, in bytes.
+    pub window: u64,
 }
 
 /// base64(SHA-256(SubjectPublicKeyInfo DER)) of a certificate.
@@ -165,7 +180,14 @@ mod tests {
             .expect("base64");
         assert_eq!(raw.len(), 32);
         id.tcp_server_config(true).expect("tcp config");
-        id.quic_server_config(100, None).expect("quic config");
+        id.quic_server_config(
+            QuicLimits {
+                max_streams: 100,
+                window: 4 << 20,
+            },
+            None,
+        )
+        .expect("quic config");
     }
 
     #[test]

@@ -123,3 +123,92 @@ fn trace_keeps_to_the_servers_stream_limit() {
         assert!(all.contains("25 response(s)"), "{proto}: {all}");
     }
 }
+
+/// Resident memory of process `pid`, bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS");
+    kb * 1024
+}
+
+/// A stopped process (SIGSTOP): it neither reads nor acknowledges; killed when dropped.
+struct Frozen(std::process::Child);
+
+impl Frozen {
+    fn start(cmd: &mut Command, after: Duration) -> Frozen {
+        let child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the client");
+        std::thread::sleep(after);
+        let ok = Command::new("kill")
+            .args(["-STOP", &child.id().to_string()])
+            .status()
+            .expect("kill -STOP");
+        assert!(ok.success());
+        Frozen(child)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// 60 HTTP/3 clients ask for /bytes/1G with large flow-control windows, then stop reading and
+/// acknowledging (the client process is stopped): each connection may pin only
+/// --quic-window of the server's memory (quinn's default let each pin ~10 MB: 60 took the
+/// server from 13 MB to 629 MB). Past --quic-max-connections, new connections are refused.
+#[test]
+fn http3_clients_that_stop_acknowledging_pin_only_the_quic_window() {
+    let server = Server::start(&["--quic-window", "1MiB", "--quic-max-connections", "60"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let pid = server.child.id();
+    let before = rss(pid);
+    let frozen = Frozen::start(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-c", "60", "-n", "60"])
+            .args(["--timeout", "60s", "-q", "--no-progress"])
+            .arg(format!("https://{tls}/bytes/1G")),
+        Duration::from_millis(2500),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let grown = rss(pid).saturating_sub(before);
+    assert!(
+        grown < 60 * (1 << 20) + (64 << 20),
+        "the server grew by {} MB for 60 stalled connections of 1 MiB",
+        grown >> 20
+    );
+    assert!(
+        legit_get(&plain, Duration::from_secs(10)),
+        "h1 during the stall"
+    );
+    // The 61st connection is refused, with a clear error.
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args([
+                "load",
+                "-k",
+                "--proto",
+                "h3",
+                "-n",
+                "1",
+                "--connect-timeout",
+                "5s",
+            ])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.to_lowercase().contains("refused"), "{err}");
+    drop(frozen);
+}

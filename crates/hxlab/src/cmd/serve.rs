@@ -49,6 +49,14 @@ pub struct Options {
     /// Concurrent streams per HTTP/2 or HTTP/3 connection.
     #[arg(long, default_value_t = 100)]
     pub max_streams: u32,
+    /// Bytes one HTTP/3 (QUIC) connection may buffer each way: send window, receive window
+    /// and each stream's (default: Linux's default TCP send buffer limit, as h2 gets over TCP).
+    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    pub quic_window: String,
+    /// Most HTTP/3 connections open at once; more are refused. HTTP/3 memory is bounded by
+    /// this × --quic-window per direction.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub quic_max_connections: u32,
     /// Worker threads (1 = single-threaded runtime); default: the number of cores.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -139,7 +147,23 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         max_header_size: max_header_size as u32,
         max_page_resources: args.max_page_resources,
         drain_timeout: duration("--drain-timeout", &args.drain_timeout)?,
+        quic_window: quic_window(&args.quic_window)?,
+        quic_max_connections: match args.quic_max_connections {
+            0 => return Err(super::usage("--quic-max-connections must be at least 1")),
+            n => n,
+        },
     })
+}
+
+/// --quic-window: a size between 16 KiB and 1 GiB.
+fn quic_window(s: &str) -> anyhow::Result<u64> {
+    let v = hxlab_core::parse_size(s).map_err(|e| super::usage(format!("--quic-window: {e}")))?;
+    if !(16 << 10..=1 << 30).contains(&v) {
+        return Err(super::usage(format!(
+            "--quic-window {s}: must be between 16KiB and 1GiB"
+        )));
+    }
+    Ok(v)
 }
 
 /// Runs `hxlab serve`.
