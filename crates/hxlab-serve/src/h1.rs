@@ -126,12 +126,15 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
     let ctx = &in_flight.0.ctx;
     let proto = in_flight.0.proto;
     let (parts, mut body) = req.into_parts();
-    // Read the request body to its end (discarding it) so every protocol sees the same thing.
+    // Read the request body to its end (discarding it) so every protocol sees the same thing;
+    // a body that stops coming for --body-timeout gets a 408 and the connection closes.
     if !body.is_end_stream() {
-        while let Some(frame) = body.frame().await {
-            if frame.is_err() {
-                break;
-            }
+        loop {
+            match tokio::time::timeout(ctx.limits.body_timeout, body.frame()).await {
+                Ok(Some(Ok(_))) => in_flight.0.ticks.fetch_add(1, Ordering::Relaxed),
+                Ok(Some(Err(_)) | None) => break,
+                Err(_) => return Ok(body_timed_out(in_flight)),
+            };
         }
     }
     let reply: Reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
@@ -151,6 +154,31 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
         done: false,
     };
     Ok(head.map(|()| out))
+}
+
+/// 408 Request Timeout with `Connection: close` (the unread rest of the body cannot be
+/// skipped).
+fn body_timed_out(in_flight: InFlight) -> Response<OutBody> {
+    let ctx = in_flight.0.ctx.clone();
+    let reply = Reply::text(
+        http::StatusCode::REQUEST_TIMEOUT,
+        format!(
+            "request body stalled for {:?} (--body-timeout)\n",
+            ctx.limits.body_timeout
+        ),
+    );
+    let mut head = reply.head(&ctx, true);
+    head.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    let out = OutBody {
+        source: reply.body.into_source(),
+        req: in_flight,
+        counted: false,
+        done: false,
+    };
+    head.map(|()| out)
 }
 
 /// Wakes the connection when it has been idle (no request in flight, nothing sent) for a

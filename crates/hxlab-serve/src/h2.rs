@@ -144,19 +144,26 @@ fn on_request(
     let busy = busy.clone();
     ctx.tracker.spawn(async move {
         let _busy = busy;
-        drain(body).await;
+        if !drain(body, ctx2.limits.body_timeout).await {
+            // The announced body stopped coming: give the stream up, as nginx does after
+            // client_body_timeout.
+            respond.send_reset(h2::Reason::CANCEL);
+            return;
+        }
         serve_stream(ctx2, proto, respond, reply, head_only, uri).await;
     });
 }
 
-/// Reads a request body to its end, returning flow-control credit as it goes.
-async fn drain(mut body: RecvStream) {
-    while let Some(chunk) = body.data().await {
-        match chunk {
-            Ok(data) => {
+/// Reads a request body to its end, returning flow-control credit as it goes. False when
+/// no byte of it came for `stall` (the caller resets the stream); an error ends it as done.
+async fn drain(mut body: RecvStream, stall: Duration) -> bool {
+    loop {
+        match tokio::time::timeout(stall, body.data()).await {
+            Err(_) => return false,
+            Ok(Some(Ok(data))) => {
                 let _ = body.flow_control().release_capacity(data.len());
             }
-            Err(_) => return,
+            Ok(Some(Err(_)) | None) => return true,
         }
     }
 }
@@ -278,9 +285,16 @@ async fn send_body(
                 break;
             }
             stream.reserve_capacity(left.min(CHUNK as u64) as usize);
-            let granted = match std::future::poll_fn(|cx| stream.poll_capacity(cx)).await {
-                Some(Ok(n)) => n,
-                _ => return,
+            let capacity = std::future::poll_fn(|cx| stream.poll_capacity(cx));
+            let granted = match tokio::time::timeout(ctx.limits.send_timeout, capacity).await {
+                Ok(Some(Ok(n))) => n,
+                Ok(_) => return,
+                Err(_) => {
+                    // The client gave no window for --send-timeout: the stream is given up
+                    // (its buffers freed), as nginx does after send_timeout.
+                    stream.send_reset(h2::Reason::CANCEL);
+                    return;
+                }
             };
             if granted == 0 {
                 continue;

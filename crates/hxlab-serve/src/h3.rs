@@ -121,12 +121,18 @@ async fn sent_0rtt_streams(conn: &quinn::Connection) -> bool {
 }
 
 async fn serve_request(ctx: Arc<Ctx>, req: http::Request<()>, mut stream: H3Stream) {
-    // Read the request to its end first (see the module comment).
+    // Read the request to its end first (see the module comment); a body that stops
+    // coming for --body-timeout gives the stream up.
     loop {
-        match stream.recv_data().await {
-            Ok(Some(_)) => continue,
-            Ok(None) => break,
-            Err(_) => return,
+        match tokio::time::timeout(ctx.limits.body_timeout, stream.recv_data()).await {
+            Ok(Ok(Some(_))) => continue,
+            Ok(Ok(None)) => break,
+            Ok(Err(_)) => return,
+            Err(_) => {
+                stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+                stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+                return;
+            }
         }
     }
     let (parts, ()) = req.into_parts();
@@ -153,8 +159,15 @@ async fn serve_request(ctx: Arc<Ctx>, req: http::Request<()>, mut stream: H3Stre
         match source.chunk(CHUNK).await {
             Ok(Some(chunk)) => {
                 let n = chunk.len() as u64;
-                if stream.send_data(chunk).await.is_err() {
-                    return;
+                let send = stream.send_data(chunk);
+                match tokio::time::timeout(ctx.limits.send_timeout, send).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return,
+                    Err(_) => {
+                        // No flow-control credit for --send-timeout: give the stream up.
+                        stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+                        return;
+                    }
                 }
                 if reply.counted {
                     ctx.stats.body_bytes(Proto::H3, n);

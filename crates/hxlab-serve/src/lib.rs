@@ -78,6 +78,12 @@ pub struct ServeConfig {
     /// CONNECTION_REFUSED). With `quic_window`, it bounds HTTP/3 buffering at
     /// `quic_max_connections × quic_window` per direction.
     pub quic_max_connections: u32,
+    /// A response that gets no flow-control window (h2, h3) for this long has its stream
+    /// reset, freeing what it holds (nginx: send_timeout, 60 s).
+    pub send_timeout: Duration,
+    /// A request body that stops coming for this long: 408 on HTTP/1.1 (then close), the
+    /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
+    pub body_timeout: Duration,
 }
 
 impl Default for ServeConfig {
@@ -104,6 +110,8 @@ impl Default for ServeConfig {
             early_data: true,
             quic_window: 4 << 20,
             quic_max_connections: 1024,
+            send_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -231,6 +239,11 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
             "--quic-window must be between 16KiB and 1GiB".into(),
         ));
     }
+    if cfg.send_timeout.is_zero() || cfg.body_timeout.is_zero() {
+        return Err(ServeError::Config(
+            "--send-timeout and --body-timeout must be longer than 0".into(),
+        ));
+    }
     if cfg.quic_max_connections == 0 {
         return Err(ServeError::Config(
             "--quic-max-connections must be at least 1".into(),
@@ -293,6 +306,8 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         max_streams: cfg.max_streams,
         drain_timeout: cfg.drain_timeout,
         quic_max_connections: cfg.quic_max_connections,
+        send_timeout: cfg.send_timeout,
+        body_timeout: cfg.body_timeout,
     };
     let ctx = Arc::new(routes::Ctx::new(
         limits,

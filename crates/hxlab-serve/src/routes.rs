@@ -26,6 +26,10 @@ pub(crate) struct Limits {
     pub max_streams: u32,
     pub drain_timeout: Duration,
     pub quic_max_connections: u32,
+    /// A response stream that gets no flow-control credit for this long is reset.
+    pub send_timeout: Duration,
+    /// A request body that stops coming for this long: 408 (h1) or a reset stream.
+    pub body_timeout: Duration,
 }
 
 /// State shared by every connection of one server.
@@ -93,7 +97,7 @@ impl Reply {
         }
     }
 
-    fn text(status: StatusCode, text: String) -> Reply {
+    pub(crate) fn text(status: StatusCode, text: String) -> Reply {
         Reply::new(
             status,
             "text/plain; charset=utf-8",
@@ -626,6 +630,8 @@ mod tests {
             max_streams: 100,
             drain_timeout: Duration::from_secs(1),
             quic_max_connections: 1024,
+            send_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
         };
         let a: SocketAddr = "127.0.0.1:1".parse().expect("addr");
         Ctx::new(limits, dir, a, a, Some(a), rx)

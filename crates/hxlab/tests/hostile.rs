@@ -212,3 +212,117 @@ fn http3_clients_that_stop_acknowledging_pin_only_the_quic_window() {
     assert!(err.to_lowercase().contains("refused"), "{err}");
     drop(frozen);
 }
+
+/// An HTTP/2 frame.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// An HPACK request block (static-table indices and literals, no Huffman): `method` is the
+/// static index of :method (2 GET, 3 POST), then :scheme http, :path, :authority, and an
+/// optional content-length.
+fn h2_request(method: u8, path: &str, content_length: Option<u64>) -> Vec<u8> {
+    let mut b = vec![0x80 | method, 0x86, 0x44, path.len() as u8];
+    b.extend_from_slice(path.as_bytes());
+    b.extend_from_slice(&[0x41, 1, b'x']);
+    if let Some(n) = content_length {
+        let v = n.to_string();
+        b.extend_from_slice(&[0x40 | 28, v.len() as u8]);
+        b.extend_from_slice(v.as_bytes());
+    }
+    b
+}
+
+/// Reads frames until every stream in `streams` was reset by the server or `limit` passes;
+/// returns the streams reset.
+fn h2_resets(c: &mut TcpStream, streams: &[u32], limit: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + limit;
+    let mut reset = Vec::new();
+    let mut head = [0u8; 9];
+    while reset.len() < streams.len() && Instant::now() < deadline {
+        let _ = c.set_read_timeout(Some(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(10)),
+        ));
+        if c.read_exact(&mut head).is_err() {
+            break;
+        }
+        let n = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+        let mut payload = vec![0u8; n];
+        if c.read_exact(&mut payload).is_err() {
+            break;
+        }
+        let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        match head[3] {
+            3 if streams.contains(&id) => reset.push(id),
+            // SETTINGS without ACK: acknowledge, as a client must.
+            4 if head[4] & 1 == 0 => {
+                let _ = c.write_all(&h2_frame(4, 1, 0, &[]));
+            }
+            _ => {}
+        }
+    }
+    reset.sort_unstable();
+    reset
+}
+
+/// HTTP/2 streams the client never gives window to (SETTINGS_INITIAL_WINDOW_SIZE 0), and
+/// request bodies announced and never sent, are reset after --send-timeout and
+/// --body-timeout (they were held past 420 s); HTTP/1.1 answers a stalled body with 408.
+#[test]
+fn stalled_streams_and_bodies_time_out() {
+    let server = Server::start(&["--no-h3", "--send-timeout", "2s", "--body-timeout", "2s"]);
+    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let t0 = Instant::now();
+    // Zero window: the responses' HEADERS go out, their DATA never can.
+    let mut stall = TcpStream::connect(&addr).expect("connect");
+    stall
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .unwrap();
+    stall
+        .write_all(&h2_frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]))
+        .unwrap();
+    for id in [1, 3, 5] {
+        stall
+            .write_all(&h2_frame(1, 0x5, id, &h2_request(2, "/bytes/100000", None)))
+            .unwrap();
+    }
+    // A body of 10 GB announced, none sent.
+    let mut body = TcpStream::connect(&addr).expect("connect");
+    body.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    body.write_all(&h2_frame(4, 0, 0, &[])).unwrap();
+    body.write_all(&h2_frame(
+        1,
+        0x4,
+        1,
+        &h2_request(3, "/bytes/10", Some(10_000_000_000)),
+    ))
+    .unwrap();
+    // The same on HTTP/1.1.
+    let mut h1 = TcpStream::connect(&addr).expect("connect");
+    h1.write_all(b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n")
+        .unwrap();
+    assert!(
+        legit_get(&addr, Duration::from_secs(10)),
+        "a request meanwhile"
+    );
+
+    let limit = Duration::from_secs(20);
+    assert_eq!(
+        h2_resets(&mut stall, &[1, 3, 5], limit),
+        [1, 3, 5],
+        "zero-window streams reset"
+    );
+    assert_eq!(h2_resets(&mut body, &[1], limit), [1], "stalled body reset");
+    h1.set_read_timeout(Some(limit)).unwrap();
+    let mut text = String::new();
+    let _ = h1.read_to_string(&mut text);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    // Each after its timeout, not at once.
+    assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
+}

@@ -57,6 +57,14 @@ pub struct Options {
     /// this × --quic-window per direction.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub quic_max_connections: u32,
+    /// Reset an HTTP/2 or HTTP/3 response stream that gets no flow-control window for this
+    /// long (nginx's send_timeout).
+    #[arg(long, default_value = "60s", value_name = "DUR")]
+    pub send_timeout: String,
+    /// A request body that stops coming for this long: 408 on HTTP/1.1, the stream reset on
+    /// h2 and h3 (nginx's client_body_timeout).
+    #[arg(long, default_value = "60s", value_name = "DUR")]
+    pub body_timeout: String,
     /// Worker threads (1 = single-threaded runtime); default: the number of cores.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -148,6 +156,8 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         max_page_resources: args.max_page_resources,
         drain_timeout: duration("--drain-timeout", &args.drain_timeout)?,
         quic_window: quic_window(&args.quic_window)?,
+        send_timeout: duration("--send-timeout", &args.send_timeout)?,
+        body_timeout: duration("--body-timeout", &args.body_timeout)?,
         quic_max_connections: match args.quic_max_connections {
             0 => return Err(super::usage("--quic-max-connections must be at least 1")),
             n => n,
