@@ -183,6 +183,13 @@ impl Recorder {
         self.in_flight_at_end = self.started.saturating_sub(self.done + self.failed);
     }
 
+    /// Closed model, a `-D` run cut at its deadline: the requests sent and neither answered
+    /// nor failed are counted as in flight at the end (as the open model counts them), so a
+    /// server that went silent shows in the result instead of vanishing.
+    pub fn cut_at_deadline(&mut self) {
+        self.in_flight_at_end = self.started.saturating_sub(self.done + self.failed);
+    }
+
     /// A request was sent at `sent` (or, in the open model, became due at `scheduled` and was
     /// sent at `sent`: the difference goes into the `send_lag` histogram).
     #[inline]

@@ -292,12 +292,18 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<QuicConfigs, LoadError> {
         .map_err(|e| LoadError::Tls(format!("QUIC: {e}")))?;
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
     let mut transport = quinn::TransportConfig::default();
-    let idle = cfg
-        .timeout
-        .max(cfg.connect_timeout)
-        .min(std::time::Duration::from_secs(600));
-    if let Ok(idle) = quinn::IdleTimeout::try_from(idle) {
-        transport.max_idle_timeout(Some(idle));
+    // A dead server sends no RST over UDP: it just goes silent. The client pings when
+    // nothing else is in flight (every quarter of the connect timeout), so a live server,
+    // even one taking long over a response, always has something to acknowledge; a server
+    // silent for --connect-timeout is gone, and the connection ends with its requests
+    // counted as failed instead of waiting for --timeout (or the end of -D) in silence.
+    let idle = cfg.connect_timeout.clamp(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(600),
+    );
+    if let Ok(t) = quinn::IdleTimeout::try_from(idle) {
+        transport.max_idle_timeout(Some(t));
+        transport.keep_alive_interval(Some(idle / 4));
     }
     // Large windows, as h2load's defaults, so flow control never limits a load test.
     transport.stream_receive_window(quinn::VarInt::from_u32(1 << 24));

@@ -717,6 +717,9 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let finished = Instant::now();
     let (u1, s1) = thread_cpu();
     let (u0, s0) = cpu0.get();
+    if ledger.is_none() && finished_all.is_none() {
+        rec.borrow_mut().cut_at_deadline();
+    }
     if ledger.is_some() {
         // The clients' tasks are dropped (deadline) or done: settle the books now.
         let end = setup.deadline.map_or(finished, |d| finished.min(d));

@@ -326,3 +326,50 @@ fn stalled_streams_and_bodies_time_out() {
     // Each after its timeout, not at once.
     assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
 }
+
+/// A server killed mid-run sends no RST over UDP: HTTP/3 load must notice the silence (its
+/// keep-alive PINGs go unanswered for --connect-timeout) and count the failures, instead of
+/// running out -D with 0 errors (or, with -n, waiting another 40 s).
+#[test]
+fn http3_load_notices_a_dead_server() {
+    let server = Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let pid = server.child.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    });
+    let t0 = Instant::now();
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-c", "2", "-D", "30s"])
+            .args([
+                "--connect-timeout",
+                "2s",
+                "--no-progress",
+                "--json",
+                "-",
+                "-q",
+            ])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(60),
+    );
+    killer.join().expect("killer");
+    let took = t0.elapsed();
+    assert_eq!(
+        code,
+        Some(0),
+        "requests were answered before the kill: {err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+    assert!(v["requests_done"].as_u64().unwrap_or(0) > 0, "{v}");
+    let errors = v["errors"]["timeout"].as_u64().unwrap_or(0);
+    assert!(errors > 0, "the silence is counted: {}", v["errors"]);
+    assert!(
+        took < Duration::from_secs(20),
+        "gave up after {took:?}, not at -D 30s"
+    );
+    drop(server);
+}

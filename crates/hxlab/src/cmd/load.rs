@@ -436,7 +436,12 @@ pub fn summary(r: &RunResult) -> String {
         r.errors.total(),
         r.errors.timeout
     ));
-    if r.requests_not_sent + r.requests_in_flight_at_end > 0 {
+    if r.config.rate.is_none() && r.requests_in_flight_at_end > 0 {
+        s.push_str(&format!(
+            "unanswered: {} requests in flight when the run ended\n",
+            r.requests_in_flight_at_end
+        ));
+    } else if r.requests_not_sent + r.requests_in_flight_at_end > 0 {
         s.push_str(&format!(
             "unanswered: {} scheduled but not sent, {} in flight at the end (of {} scheduled)\n",
             r.requests_not_sent, r.requests_in_flight_at_end, r.requests_scheduled
