@@ -554,9 +554,11 @@ impl Link {
     }
 
     /// A command that runs inside the namespace, with `HXLAB_LINK_HOST`/`HXLAB_LINK_CLIENT`
-    /// set and `PR_SET_PDEATHSIG(SIGKILL)`, so it dies with the thread that spawned it (spawn
-    /// it from a thread that lives as long as the command should). The Link must outlive the
-    /// spawn.
+    /// set, in a PID namespace of its own (see [`enter_pid_namespace`]): it dies with the
+    /// thread that spawned it, and so does everything it started, even when hxlab is killed
+    /// with SIGKILL (spawn it from a thread that lives as long as the command should). The
+    /// Link must outlive the spawn. Its exit status is the command's, a death by signal N
+    /// reported as exit code 128 + N.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new(program);
         c.env("HXLAB_LINK_HOST", self.host_addr().to_string());
@@ -581,7 +583,7 @@ impl Link {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-                Ok(())
+                enter_pid_namespace()
             });
         }
         c
@@ -677,6 +679,86 @@ fn kill_namespace_members(ns: &OwnedFd) {
                 // SAFETY: kill has no memory preconditions.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
             }
+        }
+    }
+}
+
+/// Called between fork and exec (async-signal-safe calls only, no allocation): puts the
+/// command in a new PID namespace so nothing it starts outlives the link.
+///
+/// ```text
+/// hxlab ── intermediary (the spawned Child; PDEATHSIG: dies with hxlab's thread)
+///             └── init, PID 1 of the new namespace (PDEATHSIG: dies with the intermediary)
+///                    └── the command, PID 2 (returns from here and is exec'd)
+/// ```
+/// The intermediary and init pass SIGINT/SIGTERM/SIGHUP down, reap, and exit with the
+/// command's status once it exits; when init exits — or is killed because hxlab was — the
+/// kernel kills every process left in the namespace (a command's `sleep 97 &` included).
+/// Both close every descriptor above stderr, so the exec-status pipe of `Command::spawn` is
+/// held only by the command, as it expects.
+unsafe fn enter_pid_namespace() -> std::io::Result<()> {
+    if libc::unshare(libc::CLONE_NEWPID) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let init = libc::fork();
+    if init < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if init > 0 {
+        relay_until_exit(init, false);
+    }
+    if libc::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        0,
+        0,
+        0,
+    ) != 0
+    {
+        libc::_exit(127);
+    }
+    let command = libc::fork();
+    if command < 0 {
+        libc::_exit(127);
+    }
+    if command == 0 {
+        return Ok(());
+    }
+    relay_until_exit(command, true)
+}
+
+/// Passes signals on to `child` and exits as it exits (reaping any other process when
+/// `reap_all`: init adopts orphans). Never returns.
+unsafe fn relay_until_exit(child: libc::pid_t, reap_all: bool) -> ! {
+    FORWARD_PID.store(child, std::sync::atomic::Ordering::SeqCst);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = forward_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+    if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+        for fd in 3..4096 {
+            libc::close(fd);
+        }
+    }
+    loop {
+        let mut status = 0;
+        let target = if reap_all { -1 } else { child };
+        let pid = libc::waitpid(target, &mut status, 0);
+        if pid == child {
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else if libc::WIFSIGNALED(status) {
+                128 + libc::WTERMSIG(status)
+            } else {
+                1
+            };
+            libc::_exit(code);
+        }
+        if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            libc::_exit(1);
         }
     }
 }

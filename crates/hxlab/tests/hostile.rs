@@ -373,3 +373,56 @@ fn http3_load_notices_a_dead_server() {
     );
     drop(server);
 }
+
+/// SIGKILL of `hxlab link` takes everything its command started with it — the command
+/// runs in a PID namespace of its own — so no grandchild lives on in an orphaned network
+/// namespace (`sh -c 'sleep & sleep'` used to leave both sleeps behind).
+#[test]
+fn killing_the_link_leaves_no_process_behind() {
+    if !common::require_root("hxlab link") {
+        return;
+    }
+    // Durations no other test uses, so the processes are ours.
+    let (a, b) = (["sleep", "9707"], ["sleep", "9808"]);
+    let mut link = Command::new(hxlab())
+        .args([
+            "link",
+            "--delay",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "sleep 9707 & sleep 9808",
+        ])
+        .env("HXLAB_LINK_QUIET", "1")
+        .spawn()
+        .expect("start hxlab link");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (common::pids_running(&a).is_empty() || common::pids_running(&b).is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !common::pids_running(&a).is_empty() && !common::pids_running(&b).is_empty(),
+        "both sleeps started"
+    );
+    link.kill().expect("SIGKILL the link");
+    let _ = link.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(common::pids_running(&a).is_empty() && common::pids_running(&b).is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = common::pids_running(&a)
+        .into_iter()
+        .chain(common::pids_running(&b))
+        .collect();
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(left.is_empty(), "processes outlived the link: {left:?}");
+}

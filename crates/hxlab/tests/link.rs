@@ -319,7 +319,8 @@ fn pid_alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Starts `hxlab link -- sleep 30`; returns the child, the HOST address and sleep's pid.
+/// Starts `hxlab link -- sleep 30`; returns the child, the HOST address and the pid of its
+/// child (the process that holds COMMAND's PID namespace; it exits when COMMAND does).
 fn start_sleeper() -> (std::process::Child, String, u32) {
     let mut child = Command::new(hxlab())
         .args(["link", "--delay", "1ms", "--", "sleep", "30"])
@@ -373,25 +374,30 @@ fn nothing_left_behind_after_exit_sigterm_and_sigkill() {
     if !common::require_root("the link (network namespaces, TUN devices)") {
         return;
     }
-    // Normal exit, including a background grandchild COMMAND left in the namespace.
+    // Normal exit, including a background grandchild COMMAND left in the namespace (found by
+    // its command line: COMMAND runs in a PID namespace of its own, so `$!` is not a PID
+    // out here). A duration no other test uses.
     let (code, out, err) = run_with_timeout(
         Command::new(hxlab()).args([
             "link",
             "--",
             "sh",
             "-c",
-            "sleep 30 & echo $! $HXLAB_LINK_HOST",
+            "sleep 3071 & echo $HXLAB_LINK_HOST",
         ]),
         Duration::from_secs(20),
     );
     assert_eq!(code, Some(0), "{err}");
-    let mut w = out.split_whitespace();
-    let bg: u32 = w
-        .next()
-        .and_then(|x| x.parse().ok())
-        .expect("background pid");
-    let host = w.next().expect("host").to_string();
-    wait_gone(&host, bg);
+    let host = out.split_whitespace().next().expect("host").to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !common::pids_running(&["sleep", "3071"]).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        common::pids_running(&["sleep", "3071"]).is_empty(),
+        "the background sleep outlived the link"
+    );
+    wait_gone(&host, 0);
 
     // SIGTERM is forwarded to COMMAND; hxlab returns its status (128 + 15).
     let (mut child, host, pid) = start_sleeper();

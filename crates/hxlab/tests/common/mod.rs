@@ -29,6 +29,17 @@ pub fn serve_stats(plain: &str) -> serde_json::Value {
     serde_json::from_str(&body[start..=end]).expect("stats json")
 }
 
+/// PIDs whose command line is exactly `argv` (read from /proc).
+pub fn pids_running(argv: &[&str]) -> Vec<u32> {
+    let want: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .collect()
+}
+
 /// Path of the `hxlab` binary cargo built for these tests.
 pub fn hxlab() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hxlab"))
