@@ -350,6 +350,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
         endpoint = Some(ep);
     }
+    accept_loops.push(tokio::spawn(give_back_memory(ctx.stats.clone())));
     Ok(RunningServer {
         tls_addr,
         plain_addr,
@@ -360,6 +361,24 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         accept_loops,
         endpoint,
     })
+}
+
+/// Every few seconds, if connections closed meanwhile, asks the allocator to hand freed memory
+/// back to the system (glibc's `malloc_trim`): without it, the buffers of thousands of
+/// abandoned connections stay in the process's RSS after the connections are gone (200
+/// stalled HTTP/3 connections: 13 MB before, 216 MB after all had timed out).
+async fn give_back_memory(stats: Arc<stats::Stats>) {
+    let mut seen = 0;
+    loop {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let closed = stats.closed_total();
+        if closed != seen {
+            seen = closed;
+            #[cfg(target_env = "gnu")]
+            // SAFETY: malloc_trim has no preconditions; it only walks the allocator's arenas.
+            let _ = tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }).await;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -107,6 +107,18 @@ impl Stats {
         }
     }
 
+    /// Connections closed so far, every protocol.
+    pub fn closed_total(&self) -> u64 {
+        self.by
+            .iter()
+            .map(|c| {
+                c.connections
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(c.open_connections.load(Ordering::Relaxed))
+            })
+            .sum()
+    }
+
     /// Connections of `p` open now (handshake complete).
     pub fn open(&self, p: Proto) -> u64 {
         self.by[p.index()].open_connections.load(Ordering::Relaxed)
