@@ -350,7 +350,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
         endpoint = Some(ep);
     }
-    accept_loops.push(tokio::spawn(give_back_memory(ctx.stats.clone())));
+    accept_loops.push(tokio::spawn(give_back_memory(ctx.clone())));
     Ok(RunningServer {
         tls_addr,
         plain_addr,
@@ -367,11 +367,19 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
 /// back to the system (glibc's `malloc_trim`): without it, the buffers of thousands of
 /// abandoned connections stay in the process's RSS after the connections are gone (200
 /// stalled HTTP/3 connections: 13 MB before, 216 MB after all had timed out).
-async fn give_back_memory(stats: Arc<stats::Stats>) {
+/// Ends when the server shuts down.
+async fn give_back_memory(ctx: Arc<routes::Ctx>) {
     let mut seen = 0;
+    let mut shutdown = ctx.shutdown.clone();
     loop {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let closed = stats.closed_total();
+        if *shutdown.borrow() {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = shutdown.changed() => return,
+        }
+        let closed = ctx.stats.closed_total();
         if closed != seen {
             seen = closed;
             #[cfg(target_env = "gnu")]
