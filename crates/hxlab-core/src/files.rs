@@ -26,6 +26,17 @@ pub fn read_capped_string(path: &Path, max: u64) -> std::io::Result<String> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
+/// Writes an output file the user named: a regular file (or a new one) is replaced whole
+/// ([`crate::write_atomically`]: a kill mid-write leaves the old file or none, never half);
+/// anything else (`/dev/stdout`, a FIFO, `/dev/fd/3`) is written in place, since replacing it
+/// would replace the device node, not write to it.
+pub fn write_output(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => std::fs::write(path, data),
+        _ => crate::write_atomically(path, data),
+    }
+}
+
 /// Caps for the kinds of file hxlab reads.
 pub mod cap {
     /// Certificates, keys, CA bundles, ready files, load configurations.
@@ -50,5 +61,22 @@ mod tests {
         let ok = read_capped(Path::new("/proc/self/comm"), 1 << 20).unwrap();
         assert!(!ok.is_empty());
         assert!(read_capped_string(Path::new("/dev/zero"), 10).is_err());
+    }
+
+    #[test]
+    fn outputs_replace_files_whole_and_write_devices_in_place() {
+        let dir = std::env::temp_dir().join(format!("hxlab-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("r.json");
+        write_output(&f, b"one").unwrap();
+        write_output(&f, b"two").unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"two");
+        write_output(Path::new("/dev/null"), b"x").unwrap();
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -529,7 +529,7 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
 }
 
 /// Counts a finished record, warns about it when it failed or fell back, and appends it to
-/// `results.jsonl` (flushed, so an interruption keeps it).
+/// `results.jsonl` (written and synced, so an interruption keeps it).
 fn write_record(
     cell: &Cell,
     record: &Record,
@@ -560,9 +560,12 @@ fn write_record(
     }
     let mut line = serde_json::to_string(record).unwrap_or_default();
     line.push('\n');
+    // One write of the whole line (O_APPEND), then to disk: a kill or power cut leaves whole
+    // records plus at most one cut line, which --resume and `hxlab report` handle.
     out.file
         .write_all(line.as_bytes())
         .and_then(|_| out.file.flush())
+        .and_then(|_| out.file.sync_data())
         .map_err(io_err(out.path))?;
     if let Some(pb) = &out.bar {
         pb.inc(1);

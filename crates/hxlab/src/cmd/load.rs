@@ -374,7 +374,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{text}").context("write the result to stdout")?;
         } else {
-            std::fs::write(dest, format!("{text}\n")).with_context(|| format!("write {dest}"))?;
+            // Whole or not at all: a kill mid-write leaves the old file (or none), never half.
+            hxlab_core::files::write_output(
+                std::path::Path::new(dest),
+                format!("{text}\n").as_bytes(),
+            )
+            .with_context(|| format!("write {dest}"))?;
         }
     }
     if result.requests_done == 0 {

@@ -177,7 +177,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string(&merged).context("serialise the merged result")?;
     match &args.output {
         Some(p) if p != "-" => {
-            std::fs::write(p, format!("{text}\n")).with_context(|| format!("write {p}"))?
+            hxlab_core::files::write_output(Path::new(p), format!("{text}\n").as_bytes())
+                .with_context(|| format!("write {p}"))?
         }
         _ => {
             let mut out = std::io::stdout().lock();
