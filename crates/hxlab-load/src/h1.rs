@@ -255,6 +255,14 @@ impl ResponseParser {
                 if buf.len() > MAX_HEAD {
                     return Err(ParseError("response head larger than 64 KiB"));
                 }
+                // Say at once when what came cannot begin a response (typically a body longer
+                // than its Content-Length), instead of waiting for a head until the timeout.
+                let seen = &buf[..buf.len().min(7)];
+                if !b"HTTP/1.".starts_with(seen) {
+                    return Err(ParseError(
+                        "bytes that cannot begin a response (a body longer than its Content-Length?)",
+                    ));
+                }
                 self.scanned = buf.len();
                 return Ok((0, Step::NeedMore));
             }
@@ -630,6 +638,31 @@ mod tests {
             );
             assert!(matches!(steps.last(), Some(Step::Done { close: true, .. })));
         }
+    }
+
+    /// A body longer than its Content-Length: the extra bytes are refused as soon as they
+    /// cannot begin a response, not waited on until the request timeout.
+    #[test]
+    fn bytes_after_a_body_that_cannot_begin_a_response_are_an_error_at_once() {
+        let mut p = ResponseParser::new();
+        let input = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello world";
+        let mut used = 0;
+        let mut done = 0;
+        let err = loop {
+            match p.step(&input[used..]) {
+                Ok((_, Step::NeedMore)) => panic!("waited for more after {done} responses"),
+                Ok((n, step)) => {
+                    used += n;
+                    done += usize::from(matches!(step, Step::Done { .. }));
+                }
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(done, 1);
+        assert!(err.to_string().contains("Content-Length"), "{err}");
+        // A pipelined response split anywhere still parses.
+        let mut p = ResponseParser::new();
+        assert_eq!(p.step(b"HTT").unwrap(), (0, Step::NeedMore));
     }
 
     #[test]

@@ -562,3 +562,40 @@ fn abandoned_http3_connections_are_reclaimed() {
         after >> 20
     );
 }
+
+/// A one-connection TCP server on loopback that reads the request bytes and answers `reply`.
+fn one_shot_server(reply: &'static [u8]) -> (String, std::thread::JoinHandle<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr").to_string();
+    let h = std::thread::spawn(move || {
+        if let Ok((mut c, _)) = l.accept() {
+            let _ = c.set_read_timeout(Some(Duration::from_millis(500)));
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(reply);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    (addr, h)
+}
+
+/// A protocol error from a server that plainly spoke HTTP/2 (it sent its SETTINGS) does not
+/// ask "does the server speak h2c?"; one from a server that answered in HTTP/1.1 does.
+#[test]
+fn the_h2c_hint_only_when_the_server_did_not_speak_http2() {
+    // SETTINGS, then DATA on stream 0: a connection error in HTTP/2's own terms.
+    let spoke: &'static [u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, b'x'];
+    let h1: &'static [u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    for (reply, want_hint) in [(spoke, false), (h1, true)] {
+        let (addr, server) = one_shot_server(reply);
+        let (code, _, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args(["load", "--proto", "h2c", "-n", "1", "--timeout", "5s"])
+                .arg(format!("http://{addr}/")),
+            Duration::from_secs(30),
+        );
+        server.join().expect("server");
+        assert_eq!(code, Some(1), "{err}");
+        assert_eq!(err.contains("does the server speak"), want_hint, "{err}");
+    }
+}

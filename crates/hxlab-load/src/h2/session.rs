@@ -52,13 +52,14 @@ impl H2Session {
                     ctx.plan.give_back(ev.req.ticket);
                 }
                 Outcome::Failed(kind, message) => {
-                    // A protocol error before the first response usually means the server
-                    // does not speak HTTP/2 at all: say so.
-                    let message = if self.first && kind == ErrorKind::Protocol {
-                        format!("{message}: {}", hint(self.h2c))
-                    } else {
-                        message
-                    };
+                    // A protocol error before the server's SETTINGS usually means it does
+                    // not speak HTTP/2 at all: say so (not when it plainly spoke HTTP/2).
+                    let message =
+                        if self.first && kind == ErrorKind::Protocol && !self.conn.got_settings {
+                            format!("{message}: {}", hint(self.h2c))
+                        } else {
+                            message
+                        };
                     ctx.rec
                         .borrow_mut()
                         .request_failed(ev.req.scheduled, kind, &message);
@@ -133,7 +134,7 @@ impl Session for H2Session {
             Ok(end) => return end,
             Err(e) => e,
         };
-        let message = if self.first && e.kind == ErrorKind::Protocol {
+        let message = if self.first && e.kind == ErrorKind::Protocol && !self.conn.got_settings {
             format!("{}: {}", e.message, hint(self.h2c))
         } else {
             e.message.clone()
