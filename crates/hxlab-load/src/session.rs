@@ -257,6 +257,11 @@ pub async fn drive<S: Session, T: Transport<S>>(
                 None => timer.as_mut().reset((now + timeout).into()),
             },
             Wake::Input(input) => match io.on_input(s, ctx, input, now) {
+                // Input keeps coming (a server sending endless 1xx or headers) and `biased`
+                // polls it first: the deadline is checked here too, so it is kept to the read.
+                Ok(None) if s.oldest_sent().is_some_and(|t| t + timeout <= now) => {
+                    break Err(Fail::timeout(timeout))
+                }
                 Ok(None) => {}
                 Ok(Some(end)) => break Ok(end),
                 Err(f) => break Err(f),

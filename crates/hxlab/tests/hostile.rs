@@ -599,3 +599,43 @@ fn the_h2c_hint_only_when_the_server_did_not_speak_http2() {
         assert_eq!(err.contains("does the server speak"), want_hint, "{err}");
     }
 }
+
+/// A server that answers every request with an endless stream of `100 Continue`: the request
+/// timeout is kept (--timeout 2s ended after 53 s when the endless input was always polled
+/// before the timer).
+#[test]
+fn endless_interim_responses_end_at_the_request_timeout() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let server = std::thread::spawn(move || {
+        if let Ok((mut c, _)) = l.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let flood = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(2000);
+            let _ = c.set_write_timeout(Some(Duration::from_secs(1)));
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                if c.write_all(&flood).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let t0 = Instant::now();
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-n", "1", "--timeout", "2s"])
+            .arg(format!("http://{addr}/")),
+        Duration::from_secs(90),
+    );
+    let took = t0.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().expect("server");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("no response within 2s"), "{err}");
+    assert!(
+        took < Duration::from_secs(10),
+        "a 2 s timeout took {took:?}"
+    );
+}
