@@ -28,6 +28,8 @@ struct Conn {
     /// Bumped on every request and body chunk.
     ticks: AtomicU64,
     in_flight: AtomicU64,
+    /// Requests sleeping their `delay=` (think time, not a stall).
+    delaying: AtomicU64,
     /// 1: idle, close gracefully; 2: still idle or stalled, drop the connection.
     verdict: AtomicU8,
     wake: Notify,
@@ -139,7 +141,10 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
     }
     let reply: Reply = route(ctx, &parts.method, &parts.uri, &parts.headers, proto);
     if !reply.delay.is_zero() {
+        in_flight.0.delaying.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(reply.delay).await;
+        in_flight.0.delaying.fetch_sub(1, Ordering::Relaxed);
+        in_flight.0.ticks.fetch_add(1, Ordering::Relaxed);
     }
     let head = reply.head(ctx, true);
     let body = if parts.method == Method::HEAD {
@@ -182,14 +187,20 @@ fn body_timed_out(in_flight: InFlight) -> Response<OutBody> {
 }
 
 /// Wakes the connection when it has been idle (no request in flight, nothing sent) for a
-/// period, and again if it stays idle or stalls longer than any allowed delay.
-async fn watchdog(conn: Weak<Conn>, max_stall: Duration) {
+/// period, and again if it stays idle or stays stuck longer than any allowed delay. A
+/// response that makes no progress for `send_timeout` while no request is sleeping its
+/// delay — the client does not read (pipelined requests it never reads the answers to) —
+/// drops the connection at once.
+async fn watchdog(conn: Weak<Conn>, max_stall: Duration, send_timeout: Duration) {
     // Start from the initial tick count: a connection that never completes a request head
     // (slowloris) is idle from the start and must be closed within two periods.
+    let step = IDLE_PERIOD
+        .min(send_timeout / 2)
+        .max(Duration::from_millis(100));
     let mut last = 0;
     let mut quiet = Duration::ZERO;
     loop {
-        tokio::time::sleep(IDLE_PERIOD).await;
+        tokio::time::sleep(step).await;
         let Some(c) = conn.upgrade() else { return };
         let now = c.ticks.load(Ordering::Relaxed);
         if now != last {
@@ -197,13 +208,24 @@ async fn watchdog(conn: Weak<Conn>, max_stall: Duration) {
             quiet = Duration::ZERO;
             continue;
         }
-        quiet += IDLE_PERIOD;
-        if c.in_flight.load(Ordering::Relaxed) == 0 || quiet > max_stall {
-            let next = if c.verdict.load(Ordering::Relaxed) == 0 {
-                1
+        quiet += step;
+        let busy = c.in_flight.load(Ordering::Relaxed) > 0;
+        let write_stalled =
+            busy && c.delaying.load(Ordering::Relaxed) == 0 && quiet >= send_timeout;
+        let verdict = c.verdict.load(Ordering::Relaxed);
+        let next = if write_stalled {
+            2
+        } else if (!busy && quiet >= IDLE_PERIOD) || quiet > max_stall {
+            // Graceful first; if that did not end it within another period, drop.
+            if verdict == 0 || quiet < 2 * IDLE_PERIOD {
+                verdict.max(1)
             } else {
                 2
-            };
+            }
+        } else {
+            continue;
+        };
+        if next != verdict {
             c.verdict.store(next, Ordering::Relaxed);
             c.wake.notify_one();
         }
@@ -223,12 +245,14 @@ where
         proto,
         ticks: AtomicU64::new(0),
         in_flight: AtomicU64::new(0),
+        delaying: AtomicU64::new(0),
         verdict: AtomicU8::new(0),
         wake: Notify::new(),
     });
     tokio::spawn(watchdog(
         Arc::downgrade(&state),
         ctx.limits.max_delay + 2 * IDLE_PERIOD,
+        ctx.limits.send_timeout,
     ));
     let svc_state = state.clone();
     let svc = hyper::service::service_fn(move |req| respond(svc_state.clone(), req));

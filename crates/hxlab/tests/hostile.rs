@@ -639,3 +639,39 @@ fn endless_interim_responses_end_at_the_request_timeout() {
         "a 2 s timeout took {took:?}"
     );
 }
+
+/// HTTP/1.1 pipelined requests whose responses are never read: once the socket buffers are
+/// full the server's writes stall, and after --send-timeout it drops the connection (it used
+/// to hold it 200+ s); a delayed response (think time) is not a stall.
+#[test]
+fn unread_pipelined_responses_do_not_hold_the_connection() {
+    let server = Server::start(&["--no-h3", "--send-timeout", "2s"]);
+    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let open = || common::serve_stats(&addr)["by_protocol"]["h1"]["open_connections"].as_u64();
+    let base = open().expect("open connections");
+    // Think time longer than --send-timeout is answered.
+    let mut slow = TcpStream::connect(&addr).expect("connect");
+    slow.write_all(b"GET /bytes/10?delay=8000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut c = TcpStream::connect(&addr).expect("connect");
+    let req = b"GET /bytes/1M HTTP/1.1\r\nHost: x\r\n\r\n".repeat(50);
+    c.write_all(&req).expect("pipeline");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(open(), Some(base + 2), "both connections open");
+    // Before the slow one's 8 s are up.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while open() != Some(base + 1) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        open(),
+        Some(base + 1),
+        "the stalled connection was dropped, the slow one kept"
+    );
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut text = String::new();
+    let _ = slow.read_to_string(&mut text);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    drop(c);
+}
