@@ -142,6 +142,7 @@ impl LatencyHistogram {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| format!("histogram is not base64: {e}"))?;
+        check_v2(&bytes)?;
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))?;
@@ -151,6 +152,56 @@ impl LatencyHistogram {
             .map_err(|e| format!("histogram out of range: {e:?}"))?;
         Ok(h)
     }
+}
+
+/// Checks an HdrHistogram V2 encoding before hdrhistogram reads it, refusing what would make
+/// it misbehave on hostile input (found by fuzzing, crates/hxlab-core via fuzz/): a header
+/// that declares more payload than there is (it allocates the declared size first: 40 bytes
+/// asked for 2.9 GB), the zlib-compressed form (a decompression bomb), more than 5
+/// significant digits, and a zero-run count of −2⁶³ (negating it overflows).
+fn check_v2(bytes: &[u8]) -> Result<(), String> {
+    const V2_COOKIE: u32 = 0x1c84_9313;
+    let bad = |why: &str| Err(format!("histogram is not HdrHistogram V2: {why}"));
+    if bytes.len() < 40 {
+        return bad("shorter than its header");
+    }
+    let u32_at =
+        |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    if u32_at(0) != V2_COOKIE {
+        return bad("not the uncompressed V2 cookie");
+    }
+    if u32_at(4) as usize != bytes.len() - 40 {
+        return bad("payload length disagrees with the data");
+    }
+    if u32_at(12) > 5 {
+        return bad("more than 5 significant digits");
+    }
+    // Counts: zig-zag LEB128, at most 9 bytes (the 9th carries 8 bits).
+    let mut i = 40;
+    while i < bytes.len() {
+        let mut n: u64 = 0;
+        let mut shift = 0;
+        loop {
+            let Some(&b) = bytes.get(i) else {
+                return bad("a count is cut short");
+            };
+            i += 1;
+            if shift == 56 {
+                n |= u64::from(b) << 56;
+                break;
+            }
+            n |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let v = ((n >> 1) as i64) ^ -((n & 1) as i64);
+        if v == i64::MIN {
+            return bad("a zero run out of range");
+        }
+    }
+    Ok(())
 }
 
 impl Serialize for LatencyHistogram {
@@ -168,6 +219,27 @@ impl<'de> Deserialize<'de> for LatencyHistogram {
 
 #[cfg(test)]
 mod tests {
+
+    /// Inputs fuzzing found (fuzz/regressions/histogram): a 40-byte header declaring a
+    /// 2.9 GB payload (hdrhistogram allocated it), and a zero run of −2⁶³ (negation
+    /// overflow). Both are one error, not an allocation or a panic.
+    #[test]
+    fn hostile_encodings_are_refused() {
+        for text in [
+            "HISTE7AAAAAAAAAAAAAAAwAAAAAAAAABAAAAANaTpAA/8AAAAAAAAA==",
+            "HISTEwAAAAkAAAAAAAAAAwAAAAAAAAABAAAAANaTpAA/8AAAAAAAAP///////////w==",
+        ] {
+            let e = LatencyHistogram::from_base64(text).unwrap_err();
+            assert!(e.contains("not HdrHistogram V2"), "{e}");
+        }
+        // What we write still reads back.
+        let mut h = LatencyHistogram::new();
+        h.record_micros(1234);
+        h.record_micros(3_000_000);
+        let back = LatencyHistogram::from_base64(&h.to_base64()).unwrap();
+        assert_eq!(back.len(), 2);
+    }
+
     use super::*;
 
     #[test]

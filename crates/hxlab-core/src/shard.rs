@@ -277,7 +277,10 @@ fn rfc3339(t: &str) -> Option<f64> {
     }
     let offset = match &t[i..] {
         "Z" | "z" => 0,
-        z if z.len() == 6 && (z.starts_with('+') || z.starts_with('-')) && &z[3..4] == ":" => {
+        z if z.len() == 6
+            && (z.starts_with('+') || z.starts_with('-'))
+            && z.as_bytes()[3] == b':' =>
+        {
             let oh = num(i + 1..i + 3)?;
             let om = num(i + 4..i + 6)?;
             if oh > 23 || om > 59 {
@@ -505,6 +508,8 @@ mod tests {
             "2026-11-23T20:30:00.Z",
             "-5",
             "1e300",
+            // Found by fuzzing: non-ASCII where the offset's ':' would be.
+            "2024-02-29 23:29:60-\u{FFFD}50",
         ] {
             assert!(parse_instant(bad).is_err(), "{bad:?} was accepted");
         }
