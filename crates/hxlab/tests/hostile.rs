@@ -675,3 +675,25 @@ fn unread_pipelined_responses_do_not_hold_the_connection() {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     drop(c);
 }
+
+/// A server announcing SETTINGS_HEADER_TABLE_SIZE 2³²−1: the client's HPACK encoder keeps to
+/// its own bound instead of sizing a 4 GiB table, and the request is answered.
+#[test]
+fn a_huge_header_table_size_from_the_server_is_harmless() {
+    const REPLY: &[u8] = &[
+        0, 0, 6, 4, 0, 0, 0, 0, 0, // SETTINGS
+        0, 1, 0xff, 0xff, 0xff, 0xff, // HEADER_TABLE_SIZE = 2^32 - 1
+        0, 0, 1, 1, 0x5, 0, 0, 0, 1,    // HEADERS, stream 1, END_STREAM | END_HEADERS
+        0x88, // :status 200
+    ];
+    let (addr, server) = one_shot_server(REPLY);
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "--proto", "h2c", "-n", "1", "--timeout", "5s"])
+            .arg(format!("http://{addr}/")),
+        Duration::from_secs(30),
+    );
+    server.join().expect("server");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("1 succeeded"), "{out}");
+}

@@ -825,6 +825,8 @@ enum Hostile {
     EndlessHeader,
     /// A chunked body that never ends.
     EndlessChunked,
+    /// h2c: SETTINGS, then a 16 MB header block (HEADERS and CONTINUATIONs).
+    H2HugeHeaderBlock,
 }
 
 /// A hostile HTTP/1.1 server on loopback; stops (and its threads end) when dropped.
@@ -907,6 +909,22 @@ fn misbehave(kind: Hostile, mut c: TcpStream, stop: &AtomicBool, deadline: Insta
             let chunk = vec![b'a'; 65536];
             while running() && c.write_all(&chunk).is_ok() {}
         }
+        Hostile::H2HugeHeaderBlock => {
+            let _ = c.write_all(&h2_frame(4, 0, 0, &[]));
+            // A literal header whose value goes on and on: 16 MB without END_HEADERS.
+            let mut first = vec![0x00, 0x01, b'x', 0x7f];
+            first.extend_from_slice(&[0xff; 4]);
+            first.extend_from_slice(&[0x07]);
+            first.resize(16_384, b'v');
+            let _ = c.write_all(&h2_frame(1, 0, 1, &first));
+            let more = h2_frame(9, 0, 1, &[b'v'; 16_384]);
+            for _ in 0..1024 {
+                if !running() || c.write_all(&more).is_err() {
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
         Hostile::EndlessChunked => {
             let _ = c.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
             let mut chunk = b"10000\r\n".to_vec();
@@ -979,13 +997,14 @@ fn error_counts(summary: &str) -> Vec<(String, u64)> {
 #[test]
 fn load_survives_hostile_servers() {
     // (behaviour, error kinds that may count the failure)
-    let cases: [(Hostile, &[&str]); 6] = [
+    let cases: [(Hostile, &[&str]); 7] = [
         (Hostile::Silent, &["timeout"]),
         (Hostile::CloseAtOnce, &["reset"]),
         (Hostile::GarbageStatus, &["protocol"]),
         (Hostile::ShortBody, &["reset"]),
         (Hostile::EndlessHeader, &["protocol"]),
         (Hostile::EndlessChunked, &["timeout"]),
+        (Hostile::H2HugeHeaderBlock, &["protocol"]),
     ];
     let handles: Vec<_> = cases
         .into_iter()
@@ -994,9 +1013,15 @@ fn load_survives_hostile_servers() {
                 let server = HostileServer::start(kind);
                 let dir = TempDir::new("hxlab-robust-load");
                 let json = dir.path().join("result.json");
+                let proto = match kind {
+                    Hostile::H2HugeHeaderBlock => "h2c",
+                    _ => "h1",
+                };
                 let (code, out, err, peak, took) = run_sampled(
                     Command::new(hxlab()).args([
                         "load",
+                        "--proto",
+                        proto,
                         &server.url(),
                         "-n",
                         "2",
