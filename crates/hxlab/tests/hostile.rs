@@ -697,3 +697,128 @@ fn a_huge_header_table_size_from_the_server_is_harmless() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("1 succeeded"), "{out}");
 }
+
+/// An HTTP/2 connection over TLS (ALPN h2) through `openssl s_client`, as a byte pipe: what
+/// is written goes to the server; what the server sends collects in the buffer.
+struct TlsPipe {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    received: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl TlsPipe {
+    fn open(addr: &str) -> Option<TlsPipe> {
+        let openssl = common::require_peer("openssl")?;
+        let mut child = Command::new(openssl)
+            .args(["s_client", "-quiet", "-alpn", "h2", "-connect", addr])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("openssl s_client");
+        let input = child.stdin.take().expect("stdin");
+        let mut out = child.stdout.take().expect("stdout");
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = received.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 16384];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().expect("lock").extend_from_slice(&buf[..n]);
+            }
+        });
+        let mut pipe = TlsPipe {
+            child,
+            input,
+            received,
+        };
+        pipe.input
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .ok()?;
+        Some(pipe)
+    }
+
+    /// Stream ids the server reset (RST_STREAM) in what it sent so far.
+    fn resets(&self) -> Vec<u32> {
+        let data = self.received.lock().expect("lock").clone();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i + 9 <= data.len() {
+            let n = (usize::from(data[i]) << 16)
+                | (usize::from(data[i + 1]) << 8)
+                | usize::from(data[i + 2]);
+            let id = u32::from_be_bytes([data[i + 5], data[i + 6], data[i + 7], data[i + 8]])
+                & 0x7fff_ffff;
+            if data[i + 3] == 3 {
+                out.push(id);
+            }
+            i += 9 + n;
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+impl Drop for TlsPipe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The TLS port has the defences of the h2c port: zero-window streams are reset after
+/// --send-timeout, and a rapid-reset flood leaves memory bounded and requests answered.
+#[test]
+fn the_tls_port_resets_stalled_streams_and_survives_rapid_reset() {
+    let server = Server::start(&["--no-h3", "--send-timeout", "2s"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let pid = server.child.id();
+    let Some(mut stall) = TlsPipe::open(&tls) else {
+        return;
+    };
+    stall
+        .input
+        .write_all(&h2_frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]))
+        .unwrap();
+    for id in [1, 3, 5] {
+        stall
+            .input
+            .write_all(&h2_frame(1, 0x5, id, &h2_request(2, "/bytes/100000", None)))
+            .unwrap();
+    }
+    let before = rss(pid);
+    let Some(mut flood) = TlsPipe::open(&tls) else {
+        return;
+    };
+    flood.input.write_all(&h2_frame(4, 0, 0, &[])).unwrap();
+    let mut id = 1u32;
+    for _ in 0..100 {
+        let mut batch = Vec::new();
+        for _ in 0..100 {
+            batch.extend(h2_frame(1, 0x5, id, &h2_request(2, "/delay/1000", None)));
+            batch.extend(h2_frame(3, 0, id, &8u32.to_be_bytes()));
+            id += 2;
+        }
+        if flood.input.write_all(&batch).is_err() {
+            break;
+        }
+    }
+    assert!(
+        legit_get(&plain, Duration::from_secs(10)),
+        "a request during the flood"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stall.resets() != [1, 3, 5] && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        stall.resets(),
+        [1, 3, 5],
+        "zero-window streams reset over TLS"
+    );
+    let grown = rss(pid).saturating_sub(before);
+    assert!(grown < 200 << 20, "the server grew by {} MB", grown >> 20);
+}
