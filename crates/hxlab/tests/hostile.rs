@@ -822,3 +822,85 @@ fn the_tls_port_resets_stalled_streams_and_survives_rapid_reset() {
     let grown = rss(pid).saturating_sub(before);
     assert!(grown < 200 << 20, "the server grew by {} MB", grown >> 20);
 }
+
+/// An HTTP/3 HEADERS frame for GET `path` (QPACK: static references and literals only).
+fn h3_request(path: &str, authority: &str) -> Vec<u8> {
+    // Required Insert Count 0, Delta Base 0; :method GET (17), :scheme https (23) indexed;
+    // :path and :authority as literals with static name references (1, 0).
+    let mut fields = vec![0, 0, 0xc0 | 17, 0xc0 | 23, 0x51, path.len() as u8];
+    fields.extend_from_slice(path.as_bytes());
+    fields.extend_from_slice(&[0x50, authority.len() as u8]);
+    fields.extend_from_slice(authority.as_bytes());
+    let mut frame = vec![0x01, fields.len() as u8];
+    frame.extend(fields);
+    frame
+}
+
+/// HTTP/3 "rapid reset": streams opened with a request and reset at once, thousands of them
+/// on one connection: the server's memory stays bounded and it keeps answering.
+#[test]
+fn http3_streams_opened_and_reset_stay_bounded() {
+    let server = Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let pid = server.child.id();
+    let before = rss(pid);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let opened = rt.block_on(async {
+        let cfg = hxlab_load::LoadConfig {
+            urls: vec![format!("https://{tls}/")],
+            insecure: true,
+            proto: hxlab_load::Proto::H3,
+            ..Default::default()
+        };
+        let (client, _) = hxlab_load::tls::quic_config(&cfg)
+            .expect("quic config")
+            .for_connection();
+        let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
+        ep.set_default_client_config(client);
+        let conn = ep
+            .connect(addr, "localhost")
+            .expect("connect")
+            .await
+            .expect("handshake");
+        // Our control stream with empty SETTINGS, as HTTP/3 requires.
+        let mut control = conn.open_uni().await.expect("control stream");
+        control
+            .write_all(&[0x00, 0x04, 0x00])
+            .await
+            .expect("SETTINGS");
+        let request = h3_request("/delay/1000", "localhost");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut opened = 0u32;
+        while opened < 5000 && Instant::now() < deadline {
+            let Ok(Ok((mut send, recv))) =
+                tokio::time::timeout(Duration::from_secs(5), conn.open_bi()).await
+            else {
+                break;
+            };
+            let _ = send.write_all(&request).await;
+            let _ = send.reset(quinn::VarInt::from_u32(0x10c));
+            drop(recv);
+            opened += 1;
+        }
+        conn.close(quinn::VarInt::from_u32(0), b"done");
+        ep.wait_idle().await;
+        opened
+    });
+    assert!(
+        opened >= 1000,
+        "only {opened} streams could be opened and reset"
+    );
+    let grown = rss(pid).saturating_sub(before);
+    assert!(grown < 200 << 20, "the server grew by {} MB", grown >> 20);
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "10", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 after the attack: {err}");
+}
