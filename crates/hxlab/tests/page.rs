@@ -208,8 +208,11 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
             "n=2,size=1KiB,delay=0ms",
             "--proto",
             "h2",
+            // Chromium's DevTools event for a 103 (responseReceivedEarlyHints) is missed now
+            // and then (seen 1 run in ~10 under CI load) although the origin sent it: three
+            // runs, and at least one must report it, so a broken 103 still fails.
             "--runs",
-            "1",
+            "3",
             "--push",
             "--early-hints",
             "--json",
@@ -225,12 +228,19 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
     }
     check_run(&json["runs"][0], "h2", 2, 1024);
     // The origin answered with a 103 before the page, and the browser saw it.
-    assert_eq!(json["early_hints"]["runs_with_103"], 1, "{json}");
+    let with_103 = json["early_hints"]["runs_with_103"].as_u64().unwrap_or(0);
+    assert!((1..=3).contains(&with_103), "{json}");
     assert!(
         json["early_hints"]["resources_from_preloads"].is_u64(),
         "{json}"
     );
-    assert!(json["runs"][0]["early_hints"].as_u64().unwrap_or(0) >= 1);
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3);
+    let seen = runs
+        .iter()
+        .filter(|r| r["early_hints"].as_u64().unwrap_or(0) >= 1)
+        .count() as u64;
+    assert_eq!(seen, with_103, "{json}");
     assert_no_browser_left(tmp.path());
 }
 
