@@ -223,9 +223,9 @@ pub fn install_null_tracing() {
     ));
 }
 
-/// Binds every listener, makes or loads the certificate and starts serving on the current
-/// tokio runtime. Returns once all listeners accept.
-pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
+/// Refuses a configuration no server can run with (what the flags refuse, for library
+/// callers).
+fn check(cfg: &ServeConfig) -> Result<(), ServeError> {
     if cfg.max_streams == 0 {
         return Err(ServeError::Config(
             "--max-streams must be at least 1".into(),
@@ -249,6 +249,13 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
             "--quic-max-connections must be at least 1".into(),
         ));
     }
+    Ok(())
+}
+
+/// Binds every listener, makes or loads the certificate and starts serving on the current
+/// tokio runtime. Returns once all listeners accept.
+pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
+    check(&cfg)?;
     let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
     if let Some(out) = &cfg.cert_out {
         hxlab_core::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
