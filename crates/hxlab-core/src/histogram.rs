@@ -158,7 +158,8 @@ impl LatencyHistogram {
 /// it misbehave on hostile input (found by fuzzing, crates/hxlab-core via fuzz/): a header
 /// that declares more payload than there is (it allocates the declared size first: 40 bytes
 /// asked for 2.9 GB), the zlib-compressed form (a decompression bomb), more than 5
-/// significant digits, and a zero-run count of −2⁶³ (negating it overflows).
+/// significant digits, a zero-run count of −2⁶³ (negating it overflows), and counts summing
+/// past 2⁵³ (its quantile sums overflow).
 fn check_v2(bytes: &[u8]) -> Result<(), String> {
     const V2_COOKIE: u32 = 0x1c84_9313;
     let bad = |why: &str| Err(format!("histogram is not HdrHistogram V2: {why}"));
@@ -176,7 +177,10 @@ fn check_v2(bytes: &[u8]) -> Result<(), String> {
     if u32_at(12) > 5 {
         return bad("more than 5 significant digits");
     }
-    // Counts: zig-zag LEB128, at most 9 bytes (the 9th carries 8 bits).
+    // Counts: zig-zag LEB128, at most 9 bytes (the 9th carries 8 bits). Their sum must stay
+    // far from u64::MAX, or hdrhistogram's own sums overflow (a quantile of counts near 2⁶⁴).
+    const MAX_TOTAL: u64 = 1 << 53;
+    let mut total: u64 = 0;
     let mut i = 40;
     while i < bytes.len() {
         let mut n: u64 = 0;
@@ -199,6 +203,12 @@ fn check_v2(bytes: &[u8]) -> Result<(), String> {
         let v = ((n >> 1) as i64) ^ -((n & 1) as i64);
         if v == i64::MIN {
             return bad("a zero run out of range");
+        }
+        if v > 0 {
+            total = total.saturating_add(v as u64);
+            if total > MAX_TOTAL {
+                return bad("more samples than any run records");
+            }
         }
     }
     Ok(())
@@ -228,6 +238,8 @@ mod tests {
         for text in [
             "HISTE7AAAAAAAAAAAAAAAwAAAAAAAAABAAAAANaTpAA/8AAAAAAAAA==",
             "HISTEwAAAAkAAAAAAAAAAwAAAAAAAAABAAAAANaTpAA/8AAAAAAAAP///////////w==",
+            // Counts near 2^64: hdrhistogram's quantile sum overflowed (a 10-minute run).
+            "HISTEwAAAJMAAAAAAAAAAwAAAAAAQAABACUA/dUApAA/8AAAAAAAAAAhOzMzMzMzMzMzMzIzMwAAAAAAAAMAAAAAAAAAQP0AJQAB1QAApAA/8AAAAAAAAAD6///yMDU3AACSioqKioqKioqKioqKioqKioqKioqKAAAAEwAAAIqKioqKioqKioqKioqKioqKioqKiooAAAATAAAAAAAAAAMAAAAAAEAAAQAlADMpMzPOPTMzzMzTAD//AA==",
         ] {
             let e = LatencyHistogram::from_base64(text).unwrap_err();
             assert!(e.contains("not HdrHistogram V2"), "{e}");
