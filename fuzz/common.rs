@@ -33,3 +33,37 @@ pub fn records(mut data: &[u8]) -> Vec<&[u8]> {
     }
     out
 }
+
+/// What a frame view reported, comparable across splits of the same bytes.
+pub type Seen = (
+    &'static str,
+    String,
+    Vec<String>,
+    serde_json::Map<String, serde_json::Value>,
+);
+
+/// The events up to the first error; an error event counts by its kind alone (its text
+/// quotes the bytes that had arrived when it was found, which depends on the split).
+pub fn seen(events: Vec<hxlab_trace::Event>) -> Vec<Seen> {
+    seen_until(events, |_| false)
+}
+
+/// [`seen`], also stopping after the first event `last` picks (kept in the list).
+pub fn seen_until(
+    events: Vec<hxlab_trace::Event>,
+    last: impl Fn(&hxlab_trace::Event) -> bool,
+) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for e in events {
+        if e.kind == "error" {
+            out.push((e.kind, String::new(), Vec::new(), Default::default()));
+            break;
+        }
+        let stop = last(&e);
+        out.push((e.kind, e.line, e.detail, e.fields));
+        if stop {
+            break;
+        }
+    }
+    out
+}

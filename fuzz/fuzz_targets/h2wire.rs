@@ -13,27 +13,15 @@
 #[path = "../common.rs"]
 mod common;
 
-use hxlab_trace::{h2wire::H2Wire, Dir, Event};
+use hxlab_trace::{h2wire::H2Wire, Dir};
 use libfuzzer_sys::fuzz_target;
 
-type Seen = (&'static str, String, Vec<String>, serde_json::Map<String, serde_json::Value>);
+use common::seen_until;
 
-/// The events up to the first error; an error event counts by its kind alone (its text
-/// quotes the bytes that had arrived when it was found, which depends on the split).
-fn seen(events: Vec<Event>) -> Vec<Seen> {
-    let mut out = Vec::new();
-    for e in events {
-        if e.kind == "error" {
-            out.push((e.kind, String::new(), Vec::new(), Default::default()));
-            break;
-        }
-        let stop = e.fields.contains_key("hpack_error");
-        out.push((e.kind, e.line, e.detail, e.fields));
-        if stop {
-            break;
-        }
-    }
-    out
+/// The events up to the first error or HPACK error (after one, H2Wire still decodes what
+/// came in the same read with a table that no longer follows the peer's).
+fn seen(events: Vec<hxlab_trace::Event>) -> Vec<common::Seen> {
+    seen_until(events, |e| e.fields.contains_key("hpack_error"))
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -10,24 +10,10 @@
 #[path = "../common.rs"]
 mod common;
 
-use hxlab_trace::{h3wire::H3StreamWire, Dir, Event};
+use hxlab_trace::{h3wire::H3StreamWire, Dir};
 use libfuzzer_sys::fuzz_target;
 
-type Seen = (&'static str, String, Vec<String>, serde_json::Map<String, serde_json::Value>);
-
-/// The events up to the first error; an error event counts by its kind alone (its text
-/// quotes the bytes that had arrived when it was found, which depends on the split).
-fn seen(events: Vec<Event>) -> Vec<Seen> {
-    let mut out = Vec::new();
-    for e in events {
-        if e.kind == "error" {
-            out.push((e.kind, String::new(), Vec::new(), Default::default()));
-            break;
-        }
-        out.push((e.kind, e.line, e.detail, e.fields));
-    }
-    out
-}
+use common::{seen, Seen};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, bytes)) = data.split_first() else {

@@ -180,12 +180,12 @@ impl Recorder {
         }
         self.scheduled = scheduled;
         self.not_sent = scheduled.saturating_sub(self.started);
-        self.in_flight_at_end = self.started.saturating_sub(self.done + self.failed);
+        self.cut_at_deadline();
     }
 
-    /// Closed model, a `-D` run cut at its deadline: the requests sent and neither answered
-    /// nor failed are counted as in flight at the end (as the open model counts them), so a
-    /// server that went silent shows in the result instead of vanishing.
+    /// A `-D` run cut at its deadline (either model): the requests sent and neither answered
+    /// nor failed are counted as in flight at the end, so a server that went silent shows in
+    /// the result instead of vanishing.
     pub fn cut_at_deadline(&mut self) {
         self.in_flight_at_end = self.started.saturating_sub(self.done + self.failed);
     }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{hxlab, run_with_timeout, Server};
+use common::{h2_frame, hxlab, run_with_timeout, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -211,15 +211,6 @@ fn http3_clients_that_stop_acknowledging_pin_only_the_quic_window() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.to_lowercase().contains("refused"), "{err}");
     drop(frozen);
-}
-
-/// An HTTP/2 frame.
-fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let n = payload.len();
-    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
-    f.extend_from_slice(&stream.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
 }
 
 /// An HPACK request block (static-table indices and literals, no Huffman): `method` is the

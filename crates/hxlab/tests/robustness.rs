@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{hxlab, run_with_timeout, tempfile_dir::TempDir, Server};
+use common::{h2_frame, hxlab, run_with_timeout, tempfile_dir::TempDir, Server};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -501,15 +501,6 @@ fn serve_closes_malformed_and_oversized_requests() {
     let (_, closed) = read_until_closed(&mut c, Duration::from_secs(10), 1 << 16);
     assert!(closed, "garbage on the TLS port: connection left open");
     assert_serves_normally(plain);
-}
-
-/// Frame header + payload of one HTTP/2 frame.
-fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len() as u32;
-    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    f.extend_from_slice(&stream.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
 }
 
 /// True when `bytes` (server → client HTTP/2) contain a GOAWAY frame.

@@ -40,6 +40,15 @@ pub fn pids_running(argv: &[&str]) -> Vec<u32> {
         .collect()
 }
 
+/// An HTTP/2 frame: 9-byte head (length, type, flags, stream id) and `payload`.
+pub fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let n = payload.len();
+    let mut f = vec![(n >> 16) as u8, (n >> 8) as u8, n as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
 /// Path of the `hxlab` binary cargo built for these tests.
 pub fn hxlab() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hxlab"))
