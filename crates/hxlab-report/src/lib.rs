@@ -8,16 +8,22 @@
 //! What it is not: it runs nothing and measures nothing; it only reads `RunResult`s that
 //! `hxlab load` produced and the lab stored.
 
+pub mod baseline;
+pub mod charts;
+pub mod comparisons;
 pub mod export;
 pub mod model;
+pub mod rundiff;
 pub mod summary;
+pub mod verdict;
 
+pub use comparisons::Comparison;
 pub use export::{render_all, Exporter};
 pub use model::{
     ExperimentMeta, FactorLevels, Metric, PublishedRow, PublishedTable, Record, ServerCost,
     Workload,
 };
-pub use summary::{CellSummary, Comparison, Report, Table};
+pub use summary::{CellSummary, Report, Table};
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,8 @@
 //! Statistics over repetitions and the tables, comparisons and warnings built from them.
 //! Everything a format shows comes from [`Report`], so the formats cannot disagree.
 
+pub use crate::comparisons::mann_whitney_p;
+use crate::comparisons::Comparison;
 use crate::model::{ExperimentMeta, Metric, Record};
 use hxlab_core::stats;
 use std::collections::BTreeMap;
@@ -97,6 +99,13 @@ pub struct CellSummary {
     pub skipped: Option<String>,
     /// Problems worth a warning.
     pub warnings: Vec<String>,
+    /// Repetitions that ran but were not clean (errors, failed requests, no result).
+    pub failed: usize,
+    /// Repetitions that ran (not skipped).
+    pub ran: usize,
+    /// When connections negotiated another protocol family than the cell asked for: what
+    /// they negotiated, e.g. `h2 ×5`.
+    pub fell_back: Option<String>,
 }
 
 impl CellSummary {
@@ -202,6 +211,8 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
     if skipped < records.len() {
         s.skipped = None;
     }
+    s.failed = failed_reps;
+    s.ran = records.len() - skipped;
     if failed_reps > 0 {
         s.warnings.push(format!(
             "{failed_reps} of {} repetitions had errors (first: {})",
@@ -222,6 +233,7 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
                 "asked for {proto} ({want}) but connections negotiated {}",
                 other.join(", ")
             ));
+            s.fell_back = Some(other.join(", "));
         }
     }
     for w in cc_warnings(&s) {
@@ -242,50 +254,6 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         .map(|(k, v)| (k, stats::median(&v)))
         .collect();
     s
-}
-
-/// One protocol compared with the baseline under the same conditions.
-#[derive(Clone, Debug)]
-pub struct Comparison {
-    /// The conditions (non-protocol factor values), e.g. `delay=10ms resources=100`.
-    pub condition: String,
-    /// The protocol compared.
-    pub protocol: String,
-    /// The baseline protocol.
-    pub baseline: String,
-    /// median(protocol) / median(baseline).
-    pub ratio: f64,
-    /// 95 % bootstrap interval of the ratio.
-    pub ci: (f64, f64),
-    /// Two-sided Mann-Whitney U p-value.
-    pub p_value: f64,
-    /// Repetitions on each side.
-    pub n: (usize, usize),
-}
-
-impl Comparison {
-    /// Whether the difference is significant at [`SIGNIFICANCE`].
-    pub fn significant(&self) -> bool {
-        self.p_value < SIGNIFICANCE
-    }
-    /// `h2 vs h1: 0.61× (0.58–0.64), significant`.
-    pub fn sentence(&self) -> String {
-        let verdict = if self.significant() {
-            "significant".to_string()
-        } else if self.n.0 < 4 || self.n.1 < 4 {
-            "not significant (too few repetitions to tell)".to_string()
-        } else {
-            "not significant".to_string()
-        };
-        format!(
-            "{} vs {}: {}× ({}–{}), {verdict}",
-            self.protocol,
-            self.baseline,
-            fmt_ratio(self.ratio),
-            fmt_ratio(self.ci.0),
-            fmt_ratio(self.ci.1)
-        )
-    }
 }
 
 /// A figure in a table: median with its interval, flagged when it should not be trusted.
@@ -323,24 +291,6 @@ pub struct Table {
     pub rows: Vec<TableRow>,
 }
 
-/// A point of a chart series: (x index, median, CI low, CI high).
-pub type ChartPoint = (usize, f64, f64, f64);
-
-/// A chart: one series per row, points at the levels of one swept factor.
-#[derive(Clone, Debug)]
-pub struct ChartData {
-    /// Title.
-    pub title: String,
-    /// The swept factor on the x axis.
-    pub factor: String,
-    /// Its levels (x positions 0..n).
-    pub levels: Vec<String>,
-    /// Y axis label.
-    pub y_label: String,
-    /// Series: label and points.
-    pub series: Vec<(String, Vec<ChartPoint>)>,
-}
-
 /// Everything the exporters show.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -356,10 +306,10 @@ pub struct Report {
     pub tables: Vec<Table>,
     /// Protocol comparisons per condition.
     pub comparisons: Vec<Comparison>,
-    /// Charts, one per swept factor other than the protocol.
-    pub charts: Vec<ChartData>,
     /// Warnings, one line each, naming the cell.
     pub warnings: Vec<String>,
+    /// This run against an earlier one, when a baseline was given.
+    pub before_after: Option<crate::baseline::BeforeAfter>,
 }
 
 /// Formats a number with three significant digits (no exponent for ordinary magnitudes).
@@ -380,14 +330,6 @@ pub fn fmt_num(x: f64) -> String {
         format!("{:.3}", x)
     } else {
         format!("{:.2e}", x)
-    }
-}
-
-fn fmt_ratio(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.2}")
-    } else {
-        "—".into()
     }
 }
 
@@ -435,19 +377,18 @@ impl Report {
             cells,
             tables: Vec::new(),
             comparisons: Vec::new(),
-            charts: Vec::new(),
             warnings,
+            before_after: None,
             meta,
         };
         report.tables = report.build_tables();
         report.comparisons = report.build_comparisons();
-        report.charts = report.build_charts();
         report.records = records;
         report
     }
 
     /// Factor names with more than one level, in display order.
-    fn swept(&self) -> Vec<String> {
+    pub(crate) fn swept(&self) -> Vec<String> {
         let mut names: Vec<String> = self.meta.swept().iter().map(|f| f.name.clone()).collect();
         if names.is_empty() {
             // A file that lost its meta: infer from the cells.
@@ -469,7 +410,7 @@ impl Report {
         names
     }
 
-    fn levels_of(&self, factor: &str) -> Vec<String> {
+    pub(crate) fn levels_of(&self, factor: &str) -> Vec<String> {
         if let Some(l) = self.meta.levels(factor) {
             return l.to_vec();
         }
@@ -496,7 +437,7 @@ impl Report {
 
     /// Row groups: every combination of the swept factors other than `exclude`, in level
     /// order, outer factors first and the protocol innermost (as the studies lay them out).
-    fn row_keys(&self, exclude: Option<&str>) -> Vec<Vec<(String, String)>> {
+    pub(crate) fn row_keys(&self, exclude: Option<&str>) -> Vec<Vec<(String, String)>> {
         let mut names: Vec<String> = self
             .swept()
             .into_iter()
@@ -526,7 +467,7 @@ impl Report {
         combos
     }
 
-    fn row_label(combo: &[(String, String)]) -> String {
+    pub(crate) fn row_label(combo: &[(String, String)]) -> String {
         if combo.is_empty() {
             return "all".into();
         }
@@ -545,7 +486,7 @@ impl Report {
         parts.join(", ")
     }
 
-    fn find_cell(
+    pub(crate) fn find_cell(
         &self,
         combo: &[(String, String)],
         extra: Option<(&str, &str)>,
@@ -744,165 +685,6 @@ impl Report {
             })
             .collect()
     }
-
-    fn build_comparisons(&self) -> Vec<Comparison> {
-        let protocols = self.levels_of("protocol");
-        let Some(baseline) = self
-            .meta
-            .baseline
-            .clone()
-            .or_else(|| protocols.first().cloned())
-        else {
-            return Vec::new();
-        };
-        // Factors tied to the protocol (each protocol has its own single value, as when
-        // [[matrix]] gives HTTP/1.1 10 connections and HTTP/2 one with 100 streams) are part
-        // of what is compared, not conditions to hold equal.
-        let mut tied: Vec<String> = Vec::new();
-        for f in &self.meta.factors {
-            if f.name == "protocol" {
-                continue;
-            }
-            let mut per_proto: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-            for c in &self.cells {
-                if let (Some(p), Some(v)) = (c.factors.get("protocol"), c.factors.get(&f.name)) {
-                    let l = per_proto.entry(p).or_default();
-                    if !l.contains(&v.as_str()) {
-                        l.push(v);
-                    }
-                }
-            }
-            let single = per_proto.values().all(|l| l.len() == 1);
-            let differ = per_proto
-                .values()
-                .map(|l| l[0])
-                .collect::<std::collections::BTreeSet<_>>()
-                .len()
-                > 1;
-            if single && differ {
-                tied.push(f.name.clone());
-            }
-        }
-        let mut out = Vec::new();
-        for base in self
-            .cells
-            .iter()
-            .filter(|c| c.factors.get("protocol") == Some(&baseline))
-        {
-            let conditions: Vec<(&String, &String)> = base
-                .factors
-                .iter()
-                .filter(|(k, _)| *k != "protocol" && !tied.contains(k))
-                .collect();
-            let condition = self
-                .meta
-                .factors
-                .iter()
-                .filter(|f| f.levels.len() > 1 && f.name != "protocol" && !tied.contains(&f.name))
-                .filter_map(|f| base.factors.get(&f.name).map(|v| format!("{} {v}", f.name)))
-                .collect::<Vec<_>>()
-                .join(", ");
-            for p in protocols.iter().filter(|p| **p != baseline) {
-                let Some(other) = self.cells.iter().find(|c| {
-                    c.factors.get("protocol") == Some(p)
-                        && conditions
-                            .iter()
-                            .all(|(k, v)| c.factors.get(*k) == Some(*v))
-                }) else {
-                    continue;
-                };
-                if other.values.is_empty() || base.values.is_empty() {
-                    continue;
-                }
-                let p_value = mann_whitney_p(&other.values, &base.values);
-                out.push(Comparison {
-                    condition: condition.clone(),
-                    protocol: p.clone(),
-                    baseline: baseline.clone(),
-                    ratio: other.median / base.median,
-                    ci: stats::ratio_ci(&other.values, &base.values, CONFIDENCE, RESAMPLES),
-                    p_value,
-                    n: (other.values.len(), base.values.len()),
-                });
-            }
-        }
-        out
-    }
-
-    fn build_charts(&self) -> Vec<ChartData> {
-        let mut charts = Vec::new();
-        for factor in self.swept().into_iter().filter(|f| f != "protocol") {
-            let levels = self.levels_of(&factor);
-            let mut series = Vec::new();
-            for combo in self.row_keys(Some(&factor)) {
-                let points: Vec<ChartPoint> = levels
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, l)| {
-                        self.find_cell(&combo, Some((&factor, l)))
-                            .filter(|c| c.median.is_finite())
-                            .map(|c| (i, c.median, c.ci.0, c.ci.1))
-                    })
-                    .collect();
-                if !points.is_empty() {
-                    series.push((Self::row_label(&combo), points));
-                }
-            }
-            if series.is_empty() {
-                continue;
-            }
-            series.truncate(12);
-            charts.push(ChartData {
-                title: format!("{} by {factor}", self.metric.label()),
-                factor: factor.clone(),
-                levels,
-                y_label: self.metric.label().into(),
-                series,
-            });
-        }
-        charts
-    }
-}
-
-/// Two-sided Mann-Whitney U p-value: exact (by counting rank arrangements) for small samples
-/// without ties, where the normal approximation is too optimistic (3 against 3 fully
-/// separated is p = 0.1, not 0.05); the tie-corrected normal approximation otherwise.
-pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
-    let (n1, n2) = (a.len(), b.len());
-    if n1 == 0 || n2 == 0 {
-        return 1.0;
-    }
-    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
-    all.sort_by(|x, y| x.total_cmp(y));
-    let ties = all.windows(2).any(|w| w[0] == w[1]);
-    if ties || n1 + n2 > 60 {
-        return stats::mann_whitney_u(a, b).1;
-    }
-    // U of `a`: pairs (x in a, y in b) with x > y.
-    let u: usize = a.iter().map(|x| b.iter().filter(|y| x > *y).count()).sum();
-    let max = n1 * n2;
-    // counts[i][j][u]: arrangements of i values of a and j of b with statistic u, built
-    // from the largest value down (it is either a's, adding j to U, or b's, adding nothing).
-    let mut prev: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n2 + 1];
-    for row in prev.iter_mut() {
-        row[0] = 1.0;
-    }
-    for _ in 1..=n1 {
-        let mut cur: Vec<Vec<f64>> = vec![vec![0.0; max + 1]; n2 + 1];
-        cur[0][0] = 1.0;
-        for j in 1..=n2 {
-            for k in 0..=max {
-                let from_a = if k >= j { prev[j][k - j] } else { 0.0 };
-                cur[j][k] = from_a + cur[j - 1][k];
-            }
-        }
-        prev = cur;
-    }
-    let counts = &prev[n2];
-    let total: f64 = counts.iter().sum();
-    let tail = u.min(max - u);
-    let p: f64 = counts[..=tail].iter().sum::<f64>() / total;
-    (2.0 * p).min(1.0)
 }
 
 fn metric_key(m: Metric) -> &'static str {
@@ -1050,7 +832,7 @@ mod tests {
         assert!(c.ci.0 <= c.ratio && c.ratio <= c.ci.1);
         let s = c.sentence();
         assert!(s.starts_with("h2 vs h1: 0.26× ("), "{s}");
-        assert!(s.ends_with("significant"), "{s}");
+        assert!(s.contains(", significant (p = "), "{s}");
     }
 
     #[test]
@@ -1063,8 +845,9 @@ mod tests {
         assert_eq!(labels, vec!["h1", "h2", "h2 (published)"]);
         assert_eq!(t.rows[2].cells[0].as_ref().map(|f| f.value), Some(0.48));
         assert!((t.rows[1].cells[1].as_ref().expect("figure").value - 0.1045).abs() < 1e-9);
-        assert_eq!(r.charts.len(), 1);
-        assert_eq!(r.charts[0].series.len(), 2);
+        let charts = crate::charts::all(&r);
+        assert_eq!(charts[0].id, "chart-delay");
+        assert_eq!(charts[0].svg.matches("class=\"series\"").count(), 2);
     }
 
     #[test]

@@ -31,6 +31,9 @@ enum Command {
     /// Merge RunResults (parts of one run: shards, pods, machines) into one, exactly,
     /// checking that every part is there once.
     Merge(cmd::merge::Args),
+    /// Two sets of `hxlab load` results side by side: what changed, every figure with B/A,
+    /// intervals and significance when both sides have repetitions.
+    Diff(cmd::diff::Args),
     /// Kubernetes: render an Indexed Job that runs `hxlab load` as N shards started together.
     K8s(cmd::k8s::Args),
     /// Page loads in headless Chromium over a chosen protocol.
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Merge(a) => cmd::merge::run(a),
+        Command::Diff(a) => cmd::diff::run(a),
         Command::K8s(a) => cmd::k8s::run(a),
         Command::Page(a) => cmd::page::run(a),
         Command::Trace(a) => cmd::trace::run(a),

@@ -1,105 +1,26 @@
-//! report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched)
-//! with the tables and one chart per swept factor, drawn with plotters' SVG backend, error
-//! bars showing each median's 95 % interval.
+//! report.html: one self-contained file (inline CSS and SVG, no scripts, nothing fetched):
+//! the verdict first, then the charts (small multiples, percentile plots, time series; see
+//! [`crate::charts`]), the tables, every comparison, warnings and the cells.
 
 use super::{cc_text, figure_text, fixed_line, negotiated_text, swept_line, Exporter};
-use crate::summary::{fmt_num, ChartData, Report};
+use crate::charts::{self, svg::esc};
+use crate::comparisons::fmt_ratio;
+use crate::summary::{fmt_num, Report};
+use crate::verdict::Kind;
 use crate::ReportError;
-use plotters::prelude::*;
 use std::fmt::Write;
 
 /// HTML report with SVG charts (`report.html`).
 pub struct HtmlExporter;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1300px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\
 td:first-child,th:first-child{text-align:left}tr.published td{color:#666;font-style:italic;background:#f6f6f6}\
-.warn{color:#a40}figure{margin:1.5em 0}code{background:#f2f2f2;padding:0 3px}";
-
-/// Draws one chart as an SVG string.
-pub fn chart_svg(c: &ChartData) -> Result<String, ReportError> {
-    let fail = |e: String| ReportError::Chart {
-        title: c.title.clone(),
-        reason: e,
-    };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (760, 420)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
-        let y_max = c
-            .series
-            .iter()
-            .flat_map(|(_, pts)| pts.iter().map(|p| p.3.max(p.1)))
-            .filter(|v| v.is_finite())
-            .fold(0.0_f64, f64::max);
-        let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
-        let n = c.levels.len().max(1);
-        let levels = c.levels.clone();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&c.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..y_max)
-            .map_err(|e| fail(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    levels.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc(c.factor.as_str())
-            .y_desc(c.y_label.as_str())
-            .draw()
-            .map_err(|e| fail(e.to_string()))?;
-        let count = c.series.len().max(1) as f64;
-        for (si, (label, points)) in c.series.iter().enumerate() {
-            let color = Palette99::pick(si).to_rgba();
-            // Spread the series a little sideways so error bars do not hide each other.
-            let dx = (si as f64 - (count - 1.0) / 2.0) * 0.25 / count;
-            let line: Vec<(f64, f64)> = points.iter().map(|p| (p.0 as f64 + dx, p.1)).collect();
-            chart
-                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-                .map_err(|e| fail(e.to_string()))?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|p| {
-                    ErrorBar::new_vertical(p.0 as f64 + dx, p.2, p.1, p.3, color.stroke_width(1), 8)
-                }))
-                .map_err(|e| fail(e.to_string()))?;
-            chart
-                .draw_series(
-                    line.iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
-                .map_err(|e| fail(e.to_string()))?;
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| fail(e.to_string()))?;
-        root.present().map_err(|e| fail(e.to_string()))?;
-    }
-    Ok(svg)
-}
+.warn{color:#a40}figure{margin:1.5em 0}figcaption{color:#555;font-size:13px}code{background:#f2f2f2;padding:0 3px}\
+.verdict{border:2px solid #0072B2;border-radius:6px;padding:0.6em 1em;margin:1em 0;background:#f4f9fd}\
+.verdict p.headline{font-size:17px;font-weight:600;margin:0.2em 0 0.6em}.verdict ul{list-style:none;padding-left:0;margin:0}\
+.verdict li{margin:0.15em 0}.verdict .sign{display:inline-block;width:1.4em;font-weight:700}\
+.verdict li.problem{color:#a40}.verdict li.same{color:#666}.verdict .cond{color:#555}";
 
 impl Exporter for HtmlExporter {
     fn file_name(&self) -> Option<&'static str> {
@@ -109,10 +30,20 @@ impl Exporter for HtmlExporter {
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let mut o = String::new();
         write_heading(&mut o, r);
-        write_tables(&mut o, r);
-        for c in &r.charts {
-            let _ = writeln!(o, "<figure>{}<figcaption>{} (error bars: 95 % CI of the median)</figcaption></figure>", chart_svg(c)?, esc(&c.title));
+        write_verdict(&mut o, r);
+        if let Some(b) = &r.before_after {
+            o.push_str(&b.html());
         }
+        for c in charts::all(r) {
+            let _ = writeln!(
+                o,
+                "<figure><h3>{}</h3>{}<figcaption>{}</figcaption></figure>",
+                esc(&c.title),
+                c.svg,
+                esc(&c.caption)
+            );
+        }
+        write_tables(&mut o, r);
         write_comparisons(&mut o, r);
         write_list(&mut o, "Warnings", " class=\"warn\"", &r.warnings);
         write_list(&mut o, "Notes", "", &r.meta.notes);
@@ -120,6 +51,35 @@ impl Exporter for HtmlExporter {
         let _ = writeln!(o, "</body></html>");
         Ok(o)
     }
+}
+
+/// The verdict block: the headline, then one line per problem, effect and `~`.
+fn write_verdict(o: &mut String, r: &Report) {
+    let v = r.verdict();
+    let _ = writeln!(
+        o,
+        "<section class=\"verdict\" id=\"verdict\"><h2>Verdict</h2><p class=\"headline\">{}</p><ul>",
+        esc(&v.headline)
+    );
+    for l in &v.lines {
+        let cond = if l.condition.is_empty() {
+            String::new()
+        } else {
+            format!(" <span class=\"cond\">— {}</span>", esc(&l.condition))
+        };
+        let _ = writeln!(
+            o,
+            "<li class=\"{}\"><span class=\"sign\">{}</span>{}{cond}</li>",
+            l.kind.class(),
+            if l.kind == Kind::Significant {
+                "&gt;"
+            } else {
+                l.kind.sign()
+            },
+            esc(&l.text)
+        );
+    }
+    let _ = writeln!(o, "</ul></section>");
 }
 
 /// The document head, title, description, what was swept and fixed, and how to read it.
@@ -190,27 +150,30 @@ fn write_tables(o: &mut String, r: &Report) {
     }
 }
 
-/// The comparisons section, one item per comparison with its p-value (none: nothing).
+/// Every comparison as a table row: ratio with interval, Hodges–Lehmann shift, p and n.
 fn write_comparisons(o: &mut String, r: &Report) {
     if r.comparisons.is_empty() {
         return;
     }
-    let _ = writeln!(o, "<h2>Comparisons</h2><ul>");
+    let _ = writeln!(o, "<h2>Comparisons</h2><table><tr><th>conditions</th><th>protocol</th><th>vs</th><th>ratio of medians</th><th>95 % CI</th><th>shift (Hodges–Lehmann)</th><th>p (Mann-Whitney)</th><th>n</th><th></th></tr>");
     for c in &r.comparisons {
-        let cond = if c.condition.is_empty() {
-            String::new()
-        } else {
-            format!("{}: ", c.condition)
-        };
         let _ = writeln!(
             o,
-            "<li>{}{} (p = {:.3})</li>",
-            esc(&cond),
-            esc(&c.sentence()),
-            c.p_value
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}×</td><td>{}–{}</td><td>{}</td><td>{:.3}</td><td>{}+{}</td><td>{}</td></tr>",
+            esc(&c.condition),
+            esc(&c.protocol),
+            esc(&c.baseline),
+            fmt_ratio(c.ratio),
+            fmt_ratio(c.ci.0),
+            fmt_ratio(c.ci.1),
+            esc(&c.shift_text()),
+            c.p_value,
+            c.n.0,
+            c.n.1,
+            if c.significant() { "significant" } else { "~" }
         );
     }
-    let _ = writeln!(o, "</ul>");
+    let _ = writeln!(o, "</table>");
 }
 
 /// A section titled `title` with one `<li{li_attrs}>` per item (no items: no section).
@@ -246,37 +209,4 @@ fn write_cells(o: &mut String, r: &Report) {
         );
     }
     let _ = writeln!(o, "</table>");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chart_is_an_svg_with_error_bars_and_labels() {
-        let c = ChartData {
-            title: "time by delay".into(),
-            factor: "delay".into(),
-            levels: vec!["0ms".into(), "10ms".into(), "20ms".into()],
-            y_label: "s".into(),
-            series: vec![
-                (
-                    "h1".into(),
-                    vec![
-                        (0, 0.38, 0.36, 0.40),
-                        (1, 0.51, 0.5, 0.52),
-                        (2, 0.62, 0.6, 0.64),
-                    ],
-                ),
-                (
-                    "h2".into(),
-                    vec![(0, 0.48, 0.47, 0.49), (2, 0.49, 0.48, 0.5)],
-                ),
-            ],
-        };
-        let svg = chart_svg(&c).expect("chart");
-        assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
-        assert!(svg.contains("10ms") && svg.contains("h2") && svg.contains("time by delay"));
-        assert!(svg.matches("<line").count() + svg.matches("<polyline").count() >= 5);
-    }
 }

@@ -20,6 +20,10 @@ impl Exporter for MarkdownExporter {
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let mut o = String::new();
         write_heading(&mut o, r);
+        write_verdict(&mut o, r);
+        if let Some(b) = &r.before_after {
+            o.push_str(&b.markdown());
+        }
         write_tables(&mut o, r);
         write_comparisons(&mut o, r);
         write_list(&mut o, "Warnings", &r.warnings);
@@ -89,6 +93,26 @@ fn write_tables(o: &mut String, r: &Report) {
     }
 }
 
+/// The verdict block: the headline in bold, then one line per problem, effect and `~`.
+fn write_verdict(o: &mut String, r: &Report) {
+    let v = r.verdict();
+    let _ = writeln!(o, "## Verdict\n\n**{}**\n", v.headline);
+    for l in &v.lines {
+        let cond = if l.condition.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", l.condition)
+        };
+        let sign = match l.kind {
+            crate::verdict::Kind::Problem => "⚠",
+            crate::verdict::Kind::Significant => "▸",
+            crate::verdict::Kind::Same => "~",
+        };
+        let _ = writeln!(o, "- {sign} {}{cond}", l.text);
+    }
+    let _ = writeln!(o, "\nCharts: report.html.\n");
+}
+
 /// The comparisons section, one bullet per comparison with its p-value (none: nothing).
 fn write_comparisons(o: &mut String, r: &Report) {
     if r.comparisons.is_empty() {
@@ -104,7 +128,7 @@ fn write_comparisons(o: &mut String, r: &Report) {
         } else {
             format!("{}: ", c.condition)
         };
-        let _ = writeln!(o, "- {cond}{} (p = {:.3})", c.sentence(), c.p_value);
+        let _ = writeln!(o, "- {cond}{}", c.sentence());
     }
     let _ = writeln!(o);
 }

@@ -3,11 +3,13 @@
 
 mod csv;
 mod html;
+mod json;
 mod markdown;
 mod terminal;
 
 pub use self::csv::CsvExporter;
 pub use self::html::HtmlExporter;
+pub use self::json::{SummaryJsonExporter, SUMMARY_SCHEMA};
 pub use self::markdown::MarkdownExporter;
 pub use self::terminal::TerminalExporter;
 
@@ -29,10 +31,11 @@ pub fn file_exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(MarkdownExporter),
         Box::new(CsvExporter),
         Box::new(HtmlExporter),
+        Box::new(SummaryJsonExporter),
     ]
 }
 
-/// Writes report.md, results.csv and report.html into `dir` (each atomically, so a reader
+/// Writes report.md, results.csv, report.html and summary.json into `dir` (each atomically, so a reader
 /// never sees half a file); returns their paths.
 pub fn render_all(dir: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();

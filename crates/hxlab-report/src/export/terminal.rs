@@ -25,6 +25,20 @@ impl Exporter for TerminalExporter {
 
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let mut o = String::new();
+        let v = r.verdict();
+        let _ = writeln!(o, "verdict: {}", v.headline);
+        for l in &v.lines {
+            let cond = if l.condition.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", l.condition)
+            };
+            let _ = writeln!(o, "  {} {}{cond}", l.kind.sign(), l.text);
+        }
+        let _ = writeln!(o);
+        if let Some(b) = &r.before_after {
+            let _ = writeln!(o, "{}", b.text());
+        }
         for t in &r.tables {
             let _ = writeln!(o, "{}", t.title);
             let mut grid: Vec<Vec<String>> = Vec::new();
@@ -53,18 +67,6 @@ impl Exporter for TerminalExporter {
                     .map(|(i, s)| pad(s, widths[i]))
                     .collect();
                 let _ = writeln!(o, "  {}", cells.join("  ").trim_end());
-            }
-            let _ = writeln!(o);
-        }
-        if !r.comparisons.is_empty() {
-            let _ = writeln!(o, "comparisons (ratio of medians, 95 % CI):");
-            for c in &r.comparisons {
-                let cond = if c.condition.is_empty() {
-                    String::new()
-                } else {
-                    format!("[{}] ", c.condition)
-                };
-                let _ = writeln!(o, "  {cond}{}", c.sentence());
             }
             let _ = writeln!(o);
         }

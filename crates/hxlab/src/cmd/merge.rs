@@ -103,7 +103,7 @@ pub fn parse_documents(label: &str, text: &str) -> anyhow::Result<Documents> {
 }
 
 /// Reads one input ("-": stdin), at most [`MAX_INPUT`] bytes.
-fn read_input(name: &str) -> anyhow::Result<(String, String)> {
+pub fn read_input(name: &str) -> anyhow::Result<(String, String)> {
     let (label, reader): (String, Box<dyn Read>) = if name == "-" {
         ("stdin".into(), Box::new(std::io::stdin().lock()))
     } else {

@@ -2,6 +2,7 @@
 //! code. Errors become one line on stderr in `main`.
 
 pub mod compare;
+pub mod diff;
 pub mod k8s;
 pub mod lab_agent;
 pub mod link;

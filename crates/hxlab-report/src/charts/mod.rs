@@ -1,0 +1,460 @@
+//! The report's charts, drawn as SVG small multiples (see [`grid`]): one chart per swept
+//! factor (medians with 95 % intervals and every repetition, categorical factors as grouped
+//! points, numeric ones on a true scale), latency and TTFB percentile plots from the HDR
+//! histograms, and throughput and p99 over time from the per-interval series.
+
+pub mod grid;
+pub mod svg;
+
+use crate::comparisons::display_value;
+use crate::model::Metric;
+use crate::summary::Report;
+use grid::{Grid, Panel, Point, Series, XAxis};
+use hxlab_core::{LatencyHistogram, RunResult};
+use std::collections::BTreeMap;
+
+/// A chart ready to embed: an id, a title, a caption saying how to read it, and the SVG.
+#[derive(Clone, Debug)]
+pub struct Chart {
+    /// Element id (unique in the report).
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// How to read it.
+    pub caption: String,
+    /// The SVG element.
+    pub svg: String,
+}
+
+/// Conditions drawn at most per chart (the rest are in the tables).
+pub const MAX_PANELS: usize = 12;
+
+/// Every chart of the report, in reading order.
+pub fn all(r: &Report) -> Vec<Chart> {
+    let mut out = factor_charts(r);
+    out.extend(percentile_charts(r));
+    out.extend(time_series_charts(r));
+    out
+}
+
+/// The metric's label in display units.
+pub fn metric_axis(m: Metric) -> &'static str {
+    match m {
+        Metric::TimeS => "time to last byte (ms)",
+        Metric::RequestsPerSec => "requests/s",
+    }
+}
+
+/// Protocols in the experiment's order (`all` when the cells have none).
+fn protocols(r: &Report) -> Vec<String> {
+    let p = r.levels_of("protocol");
+    if p.is_empty() {
+        vec!["all".into()]
+    } else {
+        p
+    }
+}
+
+fn protocol_of(f: &BTreeMap<String, String>) -> String {
+    f.get("protocol").cloned().unwrap_or_else(|| "all".into())
+}
+
+fn legend(labels: &[String]) -> Vec<(String, svg::Style)> {
+    labels.iter().cloned().zip(svg::styles(labels)).collect()
+}
+
+/// Swept factors that are conditions: not the protocol and not tied to it.
+fn condition_factors(r: &Report) -> Vec<String> {
+    let tied = r.tied_factors();
+    r.swept()
+        .into_iter()
+        .filter(|f| f != "protocol" && !tied.contains(f))
+        .collect()
+}
+
+/// Every combination of `factors`' levels that some cell has, in level order.
+fn combos(r: &Report, factors: &[String]) -> Vec<Vec<(String, String)>> {
+    let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for f in factors {
+        let mut next = Vec::new();
+        for c in &out {
+            for l in r.levels_of(f) {
+                let mut c2 = c.clone();
+                c2.push((f.clone(), l));
+                next.push(c2);
+            }
+        }
+        out = next;
+    }
+    out.retain(|combo| {
+        r.cells
+            .iter()
+            .any(|c| combo.iter().all(|(k, v)| c.factors.get(k) == Some(v)))
+    });
+    out
+}
+
+fn combo_title(combo: &[(String, String)]) -> String {
+    combo
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Levels as numbers on one scale with its unit: durations in ms, sizes in KiB, plain
+/// numbers as they are; None when some level is not a number (a categorical factor).
+pub fn numeric_levels(levels: &[String]) -> Option<(Vec<f64>, &'static str)> {
+    if levels.len() < 2 {
+        return None;
+    }
+    let plain: Option<Vec<f64>> = levels
+        .iter()
+        .map(|l| l.trim().parse::<f64>().ok())
+        .collect();
+    if let Some(v) = plain.filter(|v| v.iter().all(|x| x.is_finite())) {
+        return Some((v, ""));
+    }
+    let durations: Option<Vec<f64>> = levels
+        .iter()
+        .map(|l| {
+            hxlab_core::parse_duration(l)
+                .ok()
+                .map(|d| d.as_secs_f64() * 1000.0)
+        })
+        .collect();
+    if let Some(v) = durations {
+        return Some((v, "ms"));
+    }
+    let sizes: Option<Vec<f64>> = levels
+        .iter()
+        .map(|l| hxlab_core::parse_size(l).ok().map(|b| b as f64 / 1024.0))
+        .collect();
+    sizes.map(|v| (v, "KiB"))
+}
+
+/// With no condition swept: one chart of the protocols side by side.
+fn protocol_chart(r: &Report) -> Option<Chart> {
+    let protos = protocols(r);
+    let y_label = metric_axis(r.metric).to_string();
+    let series = protos
+        .iter()
+        .zip(svg::styles(&protos))
+        .enumerate()
+        .filter_map(|(i, (p, style))| {
+            let cell = r.cells.iter().find(|c| protocol_of(&c.factors) == *p)?;
+            let pt = cell_point(r, cell, i as f64)?;
+            Some(Series {
+                label: p.clone(),
+                style,
+                points: vec![pt],
+                line: false,
+                markers: true,
+            })
+        })
+        .collect::<Vec<_>>();
+    if series.is_empty() {
+        return None;
+    }
+    let grid = Grid {
+        x: XAxis::Categorical(protos.clone()),
+        x_label: "protocol".into(),
+        y_label,
+        panels: vec![Panel {
+            title: String::new(),
+            series,
+        }],
+        legend: legend(&protos),
+    };
+    Some(chart(
+        "chart-protocol",
+        format!("{} by protocol", r.metric.label()),
+        &grid,
+        CI_CAPTION,
+    ))
+}
+
+/// One chart per condition factor: the metric by its levels, a panel per combination of
+/// the other conditions that has at least two of its levels measured. With no condition
+/// swept, one chart of the protocols side by side.
+fn factor_charts(r: &Report) -> Vec<Chart> {
+    let conds = condition_factors(r);
+    let protos = protocols(r);
+    let y_label = metric_axis(r.metric).to_string();
+    let mut out = Vec::new();
+    if conds.is_empty() {
+        out.extend(protocol_chart(r));
+        return out;
+    }
+    for factor in &conds {
+        let levels = r.levels_of(factor);
+        let numeric = numeric_levels(&levels);
+        let others: Vec<String> = conds.iter().filter(|f| *f != factor).cloned().collect();
+        let mut panels = Vec::new();
+        for combo in combos(r, &others) {
+            let mut series = Vec::new();
+            let mut xs_seen = std::collections::BTreeSet::new();
+            for (p, style) in protos.iter().zip(svg::styles(&protos)) {
+                let points: Vec<Point> = levels
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, l)| {
+                        let cell = r.cells.iter().find(|c| {
+                            protocol_of(&c.factors) == *p
+                                && c.factors.get(factor) == Some(l)
+                                && combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))
+                        })?;
+                        let x = numeric.as_ref().map_or(i as f64, |(v, _)| v[i]);
+                        let pt = cell_point(r, cell, x)?;
+                        xs_seen.insert(i);
+                        Some(pt)
+                    })
+                    .collect();
+                if !points.is_empty() {
+                    series.push(Series {
+                        label: p.clone(),
+                        style,
+                        points,
+                        line: numeric.is_some(),
+                        markers: true,
+                    });
+                }
+            }
+            if xs_seen.len() >= 2 {
+                panels.push(Panel {
+                    title: combo_title(&combo),
+                    series,
+                });
+            }
+        }
+        if panels.is_empty() {
+            continue;
+        }
+        panels.truncate(MAX_PANELS);
+        let (x, x_label) = match &numeric {
+            Some((v, unit)) => {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let pad = (hi - lo) * 0.08;
+                let labels = v
+                    .iter()
+                    .zip(&levels)
+                    .map(|(x, l)| (*x, l.clone()))
+                    .collect();
+                let label = if unit.is_empty() {
+                    factor.clone()
+                } else {
+                    format!("{factor} ({unit}, to scale)")
+                };
+                (
+                    XAxis::Linear {
+                        lo: (lo - pad).min(lo),
+                        hi: hi + pad,
+                        labels,
+                    },
+                    label,
+                )
+            }
+            None => (XAxis::Categorical(levels.clone()), factor.clone()),
+        };
+        let grid = Grid {
+            x,
+            x_label,
+            y_label: y_label.clone(),
+            panels,
+            legend: legend(&protos),
+        };
+        out.push(chart(
+            &format!("chart-{factor}"),
+            format!("{} by {factor}", r.metric.label()),
+            &grid,
+            CI_CAPTION,
+        ));
+    }
+    out
+}
+
+const CI_CAPTION: &str = "markers: median over repetitions; bars: its 95 % bootstrap interval; faint dots: each repetition; one panel per condition";
+
+fn chart(id: &str, title: String, grid: &Grid, caption: &str) -> Chart {
+    Chart {
+        id: id.to_string(),
+        title,
+        caption: caption.to_string(),
+        svg: grid.render(id),
+    }
+}
+
+/// A cell's median, interval and repetitions in display units.
+fn cell_point(r: &Report, c: &crate::summary::CellSummary, x: f64) -> Option<Point> {
+    if c.values.is_empty() || !c.median.is_finite() {
+        return None;
+    }
+    let d = |v: f64| display_value(r.metric, v);
+    Some(Point {
+        x,
+        y: d(c.median),
+        ci: Some((d(c.ci.0), d(c.ci.1))),
+        reps: c.values.iter().map(|v| d(*v)).collect(),
+        mark: true,
+        tip: format!(
+            "{}: median {} ({}–{}), n = {}{}",
+            c.key,
+            crate::summary::fmt_num(d(c.median)),
+            crate::summary::fmt_num(d(c.ci.0)),
+            crate::summary::fmt_num(d(c.ci.1)),
+            c.values.len(),
+            if c.warnings.is_empty() {
+                ""
+            } else {
+                " (warnings)"
+            }
+        ),
+    })
+}
+
+/// The clean results of a cell (the last record of each repetition).
+pub fn clean_results<'a>(r: &'a Report, cell: &str) -> Vec<&'a RunResult> {
+    let mut latest: BTreeMap<u32, &crate::Record> = BTreeMap::new();
+    for rec in r.records.iter().filter(|x| x.cell == cell) {
+        latest.insert(rec.repetition, rec);
+    }
+    latest
+        .values()
+        .filter(|x| x.is_clean())
+        .filter_map(|x| x.result.as_ref())
+        .collect()
+}
+
+/// x of percentile p on the 1/(1−p) log axis.
+fn p_x(p: f64) -> f64 {
+    (1.0 / (1.0 - p)).log10()
+}
+
+/// Percentile points of a histogram (ms), from p0 up to the percentile its count supports
+/// (1/(1−p) ≤ count), at most p99.99.
+pub fn percentile_points(h: &LatencyHistogram) -> Vec<Point> {
+    let n = h.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let max_x = (n as f64).log10().min(4.0);
+    (0..=40)
+        .map(|k| k as f64 / 10.0)
+        .filter(|x| *x <= max_x + 1e-9)
+        .map(|x| {
+            let p = 1.0 - 10f64.powf(-x);
+            let v = h.quantile(p) as f64 / 1000.0;
+            Point {
+                x,
+                y: v,
+                ci: None,
+                reps: Vec::new(),
+                tip: format!("p{}: {} ms", pct_label(p), crate::summary::fmt_num(v)),
+                mark: (x * 10.0).round() as i64 % 10 == 0 || (x - p_x(0.5)).abs() < 0.05,
+            }
+        })
+        .collect()
+}
+
+fn pct_label(p: f64) -> String {
+    let s = format!("{:.2}", p * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Picks one histogram of a run.
+type PickHistogram = fn(&RunResult) -> &LatencyHistogram;
+
+/// Latency and TTFB percentile plots: a panel per condition, a line per protocol, from the
+/// histograms of every clean repetition merged.
+fn percentile_charts(r: &Report) -> Vec<Chart> {
+    let conds = condition_factors(r);
+    let protos = protocols(r);
+    let mut out = Vec::new();
+    let what: [(&str, &str, PickHistogram); 2] = [
+        ("latency", "request latency", |x| &x.histograms.latency),
+        ("ttfb", "time to first byte", |x| &x.histograms.ttfb),
+    ];
+    for (id, name, pick) in what {
+        let mut panels = Vec::new();
+        for combo in combos(r, &conds) {
+            let mut series = Vec::new();
+            for (p, style) in protos.iter().zip(svg::styles(&protos)) {
+                let Some(cell) = r.cells.iter().find(|c| {
+                    protocol_of(&c.factors) == *p
+                        && combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))
+                }) else {
+                    continue;
+                };
+                let mut h = LatencyHistogram::new();
+                for res in clean_results(r, &cell.key) {
+                    h.merge(pick(res));
+                }
+                let mut points = percentile_points(&h);
+                if points.is_empty() {
+                    continue;
+                }
+                for pt in &mut points {
+                    pt.tip = format!("{p}, {}: {}", combo_title(&combo), pt.tip);
+                }
+                series.push(Series {
+                    label: p.clone(),
+                    style,
+                    points,
+                    line: true,
+                    markers: false,
+                });
+            }
+            if !series.is_empty() {
+                panels.push(Panel {
+                    title: combo_title(&combo),
+                    series,
+                });
+            }
+        }
+        if panels.is_empty() {
+            continue;
+        }
+        panels.truncate(MAX_PANELS);
+        let max_x = panels
+            .iter()
+            .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter().map(|pt| pt.x)))
+            .fold(0.0_f64, f64::max)
+            .max(1.0);
+        let labels: Vec<(f64, String)> = [
+            (0.0, "0"),
+            (p_x(0.5), "50"),
+            (1.0, "90"),
+            (2.0, "99"),
+            (3.0, "99.9"),
+            (4.0, "99.99"),
+        ]
+        .into_iter()
+        .filter(|(x, _)| *x <= max_x + 1e-9)
+        .map(|(x, l)| (x, l.to_string()))
+        .collect();
+        let grid = Grid {
+            x: XAxis::Linear {
+                lo: 0.0,
+                hi: max_x.ceil().max(1.0),
+                labels,
+            },
+            x_label: "percentile (log scale of 1/(1−p))".into(),
+            y_label: format!("{name} (ms)"),
+            panels,
+            legend: legend(&protos),
+        };
+        out.push(chart(
+            &format!("chart-{id}-percentiles"),
+            format!("{name} percentiles"),
+            &grid,
+            "the distribution of every request of every clean repetition (HDR histograms merged); a line ends at the highest percentile its request count supports",
+        ));
+    }
+    out
+}
+
+/// Throughput and p99 latency over time (not drawn until the runs record intervals).
+fn time_series_charts(_r: &Report) -> Vec<Chart> {
+    Vec::new()
+}

@@ -1,0 +1,141 @@
+//! summary.json: what the report says, for machines (dashboards, CI gates): per cell the
+//! median with its interval and n, per comparison the ratio with its interval, shift and p,
+//! the verdict, and the before/after rows when a baseline was given. docs/experiments.md
+//! documents the schema; `schema` changes when a field changes meaning.
+
+use super::Exporter;
+use crate::charts::clean_results;
+use crate::summary::Report;
+use crate::ReportError;
+use hxlab_core::LatencyHistogram;
+use serde_json::{json, Value};
+
+/// Version of the summary.json layout.
+pub const SUMMARY_SCHEMA: u32 = 1;
+
+/// The JSON summary (`summary.json`).
+pub struct SummaryJsonExporter;
+
+/// Percentiles of the merged histograms of a cell's clean repetitions, milliseconds.
+fn percentiles_ms(
+    r: &Report,
+    cell: &str,
+    pick: fn(&hxlab_core::RunResult) -> &LatencyHistogram,
+) -> Value {
+    let mut h = LatencyHistogram::new();
+    for res in clean_results(r, cell) {
+        h.merge(pick(res));
+    }
+    if h.is_empty() {
+        return Value::Null;
+    }
+    let q = |p: f64| h.quantile(p) as f64 / 1000.0;
+    json!({"count": h.len(), "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p99_9": q(0.999), "max": q(1.0)})
+}
+
+impl SummaryJsonExporter {
+    /// The summary as a JSON value.
+    pub fn value(&self, r: &Report) -> Value {
+        let cells: Vec<Value> = r
+            .cells
+            .iter()
+            .map(|c| {
+                json!({
+                    "key": c.key,
+                    "factors": c.factors,
+                    "n": c.values.len(),
+                    "repetitions": c.repetitions,
+                    "values": c.values,
+                    "median": c.median,
+                    "ci": [c.ci.0, c.ci.1],
+                    "mean": c.mean,
+                    "stdev": c.stdev,
+                    "secondary": c.secondary,
+                    "latency_ms": percentiles_ms(r, &c.key, |x| &x.histograms.latency),
+                    "ttfb_ms": percentiles_ms(r, &c.key, |x| &x.histograms.ttfb),
+                    "negotiated": c.negotiated,
+                    "server_cc": c.server_cc,
+                    "client_cc": c.client_cc,
+                    "skipped": c.skipped,
+                    "failed_repetitions": c.failed,
+                    "fell_back": c.fell_back,
+                    "warnings": c.warnings,
+                })
+            })
+            .collect();
+        let comparisons: Vec<Value> = r
+            .comparisons
+            .iter()
+            .map(|c| {
+                json!({
+                    "conditions": c.conditions.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+                    "protocol": c.protocol,
+                    "baseline": c.baseline,
+                    "ratio": c.ratio,
+                    "ci": [c.ci.0, c.ci.1],
+                    "shift": c.shift,
+                    "shift_unit": c.shift_unit(),
+                    "p": c.p_value,
+                    "n": [c.n.0, c.n.1],
+                    "significant": c.significant(),
+                })
+            })
+            .collect();
+        let v = r.verdict();
+        let lines: Vec<Value> = v
+            .lines
+            .iter()
+            .map(|l| json!({"kind": l.kind.class(), "text": l.text, "condition": l.condition}))
+            .collect();
+        let before_after = r.before_after.as_ref().map(|b| {
+            json!({
+                "baseline": b.baseline,
+                "headline": b.headline(),
+                "rows": b.rows.iter().map(|x| json!({
+                    "cell": x.cell,
+                    "factors": x.factors,
+                    "before": x.before.0,
+                    "before_n": x.before.1,
+                    "after": x.after.0,
+                    "after_n": x.after.1,
+                    "ratio": x.ratio,
+                    "ci": [x.ci.0, x.ci.1],
+                    "shift": x.shift,
+                    "p": x.p_value,
+                    "significant": x.significant(),
+                    "improved": b.improved(x),
+                    "warn": x.warn,
+                })).collect::<Vec<_>>(),
+                "only_now": b.only_now,
+                "only_before": b.only_before,
+            })
+        });
+        json!({
+            "schema": SUMMARY_SCHEMA,
+            "experiment": r.meta.name,
+            "title": r.meta.title,
+            "metric": match r.metric { crate::Metric::TimeS => "time_s", crate::Metric::RequestsPerSec => "req_s" },
+            "metric_label": r.metric.label(),
+            "lower_is_better": r.metric.lower_is_better(),
+            "repetitions": r.meta.repetitions,
+            "factors": r.meta.factors,
+            "verdict": {"headline": v.headline, "lines": lines},
+            "cells": cells,
+            "comparisons": comparisons,
+            "before_after": before_after,
+            "warnings": r.warnings,
+        })
+    }
+}
+
+impl Exporter for SummaryJsonExporter {
+    fn file_name(&self) -> Option<&'static str> {
+        Some("summary.json")
+    }
+
+    fn render(&self, r: &Report) -> Result<String, ReportError> {
+        let mut s = serde_json::to_string_pretty(&self.value(r)).unwrap_or_default();
+        s.push('\n');
+        Ok(s)
+    }
+}

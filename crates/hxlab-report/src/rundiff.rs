@@ -1,0 +1,333 @@
+//! `hxlab diff A.json B.json`: two sets of `hxlab load` results side by side. Each side is
+//! one or more RunResults (repetitions: `--json -` appended to one file, or several files);
+//! every figure gets A, B and B/A, and with two or more runs on each side a bootstrap
+//! interval of the ratio and a Mann-Whitney test over the runs, so "faster" means faster
+//! than run-to-run noise. With one run a side the figures are shown without significance,
+//! and the text says so.
+
+use crate::comparisons::{fmt_ratio, mann_whitney_p};
+use crate::summary::{fmt_num, CONFIDENCE, RESAMPLES, SIGNIFICANCE};
+use hxlab_core::{stats, LatencyHistogram, RunResult};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One figure of both sides.
+#[derive(Clone, Debug, Serialize)]
+pub struct Figure {
+    /// What it is, with its unit.
+    pub name: String,
+    /// Whether lower is better (None: neither, e.g. connections).
+    pub lower_is_better: Option<bool>,
+    /// Per-run values of A.
+    pub a: Vec<f64>,
+    /// Per-run values of B.
+    pub b: Vec<f64>,
+    /// Median of A's runs.
+    pub a_median: f64,
+    /// Median of B's runs.
+    pub b_median: f64,
+    /// median(B) / median(A).
+    pub ratio: f64,
+    /// Bootstrap interval of the ratio (None with fewer than two runs a side).
+    pub ci: Option<(f64, f64)>,
+    /// Mann-Whitney p over the runs (None with fewer than two runs a side).
+    pub p_value: Option<f64>,
+}
+
+impl Figure {
+    /// Whether the difference is significant (only with repetitions).
+    pub fn significant(&self) -> bool {
+        self.p_value.is_some_and(|p| p < SIGNIFICANCE)
+    }
+    /// The change in words: `1.84× better (95 % CI 1.7–2.0, p = 0.008)`, `~ (p = 0.4)`,
+    /// or `1.84× (one run a side: no significance)`.
+    pub fn change(&self) -> String {
+        if !self.ratio.is_finite() {
+            return "—".into();
+        }
+        let dir = match self.lower_is_better {
+            Some(lower) if self.ratio != 1.0 => {
+                if (self.ratio < 1.0) == lower {
+                    " better"
+                } else {
+                    " worse"
+                }
+            }
+            _ => "",
+        };
+        match (self.ci, self.p_value) {
+            (Some((lo, hi)), Some(p)) if p < SIGNIFICANCE => format!(
+                "{}×{dir} (95 % CI {}–{}, p = {p:.3})",
+                fmt_ratio(self.ratio),
+                fmt_ratio(lo),
+                fmt_ratio(hi)
+            ),
+            (_, Some(p)) => format!("~ {}× (p = {p:.3}, not significant)", fmt_ratio(self.ratio)),
+            _ => format!("{}×{dir}", fmt_ratio(self.ratio)),
+        }
+    }
+}
+
+/// The diff of two sides.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunDiff {
+    /// Label of A (its files).
+    pub a_label: String,
+    /// Label of B.
+    pub b_label: String,
+    /// Runs on each side.
+    pub runs: (usize, usize),
+    /// Configuration differences, `field: a → b` (empty: the same configuration).
+    pub config_changes: Vec<String>,
+    /// The figures.
+    pub figures: Vec<Figure>,
+}
+
+type Pick = fn(&RunResult) -> Option<f64>;
+
+fn q(h: &LatencyHistogram, p: f64) -> Option<f64> {
+    (!h.is_empty()).then(|| h.quantile(p) as f64 / 1000.0)
+}
+
+/// The figures compared, with whether lower is better.
+const FIGURES: [(&str, Option<bool>, Pick); 14] = [
+    ("requests/s", Some(false), |r| Some(r.requests_per_sec())),
+    ("duration (s)", None, |r| Some(r.duration_s)),
+    ("latency p50 (ms)", Some(true), |r| {
+        q(&r.histograms.latency, 0.5)
+    }),
+    ("latency p90 (ms)", Some(true), |r| {
+        q(&r.histograms.latency, 0.9)
+    }),
+    ("latency p99 (ms)", Some(true), |r| {
+        q(&r.histograms.latency, 0.99)
+    }),
+    ("latency p99.9 (ms)", Some(true), |r| {
+        q(&r.histograms.latency, 0.999)
+    }),
+    ("TTFB p50 (ms)", Some(true), |r| q(&r.histograms.ttfb, 0.5)),
+    ("TTFB p99 (ms)", Some(true), |r| q(&r.histograms.ttfb, 0.99)),
+    ("connect p50 (ms)", Some(true), |r| {
+        q(&r.histograms.connect, 0.5)
+    }),
+    ("handshake p50 (ms)", Some(true), |r| {
+        q(&r.histograms.handshake, 0.5)
+    }),
+    ("failed requests", Some(true), |r| {
+        Some(r.requests_failed as f64)
+    }),
+    ("errors", Some(true), |r| Some(r.errors.total() as f64)),
+    ("client CPU (µs/request)", Some(true), |r| {
+        (r.requests_done > 0).then(|| r.cpu_us_per_request())
+    }),
+    ("received bytes/request", Some(true), |r| {
+        (r.requests_done > 0).then(|| r.bytes.total_received as f64 / r.requests_done as f64)
+    }),
+];
+
+/// The configuration fields that differ between the first runs of each side.
+fn config_changes(a: &RunResult, b: &RunResult) -> Vec<String> {
+    let (Ok(va), Ok(vb)) = (
+        serde_json::to_value(&a.config),
+        serde_json::to_value(&b.config),
+    ) else {
+        return Vec::new();
+    };
+    let (Some(ma), Some(mb)) = (va.as_object(), vb.as_object()) else {
+        return Vec::new();
+    };
+    let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| ma.get(*k) != mb.get(*k))
+        .map(|k| {
+            let show =
+                |v: Option<&serde_json::Value>| v.map_or("—".to_string(), |v| v.to_string());
+            format!("{k}: {} → {}", show(ma.get(k)), show(mb.get(k)))
+        })
+        .collect()
+}
+
+impl RunDiff {
+    /// Compares the runs of A with the runs of B (each side non-empty).
+    pub fn build(a_label: &str, a: &[RunResult], b_label: &str, b: &[RunResult]) -> RunDiff {
+        let figures = FIGURES
+            .iter()
+            .filter_map(|(name, lower, pick)| {
+                let va: Vec<f64> = a.iter().filter_map(pick).collect();
+                let vb: Vec<f64> = b.iter().filter_map(pick).collect();
+                if va.is_empty() || vb.is_empty() {
+                    return None;
+                }
+                let (am, bm) = (stats::median(&va), stats::median(&vb));
+                let ratio = if am != 0.0 {
+                    bm / am
+                } else if bm == 0.0 {
+                    1.0
+                } else {
+                    f64::INFINITY
+                };
+                let reps = va.len() >= 2 && vb.len() >= 2;
+                let ci =
+                    (reps && am != 0.0).then(|| stats::ratio_ci(&vb, &va, CONFIDENCE, RESAMPLES));
+                Some(Figure {
+                    name: (*name).to_string(),
+                    lower_is_better: *lower,
+                    p_value: reps.then(|| mann_whitney_p(&vb, &va)),
+                    a: va,
+                    b: vb,
+                    a_median: am,
+                    b_median: bm,
+                    ratio,
+                    ci,
+                })
+            })
+            .collect();
+        RunDiff {
+            a_label: a_label.to_string(),
+            b_label: b_label.to_string(),
+            runs: (a.len(), b.len()),
+            config_changes: a
+                .first()
+                .zip(b.first())
+                .map(|(x, y)| config_changes(x, y))
+                .unwrap_or_default(),
+            figures,
+        }
+    }
+
+    /// The diff as text: what changed, then one aligned line per figure.
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "A: {} ({} run(s))\nB: {} ({} run(s))",
+            self.a_label, self.runs.0, self.b_label, self.runs.1
+        );
+        if self.config_changes.is_empty() {
+            let _ = writeln!(o, "configuration: the same");
+        } else {
+            let _ = writeln!(o, "configuration changes (A → B):");
+            for c in &self.config_changes {
+                let _ = writeln!(o, "  {c}");
+            }
+        }
+        if self.runs.0 < 2 || self.runs.1 < 2 {
+            let _ = writeln!(o, "note: one run on a side, so no interval or significance: append repetitions (`hxlab load ... --json - >> a.json`) to tell a change from run-to-run noise");
+        }
+        let rows: Vec<[String; 4]> = self
+            .figures
+            .iter()
+            .map(|f| {
+                [
+                    f.name.clone(),
+                    fmt_num(f.a_median),
+                    fmt_num(f.b_median),
+                    f.change(),
+                ]
+            })
+            .collect();
+        let w: Vec<usize> = (0..3)
+            .map(|i| {
+                rows.iter()
+                    .map(|r| r[i].chars().count())
+                    .max()
+                    .unwrap_or(0)
+                    .max(["figure", "A", "B"][i].len())
+            })
+            .collect();
+        let pad =
+            |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
+        let _ = writeln!(
+            o,
+            "  {}  {}  {}  B/A",
+            pad("figure", w[0]),
+            pad("A", w[1]),
+            pad("B", w[2])
+        );
+        for r in &rows {
+            let _ = writeln!(
+                o,
+                "  {}  {}  {}  {}",
+                pad(&r[0], w[0]),
+                pad(&r[1], w[1]),
+                pad(&r[2], w[2]),
+                r[3]
+            );
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(rps: f64, p50_us: u64) -> RunResult {
+        let mut r = RunResult {
+            schema: 1,
+            duration_s: 1.0,
+            requests_done: rps as u64,
+            requests_started: rps as u64,
+            ..Default::default()
+        };
+        r.histograms.latency.record_n_micros(p50_us, 100);
+        r.config.protocol = "h2".into();
+        r
+    }
+
+    #[test]
+    fn repetitions_give_intervals_and_significance() {
+        let a: Vec<RunResult> = [1000.0, 1010.0, 990.0, 1005.0, 995.0]
+            .iter()
+            .map(|x| run(*x, 2000))
+            .collect();
+        let mut b: Vec<RunResult> = [2000.0, 2020.0, 1980.0, 2010.0, 1990.0]
+            .iter()
+            .map(|x| run(*x, 1000))
+            .collect();
+        for x in &mut b {
+            x.config.protocol = "h3".into();
+        }
+        let d = RunDiff::build("a.json", &a, "b.json", &b);
+        assert_eq!(
+            d.config_changes,
+            vec!["protocol: \"h2\" → \"h3\"".to_string()]
+        );
+        let rps = &d.figures[0];
+        assert_eq!(rps.name, "requests/s");
+        assert!((rps.ratio - 2.0).abs() < 1e-9);
+        assert!(rps.significant());
+        assert!(rps.change().starts_with("2.00× better"), "{}", rps.change());
+        let p50 = d
+            .figures
+            .iter()
+            .find(|f| f.name == "latency p50 (ms)")
+            .unwrap();
+        assert!(p50.change().contains("better"), "{}", p50.change());
+        assert!(d.text().contains("configuration changes"));
+    }
+
+    #[test]
+    fn one_run_a_side_says_so_and_claims_no_significance() {
+        let d = RunDiff::build("a", &[run(1000.0, 2000)], "b", &[run(1001.0, 2000)]);
+        assert!(d
+            .figures
+            .iter()
+            .all(|f| f.p_value.is_none() && !f.significant()));
+        assert!(d.text().contains("no interval or significance"));
+        assert_eq!(d.config_changes, Vec::<String>::new());
+        let same = RunDiff::build(
+            "a",
+            &[run(1000.0, 2000), run(1000.0, 2000)],
+            "b",
+            &[run(1000.0, 2000), run(1000.0, 2000)],
+        );
+        assert!(
+            same.figures[0].change().starts_with("~"),
+            "{}",
+            same.figures[0].change()
+        );
+    }
+}
