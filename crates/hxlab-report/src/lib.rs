@@ -11,6 +11,7 @@
 pub mod export;
 pub mod model;
 pub mod summary;
+pub mod waterfall;
 
 pub use export::{render_all, Exporter};
 pub use model::{
