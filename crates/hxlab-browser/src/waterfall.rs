@@ -19,8 +19,9 @@ const LABEL_CHARS: usize = 48;
 /// a response timing (failed before one, served from memory) has none.
 pub(crate) fn phases(r: &RequestRecord, nav_start: f64) -> Phases {
     // Nothing of the page happens before the navigation: a few µs of clock skew between the
-    // request's timestamp and its requestTime are not a phase.
-    let to_ms = |t_s: f64| ((t_s - nav_start) * 1000.0).max(0.0);
+    // request's timestamp and its requestTime are not a phase. The browser's clock has µs
+    // resolution; more digits would only be noise in the JSON.
+    let to_ms = |t_s: f64| (((t_s - nav_start) * 1000.0).max(0.0) * 1000.0).round() / 1000.0;
     let Some(timing) = r.response.as_ref().and_then(|v| v.get("timing")) else {
         return Phases::default();
     };
@@ -33,7 +34,7 @@ pub(crate) fn phases(r: &RequestRecord, nav_start: f64) -> Phases {
             .get(key)
             .and_then(Value::as_f64)
             .filter(|v| *v >= 0.0)
-            .map(|v| base + v)
+            .map(|v| ((base + v) * 1000.0).round() / 1000.0)
     };
     let span = |a: Option<f64>, b: Option<f64>| Span::new(a?, b?);
     let dns = span(at("dnsStart"), at("dnsEnd"));
