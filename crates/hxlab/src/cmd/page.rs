@@ -248,7 +248,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.html {
         let html = super::page_html::render(&session.url, opts.proto.as_str(), &outcomes, &rep);
         super::page_html::write(path, &html)?;
-        writeln!(text, "  HTML with one waterfall per run: {}", path.display())?;
+        writeln!(
+            text,
+            "  HTML with one waterfall per run: {}",
+            path.display()
+        )?;
     }
     text.flush()?;
     if rep.summary.valid_runs == 0 {

@@ -20,7 +20,10 @@ figcaption{color:#444;font-size:.9em;margin-top:.3em}.failed{color:#B2182B}";
 /// in a directory that does not exist.
 pub(super) fn check_path(path: &Path) -> anyhow::Result<()> {
     if path.is_dir() {
-        bail!("--html {}: is a directory; give a file name", path.display());
+        bail!(
+            "--html {}: is a directory; give a file name",
+            path.display()
+        );
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -87,11 +90,7 @@ pub(super) fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageRep
                 );
             }
             Outcome::Failed(e) => {
-                let _ = writeln!(
-                    out,
-                    "<p class=\"failed\">Run {n} failed: {}</p>",
-                    escape(e)
-                );
+                let _ = writeln!(out, "<p class=\"failed\">Run {n} failed: {}</p>", escape(e));
             }
         }
     }
@@ -101,7 +100,9 @@ pub(super) fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageRep
 
 /// Medians with their 95 % intervals, and the runs left out.
 fn summary(out: &mut String, rep: &PageReport) {
-    out.push_str("<h2>Summary</h2>\n<table>\n<tr><th>metric</th><th>median</th><th>95% CI</th></tr>\n");
+    out.push_str(
+        "<h2>Summary</h2>\n<table>\n<tr><th>metric</th><th>median</th><th>95% CI</th></tr>\n",
+    );
     for (key, label) in [
         ("ttfb_ms", "TTFB (ms)"),
         ("dom_content_loaded_ms", "DOMContentLoaded (ms)"),
