@@ -21,11 +21,13 @@ mod load;
 mod process;
 mod result;
 mod summary;
+mod waterfall;
 
 pub use load::{find_chromium, load_page, load_page_async};
 pub use process::Launcher;
 pub use summary::{summarize, MetricSummary, PageSummary};
 
+use hxlab_core::waterfall::Phases;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -180,6 +182,11 @@ pub struct ResourceTiming {
     pub from_early_hints: bool,
     /// Why it failed, if it did.
     pub error: Option<String>,
+    /// Its phases (queued, DNS, connect, TLS, request, wait, download) in ms after the
+    /// navigation started; empty for runs recorded before phases were, and for requests
+    /// without a response timing.
+    #[serde(default, skip_serializing_if = "Phases::is_empty")]
+    pub phases: Phases,
 }
 
 /// One page load's measurements.

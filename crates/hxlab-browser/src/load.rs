@@ -258,7 +258,7 @@ pub(crate) struct Collected {
 }
 
 impl Collected {
-    fn on_event(&mut self, e: &Event) -> Result<(), BrowserError> {
+    pub(crate) fn on_event(&mut self, e: &Event) -> Result<(), BrowserError> {
         let p = &e.params;
         let req_id = p.get("requestId").and_then(Value::as_str).unwrap_or("");
         match e.method.as_str() {
@@ -453,7 +453,7 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError>
     Ok(build_run(cfg, browser, browser_major, &seen, &perf))
 }
 
-fn build_run(
+pub(crate) fn build_run(
     cfg: &PageConfig,
     browser: String,
     browser_major: u32,
@@ -593,6 +593,7 @@ impl Tally {
             body_bytes: r.data_decoded,
             from_early_hints,
             error: r.error.clone(),
+            phases: crate::waterfall::phases(r, nav_start),
         }
     }
 

@@ -105,6 +105,7 @@ mod tests {
             body_bytes: 100,
             from_early_hints: false,
             error: error.map(str::to_string),
+            phases: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@
 //! the one protocol vocabulary.
 //! [`ReadyFile`] is the file `hxlab serve` writes when it is ready, for whoever started it.
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
+//! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
 //! What it is not: no other I/O, no protocol code, no async runtime.
 
 pub mod atomic_file;
@@ -22,6 +23,7 @@ pub mod result;
 pub mod shard;
 pub mod stats;
 pub mod units;
+pub mod waterfall;
 
 pub use atomic_file::write_atomically;
 pub use files::{read_capped, read_capped_string};

@@ -116,6 +116,10 @@ pub struct Record {
     /// (its RunResult's `congestion_control`). Empty when not known (a real browser).
     #[serde(default)]
     pub client_cc: BTreeMap<String, u64>,
+    /// The page load resource by resource (browser workload only), for the report's
+    /// waterfalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waterfall: Option<hxlab_core::waterfall::Waterfall>,
 }
 
 impl Record {

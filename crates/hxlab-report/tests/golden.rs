@@ -1,6 +1,6 @@
 //! Every exporter on a fixed experiment, compared with the files under tests/golden/: a
 //! change to a report's content or layout shows up here as a diff to look at. Re-render them
-//! with `UPDATE_GOLDEN=1 cargo test -p hxlab-report --test golden` after a deliberate change.
+//! with `HXLAB_UPDATE_GOLDEN=1 cargo test -p hxlab-report --test golden` after a deliberate change.
 
 mod common;
 
@@ -14,13 +14,13 @@ fn check(name: &str, text: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("HXLAB_UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, text).expect("write golden file");
         return;
     }
     let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+            "{}: {e}; run with HXLAB_UPDATE_GOLDEN=1 to create it",
             path.display()
         )
     });
@@ -31,7 +31,7 @@ fn check(name: &str, text: &str) {
             .position(|(a, b)| a != b)
             .map_or(want.lines().count().min(text.lines().count()), |i| i);
         panic!(
-            "{name} differs from {} at line {}:\n want: {}\n  got: {}\n(UPDATE_GOLDEN=1 re-renders it after a deliberate change)",
+            "{name} differs from {} at line {}:\n want: {}\n  got: {}\n(HXLAB_UPDATE_GOLDEN=1 re-renders it after a deliberate change)",
             path.display(),
             line + 1,
             want.lines().nth(line).unwrap_or("<end>"),

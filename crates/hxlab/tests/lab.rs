@@ -415,7 +415,22 @@ fn browser_workload_loads_the_page_in_chromium() {
             "{p}: {:?}",
             res.negotiated
         );
+        // The record keeps the load resource by resource, for the report's waterfalls.
+        let w = rec.waterfall.as_ref().expect("the record's waterfall");
+        assert_eq!(w.rows.len(), 13, "the page and its 12 resources");
+        assert!(w
+            .rows
+            .iter()
+            .all(|row| row.protocol == want && !row.failed()));
+        assert!(w.mark("load").is_some_and(|t| t >= 95.0), "{:?}", w.marks);
     }
+    let section = hxlab_report::waterfall::report_section(&r.records);
+    assert!(section.starts_with("<h2>Waterfalls</h2>"));
+    assert_eq!(
+        section.matches("<svg ").count(),
+        2,
+        "one waterfall per cell"
+    );
 }
 
 /// `hxlab compare` with a tiny override finishes, prints the table and the runner's

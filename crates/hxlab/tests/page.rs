@@ -194,6 +194,165 @@ fn synthetic_page_over_h3() {
     synthetic("h3", "h3");
 }
 
+/// The texts of the elements of `class` in `svg` (`<text class="conn" …>h2 #3</text>`).
+fn texts_of_class<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
+    let open = format!("<text class=\"{class}\"");
+    svg.match_indices(&open)
+        .filter_map(|(i, _)| {
+            let rest = &svg[i..];
+            let start = rest.find('>')? + 1;
+            let end = rest.find("</text>")?;
+            Some(&rest[start..end])
+        })
+        .collect()
+}
+
+/// Checks one resource's phases as `--json` gives them: within the load, each one not
+/// ending before it starts, and in the order they happen.
+fn check_phases(r: &Value) {
+    let url = &r["url"];
+    let mut last_start = 0.0;
+    for name in [
+        "queued", "dns", "connect", "tls", "request", "wait", "download",
+    ] {
+        let p = &r["phases"][name];
+        if p.is_null() {
+            continue;
+        }
+        let (s, e) = (
+            p["start_ms"].as_f64().expect("start"),
+            p["end_ms"].as_f64().expect("end"),
+        );
+        assert!(s >= 0.0 && e >= s, "{url}: {name} {s}..{e}");
+        assert!(
+            s >= last_start,
+            "{url}: {name} starts at {s}, before the phase before it ({last_start})"
+        );
+        last_start = s;
+    }
+}
+
+/// `--html` writes one self-contained page with one waterfall per run: a row per resource,
+/// each over the forced protocol, and phases from the browser's own timing.
+fn waterfall_html(proto: &str, want_protocol: &str) {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-page-test");
+    let html_path = tmp.path().join("out.html");
+    let html_arg = html_path.display().to_string();
+    let (code, json, err) = page(
+        tmp.path(),
+        &[
+            "--synthetic",
+            "n=4,size=4KiB,delay=5ms",
+            "--proto",
+            proto,
+            "--runs",
+            "2",
+            "--timeout",
+            "40s",
+            "--html",
+            &html_arg,
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}\njson: {json}");
+    let html = std::fs::read_to_string(&html_path).expect("HTML written");
+    assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+    // Self-contained: nothing fetched, nothing run.
+    for bad in ["<script", "src=", "href=", "url(", "@import"] {
+        assert!(!html.contains(bad), "the page holds {bad}");
+    }
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    let svgs: Vec<&str> = html.split("<svg ").skip(1).collect();
+    assert_eq!(
+        html.matches("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"waterfall\"")
+            .count(),
+        2,
+        "one waterfall per run"
+    );
+    for (i, (run, svg)) in runs.iter().zip(&svgs).enumerate() {
+        check_run(run, want_protocol, 4, 4096);
+        assert!(
+            svg.contains(&format!(">{proto} run {}</text>", i + 1)),
+            "title of run {}",
+            i + 1
+        );
+        let resources = run["resources"].as_array().expect("resources");
+        assert_eq!(svg.matches("<g class=\"row").count(), resources.len());
+        let conns = texts_of_class(svg, "conn");
+        assert_eq!(conns.len(), resources.len());
+        for c in &conns {
+            assert!(
+                c.starts_with(&format!("{want_protocol} #")),
+                "row label {c:?}"
+            );
+        }
+        assert_eq!(
+            conns.iter().filter(|c| !c.ends_with('↺')).count(),
+            1,
+            "one new connection: {conns:?}"
+        );
+        for r in resources {
+            check_phases(r);
+            for name in ["queued", "wait", "download"] {
+                assert!(
+                    r["phases"][name].is_object(),
+                    "{}: no {name} phase: {r}",
+                    r["url"]
+                );
+            }
+        }
+        // The document's request was sent and answered. (Its handshake is not always its own:
+        // Chromium may preconnect while navigating, and the request then waits in the queue.)
+        let doc = &resources[0]["phases"];
+        assert!(doc["request"].is_object(), "document phases: {doc}");
+        let drawn = svg.matches("<rect class=\"phase ").count();
+        let phases: usize = resources
+            .iter()
+            .map(|r| r["phases"].as_object().map_or(0, |p| p.len()))
+            .sum();
+        assert_eq!(drawn, phases, "one bar per phase");
+    }
+    assert_no_browser_left(tmp.path());
+}
+
+#[test]
+fn html_waterfall_over_h2() {
+    waterfall_html("h2", "h2");
+}
+
+#[test]
+fn html_waterfall_over_h3() {
+    waterfall_html("h3", "h3");
+}
+
+#[test]
+fn html_to_a_missing_directory_is_one_line() {
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab()).args([
+            "page",
+            "--synthetic",
+            "n=1,size=1KiB,delay=0ms",
+            "--proto",
+            "h2",
+            "--html",
+            "/nonexistent-hxlab-dir/out.html",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "stderr: {err}");
+    assert!(
+        err.contains("/nonexistent-hxlab-dir") && err.contains("does not exist"),
+        "stderr: {err}"
+    );
+}
+
 #[test]
 fn push_is_reported_as_ignored_and_early_hints_arrive() {
     if require_peer("chromium").is_none() {

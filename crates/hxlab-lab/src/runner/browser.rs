@@ -1,5 +1,6 @@
 //! The browser workload: one page load in a fresh headless Chromium per repetition
-//! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult.
+//! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult and its resources
+//! as the record's waterfall.
 
 use super::record::new_records;
 use super::target::{client_requests, cost};
@@ -98,7 +99,8 @@ impl Runner {
     }
 }
 
-/// Fills the record from `hxlab page --json`'s first run (or says why there is none).
+/// Fills the record from `hxlab page --json`'s first run (or says why there is none): its
+/// RunResult and its waterfall.
 fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &str) {
     let page: Option<serde_json::Value> = std::fs::read_to_string(json)
         .ok()
@@ -125,6 +127,7 @@ fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &s
                 record.error = Some(format!("page load left out by hxlab page: {flag}"));
             }
             record.result = Some(pr.to_run_result());
+            record.waterfall = Some(pr.waterfall());
         }
         Err(e) => record.error = Some(format!("hxlab page wrote an unreadable run: {e}")),
     }

@@ -43,6 +43,7 @@ impl Exporter for HtmlExporter {
                 esc(&c.caption)
             );
         }
+        o.push_str(&crate::waterfall::report_section(&r.records));
         write_tables(&mut o, r);
         write_comparisons(&mut o, r);
         write_list(&mut o, "Warnings", " class=\"warn\"", &r.warnings);

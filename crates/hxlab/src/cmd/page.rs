@@ -1,5 +1,6 @@
 //! `hxlab page`: page loads in headless Chromium over a forced protocol, repeated, with the
-//! browser's own timings, a median and 95 % CI per metric, and optional HAR/JSON output.
+//! browser's own timings, a median and 95 % CI per metric, and optional HAR/JSON/HTML output
+//! (the HTML with one waterfall per run).
 //! The origin, the link and the sums are `hxlab_lab::page`'s; this maps flags and prints.
 
 use anyhow::{bail, Context};
@@ -63,6 +64,9 @@ pub struct Args {
     /// Write per-run metrics and the summary as JSON to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
+    /// Write a self-contained HTML page to FILE: the figures, and one waterfall per run.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Chromium binary (Debian package `chromium`).
     #[arg(
         long,
@@ -176,6 +180,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating HAR directory {}", dir.display()))?;
     }
+    if let Some(path) = &args.html {
+        super::page_html::check_path(path)?;
+    }
     // A missing browser is reported before anything is started.
     hxlab_browser::find_chromium(&args.chromium).map_err(anyhow::Error::new)?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -237,6 +244,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "loss": args.loss });
         let doc = hxlab_lab::page::report_json(&session, &opts, flags, &outcomes, &rep);
         write_json(dest, &doc)?;
+    }
+    if let Some(path) = &args.html {
+        let html = super::page_html::render(&session.url, opts.proto.as_str(), &outcomes, &rep);
+        super::page_html::write(path, &html)?;
+        writeln!(
+            text,
+            "  HTML with one waterfall per run: {}",
+            path.display()
+        )?;
     }
     text.flush()?;
     if rep.summary.valid_runs == 0 {

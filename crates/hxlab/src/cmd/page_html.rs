@@ -1,0 +1,170 @@
+//! `hxlab page --html FILE`: one self-contained HTML page (inline CSS and SVG, no script,
+//! nothing fetched) with the summary figures, a row per run and one waterfall per run.
+
+use anyhow::{bail, Context};
+use hxlab_browser::PageRun;
+use hxlab_lab::page::{Outcome, PageReport};
+use hxlab_report::waterfall::{escape, waterfall_svg};
+use std::fmt::Write;
+use std::path::Path;
+
+const STYLE: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;margin:1.5em;color:#111;max-width:1240px}\
+h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}\
+table{border-collapse:collapse;margin:.5em 0 1em}\
+th,td{padding:2px 10px;text-align:right;border-bottom:1px solid #ddd;font-variant-numeric:tabular-nums}\
+th:first-child,td:first-child,td.note{text-align:left}td.note{color:#B2182B}\
+figure{margin:1em 0 2em}svg.waterfall{max-width:100%;height:auto;border:1px solid #ddd}\
+figcaption{color:#444;font-size:.9em;margin-top:.3em}.failed{color:#B2182B}";
+
+/// Refuses, before any run, a `--html` path that cannot be written: a directory, or a file
+/// in a directory that does not exist.
+pub(super) fn check_path(path: &Path) -> anyhow::Result<()> {
+    if path.is_dir() {
+        bail!(
+            "--html {}: is a directory; give a file name",
+            path.display()
+        );
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--html {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the page atomically (readers see the old file or the whole new one).
+pub(super) fn write(path: &Path, html: &str) -> anyhow::Result<()> {
+    hxlab_core::write_atomically(path, html.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A time in ms for a table cell ("-" when not measured).
+fn ms(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() && v >= 0.0 => format!("{v:.1}"),
+        _ => "-".into(),
+    }
+}
+
+/// The whole page: heading, summary, runs, waterfalls.
+pub(super) fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageReport) -> String {
+    let title = format!("hxlab page: {url} over {proto}");
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    let s = &rep.summary;
+    let _ = writeln!(
+        out,
+        "<p>{}: {} of {} run(s) counted. Every run is a first view: a fresh browser with a fresh profile.</p>",
+        escape(&rep.browser),
+        s.valid_runs,
+        s.runs
+    );
+    summary(&mut out, rep);
+    runs_table(&mut out, outcomes);
+    out.push_str("<h2>Waterfalls</h2>\n<p>Phases per resource from the browser's own timing, in ms since the navigation started; hover a bar for its figures. Bold connection ids are new connections, ↺ marks a reused one.</p>\n");
+    for (i, o) in outcomes.iter().enumerate() {
+        let n = i + 1;
+        match o {
+            Outcome::Measured(run) => {
+                let svg = waterfall_svg(&run.waterfall(), &format!("{proto} run {n}"));
+                let note = match &run.flag {
+                    Some(f) => format!(" <span class=\"failed\">Left out: {}</span>", escape(f)),
+                    None => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "<figure>{svg}<figcaption>Run {n} over {}: {} resource(s), load {} ms.{note}</figcaption></figure>",
+                    escape(proto),
+                    run.resources.len(),
+                    ms(Some(run.load_ms))
+                );
+            }
+            Outcome::Failed(e) => {
+                let _ = writeln!(out, "<p class=\"failed\">Run {n} failed: {}</p>", escape(e));
+            }
+        }
+    }
+    out.push_str("</body>\n</html>\n");
+    out
+}
+
+/// Medians with their 95 % intervals, and the runs left out.
+fn summary(out: &mut String, rep: &PageReport) {
+    out.push_str(
+        "<h2>Summary</h2>\n<table>\n<tr><th>metric</th><th>median</th><th>95% CI</th></tr>\n",
+    );
+    for (key, label) in [
+        ("ttfb_ms", "TTFB (ms)"),
+        ("dom_content_loaded_ms", "DOMContentLoaded (ms)"),
+        ("load_ms", "load (ms)"),
+        ("fcp_ms", "first contentful paint (ms)"),
+        ("connections", "connections"),
+        ("bytes", "bytes"),
+        ("resources_loaded", "resources loaded"),
+    ] {
+        if let Some(m) = rep.summary.metrics.get(key) {
+            let _ = writeln!(
+                out,
+                "<tr><td>{label}</td><td>{:.1}</td><td>[{:.1}, {:.1}]</td></tr>",
+                m.median, m.ci95_low, m.ci95_high
+            );
+        }
+    }
+    out.push_str("</table>\n");
+    for l in &rep.summary.left_out {
+        let _ = writeln!(out, "<p class=\"failed\">Left out: {}</p>", escape(l));
+    }
+}
+
+/// One table row per run.
+fn runs_table(out: &mut String, outcomes: &[Outcome]) {
+    out.push_str("<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>protocols</th><th>loaded</th><th>connections</th><th>bytes</th><th>TTFB (ms)</th><th>DCL (ms)</th><th>load (ms)</th><th>FCP (ms)</th><th>note</th></tr>\n");
+    for (i, o) in outcomes.iter().enumerate() {
+        let n = i + 1;
+        match o {
+            Outcome::Measured(r) => {
+                let _ = writeln!(out, "<tr><td>{n}</td>{}</tr>", run_cells(r));
+            }
+            Outcome::Failed(e) => {
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{n}</td><td colspan=\"8\"></td><td class=\"note\">failed: {}</td></tr>",
+                    escape(e)
+                );
+            }
+        }
+    }
+    out.push_str("</table>\n");
+}
+
+/// The cells of a measured run's row, after its number.
+fn run_cells(r: &PageRun) -> String {
+    let protocols: Vec<String> = r
+        .protocols
+        .iter()
+        .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
+        .collect();
+    format!(
+        "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"note\">{}</td>",
+        escape(&protocols.join(", ")),
+        r.resources_loaded,
+        r.resources.len(),
+        r.connections,
+        r.bytes,
+        ms(Some(r.ttfb_ms)),
+        ms(Some(r.dom_content_loaded_ms)),
+        ms(Some(r.load_ms)),
+        ms(r.fcp_ms),
+        r.flag.as_deref().map(escape).unwrap_or_default()
+    )
+}
