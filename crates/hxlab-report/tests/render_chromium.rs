@@ -64,7 +64,13 @@ fn chromium(chromium: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new("timeout")
         .arg("90")
         .arg(chromium)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,3000"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,3000",
+        ])
         .args(args)
         .output()
         .expect("run chromium");
@@ -101,10 +107,19 @@ fn report_html_lays_out_in_chromium_with_legends_outside_the_plots() {
     // delay and profile charts (2 + 2 panels), latency and TTFB percentiles (4 + 4 panels).
     assert_eq!(v["svgs"], 4, "{v}");
     assert_eq!(v["panels"], 12, "{v}");
-    assert_eq!(v["pairs"], 12, "every panel's plot area checked against its chart's legend: {v}");
+    assert_eq!(
+        v["pairs"], 12,
+        "every panel's plot area checked against its chart's legend: {v}"
+    );
 
     let shot = dir.join("report.png");
-    let (ok, _, err) = chromium(&bin, &[&format!("--screenshot={}", shot.display()), &format!("file://{}", page.display())]);
+    let (ok, _, err) = chromium(
+        &bin,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            &format!("file://{}", page.display()),
+        ],
+    );
     assert!(ok, "chromium --screenshot failed: {err}");
     let png = std::fs::read(&shot).expect("screenshot written");
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
