@@ -351,6 +351,23 @@ mod tests {
         }
         // The 3-digit histogram is what it was.
         assert_eq!(LatencyHistogram::new().sigfig(), 3);
+        // Coarser and finer small encodings (0 and 2 digits) read back as they were.
+        for sigfig in [0u8, 2] {
+            let mut h = Histogram::<u64>::new(sigfig).unwrap();
+            h.record_n(777, 3).unwrap();
+            let mut buf = Vec::new();
+            V2Serializer::new().serialize(&h, &mut buf).unwrap();
+            let text = base64::engine::general_purpose::STANDARD.encode(buf);
+            let back = LatencyHistogram::from_base64(&text).unwrap();
+            assert_eq!((back.sigfig(), back.len()), (sigfig, 3));
+            assert!(back.raw().equivalent(back.quantile(0.5), 777));
+            assert_eq!(
+                LatencyHistogram::from_base64(&back.to_base64())
+                    .unwrap()
+                    .len(),
+                3
+            );
+        }
         // A coarse encoding with a value past an hour is refused, not grown into.
         let mut big = Histogram::<u64>::new(1).unwrap();
         big.record(MAX_MICROS * 4).unwrap();

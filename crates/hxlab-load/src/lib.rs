@@ -30,6 +30,7 @@ pub mod plan;
 pub mod precise;
 pub mod recorder;
 pub mod scheduler;
+pub mod series;
 pub mod session;
 pub mod target;
 pub mod tls;
