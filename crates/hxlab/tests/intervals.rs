@@ -148,3 +148,68 @@ fn bad_intervals_are_one_line_and_exit_2() {
         assert!(err.contains("--interval"), "{err}");
     }
 }
+
+/// Two shards started together merge their series index by index (`hxlab merge`, which
+/// prints it with --print-intervals); a part of another width is refused in one line.
+#[test]
+fn shards_merge_their_series_index_by_index() {
+    let server = common::Server::start(&[]);
+    let plain = server.ready["plain"]
+        .as_str()
+        .expect("plain addr")
+        .to_string();
+    let url = format!("http://{plain}/bytes/100");
+    let dir = common::tempfile_dir::TempDir::new("hxlab-intervals-merge");
+    let start_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 2.0;
+    let start_at = format!("{start_at:.3}");
+    let mut files = Vec::new();
+    let mut runs = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let path = dir.path().join(format!("s{}.json", &shard[..1]));
+        let mut cmd = Command::new(hxlab());
+        cmd.args(["load", &url, "-D", "2s", "-c", "2", "--shard", shard, "-q"])
+            .args(["--no-progress", "--start-at", &start_at, "--json"])
+            .arg(&path);
+        runs.push(cmd.spawn().expect("hxlab load"));
+        files.push(path);
+    }
+    for mut r in runs {
+        assert!(r.wait().unwrap().success());
+    }
+    let parts: Vec<RunResult> = files
+        .iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["merge", "--print-intervals", "-q"]).args(&files);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    let merged = result_of(&out);
+    assert_series_adds_up(&merged, 1.0);
+    assert_eq!(merged.intervals.len(), 2);
+    for (i, iv) in merged.intervals.iter().enumerate() {
+        let parts_done: u64 = parts.iter().map(|p| p.intervals[i].requests_done).sum();
+        assert_eq!(iv.requests_done, parts_done, "interval {i}");
+    }
+    // The table on stderr (stdout holds the merged JSON): a header and two lines.
+    let table: Vec<&str> = err.lines().skip_while(|l| !l.contains("req/s")).collect();
+    assert_eq!(table.len(), 3, "{err}");
+
+    // The same part at another width.
+    let mut other = parts[1].clone();
+    other.interval_s = 0.5;
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, serde_json::to_string(&other).unwrap()).unwrap();
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["merge", "--mixed"])
+        .arg(&files[0])
+        .arg(&other_path);
+    let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("different intervals (1 s vs 0.5 s)"), "{err}");
+}
