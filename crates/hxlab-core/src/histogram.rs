@@ -13,7 +13,13 @@ use std::time::Duration;
 /// Highest value recorded, in microseconds (one hour); larger values are clamped to it.
 pub const MAX_MICROS: u64 = 3_600_000_000;
 
-/// A histogram of durations in microseconds, 3 significant digits.
+/// Significant digits of a [`LatencyHistogram::small`] (a run's time series): a value is
+/// known to within 1/16 (6.25 %) of itself, and a histogram holds 16 counts per power of two
+/// up to the largest value recorded (about 300 counts, 2.5 KB, for values up to a minute).
+pub const SMALL_SIGFIG: u8 = 1;
+
+/// A histogram of durations in microseconds: 3 significant digits ([`LatencyHistogram::new`])
+/// or 1 with its memory sized by what it holds ([`LatencyHistogram::small`]).
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
@@ -56,6 +62,27 @@ impl LatencyHistogram {
         Self { inner }
     }
 
+    /// An empty histogram covering 1 µs to one hour at [`SMALL_SIGFIG`] significant digits
+    /// whose counts grow only as far as the largest value recorded: one per interval of a
+    /// run's time series, where thousands of them are kept. It merges exactly with other small
+    /// ones; merged into a 3-digit one, its values count at their bucket's lowest value.
+    pub fn small() -> Self {
+        Self::with_sigfig(SMALL_SIGFIG)
+    }
+
+    /// A histogram of `sigfig` (0..=2) significant digits that grows as values come.
+    fn with_sigfig(sigfig: u8) -> Self {
+        // 1..2 at 0..=2 digits is a valid configuration, so this cannot fail.
+        let mut inner = Histogram::new_with_bounds(1, 2, sigfig).expect("valid histogram bounds");
+        inner.auto(true);
+        Self { inner }
+    }
+
+    /// Significant digits this histogram keeps (3, or [`SMALL_SIGFIG`]).
+    pub fn sigfig(&self) -> u8 {
+        self.inner.sigfig()
+    }
+
     /// Records one duration (clamped into the histogram's range).
     pub fn record(&mut self, d: Duration) {
         self.record_micros(d.as_micros().min(MAX_MICROS as u128) as u64);
@@ -63,7 +90,12 @@ impl LatencyHistogram {
 
     /// Records one value in microseconds (clamped into the histogram's range).
     pub fn record_micros(&mut self, us: u64) {
-        self.inner.saturating_record(us.clamp(1, MAX_MICROS));
+        let us = us.clamp(1, MAX_MICROS);
+        // `record` grows a small histogram (`saturating_record` would clamp to its current
+        // top instead); in range on a 3-digit one, it cannot fail.
+        if self.inner.record(us).is_err() {
+            self.inner.saturating_record(us);
+        }
     }
 
     /// Records `n` samples of one value in microseconds (clamped into the histogram's range).
@@ -146,7 +178,16 @@ impl LatencyHistogram {
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))?;
-        let mut h = Self::new();
+        // A coarse encoding (a time series' small histogram) stays coarse and small: read
+        // into a 3-digit histogram it would take 180 KB, thousands of times over.
+        let mut h = if decoded.sigfig() < 3 {
+            Self::with_sigfig(decoded.sigfig())
+        } else {
+            Self::new()
+        };
+        if !decoded.is_empty() && decoded.max() > h.inner.highest_equivalent(MAX_MICROS) {
+            return Err("histogram out of range: a value above one hour".into());
+        }
         h.inner
             .add(&decoded)
             .map_err(|e| format!("histogram out of range: {e:?}"))?;
@@ -273,5 +314,67 @@ mod tests {
         n.record_n_micros(250, 4);
         n.record_n_micros(9, 0);
         assert_eq!((n.len(), n.quantile(1.0)), (4, 250));
+    }
+
+    /// A small histogram stays small (memory follows the largest value, not the range),
+    /// reads back as small, merges exactly with its kind, and knows a value within 1/16.
+    #[test]
+    fn small_histograms_are_small_exact_to_merge_and_within_a_sixteenth() {
+        let mut a = LatencyHistogram::small();
+        let mut b = LatencyHistogram::small();
+        for i in 1..=1000u64 {
+            a.record_micros(i * 97);
+            b.record_micros(i * 31);
+        }
+        b.record(Duration::from_secs(60));
+        // Up to a minute: 16 counts per power of two, 8 bytes each.
+        assert!(
+            b.raw().distinct_values() <= 400,
+            "{}",
+            b.raw().distinct_values()
+        );
+        let back = LatencyHistogram::from_base64(&b.to_base64()).unwrap();
+        assert_eq!(back.sigfig(), SMALL_SIGFIG);
+        assert_eq!(back.raw().distinct_values(), b.raw().distinct_values());
+        assert_eq!(back.percentiles(), b.percentiles());
+        let mut m = a.clone();
+        m.merge(&back);
+        assert_eq!(m.len(), 2001);
+        assert_eq!(m.quantile(1.0), b.quantile(1.0));
+        for q in [0.5, 0.9, 0.99] {
+            let exact = 97.0 * (q * 1000.0f64).ceil();
+            let got = a.quantile(q) as f64;
+            assert!(
+                (got - exact).abs() <= exact / 16.0,
+                "q {q}: {got} vs {exact}"
+            );
+        }
+        // The 3-digit histogram is what it was.
+        assert_eq!(LatencyHistogram::new().sigfig(), 3);
+        // Coarser and finer small encodings (0 and 2 digits) read back as they were.
+        for sigfig in [0u8, 2] {
+            let mut h = Histogram::<u64>::new(sigfig).unwrap();
+            h.record_n(777, 3).unwrap();
+            let mut buf = Vec::new();
+            V2Serializer::new().serialize(&h, &mut buf).unwrap();
+            let text = base64::engine::general_purpose::STANDARD.encode(buf);
+            let back = LatencyHistogram::from_base64(&text).unwrap();
+            assert_eq!((back.sigfig(), back.len()), (sigfig, 3));
+            assert!(back.raw().equivalent(back.quantile(0.5), 777));
+            assert_eq!(
+                LatencyHistogram::from_base64(&back.to_base64())
+                    .unwrap()
+                    .len(),
+                3
+            );
+        }
+        // A coarse encoding with a value past an hour is refused, not grown into.
+        let mut big = Histogram::<u64>::new(1).unwrap();
+        big.record(MAX_MICROS * 4).unwrap();
+        let mut buf = Vec::new();
+        V2Serializer::new().serialize(&big, &mut buf).unwrap();
+        let text = base64::engine::general_purpose::STANDARD.encode(buf);
+        let e = LatencyHistogram::from_base64(&text).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
     }
 }

@@ -9,6 +9,7 @@
 //! [`Protocol`] (what a connection spoke) and [`Proto`] (what a client is asked to speak) are
 //! the one protocol vocabulary.
 //! [`ReadyFile`] is the file `hxlab serve` writes when it is ready, for whoever started it.
+//! [`interval`] holds a run's time series (one small histogram per interval).
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
 //! What it is not: no other I/O, no protocol code, no async runtime.
@@ -17,6 +18,7 @@ pub mod atomic_file;
 pub mod cc;
 pub mod files;
 pub mod histogram;
+pub mod interval;
 pub mod protocol;
 pub mod ready;
 pub mod result;

@@ -7,6 +7,7 @@
 
 use crate::cc::add_counts;
 use crate::histogram::LatencyHistogram;
+pub use crate::interval::Interval;
 pub use crate::shard::ShardInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -272,6 +273,21 @@ pub struct RunResult {
     /// (sorted by run id and index). Absent in older files: empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardInfo>,
+    /// Width of the time series' intervals, seconds (`hxlab load --interval`, 1 s by
+    /// default; wider than asked when the run would need more than
+    /// [`crate::interval::MAX_INTERVALS`]). 0: no time series (`--interval 0`, older files).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interval_s: f64,
+    /// The time series: interval `i` covers `[i·interval_s, (i+1)·interval_s)` seconds
+    /// after the measured part began (warm-up excluded, as in the totals), `ceil(duration_s
+    /// / interval_s)` of them, the last one possibly shorter. Their counts add up to the
+    /// run's (see [`Interval`]). Merged: index by index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl RunResult {
@@ -297,7 +313,10 @@ impl RunResult {
     /// processes or machines): counts, maps, bytes, CPU and histograms add up; `duration_s`
     /// takes the maximum, `started_unix_s` the earliest known (0 is unknown); `schema`,
     /// `tool_version` and `config` stay the first result's; `error_samples` keeps the first
-    /// 10 distinct; `shards` lists every part's record. docs/run-result.md states the same rule per field.
+    /// 10 distinct; `shards` lists every part's record; `intervals` add index by index (parts
+    /// started together line up), as long as the longer, at the first non-zero `interval_s`
+    /// — parts of different widths lose the series (`interval_s` 0; `hxlab merge` refuses
+    /// them first). docs/run-result.md states the same rule per field.
     pub fn merge(&mut self, o: &RunResult) {
         // No `..`: a field added to RunResult fails to compile until it is merged here.
         let RunResult {
@@ -332,7 +351,10 @@ impl RunResult {
             cpu_sys_s,
             histograms,
             shards,
+            interval_s,
+            intervals,
         } = o;
+        self.merge_series(*interval_s, intervals);
         if self.schema == 0 {
             self.schema = *schema;
             self.tool_version = tool_version.clone();
@@ -376,6 +398,23 @@ impl RunResult {
         self.shards.extend(shards.iter().cloned());
         self.shards
             .sort_by(|a, b| (&a.run_id, a.index).cmp(&(&b.run_id, b.index)));
+    }
+
+    /// The time series part of [`RunResult::merge`].
+    fn merge_series(&mut self, interval_s: f64, intervals: &[Interval]) {
+        if interval_s == 0.0 || intervals.is_empty() {
+            return;
+        }
+        if self.interval_s == 0.0 && self.intervals.is_empty() {
+            self.interval_s = interval_s;
+        }
+        if self.interval_s != interval_s {
+            // Index i means different times on the two sides: no series beats a wrong one.
+            self.interval_s = 0.0;
+            self.intervals.clear();
+            return;
+        }
+        crate::interval::merge_series(&mut self.intervals, intervals);
     }
 }
 
@@ -472,6 +511,24 @@ mod tests {
                 count: 7,
                 ..Default::default()
             }],
+            // Same width on both sides (else the series is dropped); n / 1000 + 1 intervals.
+            interval_s: 0.25,
+            intervals: (0..n / 1000 + 1)
+                .map(|i| {
+                    let mut iv = Interval {
+                        start_s: i as f64 * 0.25,
+                        duration_s: 0.25,
+                        requests_done: n + 50 + i,
+                        requests_succeeded: n + 51 + i,
+                        requests_failed: n + 52 + i,
+                        errors: n + 53 + i,
+                        bytes_received: n + 54 + i,
+                        ..Default::default()
+                    };
+                    iv.latency.record_micros(n + i);
+                    iv
+                })
+                .collect(),
         }
     }
 
@@ -522,7 +579,35 @@ mod tests {
                 cpu_sys_s,
                 histograms,
                 shards,
+                interval_s,
+                intervals,
             } = m;
+            // Index by index, as long as the longer (a has 2 intervals, b 4).
+            assert_eq!(interval_s, 0.25);
+            let sums: Vec<[u64; 6]> = intervals
+                .iter()
+                .map(|iv| {
+                    [
+                        iv.requests_done,
+                        iv.requests_succeeded,
+                        iv.requests_failed,
+                        iv.errors,
+                        iv.bytes_received,
+                        iv.latency.len(),
+                    ]
+                })
+                .collect();
+            assert_eq!(
+                sums,
+                [
+                    [4100, 4102, 4104, 4106, 4108, 2],
+                    [4102, 4104, 4106, 4108, 4110, 2],
+                    [3052, 3053, 3054, 3055, 3056, 1],
+                    [3053, 3054, 3055, 3056, 3057, 1],
+                ]
+            );
+            let starts: Vec<f64> = intervals.iter().map(|iv| iv.start_s).collect();
+            assert_eq!(starts, [0.0, 0.25, 0.5, 0.75]);
             // Every part's record, by run id and index.
             let ids: Vec<(String, u64)> =
                 shards.iter().map(|s| (s.run_id.clone(), s.index)).collect();
@@ -632,6 +717,85 @@ mod tests {
         }
     }
 
+    /// Parts of different widths cannot line up: the merge keeps no series rather than a
+    /// wrong one. A part without a series adds to the totals only.
+    #[test]
+    fn merge_of_different_interval_widths_drops_the_series() {
+        let with = |w: f64| RunResult {
+            interval_s: w,
+            intervals: vec![Interval {
+                requests_done: 3,
+                ..Default::default()
+            }],
+            requests_done: 3,
+            ..Default::default()
+        };
+        let mut m = with(1.0);
+        m.merge(&RunResult {
+            requests_done: 2,
+            ..Default::default()
+        });
+        assert_eq!(
+            (m.interval_s, m.intervals.len(), m.requests_done),
+            (1.0, 1, 5)
+        );
+        m.merge(&with(0.5));
+        assert_eq!(
+            (m.interval_s, m.intervals.len(), m.requests_done),
+            (0.0, 0, 8)
+        );
+    }
+
+    /// The series survives JSON as it was (its small histograms stay small); a result
+    /// without one writes neither field.
+    #[test]
+    fn intervals_round_trip_through_json() {
+        let mut iv = Interval {
+            start_s: 1.0,
+            duration_s: 0.5,
+            requests_done: 7,
+            requests_succeeded: 6,
+            requests_failed: 2,
+            errors: 3,
+            bytes_received: 4096,
+            ..Default::default()
+        };
+        for us in [150, 900, 20_000] {
+            iv.latency.record_micros(us);
+        }
+        let r = RunResult {
+            interval_s: 0.5,
+            intervals: vec![Interval::default(), iv],
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.interval_s, 0.5);
+        let b = &back.intervals[1];
+        assert_eq!(
+            (
+                b.start_s,
+                b.duration_s,
+                b.requests_done,
+                b.requests_succeeded
+            ),
+            (1.0, 0.5, 7, 6)
+        );
+        assert_eq!(
+            (b.requests_failed, b.errors, b.bytes_received),
+            (2, 3, 4096)
+        );
+        assert_eq!(
+            b.latency.percentiles(),
+            r.intervals[1].latency.percentiles()
+        );
+        assert_eq!(b.latency.sigfig(), crate::histogram::SMALL_SIGFIG);
+        assert_eq!(b.requests_per_sec(), 14.0);
+        assert!(back.intervals[0].latency.is_empty());
+        let plain = serde_json::to_string(&RunResult::default()).unwrap();
+        assert!(!plain.contains("interval"), "{plain}");
+    }
+
     /// A start time of 0 is unknown, whichever side has it.
     #[test]
     fn merge_keeps_the_earliest_known_start() {
@@ -691,6 +855,8 @@ mod tests {
             o.remove(k);
         }
         let old: RunResult = serde_json::from_value(v).unwrap();
+        assert!(old.intervals.is_empty());
+        assert_eq!(old.interval_s, 0.0);
         assert_eq!(old.pushed, 0);
         assert_eq!(old.requests_scheduled, 0);
         assert_eq!(old.requests_not_sent, 0);

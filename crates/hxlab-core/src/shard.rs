@@ -60,7 +60,7 @@ pub struct RunParts {
 }
 
 /// Checks that `parts` may be merged into one result: the same configuration (unless
-/// `mixed`), no part twice (the same shard of the same run, or the same document), shard
+/// `mixed`), time series of the same interval width (even with `mixed`), no part twice (the same shard of the same run, or the same document), shard
 /// counts that agree and indices in range; and, unless `allow_partial`, every shard of every
 /// run present. Returns what was found per run; the error is one line.
 pub fn check_parts(
@@ -68,6 +68,20 @@ pub fn check_parts(
     mixed: bool,
     allow_partial: bool,
 ) -> Result<Vec<RunParts>, String> {
+    // Even with `mixed`: interval i of one part must be the same time as interval i of
+    // another, or the merged series would add unrelated seconds.
+    let widths = parts.iter().filter(|p| p.result.interval_s > 0.0);
+    if let Some(first) = widths.clone().next() {
+        if let Some(p) = widths
+            .clone()
+            .find(|p| p.result.interval_s != first.result.interval_s)
+        {
+            return Err(format!(
+                "{} and {} recorded their time series at different intervals ({} s vs {} s); run the parts with the same --interval",
+                first.label, p.label, first.result.interval_s, p.result.interval_s
+            ));
+        }
+    }
     if let Some(first) = parts.first() {
         for p in &parts[1..] {
             if !mixed && p.result.config != first.result.config {
@@ -454,6 +468,27 @@ mod tests {
         let e = check_parts(&parts(&rs), false, false).unwrap_err();
         assert!(e.contains("protocol \"h1\" vs \"h3\""), "{e}");
         assert_eq!(check_parts(&parts(&rs), true, false).unwrap().len(), 2);
+    }
+
+    /// Interval i of each part must be the same seconds: different widths are refused, with
+    /// or without --mixed; a part without a series (0) goes with any.
+    #[test]
+    fn parts_of_different_interval_widths_are_refused() {
+        let mut a = part("x", 0, 3);
+        let mut b = part("x", 1, 3);
+        let mut c = part("x", 2, 3);
+        a.interval_s = 1.0;
+        b.interval_s = 0.5;
+        let rs = [a.clone(), b.clone(), c.clone()];
+        for mixed in [false, true] {
+            let e = check_parts(&parts(&rs), mixed, false).unwrap_err();
+            assert!(e.contains("different intervals (1 s vs 0.5 s)"), "{e}");
+            assert!(e.contains("f0 and f1"), "{e}");
+        }
+        b.interval_s = 1.0;
+        c.interval_s = 0.0;
+        let rs = [a, b, c];
+        assert!(check_parts(&parts(&rs), false, false).is_ok());
     }
 
     #[test]

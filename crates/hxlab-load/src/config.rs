@@ -93,6 +93,11 @@ pub struct LoadConfig {
     /// How late after `start_at` a start still counts as on time (`--start-tolerance`).
     #[serde(with = "duration_text")]
     pub start_tolerance: Duration,
+    /// Width of the result's time series (`RunResult::intervals`, `--interval`); zero: no
+    /// series. Widened (doubled) when a `-D` run would need more than
+    /// `hxlab_core::interval::MAX_INTERVALS` intervals.
+    #[serde(with = "duration_text")]
+    pub interval: Duration,
     /// Draw a progress bar on stderr (the caller checks it is a terminal); not part of the
     /// JSON form, where the reader decides.
     #[serde(skip)]
@@ -131,6 +136,7 @@ impl Default for LoadConfig {
             run_id: None,
             start_at: None,
             start_tolerance: Duration::from_secs(1),
+            interval: Duration::from_secs(1),
             progress: false,
         }
     }
@@ -227,6 +233,7 @@ impl LoadConfig {
             ("--warm-up", self.warm_up),
             ("--timeout", self.timeout),
             ("--connect-timeout", self.connect_timeout),
+            ("--interval", self.interval),
         ] {
             if d > MAX_DURATION {
                 return bad(format!("{flag}: longer than a year"));
@@ -487,6 +494,7 @@ mod tests {
             run_id: Some("job-7".into()),
             start_at: Some(1_795_000_000.5),
             start_tolerance: Duration::from_millis(250),
+            interval: Duration::from_millis(100),
             progress: false,
         };
         let text = cfg.to_json();
@@ -496,6 +504,7 @@ mod tests {
         assert_eq!(v["duration"], "1500ms");
         assert_eq!(v["proto"], "h2c");
         assert_eq!(v["cc"], "cubic");
+        assert_eq!(v["interval"], "100ms");
     }
 
     #[test]
@@ -505,6 +514,7 @@ mod tests {
         assert_eq!(cfg.timeout, Duration::from_millis(1500));
         assert_eq!(cfg.requests, 1);
         assert_eq!(cfg.proto, Proto::Auto);
+        assert_eq!(cfg.interval, Duration::from_secs(1));
         let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"clinets":2}"#).unwrap_err();
         assert!(e.to_string().contains("clinets"), "{e}");
         let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"proto":"h4"}"#).unwrap_err();

@@ -543,7 +543,7 @@ impl ByteSession for H1Session {
             }
         };
         let mut rec = ctx.rec.borrow_mut();
-        rec.received(new as u64, header, body);
+        rec.received(now, new as u64, header, body);
         if result.is_ok() {
             rec.received_header_uncompressed(header);
         }

@@ -15,7 +15,8 @@
 //! [`session::drive`], with one request timeout rule; what to send next and when comes from one
 //! [`plan::Plan`] (a closed-model budget or the open-model [`scheduler::Schedule`]), and
 //! what happened goes into the same recorder, so a number means the same thing on every
-//! protocol.
+//! protocol. The recorder also cuts the run into intervals ([`series`]) by the time things
+//! happened, so the result holds a time series that adds up to its totals.
 //!
 //! What it is not: a browser (no page model, no caching, no redirects), a correctness
 //! checker (responses are counted and their bodies discarded), or a server.
@@ -30,6 +31,7 @@ pub mod plan;
 pub mod precise;
 pub mod recorder;
 pub mod scheduler;
+pub mod series;
 pub mod session;
 pub mod target;
 pub mod tls;

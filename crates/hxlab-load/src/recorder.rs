@@ -5,6 +5,7 @@
 //! across threads); the worker recorders are merged once at the end into a `RunResult`.
 
 use crate::plan::SharedLedger;
+use crate::series::Series;
 use hxlab_core::result::{ByteCounts, ErrorCounts, Histograms};
 use hxlab_core::RunResult;
 use std::cell::RefCell;
@@ -105,6 +106,9 @@ pub struct Recorder {
     pub not_sent: u64,
     /// Open model: requests sent and neither answered nor failed when the run ended.
     pub in_flight_at_end: u64,
+    /// The time series (None with `--interval 0`): every count above that has a time goes
+    /// into its interval too, under the same rules (warm-up, deadline, open model).
+    pub series: Option<Series>,
 }
 
 impl Recorder {
@@ -137,6 +141,7 @@ impl Recorder {
             scheduled: 0,
             not_sent: 0,
             in_flight_at_end: 0,
+            series: None,
         }
     }
 
@@ -164,19 +169,24 @@ impl Recorder {
         let end_offset = end.saturating_duration_since(start);
         let micros = |d: Duration| d.as_micros().min(u128::from(u64::MAX)) as u64;
         let mut scheduled = 0;
+        // The time series counts them at `end`, as the totals do.
+        let mut last = self.series.as_mut().map(|s| s.at(end));
+        let hist = &mut self.hist;
+        let mut unanswered = |us: u64, n: u64| {
+            hist.latency.record_n_micros(us, n);
+            if let Some(iv) = last.as_deref_mut() {
+                iv.latency.record_n_micros(us, n);
+            }
+        };
         for s in &books.schedules {
             let from = s.first_index_due_at_or_after(from_offset);
             scheduled += s.count_between(from, u64::MAX);
-            s.unsent_waits(from, end_offset, |wait, n| {
-                self.hist.latency.record_n_micros(micros(wait), n)
-            });
+            s.unsent_waits(from, end_offset, |wait, n| unanswered(micros(wait), n));
         }
         // Taken and unsettled: in flight, or taken but not written yet (waiting for a
         // connection or for stream credit) — unanswered either way.
         for (due, n) in books.outstanding(self.measure_start, end) {
-            self.hist
-                .latency
-                .record_n_micros(micros(end.saturating_duration_since(due)), u64::from(n));
+            unanswered(micros(end.saturating_duration_since(due)), u64::from(n));
         }
         self.scheduled = scheduled;
         self.not_sent = scheduled.saturating_sub(self.started);
@@ -230,13 +240,19 @@ impl Recorder {
             return;
         }
         self.done += 1;
-        if (200..400).contains(&status) {
+        let ok = (200..400).contains(&status);
+        if ok {
             self.succeeded += 1;
         }
         self.status[(status as usize).min(MAX_STATUS - 1)] += 1;
-        self.hist
-            .latency
-            .record(done.saturating_duration_since(scheduled));
+        let latency = done.saturating_duration_since(scheduled);
+        self.hist.latency.record(latency);
+        if let Some(series) = &mut self.series {
+            let iv = series.at(done);
+            iv.requests_done += 1;
+            iv.requests_succeeded += u64::from(ok);
+            iv.latency.record(latency);
+        }
         self.hist
             .latency_uncorrected
             .record(done.saturating_duration_since(sent));
@@ -258,13 +274,20 @@ impl Recorder {
             return;
         }
         self.failed += 1;
-        self.error(kind, message);
+        let now = Instant::now();
+        if let Some(series) = &mut self.series {
+            series.at(now).requests_failed += 1;
+        }
+        self.error(now, kind, message);
     }
 
     /// Closed model: requests never sent because every connection of the worker failed
     /// (the open model counts them as not sent instead, see [`Recorder::finish_open`]).
     pub fn requests_abandoned(&mut self, n: u64) {
         self.failed += n;
+        if let Some(series) = &mut self.series {
+            series.at(Instant::now()).requests_failed += n;
+        }
     }
 
     /// A connection attempt failed (counted once, as an error of `kind`).
@@ -273,11 +296,16 @@ impl Recorder {
             self.first_connect_error = Some(message.to_string());
         }
         if self.measuring {
-            self.error(kind, message);
+            self.error(Instant::now(), kind, message);
         }
     }
 
-    fn error(&mut self, kind: ErrorKind, message: &dyn std::fmt::Display) {
+    /// One error of `kind`, seen at `now` (failures are rare: reading the clock here keeps
+    /// it off the drivers' hot paths).
+    fn error(&mut self, now: Instant, kind: ErrorKind, message: &dyn std::fmt::Display) {
+        if let Some(series) = &mut self.series {
+            series.at(now).errors += 1;
+        }
         match kind {
             ErrorKind::Connect => self.errors.connect += 1,
             ErrorKind::Tls => self.errors.tls += 1,
@@ -355,10 +383,16 @@ impl Recorder {
         }
     }
 
-    /// Bytes received at the HTTP layer: all of them, the header part, the body part.
+    /// Bytes received at the HTTP layer at `now`: all of them, the header part, the body
+    /// part.
     #[inline]
-    pub fn received(&mut self, total: u64, header: u64, body: u64) {
+    pub fn received(&mut self, now: Instant, total: u64, header: u64, body: u64) {
         if self.measuring {
+            if total > 0 {
+                if let Some(series) = &mut self.series {
+                    series.at(now).bytes_received += total;
+                }
+            }
             self.bytes.total_received += total;
             self.bytes.header_received += header;
             self.bytes.body_received += body;
@@ -411,6 +445,15 @@ impl Recorder {
             pushed: self.pushed,
             bytes: self.bytes.clone(),
             histograms: self.hist.clone(),
+            interval_s: self
+                .series
+                .as_ref()
+                .map_or(0.0, |s| s.width().as_secs_f64()),
+            intervals: self
+                .series
+                .as_ref()
+                .map(|s| s.intervals().to_vec())
+                .unwrap_or_default(),
             ..Default::default()
         };
         for (code, n) in self.status.iter().enumerate() {
@@ -440,5 +483,55 @@ impl Recorder {
         let duration = r.duration_s;
         r.merge(&part);
         r.duration_s = duration;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hxlab_core::result::Interval;
+
+    /// The series counts what the totals count, where the totals count it: a response in the
+    /// interval of its completion, warm-up requests nowhere, bytes only while measuring,
+    /// failures and errors in theirs; the sums equal the totals.
+    #[test]
+    fn the_series_follows_the_totals() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let measure_start = ms(1000);
+        let mut r = Recorder::new(measure_start, false);
+        r.series = Some(Series::new(measure_start, Duration::from_millis(100)));
+        // Warm-up: sent before the measured start, answered after it.
+        r.response(ms(990), ms(990), ms(1005), ms(1010), 200);
+        r.received(ms(999), 50, 10, 40);
+        r.measuring = true;
+        r.received(ms(1050), 300, 100, 200);
+        r.received(ms(1250), 70, 0, 70);
+        // Completions at 1.05 s, 1.1 s (a boundary: the later interval) and 1.25 s.
+        r.response(ms(1001), ms(1001), ms(1040), ms(1050), 200);
+        r.response(ms(1002), ms(1003), ms(1090), ms(1100), 503);
+        r.response(ms(1200), ms(1200), ms(1240), ms(1250), 204);
+        r.request_failed(ms(1000), ErrorKind::Reset, &"reset");
+        r.request_failed(ms(999), ErrorKind::Reset, &"warm-up: not counted");
+        let mut out = RunResult::default();
+        r.add_to(&mut out);
+        assert_eq!(out.interval_s, 0.1);
+        let iv = &out.intervals;
+        let done: Vec<u64> = iv.iter().map(|i| i.requests_done).collect();
+        assert_eq!(done[..3], [1, 1, 1]);
+        assert_eq!(iv[1].requests_succeeded, 0);
+        assert_eq!(iv[0].bytes_received, 300);
+        assert_eq!(iv[2].bytes_received, 70);
+        // 49 ms, known within 1/16.
+        let p100 = iv[0].latency.quantile(1.0);
+        assert!((49_000..=49_000 * 17 / 16).contains(&p100), "{p100}");
+        let sum = |f: fn(&Interval) -> u64| iv.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|i| i.requests_done), out.requests_done);
+        assert_eq!(sum(|i| i.requests_succeeded), out.requests_succeeded);
+        assert_eq!(sum(|i| i.requests_failed), out.requests_failed);
+        assert_eq!(sum(|i| i.errors), out.errors.total());
+        assert_eq!(sum(|i| i.bytes_received), out.bytes.total_received);
+        assert_eq!(sum(|i| i.latency.len()), out.histograms.latency.len());
+        assert_eq!((out.requests_done, out.requests_failed), (3, 1));
     }
 }

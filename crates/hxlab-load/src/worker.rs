@@ -165,6 +165,8 @@ struct Setup {
     start: Instant,
     measure_start: Instant,
     deadline: Option<Instant>,
+    /// Width of the time series' intervals (None: no series).
+    interval: Option<Duration>,
 }
 
 struct WorkerSpec {
@@ -183,6 +185,8 @@ struct WorkerOutput {
     cpu_sys_s: f64,
     finished: Instant,
     setup_error: Option<String>,
+    /// The width the worker's series ended at (None: no series).
+    interval: Option<Duration>,
 }
 
 impl WorkerOutput {
@@ -195,6 +199,7 @@ impl WorkerOutput {
             cpu_sys_s: 0.0,
             finished: Instant::now(),
             setup_error: Some(why),
+            interval: None,
         }
     }
 }
@@ -360,6 +365,8 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
         start,
         measure_start,
         deadline,
+        interval: (!cfg.interval.is_zero())
+            .then(|| crate::series::width_for(cfg.interval, cfg.duration)),
     });
 
     let mut handles = Vec::new();
@@ -394,10 +401,15 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
     };
     let mut last = measure_start;
     let mut setup_error = None;
+    let mut outs = Vec::new();
     for h in handles {
-        let out = h
-            .join()
-            .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?;
+        outs.push(
+            h.join()
+                .map_err(|_| LoadError::Worker("a worker thread panicked".into()))?,
+        );
+    }
+    let width = same_width(&mut outs, setup.interval);
+    for out in outs {
         if out.setup_error.is_some() && setup_error.is_none() {
             setup_error = out.setup_error.clone();
         }
@@ -418,9 +430,33 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
         Some(d) => last.min(d),
         None => last,
     };
-    result.duration_s = end.saturating_duration_since(measure_start).as_secs_f64();
+    let measured = end.saturating_duration_since(measure_start);
+    result.duration_s = measured.as_secs_f64();
+    if let Some(w) = width {
+        let w = hxlab_core::interval::finish_series(&mut result.intervals, w, measured);
+        result.interval_s = w.as_secs_f64();
+    }
     result.shards = vec![crate::parts::shard_info(&cfg, run_id, started)];
     Ok(result)
+}
+
+/// Brings every worker's series to the widest width any of them reached (a worker of a
+/// run bounded by `-n` doubles its width when it runs past the cap), so they add up index
+/// by index; returns that width (None: no series).
+fn same_width(outs: &mut [WorkerOutput], asked: Option<Duration>) -> Option<Duration> {
+    let width = outs
+        .iter()
+        .filter_map(|o| o.interval)
+        .fold(asked?, Duration::max);
+    for o in outs.iter_mut() {
+        if let Some(mine) = o.interval.filter(|w| *w < width) {
+            // Widths are the asked one times powers of two: the ratio is exact.
+            let factor = width.as_nanos() / mine.as_nanos().max(1);
+            hxlab_core::interval::widen(&mut o.part.intervals, factor as usize);
+        }
+        o.part.interval_s = width.as_secs_f64();
+    }
+    Some(width)
 }
 
 /// `--prime`: one request on one connection with the run's own TLS configuration (and so its
@@ -444,6 +480,7 @@ fn prime(cfg: &LoadConfig, target: &Target, transport: &Transport) -> Result<(),
         start,
         measure_start: start,
         deadline: None,
+        interval: None,
     });
     let spec = WorkerSpec {
         clients: 1,
@@ -652,6 +689,9 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let cfg = &setup.cfg;
     let warm = !cfg.warm_up.is_zero();
     let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
+    if let Some(w) = setup.interval {
+        rec.borrow_mut().series = Some(crate::series::Series::new(setup.measure_start, w));
+    }
     let cpu0 = Rc::new(Cell::new(thread_cpu()));
     side_tasks(&setup, &spec, &rec, &cpu0);
     let target = Rc::new(setup.target.clone());
@@ -749,6 +789,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         cpu_sys_s: s1 - s0,
         finished,
         setup_error: None,
+        interval: rec.series.as_ref().map(|s| s.width()),
     }
 }
 

@@ -1166,6 +1166,13 @@ fn assert_open_books(v: &Value) {
         hist_count(v, "latency_uncorrected"),
         u(v, &["requests_done"])
     );
+    // The time series holds the same: the unanswered in its last interval's latency.
+    let r: hxlab_core::RunResult = serde_json::from_value(v.clone()).expect("a RunResult");
+    assert!(!r.intervals.is_empty(), "a series: {v}");
+    let done: u64 = r.intervals.iter().map(|i| i.requests_done).sum();
+    let latencies: u64 = r.intervals.iter().map(|i| i.latency.len()).sum();
+    assert_eq!(done, r.requests_done);
+    assert_eq!(latencies, r.histograms.latency.len());
 }
 
 #[test]

@@ -40,7 +40,7 @@ impl H2Session {
                     pushed,
                 } => {
                     let mut r = ctx.rec.borrow_mut();
-                    r.received(0, 0, body);
+                    r.received(done, 0, 0, body);
                     r.pushed_responses(ev.req.scheduled, pushed);
                     r.received_header_uncompressed(uncompressed);
                     r.response(ev.req.scheduled, ev.req.sent, first_byte, done, status);
@@ -180,7 +180,7 @@ impl ByteSession for H2Session {
     ) -> Result<(usize, Option<SessionEnd>), Fail> {
         let r = self.conn.receive(input, now);
         let header = std::mem::take(&mut self.conn.rx_header);
-        ctx.rec.borrow_mut().received(new as u64, header, 0);
+        ctx.rec.borrow_mut().received(now, new as u64, header, 0);
         let used = r?;
         self.settle(ctx);
         Ok((used, None))

@@ -321,7 +321,7 @@ impl<'c> H3Session<'c> {
                     let header = std::mem::take(&mut p.header_bytes);
                     ctx.rec
                         .borrow_mut()
-                        .received(chunk.bytes.len() as u64, header, 0);
+                        .received(now, chunk.bytes.len() as u64, header, 0);
                     if let Err(e) = r {
                         return self.h3_error(ctx, i, e);
                     }
@@ -348,7 +348,7 @@ impl<'c> H3Session<'c> {
         };
         {
             let mut r = ctx.rec.borrow_mut();
-            r.received(0, 0, p.body);
+            r.received(now, 0, 0, p.body);
             r.received_header_uncompressed(p.uncompressed);
             let first_byte = p.first_byte.unwrap_or(now);
             r.response(slot.req.scheduled, slot.req.sent, first_byte, now, p.status);

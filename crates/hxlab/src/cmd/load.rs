@@ -18,7 +18,9 @@ pub struct Args {
     #[arg(required_unless_present = "config", value_name = "URL")]
     pub urls: Vec<String>,
     /// Take the whole run from FILE, a LoadConfig in JSON (see docs/load.md) instead of the
-    /// flags that describe a run; only --json, --no-progress and -q may go with it.
+    /// flags that describe a run; only --json, --no-progress, -q, --interval and
+    /// --print-intervals (and the flags of a part: --shard, --run-id, --start-at) may go
+    /// with it.
     #[arg(
         long = "config",
         value_name = "FILE",
@@ -172,6 +174,15 @@ pub struct Args {
         allow_hyphen_values = true
     )]
     pub start_tolerance: String,
+    /// Width of the time series the result records (requests, bytes, errors and latency per
+    /// interval of the measured run, by completion time); 0 for none. A run that would need
+    /// more than 10000 intervals gets a wider one (doubled until it fits). Default 1s.
+    #[arg(long = "interval", value_name = "DUR", allow_hyphen_values = true)]
+    pub interval: Option<String>,
+    /// After the run, print the time series as a table (where the summary goes; even with
+    /// -q).
+    #[arg(long = "print-intervals")]
+    pub print_intervals: bool,
     /// Write the RunResult as JSON to FILE, or to stdout with "-".
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<String>,
@@ -314,6 +325,10 @@ fn apply_parts(a: &Args, cfg: &mut LoadConfig) -> anyhow::Result<()> {
         );
     }
     cfg.start_tolerance = duration_arg("--start-tolerance", &a.start_tolerance)?;
+    // With --config too: it changes how the run is told, not what is measured.
+    if let Some(i) = &a.interval {
+        cfg.interval = duration_arg("--interval", i)?;
+    }
     cfg.validate().map_err(|e| super::usage(e.to_string()))?;
     Ok(())
 }
@@ -341,6 +356,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(path) => config_from_file(&args, path)?,
         None => config_from_args(&args)?,
     };
+    let asked_interval = (!cfg.interval.is_zero()).then_some(cfg.interval.as_secs_f64());
     let result = match hxlab_load::run(cfg) {
         Ok(r) => r,
         Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => {
@@ -359,15 +375,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let json_to_stdout = args.json.as_deref() == Some("-");
-    if !args.quiet {
-        let text = summary(&result);
-        if json_to_stdout {
-            eprint!("{text}");
-        } else {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
-        }
+    if result.interval_s > 0.0 && Some(result.interval_s) != asked_interval {
+        eprintln!(
+            "note: intervals of {} s instead of --interval {}: a series holds at most {} intervals",
+            result.interval_s,
+            args.interval.as_deref().unwrap_or("1s"),
+            hxlab_core::interval::MAX_INTERVALS
+        );
     }
+    let mut text = String::new();
+    if !args.quiet {
+        text.push_str(&summary(&result));
+    }
+    if args.print_intervals {
+        text.push_str(&intervals_table(&result));
+    }
+    // Written, not print!ed: a reader that stops early (`| head`) is no reason to panic.
+    let _ = if json_to_stdout {
+        std::io::stderr().write_all(text.as_bytes())
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
     if let Some(dest) = &args.json {
         let text = serde_json::to_string(&result).context("serialise the result")?;
         if dest == "-" {
@@ -508,6 +537,32 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(t) = hxlab_core::shard::shards_text(r) {
         s.push_str(&t);
         s.push('\n');
+    }
+    s
+}
+
+/// The time series as a table: one line per interval with its start, requests and megabits
+/// per second, failed requests, errors and latency p50/p99 ("-" where nothing completed).
+pub fn intervals_table(r: &RunResult) -> String {
+    if r.intervals.is_empty() {
+        return "intervals: none recorded (--interval 0, or a result without them)\n".into();
+    }
+    let mut s = format!(
+        "{:>9}{:>11}{:>10}{:>8}{:>8}{:>10}{:>10}\n",
+        "t (s)", "req/s", "Mbit/s", "failed", "errors", "p50 ms", "p99 ms"
+    );
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for iv in &r.intervals {
+        s.push_str(&format!(
+            "{:>9.3}{:>11.1}{:>10.3}{:>8}{:>8}{:>10}{:>10}\n",
+            iv.start_s,
+            iv.requests_per_sec(),
+            iv.bytes_per_sec() * 8.0 / 1e6,
+            iv.requests_failed,
+            iv.errors,
+            ms(iv.quantile_ms(0.5)),
+            ms(iv.quantile_ms(0.99)),
+        ));
     }
     s
 }

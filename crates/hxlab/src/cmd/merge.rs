@@ -36,6 +36,9 @@ pub struct Args {
     /// No summary (on stderr, or on stdout with -o).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Print the merged time series as a table where the summary goes (even with -q).
+    #[arg(long = "print-intervals")]
+    pub print_intervals: bool,
 }
 
 /// One input's documents, with what was skipped.
@@ -187,12 +190,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // Missing shards are said even with -q: the result is not the whole run.
     eprint!("{notes}");
+    let mut summary = String::new();
     if !args.quiet {
-        let summary = format!(
+        summary = format!(
             "merged {} results\n{}",
             docs.len(),
             super::load::summary(&merged)
         );
+    }
+    if args.print_intervals {
+        summary.push_str(&super::load::intervals_table(&merged));
+    }
+    if !summary.is_empty() {
         match &args.output {
             Some(p) if p != "-" => print!("{summary}"),
             _ => eprint!("{summary}"),
