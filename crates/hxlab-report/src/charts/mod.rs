@@ -5,6 +5,7 @@
 
 pub mod grid;
 pub mod svg;
+pub mod timeseries;
 
 use crate::comparisons::display_value;
 use crate::model::Metric;
@@ -46,7 +47,7 @@ pub fn metric_axis(m: Metric) -> &'static str {
 }
 
 /// Protocols in the experiment's order (`all` when the cells have none).
-fn protocols(r: &Report) -> Vec<String> {
+pub(crate) fn protocols(r: &Report) -> Vec<String> {
     let p = r.levels_of("protocol");
     if p.is_empty() {
         vec!["all".into()]
@@ -55,16 +56,16 @@ fn protocols(r: &Report) -> Vec<String> {
     }
 }
 
-fn protocol_of(f: &BTreeMap<String, String>) -> String {
+pub(crate) fn protocol_of(f: &BTreeMap<String, String>) -> String {
     f.get("protocol").cloned().unwrap_or_else(|| "all".into())
 }
 
-fn legend(labels: &[String]) -> Vec<(String, svg::Style)> {
+pub(crate) fn legend(labels: &[String]) -> Vec<(String, svg::Style)> {
     labels.iter().cloned().zip(svg::styles(labels)).collect()
 }
 
 /// Swept factors that are conditions: not the protocol and not tied to it.
-fn condition_factors(r: &Report) -> Vec<String> {
+pub(crate) fn condition_factors(r: &Report) -> Vec<String> {
     let tied = r.tied_factors();
     r.swept()
         .into_iter()
@@ -73,7 +74,7 @@ fn condition_factors(r: &Report) -> Vec<String> {
 }
 
 /// Every combination of `factors`' levels that some cell has, in level order.
-fn combos(r: &Report, factors: &[String]) -> Vec<Vec<(String, String)>> {
+pub(crate) fn combos(r: &Report, factors: &[String]) -> Vec<Vec<(String, String)>> {
     let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for f in factors {
         let mut next = Vec::new();
@@ -94,7 +95,7 @@ fn combos(r: &Report, factors: &[String]) -> Vec<Vec<(String, String)>> {
     out
 }
 
-fn combo_title(combo: &[(String, String)]) -> String {
+pub(crate) fn combo_title(combo: &[(String, String)]) -> String {
     combo
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
@@ -276,7 +277,7 @@ fn factor_charts(r: &Report) -> Vec<Chart> {
 
 const CI_CAPTION: &str = "markers: median over repetitions; bars: its 95 % bootstrap interval; faint dots: each repetition; one panel per condition";
 
-fn chart(id: &str, title: String, grid: &Grid, caption: &str) -> Chart {
+pub(crate) fn chart(id: &str, title: String, grid: &Grid, caption: &str) -> Chart {
     Chart {
         id: id.to_string(),
         title,
@@ -454,7 +455,7 @@ fn percentile_charts(r: &Report) -> Vec<Chart> {
     out
 }
 
-/// Throughput and p99 latency over time (not drawn until the runs record intervals).
-fn time_series_charts(_r: &Report) -> Vec<Chart> {
-    Vec::new()
+/// Throughput and p99 latency over time ([`timeseries`]).
+fn time_series_charts(r: &Report) -> Vec<Chart> {
+    timeseries::charts(r)
 }
