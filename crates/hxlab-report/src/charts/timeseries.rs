@@ -77,7 +77,7 @@ pub fn charts(r: &Report) -> Vec<Chart> {
                     combo_title(&combo),
                     fmt_num(y)
                 ),
-                mark: i % 5 == 0,
+                mark: i.is_multiple_of(5),
                 ..Default::default()
             };
             thr.push(Series {
