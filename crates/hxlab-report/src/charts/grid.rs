@@ -4,12 +4,14 @@
 use super::svg::{esc, line, marker, nice_max, text, tick_label, Scale, Style};
 use std::fmt::Write;
 
-/// Width of one panel, px.
+/// Width of one panel when a row is full, px.
 pub const PANEL_W: f64 = 315.0;
-/// Height of one panel, px.
+/// Height of one panel when a row is full, px.
 pub const PANEL_H: f64 = 235.0;
+/// Width of a lone panel, px (fewer panels get wider, up to this).
+pub const PANEL_W_MAX: f64 = 560.0;
 const LEFT: f64 = 58.0;
-const RIGHT: f64 = 14.0;
+const RIGHT: f64 = 24.0;
 const TOP: f64 = 26.0;
 const BOTTOM: f64 = 46.0;
 const LEGEND_H: f64 = 30.0;
@@ -96,8 +98,9 @@ impl Grid {
         let n = self.panels.len().max(1);
         let cols = n.min(COLUMNS);
         let rows = n.div_ceil(cols);
-        let width = cols as f64 * PANEL_W;
-        let height = LEGEND_H + rows as f64 * PANEL_H;
+        let (pw, ph) = self.panel_size();
+        let width = cols as f64 * pw;
+        let height = LEGEND_H + rows as f64 * ph;
         let mut o = String::new();
         let _ = write!(
             o,
@@ -106,12 +109,20 @@ impl Grid {
         );
         self.legend_svg(&mut o, width);
         for (i, p) in self.panels.iter().enumerate() {
-            let x0 = (i % cols) as f64 * PANEL_W;
-            let y0 = LEGEND_H + (i / cols) as f64 * PANEL_H;
+            let x0 = (i % cols) as f64 * pw;
+            let y0 = LEGEND_H + (i / cols) as f64 * ph;
             self.panel_svg(&mut o, p, x0, y0);
         }
         o.push_str("</svg>");
         o
+    }
+
+    /// Panel width and height: full rows use [`PANEL_W`] × [`PANEL_H`]; one to three
+    /// panels share about four panels' width, each at most [`PANEL_W_MAX`] wide.
+    fn panel_size(&self) -> (f64, f64) {
+        let n = self.panels.len().clamp(1, COLUMNS) as f64;
+        let w = (COLUMNS as f64 * PANEL_W / n).clamp(PANEL_W, PANEL_W_MAX);
+        (w, PANEL_H + (w - PANEL_W) * 0.25)
     }
 
     fn legend_svg(&self, o: &mut String, width: f64) {
@@ -136,7 +147,7 @@ impl Grid {
             lo,
             hi,
             p0: x0 + LEFT,
-            p1: x0 + PANEL_W - RIGHT,
+            p1: x0 + self.panel_size().0 - RIGHT,
         }
     }
 
@@ -159,7 +170,7 @@ impl Grid {
         let ys = Scale {
             lo: 0.0,
             hi: nice_max(y_max),
-            p0: y0 + PANEL_H - BOTTOM,
+            p0: y0 + self.panel_size().1 - BOTTOM,
             p1: y0 + TOP,
         };
         let (left, right, top, bottom) = (xs.p0, xs.p1, ys.p1, ys.p0);
