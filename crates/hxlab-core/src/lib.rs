@@ -16,6 +16,7 @@
 pub mod atomic_file;
 pub mod cc;
 pub mod files;
+pub mod har;
 pub mod histogram;
 pub mod protocol;
 pub mod ready;
