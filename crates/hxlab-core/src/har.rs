@@ -310,7 +310,7 @@ impl Archive {
             }
             (Some(t), _) => (t.as_bytes().to_vec(), false),
             (None, _) => {
-                let has_body = !matches!(status, 100..=199 | 204 | 300..=399 | 304);
+                let has_body = !matches!(status, 100..=199 | 204 | 300..=399);
                 (Vec::new(), has_body && c.size > 0)
             }
         };
