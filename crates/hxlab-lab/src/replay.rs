@@ -94,19 +94,53 @@ pub fn replay_counts(plain: SocketAddr, reset: bool) -> Result<Value, String> {
         .ok_or_else(|| format!("could not read {path} from the replay server at {plain}"))
 }
 
-/// Why a run's replay does not count as clean: misses (and bodies the HAR lacked).
-pub fn replay_flag(counts: &Value) -> Option<String> {
+/// `METHOD scheme://host/path?query` without the port, as the replay server lists misses.
+fn miss_key(method: &str, url: &str) -> Option<String> {
+    let u = hxlab_core::har::split_url(url)?;
+    let host = if u.origin.host.contains(':') {
+        format!("[{}]", u.origin.host)
+    } else {
+        u.origin.host
+    };
+    let q = if u.query.is_empty() { "" } else { "?" };
+    Some(format!(
+        "{method} {}://{host}{}{q}{}",
+        u.origin.scheme, u.path, u.query
+    ))
+}
+
+/// Why a run's replay does not count as clean: resources of the page that missed the
+/// archive, and responses replayed without the body the HAR lacks. Misses that are no
+/// resource of the page (the browser's own `/favicon.ico`, which a recording never sees)
+/// stay in the counts but do not flag the run; when the server listed fewer misses than it
+/// counted, every miss flags it.
+pub fn replay_flag(counts: &Value, resources: &[hxlab_browser::ResourceTiming]) -> Option<String> {
     let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let listed: Vec<&str> = counts
+        .get("miss_urls")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let page: Vec<String> = resources
+        .iter()
+        .filter_map(|r| miss_key("GET", &r.url))
+        .collect();
+    let unlisted = (listed.len() as u64) < n("misses");
+    let page_misses: Vec<&str> = listed
+        .iter()
+        .copied()
+        .filter(|m| unlisted || page.iter().any(|p| p == m) || !m.starts_with("GET "))
+        .collect();
     let mut reasons = Vec::new();
-    if n("misses") > 0 {
-        let first = counts
-            .get("miss_urls")
-            .and_then(|u| u.get(0))
-            .and_then(Value::as_str)
-            .unwrap_or("?");
-        reasons.push(format!(
-            "{} request(s) missed the archive (answered 404), e.g. {first}",
+    if unlisted || !page_misses.is_empty() {
+        let count = if unlisted {
             n("misses")
+        } else {
+            page_misses.len() as u64
+        };
+        reasons.push(format!(
+            "{count} resource(s) missed the archive (answered 404), e.g. {}",
+            page_misses.first().copied().unwrap_or("(not listed)")
         ));
     }
     if n("served_without_body") > 0 {
@@ -145,15 +179,46 @@ mod tests {
         );
     }
 
+    fn resource(url: &str) -> hxlab_browser::ResourceTiming {
+        hxlab_browser::ResourceTiming {
+            url: url.into(),
+            resource_type: "Script".into(),
+            protocol: "h2".into(),
+            status: 404,
+            connection_id: 1,
+            connection_reused: false,
+            start_ms: 0.0,
+            response_ms: None,
+            duration_ms: None,
+            encoded_bytes: 0,
+            body_bytes: 0,
+            from_early_hints: false,
+            error: None,
+            phases: Default::default(),
+        }
+    }
+
     #[test]
-    fn misses_flag_the_run() {
+    fn misses_of_page_resources_flag_the_run() {
+        let page = [
+            resource("https://a.test:8443/"),
+            resource("https://a.test:8443/x?v=1"),
+        ];
         let clean = serde_json::json!({ "hits": 3, "near_misses": 1, "misses": 0 });
-        assert_eq!(replay_flag(&clean), None);
-        let missed = serde_json::json!({ "misses": 2, "miss_urls": ["GET https://a/x"] });
-        let f = replay_flag(&missed).unwrap_or_default();
+        assert_eq!(replay_flag(&clean, &page), None);
+        let missed = serde_json::json!({ "misses": 2,
+            "miss_urls": ["GET https://a.test/x?v=1", "GET https://a.test/favicon.ico"] });
+        let f = replay_flag(&missed, &page).unwrap_or_default();
         assert!(
-            f.contains("2 request(s) missed") && f.contains("GET https://a/x"),
+            f.contains("1 resource(s) missed") && f.contains("/x?v=1"),
             "{f}"
         );
+        // The browser's own favicon request is counted, not held against the page.
+        let favicon = serde_json::json!({ "misses": 1,
+            "miss_urls": ["GET https://a.test/favicon.ico"] });
+        assert_eq!(replay_flag(&favicon, &page), None);
+        // More misses than listed: every one counts.
+        let unlisted = serde_json::json!({ "misses": 5000, "miss_urls": [] });
+        assert!(replay_flag(&unlisted, &page).is_some_and(|f| f.contains("5000")));
     }
 }

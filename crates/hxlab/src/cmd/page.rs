@@ -258,7 +258,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     None => None,
                 };
                 if let Some(counts) = &replay {
-                    if let Some(why) = hxlab_lab::replay::replay_flag(counts) {
+                    if let Some(why) = hxlab_lab::replay::replay_flag(counts, &run.resources) {
                         run.flag = Some(match run.flag.take() {
                             Some(f) => format!("{f}; {why}"),
                             None => why,
