@@ -33,7 +33,7 @@ pub struct Args {
     pub record: Option<PathBuf>,
     /// Load a recorded page: serve every response from this HAR (hxlab serve --replay), map
     /// every recorded host to that server, and count the requests the archive lacks.
-    #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic", "record"])]
+    #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic"])]
     pub replay: Option<PathBuf>,
     /// Protocol to force: h1, h2 or h3.
     #[arg(long, value_name = "h1|h2|h3")]
