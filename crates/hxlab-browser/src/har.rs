@@ -165,6 +165,12 @@ fn entry(r: &RequestRecord) -> Value {
     if let Some(err) = &r.error {
         e["_error"] = json!(err);
     }
+    add_body_and_redirect(&mut e, r);
+    e
+}
+
+/// The recorded body (`content.text`, base64 when binary) and, for a 3xx, `redirectURL`.
+fn add_body_and_redirect(e: &mut Value, r: &RequestRecord) {
     if let Some((text, base64)) = &r.body {
         let content = &mut e["response"]["content"];
         content["text"] = json!(text);
@@ -196,7 +202,6 @@ fn entry(r: &RequestRecord) -> Value {
             e["response"]["redirectURL"] = json!(l);
         }
     }
-    e
 }
 
 /// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.

@@ -268,13 +268,7 @@ fn check(cfg: &ServeConfig) -> Result<(), ServeError> {
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     check(&cfg)?;
-    // A HAR that cannot be replayed is a bad argument, said in one line.
-    let replay = match &cfg.replay {
-        Some(path) => Some(replay::Replay::new(
-            hxlab_core::har::Archive::read(path).map_err(|e| ServeError::Config(e.to_string()))?,
-        )),
-        None => None,
-    };
+    let replay = load_replay(&cfg)?;
     let names = replay
         .as_ref()
         .map(replay::Replay::hosts)
@@ -387,6 +381,16 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         accept_loops,
         endpoint,
     })
+}
+
+/// The archive of `--replay`; a HAR that cannot be replayed is a bad argument, in one line.
+fn load_replay(cfg: &ServeConfig) -> Result<Option<replay::Replay>, ServeError> {
+    let Some(path) = &cfg.replay else {
+        return Ok(None);
+    };
+    let archive =
+        hxlab_core::har::Archive::read(path).map_err(|e| ServeError::Config(e.to_string()))?;
+    Ok(Some(replay::Replay::new(archive)))
 }
 
 /// Every few seconds, if connections closed meanwhile, asks the allocator to hand freed memory

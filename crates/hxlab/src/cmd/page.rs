@@ -244,27 +244,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match result {
             Ok(mut run) => {
                 if let (Some(path), false) = (&args.record, recorded) {
-                    if let Some(har) = &run.har {
-                        write_har(path, har)?;
-                        recorded = true;
-                        writeln!(text, "     recorded into {}", path.display())?;
-                    }
+                    recorded = record_run(path, &run, &mut text)?;
                 }
-                let replay = match session.replay_stats {
-                    Some(plain) => Some(
-                        hxlab_lab::replay::replay_counts(plain, false)
-                            .map_err(anyhow::Error::msg)?,
-                    ),
-                    None => None,
-                };
-                if let Some(counts) = &replay {
-                    if let Some(why) = hxlab_lab::replay::replay_flag(counts, &run.resources) {
-                        run.flag = Some(match run.flag.take() {
-                            Some(f) => format!("{f}; {why}"),
-                            None => why,
-                        });
-                    }
-                }
+                let replay = replay_counts(&session, &mut run)?;
                 if let (Some(dir), Some(har)) = (&args.har, run.har.take()) {
                     let path = dir.join(format!("run-{i}.har"));
                     let body = serde_json::to_vec_pretty(&har)?;
@@ -300,17 +282,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "profile": args.profile, "delay": args.delay, "down": args.down, "up": args.up,
             "loss": args.loss });
         let mut doc = hxlab_lab::page::report_json(&session, &opts, flags, &outcomes, &rep);
-        if let Some(har) = &args.replay {
-            doc["replay"] = json!({ "har": har });
-            if let Some(runs) = doc["runs"].as_array_mut() {
-                for (run, counts) in runs.iter_mut().zip(&replays) {
-                    run["replay"] = counts.clone().unwrap_or(Value::Null);
-                }
-            }
-        }
-        if let Some(path) = &args.record {
-            doc["recorded"] = json!({ "har": path, "written": recorded });
-        }
+        add_replay_json(&mut doc, &args, &replays, recorded);
         write_json(dest, &doc)?;
     }
     if let Some(path) = &args.html {
@@ -418,6 +390,47 @@ fn footer(
         writeln!(text, "  left out: {l}")?;
     }
     Ok(())
+}
+
+/// The replay's counts per run and the recording in the JSON document.
+fn add_replay_json(doc: &mut Value, args: &Args, replays: &[Option<Value>], recorded: bool) {
+    if let Some(har) = &args.replay {
+        doc["replay"] = json!({ "har": har });
+        if let Some(runs) = doc["runs"].as_array_mut() {
+            for (run, counts) in runs.iter_mut().zip(replays) {
+                run["replay"] = counts.clone().unwrap_or(Value::Null);
+            }
+        }
+    }
+    if let Some(path) = &args.record {
+        doc["recorded"] = json!({ "har": path, "written": recorded });
+    }
+}
+
+/// Writes the run's HAR to `path`; false when the run has none.
+fn record_run(path: &Path, run: &PageRun, text: &mut dyn Write) -> anyhow::Result<bool> {
+    let Some(har) = &run.har else {
+        return Ok(false);
+    };
+    write_har(path, har)?;
+    writeln!(text, "     recorded into {}", path.display())?;
+    Ok(true)
+}
+
+/// With --replay: the run's replay counts, and the run flagged when page resources missed
+/// the archive.
+fn replay_counts(session: &PageSession, run: &mut PageRun) -> anyhow::Result<Option<Value>> {
+    let Some(plain) = session.replay_stats else {
+        return Ok(None);
+    };
+    let counts = hxlab_lab::replay::replay_counts(plain, false).map_err(anyhow::Error::msg)?;
+    if let Some(why) = hxlab_lab::replay::replay_flag(&counts, &run.resources) {
+        run.flag = Some(match run.flag.take() {
+            Some(f) => format!("{f}; {why}"),
+            None => why,
+        });
+    }
+    Ok(Some(counts))
 }
 
 /// Writes a recorded HAR (a regular file is replaced whole).
