@@ -165,7 +165,43 @@ fn entry(r: &RequestRecord) -> Value {
     if let Some(err) = &r.error {
         e["_error"] = json!(err);
     }
+    add_body_and_redirect(&mut e, r);
     e
+}
+
+/// The recorded body (`content.text`, base64 when binary) and, for a 3xx, `redirectURL`.
+fn add_body_and_redirect(e: &mut Value, r: &RequestRecord) {
+    if let Some((text, base64)) = &r.body {
+        let content = &mut e["response"]["content"];
+        content["text"] = json!(text);
+        content["size"] = json!(if *base64 {
+            // Decoded length of padded base64.
+            (text.len() / 4 * 3)
+                .saturating_sub(text.bytes().rev().take_while(|b| *b == b'=').count())
+        } else {
+            text.len()
+        });
+        if *base64 {
+            content["encoding"] = json!("base64");
+        }
+    }
+    let status = e["response"]["status"].as_u64().unwrap_or(0);
+    if (300..400).contains(&status) {
+        let location = e["response"]["headers"]
+            .as_array()
+            .and_then(|hs| {
+                hs.iter().find(|h| {
+                    h["name"]
+                        .as_str()
+                        .is_some_and(|n| n.eq_ignore_ascii_case("location"))
+                })
+            })
+            .and_then(|h| h["value"].as_str())
+            .map(str::to_string);
+        if let Some(l) = location {
+            e["response"]["redirectURL"] = json!(l);
+        }
+    }
 }
 
 /// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.

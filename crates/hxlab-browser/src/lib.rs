@@ -111,6 +111,9 @@ pub struct PageConfig {
     pub extra_args: Vec<String>,
     /// Build a HAR 1.2 log into [`PageRun::har`].
     pub collect_har: bool,
+    /// Put every response body into the HAR (`content.text`, base64 when binary), read with
+    /// `Network.getResponseBody` as each response finishes; up to 512 MiB in all.
+    pub collect_bodies: bool,
     /// How to start the browser (e.g. inside a network namespace); `None`: a plain child.
     pub launcher: Option<Launcher>,
 }
@@ -127,6 +130,7 @@ impl PageConfig {
             host_resolver_rules: None,
             extra_args: Vec::new(),
             collect_har: false,
+            collect_bodies: false,
             launcher: None,
         }
     }

@@ -239,6 +239,8 @@ pub(crate) struct RequestRecord {
     pub data_encoded: u64,
     pub data_decoded: u64,
     pub error: Option<String>,
+    /// The response body as DevTools gave it: (text, base64-encoded).
+    pub body: Option<(String, bool)>,
 }
 
 impl RequestRecord {
@@ -255,7 +257,12 @@ pub(crate) struct Collected {
     pub load_fired: bool,
     pub dcl_fired: bool,
     pub early_hints: u32,
+    /// Body text kept so far (for [`MAX_BODIES`]).
+    body_bytes: u64,
 }
+
+/// Most body text (base64 included) a recording keeps in memory, as a HAR may hold.
+const MAX_BODIES: u64 = 512 * 1024 * 1024;
 
 impl Collected {
     pub(crate) fn on_event(&mut self, e: &Event) -> Result<(), BrowserError> {
@@ -334,6 +341,48 @@ impl Collected {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Reads the body of a request that just finished; a body DevTools no longer has (or
+    /// beyond the total cap) is left out, and the HAR then says so by having no text.
+    async fn fetch_body(
+        &mut self,
+        cdp: &mut Cdp,
+        params: &Value,
+        session: Option<&str>,
+    ) -> Result<(), BrowserError> {
+        let id = params
+            .get("requestId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let Some(&i) = self.index.get(id) else {
+            return Ok(());
+        };
+        if self.body_bytes > MAX_BODIES {
+            return Ok(());
+        }
+        match cdp
+            .call(
+                "Network.getResponseBody",
+                json!({ "requestId": id }),
+                session,
+            )
+            .await
+        {
+            Ok(v) => {
+                let text = str_of(&v, "body");
+                let base64 = v
+                    .get("base64Encoded")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                self.body_bytes += text.len() as u64;
+                self.records[i].body = Some((text, base64));
+                Ok(())
+            }
+            // "No resource with given identifier found" and the like: no body to keep.
+            Err(BrowserError::Protocol(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     fn mark_unfinished(&mut self) {
@@ -421,6 +470,9 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError>
         };
         if e.session_id.as_deref() == s {
             seen.on_event(&e)?;
+            if cfg.collect_bodies && e.method == "Network.loadingFinished" {
+                seen.fetch_body(cdp, &e.params, s).await?;
+            }
         } else if e.method == "Target.targetCrashed" || e.method == "Target.detachedFromTarget" {
             let id = e.params.get("targetId").and_then(Value::as_str);
             if id == Some(target_id.as_str()) || e.method == "Target.detachedFromTarget" {

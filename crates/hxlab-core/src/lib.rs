@@ -17,6 +17,7 @@
 pub mod atomic_file;
 pub mod cc;
 pub mod files;
+pub mod har;
 pub mod histogram;
 pub mod interval;
 pub mod protocol;

@@ -21,6 +21,7 @@ pub mod command;
 pub mod origin;
 pub mod page;
 pub mod profiles;
+pub mod replay;
 pub mod runner;
 pub mod scenarios;
 pub mod spec;

@@ -25,6 +25,8 @@ pub struct OriginOptions {
     /// Keep the server's stderr (its last lines explain a failed start) instead of passing
     /// it through.
     pub capture_stderr: bool,
+    /// A HAR archive to answer every request from (`hxlab serve --replay`).
+    pub replay: Option<PathBuf>,
 }
 
 /// A running `hxlab serve`, killed when dropped.
@@ -59,6 +61,9 @@ impl Origin {
             .arg(&cert);
         if let Some(www) = &opts.www {
             cmd.arg("--dir").arg(www);
+        }
+        if let Some(har) = &opts.replay {
+            cmd.arg("--replay").arg(har);
         }
         if let Some(cc) = &opts.cc {
             cmd.args(["--cc", cc]);
@@ -125,14 +130,29 @@ impl Drop for Origin {
 /// each sub-resource waits `delay` at the origin and the browser reads every body to the end
 /// (it abandons `<img>` bodies that do not decode, which would cut the transfer short).
 pub fn synthetic_page_html(n: u64, size: u64, delay: Duration) -> String {
+    synthetic_page_html_on(n, size, delay, None)
+}
+
+/// [`synthetic_page_html`] with every second resource (the odd ones) taken from
+/// `second_origin` (`https://b.hxlab.test:8443`) when given: a page of two origins.
+pub fn synthetic_page_html_on(
+    n: u64,
+    size: u64,
+    delay: Duration,
+    second_origin: Option<&str>,
+) -> String {
     let ms = delay.as_secs_f64() * 1000.0;
     let mut html = format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab synthetic page</title></head><body>\n\
          <h1>hxlab synthetic page</h1>\n<p>{n} resources of {size} bytes, each delayed {ms} ms at the origin</p>\n"
     );
     for i in 0..n {
+        let base = match second_origin {
+            Some(o) if i % 2 == 1 => o,
+            _ => "",
+        };
         html.push_str(&format!(
-            "<script async src=\"/bytes/{size}?delay={ms}&amp;r={i}\"></script>\n"
+            "<script async src=\"{base}/bytes/{size}?delay={ms}&amp;r={i}\"></script>\n"
         ));
     }
     html.push_str("</body></html>\n");

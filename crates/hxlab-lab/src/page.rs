@@ -2,7 +2,7 @@
 //! [`Origin`] of our own), the emulated link the browser sits behind, and what a series of
 //! runs adds up to. The command line only maps its flags onto [`PageOptions`] and prints.
 
-use crate::origin::{loopback_to, synthetic_page_html, temp_dir, Origin, OriginOptions};
+use crate::origin::{loopback_to, synthetic_page_html_on, temp_dir, Origin, OriginOptions};
 use hxlab_browser::{Launcher, PageConfig, PageRun, PageSummary, Protocol};
 use hxlab_link::{Link, LinkConfig};
 use serde_json::{json, Value};
@@ -20,16 +20,23 @@ pub struct Synthetic {
     pub size: u64,
     /// The origin's delay before each.
     pub delay: Duration,
+    /// Hostnames the page uses: 1 (the origin's address) or 2 (`a.hxlab.test` serves the
+    /// page and the even resources, `b.hxlab.test` the odd ones; both mapped to the origin).
+    pub origins: u8,
 }
 
+/// The hostnames of a two-origin synthetic page.
+pub const SYNTHETIC_HOSTS: [&str; 2] = ["a.hxlab.test", "b.hxlab.test"];
+
 impl Synthetic {
-    /// Parses `n=RESOURCES,size=SIZE,delay=DURATION` (any subset; defaults n=30,
-    /// size=100KiB, delay=10ms). The error is one line, without the flag's name.
+    /// Parses `n=RESOURCES,size=SIZE,delay=DURATION,origins=1|2` (any subset; defaults n=30,
+    /// size=100KiB, delay=10ms, origins=1). The error is one line, without the flag's name.
     pub fn parse(spec: &str) -> Result<Synthetic, String> {
         let mut s = Synthetic {
             n: 30,
             size: 100 * 1024,
             delay: Duration::from_millis(10),
+            origins: 1,
         };
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| {
@@ -56,7 +63,18 @@ impl Synthetic {
                         return Err("delay must be at most 60s".into());
                     }
                 }
-                other => return Err(format!("unknown key `{other}` (use n, size, delay)")),
+                "origins" => {
+                    s.origins = match v {
+                        "1" => 1,
+                        "2" => 2,
+                        _ => return Err(format!("origins=`{v}` must be 1 or 2")),
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown key `{other}` (use n, size, delay, origins)"
+                    ))
+                }
             }
         }
         Ok(s)
@@ -86,6 +104,10 @@ pub struct PageOptions {
     pub timeout: Duration,
     /// Keep each run's HAR.
     pub collect_har: bool,
+    /// Put the response bodies into the HAR (`--record`).
+    pub collect_bodies: bool,
+    /// Serve the page from this HAR archive (`--replay`), every recorded host mapped to it.
+    pub replay: Option<PathBuf>,
     /// The `hxlab` binary that serves the synthetic page.
     pub hxlab_bin: PathBuf,
 }
@@ -98,6 +120,8 @@ pub struct PageSession {
     pub spki: Vec<String>,
     /// The link the browser runs behind.
     pub link: Option<Arc<Link>>,
+    /// With `--replay`: the replaying server's plain address, for `/replay-stats`.
+    pub replay_stats: Option<std::net::SocketAddr>,
     template: PageConfig,
     _origin: Option<Origin>,
     origin_dir: Option<PathBuf>,
@@ -121,29 +145,51 @@ impl PageSession {
             .as_ref()
             .map(|l| l.host_addr().to_string())
             .unwrap_or_else(|| "127.0.0.1".to_string());
-        let (url, spki, origin, origin_dir) = match &opts.synthetic {
-            Some(s) => {
-                let dir = temp_dir("hxlab-page-origin");
-                let (url, spki, origin) =
-                    synthetic_origin(s, opts, &host, &dir).inspect_err(|_| {
-                        let _ = std::fs::remove_dir_all(&dir);
-                    })?;
-                (url, vec![spki], Some(origin), Some(dir))
-            }
+        let started = if opts.synthetic.is_some() || opts.replay.is_some() {
+            let dir = temp_dir("hxlab-page-origin");
+            let started = match (&opts.synthetic, &opts.replay) {
+                (Some(s), _) => synthetic_origin(s, opts, &host, &dir),
+                (None, Some(har)) => crate::replay::replay_origin(har, opts, &host, &dir),
+                (None, None) => unreachable!("checked above"),
+            };
+            Some((
+                started.inspect_err(|_| {
+                    let _ = std::fs::remove_dir_all(&dir);
+                })?,
+                dir,
+            ))
+        } else {
+            None
+        };
+        let (url, spki, origin, origin_dir, mapping) = match started {
+            Some((s, dir)) => (s.url, vec![s.spki], Some(s.origin), Some(dir), s.mapping),
             None => {
                 let url = opts.url.clone().unwrap_or_default();
                 let url = match &link {
                     Some(_) => loopback_to(&url, &host),
                     None => url,
                 };
-                (url, opts.spki.clone(), None, None)
+                (url, opts.spki.clone(), None, None, Mapping::default())
             }
+        };
+        let replay_stats = match (&opts.replay, &origin) {
+            (Some(_), Some(o)) => Some(o.ready.plain),
+            _ => None,
         };
         let mut template = PageConfig::new(url.clone(), opts.proto);
         template.chromium = opts.chromium.clone();
         template.spki_sha256 = spki.clone();
         template.timeout = opts.timeout;
-        template.collect_har = opts.collect_har;
+        template.collect_har = opts.collect_har || opts.collect_bodies;
+        template.collect_bodies = opts.collect_bodies;
+        template.host_resolver_rules = mapping.rules;
+        if opts.proto == Protocol::H3 && !mapping.force_quic.is_empty() {
+            // The last --origin-to-force-quic-on wins: this one names every origin.
+            template.extra_args.push(format!(
+                "--origin-to-force-quic-on={}",
+                mapping.force_quic.join(",")
+            ));
+        }
         template.launcher = link.as_ref().map(|l| {
             let l = l.clone();
             Arc::new(move |program: &Path| l.command(program)) as Launcher
@@ -152,6 +198,7 @@ impl PageSession {
             url,
             spki,
             link,
+            replay_stats,
             template,
             _origin: origin,
             origin_dir,
@@ -173,30 +220,48 @@ impl Drop for PageSession {
     }
 }
 
-/// Starts the synthetic origin on `bind`; returns the page's URL, the key to trust and the
-/// origin. Push and 103 Early Hints are features of the origin's own `/page` endpoint;
-/// otherwise the page is [`synthetic_page_html`], served under `/static/`.
+/// How the browser reaches hostnames that are not addresses: `--host-resolver-rules` and,
+/// for h3, the origins to force QUIC on.
+#[derive(Default)]
+pub(crate) struct Mapping {
+    pub rules: Option<String>,
+    pub force_quic: Vec<String>,
+}
+
+/// An origin started for the page: the URL to load, the key to trust, the server, and how
+/// the browser reaches it.
+pub(crate) struct Started {
+    pub url: String,
+    pub spki: String,
+    pub origin: Origin,
+    pub mapping: Mapping,
+}
+
+/// Starts the synthetic origin on `bind`. Push and 103 Early Hints are features of the
+/// origin's own `/page` endpoint; otherwise the page is [`synthetic_page_html_on`], served
+/// under `/static/`, from one origin or (origins=2) from two hostnames mapped to it.
 fn synthetic_origin(
     s: &Synthetic,
     opts: &PageOptions,
     bind: &str,
     dir: &Path,
-) -> Result<(String, String, Origin), String> {
+) -> Result<Started, String> {
     let use_origin_page = opts.push || opts.early_hints;
+    if use_origin_page && s.origins > 1 {
+        return Err("origins=2 cannot be combined with --push or --early-hints".into());
+    }
     let www = dir.join("www");
     if !use_origin_page {
         std::fs::create_dir_all(&www).map_err(|e| format!("creating {}: {e}", www.display()))?;
-        let html = synthetic_page_html(u64::from(s.n), s.size, s.delay);
-        std::fs::write(www.join("page.html"), html)
-            .map_err(|e| format!("writing the synthetic page: {e}"))?;
     }
     let origin = Origin::start(&OriginOptions {
         hxlab_bin: opts.hxlab_bin.clone(),
         bind: bind.to_string(),
         dir: dir.to_path_buf(),
-        www: (!use_origin_page).then_some(www),
+        www: (!use_origin_page).then_some(www.clone()),
         cc: None,
         capture_stderr: false,
+        replay: None,
     })
     .map_err(|e| format!("the synthetic origin: {e}"))?;
     if opts.proto == Protocol::H3 && origin.ready.h3.is_none() {
@@ -205,6 +270,29 @@ fn synthetic_origin(
         );
     }
     let tls = origin.ready.tls;
+    let port = tls.port();
+    let mut mapping = Mapping::default();
+    let (page_base, second) = if s.origins > 1 {
+        let [a, b] = SYNTHETIC_HOSTS;
+        let bind_host = match bind.parse::<std::net::Ipv6Addr>() {
+            Ok(_) => format!("[{bind}]"),
+            Err(_) => bind.to_string(),
+        };
+        mapping.rules = Some(format!("MAP {a} {bind_host}, MAP {b} {bind_host}"));
+        mapping.force_quic = vec![format!("{a}:{port}"), format!("{b}:{port}")];
+        (
+            format!("https://{a}:{port}"),
+            Some(format!("https://{b}:{port}")),
+        )
+    } else {
+        (format!("https://{tls}"), None)
+    };
+    if !use_origin_page {
+        // The directory is served from the start; the page names the port, known only now.
+        let html = synthetic_page_html_on(u64::from(s.n), s.size, s.delay, second.as_deref());
+        std::fs::write(www.join("page.html"), html)
+            .map_err(|e| format!("writing the synthetic page: {e}"))?;
+    }
     let url = if use_origin_page {
         format!(
             "https://{tls}/page?n={}&size={}&delay={}&push={}&early_hints={}",
@@ -215,10 +303,15 @@ fn synthetic_origin(
             u8::from(opts.early_hints)
         )
     } else {
-        format!("https://{tls}/static/page.html")
+        format!("{page_base}/static/page.html")
     };
     let spki = origin.ready.spki_sha256.clone();
-    Ok((url, spki, origin))
+    Ok(Started {
+        url,
+        spki,
+        origin,
+        mapping,
+    })
 }
 
 /// One run: figures, or why there are none.
@@ -358,11 +451,21 @@ mod tests {
             Synthetic {
                 n: 3,
                 size: 10240,
-                delay: Duration::from_millis(5)
+                delay: Duration::from_millis(5),
+                origins: 1,
             }
         );
         assert_eq!(Synthetic::parse("").unwrap().n, 30);
-        for bad in ["n=x", "n=5000", "size=1Q", "color=red", "n", "delay=2min"] {
+        assert_eq!(Synthetic::parse("origins=2").unwrap().origins, 2);
+        for bad in [
+            "origins=3",
+            "n=x",
+            "n=5000",
+            "size=1Q",
+            "color=red",
+            "n",
+            "delay=2min",
+        ] {
             assert!(Synthetic::parse(bad).is_err(), "{bad}");
         }
     }

@@ -15,6 +15,7 @@ mod h1;
 mod h2;
 mod h3;
 mod listen;
+mod replay;
 mod routes;
 mod stats;
 mod tls;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use hxlab_core::cc::CongestionControl;
+pub use replay::{NearMiss, ReplayCounts};
 pub use stats::{ProtoStats, StatsSnapshot};
 
 /// Everything `hxlab serve` can be told; `Default` gives the CLI's defaults.
@@ -84,6 +86,10 @@ pub struct ServeConfig {
     /// A request body that stops coming for this long: 408 on HTTP/1.1 (then close), the
     /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
     pub body_timeout: Duration,
+    /// Answer every request from this HAR archive instead of the endpoints (`/stats` and
+    /// `/replay-stats` stay); the self-signed certificate then also names every recorded
+    /// host.
+    pub replay: Option<PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -112,6 +118,7 @@ impl Default for ServeConfig {
             quic_max_connections: 1024,
             send_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
+            replay: None,
         }
     }
 }
@@ -185,6 +192,11 @@ impl RunningServer {
         &self.identity.cert_pem
     }
 
+    /// The replay's counters so far (`/replay-stats`), when replaying.
+    pub fn replay_counts(&self) -> Option<ReplayCounts> {
+        self.ctx.replay.as_ref().map(|r| r.counts(false))
+    }
+
     /// Counters so far, the same numbers `/stats` serves.
     pub fn stats(&self) -> StatsSnapshot {
         self.ctx.stats.snapshot()
@@ -256,7 +268,13 @@ fn check(cfg: &ServeConfig) -> Result<(), ServeError> {
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     check(&cfg)?;
-    let identity = tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref())?;
+    let replay = load_replay(&cfg)?;
+    let names = replay
+        .as_ref()
+        .map(replay::Replay::hosts)
+        .unwrap_or_default();
+    let identity =
+        tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref(), &names)?;
     if let Some(out) = &cfg.cert_out {
         hxlab_core::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
             ServeError::File {
@@ -316,14 +334,9 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         send_timeout: cfg.send_timeout,
         body_timeout: cfg.body_timeout,
     };
-    let ctx = Arc::new(routes::Ctx::new(
-        limits,
-        dir,
-        tls_addr,
-        plain_addr,
-        h3_addr,
-        shutdown_rx,
-    ));
+    let mut ctx = routes::Ctx::new(limits, dir, tls_addr, plain_addr, h3_addr, shutdown_rx);
+    ctx.replay = replay;
+    let ctx = Arc::new(ctx);
 
     let tls_config = Arc::new(identity.tcp_server_config(cfg.early_data)?);
     let mut accept_loops = Vec::new();
@@ -368,6 +381,16 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         accept_loops,
         endpoint,
     })
+}
+
+/// The archive of `--replay`; a HAR that cannot be replayed is a bad argument, in one line.
+fn load_replay(cfg: &ServeConfig) -> Result<Option<replay::Replay>, ServeError> {
+    let Some(path) = &cfg.replay else {
+        return Ok(None);
+    };
+    let archive =
+        hxlab_core::har::Archive::read(path).map_err(|e| ServeError::Config(e.to_string()))?;
+    Ok(Some(replay::Replay::new(archive)))
 }
 
 /// Every few seconds, if connections closed meanwhile, asks the allocator to hand freed memory

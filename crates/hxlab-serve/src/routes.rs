@@ -43,6 +43,8 @@ pub(crate) struct Ctx {
     pub tracker: TaskTracker,
     /// Flips to true when the server shuts down.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The archive every request is answered from (`--replay`).
+    pub replay: Option<crate::replay::Replay>,
     demo: Bytes,
 }
 
@@ -64,6 +66,7 @@ impl Ctx {
             stats: Arc::new(Stats::new()),
             tracker: TaskTracker::new(),
             shutdown,
+            replay: None,
             demo: Bytes::from(demo_page(tls.port(), plain.port(), h3.is_some())),
         }
     }
@@ -82,6 +85,8 @@ pub(crate) struct Reply {
     pub push: Vec<String>,
     /// False for `/stats`, which does not count itself.
     pub counted: bool,
+    /// More headers, sent after the server's own (a replayed response's recorded ones).
+    pub headers: Vec<(http::header::HeaderName, HeaderValue)>,
 }
 
 impl Reply {
@@ -94,7 +99,13 @@ impl Reply {
             early_hints: None,
             push: Vec::new(),
             counted: true,
+            headers: Vec::new(),
         }
+    }
+
+    /// A replayed response: its content type, if any, is among `headers`.
+    pub(crate) fn recorded(status: StatusCode, body: BodySpec) -> Reply {
+        Reply::new(status, "", body)
     }
 
     pub(crate) fn text(status: StatusCode, text: String) -> Reply {
@@ -123,7 +134,9 @@ impl Reply {
         *r.status_mut() = self.status;
         let h = r.headers_mut();
         h.insert(DATE, http_date());
-        h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        if !self.content_type.is_empty() {
+            h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        }
         if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
             h.insert(CONTENT_LENGTH, HeaderValue::from(self.body.len()));
         }
@@ -131,6 +144,9 @@ impl Reply {
             if let Some(a) = &ctx.alt_svc {
                 h.insert(ALT_SVC, a.clone());
             }
+        }
+        for (name, value) in &self.headers {
+            h.append(name, value.clone());
         }
         r
     }
@@ -181,6 +197,25 @@ pub(crate) fn route(
 ) -> Reply {
     let path = uri.path();
     let query = uri.query();
+    if path == "/replay-stats" {
+        return replay_stats(ctx, query);
+    }
+    if let (Some(replay), false) = (&ctx.replay, path == "/stats") {
+        let host = uri
+            .host()
+            .or_else(|| headers.get(http::header::HOST)?.to_str().ok())
+            .unwrap_or("");
+        // `Host: a.test:8443` and `[::1]:8443` name the host without the port.
+        let host = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => host.split(':').next().unwrap_or(""),
+        };
+        let scheme = match proto {
+            Proto::H1 | Proto::H2c => "http",
+            _ => "https",
+        };
+        return replay.answer(method.as_str(), scheme, host, path, query.unwrap_or(""));
+    }
     let reply = if let Some(n) = path.strip_prefix("/bytes/") {
         bytes_endpoint(ctx, n, query)
     } else if path == "/option" {
@@ -221,6 +256,28 @@ pub(crate) fn route(
         )
     };
     reply
+}
+
+/// `/replay-stats`: the replay's counters as JSON (`?reset=1`: then zeroed, sequences
+/// rewound); 404 when the server replays nothing.
+fn replay_stats(ctx: &Ctx, query: Option<&str>) -> Reply {
+    let Some(replay) = &ctx.replay else {
+        return Reply::text(
+            StatusCode::NOT_FOUND,
+            "not found: /replay-stats needs hxlab serve --replay FILE\n".into(),
+        );
+    };
+    let reset = query.unwrap_or("").split('&').any(|p| p == "reset=1");
+    let mut r = match serde_json::to_vec(&replay.counts(reset)) {
+        Ok(json) => Reply::new(
+            StatusCode::OK,
+            "application/json",
+            BodySpec::Bytes(Bytes::from(json)),
+        ),
+        Err(e) => Reply::text(StatusCode::INTERNAL_SERVER_ERROR, format!("stats: {e}\n")),
+    };
+    r.counted = false;
+    r
 }
 
 /// Query parameters, percent-decoded; a parameter that is not UTF-8 is an error.

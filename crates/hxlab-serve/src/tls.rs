@@ -23,26 +23,38 @@ fn cert_err(what: impl std::fmt::Display) -> ServeError {
 
 impl Identity {
     /// Loads `cert`+`key` (both or neither), or makes a self-signed certificate for
-    /// localhost, 127.0.0.1 and ::1.
+    /// localhost, 127.0.0.1, ::1 and `names` (the hosts of a replayed archive).
     pub fn load_or_generate(
         cert: Option<&Path>,
         key: Option<&Path>,
+        names: &[String],
     ) -> Result<Identity, ServeError> {
         match (cert, key) {
             (Some(c), Some(k)) => Self::load(c, k),
-            (None, None) => Self::generate(),
+            (None, None) => Self::generate(names),
             _ => Err(ServeError::Config(
                 "--cert and --key go together: give both or neither".into(),
             )),
         }
     }
 
-    fn generate() -> Result<Identity, ServeError> {
-        let names = vec![
+    fn generate(extra: &[String]) -> Result<Identity, ServeError> {
+        let mut names = vec![
             "localhost".to_string(),
             "127.0.0.1".to_string(),
             "::1".to_string(),
         ];
+        // Only names a certificate can carry; the browser trusts the key by its SPKI hash
+        // anyway, so a name left out costs nothing but the name check.
+        for n in extra {
+            let ok = !n.is_empty()
+                && n.len() <= 253
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+            if ok && !names.contains(n) && names.len() < 1000 {
+                names.push(n.clone());
+            }
+        }
         let made = rcgen::generate_simple_self_signed(names).map_err(cert_err)?;
         let cert_der = made.cert.der().clone();
         let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).map_err(cert_err)?;
@@ -173,7 +185,7 @@ mod tests {
 
     #[test]
     fn self_signed_identity_has_spki_and_pem() {
-        let id = Identity::generate().expect("generate");
+        let id = Identity::generate(&["a.hxlab.test".into()]).expect("generate");
         assert!(id.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         let raw = base64::engine::general_purpose::STANDARD
             .decode(&id.spki_sha256)
@@ -192,7 +204,7 @@ mod tests {
 
     #[test]
     fn cert_without_key_is_refused() {
-        let r = Identity::load_or_generate(Some(Path::new("/nonexistent.pem")), None);
+        let r = Identity::load_or_generate(Some(Path::new("/nonexistent.pem")), None, &[]);
         assert!(matches!(r, Err(ServeError::Config(_))));
     }
 }

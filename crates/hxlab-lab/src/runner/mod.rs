@@ -13,7 +13,7 @@ mod browser;
 mod link_group;
 mod plan;
 mod record;
-mod stats;
+pub(crate) mod stats;
 mod target;
 
 use crate::child::run_bounded;
@@ -444,6 +444,7 @@ impl Runner {
             www: Some(www),
             cc: cc.map(str::to_string),
             capture_stderr: true,
+            replay: None,
         })
         .map_err(RunnerError::Server)?;
         self.server = Some(origin);

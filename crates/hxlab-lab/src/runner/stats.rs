@@ -54,14 +54,14 @@ pub(crate) fn server_cc(
         .collect()
 }
 
-/// `GET /stats` on the plain port.
-pub(crate) fn server_stats(addr: SocketAddr) -> Option<ServerStats> {
+/// `GET path` on a server's plain port, its body as JSON (1 MiB at most, 2 s per step).
+pub(crate) fn get_json(addr: SocketAddr, path: &str) -> Option<serde_json::Value> {
     let addr = addr.to_socket_addrs().ok()?.next()?;
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).ok()?;
     let mut buf = Vec::new();
     s.take(1 << 20).read_to_end(&mut buf).ok()?;
     let text = String::from_utf8_lossy(&buf);
@@ -74,7 +74,12 @@ pub(crate) fn server_stats(addr: SocketAddr) -> Option<ServerStats> {
     } else {
         body.to_string()
     };
-    let v: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+    serde_json::from_str(body.trim()).ok()
+}
+
+/// `GET /stats` on the plain port.
+pub(crate) fn server_stats(addr: SocketAddr) -> Option<ServerStats> {
+    let v = get_json(addr, "/stats")?;
     let cpu_s = v.get("cpu_user_s")?.as_f64()? + v.get("cpu_sys_s")?.as_f64()?;
     let by = v.get("by_protocol")?.as_object()?;
     let requests = by

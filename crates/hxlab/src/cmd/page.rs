@@ -22,9 +22,19 @@ pub struct Args {
     /// Page to load (http:// or https://). Or use --synthetic.
     #[arg(value_name = "URL")]
     pub url: Option<String>,
-    /// Synthetic page served by a local `hxlab serve`: n=RESOURCES,size=SIZE,delay=DURATION.
+    /// Synthetic page served by a local `hxlab serve`:
+    /// n=RESOURCES,size=SIZE,delay=DURATION,origins=1|2 (2: two hostnames, a.hxlab.test and
+    /// b.hxlab.test, mapped to it).
     #[arg(long, value_name = "SPEC", conflicts_with = "url")]
     pub synthetic: Option<String>,
+    /// Write the first run's page load as HAR 1.2 with every response body (base64 when
+    /// binary) to FILE, for --replay.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Load a recorded page: serve every response from this HAR (hxlab serve --replay), map
+    /// every recorded host to that server, and count the requests the archive lacks.
+    #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic"])]
+    pub replay: Option<PathBuf>,
     /// Protocol to force: h1, h2 or h3.
     #[arg(long, value_name = "h1|h2|h3")]
     pub proto: String,
@@ -129,9 +139,22 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         .map(Synthetic::parse)
         .transpose()
         .map_err(|e| super::usage(format!("--synthetic: {e}")))?;
-    if synthetic.is_none() && args.url.is_none() {
+    if synthetic.is_none() && args.url.is_none() && args.replay.is_none() {
         return Err(super::usage(
-            "give a URL or --synthetic n=30,size=100KiB,delay=10ms",
+            "give a URL, --synthetic n=30,size=100KiB,delay=10ms or --replay site.har",
+        ));
+    }
+    if let Some(har) = &args.replay {
+        hxlab_lab::replay::check_archive(har).map_err(super::usage)?;
+        if !args.spki.is_empty() {
+            return Err(super::usage(
+                "--spki is for URL mode; the replay server's key is trusted already",
+            ));
+        }
+    }
+    if synthetic.as_ref().is_some_and(|s| s.origins > 1) && (args.push || args.early_hints) {
+        return Err(super::usage(
+            "--synthetic origins=2 cannot be combined with --push or --early-hints",
         ));
     }
     if synthetic.is_none() && (args.push || args.early_hints) {
@@ -169,6 +192,8 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         chromium: args.chromium.clone(),
         timeout,
         collect_har: args.har.is_some(),
+        collect_bodies: args.record.is_some(),
+        replay: args.replay.clone(),
         hxlab_bin,
     })
 }
@@ -200,7 +225,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     header(&mut text, &args, &opts, &session)?;
     let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut replays: Vec<Option<Value>> = Vec::new();
+    let mut recorded = false;
     for i in 1..=args.runs {
+        if let Some(plain) = session.replay_stats {
+            hxlab_lab::replay::replay_counts(plain, true).map_err(anyhow::Error::msg)?;
+        }
         let cfg = session.run_config();
         let result = rt.block_on(async {
             tokio::select! {
@@ -213,6 +243,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         match result {
             Ok(mut run) => {
+                if let (Some(path), false) = (&args.record, recorded) {
+                    recorded = record_run(path, &run, &mut text)?;
+                }
+                let replay = replay_counts(&session, &mut run)?;
                 if let (Some(dir), Some(har)) = (&args.har, run.har.take()) {
                     let path = dir.join(format!("run-{i}.har"));
                     let body = serde_json::to_vec_pretty(&har)?;
@@ -220,9 +254,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         .with_context(|| format!("writing {}", path.display()))?;
                 }
                 writeln!(text, "{}", run_row(i, &run))?;
+                if let Some(c) = &replay {
+                    writeln!(text, "     replay: {}", replay_line(c))?;
+                }
                 if let Some(flag) = &run.flag {
                     writeln!(text, "     ^ left out: {flag}")?;
                 }
+                replays.push(replay);
                 outcomes.push(Outcome::Measured(Box::new(run)));
             }
             Err(e @ BrowserError::NotFound(_)) => return Err(anyhow::Error::new(e)),
@@ -232,6 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     msg.push_str(" (trust the server's key with --spki BASE64)");
                 }
                 writeln!(text, "{i:>3}  FAILED: {msg}")?;
+                replays.push(None);
                 outcomes.push(Outcome::Failed(msg));
             }
         }
@@ -242,7 +281,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let flags = json!({
             "profile": args.profile, "delay": args.delay, "down": args.down, "up": args.up,
             "loss": args.loss });
-        let doc = hxlab_lab::page::report_json(&session, &opts, flags, &outcomes, &rep);
+        let mut doc = hxlab_lab::page::report_json(&session, &opts, flags, &outcomes, &rep);
+        add_replay_json(&mut doc, &args, &replays, recorded);
         write_json(dest, &doc)?;
     }
     if let Some(path) = &args.html {
@@ -255,6 +295,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
     }
     text.flush()?;
+    if let (Some(path), false) = (&args.record, recorded) {
+        bail!(
+            "no run loaded the page, so nothing was recorded into {}",
+            path.display()
+        );
+    }
     if rep.summary.valid_runs == 0 {
         bail!(
             "no run counted ({})",
@@ -344,6 +390,71 @@ fn footer(
         writeln!(text, "  left out: {l}")?;
     }
     Ok(())
+}
+
+/// The replay's counts per run and the recording in the JSON document.
+fn add_replay_json(doc: &mut Value, args: &Args, replays: &[Option<Value>], recorded: bool) {
+    if let Some(har) = &args.replay {
+        doc["replay"] = json!({ "har": har });
+        if let Some(runs) = doc["runs"].as_array_mut() {
+            for (run, counts) in runs.iter_mut().zip(replays) {
+                run["replay"] = counts.clone().unwrap_or(Value::Null);
+            }
+        }
+    }
+    if let Some(path) = &args.record {
+        doc["recorded"] = json!({ "har": path, "written": recorded });
+    }
+}
+
+/// Writes the run's HAR to `path`; false when the run has none.
+fn record_run(path: &Path, run: &PageRun, text: &mut dyn Write) -> anyhow::Result<bool> {
+    let Some(har) = &run.har else {
+        return Ok(false);
+    };
+    write_har(path, har)?;
+    writeln!(text, "     recorded into {}", path.display())?;
+    Ok(true)
+}
+
+/// With --replay: the run's replay counts, and the run flagged when page resources missed
+/// the archive.
+fn replay_counts(session: &PageSession, run: &mut PageRun) -> anyhow::Result<Option<Value>> {
+    let Some(plain) = session.replay_stats else {
+        return Ok(None);
+    };
+    let counts = hxlab_lab::replay::replay_counts(plain, false).map_err(anyhow::Error::msg)?;
+    if let Some(why) = hxlab_lab::replay::replay_flag(&counts, &run.resources) {
+        run.flag = Some(match run.flag.take() {
+            Some(f) => format!("{f}; {why}"),
+            None => why,
+        });
+    }
+    Ok(Some(counts))
+}
+
+/// Writes a recorded HAR (a regular file is replaced whole).
+fn write_har(path: &Path, har: &Value) -> anyhow::Result<()> {
+    let body = serde_json::to_vec(har)?;
+    hxlab_core::files::write_output(path, &body)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// One run's replay counts in a line: hits, near misses, misses.
+fn replay_line(c: &Value) -> String {
+    let n = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let mut line = format!(
+        "{} from the archive, {} near miss(es), {} miss(es)",
+        n("hits"),
+        n("near_misses"),
+        n("misses")
+    );
+    if let Some(urls) = c.get("miss_urls").and_then(Value::as_array) {
+        for u in urls.iter().filter_map(Value::as_str).take(5) {
+            line.push_str(&format!("\n       missed: {u}"));
+        }
+    }
+    line
 }
 
 fn write_json(dest: &str, doc: &Value) -> anyhow::Result<()> {

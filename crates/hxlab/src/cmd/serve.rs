@@ -93,6 +93,11 @@ pub struct Options {
     /// idempotent requests (see docs/serve.md).
     #[arg(long)]
     pub no_early_data: bool,
+    /// Answer every request from this HAR 1.2 archive (hxlab page --record, or DevTools'
+    /// "Save all as HAR with content"), for every recorded host; /replay-stats counts hits,
+    /// near misses and misses (see docs/serve.md).
+    #[arg(long, value_name = "HAR")]
+    pub replay: Option<PathBuf>,
 }
 
 fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
@@ -148,6 +153,7 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         key: args.key.clone(),
         cert_out: args.cert_out.clone(),
         dir: args.dir.clone(),
+        replay: args.replay.clone(),
         max_streams: args.max_streams,
         threads,
         max_delay: duration("--max-delay", &args.max_delay)?,
@@ -227,6 +233,19 @@ async fn serve(
         }
         writeln!(out, "spki_sha256={}", server.spki_sha256())?;
         out.flush()?;
+    }
+    if let Some(c) = server.replay_counts() {
+        eprintln!(
+            "hxlab serve: replaying {} recorded response(s); misses are answered 404 with x-hxlab-replay: miss and counted at /replay-stats",
+            c.entries
+        );
+        if !c.bodies_missing.is_empty() {
+            eprintln!(
+                "hxlab serve: {} recorded response(s) have no body in the HAR (served empty), e.g. {}",
+                c.bodies_missing.len(),
+                c.bodies_missing[0]
+            );
+        }
     }
     if let Some(v) = hxlab_core::cc::tcp_fastopen_sysctl().filter(|v| v & 2 == 0) {
         eprintln!(

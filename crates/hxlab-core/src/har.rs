@@ -1,0 +1,592 @@
+//! HAR 1.2 archives for replay: reading one (hxlab's own `hxlab page --record` and Chrome
+//! DevTools' "Save all as HAR with content") into recorded responses, and matching a request
+//! against them. Pure logic: `hxlab serve --replay` does the serving, `hxlab page --replay`
+//! the mapping of hostnames.
+//!
+//! Matching, in order (docs/page.md, "Record and replay"):
+//! 1. exact: method, host (no port, lower case), path and query string as sent;
+//! 2. near miss, query: same method, host and path; the recorded query sharing the most
+//!    `key=value` pairs, then the most keys, then the first recorded;
+//! 3. near miss, host: same method and path on any host, chosen the same way;
+//! 4. otherwise a miss.
+//!
+//! A URL recorded more than once is answered in recorded order, then the last one repeats.
+
+use base64::Engine;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Largest HAR file read (bodies are base64 inside it, so a page of ~380 MiB of bodies).
+pub const MAX_HAR_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Response headers never replayed: hop-by-hop and connection-specific ones (forbidden on
+/// h2/h3), the ones the server computes itself (`content-length`, `date`, `alt-svc`), the
+/// coding of a body that is stored decoded (`content-encoding`), and `strict-transport-
+/// security`, which would pin the recorded hosts in the browser.
+pub const DROPPED_HEADERS: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "content-length",
+    "content-encoding",
+    "date",
+    "alt-svc",
+    "strict-transport-security",
+];
+
+/// Why a HAR file cannot be replayed; the text is one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HarError(pub String);
+
+/// One recorded response.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Request method, upper case.
+    pub method: String,
+    /// The full URL recorded.
+    pub url: String,
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers to replay (names lower case, [`DROPPED_HEADERS`] removed), in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, decoded (base64 undone; content coding was never applied).
+    pub body: Vec<u8>,
+    /// The HAR had no body for a response that had one.
+    pub body_missing: bool,
+}
+
+/// One origin of the archive: `https://a.test:8443` is ("https", "a.test", 8443).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HarOrigin {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// Host name (lower case; an IPv6 address without brackets).
+    pub host: String,
+    /// Port, explicit or the scheme's default.
+    pub port: u16,
+}
+
+/// The parts of a URL matching looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlParts {
+    /// The origin.
+    pub origin: HarOrigin,
+    /// Path, starting with `/`.
+    pub path: String,
+    /// Query string without `?` (empty: none).
+    pub query: String,
+}
+
+/// Splits an http(s) URL (fragment dropped); `None` for anything else.
+pub fn split_url(url: &str) -> Option<UrlParts> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return None,
+    };
+    let rest = rest.split('#').next().unwrap_or("");
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = authority.rsplit('@').next().unwrap_or("");
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None => default_port,
+        };
+        (h.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p.parse().ok()?),
+            None => (authority.to_string(), default_port),
+        }
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
+    let path = if path.is_empty() { "/" } else { path };
+    Some(UrlParts {
+        origin: HarOrigin {
+            scheme,
+            host: host.to_ascii_lowercase(),
+            port,
+        },
+        path: path.to_string(),
+        query: query.to_string(),
+    })
+}
+
+/// How a request found its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    /// Same method, host, path and query.
+    Exact,
+    /// Same method, host and path; another query.
+    NearQuery,
+    /// Same method and path on another host.
+    NearHost,
+}
+
+/// Responses recorded under one (method, host, path, query).
+#[derive(Debug)]
+struct Group {
+    method: String,
+    host: String,
+    path: String,
+    query: String,
+    /// Indices into `entries`, in recorded order.
+    entries: Vec<usize>,
+    /// Requests answered from this group so far.
+    served: AtomicUsize,
+}
+
+/// A HAR archive ready to answer requests.
+#[derive(Debug)]
+pub struct Archive {
+    /// Every recorded response, in recorded order.
+    pub entries: Vec<Recorded>,
+    /// The page to load: `log.pages[0].title` when it is a URL, else the first entry's URL.
+    pub page_url: String,
+    /// Every origin requests went to, in first-seen order.
+    pub origins: Vec<HarOrigin>,
+    /// Entries skipped because they got no response in the recording (status 0).
+    pub unanswered: usize,
+    groups: Vec<Group>,
+    exact: HashMap<(String, String, String, String), usize>,
+}
+
+#[derive(Deserialize)]
+struct HarFile {
+    log: HarLog,
+}
+
+#[derive(Deserialize)]
+struct HarLog {
+    version: String,
+    #[serde(default)]
+    pages: Vec<HarPage>,
+    entries: Vec<HarEntry>,
+}
+
+#[derive(Deserialize)]
+struct HarPage {
+    #[serde(default)]
+    title: String,
+}
+
+#[derive(Deserialize)]
+struct HarEntry {
+    request: HarRequest,
+    response: HarResponse,
+}
+
+#[derive(Deserialize)]
+struct HarRequest {
+    method: String,
+    url: String,
+}
+
+#[derive(Deserialize)]
+struct HarResponse {
+    status: i64,
+    #[serde(default)]
+    headers: Vec<HarHeader>,
+    #[serde(default)]
+    content: HarContent,
+}
+
+#[derive(Deserialize)]
+struct HarHeader {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize, Default)]
+struct HarContent {
+    #[serde(default)]
+    size: i64,
+    #[serde(default, rename = "mimeType")]
+    mime_type: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    encoding: Option<String>,
+}
+
+impl Archive {
+    /// Reads a HAR file of at most [`MAX_HAR_BYTES`].
+    pub fn read(path: &Path) -> Result<Archive, HarError> {
+        let what = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| HarError(format!("{what}: {e}")))?;
+        // A regular file's size is known before reading a byte of it.
+        if meta.is_file() && meta.len() > MAX_HAR_BYTES {
+            return Err(HarError(format!(
+                "{what}: {} is over the HAR size limit of 512 MiB",
+                crate::units::format_bytes(meta.len())
+            )));
+        }
+        let bytes = crate::read_capped(path, MAX_HAR_BYTES)
+            .map_err(|e| HarError(format!("{what}: {e} (the HAR size limit is 512 MiB)")))?;
+        Archive::parse(&bytes).map_err(|e| HarError(format!("{what}: {e}")))
+    }
+
+    /// Parses HAR 1.1/1.2 JSON.
+    pub fn parse(bytes: &[u8]) -> Result<Archive, HarError> {
+        let har: HarFile = serde_json::from_slice(bytes).map_err(|e| {
+            HarError(format!(
+                "not a HAR file (HAR is JSON with log.entries): {e}"
+            ))
+        })?;
+        let log = har.log;
+        if log.version != "1.2" && log.version != "1.1" {
+            return Err(HarError(format!(
+                "HAR version {:?} is not supported (use HAR 1.2)",
+                log.version
+            )));
+        }
+        let mut archive = Archive {
+            entries: Vec::new(),
+            page_url: String::new(),
+            origins: Vec::new(),
+            unanswered: 0,
+            groups: Vec::new(),
+            exact: HashMap::new(),
+        };
+        for (i, e) in log.entries.into_iter().enumerate() {
+            archive.add(i, e)?;
+        }
+        if archive.entries.is_empty() {
+            return Err(HarError(
+                "the HAR has no entry with a response to replay".into(),
+            ));
+        }
+        archive.page_url = log
+            .pages
+            .first()
+            .map(|p| p.title.clone())
+            .filter(|t| split_url(t).is_some())
+            .unwrap_or_else(|| archive.entries[0].url.clone());
+        Ok(archive)
+    }
+
+    fn add(&mut self, i: usize, e: HarEntry) -> Result<(), HarError> {
+        let url = e.request.url;
+        let Some(parts) = split_url(&url) else {
+            // data:, blob:, chrome-extension: … never reach a server.
+            return Ok(());
+        };
+        if e.response.status <= 0 {
+            self.unanswered += 1;
+            return Ok(());
+        }
+        let status = u16::try_from(e.response.status)
+            .ok()
+            .filter(|s| (100..=999).contains(s))
+            .ok_or_else(|| {
+                HarError(format!(
+                    "entry {i}: status {} is not an HTTP status",
+                    e.response.status
+                ))
+            })?;
+        let c = e.response.content;
+        let (body, body_missing) = match (&c.text, c.encoding.as_deref()) {
+            (Some(t), Some(enc)) if enc.eq_ignore_ascii_case("base64") => {
+                let b = base64::engine::general_purpose::STANDARD
+                    .decode(t.trim())
+                    .map_err(|err| {
+                        HarError(format!("entry {i} ({url}): bad base64 body: {err}"))
+                    })?;
+                (b, false)
+            }
+            (Some(t), _) => (t.as_bytes().to_vec(), false),
+            (None, _) => {
+                let has_body = !matches!(status, 100..=199 | 204 | 300..=399);
+                (Vec::new(), has_body && c.size > 0)
+            }
+        };
+        let mut headers: Vec<(String, String)> = e
+            .response
+            .headers
+            .into_iter()
+            .map(|h| (h.name.to_ascii_lowercase(), h.value))
+            .filter(|(n, _)| !n.starts_with(':') && !DROPPED_HEADERS.contains(&n.as_str()))
+            .collect();
+        if !headers.iter().any(|(n, _)| n == "content-type") {
+            if let Some(m) = c.mime_type.filter(|m| !m.is_empty() && m != "x-unknown") {
+                headers.push(("content-type".into(), m));
+            }
+        }
+        if !self.origins.contains(&parts.origin) {
+            self.origins.push(parts.origin.clone());
+        }
+        let method = e.request.method.to_ascii_uppercase();
+        let key = (
+            method.clone(),
+            parts.origin.host.clone(),
+            parts.path.clone(),
+            parts.query.clone(),
+        );
+        let index = self.entries.len();
+        self.entries.push(Recorded {
+            method: method.clone(),
+            url,
+            status,
+            headers,
+            body,
+            body_missing,
+        });
+        let group = *self.exact.entry(key).or_insert_with(|| {
+            self.groups.push(Group {
+                method,
+                host: parts.origin.host,
+                path: parts.path,
+                query: parts.query,
+                entries: Vec::new(),
+                served: AtomicUsize::new(0),
+            });
+            self.groups.len() - 1
+        });
+        self.groups[group].entries.push(index);
+        Ok(())
+    }
+
+    /// URLs of the responses whose bodies the HAR lacks.
+    pub fn bodies_missing(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter(|e| e.body_missing)
+            .map(|e| e.url.as_str())
+            .collect()
+    }
+
+    /// The recorded hosts, each once, in first-seen order.
+    pub fn hosts(&self) -> Vec<&str> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for o in &self.origins {
+            if !hosts.contains(&o.host.as_str()) {
+                hosts.push(&o.host);
+            }
+        }
+        hosts
+    }
+
+    /// Finds the group answering a request (see the module's matching rules).
+    fn find(
+        &self,
+        method: &str,
+        host: &str,
+        path: &str,
+        query: &str,
+    ) -> Option<(usize, MatchKind)> {
+        let method = method.to_ascii_uppercase();
+        let host = host.to_ascii_lowercase();
+        let key = (
+            method.clone(),
+            host.clone(),
+            path.to_string(),
+            query.to_string(),
+        );
+        if let Some(&g) = self.exact.get(&key) {
+            return Some((g, MatchKind::Exact));
+        }
+        let wanted = query_pairs(query);
+        let best = |same_host: bool| {
+            self.groups
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.method == method && g.path == path)
+                .filter(|(_, g)| (g.host == host) == same_host)
+                .map(|(i, g)| (query_score(&wanted, &query_pairs(&g.query)), i))
+                // Highest score; among equals the first recorded (smallest index).
+                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+                .map(|(_, i)| i)
+        };
+        if let Some(g) = best(true) {
+            return Some((g, MatchKind::NearQuery));
+        }
+        best(false).map(|g| (g, MatchKind::NearHost))
+    }
+
+    /// The response to a request and how it matched; `None` is a miss. Each call advances
+    /// the matched URL's position in its recorded sequence.
+    pub fn answer(
+        &self,
+        method: &str,
+        host: &str,
+        path: &str,
+        query: &str,
+    ) -> Option<(&Recorded, MatchKind)> {
+        let (g, kind) = self.find(method, host, path, query)?;
+        let group = &self.groups[g];
+        let nth = group.served.fetch_add(1, Ordering::Relaxed);
+        let entry = group.entries[nth.min(group.entries.len() - 1)];
+        Some((&self.entries[entry], kind))
+    }
+
+    /// Starts every recorded sequence over (a new page load).
+    pub fn rewind(&self) {
+        for g in &self.groups {
+            g.served.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+fn query_pairs(query: &str) -> Vec<(&str, &str)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+        .collect()
+}
+
+/// (pairs in common, keys in common) of two queries.
+fn query_score(a: &[(&str, &str)], b: &[(&str, &str)]) -> (usize, usize) {
+    let pairs = a.iter().filter(|p| b.contains(p)).count();
+    let keys = a
+        .iter()
+        .filter(|(k, _)| b.iter().any(|(bk, _)| bk == k))
+        .count();
+    (pairs, keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn har(entries: &str) -> Vec<u8> {
+        format!(
+            r#"{{"log":{{"version":"1.2","creator":{{"name":"t","version":"1"}},
+            "pages":[{{"id":"p","title":"https://a.test/"}}],"entries":[{entries}]}}}}"#
+        )
+        .into_bytes()
+    }
+
+    fn entry(url: &str, status: u16, text: &str) -> String {
+        format!(
+            r#"{{"request":{{"method":"GET","url":"{url}"}},"response":{{"status":{status},
+            "headers":[{{"name":"Content-Type","value":"text/plain"}},
+            {{"name":"Content-Encoding","value":"gzip"}},{{"name":":status","value":"200"}}],
+            "content":{{"size":{},"text":"{text}"}}}}}}"#,
+            text.len()
+        )
+    }
+
+    #[test]
+    fn splits_urls() {
+        let u = split_url("https://A.test:8443/x/y?q=1&r=2#frag").unwrap();
+        assert_eq!(u.origin.host, "a.test");
+        assert_eq!(u.origin.port, 8443);
+        assert_eq!((u.path.as_str(), u.query.as_str()), ("/x/y", "q=1&r=2"));
+        let u = split_url("http://[::1]?z").unwrap();
+        assert_eq!((u.origin.host.as_str(), u.origin.port), ("::1", 80));
+        assert_eq!((u.path.as_str(), u.query.as_str()), ("/", "z"));
+        assert!(split_url("data:text/plain,hi").is_none());
+        assert!(split_url("https://:1/").is_none());
+    }
+
+    #[test]
+    fn matches_exact_then_query_then_host_and_misses() {
+        let a = Archive::parse(&har(&[
+            entry("https://a.test/", 200, "page"),
+            entry("https://a.test/s.js?v=1&lang=en", 200, "v1"),
+            entry("https://a.test/s.js?v=2&lang=de", 200, "v2"),
+            entry("https://b.test/img.png", 200, "img"),
+        ]
+        .join(",")))
+        .unwrap();
+        assert_eq!(a.page_url, "https://a.test/");
+        assert_eq!(a.hosts(), vec!["a.test", "b.test"]);
+        let (r, k) = a.answer("GET", "a.test", "/s.js", "v=2&lang=de").unwrap();
+        assert_eq!((r.body.as_slice(), k), (&b"v2"[..], MatchKind::Exact));
+        let (r, k) = a.answer("GET", "a.test", "/s.js", "v=9&lang=de").unwrap();
+        assert_eq!((r.body.as_slice(), k), (&b"v2"[..], MatchKind::NearQuery));
+        let (r, k) = a.answer("GET", "a.test", "/s.js", "").unwrap();
+        assert_eq!((r.body.as_slice(), k), (&b"v1"[..], MatchKind::NearQuery));
+        let (r, k) = a.answer("GET", "c.test", "/img.png", "").unwrap();
+        assert_eq!((r.body.as_slice(), k), (&b"img"[..], MatchKind::NearHost));
+        assert!(a.answer("GET", "a.test", "/nothing", "").is_none());
+        assert!(a.answer("POST", "a.test", "/", "").is_none());
+        // Dropped headers are gone, the rest kept with lower-case names.
+        assert_eq!(
+            r.headers,
+            vec![("content-type".to_string(), "text/plain".to_string())]
+        );
+    }
+
+    #[test]
+    fn repeated_urls_play_in_order_then_the_last_repeats() {
+        let a = Archive::parse(&har(&[
+            entry("https://a.test/n", 200, "one"),
+            entry("https://a.test/n", 200, "two"),
+        ]
+        .join(",")))
+        .unwrap();
+        let bodies: Vec<Vec<u8>> = (0..3)
+            .map(|_| a.answer("GET", "a.test", "/n", "").unwrap().0.body.clone())
+            .collect();
+        assert_eq!(
+            bodies,
+            vec![b"one".to_vec(), b"two".to_vec(), b"two".to_vec()]
+        );
+        a.rewind();
+        assert_eq!(a.answer("GET", "a.test", "/n", "").unwrap().0.body, b"one");
+    }
+
+    #[test]
+    fn devtools_bodies_base64_plain_and_missing() {
+        let a = Archive::parse(&har(&[
+            r#"{"request":{"method":"GET","url":"https://a.test/"},"response":{"status":200,
+              "headers":[],"content":{"size":2,"mimeType":"text/html","text":"hi"}}}"#,
+            r#"{"request":{"method":"GET","url":"https://a.test/b"},"response":{"status":200,
+              "headers":[],"content":{"size":3,"text":"AAEC","encoding":"base64"}}}"#,
+            r#"{"request":{"method":"GET","url":"https://a.test/gone"},"response":{"status":200,
+              "headers":[],"content":{"size":10}}}"#,
+            r#"{"request":{"method":"GET","url":"https://a.test/r"},"response":{"status":302,
+              "headers":[{"name":"Location","value":"/"}],"content":{"size":0}}}"#,
+            r#"{"request":{"method":"GET","url":"https://a.test/failed"},"response":{"status":0,
+              "headers":[],"content":{"size":0}}}"#,
+        ]
+        .join(",")))
+        .unwrap();
+        assert_eq!(a.entries.len(), 4);
+        assert_eq!(a.unanswered, 1);
+        assert_eq!(a.entries[0].body, b"hi");
+        assert_eq!(
+            a.entries[0].headers,
+            vec![("content-type".to_string(), "text/html".to_string())]
+        );
+        assert_eq!(a.entries[1].body, vec![0u8, 1, 2]);
+        assert_eq!(a.bodies_missing(), vec!["https://a.test/gone"]);
+        assert_eq!(a.entries[3].status, 302);
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_har() {
+        for (bad, says) in [
+            (&b"<html>"[..], "not a HAR file"),
+            (br#"{"log":{"version":"0.9","entries":[]}}"#, "version"),
+            (br#"{"log":{"version":"1.2","entries":[]}}"#, "no entry"),
+            (br#"{"log":{"version":"1.2"}}"#, "not a HAR file"),
+        ] {
+            let e = Archive::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let bad64 = har(r#"{"request":{"method":"GET","url":"https://a.test/"},
+            "response":{"status":200,"content":{"text":"!!","encoding":"base64"}}}"#);
+        assert!(Archive::parse(&bad64)
+            .unwrap_err()
+            .to_string()
+            .contains("base64"));
+    }
+}

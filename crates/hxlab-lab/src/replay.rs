@@ -1,0 +1,224 @@
+//! `hxlab page --replay site.har`: an `hxlab serve --replay` started for the page, every
+//! recorded origin mapped to it in the browser, and per-run counts of what the archive did
+//! not hold (docs/page.md, "Record and replay").
+
+use crate::origin::{Origin, OriginOptions};
+use crate::page::{Mapping, PageOptions, Started};
+use hxlab_browser::Protocol;
+use hxlab_core::har::{Archive, HarOrigin};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Reads a HAR for replay; the error is one line (a usage error for the command line).
+pub fn check_archive(path: &Path) -> Result<Archive, String> {
+    Archive::read(path).map_err(|e| e.to_string())
+}
+
+/// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the
+/// TLS port (h3 shares its number), http ones to the plain port. Rules name `host:port`, so
+/// an archive with both schemes on one host maps each to its own listener.
+pub(crate) fn resolver_rules(origins: &[HarOrigin], bind: &str, tls: u16, plain: u16) -> String {
+    let bind = match bind.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("[{bind}]"),
+        Err(_) => bind.to_string(),
+    };
+    origins
+        .iter()
+        .map(|o| {
+            let host = match o.host.parse::<std::net::Ipv6Addr>() {
+                Ok(_) => format!("[{}]", o.host),
+                Err(_) => o.host.clone(),
+            };
+            let port = if o.scheme == "https" { tls } else { plain };
+            format!("MAP {host}:{} {bind}:{port}", o.port)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Starts `hxlab serve --replay har` on `bind` and maps the archive's origins to it.
+pub(crate) fn replay_origin(
+    har: &Path,
+    opts: &PageOptions,
+    bind: &str,
+    dir: &Path,
+) -> Result<Started, String> {
+    let archive = check_archive(har)?;
+    let origin = Origin::start(&OriginOptions {
+        hxlab_bin: opts.hxlab_bin.clone(),
+        bind: bind.to_string(),
+        dir: dir.to_path_buf(),
+        www: None,
+        cc: None,
+        capture_stderr: true,
+        replay: Some(har.to_path_buf()),
+    })
+    .map_err(|e| format!("the replay server: {e}"))?;
+    if opts.proto == Protocol::H3 && origin.ready.h3.is_none() {
+        return Err("the replay server has no HTTP/3 listener".into());
+    }
+    let rules = resolver_rules(
+        &archive.origins,
+        bind,
+        origin.ready.tls.port(),
+        origin.ready.plain.port(),
+    );
+    let force_quic = archive
+        .origins
+        .iter()
+        .filter(|o| o.scheme == "https")
+        .map(|o| format!("{}:{}", o.host, o.port))
+        .collect();
+    Ok(Started {
+        url: archive.page_url.clone(),
+        spki: origin.ready.spki_sha256.clone(),
+        origin,
+        mapping: Mapping {
+            rules: Some(rules),
+            force_quic,
+        },
+    })
+}
+
+/// `/replay-stats` of the replaying server; `reset` zeroes them and rewinds every recorded
+/// sequence (done before each page load, so each run's counts are its own).
+pub fn replay_counts(plain: SocketAddr, reset: bool) -> Result<Value, String> {
+    let path = if reset {
+        "/replay-stats?reset=1"
+    } else {
+        "/replay-stats"
+    };
+    crate::runner::stats::get_json(plain, path)
+        .filter(|v| v.get("misses").is_some())
+        .ok_or_else(|| format!("could not read {path} from the replay server at {plain}"))
+}
+
+/// `METHOD scheme://host/path?query` without the port, as the replay server lists misses.
+fn miss_key(method: &str, url: &str) -> Option<String> {
+    let u = hxlab_core::har::split_url(url)?;
+    let host = if u.origin.host.contains(':') {
+        format!("[{}]", u.origin.host)
+    } else {
+        u.origin.host
+    };
+    let q = if u.query.is_empty() { "" } else { "?" };
+    Some(format!(
+        "{method} {}://{host}{}{q}{}",
+        u.origin.scheme, u.path, u.query
+    ))
+}
+
+/// Why a run's replay does not count as clean: resources of the page that missed the
+/// archive, and responses replayed without the body the HAR lacks. Misses that are no
+/// resource of the page (the browser's own `/favicon.ico`, which a recording never sees)
+/// stay in the counts but do not flag the run; when the server listed fewer misses than it
+/// counted, every miss flags it.
+pub fn replay_flag(counts: &Value, resources: &[hxlab_browser::ResourceTiming]) -> Option<String> {
+    let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let listed: Vec<&str> = counts
+        .get("miss_urls")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let page: Vec<String> = resources
+        .iter()
+        .filter_map(|r| miss_key("GET", &r.url))
+        .collect();
+    let unlisted = (listed.len() as u64) < n("misses");
+    let page_misses: Vec<&str> = listed
+        .iter()
+        .copied()
+        .filter(|m| unlisted || page.iter().any(|p| p == m) || !m.starts_with("GET "))
+        .collect();
+    let mut reasons = Vec::new();
+    if unlisted || !page_misses.is_empty() {
+        let count = if unlisted {
+            n("misses")
+        } else {
+            page_misses.len() as u64
+        };
+        reasons.push(format!(
+            "{count} resource(s) missed the archive (answered 404), e.g. {}",
+            page_misses.first().copied().unwrap_or("(not listed)")
+        ));
+    }
+    if n("served_without_body") > 0 {
+        reasons.push(format!(
+            "{} response(s) replayed without the body the HAR lacks",
+            n("served_without_body")
+        ));
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_each_origin_to_its_listener() {
+        let o = |scheme: &str, host: &str, port| HarOrigin {
+            scheme: scheme.into(),
+            host: host.into(),
+            port,
+        };
+        let rules = resolver_rules(
+            &[
+                o("https", "a.test", 443),
+                o("http", "a.test", 80),
+                o("https", "::1", 8443),
+            ],
+            "10.0.0.1",
+            9443,
+            9080,
+        );
+        assert_eq!(
+            rules,
+            "MAP a.test:443 10.0.0.1:9443, MAP a.test:80 10.0.0.1:9080, MAP [::1]:8443 10.0.0.1:9443"
+        );
+    }
+
+    fn resource(url: &str) -> hxlab_browser::ResourceTiming {
+        hxlab_browser::ResourceTiming {
+            url: url.into(),
+            resource_type: "Script".into(),
+            protocol: "h2".into(),
+            status: 404,
+            connection_id: 1,
+            connection_reused: false,
+            start_ms: 0.0,
+            response_ms: None,
+            duration_ms: None,
+            encoded_bytes: 0,
+            body_bytes: 0,
+            from_early_hints: false,
+            error: None,
+            phases: Default::default(),
+        }
+    }
+
+    #[test]
+    fn misses_of_page_resources_flag_the_run() {
+        let page = [
+            resource("https://a.test:8443/"),
+            resource("https://a.test:8443/x?v=1"),
+        ];
+        let clean = serde_json::json!({ "hits": 3, "near_misses": 1, "misses": 0 });
+        assert_eq!(replay_flag(&clean, &page), None);
+        let missed = serde_json::json!({ "misses": 2,
+            "miss_urls": ["GET https://a.test/x?v=1", "GET https://a.test/favicon.ico"] });
+        let f = replay_flag(&missed, &page).unwrap_or_default();
+        assert!(
+            f.contains("1 resource(s) missed") && f.contains("/x?v=1"),
+            "{f}"
+        );
+        // The browser's own favicon request is counted, not held against the page.
+        let favicon = serde_json::json!({ "misses": 1,
+            "miss_urls": ["GET https://a.test/favicon.ico"] });
+        assert_eq!(replay_flag(&favicon, &page), None);
+        // More misses than listed: every one counts.
+        let unlisted = serde_json::json!({ "misses": 5000, "miss_urls": [] });
+        assert!(replay_flag(&unlisted, &page).is_some_and(|f| f.contains("5000")));
+    }
+}

@@ -1,0 +1,235 @@
+//! Record and replay against a real headless Chromium, everything on loopback: the
+//! two-hostname synthetic page recorded into a HAR and replayed over h1, h2 and h3 with the
+//! protocol forced (every resource from the archive, byte-identical), a DevTools-style HAR
+//! made here, and HAR files that cannot be replayed.
+
+mod common;
+
+use base64::Engine;
+use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Chromium is heavy on a 2-core machine: one browser test at a time.
+static BROWSER: Mutex<()> = Mutex::new(());
+
+fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut cmd = Command::new(hxlab());
+    cmd.arg("page").args(args).env("TMPDIR", tmp);
+    let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(90));
+    (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+}
+
+/// The body of a HAR entry, decoded.
+fn body(e: &Value) -> Vec<u8> {
+    let c = &e["response"]["content"];
+    let text = c["text"].as_str().expect("recorded body");
+    if c["encoding"] == "base64" {
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .expect("base64")
+    } else {
+        text.as_bytes().to_vec()
+    }
+}
+
+/// Replays `har` over `proto`; returns the run's JSON, checked to be clean.
+fn replay(tmp: &Path, har: &Path, proto: &str, want: &str, entries: usize) -> Value {
+    let out = tmp.join(format!("replayed-{proto}"));
+    std::fs::create_dir_all(&out).expect("dir");
+    let (code, json, err) = page(
+        tmp,
+        &[
+            "--replay",
+            &har.display().to_string(),
+            "--proto",
+            proto,
+            "--runs",
+            "1",
+            "--timeout",
+            "40s",
+            "--record",
+            &tmp.join(format!("again-{proto}.har")).display().to_string(),
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "{proto}: stderr: {err}\njson: {json}");
+    let run = &json["runs"][0];
+    assert_eq!(run["counted"], true, "{proto}: {run}");
+    let counts = &run["replay"];
+    assert_eq!(counts["hits"], entries as u64, "{proto}: {counts}");
+    assert_eq!(counts["near_misses"], 0, "{proto}: {counts}");
+    assert_eq!(counts["served_without_body"], 0, "{proto}: {counts}");
+    let page_misses: Vec<&Value> = counts["miss_urls"]
+        .as_array()
+        .expect("miss_urls")
+        .iter()
+        .filter(|u| !u.as_str().unwrap_or("").ends_with("/favicon.ico"))
+        .collect();
+    assert!(page_misses.is_empty(), "{proto}: {counts}");
+    for r in run["resources"].as_array().expect("resources") {
+        assert_eq!(r["protocol"], want, "{proto}: {}", r["url"]);
+        assert_eq!(r["status"], 200, "{proto}: {}", r["url"]);
+    }
+    assert_eq!(run["resources"].as_array().map(Vec::len), Some(entries));
+    json
+}
+
+#[test]
+fn records_a_two_host_page_and_replays_it_over_h1_h2_h3() {
+    // Each replay is itself recorded (--record), so the bodies the browser got from the
+    // archive are compared with the recording byte for byte.
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("hxlab-replay-test");
+    let har = tmp.path().join("site.har");
+    let (code, json, err) = page(
+        tmp.path(),
+        &[
+            "--synthetic",
+            "n=6,size=3KiB,delay=1ms,origins=2",
+            "--proto",
+            "h2",
+            "--runs",
+            "1",
+            "--timeout",
+            "40s",
+            "--record",
+            &har.display().to_string(),
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}\njson: {json}");
+    let recorded: Value =
+        serde_json::from_slice(&std::fs::read(&har).expect("HAR written")).expect("JSON");
+    assert_eq!(recorded["log"]["version"], "1.2");
+    assert_eq!(recorded["log"]["creator"]["name"], "hxlab");
+    let entries = recorded["log"]["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 7, "page + 6 resources");
+    let hosts: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .filter_map(|e| e["request"]["url"].as_str())
+        .filter_map(|u| u.split('/').nth(2)?.split(':').next())
+        .collect();
+    assert_eq!(
+        hosts.into_iter().collect::<Vec<_>>(),
+        vec!["a.hxlab.test", "b.hxlab.test"]
+    );
+    for e in entries {
+        assert_eq!(e["response"]["status"], 200);
+        let b = body(e);
+        let url = e["request"]["url"].as_str().unwrap_or("");
+        if url.contains("/bytes/") {
+            assert_eq!(b, vec![b'x'; 3072], "{url}");
+        }
+    }
+    for (proto, want) in [("h1", "http/1.1"), ("h2", "h2"), ("h3", "h3")] {
+        let json = replay(tmp.path(), &har, proto, want, entries.len());
+        assert_eq!(json["url"], recorded["log"]["pages"][0]["title"]);
+        // What the browser got from the replay is what was recorded, byte for byte.
+        let again: Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join(format!("again-{proto}.har"))).expect("re-recorded"),
+        )
+        .expect("JSON");
+        let again = again["log"]["entries"].as_array().expect("entries");
+        assert_eq!(again.len(), entries.len(), "{proto}");
+        for e in entries {
+            let url = &e["request"]["url"];
+            let twin = again
+                .iter()
+                .find(|a| &a["request"]["url"] == url)
+                .unwrap_or_else(|| panic!("{proto}: {url} not loaded in the replay"));
+            assert_eq!(body(twin), body(e), "{proto}: body of {url}");
+        }
+    }
+}
+
+#[test]
+fn a_devtools_style_har_replays() {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = TempDir::new("hxlab-replay-devtools");
+    let png = base64::engine::general_purpose::STANDARD.encode([0u8, 1, 2, 250, 255]);
+    let har = serde_json::json!({ "log": {
+        "version": "1.2",
+        "creator": { "name": "WebInspector", "version": "537.36" },
+        "pages": [{ "startedDateTime": "2026-01-01T00:00:00.000Z", "id": "page_1",
+            "title": "https://shop.example.test/", "pageTimings": {} }],
+        "entries": [
+            { "request": { "method": "GET", "url": "https://shop.example.test/", "httpVersion": "h2", "headers": [] },
+              "response": { "status": 200, "statusText": "", "httpVersion": "h2",
+                "headers": [{ "name": ":status", "value": "200" },
+                            { "name": "content-type", "value": "text/html" },
+                            { "name": "content-encoding", "value": "br" }],
+                "content": { "size": 150, "mimeType": "text/html",
+                  "text": "<!doctype html><title>t</title><link rel=\"icon\" href=\"data:,\"><script src=\"https://cdn.example.test/app.js?v=3\"></script><script>fetch('/logo.bin').then(r => r.arrayBuffer())</script>" } } },
+            { "request": { "method": "GET", "url": "https://cdn.example.test/app.js?v=3", "headers": [] },
+              "response": { "status": 200, "headers": [{ "name": "Content-Type", "value": "text/javascript" }],
+                "content": { "size": 15, "mimeType": "text/javascript", "text": "window.ok = 1;\n" } } },
+            { "request": { "method": "GET", "url": "https://shop.example.test/logo.bin", "headers": [] },
+              "response": { "status": 200, "headers": [],
+                "content": { "size": 5, "mimeType": "application/octet-stream", "text": png, "encoding": "base64" } } }
+        ] } });
+    let path = tmp.path().join("devtools.har");
+    std::fs::write(&path, serde_json::to_vec(&har).expect("json")).expect("write");
+    for (proto, want) in [("h2", "h2"), ("h3", "h3")] {
+        let json = replay(tmp.path(), &path, proto, want, 3);
+        assert_eq!(json["url"], "https://shop.example.test/");
+        let again: Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join(format!("again-{proto}.har"))).expect("re-recorded"),
+        )
+        .expect("JSON");
+        let logo = again["log"]["entries"]
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .find(|e| e["request"]["url"] == "https://shop.example.test/logo.bin")
+            })
+            .expect("logo loaded")
+            .clone();
+        assert_eq!(body(&logo), vec![0u8, 1, 2, 250, 255], "{proto}");
+    }
+}
+
+#[test]
+fn a_bad_har_is_one_line_and_exit_2() {
+    let tmp = TempDir::new("hxlab-replay-bad");
+    let not_json = tmp.path().join("not.har");
+    std::fs::write(&not_json, "<html>not a har</html>").expect("write");
+    let old = tmp.path().join("old.har");
+    std::fs::write(&old, r#"{"log":{"version":"0.9","entries":[]}}"#).expect("write");
+    let huge = tmp.path().join("huge.har");
+    // Sparse: 600 MiB on paper, nothing on disk; refused by its size before any read.
+    std::fs::File::create(&huge)
+        .and_then(|f| f.set_len(600 << 20))
+        .expect("sparse file");
+    for (file, says) in [
+        (&not_json, "not a HAR file"),
+        (&old, "version"),
+        (&huge, "512 MiB"),
+    ] {
+        for sub in ["serve", "page"] {
+            let mut cmd = Command::new(hxlab());
+            cmd.arg(sub).arg("--replay").arg(file);
+            if sub == "serve" {
+                cmd.args(["--tls-port", "0", "--plain-port", "0"]);
+            } else {
+                cmd.args(["--proto", "h2"]);
+            }
+            let (code, _, err) = run_with_timeout(&mut cmd, Duration::from_secs(20));
+            assert_eq!(code, Some(2), "{sub} {}: {err}", file.display());
+            let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+            assert_eq!(lines.len(), 1, "{sub}: one line: {err}");
+            assert!(lines[0].contains(says), "{sub}: {err}");
+        }
+    }
+}
