@@ -433,6 +433,117 @@ fn browser_workload_loads_the_page_in_chromium() {
     );
 }
 
+/// The browser workload on a recorded site: `har = "site.har"` replays the archive (the
+/// two-host synthetic page recorded by `hxlab page --record`) over each protocol; every
+/// resource comes from the archive on the cell's protocol, and the report says where the
+/// page came from.
+#[test]
+fn browser_workload_replays_a_recorded_site() {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let dir = TempDir::new("hxlab-lab-har");
+    let har = dir.path().join("site.har");
+    let (code, _, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .args([
+                "page",
+                "--synthetic",
+                "n=5,size=4KiB,delay=1ms,origins=2",
+                "--proto",
+                "h2",
+                "--runs",
+                "1",
+                "--record",
+            ])
+            .arg(&har),
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, Some(0), "recording failed: {stderr}");
+    let spec = dir.path().join("b.toml");
+    std::fs::write(
+        &spec,
+        "workload = \"browser\"\nhar = \"site.har\"\nprotocol = [\"h2\", \"h3\"]\nrepetitions = 2\n",
+    )
+    .expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-progress"),
+        Duration::from_secs(240),
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let r = report_of(&out);
+    assert_eq!(r.records.len(), 4);
+    for rec in &r.records {
+        assert!(rec.is_clean(), "{}: {}", rec.cell, rec.failure_text());
+        let want = &rec.factors["protocol"];
+        let w = rec.waterfall.as_ref().expect("the record's waterfall");
+        assert_eq!(
+            w.rows.len(),
+            6,
+            "{}: the page and its 5 resources",
+            rec.cell
+        );
+        assert!(
+            w.rows
+                .iter()
+                .all(|row| &row.protocol == want && !row.failed()),
+            "{}: {:?}",
+            rec.cell,
+            w.rows
+        );
+    }
+    assert!(
+        r.meta
+            .notes
+            .iter()
+            .any(|n| n.starts_with("page: ") && n.contains("replayed by hxlab page --replay")),
+        "{:?}",
+        r.meta.notes
+    );
+    // A har with another workload, or a har that is not one, is refused before anything runs.
+    std::fs::write(&spec, "har = \"site.har\"\nprotocol = \"h2\"\n").expect("write spec");
+    let (code, _, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(dir.path().join("o2")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("add workload = \"browser\""), "{stderr}");
+    std::fs::write(dir.path().join("bad.har"), "not json").expect("write");
+    std::fs::write(
+        &spec,
+        "workload = \"browser\"\nhar = \"bad.har\"\nprotocol = \"h2\"\n",
+    )
+    .expect("write spec");
+    let (code, _, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(dir.path().join("o3")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("har ") && stderr.contains("bad.har"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
 /// `hxlab compare` with a tiny override finishes, prints the table and the runner's
 /// overhead, and writes report.md, results.csv and report.html. As root its network cells
 /// must run through the link; otherwise they are skipped with a note saying why, and the

@@ -7,7 +7,7 @@ use super::target::{client_requests, cost};
 use super::Runner;
 use crate::child::{last_line, run_bounded};
 use crate::origin::synthetic_page_html;
-use crate::spec::{Cell, Experiment, Protocol};
+use crate::spec::{Cell, Experiment, PageSource, Protocol};
 use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;
@@ -31,6 +31,9 @@ impl Runner {
                 return record;
             }
         }
+        if let Some(page) = &exp.page {
+            return self.run_page_source(exp, cell, record, rep, dir, page);
+        }
         let target = match self.target(exp, cell) {
             Ok(t) => t,
             Err(no) => {
@@ -51,11 +54,7 @@ impl Runner {
         };
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
-        let proto = match cfg.protocol {
-            Protocol::H3 => "h3",
-            Protocol::H2 | Protocol::H2c => "h2",
-            Protocol::H1 | Protocol::H1Tls => "h1",
-        };
+        let proto = page_proto(cfg.protocol);
         let mut cmd = Command::new(&self.opts.hxlab_bin);
         cmd.args(["page", &url, "--proto", proto, "--runs", "1", "--json"])
             .arg(&json)
@@ -83,6 +82,44 @@ impl Runner {
 }
 
 impl Runner {
+    /// One page load of a page the experiment names (`har` replayed by `hxlab page --replay`
+    /// from its own replay server, or `url` as it is). No server of the lab's serves it, so
+    /// the record has no server cost.
+    fn run_page_source(
+        &mut self,
+        exp: &Experiment,
+        cell: &Cell,
+        mut record: Record,
+        rep: u32,
+        dir: &Path,
+        page: &PageSource,
+    ) -> Record {
+        let cfg = &cell.config;
+        let json = dir.join(format!(".page-{rep}.json"));
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = Command::new(&self.opts.hxlab_bin);
+        cmd.arg("page");
+        match page {
+            PageSource::Har(path) => cmd.arg("--replay").arg(path),
+            PageSource::Url(url) => cmd.arg(url),
+        };
+        cmd.args(["--proto", page_proto(cfg.protocol), "--runs", "1", "--json"])
+            .arg(&json)
+            .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        cmd.args(cfg.link_args());
+        let t = Instant::now();
+        let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(60));
+        record.wall_s = t.elapsed().as_secs_f64();
+        let (code, stderr) = match outcome {
+            Ok(x) => x,
+            Err(e) => (None, e),
+        };
+        record.exit_code = code;
+        read_page_run(&mut record, &json, code, &stderr);
+        let _ = std::fs::remove_file(&json);
+        record
+    }
+
     /// Writes the synthetic page of `cfg` into hxlab serve's `/static/` directory (once);
     /// returns its file name.
     fn hxlab_page(&self, cfg: &crate::spec::CellConfig) -> Result<String, String> {
@@ -130,5 +167,14 @@ fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &s
             record.waterfall = Some(pr.waterfall());
         }
         Err(e) => record.error = Some(format!("hxlab page wrote an unreadable run: {e}")),
+    }
+}
+
+/// `hxlab page --proto` for a cell's protocol (a browser speaks h2 and h1 over TLS only).
+fn page_proto(p: Protocol) -> &'static str {
+    match p {
+        Protocol::H3 => "h3",
+        Protocol::H2 | Protocol::H2c => "h2",
+        Protocol::H1 | Protocol::H1Tls => "h1",
     }
 }

@@ -506,6 +506,17 @@ impl Runner {
 /// What the report says about the experiment's origins: whose server cost is unavailable,
 /// and whose congestion control the lab neither sets nor reads back.
 fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
+    match &exp.page {
+        Some(crate::spec::PageSource::Har(p)) => {
+            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; misses are counted per run and flag it); server CPU and congestion control not measured", p.display()));
+            return;
+        }
+        Some(crate::spec::PageSource::Url(u)) => {
+            note(meta, format!("page: {u}, loaded as it is (a server the lab does not run): server CPU and congestion control unknown"));
+            return;
+        }
+        None => {}
+    }
     let used: std::collections::BTreeSet<&str> =
         exp.cells.iter().map(|c| c.config.origin.as_str()).collect();
     for name in used {

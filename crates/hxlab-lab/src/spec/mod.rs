@@ -121,8 +121,10 @@ pub const FACTORS: [(&str, &str); 23] = [
 ];
 
 /// Experiment-wide settings.
-const SETTINGS: [&str; 13] = [
+const SETTINGS: [&str; 15] = [
     "name",
+    "har",
+    "url",
     "title",
     "description",
     "workload",
@@ -326,6 +328,18 @@ pub struct Experiment {
     pub published: Vec<PublishedTable>,
     /// The origins the `[origins.NAME]` tables define (`hxlab` is built in).
     pub origins: BTreeMap<String, OriginDef>,
+    /// The browser workload's page when it is not the lab's synthetic page: a recorded
+    /// site replayed (`har = "site.har"`) or a URL (`url = "https://..."`).
+    pub page: Option<PageSource>,
+}
+
+/// A page the browser workload loads instead of the synthetic one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PageSource {
+    /// A HAR archive, replayed by `hxlab page --replay` (its own `hxlab serve --replay`).
+    Har(std::path::PathBuf),
+    /// A URL, loaded as it is.
+    Url(String),
 }
 
 impl Experiment {
@@ -482,6 +496,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         cells: Vec::new(),
         published: Vec::new(),
         origins: ctx.origins.clone(),
+        page: None,
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;
@@ -491,6 +506,33 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
     expand(&ctx, &mut exp, &base, &block_specs)?;
     check_expanded(&ctx, &exp)?;
     Ok(exp)
+}
+
+/// `har = "PATH"` (relative to the experiment file, read and checked now) or
+/// `url = "http(s)://..."`.
+fn page_source(ctx: &Ctx, key: &str, value: &str, place: &Place) -> Result<PageSource, SpecError> {
+    if key == "url" {
+        let ok = (value.starts_with("https://") || value.starts_with("http://"))
+            && hxlab_core::har::split_url(value).is_some();
+        if !ok {
+            return Err(ctx.at(
+                place,
+                format!("url {value:?}: expected an http:// or https:// URL"),
+            ));
+        }
+        return Ok(PageSource::Url(value.to_string()));
+    }
+    let path = std::path::Path::new(value);
+    let path = if path.is_relative() {
+        std::path::Path::new(ctx.file)
+            .parent()
+            .map_or(path.to_path_buf(), |d| d.join(path))
+    } else {
+        path.to_path_buf()
+    };
+    hxlab_core::har::Archive::read(&path)
+        .map_err(|e| ctx.at(place, format!("har {}: {}", path.display(), e.0)))?;
+    Ok(PageSource::Har(path))
 }
 
 /// The top level: settings into `exp`, factors into the base configuration.
@@ -559,6 +601,12 @@ fn read_top(
             "seed" => {
                 let n = v.get_ref().as_integer().filter(|n| *n >= 0).ok_or_else(|| ctx.at(&place, "seed: expected a non-negative integer"))?;
                 exp.seed = Some(n as u64);
+            }
+            "har" | "url" => {
+                if exp.page.is_some() {
+                    return Err(ctx.at(&place, "har and url: give one page, not both"));
+                }
+                exp.page = Some(page_source(ctx, key, &str_setting(ctx, key, v)?, &place)?);
             }
             "matrix" | "published" | "origins" => {}
             _ if FACTORS.iter().any(|(n, _)| *n == key) => {
@@ -714,6 +762,11 @@ fn check_workload_factors(
         && (block_specs.is_empty() || block_specs.iter().any(|b| !b.contains_key("protocol")))
     {
         return Err(ctx.whole("no `protocol` given; e.g. protocol = [\"h1-tls\", \"h2\", \"h3\"]"));
+    }
+    if exp.page.is_some() && exp.workload != Workload::Browser {
+        return Err(ctx.whole(
+            "har and url set the page of the browser workload; add workload = \"browser\"",
+        ));
     }
     if exp.workload == Workload::Throughput
         && !has_factor(base, block_specs, "requests")
