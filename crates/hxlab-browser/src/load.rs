@@ -3,7 +3,8 @@
 
 use crate::cdp::{Cdp, Event};
 use crate::process::BrowserProcess;
-use crate::{BrowserError, PageConfig, PageRun, Protocol, ResourceTiming};
+use crate::view::{self, Tab};
+use crate::{vitals, BrowserError, PageConfig, PageRun, Protocol, ResourceTiming, View};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,28 +12,6 @@ use std::time::Duration;
 
 /// How long the browser gets to exit after `Browser.close` before its group is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
-
-/// How long requests may stay open after the load event before they count as unfinished.
-const AFTER_LOAD_SETTLE: Duration = Duration::from_secs(5);
-
-/// Reads navigation and paint timing once the load event has ended and the first contentful
-/// paint is known (or 3 s have passed: a page may paint nothing contentful).
-const TIMING_SCRIPT: &str = r#"new Promise(resolve => {
-  const t0 = performance.now();
-  (function check() {
-    const nav = performance.getEntriesByType('navigation')[0];
-    const paint = performance.getEntriesByType('paint');
-    const fcp = paint.find(p => p.name === 'first-contentful-paint');
-    if ((nav && nav.loadEventEnd > 0 && fcp) || performance.now() - t0 > 3000) {
-      resolve(JSON.stringify({
-        nav: nav ? nav.toJSON() : null,
-        paint: paint.map(p => ({ name: p.name, startTime: p.startTime })),
-      }));
-    } else {
-      setTimeout(check, 10);
-    }
-  })();
-})"#;
 
 /// Loads one page, blocking the calling thread. Safe to call from inside a tokio runtime (it
 /// then runs on a helper thread with its own runtime). The browser is gone and its profile
@@ -160,6 +139,14 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
             args.push("--enable-quic".into());
             args.push(format!("--origin-to-force-quic-on={host}:{port}"));
         }
+        // QUIC allowed, never forced: HTTP/3 only where an Alt-Svc header offers it.
+        Protocol::Auto => args.push("--enable-quic".into()),
+    }
+    if !(cfg.cpu_slowdown.is_finite() && (1.0..=100.0).contains(&cfg.cpu_slowdown)) {
+        return Err(BrowserError::Config(format!(
+            "CPU slowdown {} must be a number from 1 to 100",
+            cfg.cpu_slowdown
+        )));
     }
     let spki: Vec<&str> = cfg
         .spki_sha256
@@ -239,6 +226,8 @@ pub(crate) struct RequestRecord {
     pub data_encoded: u64,
     pub data_decoded: u64,
     pub error: Option<String>,
+    /// `Network.requestServedFromCache` came for it (the memory or disk cache answered).
+    pub served_from_cache: bool,
 }
 
 impl RequestRecord {
@@ -319,6 +308,11 @@ impl Collected {
                     r.finished.get_or_insert(num(p, "timestamp"));
                 }
             }
+            "Network.requestServedFromCache" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    self.records[i].served_from_cache = true;
+                }
+            }
             "Network.responseReceivedEarlyHints" => self.early_hints += 1,
             "Page.domContentEventFired" => self.dcl_fired = true,
             "Page.loadEventFired" => self.load_fired = true,
@@ -336,13 +330,13 @@ impl Collected {
         Ok(())
     }
 
-    fn mark_unfinished(&mut self) {
+    pub(crate) fn mark_unfinished(&mut self) {
         for r in self.records.iter_mut().filter(|r| !r.done()) {
             r.error = Some("unfinished when the page had loaded".into());
         }
     }
 
-    fn all_done(&self) -> bool {
+    pub(crate) fn all_done(&self) -> bool {
         self.records.iter().all(RequestRecord::done)
     }
 }
@@ -391,66 +385,53 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError>
     let s = Some(session.as_str());
     cdp.call("Network.enable", json!({}), s).await?;
     cdp.call("Page.enable", json!({}), s).await?;
-
-    let nav = cdp
-        .call("Page.navigate", json!({ "url": cfg.url }), s)
-        .await?;
-    if let Some(err) = nav.get("errorText").and_then(Value::as_str) {
-        if !err.is_empty() {
-            return Err(BrowserError::Navigation(format!("{err} ({})", cfg.url)));
-        }
-    }
-
-    let mut seen = Collected::default();
-    // Requests still open this long after the load event (long polls, stuck streams) are
-    // recorded as unfinished instead of holding the run until its timeout.
-    let mut settle_deadline: Option<tokio::time::Instant> = None;
-    while !(seen.load_fired && seen.all_done()) {
-        if seen.load_fired && settle_deadline.is_none() {
-            settle_deadline = Some(tokio::time::Instant::now() + AFTER_LOAD_SETTLE);
-        }
-        let e = match settle_deadline {
-            Some(d) => match tokio::time::timeout_at(d, cdp.next_event()).await {
-                Ok(e) => e?,
-                Err(_) => {
-                    seen.mark_unfinished();
-                    break;
-                }
-            },
-            None => cdp.next_event().await?,
-        };
-        if e.session_id.as_deref() == s {
-            seen.on_event(&e)?;
-        } else if e.method == "Target.targetCrashed" || e.method == "Target.detachedFromTarget" {
-            let id = e.params.get("targetId").and_then(Value::as_str);
-            if id == Some(target_id.as_str()) || e.method == "Target.detachedFromTarget" {
-                return Err(BrowserError::Crashed(format!("page target: {}", e.method)));
-            }
-        }
-    }
-
-    let timing = cdp
-        .call(
-            "Runtime.evaluate",
-            json!({ "expression": TIMING_SCRIPT, "awaitPromise": true, "returnByValue": true }),
+    cdp.call(
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": vitals::OBSERVER_SCRIPT }),
+        s,
+    )
+    .await?;
+    if cfg.cpu_slowdown > 1.0 {
+        cdp.call(
+            "Emulation.setCPUThrottlingRate",
+            json!({ "rate": cfg.cpu_slowdown }),
             s,
         )
         .await?;
-    if let Some(exc) = timing.get("exceptionDetails") {
-        return Err(BrowserError::Protocol(format!(
-            "reading performance timing: {}",
-            str_of(exc, "text")
-        )));
     }
-    let text = timing
-        .get("result")
-        .and_then(|r| r.get("value"))
-        .and_then(Value::as_str)
-        .unwrap_or("{}");
-    let perf: Value = serde_json::from_str(text)
-        .map_err(|e| BrowserError::Protocol(format!("performance timing: {e}")))?;
+    let tab = Tab {
+        session: &session,
+        target_id: &target_id,
+    };
+    let first = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
+    let mut run = build_view(cfg, &browser, browser_major, &first, View::First);
+    if cfg.repeat_view {
+        view::blank(cdp, &tab).await?;
+        let repeat = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
+        let repeat = build_view(cfg, &browser, browser_major, &repeat, View::Repeat);
+        run.repeat_view = Some(Box::new(repeat));
+    }
+    Ok(run)
+}
 
-    Ok(build_run(cfg, browser, browser_major, &seen, &perf))
+/// One view's run: the resources and timings, then the page metrics.
+fn build_view(
+    cfg: &PageConfig,
+    browser: &str,
+    browser_major: u32,
+    data: &view::ViewData,
+    which: View,
+) -> PageRun {
+    let mut run = build_run(
+        cfg,
+        browser.to_string(),
+        browser_major,
+        &data.seen,
+        &data.perf,
+    );
+    run.view = which;
+    view::add_page_metrics(&mut run, &data.perf, &data.frames);
+    run
 }
 
 pub(crate) fn build_run(
@@ -487,6 +468,7 @@ pub(crate) fn build_run(
         .then(|| crate::har::build(&browser, &cfg.url, &seen.records, &nav, fcp_ms));
 
     PageRun {
+        view: View::First,
         url: cfg.url.clone(),
         requested_protocol: cfg.protocol,
         browser,
@@ -499,6 +481,13 @@ pub(crate) fn build_run(
         dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
         load_ms: num(&nav, "loadEventStart"),
         fcp_ms,
+        lcp_ms: None,
+        cls: None,
+        speed_index_ms: None,
+        first_visual_change_ms: None,
+        visually_complete_ms: None,
+        filmstrip: Vec::new(),
+        cpu_slowdown: cfg.cpu_slowdown,
         connections: t.connections.len() as u32,
         bytes: t.bytes,
         resources_loaded: t.loaded,
@@ -508,6 +497,7 @@ pub(crate) fn build_run(
         early_hint_preloads_used: t.early_hint_preloads_used,
         resources,
         har,
+        repeat_view: None,
     }
 }
 
@@ -537,7 +527,9 @@ impl Tally {
             .unwrap_or(0.0) as u64;
         if resp.is_some() {
             *self.protocols.entry(protocol.clone()).or_default() += 1;
-            if Protocol::from_browser(&protocol) != Some(cfg.protocol) {
+            if cfg.protocol != Protocol::Auto
+                && Protocol::from_browser(&protocol) != Some(cfg.protocol)
+            {
                 self.protocol_ok = false;
             }
             if connection_id != 0 {
@@ -592,6 +584,11 @@ impl Tally {
             encoded_bytes: r.encoded_bytes,
             body_bytes: r.data_decoded,
             from_early_hints,
+            from_cache: r.served_from_cache
+                || resp
+                    .and_then(|v| v.get("fromDiskCache"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
             error: r.error.clone(),
             phases: crate::waterfall::phases(r, nav_start),
         }

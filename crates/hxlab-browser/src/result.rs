@@ -104,6 +104,7 @@ mod tests {
             encoded_bytes: 120,
             body_bytes: 100,
             from_early_hints: false,
+            from_cache: false,
             error: error.map(str::to_string),
             phases: Default::default(),
         }
@@ -112,6 +113,7 @@ mod tests {
     #[test]
     fn a_page_run_becomes_a_run_result() {
         let run = PageRun {
+            view: crate::View::First,
             url: "https://h/".into(),
             requested_protocol: Protocol::H2,
             browser: "Chromium 156.0".into(),
@@ -124,6 +126,13 @@ mod tests {
             dom_content_loaded_ms: 8.0,
             load_ms: 250.0,
             fcp_ms: Some(9.0),
+            lcp_ms: None,
+            cls: None,
+            speed_index_ms: None,
+            first_visual_change_ms: None,
+            visually_complete_ms: None,
+            filmstrip: Vec::new(),
+            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 360,
             resources_loaded: 2,
@@ -137,6 +146,7 @@ mod tests {
                 resource(0, 0, Some("net::ERR_ABORTED")),
             ],
             har: None,
+            repeat_view: None,
         };
         let r = run.to_run_result();
         assert_eq!(r.config.protocol, "h2");

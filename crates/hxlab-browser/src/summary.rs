@@ -93,6 +93,7 @@ mod tests {
 
     fn run(load: f64, flag: Option<&str>) -> PageRun {
         PageRun {
+            view: crate::View::First,
             url: "https://127.0.0.1/".into(),
             requested_protocol: Protocol::H2,
             browser: "Chromium 156".into(),
@@ -105,6 +106,13 @@ mod tests {
             dom_content_loaded_ms: 2.0,
             load_ms: load,
             fcp_ms: None,
+            lcp_ms: None,
+            cls: None,
+            speed_index_ms: None,
+            first_visual_change_ms: None,
+            visually_complete_ms: None,
+            filmstrip: Vec::new(),
+            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 100,
             resources_loaded: 3,
@@ -114,6 +122,7 @@ mod tests {
             early_hint_preloads_used: 0,
             resources: Vec::new(),
             har: None,
+            repeat_view: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use crate::body::BodySpec;
 use crate::stats::{Proto, Stats};
 use bytes::Bytes;
-use http::header::{HeaderValue, ALT_SVC, CONTENT_LENGTH, CONTENT_TYPE, DATE};
+use http::header::{HeaderValue, ALT_SVC, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, DATE};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
@@ -82,6 +82,8 @@ pub(crate) struct Reply {
     pub push: Vec<String>,
     /// False for `/stats`, which does not count itself.
     pub counted: bool,
+    /// `Cache-Control: max-age=N` (seconds) for `/bytes/N?max_age=S`; `None`: no such header.
+    pub max_age: Option<u64>,
 }
 
 impl Reply {
@@ -94,6 +96,7 @@ impl Reply {
             early_hints: None,
             push: Vec::new(),
             counted: true,
+            max_age: None,
         }
     }
 
@@ -126,6 +129,11 @@ impl Reply {
         h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
         if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
             h.insert(CONTENT_LENGTH, HeaderValue::from(self.body.len()));
+        }
+        if let Some(s) = self.max_age {
+            if let Ok(v) = HeaderValue::from_str(&format!("max-age={s}")) {
+                h.insert(CACHE_CONTROL, v);
+            }
         }
         if tcp {
             if let Some(a) = &ctx.alt_svc {
@@ -278,15 +286,30 @@ fn parse_size_param(ctx: &Ctx, v: &str) -> Result<u64, String> {
     check_size(ctx, n)
 }
 
-/// `delay` parameter, the only one `/bytes/N` takes.
-fn delay_param(ctx: &Ctx, query: Option<&str>) -> Result<Duration, String> {
+/// The longest `max_age` `/bytes/N` accepts: one year, in seconds.
+const MAX_AGE_LIMIT: u64 = 365 * 24 * 3600;
+
+/// The parameters `/bytes/N` takes: `delay`, and `max_age` (seconds the browser may cache the
+/// response; a page's repeat view then loads it from its cache).
+fn bytes_params(ctx: &Ctx, query: Option<&str>) -> Result<(Duration, Option<u64>), String> {
     let mut delay = Duration::ZERO;
+    let mut max_age = None;
     for (k, v) in params(query)? {
         if k == "delay" {
             delay = parse_delay(ctx, &v)?;
+        } else if k == "max_age" {
+            let s = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s <= MAX_AGE_LIMIT)
+                .ok_or_else(|| {
+                    format!("max_age {v:?} must be whole seconds from 0 to {MAX_AGE_LIMIT}")
+                })?;
+            max_age = Some(s);
         }
     }
-    Ok(delay)
+    Ok((delay, max_age))
 }
 
 fn filler(n: u64, delay: Duration) -> Reply {
@@ -305,8 +328,12 @@ fn bytes_endpoint(ctx: &Ctx, n: &str, query: Option<&str>) -> Reply {
         Ok(n) => n,
         Err(e) => return Reply::bad(e),
     };
-    match delay_param(ctx, query) {
-        Ok(d) => filler(n, d),
+    match bytes_params(ctx, query) {
+        Ok((d, max_age)) => {
+            let mut r = filler(n, d);
+            r.max_age = max_age;
+            r
+        }
         Err(e) => Reply::bad(e),
     }
 }
