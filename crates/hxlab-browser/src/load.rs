@@ -140,7 +140,18 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
             args.push(format!("--origin-to-force-quic-on={host}:{port}"));
         }
         // QUIC allowed, never forced: HTTP/3 only where an Alt-Svc header offers it.
-        Protocol::Auto => args.push("--enable-quic".into()),
+        Protocol::Auto => {
+            args.push("--enable-quic".into());
+            if scheme == "https" && !cfg.spki_sha256.is_empty() {
+                // Chromium's QUIC refuses a certificate from a root it does not know unless
+                // the host is named in --origin-to-force-quic-on (the SPKI list alone is not
+                // enough there, unlike over TCP). Naming the host with another port lets
+                // QUIC trust the key the SPKI list names without forcing QUIC on the page's
+                // origin: HTTP/3 still has to be discovered through Alt-Svc.
+                let other = if port == 1 { 2 } else { 1 };
+                args.push(format!("--origin-to-force-quic-on={host}:{other}"));
+            }
+        }
     }
     if !(cfg.cpu_slowdown.is_finite() && (1.0..=100.0).contains(&cfg.cpu_slowdown)) {
         return Err(BrowserError::Config(format!(

@@ -135,8 +135,8 @@ pub fn speed_index(points: &[(f64, f64)]) -> Option<f64> {
 }
 
 /// The visual metrics of captured frames (sorted by time). The frame shown when the
-/// navigation started is the last one painted at or before 0 (or the first frame); the last
-/// frame is the page as it ended up.
+/// navigation started is the last one painted at or before 0 (without one: a blank white
+/// page, which every load here starts from); the last frame is the page as it ended up.
 pub(crate) fn analyse(frames: &[CapturedFrame]) -> VisualMetrics {
     let engine = base64::engine::general_purpose::STANDARD;
     let mut decoded: Vec<(&CapturedFrame, Histogram)> = Vec::new();
@@ -152,12 +152,15 @@ pub(crate) fn analyse(frames: &[CapturedFrame]) -> VisualMetrics {
         }
     }
     // Frames before the navigation show the previous page: only the latest of them counts.
-    let start = decoded
-        .iter()
-        .rposition(|(f, _)| f.at_ms <= 0.0)
-        .unwrap_or(0);
-    let decoded = &decoded[start..];
-    let (Some((_, first)), Some((_, last))) = (decoded.first(), decoded.last()) else {
+    // Without one, the tab showed what every load here starts from: about:blank, all white.
+    let start = decoded.iter().rposition(|(f, _)| f.at_ms <= 0.0);
+    let decoded = &decoded[start.unwrap_or(0)..];
+    let blank = Histogram::from_rgb(&[]);
+    let first = match start {
+        Some(_) => &decoded[0].1,
+        None => &blank,
+    };
+    let Some((_, last)) = decoded.last() else {
         return VisualMetrics {
             undecodable,
             ..VisualMetrics::default()
@@ -169,7 +172,6 @@ pub(crate) fn analyse(frames: &[CapturedFrame]) -> VisualMetrics {
         .collect();
     let first_visual_change_ms = decoded
         .iter()
-        .skip(1)
         .find(|(_, h)| h != first)
         .map(|(f, _)| f.at_ms.max(0.0));
     let complete_from = points
