@@ -82,8 +82,13 @@ pub struct Args {
     #[arg(long, value_name = "BASE64")]
     pub spki: Vec<String>,
     /// Slow the page's CPU down N times (Chromium's CPU throttling), N from 1 to 100.
-    #[arg(long, value_name = "N", default_value_t = 1.0)]
-    pub cpu_slowdown: f64,
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub cpu_slowdown: String,
     /// After each first view, load the page again in the same browser (cache and
     /// connections kept), as a returning visitor.
     #[arg(long)]
@@ -122,12 +127,18 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         .proto
         .parse()
         .map_err(|e: String| super::usage(format!("--proto: {e}")))?;
-    if !(args.cpu_slowdown.is_finite() && (1.0..=100.0).contains(&args.cpu_slowdown)) {
-        return Err(super::usage(format!(
-            "--cpu-slowdown {} must be a number from 1 to 100",
-            args.cpu_slowdown
-        )));
-    }
+    let cpu_slowdown = args
+        .cpu_slowdown
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && (1.0..=100.0).contains(n))
+        .ok_or_else(|| {
+            super::usage(format!(
+                "--cpu-slowdown `{}` must be a number from 1 to 100 (1: no slowdown)",
+                args.cpu_slowdown
+            ))
+        })?;
     if args.runs == 0 || args.runs > 1000 {
         return Err(super::usage("--runs must be from 1 to 1000"));
     }
@@ -183,7 +194,7 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         timeout,
         collect_har: args.har.is_some(),
         hxlab_bin,
-        cpu_slowdown: args.cpu_slowdown,
+        cpu_slowdown,
         repeat_view: args.repeat_view,
     })
 }
