@@ -681,6 +681,44 @@ mod tests {
     }
 
     #[test]
+    fn auto_forces_nothing_on_the_page_origin() {
+        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Protocol::Auto);
+        cfg.spki_sha256 = vec!["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=".into()];
+        let a = browser_args(&cfg).unwrap();
+        assert!(a.contains(&"--enable-quic".to_string()));
+        assert!(!a
+            .iter()
+            .any(|x| x == "--disable-http2" || x == "--disable-quic"));
+        // QUIC may trust the key for this host, but only another port is named.
+        let forced: Vec<&String> = a
+            .iter()
+            .filter(|x| x.starts_with("--origin-to-force-quic-on="))
+            .collect();
+        assert_eq!(forced, vec!["--origin-to-force-quic-on=127.0.0.1:1"]);
+        cfg.url = "https://127.0.0.1:1/".into();
+        let a = browser_args(&cfg).unwrap();
+        assert!(a.contains(&"--origin-to-force-quic-on=127.0.0.1:2".to_string()));
+        // Without a key to trust there is nothing to name.
+        cfg.spki_sha256.clear();
+        let a = browser_args(&cfg).unwrap();
+        assert!(!a.iter().any(|x| x.starts_with("--origin-to-force-quic-on")));
+        for bad in [0.5, f64::NAN, f64::INFINITY, 101.0] {
+            cfg.cpu_slowdown = bad;
+            assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
+        }
+        // Any protocol counts with auto.
+        let perf = json!({ "nav": { "responseStart": 5.0, "domContentLoadedEventStart": 8.0,
+            "loadEventStart": 9.0 }, "paint": [] });
+        let cfg = PageConfig::new("https://h/", Protocol::Auto);
+        let mixed = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "h3", 200, 8, 10.1),
+        ]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &mixed, &perf);
+        assert!(run.is_valid() && run.protocol_ok, "{:?}", run.flag);
+    }
+
+    #[test]
     fn maps_browser_protocol_names() {
         assert_eq!(Protocol::from_browser("http/1.1"), Some(Protocol::H1));
         assert_eq!(Protocol::from_browser("h2"), Some(Protocol::H2));

@@ -290,6 +290,48 @@ mod tests {
         assert!(m.filmstrip.is_empty());
     }
 
+    /// Two frames Chromium's screencast sent for hxlab's synthetic page: about:blank, then
+    /// the page with its heading.
+    const BLANK: &str = include_str!("testdata/frame-blank.jpg.b64");
+    const PAGE: &str = include_str!("testdata/frame-page.jpg.b64");
+
+    fn real(at_ms: f64, b64: &str) -> CapturedFrame {
+        CapturedFrame {
+            at_ms,
+            jpeg_base64: b64.trim().to_string(),
+        }
+    }
+
+    #[test]
+    fn real_frames_decode_and_give_the_speed_index() {
+        let m = analyse(&[
+            real(-12.0, BLANK),
+            real(-3.0, BLANK),
+            real(150.0, PAGE),
+            real(400.0, PAGE),
+        ]);
+        assert_eq!(m.undecodable, 0);
+        assert_eq!(m.speed_index_ms, Some(150.0));
+        assert_eq!(m.first_visual_change_ms, Some(150.0));
+        assert_eq!(m.visually_complete_ms, Some(150.0));
+        let strip: Vec<(f64, f64)> = m
+            .filmstrip
+            .iter()
+            .map(|f| (f.time_ms, f.progress_pct))
+            .collect();
+        assert_eq!(strip, vec![(0.0, 0.0), (200.0, 100.0)]);
+        // No frame before the navigation: the start is a blank white page.
+        let m = analyse(&[real(80.0, PAGE)]);
+        assert_eq!(m.speed_index_ms, Some(80.0));
+        let blank = Histogram::from_jpeg(
+            &base64::engine::general_purpose::STANDARD
+                .decode(BLANK.trim())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(blank, Histogram::from_rgb(&[]), "about:blank is all white");
+    }
+
     fn shown(times: &[f64]) -> Vec<CapturedFrame> {
         times
             .iter()

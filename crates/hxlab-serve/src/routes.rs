@@ -700,6 +700,9 @@ mod tests {
             "/page?n=100000",
             "/page?push=2",
             "/bytes/2T",
+            "/bytes/10?max_age=-1",
+            "/bytes/10?max_age=1h",
+            "/bytes/10?max_age=99999999999",
         ] {
             let r = get(&c, u);
             assert_eq!(r.status, StatusCode::BAD_REQUEST, "{u}");
@@ -710,6 +713,17 @@ mod tests {
                 "{u}: one line"
             );
         }
+    }
+
+    #[test]
+    fn bytes_may_be_made_cacheable() {
+        let c = ctx(None);
+        let r = get(&c, "/bytes/10?delay=5&max_age=3600");
+        assert_eq!((r.max_age, r.delay), (Some(3600), Duration::from_millis(5)));
+        let head = r.head(&c, true);
+        assert_eq!(head.headers()[CACHE_CONTROL], "max-age=3600");
+        let plain = get(&c, "/bytes/10").head(&c, true);
+        assert!(plain.headers().get(CACHE_CONTROL).is_none());
     }
 
     #[test]
