@@ -245,7 +245,7 @@ fn proto_auto_finds_http3_through_alt_svc() {
 }
 
 #[test]
-fn cpu_slowdown_is_recorded_and_bad_values_exit_2() {
+fn cpu_slowdown_slows_the_page_script_and_bad_values_exit_2() {
     for bad in ["0.5", "x", "nan", "inf", "-3", "101"] {
         let (code, _, err) = run_with_timeout(
             Command::new(hxlab()).args([
@@ -275,23 +275,53 @@ fn cpu_slowdown_is_recorded_and_bad_values_exit_2() {
         return;
     }
     let _one = browser_lock();
-    let tmp = TempDir::new("hxlab-pagemetrics-cpu");
-    let (code, json, err) = page(
-        tmp.path(),
-        &[
-            "--synthetic",
-            "n=2,size=1KiB,delay=0ms",
-            "--proto",
-            "h2",
-            "--runs",
-            "1",
-            "--cpu-slowdown",
-            "4",
-        ],
+    // A page whose parsing runs a fixed amount of script work before DOMContentLoaded.
+    let www = TempDir::new("hxlab-pagemetrics-www");
+    std::fs::write(
+        www.path().join("busy.html"),
+        "<!doctype html><html><body><h1>busy</h1><script>\n\
+         let x = 0; for (let i = 0; i < 40000000; i++) { x = (x + i * 7) % 1000003; }\n\
+         document.title = String(x);\n</script></body></html>\n",
+    )
+    .expect("write the page");
+    let www_arg = www.path().display().to_string();
+    let server = common::Server::start(&["--dir", &www_arg]);
+    let url = format!(
+        "https://{}/static/busy.html",
+        server.ready["tls"].as_str().unwrap_or("")
     );
-    assert_eq!(code, Some(0), "stderr: {err}");
-    assert_eq!(json["cpu_slowdown"], 4.0);
-    assert_eq!(json["runs"][0]["cpu_slowdown"], 4.0);
-    assert!(json["runs"][0]["repeat_view"].is_null());
+    let spki = server.ready["spki_sha256"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let tmp = TempDir::new("hxlab-pagemetrics-cpu");
+    let dcl = |slowdown: &str| {
+        let (code, json, err) = page(
+            tmp.path(),
+            &[
+                &url,
+                "--proto",
+                "h2",
+                "--spki",
+                &spki,
+                "--runs",
+                "1",
+                "--cpu-slowdown",
+                slowdown,
+            ],
+        );
+        assert_eq!(code, Some(0), "stderr: {err}");
+        let run = &json["runs"][0];
+        assert_eq!(run["cpu_slowdown"], slowdown.parse::<f64>().unwrap_or(0.0));
+        assert!(run["repeat_view"].is_null());
+        f(run, "dom_content_loaded_ms")
+    };
+    let normal = dcl("1");
+    let slowed = dcl("6");
+    assert!(
+        slowed > 2.0 * normal,
+        "6× CPU slowdown: DOMContentLoaded {slowed} ms against {normal} ms without"
+    );
+    drop(server);
     assert_no_browser_left(tmp.path());
 }
