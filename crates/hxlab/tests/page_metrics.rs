@@ -325,3 +325,70 @@ fn cpu_slowdown_slows_the_page_script_and_bad_values_exit_2() {
     drop(server);
     assert_no_browser_left(tmp.path());
 }
+
+/// A page that paints in steps after its load event: a dark heading at once, a red block at
+/// 300 ms, and at 600 ms a green block inserted on top that pushes everything down.
+const STEPS_PAGE: &str = "<!doctype html><html><body style=\"margin:0\">\n\
+<h1 style=\"margin:0;height:200px;background:#000;color:#fff\">step one</h1>\n\
+<div id=\"b\" style=\"height:200px\"></div><div style=\"height:200px;background:#00c\"></div>\n\
+<script>\n\
+setTimeout(() => { document.getElementById('b').style.background = '#c00'; }, 300);\n\
+setTimeout(() => { const s = document.createElement('div'); s.style.height = '150px';\n\
+  s.style.background = '#0a0'; document.body.insertBefore(s, document.body.firstChild); }, 600);\n\
+</script></body></html>\n";
+
+#[test]
+fn a_page_painting_in_steps_has_speed_index_between_its_first_and_last_change() {
+    if require_peer("chromium").is_none() {
+        return;
+    }
+    let _one = browser_lock();
+    let www = TempDir::new("hxlab-pagemetrics-steps");
+    std::fs::write(www.path().join("steps.html"), STEPS_PAGE).expect("write the page");
+    let www_arg = www.path().display().to_string();
+    let server = common::Server::start(&["--dir", &www_arg]);
+    let url = format!(
+        "https://{}/static/steps.html",
+        server.ready["tls"].as_str().unwrap_or("")
+    );
+    let spki = server.ready["spki_sha256"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let tmp = TempDir::new("hxlab-pagemetrics-steps-run");
+    let (code, json, err) = page(
+        tmp.path(),
+        &[&url, "--proto", "h2", "--spki", &spki, "--runs", "1"],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let run = &json["runs"][0];
+    let fcp = f(run, "fcp_ms");
+    let first_change = f(run, "first_visual_change_ms");
+    let complete = f(run, "visually_complete_ms");
+    let si = f(run, "speed_index_ms");
+    assert!(
+        (first_change - fcp).abs() <= FRAME_SLACK_MS,
+        "first visual change {first_change} ms, FCP {fcp} ms"
+    );
+    assert!(complete >= 550.0, "visually complete at {complete} ms");
+    assert!(
+        si > first_change + 50.0 && si < complete - 50.0,
+        "Speed Index {si} not inside ({first_change}, {complete})"
+    );
+    // The filmstrip shows the steps with growing progress, ending complete.
+    let progress: Vec<f64> = run["filmstrip"]
+        .as_array()
+        .expect("filmstrip")
+        .iter()
+        .map(|fr| f(fr, "progress_pct"))
+        .collect();
+    assert!(progress.len() >= 3, "filmstrip {progress:?}");
+    assert_eq!(progress.last(), Some(&100.0));
+    assert!(progress[0] < 100.0 && progress[1] < 100.0, "{progress:?}");
+    // The inserted block moved the heading and the blocks: a layout shift without input.
+    let cls = f(run, "cls");
+    assert!(cls > 0.05, "CLS {cls}");
+    assert!(f(run, "lcp_ms") >= fcp);
+    drop(server);
+    assert_no_browser_left(tmp.path());
+}
