@@ -13,6 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A single message larger than this is refused (a page load's largest is a few KiB).
 const MAX_MESSAGE: usize = 32 * 1024 * 1024;
+/// Bytes read from the pipe at a time.
+const READ_CHUNK: usize = 64 * 1024;
 /// Events queued while waiting for an answer; a page load produces a few per resource.
 const MAX_QUEUED_EVENTS: usize = 200_000;
 
@@ -28,6 +30,7 @@ pub(crate) struct Cdp {
     pipe: DevtoolsPipe,
     next_id: u64,
     buf: Vec<u8>,
+    chunk: Vec<u8>,
     events: VecDeque<Event>,
 }
 
@@ -36,7 +39,8 @@ impl Cdp {
         Cdp {
             pipe,
             next_id: 1,
-            buf: Vec::with_capacity(64 * 1024),
+            buf: Vec::with_capacity(READ_CHUNK),
+            chunk: vec![0; READ_CHUNK],
             events: VecDeque::new(),
         }
     }
@@ -121,11 +125,13 @@ impl Cdp {
                     "DevTools message larger than 32 MiB".into(),
                 ));
             }
-            let mut chunk = [0u8; 64 * 1024];
+            // A heap chunk: a 64 KiB array here would live in every future that awaits a
+            // message, and nested futures would outgrow a thread's stack. Cancelling the read
+            // (a timeout) leaves `buf` untouched.
             let n = self
                 .pipe
                 .from_browser
-                .read(&mut chunk)
+                .read(&mut self.chunk)
                 .await
                 .map_err(|e| BrowserError::Crashed(format!("reading from the browser: {e}")))?;
             if n == 0 {
@@ -133,7 +139,7 @@ impl Cdp {
                     "the browser closed the DevTools pipe".into(),
                 ));
             }
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
 }

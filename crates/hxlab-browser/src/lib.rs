@@ -21,11 +21,15 @@ mod load;
 mod process;
 mod result;
 mod summary;
+mod view;
+mod visual;
+mod vitals;
 mod waterfall;
 
 pub use load::{find_chromium, load_page, load_page_async};
 pub use process::Launcher;
 pub use summary::{summarize, MetricSummary, PageSummary};
+pub use visual::{speed_index, visual_progress, FilmstripFrame, Histogram, MAX_FILMSTRIP_FRAMES};
 
 use hxlab_core::waterfall::Phases;
 use serde::{Deserialize, Serialize};
@@ -36,7 +40,7 @@ use std::time::Duration;
 /// The first Chromium major version that ignores HTTP/2 server push (push was removed in 106).
 pub const PUSH_REMOVED_IN: u32 = 106;
 
-/// HTTP version a page load is forced to use.
+/// HTTP version a page load is forced to use, or `Auto`: none forced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -46,15 +50,19 @@ pub enum Protocol {
     H2,
     /// HTTP/3 over QUIC.
     H3,
+    /// Nothing forced: the browser negotiates as it does in the wild (ALPN over TCP, HTTP/3
+    /// once an `Alt-Svc` header advertised it); every protocol it uses counts.
+    Auto,
 }
 
 impl Protocol {
-    /// The short name users type: `h1`, `h2`, `h3`.
+    /// The short name users type: `h1`, `h2`, `h3`, `auto`.
     pub fn as_str(self) -> &'static str {
         match self {
             Protocol::H1 => "h1",
             Protocol::H2 => "h2",
             Protocol::H3 => "h3",
+            Protocol::Auto => "auto",
         }
     }
 
@@ -87,7 +95,8 @@ impl std::str::FromStr for Protocol {
             "h1" | "http1" | "http/1.1" => Ok(Protocol::H1),
             "h2" | "http2" => Ok(Protocol::H2),
             "h3" | "http3" => Ok(Protocol::H3),
-            _ => Err(format!("unknown protocol `{s}`: use h1, h2 or h3")),
+            "auto" => Ok(Protocol::Auto),
+            _ => Err(format!("unknown protocol `{s}`: use h1, h2, h3 or auto")),
         }
     }
 }
@@ -116,6 +125,11 @@ pub struct PageConfig {
     pub collect_bodies: bool,
     /// How to start the browser (e.g. inside a network namespace); `None`: a plain child.
     pub launcher: Option<Launcher>,
+    /// CPU slowdown factor (`Emulation.setCPUThrottlingRate`); 1: none.
+    pub cpu_slowdown: f64,
+    /// After the first view, load the page again in the same browser (cache and connections
+    /// kept) into [`PageRun::repeat_view`].
+    pub repeat_view: bool,
 }
 
 impl PageConfig {
@@ -132,6 +146,8 @@ impl PageConfig {
             collect_har: false,
             collect_bodies: false,
             launcher: None,
+            cpu_slowdown: 1.0,
+            repeat_view: false,
         }
     }
 }
@@ -151,6 +167,8 @@ impl std::fmt::Debug for PageConfig {
             .field("protocol", &self.protocol)
             .field("chromium", &self.chromium)
             .field("timeout", &self.timeout)
+            .field("cpu_slowdown", &self.cpu_slowdown)
+            .field("repeat_view", &self.repeat_view)
             .field("launcher", &self.launcher.is_some())
             .finish_non_exhaustive()
     }
@@ -184,6 +202,10 @@ pub struct ResourceTiming {
     /// Served from a preload the browser started on a 103 Early Hints response.
     #[serde(default)]
     pub from_early_hints: bool,
+    /// Served from the browser's memory or disk cache (a repeat view's cached resources);
+    /// `protocol` is then the one the cached response originally came over.
+    #[serde(default)]
+    pub from_cache: bool,
     /// Why it failed, if it did.
     pub error: Option<String>,
     /// Its phases (queued, DNS, connect, TLS, request, wait, download) in ms after the
@@ -193,9 +215,27 @@ pub struct ResourceTiming {
     pub phases: Phases,
 }
 
+/// Which load of the page in one browser a [`PageRun`] is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum View {
+    /// A fresh browser, empty cache, no connections.
+    #[default]
+    First,
+    /// The same page again in the same browser: its cache and open connections kept.
+    Repeat,
+}
+
+fn no_slowdown() -> f64 {
+    1.0
+}
+
 /// One page load's measurements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageRun {
+    /// First or repeat view.
+    #[serde(default)]
+    pub view: View,
     /// The page loaded.
     pub url: String,
     /// The protocol asked for.
@@ -220,6 +260,28 @@ pub struct PageRun {
     pub load_ms: f64,
     /// First contentful paint, ms; `None` if the browser painted nothing measurable.
     pub fcp_ms: Option<f64>,
+    /// Largest contentful paint (the last `largest-contentful-paint` entry), ms.
+    #[serde(default)]
+    pub lcp_ms: Option<f64>,
+    /// Cumulative layout shift (largest session window, shifts after input left out).
+    #[serde(default)]
+    pub cls: Option<f64>,
+    /// Speed Index from the painted frames, ms (see `visual_progress`).
+    #[serde(default)]
+    pub speed_index_ms: Option<f64>,
+    /// The first painted frame that differs from the blank start, ms.
+    #[serde(default)]
+    pub first_visual_change_ms: Option<f64>,
+    /// The frame from which on the page looked as it ended up, ms.
+    #[serde(default)]
+    pub visually_complete_ms: Option<f64>,
+    /// What the page showed over time: one frame per change at fixed ticks (at most
+    /// [`MAX_FILMSTRIP_FRAMES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filmstrip: Vec<FilmstripFrame>,
+    /// CPU slowdown the page ran under (1: none).
+    #[serde(default = "no_slowdown")]
+    pub cpu_slowdown: f64,
     /// Distinct connections the responses came over.
     pub connections: u32,
     /// Bytes received on the wire for all resources.
@@ -240,6 +302,10 @@ pub struct PageRun {
     /// HAR 1.2 log of this run, when [`PageConfig::collect_har`] was set.
     #[serde(skip)]
     pub har: Option<serde_json::Value>,
+    /// The repeat view of this page load, when [`PageConfig::repeat_view`] was set (this run
+    /// is then the first view).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_view: Option<Box<PageRun>>,
 }
 
 impl PageRun {

@@ -3,7 +3,8 @@
 
 use crate::cdp::{Cdp, Event};
 use crate::process::BrowserProcess;
-use crate::{BrowserError, PageConfig, PageRun, Protocol, ResourceTiming};
+use crate::view::{self, Tab};
+use crate::{vitals, BrowserError, PageConfig, PageRun, Protocol, ResourceTiming, View};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,28 +12,6 @@ use std::time::Duration;
 
 /// How long the browser gets to exit after `Browser.close` before its group is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
-
-/// How long requests may stay open after the load event before they count as unfinished.
-const AFTER_LOAD_SETTLE: Duration = Duration::from_secs(5);
-
-/// Reads navigation and paint timing once the load event has ended and the first contentful
-/// paint is known (or 3 s have passed: a page may paint nothing contentful).
-const TIMING_SCRIPT: &str = r#"new Promise(resolve => {
-  const t0 = performance.now();
-  (function check() {
-    const nav = performance.getEntriesByType('navigation')[0];
-    const paint = performance.getEntriesByType('paint');
-    const fcp = paint.find(p => p.name === 'first-contentful-paint');
-    if ((nav && nav.loadEventEnd > 0 && fcp) || performance.now() - t0 > 3000) {
-      resolve(JSON.stringify({
-        nav: nav ? nav.toJSON() : null,
-        paint: paint.map(p => ({ name: p.name, startTime: p.startTime })),
-      }));
-    } else {
-      setTimeout(check, 10);
-    }
-  })();
-})"#;
 
 /// Loads one page, blocking the calling thread. Safe to call from inside a tokio runtime (it
 /// then runs on a helper thread with its own runtime). The browser is gone and its profile
@@ -160,6 +139,25 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
             args.push("--enable-quic".into());
             args.push(format!("--origin-to-force-quic-on={host}:{port}"));
         }
+        // QUIC allowed, never forced: HTTP/3 only where an Alt-Svc header offers it.
+        Protocol::Auto => {
+            args.push("--enable-quic".into());
+            if scheme == "https" && !cfg.spki_sha256.is_empty() {
+                // Chromium's QUIC refuses a certificate from a root it does not know unless
+                // the host is named in --origin-to-force-quic-on (the SPKI list alone is not
+                // enough there, unlike over TCP). Naming the host with another port lets
+                // QUIC trust the key the SPKI list names without forcing QUIC on the page's
+                // origin: HTTP/3 still has to be discovered through Alt-Svc.
+                let other = if port == 1 { 2 } else { 1 };
+                args.push(format!("--origin-to-force-quic-on={host}:{other}"));
+            }
+        }
+    }
+    if !(cfg.cpu_slowdown.is_finite() && (1.0..=100.0).contains(&cfg.cpu_slowdown)) {
+        return Err(BrowserError::Config(format!(
+            "CPU slowdown {} must be a number from 1 to 100",
+            cfg.cpu_slowdown
+        )));
     }
     let spki: Vec<&str> = cfg
         .spki_sha256
@@ -241,6 +239,8 @@ pub(crate) struct RequestRecord {
     pub error: Option<String>,
     /// The response body as DevTools gave it: (text, base64-encoded).
     pub body: Option<(String, bool)>,
+    /// `Network.requestServedFromCache` came for it (the memory or disk cache answered).
+    pub served_from_cache: bool,
 }
 
 impl RequestRecord {
@@ -326,6 +326,11 @@ impl Collected {
                     r.finished.get_or_insert(num(p, "timestamp"));
                 }
             }
+            "Network.requestServedFromCache" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    self.records[i].served_from_cache = true;
+                }
+            }
             "Network.responseReceivedEarlyHints" => self.early_hints += 1,
             "Page.domContentEventFired" => self.dcl_fired = true,
             "Page.loadEventFired" => self.load_fired = true,
@@ -345,7 +350,7 @@ impl Collected {
 
     /// Reads the body of a request that just finished; a body DevTools no longer has (or
     /// beyond the total cap) is left out, and the HAR then says so by having no text.
-    async fn fetch_body(
+    pub(crate) async fn fetch_body(
         &mut self,
         cdp: &mut Cdp,
         params: &Value,
@@ -385,13 +390,13 @@ impl Collected {
         }
     }
 
-    fn mark_unfinished(&mut self) {
+    pub(crate) fn mark_unfinished(&mut self) {
         for r in self.records.iter_mut().filter(|r| !r.done()) {
             r.error = Some("unfinished when the page had loaded".into());
         }
     }
 
-    fn all_done(&self) -> bool {
+    pub(crate) fn all_done(&self) -> bool {
         self.records.iter().all(RequestRecord::done)
     }
 }
@@ -440,69 +445,53 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError>
     let s = Some(session.as_str());
     cdp.call("Network.enable", json!({}), s).await?;
     cdp.call("Page.enable", json!({}), s).await?;
-
-    let nav = cdp
-        .call("Page.navigate", json!({ "url": cfg.url }), s)
-        .await?;
-    if let Some(err) = nav.get("errorText").and_then(Value::as_str) {
-        if !err.is_empty() {
-            return Err(BrowserError::Navigation(format!("{err} ({})", cfg.url)));
-        }
-    }
-
-    let mut seen = Collected::default();
-    // Requests still open this long after the load event (long polls, stuck streams) are
-    // recorded as unfinished instead of holding the run until its timeout.
-    let mut settle_deadline: Option<tokio::time::Instant> = None;
-    while !(seen.load_fired && seen.all_done()) {
-        if seen.load_fired && settle_deadline.is_none() {
-            settle_deadline = Some(tokio::time::Instant::now() + AFTER_LOAD_SETTLE);
-        }
-        let e = match settle_deadline {
-            Some(d) => match tokio::time::timeout_at(d, cdp.next_event()).await {
-                Ok(e) => e?,
-                Err(_) => {
-                    seen.mark_unfinished();
-                    break;
-                }
-            },
-            None => cdp.next_event().await?,
-        };
-        if e.session_id.as_deref() == s {
-            seen.on_event(&e)?;
-            if cfg.collect_bodies && e.method == "Network.loadingFinished" {
-                seen.fetch_body(cdp, &e.params, s).await?;
-            }
-        } else if e.method == "Target.targetCrashed" || e.method == "Target.detachedFromTarget" {
-            let id = e.params.get("targetId").and_then(Value::as_str);
-            if id == Some(target_id.as_str()) || e.method == "Target.detachedFromTarget" {
-                return Err(BrowserError::Crashed(format!("page target: {}", e.method)));
-            }
-        }
-    }
-
-    let timing = cdp
-        .call(
-            "Runtime.evaluate",
-            json!({ "expression": TIMING_SCRIPT, "awaitPromise": true, "returnByValue": true }),
+    cdp.call(
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": vitals::OBSERVER_SCRIPT }),
+        s,
+    )
+    .await?;
+    if cfg.cpu_slowdown > 1.0 {
+        cdp.call(
+            "Emulation.setCPUThrottlingRate",
+            json!({ "rate": cfg.cpu_slowdown }),
             s,
         )
         .await?;
-    if let Some(exc) = timing.get("exceptionDetails") {
-        return Err(BrowserError::Protocol(format!(
-            "reading performance timing: {}",
-            str_of(exc, "text")
-        )));
     }
-    let text = timing
-        .get("result")
-        .and_then(|r| r.get("value"))
-        .and_then(Value::as_str)
-        .unwrap_or("{}");
-    let perf: Value = serde_json::from_str(text)
-        .map_err(|e| BrowserError::Protocol(format!("performance timing: {e}")))?;
+    let tab = Tab {
+        session: &session,
+        target_id: &target_id,
+    };
+    let first = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
+    let mut run = build_view(cfg, &browser, browser_major, &first, View::First);
+    if cfg.repeat_view {
+        view::blank(cdp, &tab).await?;
+        let repeat = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
+        let repeat = build_view(cfg, &browser, browser_major, &repeat, View::Repeat);
+        run.repeat_view = Some(Box::new(repeat));
+    }
+    Ok(run)
+}
 
-    Ok(build_run(cfg, browser, browser_major, &seen, &perf))
+/// One view's run: the resources and timings, then the page metrics.
+fn build_view(
+    cfg: &PageConfig,
+    browser: &str,
+    browser_major: u32,
+    data: &view::ViewData,
+    which: View,
+) -> PageRun {
+    let mut run = build_run(
+        cfg,
+        browser.to_string(),
+        browser_major,
+        &data.seen,
+        &data.perf,
+    );
+    run.view = which;
+    view::add_page_metrics(&mut run, &data.perf, &data.frames);
+    run
 }
 
 pub(crate) fn build_run(
@@ -539,6 +528,7 @@ pub(crate) fn build_run(
         .then(|| crate::har::build(&browser, &cfg.url, &seen.records, &nav, fcp_ms));
 
     PageRun {
+        view: View::First,
         url: cfg.url.clone(),
         requested_protocol: cfg.protocol,
         browser,
@@ -551,6 +541,13 @@ pub(crate) fn build_run(
         dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
         load_ms: num(&nav, "loadEventStart"),
         fcp_ms,
+        lcp_ms: None,
+        cls: None,
+        speed_index_ms: None,
+        first_visual_change_ms: None,
+        visually_complete_ms: None,
+        filmstrip: Vec::new(),
+        cpu_slowdown: cfg.cpu_slowdown,
         connections: t.connections.len() as u32,
         bytes: t.bytes,
         resources_loaded: t.loaded,
@@ -560,6 +557,7 @@ pub(crate) fn build_run(
         early_hint_preloads_used: t.early_hint_preloads_used,
         resources,
         har,
+        repeat_view: None,
     }
 }
 
@@ -589,7 +587,9 @@ impl Tally {
             .unwrap_or(0.0) as u64;
         if resp.is_some() {
             *self.protocols.entry(protocol.clone()).or_default() += 1;
-            if Protocol::from_browser(&protocol) != Some(cfg.protocol) {
+            if cfg.protocol != Protocol::Auto
+                && Protocol::from_browser(&protocol) != Some(cfg.protocol)
+            {
                 self.protocol_ok = false;
             }
             if connection_id != 0 {
@@ -644,6 +644,11 @@ impl Tally {
             encoded_bytes: r.encoded_bytes,
             body_bytes: r.data_decoded,
             from_early_hints,
+            from_cache: r.served_from_cache
+                || resp
+                    .and_then(|v| v.get("fromDiskCache"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
             error: r.error.clone(),
             phases: crate::waterfall::phases(r, nav_start),
         }
@@ -722,6 +727,44 @@ mod tests {
         assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
         let cfg = PageConfig::new("http://127.0.0.1:9/", Protocol::H3);
         assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
+    }
+
+    #[test]
+    fn auto_forces_nothing_on_the_page_origin() {
+        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Protocol::Auto);
+        cfg.spki_sha256 = vec!["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=".into()];
+        let a = browser_args(&cfg).unwrap();
+        assert!(a.contains(&"--enable-quic".to_string()));
+        assert!(!a
+            .iter()
+            .any(|x| x == "--disable-http2" || x == "--disable-quic"));
+        // QUIC may trust the key for this host, but only another port is named.
+        let forced: Vec<&String> = a
+            .iter()
+            .filter(|x| x.starts_with("--origin-to-force-quic-on="))
+            .collect();
+        assert_eq!(forced, vec!["--origin-to-force-quic-on=127.0.0.1:1"]);
+        cfg.url = "https://127.0.0.1:1/".into();
+        let a = browser_args(&cfg).unwrap();
+        assert!(a.contains(&"--origin-to-force-quic-on=127.0.0.1:2".to_string()));
+        // Without a key to trust there is nothing to name.
+        cfg.spki_sha256.clear();
+        let a = browser_args(&cfg).unwrap();
+        assert!(!a.iter().any(|x| x.starts_with("--origin-to-force-quic-on")));
+        for bad in [0.5, f64::NAN, f64::INFINITY, 101.0] {
+            cfg.cpu_slowdown = bad;
+            assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
+        }
+        // Any protocol counts with auto.
+        let perf = json!({ "nav": { "responseStart": 5.0, "domContentLoadedEventStart": 8.0,
+            "loadEventStart": 9.0 }, "paint": [] });
+        let cfg = PageConfig::new("https://h/", Protocol::Auto);
+        let mixed = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://h/a", "h3", 200, 8, 10.1),
+        ]);
+        let run = build_run(&cfg, "Chromium 156.0".into(), 156, &mixed, &perf);
+        assert!(run.is_valid() && run.protocol_ok, "{:?}", run.flag);
     }
 
     #[test]

@@ -9,8 +9,9 @@ impl PageRun {
     /// This run as a [`RunResult`]: one "request" per resource, `duration_s` = the load event,
     /// latency/ttfb histograms from the per-resource timings, connections and negotiated
     /// protocols per browser connection. The page metrics go into `config.extra`
-    /// (`workload=browser`, `ttfb_ms`, `dom_content_loaded_ms`, `load_ms`, `fcp_ms`, `browser`,
-    /// and `flag` when the run must not count).
+    /// (`workload=browser`, `ttfb_ms`, `dom_content_loaded_ms`, `load_ms`, `fcp_ms`, `lcp_ms`,
+    /// `cls`, `speed_index_ms`, `cpu_slowdown` when above 1, `browser`, and `flag` when the
+    /// run must not count). A repeat view is not part of it: it is a run of its own.
     pub fn to_run_result(&self) -> RunResult {
         let mut r = RunResult {
             schema: SCHEMA_VERSION,
@@ -27,10 +28,18 @@ impl PageRun {
             ("dom_content_loaded_ms", Some(self.dom_content_loaded_ms)),
             ("load_ms", Some(self.load_ms)),
             ("fcp_ms", self.fcp_ms),
+            ("lcp_ms", self.lcp_ms),
+            ("speed_index_ms", self.speed_index_ms),
         ] {
             if let Some(v) = v {
                 extra.insert(k.to_string(), format!("{v:.3}"));
             }
+        }
+        if let Some(cls) = self.cls {
+            extra.insert("cls".to_string(), format!("{cls:.4}"));
+        }
+        if self.cpu_slowdown > 1.0 {
+            extra.insert("cpu_slowdown".to_string(), self.cpu_slowdown.to_string());
         }
         if let Some(f) = &self.flag {
             extra.insert("flag".to_string(), f.clone());
@@ -104,6 +113,7 @@ mod tests {
             encoded_bytes: 120,
             body_bytes: 100,
             from_early_hints: false,
+            from_cache: false,
             error: error.map(str::to_string),
             phases: Default::default(),
         }
@@ -112,6 +122,7 @@ mod tests {
     #[test]
     fn a_page_run_becomes_a_run_result() {
         let run = PageRun {
+            view: crate::View::First,
             url: "https://h/".into(),
             requested_protocol: Protocol::H2,
             browser: "Chromium 156.0".into(),
@@ -124,6 +135,13 @@ mod tests {
             dom_content_loaded_ms: 8.0,
             load_ms: 250.0,
             fcp_ms: Some(9.0),
+            lcp_ms: None,
+            cls: None,
+            speed_index_ms: None,
+            first_visual_change_ms: None,
+            visually_complete_ms: None,
+            filmstrip: Vec::new(),
+            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 360,
             resources_loaded: 2,
@@ -137,11 +155,26 @@ mod tests {
                 resource(0, 0, Some("net::ERR_ABORTED")),
             ],
             har: None,
+            repeat_view: None,
         };
         let r = run.to_run_result();
         assert_eq!(r.config.protocol, "h2");
         assert_eq!(r.config.extra["workload"], "browser");
         assert_eq!(r.config.extra["load_ms"], "250.000");
+        assert!(!r.config.extra.contains_key("lcp_ms"));
+        let mut with_vitals = run.clone();
+        with_vitals.lcp_ms = Some(40.0);
+        with_vitals.cls = Some(0.125);
+        with_vitals.speed_index_ms = Some(35.5);
+        let extra = with_vitals.to_run_result().config.extra;
+        assert_eq!(
+            (&extra["lcp_ms"], &extra["cls"], &extra["speed_index_ms"]),
+            (
+                &"40.000".to_string(),
+                &"0.1250".to_string(),
+                &"35.500".to_string()
+            )
+        );
         assert_eq!(
             (
                 r.requests_started,

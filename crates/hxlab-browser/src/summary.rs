@@ -30,7 +30,8 @@ pub struct PageSummary {
     pub valid_runs: usize,
     /// Runs left out, with why ("run 3: asked for h3 but the browser used 31×h2").
     pub left_out: Vec<String>,
-    /// Metrics by name: ttfb_ms, dom_content_loaded_ms, load_ms, fcp_ms, connections, bytes,
+    /// Metrics by name: ttfb_ms, dom_content_loaded_ms, load_ms, fcp_ms, lcp_ms, cls,
+    /// speed_index_ms, first_visual_change_ms, visually_complete_ms, connections, bytes,
     /// resources_loaded. Missing when no valid run had it.
     pub metrics: BTreeMap<String, MetricSummary>,
 }
@@ -62,11 +63,16 @@ pub fn summarize(runs: &[PageRun]) -> PageSummary {
         .filter_map(|(i, r)| r.flag.as_ref().map(|f| format!("run {}: {f}", i + 1)))
         .collect();
     type Getter = fn(&PageRun) -> Option<f64>;
-    let getters: [(&str, Getter); 7] = [
+    let getters: [(&str, Getter); 12] = [
         ("ttfb_ms", |r| Some(r.ttfb_ms)),
         ("dom_content_loaded_ms", |r| Some(r.dom_content_loaded_ms)),
         ("load_ms", |r| Some(r.load_ms)),
         ("fcp_ms", |r| r.fcp_ms),
+        ("lcp_ms", |r| r.lcp_ms),
+        ("cls", |r| r.cls),
+        ("speed_index_ms", |r| r.speed_index_ms),
+        ("first_visual_change_ms", |r| r.first_visual_change_ms),
+        ("visually_complete_ms", |r| r.visually_complete_ms),
         ("connections", |r| Some(f64::from(r.connections))),
         ("bytes", |r| Some(r.bytes as f64)),
         ("resources_loaded", |r| Some(f64::from(r.resources_loaded))),
@@ -93,6 +99,7 @@ mod tests {
 
     fn run(load: f64, flag: Option<&str>) -> PageRun {
         PageRun {
+            view: crate::View::First,
             url: "https://127.0.0.1/".into(),
             requested_protocol: Protocol::H2,
             browser: "Chromium 156".into(),
@@ -105,6 +112,13 @@ mod tests {
             dom_content_loaded_ms: 2.0,
             load_ms: load,
             fcp_ms: None,
+            lcp_ms: None,
+            cls: None,
+            speed_index_ms: None,
+            first_visual_change_ms: None,
+            visually_complete_ms: None,
+            filmstrip: Vec::new(),
+            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 100,
             resources_loaded: 3,
@@ -114,6 +128,7 @@ mod tests {
             early_hint_preloads_used: 0,
             resources: Vec::new(),
             har: None,
+            repeat_view: None,
         }
     }
 

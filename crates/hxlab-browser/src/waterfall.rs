@@ -69,7 +69,7 @@ pub(crate) fn phases(r: &RequestRecord, nav_start: f64) -> Phases {
 
 impl PageRun {
     /// This run as a [`Waterfall`]: one row per resource in request order, with the marks
-    /// TTFB, FCP, DCL and load that the browser measured.
+    /// TTFB, FCP, LCP, DCL and load that the browser measured.
     pub fn waterfall(&self) -> Waterfall {
         let rows = self
             .resources
@@ -92,6 +92,7 @@ impl PageRun {
         let marks = [
             ("TTFB", Some(self.ttfb_ms)),
             ("FCP", self.fcp_ms),
+            ("LCP", self.lcp_ms),
             ("DCL", Some(self.dom_content_loaded_ms)),
             ("load", Some(self.load_ms)),
         ]

@@ -177,7 +177,7 @@ impl WaterfallRow {
 /// A page milestone drawn across the rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Mark {
-    /// Short name: "TTFB", "FCP", "DCL", "load".
+    /// Short name: "TTFB", "FCP", "LCP", "DCL", "load".
     pub name: String,
     /// When it happened, ms since the navigation started.
     pub at_ms: f64,
@@ -190,7 +190,7 @@ pub struct Waterfall {
     pub url: String,
     /// One row per resource, in request order.
     pub rows: Vec<WaterfallRow>,
-    /// The page's milestones, in the order TTFB, FCP, DCL, load (those that are known).
+    /// The page's milestones, in the order TTFB, FCP, LCP, DCL, load (those that are known).
     pub marks: Vec<Mark>,
 }
 

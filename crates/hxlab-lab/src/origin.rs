@@ -130,7 +130,7 @@ impl Drop for Origin {
 /// each sub-resource waits `delay` at the origin and the browser reads every body to the end
 /// (it abandons `<img>` bodies that do not decode, which would cut the transfer short).
 pub fn synthetic_page_html(n: u64, size: u64, delay: Duration) -> String {
-    synthetic_page_html_on(n, size, delay, None)
+    synthetic_page_html_with(n, size, delay, None, None)
 }
 
 /// [`synthetic_page_html`] with every second resource (the odd ones) taken from
@@ -141,7 +141,34 @@ pub fn synthetic_page_html_on(
     delay: Duration,
     second_origin: Option<&str>,
 ) -> String {
+    synthetic_page_html_with(n, size, delay, second_origin, None)
+}
+
+/// [`synthetic_page_html`] whose sub-resources the browser may cache for `max_age_s`
+/// seconds (`/bytes/N?max_age=S`, answered with `Cache-Control: max-age=S`); `None`: no
+/// caching header, as [`synthetic_page_html`].
+pub fn synthetic_page_html_cached(
+    n: u64,
+    size: u64,
+    delay: Duration,
+    max_age_s: Option<u64>,
+) -> String {
+    synthetic_page_html_with(n, size, delay, None, max_age_s)
+}
+
+/// The synthetic page with both options: a second origin for the odd resources, and a
+/// cache lifetime for every resource.
+pub fn synthetic_page_html_with(
+    n: u64,
+    size: u64,
+    delay: Duration,
+    second_origin: Option<&str>,
+    max_age_s: Option<u64>,
+) -> String {
     let ms = delay.as_secs_f64() * 1000.0;
+    let cache = max_age_s
+        .map(|s| format!("&amp;max_age={s}"))
+        .unwrap_or_default();
     let mut html = format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab synthetic page</title></head><body>\n\
          <h1>hxlab synthetic page</h1>\n<p>{n} resources of {size} bytes, each delayed {ms} ms at the origin</p>\n"
@@ -152,7 +179,7 @@ pub fn synthetic_page_html_on(
             _ => "",
         };
         html.push_str(&format!(
-            "<script async src=\"{base}/bytes/{size}?delay={ms}&amp;r={i}\"></script>\n"
+            "<script async src=\"{base}/bytes/{size}?delay={ms}{cache}&amp;r={i}\"></script>\n"
         ));
     }
     html.push_str("</body></html>\n");

@@ -2,7 +2,7 @@
 //! [`Origin`] of our own), the emulated link the browser sits behind, and what a series of
 //! runs adds up to. The command line only maps its flags onto [`PageOptions`] and prints.
 
-use crate::origin::{loopback_to, synthetic_page_html_on, temp_dir, Origin, OriginOptions};
+use crate::origin::{loopback_to, synthetic_page_html_with, temp_dir, Origin, OriginOptions};
 use hxlab_browser::{Launcher, PageConfig, PageRun, PageSummary, Protocol};
 use hxlab_link::{Link, LinkConfig};
 use serde_json::{json, Value};
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The synthetic page: `n` sub-resources of `size` bytes, each delayed by `delay` at the
-/// origin.
+/// origin, cacheable for `cache` when set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Synthetic {
     /// Sub-resources.
@@ -23,20 +23,25 @@ pub struct Synthetic {
     /// Hostnames the page uses: 1 (the origin's address) or 2 (`a.hxlab.test` serves the
     /// page and the even resources, `b.hxlab.test` the odd ones; both mapped to the origin).
     pub origins: u8,
+    /// How long the browser may cache each sub-resource (`Cache-Control: max-age`); `None`:
+    /// not cacheable.
+    pub cache: Option<Duration>,
 }
 
 /// The hostnames of a two-origin synthetic page.
 pub const SYNTHETIC_HOSTS: [&str; 2] = ["a.hxlab.test", "b.hxlab.test"];
 
 impl Synthetic {
-    /// Parses `n=RESOURCES,size=SIZE,delay=DURATION,origins=1|2` (any subset; defaults n=30,
-    /// size=100KiB, delay=10ms, origins=1). The error is one line, without the flag's name.
+    /// Parses `n=RESOURCES,size=SIZE,delay=DURATION,origins=1|2,cache=DURATION` (any
+    /// subset; defaults n=30, size=100KiB, delay=10ms, origins=1, no cache). The error is one
+    /// line, without the flag's name.
     pub fn parse(spec: &str) -> Result<Synthetic, String> {
         let mut s = Synthetic {
             n: 30,
             size: 100 * 1024,
             delay: Duration::from_millis(10),
             origins: 1,
+            cache: None,
         };
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| {
@@ -70,9 +75,16 @@ impl Synthetic {
                         _ => return Err(format!("origins=`{v}` must be 1 or 2")),
                     }
                 }
+                "cache" => {
+                    let d = hxlab_core::parse_duration(v).map_err(|e| e.to_string())?;
+                    if d < Duration::from_secs(1) || d > Duration::from_secs(365 * 24 * 3600) {
+                        return Err("cache must be from 1s to 365 days".into());
+                    }
+                    s.cache = Some(d);
+                }
                 other => {
                     return Err(format!(
-                        "unknown key `{other}` (use n, size, delay, origins)"
+                        "unknown key `{other}` (use n, size, delay, origins, cache)"
                     ))
                 }
             }
@@ -110,6 +122,10 @@ pub struct PageOptions {
     pub replay: Option<PathBuf>,
     /// The `hxlab` binary that serves the synthetic page.
     pub hxlab_bin: PathBuf,
+    /// CPU slowdown factor for the page (1: none).
+    pub cpu_slowdown: f64,
+    /// Load the page a second time in the same browser after each first view.
+    pub repeat_view: bool,
 }
 
 /// The page, its origin (when started here) and the link, for as many runs as asked.
@@ -182,6 +198,8 @@ impl PageSession {
         template.timeout = opts.timeout;
         template.collect_har = opts.collect_har || opts.collect_bodies;
         template.collect_bodies = opts.collect_bodies;
+        template.cpu_slowdown = opts.cpu_slowdown;
+        template.repeat_view = opts.repeat_view;
         template.host_resolver_rules = mapping.rules;
         if opts.proto == Protocol::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.
@@ -238,8 +256,9 @@ pub(crate) struct Started {
 }
 
 /// Starts the synthetic origin on `bind`. Push and 103 Early Hints are features of the
-/// origin's own `/page` endpoint; otherwise the page is [`synthetic_page_html_on`], served
-/// under `/static/`, from one origin or (origins=2) from two hostnames mapped to it.
+/// origin's own `/page` endpoint; otherwise the page is [`synthetic_page_html_with`],
+/// served under `/static/`, from one origin or (origins=2) from two hostnames mapped to it,
+/// its resources cacheable when `cache` is set.
 fn synthetic_origin(
     s: &Synthetic,
     opts: &PageOptions,
@@ -264,7 +283,7 @@ fn synthetic_origin(
         replay: None,
     })
     .map_err(|e| format!("the synthetic origin: {e}"))?;
-    if opts.proto == Protocol::H3 && origin.ready.h3.is_none() {
+    if matches!(opts.proto, Protocol::H3 | Protocol::Auto) && origin.ready.h3.is_none() {
         return Err(
             "the synthetic origin has no HTTP/3 listener (\"h3\" is null in its ready file)".into(),
         );
@@ -289,7 +308,9 @@ fn synthetic_origin(
     };
     if !use_origin_page {
         // The directory is served from the start; the page names the port, known only now.
-        let html = synthetic_page_html_on(u64::from(s.n), s.size, s.delay, second.as_deref());
+        let max_age = s.cache.map(|d| d.as_secs());
+        let html =
+            synthetic_page_html_with(u64::from(s.n), s.size, s.delay, second.as_deref(), max_age);
         std::fs::write(www.join("page.html"), html)
             .map_err(|e| format!("writing the synthetic page: {e}"))?;
     }
@@ -324,8 +345,10 @@ pub enum Outcome {
 
 /// What a series of runs adds up to.
 pub struct PageReport {
-    /// Medians and intervals of the counted runs.
+    /// Medians and intervals of the counted runs (their first views).
     pub summary: PageSummary,
+    /// The same over the repeat views, when they were asked for.
+    pub repeat_summary: Option<PageSummary>,
     /// The browser's name and version.
     pub browser: String,
     /// Its major version (0 when no run finished).
@@ -344,6 +367,7 @@ pub struct PageReport {
 
 /// Sums up the runs; left-out runs are numbered by their position among all runs.
 pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
+    let repeat_summary = repeat_summary(outcomes);
     let measured: Vec<PageRun> = outcomes
         .iter()
         .filter_map(|o| match o {
@@ -384,6 +408,7 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
     };
     PageReport {
         summary,
+        repeat_summary,
         browser,
         browser_major,
         push_ignored,
@@ -392,6 +417,38 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
         early_hints_runs: measured.iter().filter(|r| r.early_hints > 0).count(),
         preloads_used: measured.iter().map(|r| r.early_hint_preloads_used).sum(),
     }
+}
+
+/// The summary of the repeat views (`None` when no run has one). A run whose repeat view is
+/// missing (the run failed) or flagged is listed in `left_out` by its number.
+fn repeat_summary(outcomes: &[Outcome]) -> Option<PageSummary> {
+    let any = outcomes
+        .iter()
+        .any(|o| matches!(o, Outcome::Measured(r) if r.repeat_view.is_some()));
+    if !any {
+        return None;
+    }
+    let repeats: Vec<PageRun> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Measured(r) => r.repeat_view.as_deref().cloned(),
+            Outcome::Failed(_) => None,
+        })
+        .collect();
+    let mut summary = hxlab_browser::summarize(&repeats);
+    summary.left_out = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| match o {
+            Outcome::Measured(r) => match &r.repeat_view {
+                Some(rv) => rv.flag.as_ref().map(|f| format!("run {}: {f}", i + 1)),
+                None => Some(format!("run {}: no repeat view", i + 1)),
+            },
+            Outcome::Failed(e) => Some(format!("run {}: failed: {e}", i + 1)),
+        })
+        .collect();
+    summary.runs = outcomes.len();
+    Some(summary)
 }
 
 /// The JSON document of `hxlab page --json`: every run, the summary and what was asked.
@@ -410,6 +467,9 @@ pub fn report_json(
                 let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
                 v["run"] = json!(i + 1);
                 v["counted"] = json!(r.is_valid());
+                if let Some(rv) = &r.repeat_view {
+                    v["repeat_view"]["counted"] = json!(rv.is_valid());
+                }
                 v
             }
             Outcome::Failed(e) => json!({ "run": i + 1, "counted": false, "error": e }),
@@ -430,12 +490,16 @@ pub fn report_json(
         "browser_major": rep.browser_major,
         "link": link,
         "synthetic": opts.synthetic.as_ref().map(|s| json!({
-            "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0 })),
+            "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0,
+            "cache_s": s.cache.map(|d| d.as_secs()) })),
+        "cpu_slowdown": opts.cpu_slowdown,
+        "repeat_view": opts.repeat_view,
         "push": { "requested": opts.push, "ignored_by_browser": opts.push && rep.push_ignored, "note": rep.push_note },
         "early_hints": { "requested": opts.early_hints, "runs_with_103": rep.early_hints_runs,
             "resources_from_preloads": rep.preloads_used },
         "runs": runs,
         "summary": rep.summary,
+        "repeat_view_summary": rep.repeat_summary,
     })
 }
 
@@ -453,10 +517,15 @@ mod tests {
                 size: 10240,
                 delay: Duration::from_millis(5),
                 origins: 1,
+                cache: None,
             }
         );
         assert_eq!(Synthetic::parse("").unwrap().n, 30);
         assert_eq!(Synthetic::parse("origins=2").unwrap().origins, 2);
+        assert_eq!(
+            Synthetic::parse("cache=1h").unwrap().cache,
+            Some(Duration::from_secs(3600))
+        );
         for bad in [
             "origins=3",
             "n=x",
@@ -465,6 +534,8 @@ mod tests {
             "color=red",
             "n",
             "delay=2min",
+            "cache=0s",
+            "cache=x",
         ] {
             assert!(Synthetic::parse(bad).is_err(), "{bad}");
         }

@@ -193,6 +193,7 @@ mod tests {
             encoded_bytes: 0,
             body_bytes: 0,
             from_early_hints: false,
+            from_cache: false,
             error: None,
             phases: Default::default(),
         }

@@ -160,7 +160,7 @@ fn legend_entries() -> Vec<(String, String)> {
     ));
     entries.push((
         r##"<line x1="6" y1="-1" x2="6" y2="11" stroke="#333" stroke-dasharray="3 2"/>"##.into(),
-        "milestone (TTFB, FCP, DCL, load)".into(),
+        "milestone (TTFB, FCP, LCP, DCL, load)".into(),
     ));
     entries
 }

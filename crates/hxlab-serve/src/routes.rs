@@ -5,7 +5,7 @@
 use crate::body::BodySpec;
 use crate::stats::{Proto, Stats};
 use bytes::Bytes;
-use http::header::{HeaderValue, ALT_SVC, CONTENT_LENGTH, CONTENT_TYPE, DATE};
+use http::header::{HeaderValue, ALT_SVC, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, DATE};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
@@ -87,6 +87,8 @@ pub(crate) struct Reply {
     pub counted: bool,
     /// More headers, sent after the server's own (a replayed response's recorded ones).
     pub headers: Vec<(http::header::HeaderName, HeaderValue)>,
+    /// `Cache-Control: max-age=N` (seconds) for `/bytes/N?max_age=S`; `None`: no such header.
+    pub max_age: Option<u64>,
 }
 
 impl Reply {
@@ -100,6 +102,7 @@ impl Reply {
             push: Vec::new(),
             counted: true,
             headers: Vec::new(),
+            max_age: None,
         }
     }
 
@@ -139,6 +142,11 @@ impl Reply {
         }
         if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
             h.insert(CONTENT_LENGTH, HeaderValue::from(self.body.len()));
+        }
+        if let Some(s) = self.max_age {
+            if let Ok(v) = HeaderValue::from_str(&format!("max-age={s}")) {
+                h.insert(CACHE_CONTROL, v);
+            }
         }
         if tcp {
             if let Some(a) = &ctx.alt_svc {
@@ -335,15 +343,30 @@ fn parse_size_param(ctx: &Ctx, v: &str) -> Result<u64, String> {
     check_size(ctx, n)
 }
 
-/// `delay` parameter, the only one `/bytes/N` takes.
-fn delay_param(ctx: &Ctx, query: Option<&str>) -> Result<Duration, String> {
+/// The longest `max_age` `/bytes/N` accepts: one year, in seconds.
+const MAX_AGE_LIMIT: u64 = 365 * 24 * 3600;
+
+/// The parameters `/bytes/N` takes: `delay`, and `max_age` (seconds the browser may cache the
+/// response; a page's repeat view then loads it from its cache).
+fn bytes_params(ctx: &Ctx, query: Option<&str>) -> Result<(Duration, Option<u64>), String> {
     let mut delay = Duration::ZERO;
+    let mut max_age = None;
     for (k, v) in params(query)? {
         if k == "delay" {
             delay = parse_delay(ctx, &v)?;
+        } else if k == "max_age" {
+            let s = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| *s <= MAX_AGE_LIMIT)
+                .ok_or_else(|| {
+                    format!("max_age {v:?} must be whole seconds from 0 to {MAX_AGE_LIMIT}")
+                })?;
+            max_age = Some(s);
         }
     }
-    Ok(delay)
+    Ok((delay, max_age))
 }
 
 fn filler(n: u64, delay: Duration) -> Reply {
@@ -362,8 +385,12 @@ fn bytes_endpoint(ctx: &Ctx, n: &str, query: Option<&str>) -> Reply {
         Ok(n) => n,
         Err(e) => return Reply::bad(e),
     };
-    match delay_param(ctx, query) {
-        Ok(d) => filler(n, d),
+    match bytes_params(ctx, query) {
+        Ok((d, max_age)) => {
+            let mut r = filler(n, d);
+            r.max_age = max_age;
+            r
+        }
         Err(e) => Reply::bad(e),
     }
 }
@@ -730,6 +757,9 @@ mod tests {
             "/page?n=100000",
             "/page?push=2",
             "/bytes/2T",
+            "/bytes/10?max_age=-1",
+            "/bytes/10?max_age=1h",
+            "/bytes/10?max_age=99999999999",
         ] {
             let r = get(&c, u);
             assert_eq!(r.status, StatusCode::BAD_REQUEST, "{u}");
@@ -740,6 +770,17 @@ mod tests {
                 "{u}: one line"
             );
         }
+    }
+
+    #[test]
+    fn bytes_may_be_made_cacheable() {
+        let c = ctx(None);
+        let r = get(&c, "/bytes/10?delay=5&max_age=3600");
+        assert_eq!((r.max_age, r.delay), (Some(3600), Duration::from_millis(5)));
+        let head = r.head(&c, true);
+        assert_eq!(head.headers()[CACHE_CONTROL], "max-age=3600");
+        let plain = get(&c, "/bytes/10").head(&c, true);
+        assert!(plain.headers().get(CACHE_CONTROL).is_none());
     }
 
     #[test]

@@ -35,8 +35,8 @@ pub struct Args {
     /// every recorded host to that server, and count the requests the archive lacks.
     #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic"])]
     pub replay: Option<PathBuf>,
-    /// Protocol to force: h1, h2 or h3.
-    #[arg(long, value_name = "h1|h2|h3")]
+    /// Protocol to force: h1, h2 or h3; or auto (none forced: HTTP/3 where Alt-Svc offers it).
+    #[arg(long, value_name = "h1|h2|h3|auto")]
     pub proto: String,
     /// Network profile to run the browser behind (see `hxlab link --list-profiles`).
     #[arg(long, value_name = "NAME")]
@@ -91,6 +91,18 @@ pub struct Args {
     /// Trust a server certificate by the base64 SHA-256 of its SubjectPublicKeyInfo (URL mode).
     #[arg(long, value_name = "BASE64")]
     pub spki: Vec<String>,
+    /// Slow the page's CPU down N times (Chromium's CPU throttling), N from 1 to 100.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub cpu_slowdown: String,
+    /// After each first view, load the page again in the same browser (cache and
+    /// connections kept), as a returning visitor.
+    #[arg(long)]
+    pub repeat_view: bool,
 }
 
 /// The emulated link the flags ask for: a profile, possibly adjusted by the explicit options,
@@ -125,6 +137,18 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         .proto
         .parse()
         .map_err(|e: String| super::usage(format!("--proto: {e}")))?;
+    let cpu_slowdown = args
+        .cpu_slowdown
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && (1.0..=100.0).contains(n))
+        .ok_or_else(|| {
+            super::usage(format!(
+                "--cpu-slowdown `{}` must be a number from 1 to 100 (1: no slowdown)",
+                args.cpu_slowdown
+            ))
+        })?;
     if args.runs == 0 || args.runs > 1000 {
         return Err(super::usage("--runs must be from 1 to 1000"));
     }
@@ -195,6 +219,8 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         collect_bodies: args.record.is_some(),
         replay: args.replay.clone(),
         hxlab_bin,
+        cpu_slowdown,
+        repeat_view: args.repeat_view,
     })
 }
 
@@ -253,12 +279,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     std::fs::write(&path, body)
                         .with_context(|| format!("writing {}", path.display()))?;
                 }
-                writeln!(text, "{}", run_row(i, &run))?;
+                writeln!(text, "{}", run_row(&i.to_string(), &run))?;
                 if let Some(c) = &replay {
                     writeln!(text, "     replay: {}", replay_line(c))?;
                 }
                 if let Some(flag) = &run.flag {
                     writeln!(text, "     ^ left out: {flag}")?;
+                }
+                if let Some(rv) = &run.repeat_view {
+                    writeln!(text, "{}", run_row(&format!("{i}r"), rv))?;
+                    if let Some(flag) = &rv.flag {
+                        writeln!(text, "     ^ repeat view left out: {flag}")?;
+                    }
                 }
                 replays.push(replay);
                 outcomes.push(Outcome::Measured(Box::new(run)));
@@ -269,7 +301,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if msg.contains("ERR_CERT") && session.spki.is_empty() {
                     msg.push_str(" (trust the server's key with --spki BASE64)");
                 }
-                writeln!(text, "{i:>3}  FAILED: {msg}")?;
+                writeln!(text, "{i:>4}  FAILED: {msg}")?;
                 replays.push(None);
                 outcomes.push(Outcome::Failed(msg));
             }
@@ -338,10 +370,16 @@ fn header(
             l.host_addr()
         )?;
     }
+    if args.repeat_view {
+        writeln!(
+            text,
+            "run Nr is run N's repeat view: the same browser, its cache and connections kept"
+        )?;
+    }
     writeln!(
         text,
-        "{:>3}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8}",
-        "run", "protocols", "loaded", "conns", "bytes", "TTFB", "DCL", "load", "FCP"
+        "{:>4}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "run", "protocols", "loaded", "conns", "bytes", "TTFB", "DCL", "load", "FCP", "LCP", "SI"
     )
 }
 
@@ -353,28 +391,26 @@ fn footer(
     rep: &PageReport,
 ) -> std::io::Result<()> {
     let summary = &rep.summary;
-    writeln!(text)?;
-    writeln!(
-        text,
-        "{}, {}: {} of {} run(s) counted; median [95% CI]",
-        rep.browser, opts.proto, summary.valid_runs, summary.runs
-    )?;
-    for (key, label, unit) in [
-        ("ttfb_ms", "TTFB", "ms"),
-        ("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
-        ("load_ms", "load", "ms"),
-        ("fcp_ms", "first contentful paint", "ms"),
-        ("connections", "connections", ""),
-        ("bytes", "bytes", "B"),
-        ("resources_loaded", "resources loaded", ""),
-    ] {
-        if let Some(m) = summary.metrics.get(key) {
-            writeln!(
-                text,
-                "  {label:<24} {:>10.1} {unit:<2} [{:.1}, {:.1}]",
-                m.median, m.ci95_low, m.ci95_high
-            )?;
-        }
+    let views = [
+        (
+            if args.repeat_view {
+                " (first view)"
+            } else {
+                ""
+            },
+            Some(summary),
+        ),
+        (" (repeat view)", rep.repeat_summary.as_ref()),
+    ];
+    for (view, s) in views {
+        let Some(s) = s else { continue };
+        writeln!(text)?;
+        writeln!(
+            text,
+            "{}, {}{view}: {} of {} run(s) counted; median [95% CI]",
+            rep.browser, opts.proto, s.valid_runs, s.runs
+        )?;
+        summary_lines(text, s)?;
     }
     if let Some(note) = &rep.push_note {
         writeln!(text, "  push: {note}")?;
@@ -388,6 +424,41 @@ fn footer(
     }
     for l in &summary.left_out {
         writeln!(text, "  left out: {l}")?;
+    }
+    for l in rep.repeat_summary.iter().flat_map(|s| &s.left_out) {
+        writeln!(text, "  repeat view left out: {l}")?;
+    }
+    Ok(())
+}
+
+/// One line per metric: median and interval.
+fn summary_lines(text: &mut dyn Write, s: &hxlab_browser::PageSummary) -> std::io::Result<()> {
+    for (key, label, unit) in [
+        ("ttfb_ms", "TTFB", "ms"),
+        ("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
+        ("load_ms", "load", "ms"),
+        ("fcp_ms", "first contentful paint", "ms"),
+        ("lcp_ms", "largest contentful paint", "ms"),
+        ("speed_index_ms", "Speed Index", "ms"),
+        ("visually_complete_ms", "visually complete", "ms"),
+        ("connections", "connections", ""),
+        ("bytes", "bytes", "B"),
+        ("resources_loaded", "resources loaded", ""),
+    ] {
+        if let Some(m) = s.metrics.get(key) {
+            writeln!(
+                text,
+                "  {label:<24} {:>10.1} {unit:<2} [{:.1}, {:.1}]",
+                m.median, m.ci95_low, m.ci95_high
+            )?;
+        }
+    }
+    if let Some(m) = s.metrics.get("cls") {
+        writeln!(
+            text,
+            "  {:<24} {:>10.4}    [{:.4}, {:.4}]",
+            "cumulative layout shift", m.median, m.ci95_low, m.ci95_high
+        )?;
     }
     Ok(())
 }
@@ -478,14 +549,14 @@ fn ms(v: f64) -> String {
     }
 }
 
-fn run_row(i: u32, r: &PageRun) -> String {
+fn run_row(i: &str, r: &PageRun) -> String {
     let protocols: Vec<String> = r
         .protocols
         .iter()
         .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
         .collect();
     format!(
-        "{i:>3}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8}",
+        "{i:>4}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
         protocols.join(","),
         format!("{}/{}", r.resources_loaded, r.resources.len()),
         r.connections,
@@ -494,5 +565,7 @@ fn run_row(i: u32, r: &PageRun) -> String {
         ms(r.dom_content_loaded_ms),
         ms(r.load_ms),
         r.fcp_ms.map(ms).unwrap_or_else(|| "-".into()),
+        r.lcp_ms.map(ms).unwrap_or_else(|| "-".into()),
+        r.speed_index_ms.map(ms).unwrap_or_else(|| "-".into()),
     )
 }

@@ -14,7 +14,10 @@ table{border-collapse:collapse;margin:.5em 0 1em}\
 th,td{padding:2px 10px;text-align:right;border-bottom:1px solid #ddd;font-variant-numeric:tabular-nums}\
 th:first-child,td:first-child,td.note{text-align:left}td.note{color:#B2182B}\
 figure{margin:1em 0 2em}svg.waterfall{max-width:100%;height:auto;border:1px solid #ddd}\
-figcaption{color:#444;font-size:.9em;margin-top:.3em}.failed{color:#B2182B}";
+figcaption{color:#444;font-size:.9em;margin-top:.3em}.failed{color:#B2182B}\
+.filmstrip{display:flex;flex-wrap:wrap;gap:6px;margin:.4em 0}.filmstrip figure{margin:0;text-align:center}\
+.filmstrip img{width:160px;height:auto;border:1px solid #bbb;display:block}\
+.filmstrip figcaption{margin:0;font-size:.8em}";
 
 /// Refuses, before any run, a `--html` path that cannot be written: a directory, or a file
 /// in a directory that does not exist.
@@ -64,30 +67,30 @@ pub(super) fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageRep
     let s = &rep.summary;
     let _ = writeln!(
         out,
-        "<p>{}: {} of {} run(s) counted. Every run is a first view: a fresh browser with a fresh profile.</p>",
+        "<p>{}: {} of {} run(s) counted. Every run is a first view: a fresh browser with a fresh profile{}.</p>",
         escape(&rep.browser),
         s.valid_runs,
-        s.runs
+        s.runs,
+        if rep.repeat_summary.is_some() {
+            "; its repeat view loads the page again in the same browser, cache and connections kept"
+        } else {
+            ""
+        }
     );
-    summary(&mut out, rep);
+    summary(&mut out, &rep.summary, "Summary");
+    if let Some(r) = &rep.repeat_summary {
+        summary(&mut out, r, "Summary of the repeat views");
+    }
     runs_table(&mut out, outcomes);
-    out.push_str("<h2>Waterfalls</h2>\n<p>Phases per resource from the browser's own timing, in ms since the navigation started; hover a bar for its figures. Bold connection ids are new connections, ↺ marks a reused one.</p>\n");
+    out.push_str("<h2>Waterfalls</h2>\n<p>Phases per resource from the browser's own timing, in ms since the navigation started; hover a bar for its figures. Bold connection ids are new connections, ↺ marks a reused one. Under each waterfall, the filmstrip: what the page showed at fixed ticks, one picture per change, with its visual progress.</p>\n");
     for (i, o) in outcomes.iter().enumerate() {
         let n = i + 1;
         match o {
             Outcome::Measured(run) => {
-                let svg = waterfall_svg(&run.waterfall(), &format!("{proto} run {n}"));
-                let note = match &run.flag {
-                    Some(f) => format!(" <span class=\"failed\">Left out: {}</span>", escape(f)),
-                    None => String::new(),
-                };
-                let _ = writeln!(
-                    out,
-                    "<figure>{svg}<figcaption>Run {n} over {}: {} resource(s), load {} ms.{note}</figcaption></figure>",
-                    escape(proto),
-                    run.resources.len(),
-                    ms(Some(run.load_ms))
-                );
+                view_figure(&mut out, run, proto, &format!("run {n}"));
+                if let Some(rv) = &run.repeat_view {
+                    view_figure(&mut out, rv, proto, &format!("run {n}, repeat view"));
+                }
             }
             Outcome::Failed(e) => {
                 let _ = writeln!(out, "<p class=\"failed\">Run {n} failed: {}</p>", escape(e));
@@ -98,47 +101,111 @@ pub(super) fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageRep
     out
 }
 
+/// One view's waterfall, with its filmstrip below.
+fn view_figure(out: &mut String, run: &PageRun, proto: &str, name: &str) {
+    let svg = waterfall_svg(&run.waterfall(), &format!("{proto} {name}"));
+    let note = match &run.flag {
+        Some(f) => format!(" <span class=\"failed\">Left out: {}</span>", escape(f)),
+        None => String::new(),
+    };
+    let _ = write!(out, "<figure>{svg}");
+    filmstrip(out, run);
+    let _ = writeln!(
+        out,
+        "<figcaption>{} over {}: {} resource(s), load {} ms, Speed Index {} ms.{note}</figcaption></figure>",
+        escape(&capitalized(name)),
+        escape(proto),
+        run.resources.len(),
+        ms(Some(run.load_ms)),
+        ms(run.speed_index_ms)
+    );
+}
+
+/// "run 3" → "Run 3".
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The filmstrip as a row of thumbnails (JPEG data URIs), each with its time and progress.
+fn filmstrip(out: &mut String, run: &PageRun) {
+    if run.filmstrip.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"filmstrip\">");
+    for f in &run.filmstrip {
+        // Base64 has no markup characters; anything else is not shown.
+        if !f
+            .jpeg_base64
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+        {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<figure><img alt=\"the page at {t:.0} ms\" src=\"data:image/jpeg;base64,{}\"><figcaption>{t:.0} ms · {:.0}%</figcaption></figure>",
+            f.jpeg_base64,
+            f.progress_pct,
+            t = f.time_ms
+        );
+    }
+    out.push_str("</div>");
+}
+
 /// Medians with their 95 % intervals, and the runs left out.
-fn summary(out: &mut String, rep: &PageReport) {
-    out.push_str(
-        "<h2>Summary</h2>\n<table>\n<tr><th>metric</th><th>median</th><th>95% CI</th></tr>\n",
+fn summary(out: &mut String, s: &hxlab_browser::PageSummary, title: &str) {
+    let _ = writeln!(
+        out,
+        "<h2>{title}</h2>\n<table>\n<tr><th>metric</th><th>median</th><th>95% CI</th></tr>"
     );
     for (key, label) in [
         ("ttfb_ms", "TTFB (ms)"),
         ("dom_content_loaded_ms", "DOMContentLoaded (ms)"),
         ("load_ms", "load (ms)"),
         ("fcp_ms", "first contentful paint (ms)"),
+        ("lcp_ms", "largest contentful paint (ms)"),
+        ("speed_index_ms", "Speed Index (ms)"),
+        ("visually_complete_ms", "visually complete (ms)"),
+        ("cls", "cumulative layout shift"),
         ("connections", "connections"),
         ("bytes", "bytes"),
         ("resources_loaded", "resources loaded"),
     ] {
-        if let Some(m) = rep.summary.metrics.get(key) {
+        if let Some(m) = s.metrics.get(key) {
+            let digits = if key == "cls" { 4 } else { 1 };
             let _ = writeln!(
                 out,
-                "<tr><td>{label}</td><td>{:.1}</td><td>[{:.1}, {:.1}]</td></tr>",
+                "<tr><td>{label}</td><td>{:.digits$}</td><td>[{:.digits$}, {:.digits$}]</td></tr>",
                 m.median, m.ci95_low, m.ci95_high
             );
         }
     }
     out.push_str("</table>\n");
-    for l in &rep.summary.left_out {
+    for l in &s.left_out {
         let _ = writeln!(out, "<p class=\"failed\">Left out: {}</p>", escape(l));
     }
 }
 
 /// One table row per run.
 fn runs_table(out: &mut String, outcomes: &[Outcome]) {
-    out.push_str("<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>protocols</th><th>loaded</th><th>connections</th><th>bytes</th><th>TTFB (ms)</th><th>DCL (ms)</th><th>load (ms)</th><th>FCP (ms)</th><th>note</th></tr>\n");
+    out.push_str("<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>protocols</th><th>loaded</th><th>connections</th><th>bytes</th><th>TTFB (ms)</th><th>DCL (ms)</th><th>load (ms)</th><th>FCP (ms)</th><th>LCP (ms)</th><th>SI (ms)</th><th>CLS</th><th>note</th></tr>\n");
     for (i, o) in outcomes.iter().enumerate() {
         let n = i + 1;
         match o {
             Outcome::Measured(r) => {
                 let _ = writeln!(out, "<tr><td>{n}</td>{}</tr>", run_cells(r));
+                if let Some(rv) = &r.repeat_view {
+                    let _ = writeln!(out, "<tr><td>{n} repeat</td>{}</tr>", run_cells(rv));
+                }
             }
             Outcome::Failed(e) => {
                 let _ = writeln!(
                     out,
-                    "<tr><td>{n}</td><td colspan=\"8\"></td><td class=\"note\">failed: {}</td></tr>",
+                    "<tr><td>{n}</td><td colspan=\"11\"></td><td class=\"note\">failed: {}</td></tr>",
                     escape(e)
                 );
             }
@@ -155,7 +222,7 @@ fn run_cells(r: &PageRun) -> String {
         .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
         .collect();
     format!(
-        "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"note\">{}</td>",
+        "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"note\">{}</td>",
         escape(&protocols.join(", ")),
         r.resources_loaded,
         r.resources.len(),
@@ -165,6 +232,9 @@ fn run_cells(r: &PageRun) -> String {
         ms(Some(r.dom_content_loaded_ms)),
         ms(Some(r.load_ms)),
         ms(r.fcp_ms),
+        ms(r.lcp_ms),
+        ms(r.speed_index_ms),
+        r.cls.map(|c| format!("{c:.4}")).unwrap_or_else(|| "-".into()),
         r.flag.as_deref().map(escape).unwrap_or_default()
     )
 }
