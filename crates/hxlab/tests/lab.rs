@@ -463,7 +463,7 @@ fn browser_workload_replays_a_recorded_site() {
     let spec = dir.path().join("b.toml");
     std::fs::write(
         &spec,
-        "workload = \"browser\"\nhar = \"site.har\"\nprotocol = [\"h2\", \"h3\"]\nrepetitions = 2\n",
+        "workload = \"browser\"\nhar = \"site.har\"\nprotocol = [\"h2\", \"h3\"]\nrepeat_view = [false, true]\nrepetitions = 2\n",
     )
     .expect("write spec");
     let out = dir.path().join("out");
@@ -482,9 +482,20 @@ fn browser_workload_replays_a_recorded_site() {
         "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let r = report_of(&out);
-    assert_eq!(r.records.len(), 4);
+    assert_eq!(r.records.len(), 8);
     for rec in &r.records {
         assert!(rec.is_clean(), "{}: {}", rec.cell, rec.failure_text());
+        // The repeat view reuses the first view's connection: no resource pays a handshake.
+        if rec.factors["repeat_view"] == "on" {
+            let w = rec.waterfall.as_ref().expect("the record's waterfall");
+            assert!(
+                w.rows
+                    .iter()
+                    .all(|row| row.phases.connect.is_none() && row.phases.tls.is_none()),
+                "{}: a handshake in the repeat view",
+                rec.cell
+            );
+        }
         let want = &rec.factors["protocol"];
         let w = rec.waterfall.as_ref().expect("the record's waterfall");
         assert_eq!(

@@ -63,6 +63,9 @@ impl Runner {
             cmd.args(["--spki", spki]);
         }
         cmd.args(cfg.link_args());
+        if cfg.repeat_view {
+            cmd.arg("--repeat-view");
+        }
         let before = target.meter.read();
         let t = Instant::now();
         let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
@@ -74,7 +77,7 @@ impl Runner {
         };
         record.exit_code = code;
         (record.server, record.server_cc) = cost(&before, &after, cfg.protocol, 1);
-        read_page_run(&mut record, &json, code, &stderr);
+        read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
         client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
         record
@@ -107,6 +110,9 @@ impl Runner {
             .arg(&json)
             .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
         cmd.args(cfg.link_args());
+        if cfg.repeat_view {
+            cmd.arg("--repeat-view");
+        }
         let t = Instant::now();
         let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(60));
         record.wall_s = t.elapsed().as_secs_f64();
@@ -115,7 +121,7 @@ impl Runner {
             Err(e) => (None, e),
         };
         record.exit_code = code;
-        read_page_run(&mut record, &json, code, &stderr);
+        read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
         let _ = std::fs::remove_file(&json);
         record
     }
@@ -137,8 +143,9 @@ impl Runner {
 }
 
 /// Fills the record from `hxlab page --json`'s first run (or says why there is none): its
-/// RunResult and its waterfall.
-fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &str) {
+/// RunResult and its waterfall, of the first view, or with `repeat` of the repeat view (the
+/// first view is then only the visit that warmed the browser).
+fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &str, repeat: bool) {
     let page: Option<serde_json::Value> = std::fs::read_to_string(json)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
@@ -147,6 +154,16 @@ fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &s
         .and_then(|p| p.get("runs"))
         .and_then(|r| r.get(0))
         .cloned();
+    let run = match (run, repeat) {
+        (Some(first), true) if first.get("error").is_none() => match first.get("repeat_view") {
+            Some(rv) if !rv.is_null() => Some(rv.clone()),
+            _ => {
+                record.error = Some("hxlab page gave no repeat view".into());
+                return;
+            }
+        },
+        (run, _) => run,
+    };
     let Some(run) = run else {
         record.error = Some(format!(
             "hxlab page gave no result (exit {code:?}): {}",

@@ -249,6 +249,7 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
         keepalive: flag("keepalive", true),
         tls_resume: flag("tls_resume", false),
         zero_rtt: flag("zero_rtt", false),
+        repeat_view: flag("repeat_view", false),
         clients: count("clients").unwrap_or(1),
         streams: count("streams").unwrap_or(1),
         requests: count("requests").unwrap_or(0),
@@ -311,6 +312,12 @@ fn check_cell(
         return Err(ctx.at(
             &place("push"),
             format!("impossible cell `{key}`: push needs at least one resource"),
+        ));
+    }
+    if cfg.repeat_view && workload != Workload::Browser {
+        return Err(ctx.at(
+            &place("repeat_view"),
+            format!("cell `{key}`: repeat_view is a page load's second view; it needs workload = \"browser\""),
         ));
     }
     if workload == Workload::Browser {

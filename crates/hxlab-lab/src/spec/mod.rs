@@ -58,7 +58,7 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 23] = [
+pub const FACTORS: [(&str, &str); 24] = [
     (
         "origin",
         "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
@@ -108,6 +108,10 @@ pub const FACTORS: [(&str, &str); 23] = [
     ("keepalive", "true or false"),
     ("tls_resume", "true or false (TLS session resumption)"),
     ("zero_rtt", "true or false (0-RTT early data)"),
+    (
+        "repeat_view",
+        "true or false (browser workload: the returning visitor's view, same browser with its cache and connections)",
+    ),
     ("clients", "a positive number of connections"),
     (
         "streams",
@@ -211,6 +215,9 @@ pub struct CellConfig {
     pub tls_resume: bool,
     /// Use 0-RTT early data.
     pub zero_rtt: bool,
+    /// Browser workload: measure the repeat view (`hxlab page --repeat-view`: the same
+    /// browser loads the page again, its cache and connections kept) instead of the first.
+    pub repeat_view: bool,
     /// Connections (throughput workload).
     pub clients: u64,
     /// Streams per connection (throughput workload).

@@ -125,7 +125,7 @@ pub(super) fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level
         "delay" | "duration" => read_time(factor, v, wrong),
         "size" => read_size(v, wrong),
         "resources" | "clients" | "streams" | "requests" => read_count(factor, v, expected, wrong),
-        "push" | "keepalive" | "tls_resume" | "zero_rtt" => {
+        "push" | "keepalive" | "tls_resume" | "zero_rtt" | "repeat_view" => {
             let b = v.as_bool().ok_or_else(wrong)?;
             Ok((if b { "on" } else { "off" }.to_string(), Level::Flag(b)))
         }
