@@ -483,6 +483,14 @@ fn browser_workload_replays_a_recorded_site() {
     );
     let r = report_of(&out);
     assert_eq!(r.records.len(), 8);
+    // The cells are the protocol and the view: no synthetic page's resources or size.
+    assert!(
+        r.records
+            .iter()
+            .all(|x| x.cell.starts_with("protocol=h") && !x.cell.contains("resources")),
+        "{:?}",
+        r.records.iter().map(|x| &x.cell).collect::<Vec<_>>()
+    );
     for rec in &r.records {
         assert!(rec.is_clean(), "{}: {}", rec.cell, rec.failure_text());
         // The repeat view reuses the first view's connection: no resource pays a handshake.
@@ -533,6 +541,25 @@ fn browser_workload_replays_a_recorded_site() {
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("add workload = \"browser\""), "{stderr}");
+    // The synthetic page's factors mean nothing for a recorded site.
+    std::fs::write(
+        &spec,
+        "workload = \"browser\"\nhar = \"site.har\"\nprotocol = \"h2\"\nresources = 10\n",
+    )
+    .expect("write spec");
+    let (code, _, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(dir.path().join("o4")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`resources` shapes the lab's synthetic page"),
+        "{stderr}"
+    );
     std::fs::write(dir.path().join("bad.har"), "not json").expect("write");
     std::fs::write(
         &spec,

@@ -77,6 +77,10 @@ pub(super) fn expand(
         if fixed && (name == "delay" || name == "size") {
             continue;
         }
+        // A recorded site or a URL is its own content: no synthetic page to size.
+        if exp.page.is_some() && matches!(name, "delay" | "size" | "resources") {
+            continue;
+        }
         if !base.contains_key(name) {
             let level = read_level(name, &v).map_err(|m| ctx.whole(m))?;
             base.insert(
