@@ -775,6 +775,19 @@ fn check_workload_factors(
             "har and url set the page of the browser workload; add workload = \"browser\"",
         ));
     }
+    if exp.page.is_some() {
+        for f in ["delay", "resources", "size", "push"] {
+            if let Some(spec) = base
+                .get(f)
+                .or_else(|| block_specs.iter().find_map(|b| b.get(f)))
+            {
+                return Err(ctx.at(
+                    &spec.span,
+                    format!("`{f}` shapes the lab's synthetic page; with har or url the page is the recorded site's or the URL's own"),
+                ));
+            }
+        }
+    }
     if exp.workload == Workload::Throughput
         && !has_factor(base, block_specs, "requests")
         && !has_factor(base, block_specs, "duration")
