@@ -117,16 +117,16 @@ pub fn shift_text(shift: f64, unit: &str) -> String {
 /// Unit of a metric's differences as the report shows them.
 pub fn shift_unit(m: Metric) -> &'static str {
     match m {
-        Metric::TimeS => "ms",
         Metric::RequestsPerSec => "req/s",
+        _ => "ms",
     }
 }
 
 /// A value of the metric in its display unit (seconds are shown as milliseconds).
 pub fn display_value(m: Metric, v: f64) -> f64 {
     match m {
-        Metric::TimeS => v * 1000.0,
         Metric::RequestsPerSec => v,
+        _ => v * 1000.0,
     }
 }
 

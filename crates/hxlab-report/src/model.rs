@@ -32,10 +32,17 @@ impl Workload {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
-    /// Wall time of the run including connection setup, seconds (lower is better).
+    /// Wall time of the run including connection setup, seconds (lower is better); for the
+    /// browser workload, the load event.
     TimeS,
     /// Completed requests per second (higher is better).
     RequestsPerSec,
+    /// Browser workload: first contentful paint, seconds.
+    FcpS,
+    /// Browser workload: largest contentful paint, seconds.
+    LcpS,
+    /// Browser workload: Speed Index, seconds.
+    SpeedIndexS,
 }
 
 impl Metric {
@@ -44,17 +51,52 @@ impl Metric {
         match self {
             Metric::TimeS => "time to last byte (s)",
             Metric::RequestsPerSec => "requests/s",
+            Metric::FcpS => "first contentful paint (s)",
+            Metric::LcpS => "largest contentful paint (s)",
+            Metric::SpeedIndexS => "Speed Index (s)",
         }
     }
     /// Whether a smaller value is the better one.
     pub fn lower_is_better(self) -> bool {
-        matches!(self, Metric::TimeS)
+        !matches!(self, Metric::RequestsPerSec)
     }
-    /// The metric's value for one successful run.
+    /// The key of the metric in tables and summary.json.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::TimeS => "time_s",
+            Metric::RequestsPerSec => "req_s",
+            Metric::FcpS => "fcp_s",
+            Metric::LcpS => "lcp_s",
+            Metric::SpeedIndexS => "speed_index_s",
+        }
+    }
+    /// The metric an experiment file names in `metric = "..."`: `load`, `fcp`, `lcp` or
+    /// `speed_index` (the browser workload's figures).
+    pub fn parse_page(name: &str) -> Option<Metric> {
+        match name {
+            "load" => Some(Metric::TimeS),
+            "fcp" => Some(Metric::FcpS),
+            "lcp" => Some(Metric::LcpS),
+            "speed_index" => Some(Metric::SpeedIndexS),
+            _ => None,
+        }
+    }
+    /// The metric's value for one successful run (NaN when the run did not record it, as a
+    /// page that painted nothing has no FCP).
     pub fn of(self, r: &RunResult) -> f64 {
+        let page_s = |k: &str| {
+            r.config
+                .extra
+                .get(k)
+                .and_then(|v| v.parse::<f64>().ok())
+                .map_or(f64::NAN, |ms| ms / 1000.0)
+        };
         match self {
             Metric::TimeS => r.duration_s,
             Metric::RequestsPerSec => r.requests_per_sec(),
+            Metric::FcpS => page_s("fcp_ms"),
+            Metric::LcpS => page_s("lcp_ms"),
+            Metric::SpeedIndexS => page_s("speed_index_ms"),
         }
     }
 }
@@ -226,12 +268,20 @@ pub struct ExperimentMeta {
     /// Cell keys in run order.
     #[serde(default)]
     pub cells: Vec<String>,
+    /// The primary figure when it is not the workload's own (browser workload: `fcp`, `lcp`
+    /// or `speed_index` instead of the load event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Metric>,
 }
 
 impl ExperimentMeta {
     /// The workload, defaulting to `resources` for files that do not say.
     pub fn workload(&self) -> Workload {
         self.workload.unwrap_or(Workload::Resources)
+    }
+    /// The primary metric: the experiment's `metric`, or the workload's.
+    pub fn metric(&self) -> Metric {
+        self.metric.unwrap_or(self.workload().metric())
     }
     /// Levels of a factor, if the experiment has it.
     pub fn levels(&self, name: &str) -> Option<&[String]> {

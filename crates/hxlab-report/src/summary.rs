@@ -39,6 +39,9 @@ pub fn metric_header(name: &str) -> &str {
         "header_savings_pct" => "header savings (%)",
         "server_cpu_us_per_req" => "server CPU (µs/req)",
         "client_cpu_us_per_req" => "client CPU (µs/req)",
+        "fcp_s" => "FCP (s)",
+        "lcp_s" => "LCP (s)",
+        "speed_index_s" => "Speed Index (s)",
         other => other,
     }
 }
@@ -196,7 +199,16 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         }
         if r.is_clean() {
             if let Some(res) = &r.result {
-                s.values.push(metric.of(res));
+                let v = metric.of(res);
+                if v.is_finite() {
+                    s.values.push(v);
+                } else {
+                    s.warnings.push(format!(
+                        "repetition {}: no {} recorded",
+                        r.repetition,
+                        metric.label()
+                    ));
+                }
             }
             for (k, v) in secondary(r) {
                 sec.entry(k).or_default().push(v);
@@ -338,7 +350,7 @@ impl Report {
     /// For each (cell, repetition) the last record wins, so a resumed run that retried a
     /// failed repetition reports the retry.
     pub fn build(meta: ExperimentMeta, records: Vec<Record>) -> Report {
-        let metric = meta.workload().metric();
+        let metric = meta.metric();
         let mut latest: BTreeMap<(String, u32), usize> = BTreeMap::new();
         for (i, r) in records.iter().enumerate() {
             latest.insert((r.cell.clone(), r.repetition), i);
@@ -590,14 +602,12 @@ impl Report {
 
     /// Every metric as a column (no column factor), published rows beside the cells they match.
     fn metrics_table(&self, suffix: &str, used_published: &mut [bool]) -> Table {
-        let columns: Vec<String> = METRICS.iter().map(|m| m.to_string()).collect();
+        let keys = self.metric_columns();
+        let columns: Vec<String> = keys.iter().map(|m| m.to_string()).collect();
         let mut table = Table {
             title: format!("figures per protocol{suffix}"),
             corner: "protocol".into(),
-            columns: METRICS
-                .iter()
-                .map(|m| metric_header(m).to_string())
-                .collect(),
+            columns: keys.iter().map(|m| metric_header(m).to_string()).collect(),
             rows: Vec::new(),
         };
         let published: Vec<usize> = (0..self.meta.published.len())
@@ -629,9 +639,21 @@ impl Report {
         table
     }
 
-    /// One cell's figure for each of [`METRICS`], the primary metric with its interval.
+    /// The metrics table's columns: [`METRICS`], after the primary metric when it is not one
+    /// of them (a page metric).
+    fn metric_columns(&self) -> Vec<&'static str> {
+        let primary = metric_key(self.metric);
+        let mut keys: Vec<&'static str> = Vec::new();
+        if !METRICS.contains(&primary) {
+            keys.push(primary);
+        }
+        keys.extend(METRICS);
+        keys
+    }
+
+    /// One cell's figure for each metrics-table column, the primary metric with its interval.
     fn metric_figures(&self, c: &CellSummary) -> Vec<Option<Figure>> {
-        METRICS
+        self.metric_columns()
             .iter()
             .map(|m| {
                 let value = if *m == metric_key(self.metric) {
@@ -688,10 +710,7 @@ impl Report {
 }
 
 fn metric_key(m: Metric) -> &'static str {
-    match m {
-        Metric::TimeS => "time_s",
-        Metric::RequestsPerSec => "req_s",
-    }
+    m.key()
 }
 
 /// True when a published row names factor values and our row `combo` has every one of them.

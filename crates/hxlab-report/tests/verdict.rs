@@ -178,3 +178,70 @@ fn a_single_repetition_each_is_never_called_significant() {
         v.lines
     );
 }
+
+#[test]
+fn a_browser_experiment_can_judge_by_largest_contentful_paint() {
+    // Load times tie; LCP does not: h3 paints its largest element 40 ms sooner.
+    let mut records = Vec::new();
+    for (p, lcp) in [("h2", 200.0), ("h3", 160.0)] {
+        for rep in 0..5u32 {
+            let mut r = record(p, "20ms", rep, 1.0 + f64::from(rep) * 0.001, p, 20_000);
+            let res = r.result.as_mut().expect("result");
+            res.config
+                .extra
+                .insert("lcp_ms".into(), format!("{:.1}", lcp + f64::from(rep)));
+            r.cell = format!("protocol={p}");
+            r.factors.remove("delay");
+            r.factors.remove("resources");
+            records.push(r);
+        }
+    }
+    // One repetition that painted nothing has no LCP: left out and said.
+    records[9]
+        .result
+        .as_mut()
+        .expect("result")
+        .config
+        .extra
+        .remove("lcp_ms");
+    let mut meta = common::meta(&["h2", "h3"]);
+    meta.workload = Some(hxlab_report::Workload::Browser);
+    meta.factors.retain(|f| f.name == "protocol");
+    meta.metric = Some(hxlab_report::Metric::LcpS);
+    let r = Report::build(meta, records);
+    assert_eq!(r.metric, hxlab_report::Metric::LcpS);
+    let h3 = r
+        .cells
+        .iter()
+        .find(|c| c.key == "protocol=h3")
+        .expect("h3 cell");
+    assert_eq!(h3.values.len(), 4);
+    assert!(
+        h3.warnings
+            .iter()
+            .any(|w| w == "repetition 4: no largest contentful paint (s) recorded"),
+        "{:?}",
+        h3.warnings
+    );
+    let v = r.verdict();
+    let sig: Vec<&str> = v
+        .lines
+        .iter()
+        .filter(|l| l.kind == Kind::Significant)
+        .map(|l| l.text.as_str())
+        .collect();
+    assert_eq!(sig.len(), 1, "{:?}", v.lines);
+    assert!(
+        sig[0].starts_with("h3 is 1.2")
+            && sig[0].contains("faster than h2")
+            && sig[0].contains("shift −40"),
+        "{}",
+        sig[0]
+    );
+    let md = MarkdownExporter.render(&r).expect("markdown");
+    assert!(md.contains("| protocol | LCP (s) |"), "{md}");
+    let json = hxlab_report::export::SummaryJsonExporter
+        .render(&r)
+        .expect("json");
+    assert!(json.contains("\"metric\": \"lcp_s\""), "{json}");
+}

@@ -463,7 +463,7 @@ fn browser_workload_replays_a_recorded_site() {
     let spec = dir.path().join("b.toml");
     std::fs::write(
         &spec,
-        "workload = \"browser\"\nhar = \"site.har\"\nprotocol = [\"h2\", \"h3\"]\nrepeat_view = [false, true]\nrepetitions = 2\n",
+        "workload = \"browser\"\nhar = \"site.har\"\nmetric = \"lcp\"\nprotocol = [\"h2\", \"h3\"]\nrepeat_view = [false, true]\nrepetitions = 2\n",
     )
     .expect("write spec");
     let out = dir.path().join("out");
@@ -529,6 +529,28 @@ fn browser_workload_replays_a_recorded_site() {
         "{:?}",
         r.meta.notes
     );
+    // metric = "lcp": every cell is judged by its largest contentful paint.
+    assert_eq!(r.metric, hxlab_report::Metric::LcpS);
+    for c in &r.cells {
+        let lcps: Vec<f64> = r
+            .records
+            .iter()
+            .filter(|x| x.cell == c.key)
+            .map(|x| {
+                x.result.as_ref().expect("result").config.extra["lcp_ms"]
+                    .parse::<f64>()
+                    .expect("lcp_ms")
+                    / 1000.0
+            })
+            .collect();
+        assert_eq!(c.values.len(), 2, "{}", c.key);
+        assert!(
+            c.values.iter().all(|v| lcps.contains(v)),
+            "{}: {:?} vs {lcps:?}",
+            c.key,
+            c.values
+        );
+    }
     // A har with another workload, or a har that is not one, is refused before anything runs.
     std::fs::write(&spec, "har = \"site.har\"\nprotocol = \"h2\"\n").expect("write spec");
     let (code, _, stderr) = run_with_timeout(
@@ -541,6 +563,29 @@ fn browser_workload_replays_a_recorded_site() {
     );
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("add workload = \"browser\""), "{stderr}");
+    // metric names a page figure, and only for the browser workload.
+    for (body, want) in [
+        (
+            "workload = \"browser\"\nhar = \"site.har\"\nprotocol = \"h2\"\nmetric = \"ttfb\"\n",
+            "metric \"ttfb\": expected",
+        ),
+        (
+            "protocol = \"h2\"\nmetric = \"lcp\"\n",
+            "metric chooses among a page load's figures",
+        ),
+    ] {
+        std::fs::write(&spec, body).expect("write spec");
+        let (code, _, stderr) = run_with_timeout(
+            hxlab_cmd()
+                .arg("run")
+                .arg(&spec)
+                .arg("--out")
+                .arg(dir.path().join("o5")),
+            Duration::from_secs(30),
+        );
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+    }
     // The synthetic page's factors mean nothing for a recorded site.
     std::fs::write(
         &spec,

@@ -125,10 +125,11 @@ pub const FACTORS: [(&str, &str); 24] = [
 ];
 
 /// Experiment-wide settings.
-const SETTINGS: [&str; 15] = [
+const SETTINGS: [&str; 16] = [
     "name",
     "har",
     "url",
+    "metric",
     "title",
     "description",
     "workload",
@@ -338,6 +339,9 @@ pub struct Experiment {
     /// The browser workload's page when it is not the lab's synthetic page: a recorded
     /// site replayed (`har = "site.har"`) or a URL (`url = "https://..."`).
     pub page: Option<PageSource>,
+    /// The primary figure when not the workload's (browser workload: `metric = "lcp"`,
+    /// `"fcp"`, `"speed_index"` or `"load"`).
+    pub metric: Option<hxlab_report::Metric>,
 }
 
 /// A page the browser workload loads instead of the synthetic one.
@@ -385,6 +389,7 @@ impl Experiment {
             published: self.published.clone(),
             notes: Vec::new(),
             cells: self.cells.iter().map(|c| c.key.clone()).collect(),
+            metric: self.metric,
         }
     }
 }
@@ -504,6 +509,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         published: Vec::new(),
         origins: ctx.origins.clone(),
         page: None,
+        metric: None,
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;
@@ -513,33 +519,6 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
     expand(&ctx, &mut exp, &base, &block_specs)?;
     check_expanded(&ctx, &exp)?;
     Ok(exp)
-}
-
-/// `har = "PATH"` (relative to the experiment file, read and checked now) or
-/// `url = "http(s)://..."`.
-fn page_source(ctx: &Ctx, key: &str, value: &str, place: &Place) -> Result<PageSource, SpecError> {
-    if key == "url" {
-        let ok = (value.starts_with("https://") || value.starts_with("http://"))
-            && hxlab_core::har::split_url(value).is_some();
-        if !ok {
-            return Err(ctx.at(
-                place,
-                format!("url {value:?}: expected an http:// or https:// URL"),
-            ));
-        }
-        return Ok(PageSource::Url(value.to_string()));
-    }
-    let path = std::path::Path::new(value);
-    let path = if path.is_relative() {
-        std::path::Path::new(ctx.file)
-            .parent()
-            .map_or(path.to_path_buf(), |d| d.join(path))
-    } else {
-        path.to_path_buf()
-    };
-    hxlab_core::har::Archive::read(&path)
-        .map_err(|e| ctx.at(place, format!("har {}: {}", path.display(), e.0)))?;
-    Ok(PageSource::Har(path))
 }
 
 /// The top level: settings into `exp`, factors into the base configuration.
@@ -613,7 +592,13 @@ fn read_top(
                 if exp.page.is_some() {
                     return Err(ctx.at(&place, "har and url: give one page, not both"));
                 }
-                exp.page = Some(page_source(ctx, key, &str_setting(ctx, key, v)?, &place)?);
+                exp.page = Some(read::page_source(ctx, key, &str_setting(ctx, key, v)?, &place)?);
+            }
+            "metric" => {
+                let m = str_setting(ctx, key, v)?;
+                exp.metric = Some(hxlab_report::Metric::parse_page(&m).ok_or_else(|| {
+                    ctx.at(&place, format!("metric {m:?}: expected \"load\", \"fcp\", \"lcp\" or \"speed_index\" (the browser workload's figures)"))
+                })?);
             }
             "matrix" | "published" | "origins" => {}
             _ if FACTORS.iter().any(|(n, _)| *n == key) => {
@@ -774,6 +759,10 @@ fn check_workload_factors(
         return Err(ctx.whole(
             "har and url set the page of the browser workload; add workload = \"browser\"",
         ));
+    }
+    if exp.metric.is_some() && exp.workload != Workload::Browser {
+        return Err(ctx
+            .whole("metric chooses among a page load's figures; it needs workload = \"browser\""));
     }
     if exp.page.is_some() {
         for f in ["delay", "resources", "size", "push"] {

@@ -313,3 +313,35 @@ pub(super) fn unknown_key(key: &str) -> String {
         SETTINGS.join(", ")
     )
 }
+
+/// `har = "PATH"` (relative to the experiment file, read and checked now) or
+/// `url = "http(s)://..."`.
+pub(super) fn page_source(
+    ctx: &Ctx,
+    key: &str,
+    value: &str,
+    place: &Place,
+) -> Result<super::PageSource, SpecError> {
+    if key == "url" {
+        let ok = (value.starts_with("https://") || value.starts_with("http://"))
+            && hxlab_core::har::split_url(value).is_some();
+        if !ok {
+            return Err(ctx.at(
+                place,
+                format!("url {value:?}: expected an http:// or https:// URL"),
+            ));
+        }
+        return Ok(super::PageSource::Url(value.to_string()));
+    }
+    let path = std::path::Path::new(value);
+    let path = if path.is_relative() {
+        std::path::Path::new(ctx.file)
+            .parent()
+            .map_or(path.to_path_buf(), |d| d.join(path))
+    } else {
+        path.to_path_buf()
+    };
+    hxlab_core::har::Archive::read(&path)
+        .map_err(|e| ctx.at(place, format!("har {}: {}", path.display(), e.0)))?;
+    Ok(super::PageSource::Har(path))
+}

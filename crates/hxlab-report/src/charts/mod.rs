@@ -42,6 +42,9 @@ pub fn all(r: &Report) -> Vec<Chart> {
 pub fn metric_axis(m: Metric) -> &'static str {
     match m {
         Metric::TimeS => "time to last byte (ms)",
+        Metric::FcpS => "first contentful paint (ms)",
+        Metric::LcpS => "largest contentful paint (ms)",
+        Metric::SpeedIndexS => "Speed Index (ms)",
         Metric::RequestsPerSec => "requests/s",
     }
 }

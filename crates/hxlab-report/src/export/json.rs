@@ -114,7 +114,7 @@ impl SummaryJsonExporter {
             "schema": SUMMARY_SCHEMA,
             "experiment": r.meta.name,
             "title": r.meta.title,
-            "metric": match r.metric { crate::Metric::TimeS => "time_s", crate::Metric::RequestsPerSec => "req_s" },
+            "metric": r.metric.key(),
             "metric_label": r.metric.label(),
             "lower_is_better": r.metric.lower_is_better(),
             "repetitions": r.meta.repetitions,
