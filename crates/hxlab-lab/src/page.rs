@@ -126,6 +126,10 @@ pub struct PageOptions {
     pub cpu_slowdown: f64,
     /// Load the page a second time in the same browser after each first view.
     pub repeat_view: bool,
+    /// Congestion controller of the origin hxlab starts (synthetic page or replay), on TCP
+    /// and QUIC alike (`hxlab serve --cc`); None: each stack's own default (the kernel's on
+    /// TCP, Cubic on QUIC), which compares different controllers across protocols.
+    pub server_cc: Option<String>,
 }
 
 /// The page, its origin (when started here) and the link, for as many runs as asked.
@@ -138,6 +142,8 @@ pub struct PageSession {
     pub link: Option<Arc<Link>>,
     /// With `--replay`: the replaying server's plain address, for `/replay-stats`.
     pub replay_stats: Option<std::net::SocketAddr>,
+    /// The plain address of the origin started here (its `/stats`), if one was.
+    pub origin_stats: Option<std::net::SocketAddr>,
     template: PageConfig,
     _origin: Option<Origin>,
     origin_dir: Option<PathBuf>,
@@ -188,6 +194,7 @@ impl PageSession {
                 (url, opts.spki.clone(), None, None, Mapping::default())
             }
         };
+        let origin_stats = origin.as_ref().map(|o| o.ready.plain);
         let replay_stats = match (&opts.replay, &origin) {
             (Some(_), Some(o)) => Some(o.ready.plain),
             _ => None,
@@ -217,10 +224,30 @@ impl PageSession {
             spki,
             link,
             replay_stats,
+            origin_stats,
             template,
             _origin: origin,
             origin_dir,
         })
+    }
+
+    /// The origin's connections per congestion controller so far, over every protocol, as
+    /// the server read them back from each socket or QUIC connection (its `/stats`); None
+    /// without an origin of ours or when `/stats` cannot be read.
+    pub fn server_cc(&self) -> Option<std::collections::BTreeMap<String, u64>> {
+        let stats = crate::runner::stats::get_json(self.origin_stats?, "/stats")?;
+        let mut out = std::collections::BTreeMap::new();
+        for proto in stats.get("by_protocol")?.as_object()?.values() {
+            for (cc, n) in proto
+                .get("cc")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                *out.entry(cc.clone()).or_insert(0) += n.as_u64().unwrap_or(0);
+            }
+        }
+        Some(out)
     }
 
     /// The configuration of one run (each run gets a fresh browser and profile).
@@ -278,7 +305,7 @@ fn synthetic_origin(
         bind: bind.to_string(),
         dir: dir.to_path_buf(),
         www: (!use_origin_page).then_some(www.clone()),
-        cc: None,
+        cc: opts.server_cc.clone(),
         capture_stderr: false,
         replay: None,
     })
@@ -494,6 +521,7 @@ pub fn report_json(
             "cache_s": s.cache.map(|d| d.as_secs()) })),
         "cpu_slowdown": opts.cpu_slowdown,
         "repeat_view": opts.repeat_view,
+        "server_cc": session.server_cc(),
         "push": { "requested": opts.push, "ignored_by_browser": opts.push && rep.push_ignored, "note": rep.push_note },
         "early_hints": { "requested": opts.early_hints, "runs_with_103": rep.early_hints_runs,
             "resources_from_preloads": rep.preloads_used },

@@ -50,7 +50,7 @@ pub(crate) fn replay_origin(
         bind: bind.to_string(),
         dir: dir.to_path_buf(),
         www: None,
-        cc: None,
+        cc: opts.server_cc.clone(),
         capture_stderr: true,
         replay: Some(har.to_path_buf()),
     })

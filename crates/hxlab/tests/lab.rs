@@ -493,6 +493,14 @@ fn browser_workload_replays_a_recorded_site() {
     );
     for rec in &r.records {
         assert!(rec.is_clean(), "{}: {}", rec.cell, rec.failure_text());
+        // Like for like: the replay server sent over h2 and h3 with the same controller,
+        // as its connections read it back.
+        assert_eq!(
+            rec.server_cc.keys().collect::<Vec<_>>(),
+            ["cubic"],
+            "{}",
+            rec.cell
+        );
         // The repeat view reuses the first view's connection: no resource pays a handshake.
         if rec.factors["repeat_view"] == "on" {
             let w = rec.waterfall.as_ref().expect("the record's waterfall");

@@ -109,6 +109,11 @@ impl Runner {
         cmd.args(["--proto", page_proto(cfg.protocol), "--runs", "1", "--json"])
             .arg(&json)
             .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
+        // The replay server sends the page: the same controller on TCP and QUIC (the cell's
+        // cc_server, else cubic), read back into the record.
+        if matches!(page, PageSource::Har(_)) {
+            cmd.args(["--server-cc", cfg.cc_server.as_deref().unwrap_or("cubic")]);
+        }
         cmd.args(cfg.link_args());
         if cfg.repeat_view {
             cmd.arg("--repeat-view");
@@ -122,6 +127,7 @@ impl Runner {
         };
         record.exit_code = code;
         read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
+        record.server_cc = read_server_cc(&json);
         let _ = std::fs::remove_file(&json);
         record
     }
@@ -194,4 +200,14 @@ fn page_proto(p: Protocol) -> &'static str {
         Protocol::H2 | Protocol::H2c => "h2",
         Protocol::H1 | Protocol::H1Tls => "h1",
     }
+}
+
+/// The replay server's connections per congestion controller as `hxlab page --json` read
+/// them back from its `/stats` (empty when unknown).
+fn read_server_cc(json: &Path) -> std::collections::BTreeMap<String, u64> {
+    std::fs::read_to_string(json)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| serde_json::from_value(v.get("server_cc")?.clone()).ok())
+        .unwrap_or_default()
 }

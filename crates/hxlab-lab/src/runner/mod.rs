@@ -508,7 +508,7 @@ impl Runner {
 fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
     match &exp.page {
         Some(crate::spec::PageSource::Har(p)) => {
-            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; misses are counted per run and flag it); server CPU and congestion control not measured", p.display()));
+            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; misses are counted per run and flag it); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, read back per record; Chromium's own controller is not settable and not read back", p.display()));
             return;
         }
         Some(crate::spec::PageSource::Url(u)) => {

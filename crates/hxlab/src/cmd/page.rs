@@ -103,6 +103,11 @@ pub struct Args {
     /// connections kept), as a returning visitor.
     #[arg(long)]
     pub repeat_view: bool,
+    /// Congestion controller of the origin hxlab starts (--synthetic, --replay): reno, cubic
+    /// or bbr, set on its TCP and QUIC connections alike and read back from /stats; "default"
+    /// leaves each stack's own (the kernel's on TCP, Cubic on QUIC: not like for like).
+    #[arg(long, value_name = "CC", default_value = "cubic")]
+    pub server_cc: String,
 }
 
 /// The emulated link the flags ask for: a profile, possibly adjusted by the explicit options,
@@ -221,6 +226,15 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         hxlab_bin,
         cpu_slowdown,
         repeat_view: args.repeat_view,
+        server_cc: match args.server_cc.as_str() {
+            "default" => None,
+            "reno" | "cubic" | "bbr" => Some(args.server_cc.clone()),
+            other => {
+                return Err(super::usage(format!(
+                    "--server-cc {other:?}: expected reno, cubic, bbr or default"
+                )))
+            }
+        },
     })
 }
 
@@ -309,6 +323,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let rep = hxlab_lab::page::report(&outcomes, args.push);
     footer(&mut text, &args, &opts, &rep)?;
+    if let Some(cc) = session.server_cc() {
+        let counts = hxlab_core::cc::counts_text(&cc);
+        writeln!(
+            text,
+            "  origin's congestion control, read back from its connections: {counts}"
+        )?;
+    }
     if let Some(dest) = &args.json {
         let flags = json!({
             "profile": args.profile, "delay": args.delay, "down": args.down, "up": args.up,
