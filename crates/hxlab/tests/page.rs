@@ -668,7 +668,15 @@ fn bad_flags_exit_2() {
         ],
         vec!["page", "--synthetic", "n=lots", "--proto", "h2"],
         vec!["page", "--synthetic", "n=3,colour=red", "--proto", "h2"],
-        vec!["page", "--synthetic", "n=3", "--proto", "h2", "--server-cc", "vegas"],
+        vec![
+            "page",
+            "--synthetic",
+            "n=3",
+            "--proto",
+            "h2",
+            "--server-cc",
+            "vegas",
+        ],
         vec!["page", "--proto", "h2"],
         vec!["page", "ftp://127.0.0.1/", "--proto", "h2"],
         vec![

@@ -255,7 +255,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the tokio runtime")?;
     let session = PageSession::start(&opts).map_err(anyhow::Error::msg)?;
-
     // With `--json -` the JSON owns stdout and the human-readable text goes to stderr.
     let json_to_stdout = args.json.as_deref() == Some("-");
     let mut text: Box<dyn Write> = if json_to_stdout {
@@ -323,13 +322,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let rep = hxlab_lab::page::report(&outcomes, args.push);
     footer(&mut text, &args, &opts, &rep)?;
-    if let Some(cc) = session.server_cc() {
-        let counts = hxlab_core::cc::counts_text(&cc);
-        writeln!(
-            text,
-            "  origin's congestion control, read back from its connections: {counts}"
-        )?;
-    }
+    server_cc_line(&mut text, &session)?;
     if let Some(dest) = &args.json {
         let flags = json!({
             "profile": args.profile, "delay": args.delay, "down": args.down, "up": args.up,
@@ -479,6 +472,18 @@ fn summary_lines(text: &mut dyn Write, s: &hxlab_browser::PageSummary) -> std::i
             text,
             "  {:<24} {:>10.4}    [{:.4}, {:.4}]",
             "cumulative layout shift", m.median, m.ci95_low, m.ci95_high
+        )?;
+    }
+    Ok(())
+}
+
+/// What the origin started here ran, read back from its `/stats` (nothing without one).
+fn server_cc_line(text: &mut dyn Write, session: &PageSession) -> std::io::Result<()> {
+    if let Some(cc) = session.server_cc() {
+        let counts = hxlab_core::cc::counts_text(&cc);
+        writeln!(
+            text,
+            "  origin's congestion control, read back from its connections: {counts}"
         )?;
     }
     Ok(())
