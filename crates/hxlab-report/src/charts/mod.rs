@@ -59,12 +59,18 @@ pub(crate) fn protocols(r: &Report) -> Vec<String> {
     }
 }
 
-pub(crate) fn protocol_of(f: &BTreeMap<String, String>) -> String {
-    f.get("protocol").cloned().unwrap_or_else(|| "all".into())
-}
-
 pub(crate) fn legend(labels: &[String]) -> Vec<(String, svg::Style)> {
     labels.iter().cloned().zip(svg::styles(labels)).collect()
+}
+
+/// The cell of protocol `p` under the conditions `combo` ([`Report::find_cell`]); `all`
+/// stands for cells that name no protocol.
+pub(crate) fn cell_of<'a>(
+    r: &'a Report,
+    p: &str,
+    combo: &[(String, String)],
+) -> Option<&'a crate::summary::CellSummary> {
+    r.find_cell(combo, (p != "all").then_some(("protocol", p)))
 }
 
 /// Swept factors that are conditions: not the protocol and not tied to it.
@@ -146,7 +152,7 @@ fn protocol_chart(r: &Report) -> Option<Chart> {
         .zip(svg::styles(&protos))
         .enumerate()
         .filter_map(|(i, (p, style))| {
-            let cell = r.cells.iter().find(|c| protocol_of(&c.factors) == *p)?;
+            let cell = cell_of(r, p, &[])?;
             let pt = cell_point(r, cell, i as f64)?;
             Some(Series {
                 label: p.clone(),
@@ -203,11 +209,9 @@ fn factor_charts(r: &Report) -> Vec<Chart> {
                     .iter()
                     .enumerate()
                     .filter_map(|(i, l)| {
-                        let cell = r.cells.iter().find(|c| {
-                            protocol_of(&c.factors) == *p
-                                && c.factors.get(factor) == Some(l)
-                                && combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))
-                        })?;
+                        let mut at = combo.clone();
+                        at.push((factor.clone(), l.clone()));
+                        let cell = cell_of(r, p, &at)?;
                         let x = numeric.as_ref().map_or(i as f64, |(v, _)| v[i]);
                         let pt = cell_point(r, cell, x)?;
                         xs_seen.insert(i);
@@ -384,10 +388,7 @@ fn percentile_charts(r: &Report) -> Vec<Chart> {
         for combo in combos(r, &conds) {
             let mut series = Vec::new();
             for (p, style) in protos.iter().zip(svg::styles(&protos)) {
-                let Some(cell) = r.cells.iter().find(|c| {
-                    protocol_of(&c.factors) == *p
-                        && combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))
-                }) else {
+                let Some(cell) = cell_of(r, p, &combo) else {
                     continue;
                 };
                 let mut h = LatencyHistogram::new();

@@ -5,8 +5,8 @@
 
 use super::grid::{Grid, Panel, Point, Series, XAxis};
 use super::{
-    chart, clean_results, combo_title, combos, condition_factors, legend, protocol_of, protocols,
-    svg, Chart, MAX_PANELS,
+    cell_of, chart, clean_results, combo_title, combos, condition_factors, legend, protocols, svg,
+    Chart, MAX_PANELS,
 };
 use crate::summary::{fmt_num, Report};
 use hxlab_core::LatencyHistogram;
@@ -57,10 +57,7 @@ pub fn charts(r: &Report) -> Vec<Chart> {
         let mut thr = Vec::new();
         let mut p99 = Vec::new();
         for (p, style) in protos.iter().zip(svg::styles(&protos)) {
-            let Some(cell) = r.cells.iter().find(|c| {
-                protocol_of(&c.factors) == *p
-                    && combo.iter().all(|(k, v)| c.factors.get(k) == Some(v))
-            }) else {
+            let Some(cell) = cell_of(r, p, &combo) else {
                 continue;
             };
             let series = pooled(r, &cell.key);
