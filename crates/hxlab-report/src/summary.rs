@@ -106,6 +106,11 @@ pub struct CellSummary {
     pub failed: usize,
     /// Repetitions that ran (not skipped).
     pub ran: usize,
+    /// Where an end's congestion controllers, read back, are not what the cell asked for
+    /// (one line per end; also among `warnings`).
+    pub cc_mismatch: Vec<String>,
+    /// The first failed repetition's explanation ([`Record::failure_text`]), when one failed.
+    pub first_error: Option<String>,
     /// When connections negotiated another protocol family than the cell asked for: what
     /// they negotiated, e.g. `h2 ×5`.
     pub fell_back: Option<String>,
@@ -224,6 +229,7 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         s.skipped = None;
     }
     s.failed = failed_reps;
+    s.first_error = first_error.clone();
     s.ran = records.len() - skipped;
     if failed_reps > 0 {
         s.warnings.push(format!(
@@ -248,9 +254,8 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
             s.fell_back = Some(other.join(", "));
         }
     }
-    for w in cc_warnings(&s) {
-        s.warnings.push(w);
-    }
+    s.cc_mismatch = cc_warnings(&s);
+    s.warnings.extend(s.cc_mismatch.iter().cloned());
     s.median = stats::median(&s.values);
     s.mean = stats::mean(&s.values);
     s.stdev = stats::stdev(&s.values);

@@ -112,14 +112,7 @@ fn problems(c: &CellSummary) -> Vec<String> {
         ));
     }
     if c.failed > 0 {
-        let first = c
-            .warnings
-            .iter()
-            .find_map(|w| {
-                w.split_once("(first: ")
-                    .map(|(_, r)| r.strip_suffix(')').unwrap_or(r))
-            })
-            .unwrap_or("");
+        let first = c.first_error.as_deref().unwrap_or("");
         out.push(format!(
             "{proto} had errors in {} of {} repetitions{}",
             c.failed,
@@ -131,10 +124,8 @@ fn problems(c: &CellSummary) -> Vec<String> {
             }
         ));
     }
-    for w in &c.warnings {
-        if w.starts_with("asked for ") && w.contains(" on the ") {
-            out.push(format!("{proto}: {w}"));
-        }
+    for w in &c.cc_mismatch {
+        out.push(format!("{proto}: {w}"));
     }
     out
 }
