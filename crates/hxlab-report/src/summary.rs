@@ -106,6 +106,8 @@ pub struct CellSummary {
     pub failed: usize,
     /// Repetitions that ran (not skipped).
     pub ran: usize,
+    /// The clean repetitions (the last record of each) as indices into [`Report::records`].
+    pub clean: Vec<usize>,
     /// Where an end's congestion controllers, read back, are not what the cell asked for
     /// (one line per end; also among `warnings`).
     pub cc_mismatch: Vec<String>,
@@ -360,18 +362,28 @@ impl Report {
         for (i, r) in records.iter().enumerate() {
             latest.insert((r.cell.clone(), r.repetition), i);
         }
-        let mut by_cell: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+        let mut by_cell: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut order: Vec<String> = meta.cells.clone();
         for &i in latest.values() {
             let r = &records[i];
             if !order.contains(&r.cell) {
                 order.push(r.cell.clone());
             }
-            by_cell.entry(r.cell.clone()).or_default().push(r);
+            by_cell.entry(r.cell.clone()).or_default().push(i);
         }
         let cells: Vec<CellSummary> = order
             .iter()
-            .filter_map(|k| by_cell.get(k).map(|rs| summarise(metric, k, rs)))
+            .filter_map(|k| {
+                let idx = by_cell.get(k)?;
+                let rs: Vec<&Record> = idx.iter().map(|&i| &records[i]).collect();
+                let mut s = summarise(metric, k, &rs);
+                s.clean = idx
+                    .iter()
+                    .copied()
+                    .filter(|&i| records[i].is_clean())
+                    .collect();
+                Some(s)
+            })
             .collect();
         let mut warnings = Vec::new();
         for c in &cells {

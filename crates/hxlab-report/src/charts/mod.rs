@@ -12,7 +12,6 @@ use crate::model::Metric;
 use crate::summary::Report;
 use grid::{Grid, Panel, Point, Series, XAxis};
 use hxlab_core::{LatencyHistogram, RunResult};
-use std::collections::BTreeMap;
 
 /// A chart ready to embed: an id, a title, a caption saying how to read it, and the SVG.
 #[derive(Clone, Debug)]
@@ -323,15 +322,16 @@ fn cell_point(r: &Report, c: &crate::summary::CellSummary, x: f64) -> Option<Poi
 
 /// The clean results of a cell (the last record of each repetition).
 pub fn clean_results<'a>(r: &'a Report, cell: &str) -> Vec<&'a RunResult> {
-    let mut latest: BTreeMap<u32, &crate::Record> = BTreeMap::new();
-    for rec in r.records.iter().filter(|x| x.cell == cell) {
-        latest.insert(rec.repetition, rec);
-    }
-    latest
-        .values()
-        .filter(|x| x.is_clean())
-        .filter_map(|x| x.result.as_ref())
-        .collect()
+    r.cells
+        .iter()
+        .find(|c| c.key == cell)
+        .map(|c| {
+            c.clean
+                .iter()
+                .filter_map(|&i| r.records[i].result.as_ref())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// x of percentile p on the 1/(1−p) log axis.
