@@ -32,6 +32,8 @@ pub struct Comparison {
     pub n: (usize, usize),
     /// The metric compared.
     pub metric: Metric,
+    /// The keys of the two cells compared: (protocol's, baseline's).
+    pub cells: (String, String),
 }
 
 impl Comparison {
@@ -295,6 +297,7 @@ impl Report {
             p_value,
             n: (other.values.len(), base.values.len()),
             metric: self.metric,
+            cells: (other.key.clone(), base.key.clone()),
         })
     }
 }

@@ -156,6 +156,15 @@ impl Report {
                 });
             }
         }
+        for c in &self.comparisons {
+            if let Some(text) = self.cc_mismatch(c) {
+                lines.push(Line {
+                    kind: Kind::Problem,
+                    text,
+                    condition: c.condition.clone(),
+                });
+            }
+        }
         let mut sig: Vec<&Comparison> = self
             .comparisons
             .iter()
@@ -180,6 +189,27 @@ impl Report {
             headline: self.headline(&tied, &sig),
             lines,
         }
+    }
+
+    /// When the two cells of a comparison sent with different congestion controllers, as
+    /// their servers read them back: the difference is not the protocol's alone.
+    fn cc_mismatch(&self, c: &Comparison) -> Option<String> {
+        let cell = |k: &str| self.cells.iter().find(|x| x.key == k);
+        let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
+        let names = |m: &BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>();
+        if a.server_cc.is_empty()
+            || b.server_cc.is_empty()
+            || names(&a.server_cc) == names(&b.server_cc)
+        {
+            return None;
+        }
+        Some(format!(
+            "{} vs {}: not like for like: their servers sent with {} and {} (read back), so the difference mixes the protocol with the congestion controller; set cc for both",
+            c.protocol,
+            c.baseline,
+            hxlab_core::cc::counts_text(&a.server_cc),
+            hxlab_core::cc::counts_text(&b.server_cc)
+        ))
     }
 
     /// Which protocol had the best median under each condition (trusted cells only), the

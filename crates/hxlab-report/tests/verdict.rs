@@ -245,3 +245,31 @@ fn a_browser_experiment_can_judge_by_largest_contentful_paint() {
         .expect("json");
     assert!(json.contains("\"metric\": \"lcp_s\""), "{json}");
 }
+
+#[test]
+fn different_congestion_controllers_are_named_as_not_like_for_like() {
+    let (meta, mut records) = experiment();
+    for r in &mut records {
+        let cc = if r.factors["protocol"] == "h3" {
+            "cubic"
+        } else {
+            "bbr"
+        };
+        r.server_cc.insert(cc.into(), 1);
+    }
+    let r = Report::build(meta, records);
+    let v = r.verdict();
+    let problems: Vec<&str> = v
+        .lines
+        .iter()
+        .filter(|l| l.kind == Kind::Problem)
+        .map(|l| l.text.as_str())
+        .collect();
+    // h3 against h1-tls and against h2, at both delays; h2 against h1-tls ran the same.
+    assert_eq!(problems.len(), 4, "{problems:?}");
+    assert!(
+        problems.iter().all(|p| p.starts_with("h3 vs ")
+            && p.contains("not like for like: their servers sent with cubic and bbr (read back)")),
+        "{problems:?}"
+    );
+}
