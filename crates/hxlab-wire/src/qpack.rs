@@ -18,6 +18,8 @@ pub use crate::qpack_table::STATIC_TABLE;
 use thiserror::Error;
 
 pub mod display;
+mod fields;
+pub use fields::decode_fields;
 
 /// A field section that cannot be decoded (a connection error of type
 /// QPACK_DECOMPRESSION_FAILED).

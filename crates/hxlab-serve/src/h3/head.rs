@@ -1,0 +1,289 @@
+//! Request heads in, response heads out: QPACK (static table only, [`hxlab_wire::qpack`])
+//! to and from `http` types, with RFC 9114 §4.3's rules for a well-formed request.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
+use hxlab_wire::h3::frame::{DATA, HEADERS};
+use hxlab_wire::qpack::{decode_fields, encode_field_section, QpackError};
+use hxlab_wire::varint;
+
+/// A request head as the router wants it.
+pub(super) struct Head {
+    pub method: Method,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    /// `content-length`, if the request had one.
+    pub content_length: Option<u64>,
+}
+
+/// Why a field section is not a request we answer.
+#[derive(Debug)]
+pub(super) enum HeadError {
+    /// Undecodable QPACK: a connection error (QPACK_DECOMPRESSION_FAILED).
+    Qpack(QpackError),
+    /// A malformed request (RFC 9114 §4.1.2): a stream error (H3_MESSAGE_ERROR).
+    Malformed,
+    /// Larger than the advertised SETTINGS_MAX_FIELD_SECTION_SIZE.
+    TooLarge,
+}
+
+/// Pseudo-header fields of a request, as they arrive.
+#[derive(Default)]
+struct Pseudo<'a> {
+    method: Option<&'a [u8]>,
+    scheme: Option<&'a [u8]>,
+    authority: Option<&'a [u8]>,
+    path: Option<&'a [u8]>,
+}
+
+/// Marker errors raised inside the decode callback that are really message errors.
+const MALFORMED: &str = "malformed:";
+
+fn malformed(what: &'static str) -> QpackError {
+    QpackError(what)
+}
+
+/// Headers that HTTP/3 forbids in a message (RFC 9114 §4.2): connection-specific fields.
+fn connection_specific(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+    )
+}
+
+/// Decodes and validates one request field section. `scratch` is reused between calls.
+pub(super) fn decode_request(
+    block: &[u8],
+    max_size: u64,
+    scratch: &mut Vec<u8>,
+) -> Result<Head, HeadError> {
+    let mut method: Option<Vec<u8>> = None;
+    let mut scheme: Option<Vec<u8>> = None;
+    let mut authority: Option<Vec<u8>> = None;
+    let mut path: Option<Vec<u8>> = None;
+    let mut headers = HeaderMap::new();
+    let mut regular_seen = false;
+    let mut content_length: Option<u64> = None;
+    let r = decode_fields(block, max_size, scratch, |name, value| {
+        if let Some(pseudo) = name.strip_prefix(b":") {
+            if regular_seen {
+                return Err(malformed("malformed: pseudo-header after a regular field"));
+            }
+            let slot = match pseudo {
+                b"method" => &mut method,
+                b"scheme" => &mut scheme,
+                b"authority" => &mut authority,
+                b"path" => &mut path,
+                _ => return Err(malformed("malformed: unknown pseudo-header")),
+            };
+            if slot.is_some() {
+                return Err(malformed("malformed: duplicate pseudo-header"));
+            }
+            *slot = Some(value.to_vec());
+            return Ok(());
+        }
+        regular_seen = true;
+        if name.iter().any(|b| b.is_ascii_uppercase()) {
+            return Err(malformed("malformed: uppercase field name"));
+        }
+        if connection_specific(name) || (name == b"te" && value != b"trailers") {
+            return Err(malformed("malformed: connection-specific field"));
+        }
+        let n = HeaderName::from_bytes(name).map_err(|_| malformed("malformed: field name"))?;
+        let v = HeaderValue::from_bytes(value).map_err(|_| malformed("malformed: field value"))?;
+        if n == http::header::CONTENT_LENGTH {
+            let len = std::str::from_utf8(value)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or(malformed("malformed: content-length"))?;
+            if content_length.is_some_and(|c| c != len) {
+                return Err(malformed("malformed: conflicting content-length"));
+            }
+            content_length = Some(len);
+        }
+        headers.append(n, v);
+        Ok(())
+    });
+    if let Err(e) = r {
+        return Err(if e.0.starts_with(MALFORMED) {
+            HeadError::Malformed
+        } else if e.0 == "field section larger than we accept" {
+            HeadError::TooLarge
+        } else {
+            HeadError::Qpack(e)
+        });
+    }
+    let p = Pseudo {
+        method: method.as_deref(),
+        scheme: scheme.as_deref(),
+        authority: authority.as_deref(),
+        path: path.as_deref(),
+    };
+    let (method, uri) = request_target(&p)?;
+    Ok(Head {
+        method,
+        uri,
+        headers,
+        content_length,
+    })
+}
+
+/// The method and URI from the pseudo-headers (§4.3.1): `:method`, `:scheme` and a non-empty
+/// `:path` are required, except for CONNECT, which has only `:authority`.
+fn request_target(p: &Pseudo) -> Result<(Method, Uri), HeadError> {
+    let m = p.method.ok_or(HeadError::Malformed)?;
+    let method = Method::from_bytes(m).map_err(|_| HeadError::Malformed)?;
+    let mut b = Uri::builder();
+    if method == Method::CONNECT {
+        if p.scheme.is_some() || p.path.is_some() {
+            return Err(HeadError::Malformed);
+        }
+        let a = p.authority.ok_or(HeadError::Malformed)?;
+        b = b.authority(a);
+    } else {
+        let scheme = p.scheme.ok_or(HeadError::Malformed)?;
+        let path = p
+            .path
+            .filter(|v| !v.is_empty())
+            .ok_or(HeadError::Malformed)?;
+        b = b.scheme(scheme).path_and_query(path);
+        if let Some(a) = p.authority {
+            b = b.authority(a);
+        }
+    }
+    let uri = b.build().map_err(|_| HeadError::Malformed)?;
+    Ok((method, uri))
+}
+
+/// Appends a HEADERS frame carrying `resp`'s status and header fields to `out`.
+pub(super) fn put_response_head(resp: &Response<()>, section: &mut Vec<u8>, out: &mut BytesMut) {
+    section.clear();
+    let status = resp.status();
+    let code = status.as_str().as_bytes();
+    let fields = std::iter::once((&b":status"[..], code)).chain(
+        resp.headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+    );
+    encode_field_section(fields, section);
+    put_frame_head(out, HEADERS, section.len() as u64);
+    out.put_slice(section);
+}
+
+/// Appends a frame head (type, length) to `out`.
+pub(super) fn put_frame_head(out: &mut BytesMut, kind: u64, len: u64) {
+    let mut tmp = [0u8; 16];
+    let mut v = Vec::new();
+    varint::put(&mut v, kind);
+    varint::put(&mut v, len);
+    tmp[..v.len()].copy_from_slice(&v);
+    out.put_slice(&tmp[..v.len()]);
+}
+
+/// A DATA frame head for `len` payload bytes, as its own buffer.
+pub(super) fn data_head(len: u64) -> Bytes {
+    let mut b = BytesMut::with_capacity(16);
+    put_frame_head(&mut b, DATA, len);
+    b.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_field_section(
+            fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+            &mut out,
+        );
+        out
+    }
+
+    fn decode(fields: &[(&str, &str)]) -> Result<Head, HeadError> {
+        decode_request(&block(fields), 64 << 10, &mut Vec::new())
+    }
+
+    #[test]
+    fn a_plain_get_decodes_to_method_uri_and_headers() {
+        let h = decode(&[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", "localhost:8443"),
+            (":path", "/bytes/100?x=1"),
+            ("user-agent", "hxlab"),
+            ("content-length", "0"),
+        ])
+        .unwrap();
+        assert_eq!(h.method, Method::GET);
+        assert_eq!(h.uri.path(), "/bytes/100");
+        assert_eq!(h.uri.query(), Some("x=1"));
+        assert_eq!(h.uri.authority().unwrap().as_str(), "localhost:8443");
+        assert_eq!(h.headers["user-agent"], "hxlab");
+        assert_eq!(h.content_length, Some(0));
+    }
+
+    #[test]
+    fn malformed_requests_are_message_errors() {
+        let base = [(":method", "GET"), (":scheme", "https"), (":path", "/")];
+        for (what, extra) in [
+            (
+                "pseudo after regular",
+                vec![("accept", "*/*"), (":authority", "x")],
+            ),
+            ("unknown pseudo", vec![(":protocol", "x")]),
+            ("duplicate pseudo", vec![(":path", "/again")]),
+            ("uppercase name", vec![("Accept", "*/*")]),
+            ("connection header", vec![("connection", "close")]),
+            ("te not trailers", vec![("te", "gzip")]),
+            ("bad content-length", vec![("content-length", "x")]),
+        ] {
+            let mut f: Vec<(&str, &str)> = base.to_vec();
+            f.extend(extra);
+            assert!(
+                matches!(decode(&f), Err(HeadError::Malformed)),
+                "{what} must be malformed"
+            );
+        }
+        for missing in [":method", ":scheme", ":path"] {
+            let f: Vec<(&str, &str)> = base
+                .iter()
+                .copied()
+                .filter(|(n, _)| *n != missing)
+                .collect();
+            assert!(
+                matches!(decode(&f), Err(HeadError::Malformed)),
+                "without {missing}"
+            );
+        }
+        assert!(matches!(
+            decode_request(&[0x01, 0x00], 1 << 10, &mut Vec::new()),
+            Err(HeadError::Qpack(_))
+        ));
+        assert!(matches!(
+            decode_request(&block(&base), 20, &mut Vec::new()),
+            Err(HeadError::TooLarge)
+        ));
+    }
+
+    #[test]
+    fn a_response_head_round_trips_through_the_decoder() {
+        let mut r = Response::new(());
+        *r.status_mut() = http::StatusCode::NOT_FOUND;
+        r.headers_mut()
+            .insert("content-length", HeaderValue::from(9u64));
+        r.headers_mut().insert("x-a", HeaderValue::from_static("b"));
+        let mut out = BytesMut::new();
+        put_response_head(&r, &mut Vec::new(), &mut out);
+        let (kind, len, used) = hxlab_wire::h3::parse_frame_head(&out).unwrap();
+        assert_eq!((kind, len as usize), (HEADERS, out.len() - used));
+        let mut got = Vec::new();
+        decode_fields(&out[used..], 1 << 20, &mut Vec::new(), |n, v| {
+            got.push((n.to_vec(), v.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got[0], (b":status".to_vec(), b"404".to_vec()));
+        assert_eq!(got.len(), 3);
+    }
+}

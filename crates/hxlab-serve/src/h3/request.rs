@@ -1,0 +1,384 @@
+//! One request stream: read the request (HEADERS, then DATA frames read to the stream's end
+//! and discarded, optional trailers), route it, answer it (an optional 103, the response
+//! HEADERS, DATA, FIN), counting as every other protocol does.
+//!
+//! Frames are parsed in place from the chunks quinn hands over; only a HEADERS frame split
+//! across chunks is gathered into a buffer. A small in-memory body leaves with its HEADERS
+//! frame in one write, followed by the FIN.
+
+use super::control::close;
+use super::head::{data_head, decode_request, put_frame_head, put_response_head, Head, HeadError};
+use crate::body::{BodySpec, CHUNK};
+use crate::routes::{early_hints_head, route, Ctx};
+use crate::stats::Proto;
+use bytes::{Bytes, BytesMut};
+use http::Method;
+use hxlab_wire::h3::{code, frame, parse_frame_head};
+use quinn::{RecvStream, SendStream, VarInt};
+use std::sync::Arc;
+
+/// How a request stream fails.
+enum Fail {
+    /// A connection error (RFC 9114 §8): the whole connection closes with this code.
+    Conn(u64, &'static str),
+    /// A stream error: the stream is reset (and stopped) with this code.
+    Stream(u64),
+    /// The request head is larger than we accept: answered with 431.
+    TooLarge,
+    /// The client went away, or the body stalled past --body-timeout (stream stopped).
+    Gone,
+}
+
+fn vi(c: u64) -> VarInt {
+    VarInt::from_u64(c).unwrap_or(VarInt::MAX)
+}
+
+/// Serves one request stream to its end.
+pub(super) async fn serve(
+    ctx: Arc<Ctx>,
+    conn: quinn::Connection,
+    mut send: SendStream,
+    mut recv: RecvStream,
+) {
+    let head = match read_request(&ctx, &mut recv).await {
+        Ok(h) => h,
+        Err(Fail::Conn(c, why)) => return close(&conn, c, why),
+        Err(Fail::Stream(c)) => {
+            let _ = recv.stop(vi(c));
+            let _ = send.reset(vi(c));
+            return;
+        }
+        Err(Fail::TooLarge) => {
+            let _ = recv.stop(vi(code::H3_REQUEST_REJECTED));
+            let mut r = http::Response::new(());
+            *r.status_mut() = http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+            r.headers_mut()
+                .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(0u32));
+            let mut out = BytesMut::new();
+            put_response_head(&r, &mut Vec::new(), &mut out);
+            if send.write_all_chunks(&mut [out.freeze()]).await.is_ok() {
+                let _ = send.finish();
+            }
+            return;
+        }
+        Err(Fail::Gone) => {
+            let _ = recv.stop(vi(code::H3_REQUEST_CANCELLED));
+            let _ = send.reset(vi(code::H3_REQUEST_CANCELLED));
+            return;
+        }
+    };
+    respond(&ctx, head, send).await;
+}
+
+/// Reads the request stream to its end: the head, then DATA (discarded, checked against
+/// `content-length`), then optional trailers.
+async fn read_request(ctx: &Ctx, recv: &mut RecvStream) -> Result<Head, Fail> {
+    let max = u64::from(ctx.limits.max_header_size);
+    let mut r = Reader::default();
+    loop {
+        let chunk =
+            match tokio::time::timeout(ctx.limits.body_timeout, recv.read_chunk(usize::MAX, true))
+                .await
+            {
+                Ok(Ok(Some(c))) => c.bytes,
+                Ok(Ok(None)) => break,
+                Ok(Err(_)) | Err(_) => return Err(Fail::Gone),
+            };
+        r.feed(&chunk, max)?;
+    }
+    r.finish()
+}
+
+/// The sans-IO side of reading a request stream.
+#[derive(Default)]
+struct Reader {
+    /// Bytes of an incomplete frame head or HEADERS frame, carried to the next chunk.
+    pending: Vec<u8>,
+    /// DATA or unknown-frame payload bytes still to skip.
+    skip: u64,
+    /// Whether what is being skipped is DATA (counted as body).
+    skipping_data: bool,
+    head: Option<Head>,
+    trailers: bool,
+    body: u64,
+    scratch: Vec<u8>,
+}
+
+impl Reader {
+    fn feed(&mut self, chunk: &[u8], max: u64) -> Result<(), Fail> {
+        let mut input = chunk;
+        if !self.pending.is_empty() {
+            self.pending.extend_from_slice(input);
+            let pending = std::mem::take(&mut self.pending);
+            let used = self.parse(&pending, max)?;
+            self.pending = pending;
+            self.pending.drain(..used);
+            return Ok(());
+        }
+        let used = self.parse(input, max)?;
+        input = &input[used..];
+        self.pending.extend_from_slice(input);
+        Ok(())
+    }
+
+    /// Parses whole frames from `buf`; returns how many bytes were used (the rest waits for
+    /// more input).
+    fn parse(&mut self, buf: &[u8], max: u64) -> Result<usize, Fail> {
+        let mut pos = 0;
+        loop {
+            if self.skip > 0 {
+                let n = self.skip.min((buf.len() - pos) as u64);
+                if self.skipping_data {
+                    self.body += n;
+                }
+                self.skip -= n;
+                pos += n as usize;
+                if self.skip > 0 {
+                    return Ok(pos);
+                }
+            }
+            let Some((kind, len, hl)) = parse_frame_head(&buf[pos..]) else {
+                return Ok(pos);
+            };
+            match kind {
+                frame::HEADERS => {
+                    if self.trailers {
+                        return Err(Fail::Conn(
+                            code::H3_FRAME_UNEXPECTED,
+                            "HEADERS after trailers",
+                        ));
+                    }
+                    if len > max {
+                        return Err(Fail::TooLarge);
+                    }
+                    let end = pos + hl + len as usize;
+                    if end > buf.len() {
+                        return Ok(pos);
+                    }
+                    let block = &buf[pos + hl..end];
+                    if self.head.is_none() {
+                        self.head =
+                            Some(decode_request(block, max, &mut self.scratch).map_err(head_fail)?);
+                    } else {
+                        // Trailers: decoded for validity, not kept.
+                        hxlab_wire::qpack::decode_fields(block, max, &mut self.scratch, |_, _| {
+                            Ok(())
+                        })
+                        .map_err(|_| Fail::Conn(code::QPACK_DECOMPRESSION_FAILED, "QPACK"))?;
+                        self.trailers = true;
+                    }
+                    pos = end;
+                }
+                frame::DATA => {
+                    if self.head.is_none() || self.trailers {
+                        return Err(Fail::Conn(code::H3_FRAME_UNEXPECTED, "DATA out of place"));
+                    }
+                    pos += hl;
+                    self.skip = len;
+                    self.skipping_data = true;
+                }
+                frame::SETTINGS
+                | frame::GOAWAY
+                | frame::MAX_PUSH_ID
+                | frame::CANCEL_PUSH
+                | frame::PUSH_PROMISE
+                | 0x02
+                | 0x06
+                | 0x08
+                | 0x09 => {
+                    return Err(Fail::Conn(
+                        code::H3_FRAME_UNEXPECTED,
+                        "frame not allowed on a request stream",
+                    ));
+                }
+                _ => {
+                    // Reserved and unknown frame types are skipped (§9).
+                    pos += hl;
+                    self.skip = len;
+                    self.skipping_data = false;
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Result<Head, Fail> {
+        if self.skip > 0 || !self.pending.is_empty() {
+            // The stream ended inside a frame.
+            return Err(Fail::Conn(
+                code::H3_FRAME_ERROR,
+                "stream ended inside a frame",
+            ));
+        }
+        let head = self.head.ok_or(Fail::Stream(code::H3_REQUEST_INCOMPLETE))?;
+        if head.content_length.is_some_and(|c| c != self.body) {
+            return Err(Fail::Stream(code::H3_MESSAGE_ERROR));
+        }
+        Ok(head)
+    }
+}
+
+fn head_fail(e: HeadError) -> Fail {
+    match e {
+        HeadError::Qpack(e) => Fail::Conn(code::QPACK_DECOMPRESSION_FAILED, e.0),
+        HeadError::Malformed => Fail::Stream(code::H3_MESSAGE_ERROR),
+        HeadError::TooLarge => Fail::TooLarge,
+    }
+}
+
+/// Routes and answers a complete request.
+async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
+    let reply = route(ctx, &head.method, &head.uri, &head.headers, Proto::H3);
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let mut section = Vec::new();
+    let mut out = BytesMut::with_capacity(256);
+    if let Some(link) = &reply.early_hints {
+        put_response_head(&early_hints_head(link), &mut section, &mut out);
+    }
+    put_response_head(&reply.head(ctx, false), &mut section, &mut out);
+    let body = if head.method == Method::HEAD {
+        BodySpec::Empty
+    } else {
+        reply.body
+    };
+    let counted = reply.counted;
+    if let Some(bytes) = body.in_memory() {
+        // Head, DATA and FIN in one go.
+        let n = bytes.len() as u64;
+        let mut chunks = if n == 0 {
+            vec![out.freeze()]
+        } else if n <= 1024 {
+            put_frame_head(&mut out, frame::DATA, n);
+            out.extend_from_slice(&bytes);
+            vec![out.freeze()]
+        } else {
+            put_frame_head(&mut out, frame::DATA, n);
+            vec![out.freeze(), bytes]
+        };
+        if !send_chunks(ctx, &mut send, &mut chunks).await {
+            return;
+        }
+        if counted {
+            ctx.stats.body_bytes(Proto::H3, n);
+        }
+    } else {
+        if !send_chunks(ctx, &mut send, &mut [out.freeze()]).await {
+            return;
+        }
+        let mut source = body.into_source();
+        loop {
+            match source.chunk(CHUNK).await {
+                Ok(Some(chunk)) => {
+                    let n = chunk.len() as u64;
+                    if !send_chunks(ctx, &mut send, &mut [data_head(n), chunk]).await {
+                        return;
+                    }
+                    if counted {
+                        ctx.stats.body_bytes(Proto::H3, n);
+                    }
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    let _ = send.reset(vi(code::H3_INTERNAL_ERROR));
+                    return;
+                }
+            }
+        }
+    }
+    if send.finish().is_ok() && counted {
+        ctx.stats.request_done(Proto::H3);
+    }
+}
+
+/// Writes `chunks`; false when the stream is gone or got no flow-control credit for
+/// --send-timeout (then it is reset, as nginx's send_timeout does).
+async fn send_chunks(ctx: &Ctx, send: &mut SendStream, chunks: &mut [Bytes]) -> bool {
+    match tokio::time::timeout(ctx.limits.send_timeout, send.write_all_chunks(chunks)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(_)) => false,
+        Err(_) => {
+            let _ = send.reset(vi(code::H3_REQUEST_CANCELLED));
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hxlab_wire::qpack::encode_field_section;
+
+    fn request(path: &str, body: &[u8], content_length: usize) -> Vec<u8> {
+        let mut section = Vec::new();
+        encode_field_section(
+            [
+                (&b":method"[..], &b"POST"[..]),
+                (b":scheme", b"https"),
+                (b":authority", b"x"),
+                (b":path", path.as_bytes()),
+                (b"content-length", content_length.to_string().as_bytes()),
+            ]
+            .iter()
+            .map(|(n, v)| (*n, *v))
+            .collect::<Vec<_>>(),
+            &mut section,
+        );
+        let mut out = Vec::new();
+        hxlab_wire::h3::write_frame_head(&mut out, frame::HEADERS, section.len() as u64);
+        out.extend_from_slice(&section);
+        // A reserved frame type between HEADERS and DATA is skipped.
+        hxlab_wire::h3::write_frame_head(&mut out, 0x21, 2);
+        out.extend_from_slice(b"zz");
+        hxlab_wire::h3::write_frame_head(&mut out, frame::DATA, body.len() as u64);
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[test]
+    fn a_request_split_at_every_byte_reads_the_same() {
+        let wire = request("/echo?a=1", b"hello body", 10);
+        for split in 1..wire.len() {
+            let mut r = Reader::default();
+            r.feed(&wire[..split], 1 << 16).ok().unwrap();
+            r.feed(&wire[split..], 1 << 16).ok().unwrap();
+            assert_eq!(r.body, 10, "split at {split}");
+            let h = r.finish().ok().unwrap();
+            assert_eq!(h.uri.path(), "/echo");
+        }
+    }
+
+    #[test]
+    fn protocol_violations_map_to_their_errors() {
+        // DATA before HEADERS: connection error.
+        let mut r = Reader::default();
+        assert!(
+            matches!(r.feed(&[0x00, 0x01, b'x'], 1 << 16), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_UNEXPECTED)
+        );
+        // SETTINGS on a request stream: connection error.
+        let mut r = Reader::default();
+        assert!(
+            matches!(r.feed(&[0x04, 0x00], 1 << 16), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_UNEXPECTED)
+        );
+        // No HEADERS at all: H3_REQUEST_INCOMPLETE.
+        assert!(
+            matches!(Reader::default().finish(), Err(Fail::Stream(c)) if c == code::H3_REQUEST_INCOMPLETE)
+        );
+        // Body shorter than content-length: H3_MESSAGE_ERROR.
+        let wire = request("/", b"abc", 4);
+        let mut r = Reader::default();
+        r.feed(&wire, 1 << 16).ok().unwrap();
+        assert!(matches!(r.finish(), Err(Fail::Stream(c)) if c == code::H3_MESSAGE_ERROR));
+        // Ends inside a frame: H3_FRAME_ERROR.
+        let wire = request("/", b"abc", 3);
+        let mut r = Reader::default();
+        r.feed(&wire[..wire.len() - 1], 1 << 16).ok().unwrap();
+        assert!(matches!(r.finish(), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_ERROR));
+        // A HEADERS frame over the limit: 431.
+        let mut r = Reader::default();
+        assert!(matches!(
+            r.feed(&[0x01, 0x44, 0x00], 100),
+            Err(Fail::TooLarge)
+        ));
+    }
+}

@@ -1,0 +1,193 @@
+//! Full decoding of a field section, static table only: every field line handed to a
+//! callback as name and value bytes. The origin's HTTP/3 server uses it for request heads
+//! (it advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
+//! client references only the static table, as [`super::Decoder`] expects of servers).
+//!
+//! Huffman-coded strings are decoded into one scratch buffer the caller keeps across field
+//! sections, so decoding a request head allocates nothing once the scratch has grown.
+
+use super::{read_int, static_entry, QpackError};
+use crate::hpack::huffman_decode;
+
+/// Reads a string literal (Huffman flag `hbit`, `n`-bit length prefix) at `pos`: a slice of
+/// `block` when it is a plain literal; otherwise its decoded bytes are appended to `scratch`
+/// and their range there is returned.
+fn read_str(
+    block: &[u8],
+    pos: &mut usize,
+    hbit: u8,
+    n: u32,
+    scratch: &mut Vec<u8>,
+) -> Result<Loc, QpackError> {
+    let huff = block.get(*pos).ok_or(QpackError("truncated string"))? & hbit != 0;
+    let len = read_int(block, pos, n)?;
+    let end = usize::try_from(len)
+        .ok()
+        .and_then(|l| pos.checked_add(l))
+        .filter(|e| *e <= block.len())
+        .ok_or(QpackError("truncated string"))?;
+    let raw = &block[*pos..end];
+    *pos = end;
+    if !huff {
+        return Ok(Loc::Block(end - raw.len(), end));
+    }
+    let start = scratch.len();
+    huffman_decode(raw, |b| scratch.push(b)).map_err(|e| QpackError(e.0))?;
+    Ok(Loc::Scratch(start, scratch.len()))
+}
+
+/// Where a decoded string lives.
+#[derive(Clone, Copy)]
+enum Loc {
+    Static(&'static str),
+    Block(usize, usize),
+    Scratch(usize, usize),
+}
+
+impl Loc {
+    fn get<'a>(self, block: &'a [u8], scratch: &'a [u8]) -> &'a [u8] {
+        match self {
+            Loc::Static(s) => s.as_bytes(),
+            Loc::Block(a, b) => &block[a..b],
+            Loc::Scratch(a, b) => &scratch[a..b],
+        }
+    }
+}
+
+/// Decodes the field section `block`, calling `field(name, value)` for every field line in
+/// order. `max_size` bounds the section's size as RFC 9114 §4.2.2 counts it (name + value +
+/// 32 per field); past it decoding stops with an error. A callback error stops decoding and
+/// is returned as is. `scratch` is cleared and reused for Huffman-decoded strings.
+pub fn decode_fields(
+    block: &[u8],
+    max_size: u64,
+    scratch: &mut Vec<u8>,
+    mut field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
+) -> Result<(), QpackError> {
+    scratch.clear();
+    let mut pos = 0usize;
+    if read_int(block, &mut pos, 8)? != 0 {
+        return Err(QpackError(
+            "dynamic table reference (Required Insert Count is not 0)",
+        ));
+    }
+    read_int(block, &mut pos, 7)?;
+    let mut size = 0u64;
+    while pos < block.len() {
+        let b = block[pos];
+        let mark = scratch.len();
+        let (name, value) = if b & 0x80 != 0 {
+            // Indexed field line: 1Txxxxxx, T = static.
+            if b & 0x40 == 0 {
+                return Err(QpackError("dynamic table reference"));
+            }
+            let (n, v) = static_entry(read_int(block, &mut pos, 6)?)?;
+            (Loc::Static(n), Loc::Static(v))
+        } else if b & 0x40 != 0 {
+            // Literal with name reference: 01NTxxxx.
+            if b & 0x10 == 0 {
+                return Err(QpackError("dynamic table reference"));
+            }
+            let (n, _) = static_entry(read_int(block, &mut pos, 4)?)?;
+            (Loc::Static(n), read_str(block, &mut pos, 0x80, 7, scratch)?)
+        } else if b & 0x20 != 0 {
+            // Literal with literal name: 001NHxxx.
+            let n = read_str(block, &mut pos, 0x08, 3, scratch)?;
+            (n, read_str(block, &mut pos, 0x80, 7, scratch)?)
+        } else {
+            // 0001xxxx and 0000Nxxx: post-base (dynamic) references.
+            return Err(QpackError("dynamic table reference"));
+        };
+        let (name, value) = (name.get(block, scratch), value.get(block, scratch));
+        size += (name.len() + value.len()) as u64 + 32;
+        if size > max_size {
+            return Err(QpackError("field section larger than we accept"));
+        }
+        field(name, value)?;
+        // Strings of this line are no longer needed: keep the scratch small.
+        scratch.truncate(mark);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qpack::encode_field_section;
+
+    fn collect(block: &[u8], max: u64) -> Result<Vec<(String, String)>, QpackError> {
+        let mut out = Vec::new();
+        let mut scratch = Vec::new();
+        decode_fields(block, max, &mut scratch, |n, v| {
+            out.push((
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            ));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn round_trips_what_the_encoder_writes() {
+        let fields: Vec<(&[u8], &[u8])> = vec![
+            (b":method", b"GET"),
+            (b":scheme", b"https"),
+            (b":authority", b"example.com:8443"),
+            (b":path", b"/bytes/100?x=1"),
+            (b"user-agent", b"hxlab/1"),
+            (b"x-custom-header", b"some value with spaces"),
+            (b"accept", b"*/*"),
+        ];
+        let mut block = Vec::new();
+        encode_field_section(fields.iter().copied(), &mut block);
+        let got = collect(&block, 1 << 20).unwrap();
+        let want: Vec<(String, String)> = fields
+            .iter()
+            .map(|(n, v)| {
+                (
+                    String::from_utf8_lossy(n).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn rfc9204_b1_and_plain_literals() {
+        // Appendix B.1: ":path: /index.html", literal with static name reference 1.
+        let block = [
+            0x00, 0x00, 0x51, 0x0b, b'/', b'i', b'n', b'd', b'e', b'x', b'.', b'h', b't', b'm',
+            b'l',
+        ];
+        assert_eq!(
+            collect(&block, 1 << 20).unwrap(),
+            vec![(":path".to_string(), "/index.html".to_string())]
+        );
+    }
+
+    #[test]
+    fn refuses_dynamic_references_oversize_and_truncation() {
+        assert!(collect(&[0x01, 0x00], 1 << 20).is_err(), "RIC != 0");
+        assert!(
+            collect(&[0x00, 0x00, 0x80 | 1], 1 << 20).is_err(),
+            "dynamic index"
+        );
+        assert!(collect(&[0x00, 0x00, 0x10], 1 << 20).is_err(), "post-base");
+        assert!(
+            collect(&[0x00, 0x00, 0x51, 0x05, b'/'], 1 << 20).is_err(),
+            "truncated"
+        );
+        // ":method GET" (static 17) is 7 + 3 + 32 = 42 bytes of field section.
+        assert!(collect(&[0x00, 0x00, 0xc0 | 17], 42).is_ok());
+        assert!(
+            collect(&[0x00, 0x00, 0xc0 | 17], 41).is_err(),
+            "over the limit"
+        );
+        assert!(
+            collect(&[0x00, 0x00, 0xff, 40], 1 << 20).is_err(),
+            "index 103 out of range"
+        );
+    }
+}
