@@ -19,7 +19,7 @@ use thiserror::Error;
 
 pub mod display;
 mod fields;
-pub use fields::decode_fields;
+pub use fields::{decode_fields, FieldDecoder};
 
 /// A field section that cannot be decoded (a connection error of type
 /// QPACK_DECOMPRESSION_FAILED).

@@ -88,7 +88,7 @@ async fn exchange(conn: &quinn::Connection, request: &[u8]) -> Result<(u16, usiz
     while let Some((kind, len, hl)) = parse_frame_head(&bytes[pos..]) {
         let payload = &bytes[pos + hl..pos + hl + len as usize];
         match kind {
-            0x01 => decode_fields(payload, 1 << 20, &mut Vec::new(), |n, v| {
+            0x01 => decode_fields(payload, 1 << 20, |n, v| {
                 if n == b":status" && status < 200 {
                     status = std::str::from_utf8(v).unwrap().parse().unwrap();
                 }

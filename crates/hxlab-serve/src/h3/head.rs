@@ -4,7 +4,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use hxlab_wire::h3::frame::{DATA, HEADERS};
-use hxlab_wire::qpack::{decode_fields, encode_field_section, QpackError};
+use hxlab_wire::qpack::{encode_field_section, FieldDecoder, QpackError};
 use hxlab_wire::varint;
 
 /// A request head as the router wants it.
@@ -51,11 +51,11 @@ fn connection_specific(name: &[u8]) -> bool {
     )
 }
 
-/// Decodes and validates one request field section. `scratch` is reused between calls.
+/// Decodes and validates one request field section.
 pub(super) fn decode_request(
     block: &[u8],
     max_size: u64,
-    scratch: &mut Vec<u8>,
+    decoder: &mut FieldDecoder,
 ) -> Result<Head, HeadError> {
     let mut method: Option<Vec<u8>> = None;
     let mut scheme: Option<Vec<u8>> = None;
@@ -64,7 +64,7 @@ pub(super) fn decode_request(
     let mut headers = HeaderMap::new();
     let mut regular_seen = false;
     let mut content_length: Option<u64> = None;
-    let r = decode_fields(block, max_size, scratch, |name, value| {
+    let r = decoder.decode(block, max_size, |name, value| {
         if let Some(pseudo) = name.strip_prefix(b":") {
             if regular_seen {
                 return Err(malformed("malformed: pseudo-header after a regular field"));
@@ -155,19 +155,42 @@ fn request_target(p: &Pseudo) -> Result<(Method, Uri), HeadError> {
     Ok((method, uri))
 }
 
+thread_local! {
+    /// The last response head encoded on this thread: its fields, flattened, and its
+    /// HEADERS frame. Responses to the same URL differ at most in `date`, once a second, so
+    /// most heads are a compare and a copy instead of a table search and Huffman coding.
+    static LAST_HEAD: std::cell::RefCell<(Vec<u8>, Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+}
+
 /// Appends a HEADERS frame carrying `resp`'s status and header fields to `out`.
-pub(super) fn put_response_head(resp: &Response<()>, section: &mut Vec<u8>, out: &mut BytesMut) {
-    section.clear();
-    let status = resp.status();
-    let code = status.as_str().as_bytes();
-    let fields = std::iter::once((&b":status"[..], code)).chain(
-        resp.headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-    );
-    encode_field_section(fields, section);
-    put_frame_head(out, HEADERS, section.len() as u64);
-    out.put_slice(section);
+pub(super) fn put_response_head(resp: &Response<()>, out: &mut BytesMut) {
+    LAST_HEAD.with_borrow_mut(|(key, frame, scratch)| {
+        // The key: every field as name, 0, value, 0 (neither may contain a NUL).
+        scratch.clear();
+        scratch.extend_from_slice(resp.status().as_str().as_bytes());
+        for (n, v) in resp.headers() {
+            scratch.push(0);
+            scratch.extend_from_slice(n.as_str().as_bytes());
+            scratch.push(0);
+            scratch.extend_from_slice(v.as_bytes());
+        }
+        if scratch != key {
+            std::mem::swap(scratch, key);
+            let code = resp.status();
+            let fields = std::iter::once((&b":status"[..], code.as_str().as_bytes())).chain(
+                resp.headers()
+                    .iter()
+                    .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
+            );
+            let mut section = Vec::new();
+            encode_field_section(fields, &mut section);
+            frame.clear();
+            hxlab_wire::h3::write_frame_head(frame, HEADERS, section.len() as u64);
+            frame.extend_from_slice(&section);
+        }
+        out.put_slice(frame);
+    });
 }
 
 /// Appends a frame head (type, length) to `out`.
@@ -201,7 +224,7 @@ mod tests {
     }
 
     fn decode(fields: &[(&str, &str)]) -> Result<Head, HeadError> {
-        decode_request(&block(fields), 64 << 10, &mut Vec::new())
+        decode_request(&block(fields), 64 << 10, &mut FieldDecoder::new())
     }
 
     #[test]
@@ -257,11 +280,11 @@ mod tests {
             );
         }
         assert!(matches!(
-            decode_request(&[0x01, 0x00], 1 << 10, &mut Vec::new()),
+            decode_request(&[0x01, 0x00], 1 << 10, &mut FieldDecoder::new()),
             Err(HeadError::Qpack(_))
         ));
         assert!(matches!(
-            decode_request(&block(&base), 20, &mut Vec::new()),
+            decode_request(&block(&base), 20, &mut FieldDecoder::new()),
             Err(HeadError::TooLarge)
         ));
     }
@@ -274,11 +297,15 @@ mod tests {
             .insert("content-length", HeaderValue::from(9u64));
         r.headers_mut().insert("x-a", HeaderValue::from_static("b"));
         let mut out = BytesMut::new();
-        put_response_head(&r, &mut Vec::new(), &mut out);
+        put_response_head(&r, &mut out);
+        // Twice: the second comes from the cache and must be the same frame.
+        let mut again = BytesMut::new();
+        put_response_head(&r, &mut again);
+        assert_eq!(out, again);
         let (kind, len, used) = hxlab_wire::h3::parse_frame_head(&out).unwrap();
         assert_eq!((kind, len as usize), (HEADERS, out.len() - used));
         let mut got = Vec::new();
-        decode_fields(&out[used..], 1 << 20, &mut Vec::new(), |n, v| {
+        hxlab_wire::qpack::decode_fields(&out[used..], 1 << 20, |n, v| {
             got.push((n.to_vec(), v.to_vec()));
             Ok(())
         })

@@ -14,8 +14,11 @@ use crate::stats::Proto;
 use bytes::{Bytes, BytesMut};
 use http::Method;
 use hxlab_wire::h3::{code, frame, parse_frame_head};
+use hxlab_wire::qpack::FieldDecoder;
 use quinn::{RecvStream, SendStream, VarInt};
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 /// How a request stream fails.
 enum Fail {
@@ -55,7 +58,7 @@ pub(super) async fn serve(
             r.headers_mut()
                 .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(0u32));
             let mut out = BytesMut::new();
-            put_response_head(&r, &mut Vec::new(), &mut out);
+            put_response_head(&r, &mut out);
             if send.write_all_chunks(&mut [out.freeze()]).await.is_ok() {
                 let _ = send.finish();
             }
@@ -76,14 +79,20 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream) -> Result<Head, Fail> {
     let max = u64::from(ctx.limits.max_header_size);
     let mut r = Reader::default();
     loop {
-        let chunk =
-            match tokio::time::timeout(ctx.limits.body_timeout, recv.read_chunk(usize::MAX, true))
-                .await
-            {
-                Ok(Ok(Some(c))) => c.bytes,
-                Ok(Ok(None)) => break,
-                Ok(Err(_)) | Err(_) => return Err(Fail::Gone),
-            };
+        // Most reads are ready at once; only one that waits gets a timer.
+        let mut read = pin!(recv.read_chunk(usize::MAX, true));
+        let got = match futures::poll!(read.as_mut()) {
+            Poll::Ready(r) => r,
+            Poll::Pending => match tokio::time::timeout(ctx.limits.body_timeout, read).await {
+                Ok(r) => r,
+                Err(_) => return Err(Fail::Gone),
+            },
+        };
+        let chunk = match got {
+            Ok(Some(c)) => c.bytes,
+            Ok(None) => break,
+            Err(_) => return Err(Fail::Gone),
+        };
         r.feed(&chunk, max)?;
     }
     r.finish()
@@ -101,7 +110,12 @@ struct Reader {
     head: Option<Head>,
     trailers: bool,
     body: u64,
-    scratch: Vec<u8>,
+}
+
+thread_local! {
+    /// One QPACK decoder per server thread: its scratch buffer and Huffman memo outlive
+    /// requests (a decode never awaits, so a request task borrows it only in passing).
+    static DECODER: std::cell::RefCell<FieldDecoder> = std::cell::RefCell::new(FieldDecoder::new());
 }
 
 impl Reader {
@@ -156,16 +170,20 @@ impl Reader {
                         return Ok(pos);
                     }
                     let block = &buf[pos + hl..end];
-                    if self.head.is_none() {
-                        self.head =
-                            Some(decode_request(block, max, &mut self.scratch).map_err(head_fail)?);
-                    } else {
-                        // Trailers: decoded for validity, not kept.
-                        hxlab_wire::qpack::decode_fields(block, max, &mut self.scratch, |_, _| {
-                            Ok(())
-                        })
-                        .map_err(|_| Fail::Conn(code::QPACK_DECOMPRESSION_FAILED, "QPACK"))?;
-                        self.trailers = true;
+                    let first = self.head.is_none();
+                    let decoded = DECODER.with_borrow_mut(|d| {
+                        if first {
+                            decode_request(block, max, d).map(Some).map_err(head_fail)
+                        } else {
+                            // Trailers: decoded for validity, not kept.
+                            d.decode(block, max, |_, _| Ok(()))
+                                .map(|_| None)
+                                .map_err(|e| Fail::Conn(code::QPACK_DECOMPRESSION_FAILED, e.0))
+                        }
+                    })?;
+                    match decoded {
+                        Some(h) => self.head = Some(h),
+                        None => self.trailers = true,
                     }
                     pos = end;
                 }
@@ -231,12 +249,11 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
-    let mut section = Vec::new();
     let mut out = BytesMut::with_capacity(256);
     if let Some(link) = &reply.early_hints {
-        put_response_head(&early_hints_head(link), &mut section, &mut out);
+        put_response_head(&early_hints_head(link), &mut out);
     }
-    put_response_head(&reply.head(ctx, false), &mut section, &mut out);
+    put_response_head(&reply.head(ctx, false), &mut out);
     let body = if head.method == Method::HEAD {
         BodySpec::Empty
     } else {
@@ -294,10 +311,19 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
 /// Writes `chunks`; false when the stream is gone or got no flow-control credit for
 /// --send-timeout (then it is reset, as nginx's send_timeout does).
 async fn send_chunks(ctx: &Ctx, send: &mut SendStream, chunks: &mut [Bytes]) -> bool {
-    match tokio::time::timeout(ctx.limits.send_timeout, send.write_all_chunks(chunks)).await {
-        Ok(Ok(())) => true,
-        Ok(Err(_)) => false,
-        Err(_) => {
+    let timeout = ctx.limits.send_timeout;
+    let r = {
+        let mut write = pin!(send.write_all_chunks(chunks));
+        // Most writes fit the window at once; only one that waits gets a timer.
+        match futures::poll!(write.as_mut()) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => tokio::time::timeout(timeout, write).await.ok(),
+        }
+    };
+    match r {
+        Some(Ok(())) => true,
+        Some(Err(_)) => false,
+        None => {
             let _ = send.reset(vi(code::H3_REQUEST_CANCELLED));
             false
         }

@@ -3,8 +3,11 @@
 //! (it advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
 //! client references only the static table, as [`super::Decoder`] expects of servers).
 //!
-//! Huffman-coded strings are decoded into one scratch buffer the caller keeps across field
-//! sections, so decoding a request head allocates nothing once the scratch has grown.
+//! Huffman-coded strings are decoded into one scratch buffer a [`FieldDecoder`] keeps across
+//! field sections, through a memo of recently seen encoded strings (a client sends the same
+//! authority, user-agent and accept values in every request: a hit is a compare and a copy
+//! instead of a bit-by-bit decode), so decoding a request head allocates nothing once the
+//! scratch has grown.
 
 use super::{read_int, static_entry, QpackError};
 use crate::hpack::huffman_decode;
@@ -18,6 +21,7 @@ fn read_str(
     hbit: u8,
     n: u32,
     scratch: &mut Vec<u8>,
+    memo: &mut Memo,
 ) -> Result<Loc, QpackError> {
     let huff = block.get(*pos).ok_or(QpackError("truncated string"))? & hbit != 0;
     let len = read_int(block, pos, n)?;
@@ -32,8 +36,75 @@ fn read_str(
         return Ok(Loc::Block(end - raw.len(), end));
     }
     let start = scratch.len();
-    huffman_decode(raw, |b| scratch.push(b)).map_err(|e| QpackError(e.0))?;
+    memo.decode(raw, scratch)?;
     Ok(Loc::Scratch(start, scratch.len()))
+}
+
+/// Memo slots, and the longest encoded string memoised.
+const MEMO_SLOTS: usize = 16;
+const MEMO_MAX: usize = 128;
+
+/// Decoded Huffman strings by their encoded bytes, fully associative, replaced round-robin.
+#[derive(Debug, Default)]
+struct Memo {
+    slots: Vec<(Vec<u8>, Vec<u8>)>,
+    next: usize,
+}
+
+impl Memo {
+    /// Appends the decoding of `raw` to `out`.
+    fn decode(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), QpackError> {
+        if raw.len() > MEMO_MAX {
+            huffman_decode(raw, |b| out.push(b)).map_err(|e| QpackError(e.0))?;
+            return Ok(());
+        }
+        if let Some((_, v)) = self.slots.iter().find(|(k, _)| k == raw) {
+            out.extend_from_slice(v);
+            return Ok(());
+        }
+        let start = out.len();
+        huffman_decode(raw, |b| out.push(b)).map_err(|e| QpackError(e.0))?;
+        let decoded = &out[start..];
+        if self.slots.len() < MEMO_SLOTS {
+            self.slots.push((raw.to_vec(), decoded.to_vec()));
+        } else {
+            let slot = &mut self.slots[self.next];
+            slot.0.clear();
+            slot.0.extend_from_slice(raw);
+            slot.1.clear();
+            slot.1.extend_from_slice(decoded);
+            self.next = (self.next + 1) % MEMO_SLOTS;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes field sections (static table only), keeping its scratch buffer and Huffman memo
+/// from one section to the next.
+#[derive(Debug, Default)]
+pub struct FieldDecoder {
+    scratch: Vec<u8>,
+    memo: Memo,
+}
+
+impl FieldDecoder {
+    /// A decoder with an empty memo.
+    pub fn new() -> FieldDecoder {
+        FieldDecoder::default()
+    }
+
+    /// Decodes the field section `block`, calling `field(name, value)` for every field line
+    /// in order. `max_size` bounds the section's size as RFC 9114 §4.2.2 counts it (name +
+    /// value + 32 per field); past it decoding stops with an error. A callback error stops
+    /// decoding and is returned as is.
+    pub fn decode(
+        &mut self,
+        block: &[u8],
+        max_size: u64,
+        field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
+    ) -> Result<(), QpackError> {
+        decode_with(block, max_size, &mut self.scratch, &mut self.memo, field)
+    }
 }
 
 /// Where a decoded string lives.
@@ -54,14 +125,20 @@ impl Loc {
     }
 }
 
-/// Decodes the field section `block`, calling `field(name, value)` for every field line in
-/// order. `max_size` bounds the section's size as RFC 9114 §4.2.2 counts it (name + value +
-/// 32 per field); past it decoding stops with an error. A callback error stops decoding and
-/// is returned as is. `scratch` is cleared and reused for Huffman-decoded strings.
+/// Decodes without a kept decoder (a fresh scratch and memo): see [`FieldDecoder::decode`].
 pub fn decode_fields(
     block: &[u8],
     max_size: u64,
+    field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
+) -> Result<(), QpackError> {
+    FieldDecoder::new().decode(block, max_size, field)
+}
+
+fn decode_with(
+    block: &[u8],
+    max_size: u64,
     scratch: &mut Vec<u8>,
+    memo: &mut Memo,
     mut field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
 ) -> Result<(), QpackError> {
     scratch.clear();
@@ -89,11 +166,14 @@ pub fn decode_fields(
                 return Err(QpackError("dynamic table reference"));
             }
             let (n, _) = static_entry(read_int(block, &mut pos, 4)?)?;
-            (Loc::Static(n), read_str(block, &mut pos, 0x80, 7, scratch)?)
+            (
+                Loc::Static(n),
+                read_str(block, &mut pos, 0x80, 7, scratch, memo)?,
+            )
         } else if b & 0x20 != 0 {
             // Literal with literal name: 001NHxxx.
-            let n = read_str(block, &mut pos, 0x08, 3, scratch)?;
-            (n, read_str(block, &mut pos, 0x80, 7, scratch)?)
+            let n = read_str(block, &mut pos, 0x08, 3, scratch, memo)?;
+            (n, read_str(block, &mut pos, 0x80, 7, scratch, memo)?)
         } else {
             // 0001xxxx and 0000Nxxx: post-base (dynamic) references.
             return Err(QpackError("dynamic table reference"));
@@ -117,8 +197,10 @@ mod tests {
 
     fn collect(block: &[u8], max: u64) -> Result<Vec<(String, String)>, QpackError> {
         let mut out = Vec::new();
-        let mut scratch = Vec::new();
-        decode_fields(block, max, &mut scratch, |n, v| {
+        let mut d = FieldDecoder::new();
+        // Twice through one decoder: the second pass decodes from the memo.
+        d.decode(block, max, |_, _| Ok(()))?;
+        d.decode(block, max, |n, v| {
             out.push((
                 String::from_utf8_lossy(n).into_owned(),
                 String::from_utf8_lossy(v).into_owned(),
