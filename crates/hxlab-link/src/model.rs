@@ -32,9 +32,20 @@ pub enum Direction {
 }
 
 /// Anything the model can carry: it only needs the packet's size on the wire.
+///
+/// A unit may stand for several wire packets: a GSO super-packet on a pure-delay link (see
+/// `shell` and [`DirectionConfig::is_pure_delay`]) travels whole. Then [`Packet::segments`]
+/// says how many wire packets it is and [`Packet::wire_len`] is the sum of their sizes
+/// (each with its own headers), and every counter counts those, never the unit as one.
 pub trait Packet {
-    /// Size in bytes as counted by rate limits, traces and byte queues (the IP packet).
+    /// Size in bytes as counted by rate limits, traces and byte queues (the IP packet; for a
+    /// super-packet, the sum of its segments' IP packets).
     fn wire_len(&self) -> usize;
+
+    /// How many wire packets this unit stands for: 1 for an ordinary packet.
+    fn segments(&self) -> u32 {
+        1
+    }
 }
 
 impl Packet for Vec<u8> {
@@ -131,11 +142,11 @@ impl DirectionStats {
         self.dropped_loss + self.dropped_queue + self.dropped_aqm + self.dropped_overflow
     }
 
-    fn record_queue_delay(&mut self, d: Duration) {
+    fn record_queue_delay(&mut self, d: Duration, segments: u32) {
         let ns = d.as_nanos();
-        self.queue_delay_sum_ns += ns;
+        self.queue_delay_sum_ns += ns * segments as u128;
         self.queue_delay_max_ns = self.queue_delay_max_ns.max(ns as u64);
-        self.queue_delay_count += 1;
+        self.queue_delay_count += segments as u64;
     }
 }
 
@@ -175,6 +186,7 @@ impl LossStage {
 struct Queued<P> {
     pkt: P,
     len: usize,
+    segs: u32,
     arrival: Duration,
 }
 
@@ -194,7 +206,9 @@ const CODEL_INTERVAL: Duration = Duration::from_millis(100);
 /// Bytes per mahimahi delivery opportunity.
 pub const TRACE_OPPORTUNITY_BYTES: usize = 1500;
 /// Safety cap on packets held in the delay line, so a huge delay at an unlimited rate cannot
-/// take unbounded memory; beyond it packets count as `dropped_overflow`.
+/// take unbounded memory; beyond it packets count as `dropped_overflow`. Counted in wire
+/// packets ([`Packet::segments`]), so a delay line of super-packets holds as many bytes as
+/// one of ordinary packets would.
 pub const MAX_IN_FLIGHT: usize = 65_536;
 
 fn control_law(t: Duration, count: u32) -> Duration {
@@ -229,6 +243,8 @@ pub struct Pipe<P> {
     server: ServerState,
     /// Packets on the wire, ordered by delivery time.
     in_flight: VecDeque<(Duration, P)>,
+    /// Wire packets ([`Packet::segments`]) in `in_flight`.
+    in_flight_segs: usize,
     last_delivery: Duration,
     rng: Rng,
     stats: DirectionStats,
@@ -264,6 +280,7 @@ impl<P: Packet> Pipe<P> {
             queue_bytes: 0,
             server,
             in_flight: VecDeque::new(),
+            in_flight_segs: 0,
             last_delivery: Duration::ZERO,
             rng: Rng::new(seed),
             stats: DirectionStats::default(),
@@ -284,10 +301,11 @@ impl<P: Packet> Pipe<P> {
     pub fn on_packet(&mut self, now: Duration, pkt: P) {
         self.advance(now);
         let len = pkt.wire_len();
-        self.stats.packets_in += 1;
+        let segs = pkt.segments();
+        self.stats.packets_in += segs as u64;
         self.stats.bytes_in += len as u64;
         if self.loss.lose(&mut self.rng) {
-            self.stats.dropped_loss += 1;
+            self.stats.dropped_loss += segs as u64;
             return;
         }
         let full = match self.limit {
@@ -296,7 +314,7 @@ impl<P: Packet> Pipe<P> {
             QueueLimit::Bytes(n) => self.queue_bytes + len > n,
         };
         if full {
-            self.stats.dropped_queue += 1;
+            self.stats.dropped_queue += segs as u64;
             return;
         }
         if self.queue.is_empty() {
@@ -315,6 +333,7 @@ impl<P: Packet> Pipe<P> {
         self.queue.push_back(Queued {
             pkt,
             len,
+            segs,
             arrival: now,
         });
         self.queue_bytes += len;
@@ -329,7 +348,8 @@ impl<P: Packet> Pipe<P> {
             _ => return None,
         }
         let (_, pkt) = self.in_flight.pop_front()?;
-        self.stats.packets_out += 1;
+        self.in_flight_segs -= pkt.segments() as usize;
+        self.stats.packets_out += pkt.segments() as u64;
         self.stats.bytes_out += pkt.wire_len() as u64;
         Some(pkt)
     }
@@ -445,7 +465,8 @@ impl<P: Packet> Pipe<P> {
     fn pop(&mut self, t: Duration) -> Option<Queued<P>> {
         let q = self.queue.pop_front()?;
         self.queue_bytes -= q.len;
-        self.stats.record_queue_delay(t.saturating_sub(q.arrival));
+        self.stats
+            .record_queue_delay(t.saturating_sub(q.arrival), q.segs);
         Some(q)
     }
 
@@ -476,7 +497,7 @@ impl<P: Packet> Pipe<P> {
                 self.codel.dropping = false;
             }
             while self.codel.dropping && t >= self.codel.drop_next {
-                self.stats.dropped_aqm += 1;
+                self.stats.dropped_aqm += q.segs as u64;
                 self.codel.count += 1;
                 match self.codel_pop(t) {
                     None => {
@@ -495,7 +516,7 @@ impl<P: Packet> Pipe<P> {
                 }
             }
         } else if ok {
-            self.stats.dropped_aqm += 1;
+            self.stats.dropped_aqm += q.segs as u64;
             let next = self.codel_pop(t);
             self.codel.dropping = true;
             let delta = self.codel.count.saturating_sub(self.codel.last_count);
@@ -517,10 +538,12 @@ impl<P: Packet> Pipe<P> {
 
     /// A packet leaves the bottleneck at `t`: propagation delay and jitter decide its arrival.
     fn send(&mut self, t: Duration, pkt: P) {
-        if self.in_flight.len() >= MAX_IN_FLIGHT {
-            self.stats.dropped_overflow += 1;
+        let segs = pkt.segments() as usize;
+        if self.in_flight_segs + segs > MAX_IN_FLIGHT {
+            self.stats.dropped_overflow += segs as u64;
             return;
         }
+        self.in_flight_segs += segs;
         let mut at = t + self.delay;
         if !self.jitter.is_zero() {
             // Uniform in [-jitter, +jitter], never before the packet left.
