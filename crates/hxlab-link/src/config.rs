@@ -402,6 +402,52 @@ pub fn parse_aqm(input: &str) -> Result<Aqm, LinkError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pure_delay_is_only_a_constant_delay() {
+        let base = DirectionConfig {
+            delay: Duration::from_millis(20),
+            ..DirectionConfig::default()
+        };
+        assert!(base.is_pure_delay());
+        assert!(DirectionConfig::default().is_pure_delay());
+        let not = [
+            DirectionConfig {
+                loss: Loss::Random(0.01),
+                ..base.clone()
+            },
+            DirectionConfig {
+                jitter: Duration::from_millis(1),
+                ..base.clone()
+            },
+            DirectionConfig {
+                server: Server::Rate(10_000_000),
+                ..base.clone()
+            },
+            DirectionConfig {
+                aqm: Aqm::Codel,
+                ..base.clone()
+            },
+            DirectionConfig {
+                queue: QueueLimit::Bytes(64 * 1024),
+                ..base.clone()
+            },
+        ];
+        for c in not {
+            assert!(!c.is_pure_delay(), "{c:?}");
+        }
+        for q in [
+            QueueLimit::Unlimited,
+            QueueLimit::Packets(1),
+            QueueLimit::Bytes(1 << 20),
+        ] {
+            assert!(DirectionConfig {
+                queue: q,
+                ..base.clone()
+            }
+            .is_pure_delay());
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -968,6 +968,110 @@ mod tests {
         );
     }
 
+    /// A GSO super-packet standing for `segs` wire packets of `wire` bytes in all.
+    struct Super {
+        segs: u32,
+        wire: usize,
+    }
+
+    impl Packet for Super {
+        fn wire_len(&self) -> usize {
+            self.wire
+        }
+        fn segments(&self) -> u32 {
+            self.segs
+        }
+    }
+
+    #[test]
+    fn a_super_packet_is_delayed_whole_and_counted_as_its_segments() {
+        let c = DirectionConfig {
+            delay: ms(20),
+            ..DirectionConfig::default()
+        };
+        assert!(c.is_pure_delay());
+        let mut pipe = Pipe::new(&c, 1);
+        pipe.on_packet(
+            ms(1),
+            Super {
+                segs: 44,
+                wire: 64_000,
+            },
+        );
+        pipe.on_packet(ms(1), Super { segs: 1, wire: 52 });
+        assert_eq!(pipe.next_wakeup(), Some(ms(21)));
+        assert!(pipe
+            .poll_deliver(ms(21) - Duration::from_nanos(1))
+            .is_none());
+        let got: Vec<u32> = std::iter::from_fn(|| pipe.poll_deliver(ms(21)))
+            .map(|p| p.segs)
+            .collect();
+        assert_eq!(got, vec![44, 1], "both at arrival + delay, in order");
+        let s = pipe.stats();
+        assert_eq!((s.packets_in, s.bytes_in), (45, 64_052));
+        assert_eq!((s.packets_out, s.bytes_out), (45, 64_052));
+    }
+
+    #[test]
+    fn drops_of_a_multi_segment_unit_count_every_segment() {
+        let c = DirectionConfig {
+            loss: Loss::Random(1.0),
+            ..cfg()
+        };
+        let mut pipe = Pipe::new(&c, 1);
+        pipe.on_packet(
+            ms(0),
+            Super {
+                segs: 10,
+                wire: 15_000,
+            },
+        );
+        assert_eq!(pipe.stats().dropped_loss, 10);
+        assert_eq!(pipe.stats().packets_in, 10);
+        let c = DirectionConfig {
+            server: Server::Rate(1_000_000),
+            queue: QueueLimit::Packets(1),
+            ..cfg()
+        };
+        let mut pipe = Pipe::new(&c, 1);
+        for _ in 0..3 {
+            pipe.on_packet(
+                ms(0),
+                Super {
+                    segs: 3,
+                    wire: 4500,
+                },
+            );
+        }
+        assert_eq!(pipe.stats().dropped_queue, 3, "the third unit, 3 packets");
+    }
+
+    #[test]
+    fn a_segmented_super_packet_counts_one_packet_per_segment() {
+        use crate::gso::{Csum, Gso, VnetHdr, GSO_TCPV4, VNET_HDR_LEN};
+        // A TSO v4 super-packet: 20 + 20 header bytes, 10 000 payload bytes, MSS 1460.
+        let mut p = vec![0u8; 40 + 10_000];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[32] = 5 << 4;
+        let vh = VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 1460,
+            ..VnetHdr::default()
+        };
+        let g = Gso::parse(&vh, &p).unwrap();
+        let mut pipe: Pipe<Vec<u8>> = Pipe::new(&cfg(), 1);
+        for i in 0..g.segments() {
+            let mut out = vec![0u8; 2048];
+            let n = g.write_segment(i, &mut out, Csum::Full);
+            pipe.on_packet(ms(0), out[VNET_HDR_LEN..n].to_vec());
+        }
+        let s = pipe.stats();
+        assert_eq!(s.packets_in, 7, "ceil(10000 / 1460)");
+        assert_eq!(s.bytes_in, 10_000 + 7 * 40);
+        assert_eq!(s.bytes_in, g.wire_len() as u64);
+    }
+
     #[test]
     fn model_serves_both_directions_in_time_order() {
         let mut lc = crate::LinkConfig::default();
