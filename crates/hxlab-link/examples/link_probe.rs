@@ -1,4 +1,4 @@
-//! Traffic tool for bench/link.sh (std only, bounded in time): a UDP echo server and RTT
+//! Traffic tool for bench/link.sh (std and libc only, bounded in time): a UDP echo server and RTT
 //! probe, and a TCP sink/source measuring goodput.
 //!
 //! link_probe udp-echo PORT SECS            echo datagrams for SECS seconds
@@ -6,7 +6,9 @@
 //! link_probe tcp-sink PORT SECS            accept one connection, count bytes, print Mbit/s
 //! link_probe tcp-send HOST PORT SECS       send as fast as possible for SECS seconds
 //! link_probe tcp-recv HOST PORT SECS       connect and read for SECS; print Mbit/s
-//! link_probe tcp-source PORT SECS          accept one connection and write for SECS
+//! link_probe tcp-source PORT SECS [SNDBUF]  accept one connection and write for SECS; with
+//!                                          SNDBUF, force that send buffer (root: SO_SNDBUFFORCE,
+//!                                          past net.core.wmem_max, this socket only)
 //! link_probe udp-count PORT SECS           count datagrams received
 //! link_probe udp-blast HOST PORT N         send N datagrams, paced
 
@@ -26,6 +28,25 @@ fn num(i: usize) -> u64 {
         eprintln!("argument {i} must be a number");
         std::process::exit(2)
     })
+}
+
+/// Sets the socket's send buffer past the sysctl limits (needs CAP_NET_ADMIN): a long fat
+/// path needs more data in flight than the default 4 MiB tcp_wmem allows.
+fn force_sndbuf(c: &TcpStream, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt reads an int through the pointer, valid across the call.
+    let r = unsafe {
+        libc::setsockopt(
+            c.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            &bytes as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        eprintln!("SO_SNDBUFFORCE: {}", std::io::Error::last_os_error());
+    }
 }
 
 fn main() {
@@ -112,6 +133,9 @@ fn main() {
         "tcp-source" => {
             let l = TcpListener::bind(("0.0.0.0", num(2) as u16)).expect("bind");
             let (mut c, _) = l.accept().expect("accept");
+            if std::env::args().nth(4).is_some() {
+                force_sndbuf(&c, num(4) as libc::c_int);
+            }
             let end = Instant::now() + Duration::from_secs(num(3));
             let buf = vec![1u8; 256 * 1024];
             while Instant::now() < end {

@@ -82,7 +82,37 @@ pub struct DirectionConfig {
     pub aqm: Aqm,
 }
 
+/// The largest unit a pure-delay direction carries whole: a GSO super-packet's segments
+/// together (64 KiB of payload, each segment with its own headers), rounded up.
+pub const MAX_SUPER_PACKET_WIRE: usize = 128 * 1024;
+
 impl DirectionConfig {
+    /// True when this direction does nothing to a packet but hold it for a constant `delay`:
+    /// no loss, no jitter, no bottleneck (rate or trace), no CoDel, and a queue limit that
+    /// cannot drop (with no bottleneck the queue is empty at every arrival, so a packet limit
+    /// never bites; a byte limit could refuse a whole super-packet whose segments would each
+    /// fit, so it must hold [`MAX_SUPER_PACKET_WIRE`]).
+    ///
+    /// Then a packet's fate depends only on its arrival time (delivered at arrival + delay,
+    /// in order), and the segments of a GSO super-packet, which arrive together, would all be
+    /// delivered at the same instant in the same order: carrying the super-packet whole is
+    /// exactly the same link, which is what lets the shell skip segmenting it.
+    pub fn is_pure_delay(&self) -> bool {
+        let lossless = match self.loss {
+            Loss::None => true,
+            Loss::Random(p) => p == 0.0,
+            Loss::GilbertElliott { .. } => false,
+        };
+        lossless
+            && self.jitter.is_zero()
+            && self.server == Server::Unlimited
+            && self.aqm == Aqm::DropTail
+            && match self.queue {
+                QueueLimit::Unlimited | QueueLimit::Packets(_) => true,
+                QueueLimit::Bytes(n) => n >= MAX_SUPER_PACKET_WIRE,
+            }
+    }
+
     fn validate(&self) -> Result<(), String> {
         if self.delay > MAX_DELAY {
             return Err(format!(
@@ -372,6 +402,52 @@ pub fn parse_aqm(input: &str) -> Result<Aqm, LinkError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pure_delay_is_only_a_constant_delay() {
+        let base = DirectionConfig {
+            delay: Duration::from_millis(20),
+            ..DirectionConfig::default()
+        };
+        assert!(base.is_pure_delay());
+        assert!(DirectionConfig::default().is_pure_delay());
+        let not = [
+            DirectionConfig {
+                loss: Loss::Random(0.01),
+                ..base.clone()
+            },
+            DirectionConfig {
+                jitter: Duration::from_millis(1),
+                ..base.clone()
+            },
+            DirectionConfig {
+                server: Server::Rate(10_000_000),
+                ..base.clone()
+            },
+            DirectionConfig {
+                aqm: Aqm::Codel,
+                ..base.clone()
+            },
+            DirectionConfig {
+                queue: QueueLimit::Bytes(64 * 1024),
+                ..base.clone()
+            },
+        ];
+        for c in not {
+            assert!(!c.is_pure_delay(), "{c:?}");
+        }
+        for q in [
+            QueueLimit::Unlimited,
+            QueueLimit::Packets(1),
+            QueueLimit::Bytes(1 << 20),
+        ] {
+            assert!(DirectionConfig {
+                queue: q,
+                ..base.clone()
+            }
+            .is_pure_delay());
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -1,7 +1,8 @@
 //! hxlab-link: packet-level link emulation in user space, for TCP and QUIC alike.
 //!
 //! What it is: a sans-IO [`model`] (loss → queue → rate/trace → delay+jitter per direction,
-//! driven on virtual time) and a [`shell`] that runs it between two TUN devices, one in the
+//! driven on virtual time) and a [`shell`] that runs it between two TUN devices (with
+//! segmentation offload: [`gso`] says how super-packets are carried and when they are cut), one in the
 //! namespace hxlab started in and one in a new network namespace where a command runs, like
 //! mahimahi's LinkShell/DelayShell. [`profiles`] holds the published Chrome DevTools and
 //! WebPageTest presets.
@@ -17,10 +18,13 @@
 //! ```
 
 pub mod config;
+pub mod gso;
 pub mod model;
 pub mod profiles;
+mod relay;
 pub mod shell;
 pub mod trace;
+mod tun;
 
 pub use config::{Aqm, DirectionConfig, LinkConfig, Loss, QueueLimit, Server};
 pub use model::{Direction, DirectionStats, Model, Packet, Pipe};

@@ -32,9 +32,20 @@ pub enum Direction {
 }
 
 /// Anything the model can carry: it only needs the packet's size on the wire.
+///
+/// A unit may stand for several wire packets: a GSO super-packet on a pure-delay link (see
+/// `shell` and [`DirectionConfig::is_pure_delay`]) travels whole. Then [`Packet::segments`]
+/// says how many wire packets it is and [`Packet::wire_len`] is the sum of their sizes
+/// (each with its own headers), and every counter counts those, never the unit as one.
 pub trait Packet {
-    /// Size in bytes as counted by rate limits, traces and byte queues (the IP packet).
+    /// Size in bytes as counted by rate limits, traces and byte queues (the IP packet; for a
+    /// super-packet, the sum of its segments' IP packets).
     fn wire_len(&self) -> usize;
+
+    /// How many wire packets this unit stands for: 1 for an ordinary packet.
+    fn segments(&self) -> u32 {
+        1
+    }
 }
 
 impl Packet for Vec<u8> {
@@ -131,11 +142,11 @@ impl DirectionStats {
         self.dropped_loss + self.dropped_queue + self.dropped_aqm + self.dropped_overflow
     }
 
-    fn record_queue_delay(&mut self, d: Duration) {
+    fn record_queue_delay(&mut self, d: Duration, segments: u32) {
         let ns = d.as_nanos();
-        self.queue_delay_sum_ns += ns;
+        self.queue_delay_sum_ns += ns * segments as u128;
         self.queue_delay_max_ns = self.queue_delay_max_ns.max(ns as u64);
-        self.queue_delay_count += 1;
+        self.queue_delay_count += segments as u64;
     }
 }
 
@@ -175,6 +186,7 @@ impl LossStage {
 struct Queued<P> {
     pkt: P,
     len: usize,
+    segs: u32,
     arrival: Duration,
 }
 
@@ -194,7 +206,9 @@ const CODEL_INTERVAL: Duration = Duration::from_millis(100);
 /// Bytes per mahimahi delivery opportunity.
 pub const TRACE_OPPORTUNITY_BYTES: usize = 1500;
 /// Safety cap on packets held in the delay line, so a huge delay at an unlimited rate cannot
-/// take unbounded memory; beyond it packets count as `dropped_overflow`.
+/// take unbounded memory; beyond it packets count as `dropped_overflow`. Counted in wire
+/// packets ([`Packet::segments`]), so a delay line of super-packets holds as many bytes as
+/// one of ordinary packets would.
 pub const MAX_IN_FLIGHT: usize = 65_536;
 
 fn control_law(t: Duration, count: u32) -> Duration {
@@ -229,6 +243,8 @@ pub struct Pipe<P> {
     server: ServerState,
     /// Packets on the wire, ordered by delivery time.
     in_flight: VecDeque<(Duration, P)>,
+    /// Wire packets ([`Packet::segments`]) in `in_flight`.
+    in_flight_segs: usize,
     last_delivery: Duration,
     rng: Rng,
     stats: DirectionStats,
@@ -264,6 +280,7 @@ impl<P: Packet> Pipe<P> {
             queue_bytes: 0,
             server,
             in_flight: VecDeque::new(),
+            in_flight_segs: 0,
             last_delivery: Duration::ZERO,
             rng: Rng::new(seed),
             stats: DirectionStats::default(),
@@ -284,10 +301,11 @@ impl<P: Packet> Pipe<P> {
     pub fn on_packet(&mut self, now: Duration, pkt: P) {
         self.advance(now);
         let len = pkt.wire_len();
-        self.stats.packets_in += 1;
+        let segs = pkt.segments();
+        self.stats.packets_in += segs as u64;
         self.stats.bytes_in += len as u64;
         if self.loss.lose(&mut self.rng) {
-            self.stats.dropped_loss += 1;
+            self.stats.dropped_loss += segs as u64;
             return;
         }
         let full = match self.limit {
@@ -296,7 +314,7 @@ impl<P: Packet> Pipe<P> {
             QueueLimit::Bytes(n) => self.queue_bytes + len > n,
         };
         if full {
-            self.stats.dropped_queue += 1;
+            self.stats.dropped_queue += segs as u64;
             return;
         }
         if self.queue.is_empty() {
@@ -315,6 +333,7 @@ impl<P: Packet> Pipe<P> {
         self.queue.push_back(Queued {
             pkt,
             len,
+            segs,
             arrival: now,
         });
         self.queue_bytes += len;
@@ -329,7 +348,8 @@ impl<P: Packet> Pipe<P> {
             _ => return None,
         }
         let (_, pkt) = self.in_flight.pop_front()?;
-        self.stats.packets_out += 1;
+        self.in_flight_segs -= pkt.segments() as usize;
+        self.stats.packets_out += pkt.segments() as u64;
         self.stats.bytes_out += pkt.wire_len() as u64;
         Some(pkt)
     }
@@ -445,7 +465,8 @@ impl<P: Packet> Pipe<P> {
     fn pop(&mut self, t: Duration) -> Option<Queued<P>> {
         let q = self.queue.pop_front()?;
         self.queue_bytes -= q.len;
-        self.stats.record_queue_delay(t.saturating_sub(q.arrival));
+        self.stats
+            .record_queue_delay(t.saturating_sub(q.arrival), q.segs);
         Some(q)
     }
 
@@ -476,7 +497,7 @@ impl<P: Packet> Pipe<P> {
                 self.codel.dropping = false;
             }
             while self.codel.dropping && t >= self.codel.drop_next {
-                self.stats.dropped_aqm += 1;
+                self.stats.dropped_aqm += q.segs as u64;
                 self.codel.count += 1;
                 match self.codel_pop(t) {
                     None => {
@@ -495,7 +516,7 @@ impl<P: Packet> Pipe<P> {
                 }
             }
         } else if ok {
-            self.stats.dropped_aqm += 1;
+            self.stats.dropped_aqm += q.segs as u64;
             let next = self.codel_pop(t);
             self.codel.dropping = true;
             let delta = self.codel.count.saturating_sub(self.codel.last_count);
@@ -517,10 +538,12 @@ impl<P: Packet> Pipe<P> {
 
     /// A packet leaves the bottleneck at `t`: propagation delay and jitter decide its arrival.
     fn send(&mut self, t: Duration, pkt: P) {
-        if self.in_flight.len() >= MAX_IN_FLIGHT {
-            self.stats.dropped_overflow += 1;
+        let segs = pkt.segments() as usize;
+        if self.in_flight_segs + segs > MAX_IN_FLIGHT {
+            self.stats.dropped_overflow += segs as u64;
             return;
         }
+        self.in_flight_segs += segs;
         let mut at = t + self.delay;
         if !self.jitter.is_zero() {
             // Uniform in [-jitter, +jitter], never before the packet left.
@@ -943,6 +966,110 @@ mod tests {
             "drop-tail {tail_delay:?}, codel {codel_delay:?} with {} drops",
             codel.dropped_aqm
         );
+    }
+
+    /// A GSO super-packet standing for `segs` wire packets of `wire` bytes in all.
+    struct Super {
+        segs: u32,
+        wire: usize,
+    }
+
+    impl Packet for Super {
+        fn wire_len(&self) -> usize {
+            self.wire
+        }
+        fn segments(&self) -> u32 {
+            self.segs
+        }
+    }
+
+    #[test]
+    fn a_super_packet_is_delayed_whole_and_counted_as_its_segments() {
+        let c = DirectionConfig {
+            delay: ms(20),
+            ..DirectionConfig::default()
+        };
+        assert!(c.is_pure_delay());
+        let mut pipe = Pipe::new(&c, 1);
+        pipe.on_packet(
+            ms(1),
+            Super {
+                segs: 44,
+                wire: 64_000,
+            },
+        );
+        pipe.on_packet(ms(1), Super { segs: 1, wire: 52 });
+        assert_eq!(pipe.next_wakeup(), Some(ms(21)));
+        assert!(pipe
+            .poll_deliver(ms(21) - Duration::from_nanos(1))
+            .is_none());
+        let got: Vec<u32> = std::iter::from_fn(|| pipe.poll_deliver(ms(21)))
+            .map(|p| p.segs)
+            .collect();
+        assert_eq!(got, vec![44, 1], "both at arrival + delay, in order");
+        let s = pipe.stats();
+        assert_eq!((s.packets_in, s.bytes_in), (45, 64_052));
+        assert_eq!((s.packets_out, s.bytes_out), (45, 64_052));
+    }
+
+    #[test]
+    fn drops_of_a_multi_segment_unit_count_every_segment() {
+        let c = DirectionConfig {
+            loss: Loss::Random(1.0),
+            ..cfg()
+        };
+        let mut pipe = Pipe::new(&c, 1);
+        pipe.on_packet(
+            ms(0),
+            Super {
+                segs: 10,
+                wire: 15_000,
+            },
+        );
+        assert_eq!(pipe.stats().dropped_loss, 10);
+        assert_eq!(pipe.stats().packets_in, 10);
+        let c = DirectionConfig {
+            server: Server::Rate(1_000_000),
+            queue: QueueLimit::Packets(1),
+            ..cfg()
+        };
+        let mut pipe = Pipe::new(&c, 1);
+        for _ in 0..3 {
+            pipe.on_packet(
+                ms(0),
+                Super {
+                    segs: 3,
+                    wire: 4500,
+                },
+            );
+        }
+        assert_eq!(pipe.stats().dropped_queue, 3, "the third unit, 3 packets");
+    }
+
+    #[test]
+    fn a_segmented_super_packet_counts_one_packet_per_segment() {
+        use crate::gso::{Csum, Gso, VnetHdr, GSO_TCPV4, VNET_HDR_LEN};
+        // A TSO v4 super-packet: 20 + 20 header bytes, 10 000 payload bytes, MSS 1460.
+        let mut p = vec![0u8; 40 + 10_000];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[32] = 5 << 4;
+        let vh = VnetHdr {
+            gso_type: GSO_TCPV4,
+            gso_size: 1460,
+            ..VnetHdr::default()
+        };
+        let g = Gso::parse(&vh, &p).unwrap();
+        let mut pipe: Pipe<Vec<u8>> = Pipe::new(&cfg(), 1);
+        for i in 0..g.segments() {
+            let mut out = vec![0u8; 2048];
+            let n = g.write_segment(i, &mut out, Csum::Full);
+            pipe.on_packet(ms(0), out[VNET_HDR_LEN..n].to_vec());
+        }
+        let s = pipe.stats();
+        assert_eq!(s.packets_in, 7, "ceil(10000 / 1460)");
+        assert_eq!(s.bytes_in, 10_000 + 7 * 40);
+        assert_eq!(s.bytes_in, g.wire_len() as u64);
     }
 
     #[test]

@@ -8,18 +8,26 @@
 //! Each direction has its own relay thread (read one TUN in batches, feed its [`Pipe`], write
 //! due packets to the other TUN, sleep in epoll on the TUN, a timerfd and a stop eventfd), so
 //! the two directions never contend and nothing busy-polls. Buffers come from a per-thread
-//! pool, so the steady state allocates nothing per packet.
+//! pool bounded in bytes, so the steady state allocates nothing per packet.
+//!
+//! The TUN devices take TCP/UDP segmentation offload (see `tun`): the kernel hands the relay
+//! 64 KiB super-packets, which a pure-delay direction carries whole and any other direction
+//! cuts into ≤ 1500-byte wire packets before its impairments (see `relay` and [`crate::gso`]).
+//!
+//! [`Pipe`]: crate::model::Pipe
 //!
 //! Cleanup leans on the kernel: TUN devices are not persistent (they vanish with their fd),
 //! the namespace is held only by an fd and the processes in it, commands get
 //! `PR_SET_PDEATHSIG(SIGKILL)`, and the /30 a link uses is claimed with an abstract unix
 //! socket that the kernel releases when hxlab dies.
 
-use crate::model::{Direction, DirectionStats, Packet, Pipe};
+use crate::model::{Direction, DirectionStats, Pipe};
+use crate::relay::{monotonic_ns, relay, RelayCtx};
+use crate::tun::{open_tun, tun_open_error, Pool};
 use crate::{LinkConfig, LinkError, LinkStats};
 use std::ffi::CString;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
 use std::sync::Arc;
@@ -29,86 +37,18 @@ use std::time::Duration;
 /// MTU of both TUN devices, like Ethernet (a larger one would make the link look faster than
 /// any real path).
 pub const MTU: usize = 1500;
-/// Packets read from a TUN per wakeup before the due deliveries are written.
-const READ_BATCH: usize = 64;
-/// Buffer size: a full MTU packet always fits.
-const BUF_SIZE: usize = 2048;
-/// Buffers kept for reuse per direction; beyond this, freed buffers are released.
-const POOL_KEEP: usize = 8192;
 /// How many /30 slots of 100.64.0.0/10 instances may use (4 addresses each).
 const SLOTS: u32 = 16384;
 
-fn os_err(what: &str) -> LinkError {
+pub(crate) fn os_err(what: &str) -> LinkError {
     LinkError::Setup(format!("{what}: {}", std::io::Error::last_os_error()))
 }
 
-fn cvt(ret: libc::c_int, what: &str) -> Result<libc::c_int, LinkError> {
+pub(crate) fn cvt(ret: libc::c_int, what: &str) -> Result<libc::c_int, LinkError> {
     if ret < 0 {
         Err(os_err(what))
     } else {
         Ok(ret)
-    }
-}
-
-/// `struct ifreq` with the flags member, as TUNSETIFF reads it.
-#[repr(C)]
-struct IfReqFlags {
-    name: [u8; libc::IFNAMSIZ],
-    flags: libc::c_short,
-    _pad: [u8; 22],
-}
-
-/// Opens /dev/net/tun and creates a non-persistent TUN device `name` in the calling thread's
-/// network namespace. The device disappears when the returned fd is closed.
-fn open_tun(name: &str) -> Result<OwnedFd, LinkError> {
-    let path = CString::new("/dev/net/tun").map_err(|_| LinkError::Setup("tun path".into()))?;
-    // SAFETY: path is a valid C string; the returned fd is checked.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
-        )
-    };
-    if fd < 0 {
-        return Err(tun_open_error(std::io::Error::last_os_error()));
-    }
-    // SAFETY: fd was just opened and is owned by nothing else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut req = IfReqFlags {
-        name: [0; libc::IFNAMSIZ],
-        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
-        _pad: [0; 22],
-    };
-    let bytes = name.as_bytes();
-    req.name[..bytes.len().min(libc::IFNAMSIZ - 1)]
-        .copy_from_slice(&bytes[..bytes.len().min(libc::IFNAMSIZ - 1)]);
-    // SAFETY: req is a properly sized ifreq for TUNSETIFF and lives across the call.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReqFlags) };
-    if r < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EPERM) {
-            return Err(LinkError::Permission(format!(
-                "creating TUN device {name} needs CAP_NET_ADMIN in this network namespace ({e}); run hxlab link as root, e.g. `sudo hxlab link ...`"
-            )));
-        }
-        return Err(LinkError::Setup(format!("TUNSETIFF {name}: {e}")));
-    }
-    Ok(fd)
-}
-
-fn tun_open_error(e: std::io::Error) -> LinkError {
-    match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => {
-            // SAFETY: geteuid has no preconditions.
-            let uid = unsafe { libc::geteuid() };
-            LinkError::Permission(format!(
-                "/dev/net/tun does not allow uid {uid} to open it ({e}); run hxlab link as root (`sudo hxlab link ...`), or allow unprivileged TUN with `sudo chmod 0666 /dev/net/tun`"
-            ))
-        }
-        Some(libc::ENOENT) | Some(libc::ENODEV) => LinkError::Permission(format!(
-            "/dev/net/tun is missing ({e}); load the tun module (`sudo modprobe tun`) or create the node (`sudo mkdir -p /dev/net && sudo mknod /dev/net/tun c 10 200`)"
-        )),
-        _ => LinkError::Setup(format!("open /dev/net/tun: {e}")),
     }
 }
 
@@ -202,222 +142,6 @@ fn claim_slot() -> Result<Slot, LinkError> {
     ))
 }
 
-/// A packet buffer from the pool.
-struct Buf {
-    data: Box<[u8; BUF_SIZE]>,
-    len: usize,
-}
-
-impl Packet for Buf {
-    fn wire_len(&self) -> usize {
-        self.len
-    }
-}
-
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Everything a relay thread needs.
-struct RelayCtx {
-    dir: Direction,
-    pipe: Pipe<Buf>,
-    rx: Arc<OwnedFd>,
-    tx: Arc<OwnedFd>,
-    stop: Arc<OwnedFd>,
-    start_ns: u64,
-    /// How long to keep delivering packets already in the link once asked to stop.
-    linger: Duration,
-    /// Run the relay at real-time priority.
-    realtime: bool,
-}
-
-fn epoll_add(ep: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
-    let mut ev = libc::epoll_event {
-        events: libc::EPOLLIN as u32,
-        u64: token,
-    };
-    // SAFETY: ev is valid for the call.
-    cvt(
-        unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) },
-        "epoll_ctl",
-    )
-    .map(|_| ())
-}
-
-/// Precise wake-ups for the calling relay thread, and real-time priority when asked.
-fn tune_relay_thread(realtime: bool) {
-    // Default timer slack (50 µs) would add to every delayed packet; ask for precise wakeups.
-    // SAFETY: prctl on the calling thread only.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    if realtime {
-        // On a busy machine a normal thread wakes milliseconds late (a scheduler tick); the
-        // lowest real-time priority makes delays exact. The relay sleeps whenever it has
-        // nothing due, and the kernel's RT throttling bounds it anyway. Failure (no
-        // CAP_SYS_NICE) just leaves the normal policy.
-        let param = libc::sched_param { sched_priority: 1 };
-        // SAFETY: applies to the calling thread; param is valid.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-    }
-}
-
-/// Arms `timer` (a timerfd) for the link time `wake` after `start_ns`; None disarms it.
-fn arm_timer(timer: RawFd, start_ns: u64, wake: Option<Duration>) {
-    let at = wake.map(|t| start_ns + t.as_nanos() as u64).unwrap_or(0);
-    let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        },
-        it_value: libc::timespec {
-            tv_sec: (at / 1_000_000_000) as libc::time_t,
-            tv_nsec: (at % 1_000_000_000) as libc::c_long,
-        },
-    };
-    // SAFETY: spec is valid; a zero it_value disarms.
-    unsafe { libc::timerfd_settime(timer, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
-}
-
-/// Reads (and so resets) the 8-byte counter of a timerfd or eventfd; non-blocking.
-fn read_counter(fd: RawFd) {
-    let mut v = 0u64;
-    // SAFETY: reads 8 bytes into v.
-    unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
-}
-
-impl RelayCtx {
-    /// Time on the link's clock.
-    fn now(&self) -> Duration {
-        Duration::from_nanos(monotonic_ns().saturating_sub(self.start_ns))
-    }
-
-    /// Reads up to [`READ_BATCH`] packets into the pipe (they share one arrival timestamp);
-    /// returns how many.
-    fn read_batch(&mut self, pool: &mut Vec<Buf>) -> usize {
-        let now = self.now();
-        let rx = self.rx.as_raw_fd();
-        let mut read = 0;
-        while read < READ_BATCH {
-            let mut buf = pool.pop().unwrap_or_else(|| Buf {
-                data: Box::new([0u8; BUF_SIZE]),
-                len: 0,
-            });
-            // SAFETY: the buffer is BUF_SIZE bytes and exclusively borrowed.
-            let n = unsafe { libc::read(rx, buf.data.as_mut_ptr() as *mut libc::c_void, BUF_SIZE) };
-            if n <= 0 {
-                pool.push(buf);
-                break;
-            }
-            buf.len = n as usize;
-            self.pipe.on_packet(now, buf);
-            read += 1;
-        }
-        read
-    }
-
-    /// Writes every packet that is due.
-    fn write_due(&mut self, pool: &mut Vec<Buf>) {
-        let now = self.now();
-        let tx = self.tx.as_raw_fd();
-        while let Some(buf) = self.pipe.poll_deliver(now) {
-            // SAFETY: buf.len <= BUF_SIZE bytes are initialised.
-            // A failed write (device going away) loses the packet, as a wire would.
-            unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
-            if pool.len() < POOL_KEEP {
-                pool.push(buf);
-            }
-        }
-    }
-}
-
-fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
-    tune_relay_thread(ctx.realtime);
-    // SAFETY: plain syscalls; fds checked and owned below.
-    let ep = unsafe {
-        OwnedFd::from_raw_fd(cvt(
-            libc::epoll_create1(libc::EPOLL_CLOEXEC),
-            "epoll_create1",
-        )?)
-    };
-    let timer = unsafe {
-        OwnedFd::from_raw_fd(cvt(
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
-            ),
-            "timerfd_create",
-        )?)
-    };
-    epoll_add(ep.as_raw_fd(), ctx.rx.as_raw_fd(), 0)?;
-    epoll_add(ep.as_raw_fd(), timer.as_raw_fd(), 1)?;
-    epoll_add(ep.as_raw_fd(), ctx.stop.as_raw_fd(), 2)?;
-    let mut pool: Vec<Buf> = Vec::new();
-    let mut armed: Option<Duration> = None;
-    let mut drain_until: Option<Duration> = None;
-    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
-    let _ = ctx.dir;
-    loop {
-        let read = ctx.read_batch(&mut pool);
-        ctx.write_due(&mut pool);
-        if read == READ_BATCH {
-            // More may be waiting: read again before sleeping.
-            continue;
-        }
-        let mut wake = ctx.pipe.next_wakeup();
-        if let Some(until) = drain_until {
-            // Stopping: let packets already on the wire (a final ACK or FIN) arrive, but
-            // never wait past the linger time.
-            let now = ctx.now();
-            if now >= until || wake.is_none() {
-                return Ok(ctx.pipe.stats().clone());
-            }
-            wake = wake.map(|w| w.min(until));
-        }
-        if wake.is_some_and(|t| t <= ctx.now()) {
-            continue;
-        }
-        if wake != armed {
-            arm_timer(timer.as_raw_fd(), ctx.start_ns, wake);
-            armed = wake;
-        }
-        // SAFETY: events is a valid array of the given length.
-        let n = unsafe {
-            libc::epoll_wait(
-                ep.as_raw_fd(),
-                events.as_mut_ptr(),
-                events.len() as libc::c_int,
-                -1,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(LinkError::Setup(format!("epoll_wait: {e}")));
-        }
-        for ev in &events[..n as usize] {
-            match ev.u64 {
-                1 => {
-                    read_counter(timer.as_raw_fd());
-                    armed = None;
-                }
-                2 => {
-                    read_counter(ctx.stop.as_raw_fd());
-                    drain_until.get_or_insert(ctx.now() + ctx.linger);
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 /// A running link: namespace, TUN devices and relay threads. Stop it with [`Link::stop`]
 /// (dropping it also tears everything down, without returning the counters).
 pub struct Link {
@@ -439,7 +163,7 @@ impl Link {
         let inner_name = format!("hxlab-i-{}", slot.index);
         let (host, client) = (slot.host(), slot.client());
 
-        let outer = open_tun(&outer_name)?;
+        let (outer, _) = open_tun(&outer_name)?;
         // No IPv6 link-local address: its router solicitations would be noise on the link.
         let _ = ip(&["link", "set", "dev", &outer_name, "addrgenmode", "none"]);
         ip(&[
@@ -477,7 +201,7 @@ impl Link {
                 let ns = cvt(unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }, "open netns")?;
                 // SAFETY: fresh fd.
                 let ns = unsafe { OwnedFd::from_raw_fd(ns) };
-                let inner = open_tun(&inner_name2)?;
+                let (inner, _) = open_tun(&inner_name2)?;
                 ip(&["link", "set", "dev", "lo", "up"])?;
                 let _ = ip(&["link", "set", "dev", &inner_name2, "addrgenmode", "none"]);
                 ip(&["link", "set", "dev", &inner_name2, "mtu", &MTU.to_string(), "up"])?;
@@ -510,6 +234,8 @@ impl Link {
             let ctx = RelayCtx {
                 dir,
                 pipe: Pipe::new(dcfg, crate::model::direction_seed(cfg.seed, dir)),
+                pure_delay: dcfg.is_pure_delay(),
+                pool: Pool::default(),
                 rx,
                 tx,
                 stop,

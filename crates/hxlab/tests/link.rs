@@ -651,3 +651,134 @@ fn stop_returns_promptly_with_packets_in_flight() {
         assert!(stats.up.packets_in >= 50, "{stats:?}");
     }
 }
+
+/// FNV-1a over a byte stream.
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Byte `i` of the bulk transfers: not periodic at any segment size.
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(31) ^ (i >> 11)) as u8
+}
+
+/// Sends `total` pattern bytes over TCP from outside to inside through `link` (a bulk
+/// download: the sender's kernel hands the outer TUN TSO super-packets); returns the bytes
+/// and the FNV-1a hash the inside received.
+fn bulk_down(link: &Link, total: usize) -> (usize, u64) {
+    let listener = TcpListener::bind("0.0.0.0:0").expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    let sender = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().expect("accept");
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut sent = 0;
+        while sent < total {
+            let n = chunk.len().min(total - sent);
+            for (k, b) in chunk[..n].iter_mut().enumerate() {
+                *b = pattern(sent + k);
+            }
+            c.write_all(&chunk[..n]).expect("send");
+            sent += n;
+        }
+    });
+    let host = link.host_addr();
+    let got = link
+        .spawn_inside(move || {
+            let mut c = std::net::TcpStream::connect((host, port)).expect("connect");
+            c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            let mut buf = vec![0u8; 256 * 1024];
+            let (mut n, mut h) = (0usize, FNV_START);
+            loop {
+                match c.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(k) => {
+                        h = fnv1a(h, &buf[..k]);
+                        n += k;
+                    }
+                    Err(e) => panic!("read after {n} bytes: {e}"),
+                }
+            }
+            (n, h)
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .expect("enter namespace");
+    sender.join().unwrap();
+    got
+}
+
+fn expected_hash(total: usize) -> u64 {
+    let bytes: Vec<u8> = (0..total).map(pattern).collect();
+    fnv1a(FNV_START, &bytes)
+}
+
+/// Every counted packet is at most one MTU: a GSO super-packet (up to 64 KiB) counted as one
+/// packet would break this by far.
+fn assert_counts_wire_packets(s: &hxlab_link::DirectionStats) {
+    assert!(
+        s.packets_in * 1500 >= s.bytes_in,
+        "{} bytes in {} packets: more than 1500 bytes per packet",
+        s.bytes_in,
+        s.packets_in
+    );
+    assert!(s.packets_out * 1500 >= s.bytes_out, "{s:?}");
+}
+
+#[test]
+fn bulk_tcp_through_a_pure_delay_link_is_intact_and_counted_in_segments() {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
+        return;
+    }
+    let link = Link::start(LinkConfig::default().with_delay(Duration::from_millis(2)))
+        .expect("start link");
+    const TOTAL: usize = 48 << 20;
+    let (n, h) = bulk_down(&link, TOTAL);
+    let stats = link.stop();
+    assert_eq!(n, TOTAL, "bytes delivered");
+    assert_eq!(h, expected_hash(TOTAL), "content hash");
+    assert_counts_wire_packets(&stats.down);
+    assert_counts_wire_packets(&stats.up);
+    // The payload alone needs this many 1500-byte packets; headers only add to it.
+    assert!(stats.down.packets_in >= (TOTAL / 1500) as u64, "{stats:?}");
+    assert!(stats.down.bytes_in >= TOTAL as u64, "{stats:?}");
+    assert_eq!(stats.down.dropped(), 0, "{stats:?}");
+}
+
+#[test]
+fn bulk_tcp_through_a_lossy_rate_limited_link_is_intact_and_loss_is_per_segment() {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
+        return;
+    }
+    let mut cfg = LinkConfig::default();
+    cfg.down.loss = Loss::Random(0.01);
+    cfg.down.server = Server::Rate(200_000_000);
+    cfg.seed = 5;
+    let link = Link::start(cfg).expect("start link");
+    const TOTAL: usize = 12 << 20;
+    let (n, h) = bulk_down(&link, TOTAL);
+    let stats = link.stop();
+    assert_eq!(n, TOTAL, "bytes delivered");
+    assert_eq!(h, expected_hash(TOTAL), "content hash");
+    let d = &stats.down;
+    assert_counts_wire_packets(d);
+    assert!(d.packets_in >= (TOTAL / 1500) as u64, "{stats:?}");
+    // Loss is drawn once per wire packet: binomial on packets_in, ±6 sd.
+    let (np, sd) = (
+        d.packets_in as f64 * 0.01,
+        (d.packets_in as f64 * 0.01 * 0.99).sqrt(),
+    );
+    let lost = d.dropped_loss as f64;
+    assert!(
+        (np - 6.0 * sd..=np + 6.0 * sd).contains(&lost),
+        "lost {lost} of {} (expected {np:.0} ± {:.0}): {stats:?}",
+        d.packets_in,
+        6.0 * sd
+    );
+}
