@@ -340,3 +340,16 @@ def parse_oha_json(out):
         return None
     ok = sum(v for k, v in j.get("statusCodeDistribution", {}).items() if k.startswith("2"))
     return float(j["summary"]["requestsPerSec"]), int(ok)
+
+
+def run_measured(cmd, core=0, timeout=900):
+    """Runs cmd pinned to `core`; returns (returncode, user+sys CPU seconds of it, wall s, output).
+    taskset execs cmd, so the child's rusage is the tool's own."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    rc, out = run(cmd, core, timeout)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return rc, cpu, wall, out
