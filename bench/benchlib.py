@@ -188,12 +188,16 @@ class Lab:
             ports["h3"] = tls
         return self._started("hxlab", p, ports)
 
-    def nginx(self, extra_http="", worker_connections=4096):
+    def nginx(self, extra_http="", worker_connections=4096, slow_location=False):
         """nginx, 1 worker (plus its master); ports: plain (h1), h2c, tls (h1+h2 by ALPN)."""
         plain, h2c, tls = free_port(), free_port(), free_port()
         d = os.path.join(self.tmp, "nginx")
         os.makedirs(d, exist_ok=True)
         rlimit = f"worker_rlimit_nofile {self.nofile};" if self.nofile else ""
+        # /slow/: requests held unanswered (bench/scale.py's inflight state; needs a
+        # `limit_req_zone ... zone=slow` in extra_http).
+        site = f"root {self.www};" + (f" location /slow/ {{ limit_req zone=slow burst=1000000; alias {self.www}/; }}"
+                                      if slow_location else "")
         conf = f"""worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid; {rlimit}
 events {{ worker_connections {worker_connections}; }}
 http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s; http2_max_concurrent_streams 128;
@@ -201,9 +205,9 @@ http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s; htt
   client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u;
   scgi_temp_path {d}/s; http2_idle_timeout 600s; client_header_timeout 600s; send_timeout 600s; {extra_http}
   ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {self.cert}; ssl_certificate_key {self.key};
-  server {{ listen 127.0.0.1:{plain} backlog=16384; root {self.www}; }}
-  server {{ listen 127.0.0.1:{h2c} http2 backlog=16384; root {self.www}; }}
-  server {{ listen 127.0.0.1:{tls} ssl http2 backlog=16384; root {self.www}; }}
+  server {{ listen 127.0.0.1:{plain} backlog=16384; {site} }}
+  server {{ listen 127.0.0.1:{h2c} http2 backlog=16384; {site} }}
+  server {{ listen 127.0.0.1:{tls} ssl http2 backlog=16384; {site} }}
 }}
 """
         with open(os.path.join(d, "nginx.conf"), "w") as f:
