@@ -7,7 +7,7 @@ reads what a process tree costs from /proc: CPU time (user+sys, every thread of 
 process in the tree) and resident memory (VmRSS summed over the tree). Traffic stays on
 127.0.0.1. Every process started here is ended by its own PID (Servers.close, called from
 the scripts' `finally`)."""
-import json, os, re, shutil, signal, socket, statistics, subprocess, tempfile, time
+import json, os, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 TICK = os.sysconf("SC_CLK_TCK")
 SIZES = {"100": 100, "100KiB": 100 * 1024}
@@ -130,6 +130,8 @@ class Lab:
     """A scratch directory with a certificate and the objects, and the servers started in it."""
 
     def __init__(self, core=1, nofile=None):
+        # SIGTERM (or the wrapper's end) runs the scripts' `finally`: no server left behind.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         self.tmp = tempfile.mkdtemp(prefix="hxlab-bench-")
         os.chmod(self.tmp, 0o755)  # nginx and h2o workers run as an unprivileged user
         self.core = core

@@ -7,13 +7,13 @@ RSS = VmRSS summed over the process tree (nginx: master + worker).
                    measurement, so every state starts from the same baseline);
   client baseline: the same client command with -c 1 in the same state.
 States:
-  open      handshaken, no request sent: `hxlab load --rate 0.001 -c N -D ...` (the open model
+  open      handshaken, no request sent: `hxlab load --rate 0.001 -c N -D 347d` (the open model
             opens every connection at once; connection k's first request is due at k/rate, so
-            only connection 0 ever sends one)
+            only connection 0 sends one while we look)
   idle      each connection has done a request and waits: `--rate N/10 -c N`, read after 12 s
             (connection k's requests are due at k/rate and every 10 s after; ~0 in flight)
   inflight  one request in flight on each: `-n N -c N` (closed model, one request each) on a
-            delayed route: hxlab serve /delay/120000 (2 min); nginx has no delay, so a location
+            delayed route: hxlab serve /delay/300000 (5 min, --max-delay 600s); nginx has no delay, so a location
             behind `limit_req rate=1r/s burst=1000000` holds the requests (queued, unanswered)
 h2load cannot hold connections open without requests (it sends at once and closes when its
 requests are done), so it is measured in the inflight state only; it has no h3. Caddy (the h3
@@ -42,12 +42,23 @@ def settle(pids, port, n, limit=90):
     """Waits until `port` has n established connections (TCP; port None: skipped) and the RSS of
     every pid is stable; returns their RSS, KiB."""
     t0 = time.time()
-    while port and established(port) < n and time.time() - t0 < limit:
+    seen, since = -1, time.time()
+    while port and time.time() - t0 < limit:
+        k = established(port)
+        if k >= n:
+            break
+        if k != seen:
+            seen, since = k, time.time()
+        elif k > 0 and time.time() - since > 5:
+            # No longer growing: nginx's inflight state answers 1 request/s (limit_req), and
+            # those connections are done and closed.
+            print(f"  (connections stopped at {k} of {n})", flush=True)
+            break
         time.sleep(0.5)
     if port and established(port) < n:
-        print(f"  ! only {established(port)} of {n} connections established after {limit} s", flush=True)
-    last = None
-    while time.time() - t0 < limit:
+        print(f"  ! {established(port)} of {n} connections established after {time.time() - t0:.0f} s", flush=True)
+    last, t1 = None, time.time()
+    while last is None or time.time() - t1 < 30:
         cur = [tree_rss_kib(p) for p in pids]
         if last and all(abs(a - b) <= 0.005 * max(a, 1) for a, b in zip(cur, last)):
             return cur
@@ -80,17 +91,20 @@ def client_cmd(tool, proto, url, state, n):
     base = [BIN, "load", "--no-progress", "-q", "-k", "--proto", proto, "--connect-timeout", "60s",
             "--timeout", "300s", "-c", str(n)]
     if state == "open":
-        return base + ["--rate", "0.001", "-D", "600s", url]
+        # -D must reach connection N-1's first request (due at (N-1)/0.001 s), else that
+        # connection is never opened: 347 days (the most -D takes is a year) covers N ≤ 30,000.
+        return base + ["--interval", "0", "--rate", "0.001", "-D", "30000000s", url]
     if state == "idle":
-        return base + ["--rate", str(max(n / 10, 0.2)), "-D", "600s", url]
-    return base + ["-n", str(n), url]
+        return base + ["--interval", "0", "--rate", str(max(n / 10, 0.2)), "-D", "600s", url]
+    return base + ["--interval", "0", "-n", str(n), url]
 
 
 def one(lab, server_kind, proto, state, tool, n):
     """Starts a fresh server, takes its baseline, runs the client with n connections, waits for
     the state; returns (server KiB/conn, client RSS KiB at n)."""
     if server_kind == "hxlab":
-        s = lab.hxlab(BIN, h3=(proto == "h3"), extra=["--quic-max-connections", str(max(N_H3, 1024))])
+        s = lab.hxlab(BIN, h3=(proto == "h3"),
+                      extra=["--quic-max-connections", str(max(N_H3, 1024)), "--max-delay", "600s"])
     elif server_kind == "nginx":
         s = lab.nginx(extra_http=SLOW_NGINX, worker_connections=NOFILE - 100,
                       slow_location=True)
@@ -106,7 +120,7 @@ def one(lab, server_kind, proto, state, tool, n):
         else:
             scheme, port = "https", s.ports["h3"]
         if state == "inflight":
-            path = "/delay/120000" if server_kind == "hxlab" else "/slow/100"
+            path = "/delay/300000" if server_kind == "hxlab" else "/slow/100"
         else:
             path = "/bytes/100" if server_kind == "hxlab" else "/100"
         url = f"{scheme}://127.0.0.1:{port}{path}"
