@@ -47,10 +47,10 @@ def settle(pids, port, n, limit=90):
         k = established(port)
         if k >= n:
             break
-        if k != seen:
+        if k > seen:
             seen, since = k, time.time()
         elif k > 0 and time.time() - since > 5:
-            # No longer growing: nginx's inflight state answers 1 request/s (limit_req), and
+            # Not grown for 5 s: nginx's inflight state answers 1 request/s (limit_req), and
             # those connections are done and closed.
             print(f"  (connections stopped at {k} of {n})", flush=True)
             break
