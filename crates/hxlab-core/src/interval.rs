@@ -46,6 +46,11 @@ pub struct Interval {
     /// interval), microseconds, 1 significant digit ([`LatencyHistogram::small`]). The
     /// intervals' counts add up to `histograms.latency`'s.
     pub latency: LatencyHistogram,
+    /// Open model only (empty otherwise): how late each request sent in it left (actual send
+    /// − due time, by send time), microseconds, small like `latency`: the intervals' counts
+    /// add up to `histograms.send_lag`'s, so a client falling behind late in a long run shows.
+    #[serde(default = "LatencyHistogram::small")]
+    pub send_lag: LatencyHistogram,
 }
 
 impl Default for Interval {
@@ -59,6 +64,7 @@ impl Default for Interval {
             errors: 0,
             bytes_received: 0,
             latency: LatencyHistogram::small(),
+            send_lag: LatencyHistogram::small(),
         }
     }
 }
@@ -92,6 +98,7 @@ impl Interval {
             errors,
             bytes_received,
             latency,
+            send_lag,
         } = o;
         self.requests_done += requests_done;
         self.requests_succeeded += requests_succeeded;
@@ -99,6 +106,7 @@ impl Interval {
         self.errors += errors;
         self.bytes_received += bytes_received;
         self.latency.merge(latency);
+        self.send_lag.merge(send_lag);
     }
 }
 

@@ -207,9 +207,11 @@ impl Recorder {
         if scheduled >= self.measure_start {
             self.started += 1;
             if self.ledger.is_some() {
-                self.hist
-                    .send_lag
-                    .record(sent.saturating_duration_since(scheduled));
+                let lag = sent.saturating_duration_since(scheduled);
+                self.hist.send_lag.record(lag);
+                if let Some(series) = &mut self.series {
+                    series.at(sent).send_lag.record(lag);
+                }
             }
         }
     }
@@ -533,5 +535,27 @@ mod tests {
         assert_eq!(sum(|i| i.bytes_received), out.bytes.total_received);
         assert_eq!(sum(|i| i.latency.len()), out.histograms.latency.len());
         assert_eq!((out.requests_done, out.requests_failed), (3, 1));
+    }
+
+    /// Open model: each request's send lag goes into the interval of its send time as well
+    /// as the totals (warm-up requests nowhere), so a long run's lag can be read per minute.
+    #[test]
+    fn the_series_keeps_the_send_lag() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let mut r = Recorder::new(ms(1000), false);
+        r.series = Some(Series::new(ms(1000), Duration::from_millis(100)));
+        r.ledger = Some(Default::default());
+        r.request_started(ms(990), ms(1001));
+        r.request_started(ms(1010), ms(1012));
+        r.request_started(ms(1150), ms(1180));
+        let mut out = RunResult::default();
+        r.add_to(&mut out);
+        let lag: Vec<u64> = out.intervals.iter().map(|i| i.send_lag.len()).collect();
+        assert_eq!(lag[..2], [1, 1]);
+        assert_eq!(out.histograms.send_lag.len(), 2);
+        // 30 ms, known within 1/16.
+        let p100 = out.intervals[1].send_lag.quantile(1.0);
+        assert!((30_000..=30_000 * 17 / 16).contains(&p100), "{p100}");
     }
 }

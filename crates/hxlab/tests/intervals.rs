@@ -95,6 +95,11 @@ fn closed_and_open_model_series_add_up_to_the_run() {
     let r = result_of(&out);
     assert_series_adds_up(&r, 0.5);
     assert_eq!(r.intervals.len(), 6);
+    // Each request's send lag is in the interval it was sent in: the counts add up to the
+    // run's (sent by completion or not, every measured request that left was recorded).
+    let lag: u64 = r.intervals.iter().map(|iv| iv.send_lag.len()).sum();
+    assert_eq!(lag, r.histograms.send_lag.len());
+    assert!(lag >= 500, "{lag}");
     for iv in r.intervals.iter().filter(|iv| iv.duration_s == 0.5) {
         assert!(
             iv.requests_done >= 50,
@@ -116,6 +121,16 @@ fn closed_and_open_model_series_add_up_to_the_run() {
     }
     assert!(lines[1].trim_start().starts_with("0.000"), "{out}");
     assert!(lines[2].trim_start().starts_with("1.000"), "{out}");
+    assert!(
+        !lines[0].contains("lag"),
+        "closed model, no send lag: {out}"
+    );
+    // The open model adds the send lag p99 column.
+    let (code, out, err) = load(&[&url, "--rate", "100", "-D", "1s", "--print-intervals", "-q"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("lag p99 ms"), "{out}");
+    assert_eq!(lines[1].split_whitespace().count(), 8, "{out}");
     // With --json - the table goes to stderr, stdout keeps the JSON alone; --interval 0
     // records no series.
     let (code, out, err) = load(&[

@@ -542,19 +542,22 @@ pub fn summary(r: &RunResult) -> String {
 }
 
 /// The time series as a table: one line per interval with its start, requests and megabits
-/// per second, failed requests, errors and latency p50/p99 ("-" where nothing completed).
+/// per second, failed requests, errors and latency p50/p99 ("-" where nothing completed);
+/// in the open model also the send lag p99 of the requests sent in it.
 pub fn intervals_table(r: &RunResult) -> String {
     if r.intervals.is_empty() {
         return "intervals: none recorded (--interval 0, or a result without them)\n".into();
     }
+    let lag = r.intervals.iter().any(|iv| !iv.send_lag.is_empty());
     let mut s = format!(
-        "{:>9}{:>11}{:>10}{:>8}{:>8}{:>10}{:>10}\n",
+        "{:>9}{:>11}{:>10}{:>8}{:>8}{:>10}{:>10}",
         "t (s)", "req/s", "Mbit/s", "failed", "errors", "p50 ms", "p99 ms"
     );
+    s.push_str(if lag { "  lag p99 ms\n" } else { "\n" });
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     for iv in &r.intervals {
         s.push_str(&format!(
-            "{:>9.3}{:>11.1}{:>10.3}{:>8}{:>8}{:>10}{:>10}\n",
+            "{:>9.3}{:>11.1}{:>10.3}{:>8}{:>8}{:>10}{:>10}",
             iv.start_s,
             iv.requests_per_sec(),
             iv.bytes_per_sec() * 8.0 / 1e6,
@@ -563,6 +566,11 @@ pub fn intervals_table(r: &RunResult) -> String {
             ms(iv.quantile_ms(0.5)),
             ms(iv.quantile_ms(0.99)),
         ));
+        if lag {
+            let p99 = (!iv.send_lag.is_empty()).then(|| iv.send_lag.quantile(0.99) as f64 / 1e3);
+            s.push_str(&format!("{:>12}", ms(p99)));
+        }
+        s.push('\n');
     }
     s
 }

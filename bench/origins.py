@@ -1,0 +1,168 @@
+"""Helper of bench/origins.sh: hxlab serve beside nginx, h2o and Caddy, server CPU per request.
+
+Every server runs on core 1 with one worker/thread (hxlab serve --threads 1, nginx
+worker_processes 1, h2o num-threads 1, Caddy GOMAXPROCS=1); the client runs on core 0.
+h1/h2 rows: h2load (--h1 for HTTP/1.1) against hxlab, nginx and h2o, one after another, the
+order rotating each repetition. h3 rows: `hxlab load` (h2load here has no h3) against hxlab
+and Caddy, h3 and h2 on the same server. CPU = user+sys of the server's whole process tree
+(every thread, nginx's master and worker, h2o's helper processes) over the run, divided by
+the requests that succeeded. Medians of the repetitions."""
+import os, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import Lab, SIZES, fmt, hx_path, median, parse_h2load, parse_hxlab_json, peer_path, run  # noqa: E402
+
+BIN, REPS, DUR, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+SIZE_LIST = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else list(SIZES)
+
+TCP_ROWS = [  # label, URL kind, h2load args
+    ("h1", "plain", ["--h1"]),
+    ("h1+TLS", "tls", ["--h1"]),
+    ("h2 TLS -m10", "tls", ["-m", "10"]),
+    ("h2c -m10", "h2c", ["-m", "10"]),
+]
+# What a peer cannot do, said in the output rather than skipped silently.
+CANNOT = {}
+
+
+def url(server, kind, size):
+    port = server.ports.get(kind)
+    if port is None:
+        return None
+    scheme = "http" if kind in ("plain", "h2c") else "https"
+    path = hx_path(size) if server.name == "hxlab" else peer_path(size)
+    return f"{scheme}://127.0.0.1:{port}{path}"
+
+
+def h2load(server, u, args, dur):
+    before = server.cpu()
+    rc, out = run(["h2load", "-D", str(dur), "-c", str(CONNS)] + args + [u])
+    cpu = server.cpu() - before
+    got = parse_h2load(out)
+    if not got or got[1] == 0 or "0 failed" not in out:
+        tail = "\n    ".join(out.strip().splitlines()[-4:])
+        print(f"  ! h2load {' '.join(args)} {u} against {server.name} failed:\n    {tail}", flush=True)
+        return None
+    rps, ok = got
+    return rps, cpu * 1e6 / ok
+
+
+def hxload(server, proto, u, dur, tmp):
+    js = os.path.join(tmp, "load.json")
+    before = server.cpu()
+    rc, out = run([BIN, "load", "--no-progress", "-q", "-k", "--proto", proto, "-D", f"{dur}s",
+                   "-c", str(CONNS), "-m", "10", "--json", js, u])
+    cpu = server.cpu() - before
+    if rc != 0 or not os.path.exists(js):
+        print(f"  ! hxlab load --proto {proto} {u} against {server.name} failed ({rc}):\n    {out[-500:]}", flush=True)
+        return None
+    rps, ok, r = parse_hxlab_json(js)
+    os.unlink(js)
+    if ok == 0 or r.get("requests_failed"):
+        print(f"  ! hxlab load --proto {proto} {u} against {server.name}: {ok} ok, "
+              f"{r.get('requests_failed')} failed; {r.get('error_samples')}", flush=True)
+        return None
+    return rps, cpu * 1e6 / ok
+
+
+def main():
+    lab = Lab(core=1)
+    tmp = tempfile.mkdtemp(prefix="origins-")
+    try:
+        hx = lab.hxlab(BIN, h3=False)   # the h1/h2 rows: no Alt-Svc, as nginx and h2o send none
+        hx3 = lab.hxlab(BIN, h3=True)   # the h3 rows, and their h2 reference
+        hx3.name = "hxlab"
+        ng, h2o, caddy = lab.nginx(), lab.h2o(), lab.caddy()
+        tcp_servers = [hx, ng, h2o]
+        time.sleep(0.5)
+        # Warm every server once (page cache, allocator, TLS): 1 s of h2 per server and size.
+        for size in SIZE_LIST:
+            for s in tcp_servers:
+                h2load(s, url(s, "tls", size), ["-m", "10"], 1)
+            for s in (hx3, caddy):
+                hxload(s, "h3", url(s, "h3", size), 1, tmp)
+        res = {}  # (server, row, size) -> [(rps, cpu)]
+        for rep in range(REPS):
+            for size in SIZE_LIST:
+                for label, kind, args in TCP_ROWS:
+                    k = rep % len(tcp_servers)
+                    for s in tcp_servers[k:] + tcp_servers[:k]:
+                        res.setdefault((s.name, label, size), []).append(h2load(s, url(s, kind, size), args, DUR))
+                h3_runs = [(hx3, "h2"), (hx3, "h3"), (caddy, "h2"), (caddy, "h3")]
+                k = rep % len(h3_runs)
+                for s, proto in h3_runs[k:] + h3_runs[:k]:
+                    kind = "h3" if proto == "h3" else "tls"
+                    res.setdefault((s.name, f"{proto} (hxlab load)", size), []).append(
+                        hxload(s, proto, url(s, kind, size), DUR, tmp))
+            print(f"repetition {rep + 1}/{REPS} done", file=sys.stderr, flush=True)
+
+        def med(server, row, size):
+            runs = [r for r in res.get((server, row, size), []) if r]
+            if not runs:
+                return None, None
+            return median([r[0] for r in runs]), median([r[1] for r in runs])
+
+        print(f"\nServer CPU per request (user+sys of the server's process tree, µs) and req/s; server on core 1 "
+              f"(hxlab serve --threads 1, nginx 1 worker, h2o num-threads 1, Caddy GOMAXPROCS=1), client on core 0; "
+              f"c={CONNS}, {DUR} s per run, median of {REPS}; objects: {', '.join(SIZE_LIST)} bytes "
+              f"(100KiB = 102400).")
+        print("peer/hx = peer CPU/req ÷ hxlab CPU/req (above 1: hxlab cheaper); hx/peer = its inverse, "
+              "goal ≤ 0.80 on every row.")
+        verdict = []
+        for peer in ("nginx", "h2o"):
+            print(f"\n== hxlab vs {peer} (client: h2load; h2 rows -m 10)")
+            print(f"{'row':<13}{'size':>7}{'hxlab req/s':>13}{peer + ' req/s':>13}{'hxlab µs':>10}{peer + ' µs':>10}"
+                  f"{'peer/hx':>9}{'hx/peer':>9}  goal")
+            for size in SIZE_LIST:
+                for label, kind, _ in TCP_ROWS:
+                    hr, hc = med("hxlab", label, size)
+                    pr, pc = med(peer, label, size)
+                    if (peer, kind) in CANNOT:
+                        print(f"{label:<13}{size:>7}  {peer} cannot: {CANNOT[(peer, kind)]}")
+                        continue
+                    if hc is None or pc is None:
+                        print(f"{label:<13}{size:>7}  a run failed (see above): no figure")
+                        verdict.append(f"{peer} {label} {size}: no figure")
+                        continue
+                    goal = "met" if hc <= 0.8 * pc else "NOT met"
+                    if goal != "met":
+                        verdict.append(f"{peer} {label} {size}: hx/peer {hc / pc:.2f}")
+                    print(f"{label:<13}{size:>7}{hr:>13.0f}{pr:>13.0f}{hc:>10.2f}{pc:>10.2f}"
+                          f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x  {goal}")
+
+        print("\n== h3 (client: hxlab load -c %d -m 10; h2load here has no h3): hxlab vs Caddy, and h3 vs h2 on "
+              "the same server" % CONNS)
+        print(f"{'server':<8}{'size':>7}{'h2 req/s':>11}{'h3 req/s':>11}{'h2 µs':>9}{'h3 µs':>9}{'h3/h2 cpu':>11}")
+        for size in SIZE_LIST:
+            for s in ("hxlab", "caddy"):
+                r2, c2 = med(s, "h2 (hxlab load)", size)
+                r3, c3 = med(s, "h3 (hxlab load)", size)
+                ratio = f"{c3 / c2:>10.2f}x" if c2 and c3 else f"{'-':>11}"
+                goal = ""
+                if s == "hxlab" and c2 and c3:
+                    goal = "  goal ≤1.5x: " + ("met" if c3 <= 1.5 * c2 else "NOT met")
+                    if c3 > 1.5 * c2:
+                        verdict.append(f"hxlab h3/h2 {size}: {c3 / c2:.2f}")
+                print(f"{s:<8}{size:>7}{fmt(r2, '.0f', 11)}{fmt(r3, '.0f', 11)}{fmt(c2, '.2f', 9)}{fmt(c3, '.2f', 9)}"
+                      f"{ratio}{goal}")
+        print(f"\n{'h3 row':<13}{'size':>7}{'hxlab req/s':>13}{'caddy req/s':>13}{'hxlab µs':>10}{'caddy µs':>10}"
+              f"{'peer/hx':>9}{'hx/peer':>9}")
+        for size in SIZE_LIST:
+            for proto in ("h3", "h2"):
+                hr, hc = med("hxlab", f"{proto} (hxlab load)", size)
+                pr, pc = med("caddy", f"{proto} (hxlab load)", size)
+                if hc is None or pc is None:
+                    print(f"{proto + ' -m10':<13}{size:>7}  a run failed (see above): no figure")
+                    continue
+                print(f"{proto + ' -m10':<13}{size:>7}{hr:>13.0f}{pr:>13.0f}{hc:>10.2f}{pc:>10.2f}"
+                      f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x")
+        print("\nnot measured: h3 against nginx and h2o (nginx-light 1.22 and h2o 2.2.5 in Debian 12 have no QUIC); "
+              "h1/h2c against Caddy (not asked; Caddy is the h3 peer)")
+        print("goals not met: " + ("; ".join(verdict) if verdict else "none"))
+    finally:
+        lab.close()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+main()

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Origins side by side (issue 17, goal 3): server CPU per request and req/s of
+# `hxlab serve --threads 1` beside nginx (1 worker), h2o (num-threads: 1) and Caddy
+# (GOMAXPROCS=1), all pinned to core 1, the client pinned to core 0, in one run.
+#   rows: h1, h1+TLS, h2 TLS -m10, h2c -m10 — each for a 100-byte and a 100 KiB object — against
+#         nginx and h2o (client: h2load, --h1 for HTTP/1.1); h3 and h2 -m10 against Caddy and
+#         against hxlab (client: `hxlab load`, h2load here has no h3).
+#   prints: req/s each, server CPU µs/request (user+sys of the server's process tree: every
+#         thread, nginx's master+worker, h2o's helpers), peer/hx and hx/peer CPU ratios (goal:
+#         hx/peer ≤ 0.80 on every row), and h3 vs h2 CPU/request on the same server (goal for
+#         hxlab ≤ 1.5x).
+# Results are appended to bench/origins-results.txt (a header line with date and commit).
+#
+# usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB]
+#        defaults: --reps 3 --duration 5 --conns 50 --sizes 100,100KiB
+# Run it under the machine's benchmark lock if it has one: flock /work/bench.lock bench/origins.sh
+# needs: nginx, h2o, caddy, h2load, taskset, openssl, python3 (all from .ci/run on Debian 12),
+#        2 cores. Traffic stays on 127.0.0.1; every process it starts is ended by PID.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REPS=3
+DUR=5
+CONNS=50
+SIZES=100,100KiB
+BUILD=1
+usage() { sed -n '14,15p' "$0" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-build) BUILD=0 ;;
+    --reps) REPS="$2"; shift ;;
+    --duration) DUR="$2"; shift ;;
+    --conns) CONNS="$2"; shift ;;
+    --sizes) SIZES="$2"; shift ;;
+    *) usage ;;
+  esac
+  shift
+done
+
+for tool in nginx h2o caddy h2load taskset openssl python3; do
+  command -v "$tool" >/dev/null || { echo "missing tool: $tool (bash .ci/run installs it)" >&2; exit 1; }
+done
+[ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 1, client on core 0)" >&2; exit 1; }
+if [ "$BUILD" = 1 ]; then
+  nice cargo build --release -q -p hxlab
+fi
+BIN="$PWD/target/release/hxlab"
+[ -x "$BIN" ] || { echo "no release binary at $BIN (run without --no-build)" >&2; exit 1; }
+
+RESULTS=bench/origins-results.txt
+{
+  echo
+  echo "# bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# versions: $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), caddy $(caddy version | cut -d' ' -f1), $(h2load --version | head -1)"
+} | tee -a "$RESULTS"
+python3 -u bench/origins.py "$BIN" "$REPS" "$DUR" "$CONNS" "$SIZES" | tee -a "$RESULTS"
