@@ -83,10 +83,12 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream) -> Result<Head, Fail> {
         let mut read = pin!(recv.read_chunk(usize::MAX, true));
         let got = match futures::poll!(read.as_mut()) {
             Poll::Ready(r) => r,
-            Poll::Pending => match tokio::time::timeout(ctx.limits.body_timeout, read).await {
-                Ok(r) => r,
-                Err(_) => return Err(Fail::Gone),
-            },
+            Poll::Pending => {
+                match Box::pin(tokio::time::timeout(ctx.limits.body_timeout, read)).await {
+                    Ok(r) => r,
+                    Err(_) => return Err(Fail::Gone),
+                }
+            }
         };
         let chunk = match got {
             Ok(Some(c)) => c.bytes,
@@ -247,7 +249,9 @@ fn head_fail(e: HeadError) -> Fail {
 async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
     let reply = route(ctx, &head.method, &head.uri, &head.headers, Proto::H3);
     if !reply.delay.is_zero() {
-        tokio::time::sleep(reply.delay).await;
+        // Boxed, as every path that waits is here: the common request's future stays small,
+        // and a small future is cheap to spawn (it is copied into its task).
+        Box::pin(tokio::time::sleep(reply.delay)).await;
     }
     let mut out = BytesMut::with_capacity(256);
     if let Some(link) = &reply.early_hints {
@@ -279,32 +283,44 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
         if counted {
             ctx.stats.body_bytes(Proto::H3, n);
         }
-    } else {
-        if !send_chunks(ctx, &mut send, &mut [out.freeze()]).await {
-            return;
-        }
-        let mut source = body.into_source();
-        loop {
-            match source.chunk(CHUNK).await {
-                Ok(Some(chunk)) => {
-                    let n = chunk.len() as u64;
-                    if !send_chunks(ctx, &mut send, &mut [data_head(n), chunk]).await {
-                        return;
-                    }
-                    if counted {
-                        ctx.stats.body_bytes(Proto::H3, n);
-                    }
-                }
-                Ok(None) => break,
-                Err(_) => {
-                    let _ = send.reset(vi(code::H3_INTERNAL_ERROR));
-                    return;
-                }
-            }
-        }
+    } else if !Box::pin(send_streamed(ctx, &mut send, out.freeze(), body, counted)).await {
+        return;
     }
     if send.finish().is_ok() && counted {
         ctx.stats.request_done(Proto::H3);
+    }
+}
+
+/// Sends the head, then a body that is not in memory chunk by chunk; false when the stream
+/// was given up.
+async fn send_streamed(
+    ctx: &Ctx,
+    send: &mut SendStream,
+    head: Bytes,
+    body: BodySpec,
+    counted: bool,
+) -> bool {
+    if !send_chunks(ctx, send, &mut [head]).await {
+        return false;
+    }
+    let mut source = body.into_source();
+    loop {
+        match source.chunk(CHUNK).await {
+            Ok(Some(chunk)) => {
+                let n = chunk.len() as u64;
+                if !send_chunks(ctx, send, &mut [data_head(n), chunk]).await {
+                    return false;
+                }
+                if counted {
+                    ctx.stats.body_bytes(Proto::H3, n);
+                }
+            }
+            Ok(None) => return true,
+            Err(_) => {
+                let _ = send.reset(vi(code::H3_INTERNAL_ERROR));
+                return false;
+            }
+        }
     }
 }
 
@@ -317,7 +333,7 @@ async fn send_chunks(ctx: &Ctx, send: &mut SendStream, chunks: &mut [Bytes]) -> 
         // Most writes fit the window at once; only one that waits gets a timer.
         match futures::poll!(write.as_mut()) {
             Poll::Ready(r) => Some(r),
-            Poll::Pending => tokio::time::timeout(timeout, write).await.ok(),
+            Poll::Pending => Box::pin(tokio::time::timeout(timeout, write)).await.ok(),
         }
     };
     match r {
