@@ -154,6 +154,29 @@ impl Frozen {
         assert!(ok.success());
         Frozen(child)
     }
+
+    /// Starts `cmd` and stops it once `ready()` holds (checked every 100 ms, for at most
+    /// `limit`; then it is stopped anyway and the caller's assertions tell).
+    fn start_when(cmd: &mut Command, ready: impl Fn() -> bool, limit: Duration) -> Frozen {
+        let frozen = Frozen(
+            cmd.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start the client"),
+        );
+        let deadline = Instant::now() + limit;
+        while !ready() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Let the transfers run a moment, so the windows fill.
+        std::thread::sleep(Duration::from_millis(500));
+        let ok = Command::new("kill")
+            .args(["-STOP", &frozen.0.id().to_string()])
+            .status()
+            .expect("kill -STOP");
+        assert!(ok.success());
+        frozen
+    }
 }
 
 impl Drop for Frozen {
@@ -174,14 +197,19 @@ fn http3_clients_that_stop_acknowledging_pin_only_the_quic_window() {
     let plain = server.ready["plain"].as_str().expect("plain").to_string();
     let pid = server.child.id();
     let before = rss(pid);
-    let frozen = Frozen::start(
+    // The client is stopped once all 60 are established (bounded wait), however slowly a
+    // loaded machine runs it: the 61st below must find the limit reached.
+    let open = || common::serve_stats(&plain)["by_protocol"]["h3"]["open_connections"].as_u64();
+    let frozen = Frozen::start_when(
         Command::new(hxlab())
             .args(["load", "-k", "--proto", "h3", "-c", "60", "-n", "60"])
             .args(["--timeout", "60s", "-q", "--no-progress"])
             .arg(format!("https://{tls}/bytes/1G")),
-        Duration::from_millis(2500),
+        || open() == Some(60),
+        Duration::from_secs(30),
     );
-    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(open(), Some(60), "60 stalled HTTP/3 connections open");
+    std::thread::sleep(Duration::from_secs(1));
     let grown = rss(pid).saturating_sub(before);
     assert!(
         grown < 60 * (1 << 20) + (64 << 20),
