@@ -38,6 +38,21 @@ fn median(r: &Report, key: &str) -> f64 {
     c.median
 }
 
+/// The fastest clean repetition of cell `key`: the closest to what the round trips alone
+/// cost, since CPU contention (other tests, a debug build) can only add time.
+fn fastest(r: &Report, key: &str) -> f64 {
+    let c = r
+        .cells
+        .iter()
+        .find(|c| c.key == key)
+        .unwrap_or_else(|| panic!("no cell {key}"));
+    c.values
+        .iter()
+        .copied()
+        .reduce(f64::min)
+        .unwrap_or_else(|| panic!("cell {key} has no clean repetition: {:?}", c.warnings))
+}
+
 /// With a fixed server delay of 50 ms, HTTP/1.1 on 6 connections needs one delay per round
 /// of 6 requests: 12 resources take about 2 delays, 24 about 4. HTTP/2 sends every request
 /// at once on one connection and pays the delay about once either way.
@@ -270,10 +285,11 @@ impl Drop for TfoSysctl {
 /// ClientHello and the request (TLS 1.3 early data) on the SYN (TCP Fast Open, which the
 /// server's kernel accepts only with net.ipv4.tcp_fastopen bit 2: set here for the test and
 /// restored) and answer in one round trip; every repetition counts its accepted early data
-/// and SYN data. Both ends run reno, as read back.
+/// and SYN data. Both ends run reno, as read back. Times are each cell's fastest of three
+/// repetitions: the round trips are a floor that contention on a busy machine only adds to.
 #[test]
 fn handshakes_and_zero_rtt_cost_whole_round_trips_through_the_link() {
-    let spec = "name = \"rtt\"\nprotocol = [\"h1-tls\", \"h2\", \"h3\"]\nresources = 1\nsize = \"1KB\"\nrtt = \"100ms\"\ncc = \"reno\"\nzero_rtt = [false, true]\nrepetitions = 2\nseed = 5\n";
+    let spec = "name = \"rtt\"\nprotocol = [\"h1-tls\", \"h2\", \"h3\"]\nresources = 1\nsize = \"1KB\"\nrtt = \"100ms\"\ncc = \"reno\"\nzero_rtt = [false, true]\nrepetitions = 3\nseed = 5\n";
     let _tfo = is_root().then(|| TfoSysctl::set("3"));
     let Some(r) = run_link_experiment("hxlab-lab-rtt", spec, Duration::from_secs(120)) else {
         return;
@@ -281,11 +297,11 @@ fn handshakes_and_zero_rtt_cost_whole_round_trips_through_the_link() {
     let k = |p: &str, z: &str| {
         format!("protocol={p} rtt=100ms cc=reno delay=0ms resources=1 size=1KB zero_rtt={z}")
     };
-    let (h2, h3) = (median(&r, &k("h2", "off")), median(&r, &k("h3", "off")));
+    let (h2, h3) = (fastest(&r, &k("h2", "off")), fastest(&r, &k("h3", "off")));
     let (h2z, h3z, h1z) = (
-        median(&r, &k("h2", "on")),
-        median(&r, &k("h3", "on")),
-        median(&r, &k("h1-tls", "on")),
+        fastest(&r, &k("h2", "on")),
+        fastest(&r, &k("h3", "on")),
+        fastest(&r, &k("h1-tls", "on")),
     );
     eprintln!(
         "RTT 100 ms: h2 {h2:.3} s, h3 {h3:.3} s; 0-RTT: h2 {h2z:.3}, h3 {h3z:.3}, h1-tls {h1z:.3}"
@@ -300,7 +316,7 @@ fn handshakes_and_zero_rtt_cost_whole_round_trips_through_the_link() {
     );
     for (name, t, full) in [
         ("h2", h2z, h2),
-        ("h1-tls", h1z, median(&r, &k("h1-tls", "off"))),
+        ("h1-tls", h1z, fastest(&r, &k("h1-tls", "off"))),
     ] {
         assert!(
             (0.09..=0.13).contains(&t),
