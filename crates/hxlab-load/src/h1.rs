@@ -374,7 +374,7 @@ impl H1Session {
     /// A session for `depth` pipelined requests.
     pub fn new(depth: usize) -> H1Session {
         H1Session {
-            write: Vec::with_capacity(4096),
+            write: Vec::new(),
             write_header: 0,
             inflight: VecDeque::with_capacity(depth),
             parser: ResponseParser::new(),
