@@ -5,8 +5,18 @@
 //! [`H2Session`] are sans-IO (they take received bytes and leave bytes to write, the
 //! [`ByteSession`] part); the h3 session ([`crate::h3::H3Session`]) drives quinn streams
 //! with a waker per request slot. A [`Transport`] moves a session's input and output: [`Tcp`]
-//! (one read buffer, the session's one write buffer, one write per loop turn) for h1 and h2,
+//! (reads, the session's one write buffer, one write per loop turn) for h1 and h2,
 //! [`crate::h3::Quic`] for h3.
+//!
+//! Memory per connection: a connection with nothing buffered reads into its worker thread's
+//! one shared read buffer (borrowed only inside the read's poll, and handed to the session
+//! in the same loop turn, with no await in between); only bytes the session leaves
+//! unconsumed (a head or frame split across reads) are copied into the connection's own
+//! buffer, which the next reads then fill until it is empty again, and which is released
+//! when the connection idles (nothing in flight, waiting for the next due request). So an
+//! open, idle or waiting connection holds no read buffer: at 1,000 connections this took the
+//! client from ~72 KiB (h1) and ~84 KiB (h2) per connection, mostly a 64 KiB read buffer
+//! each, to ~4 and ~17.
 //!
 //! [`drive`] is the one client loop every protocol runs: fill the connection from the plan
 //! (`ClientCtx::next`), write, wait for input, the next due time ([`crate::precise::Sleep`])
