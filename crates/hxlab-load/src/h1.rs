@@ -4,8 +4,10 @@
 //! [`H1Session`] is the sans-IO [`Session`] (requests appended to one write buffer,
 //! responses parsed in order by [`ResponseParser`]); the client loop
 //! ([`crate::session::drive`] over [`crate::session::Tcp`]) moves its bytes. Requests are
-//! prebuilt bytes (see [`crate::target::Target`]); the read and write buffers live as long as
-//! the client, so the hot path allocates nothing per request.
+//! prebuilt bytes (see [`crate::target::Target`]); the write buffer (empty until the first
+//! request) and the read buffer for bytes left over between reads live as long as the client,
+//! so the hot path allocates nothing per request (reads go to the worker's shared buffer: see
+//! [`crate::session`]).
 
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
@@ -16,7 +18,8 @@ use std::time::Instant;
 
 /// Largest response head accepted (status line + headers).
 const MAX_HEAD: usize = 64 * 1024;
-/// Read buffer size.
+/// Read size (of the worker's shared read buffer; the most a connection keeps of a split
+/// head).
 const READ_BUF: usize = 64 * 1024;
 
 /// A response head or body could not be read.
@@ -374,7 +377,7 @@ impl H1Session {
     /// A session for `depth` pipelined requests.
     pub fn new(depth: usize) -> H1Session {
         H1Session {
-            write: Vec::with_capacity(4096),
+            write: Vec::new(),
             write_header: 0,
             inflight: VecDeque::with_capacity(depth),
             parser: ResponseParser::new(),

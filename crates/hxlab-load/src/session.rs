@@ -5,8 +5,18 @@
 //! [`H2Session`] are sans-IO (they take received bytes and leave bytes to write, the
 //! [`ByteSession`] part); the h3 session ([`crate::h3::H3Session`]) drives quinn streams
 //! with a waker per request slot. A [`Transport`] moves a session's input and output: [`Tcp`]
-//! (one read buffer, the session's one write buffer, one write per loop turn) for h1 and h2,
+//! (reads, the session's one write buffer, one write per loop turn) for h1 and h2,
 //! [`crate::h3::Quic`] for h3.
+//!
+//! Memory per connection: a connection with nothing buffered reads into its worker thread's
+//! one shared read buffer (borrowed only inside the read's poll, and handed to the session
+//! in the same loop turn, with no await in between); only bytes the session leaves
+//! unconsumed (a head or frame split across reads) are copied into the connection's own
+//! buffer, which the next reads then fill until it is empty again, and which is released
+//! when the connection idles (nothing in flight, waiting for the next due request). So an
+//! open, idle or waiting connection holds no read buffer: at 1,000 connections this took the
+//! client from ~72 KiB (h1) and ~84 KiB (h2) per connection, mostly a 64 KiB read buffer
+//! each, to ~4 and ~17.
 //!
 //! [`drive`] is the one client loop every protocol runs: fill the connection from the plan
 //! (`ClientCtx::next`), write, wait for input, the next due time ([`crate::precise::Sleep`])
@@ -27,9 +37,12 @@ use crate::net::{io_phrase, Stream};
 use crate::plan::Next;
 use crate::recorder::ErrorKind;
 use crate::worker::{ClientCtx, SessionEnd};
+use std::cell::RefCell;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 /// A request in flight, as a session keeps it.
 #[derive(Clone, Copy, Debug)]
@@ -164,6 +177,9 @@ pub trait Transport<S: Session> {
         input: Self::Input,
         now: Instant,
     ) -> Result<Option<SessionEnd>, Fail>;
+    /// Nothing is in flight and the loop sleeps until the next request is due: a chance to
+    /// release buffers the connection does not need meanwhile.
+    fn idle(&mut self) {}
     /// Ends the connection after `result` (best-effort goodbye) and the session.
     fn close(
         &mut self,
@@ -226,6 +242,7 @@ pub async fn drive<S: Session, T: Transport<S>>(
                 });
             }
             if let Some(t) = wait_until {
+                io.idle();
                 due_timer.reset(t);
                 (&mut due_timer).await;
                 now = Instant::now();
@@ -271,34 +288,75 @@ pub async fn drive<S: Session, T: Transport<S>>(
     io.close(s, ctx, result).await
 }
 
-/// A TCP or TLS connection: one read buffer (kept by the client across its connections),
-/// the session's write buffer.
+thread_local! {
+    /// The worker thread's shared read buffer: a connection with nothing buffered reads into
+    /// it (borrowed only inside one poll, and handed to the session in the same loop turn),
+    /// so a connection waiting for a response holds no read buffer of its own.
+    static SHARED_READ: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A TCP or TLS connection: the thread's shared read buffer, the connection's own buffer
+/// (kept by the client across its connections) only for bytes the session left unconsumed
+/// (a message split across reads), the session's write buffer.
 pub struct Tcp<'a> {
     stream: &'a mut Stream,
+    /// Unconsumed bytes at `start..end`; empty (no allocation) while nothing is left over.
     read: &'a mut Vec<u8>,
     start: usize,
     end: usize,
+    /// Read size (the session's [`ByteSession::READ_BUF`]).
+    size: usize,
 }
 
 impl<'a> Tcp<'a> {
-    /// The connection `stream`, reading into `read` (grown to what the session needs).
+    /// The connection `stream`; bytes left over between reads are kept in `read`.
     pub fn new<S: ByteSession>(stream: &'a mut Stream, read: &'a mut Vec<u8>) -> Tcp<'a> {
-        if read.len() < S::READ_BUF {
-            read.resize(S::READ_BUF, 0);
-        }
         Tcp {
             stream,
             read,
             start: 0,
             end: 0,
+            size: S::READ_BUF,
         }
+    }
+
+    /// Reads into the thread's shared buffer.
+    async fn read_shared(&mut self) -> std::io::Result<usize> {
+        let size = self.size;
+        std::future::poll_fn(|cx| {
+            SHARED_READ.with_borrow_mut(|buf| {
+                if buf.len() < size {
+                    buf.resize(size, 0);
+                }
+                let mut rb = ReadBuf::new(&mut buf[..size]);
+                match Pin::new(&mut *self.stream).poll_read(cx, &mut rb) {
+                    Poll::Ready(Ok(())) => Poll::Ready(Ok(rb.filled().len())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                }
+            })
+        })
+        .await
+    }
+
+    /// Keeps `left` (what the session did not consume of a shared read) in the connection's
+    /// own buffer, sized for a full read.
+    fn keep(&mut self, left: &[u8]) {
+        if self.read.len() < self.size {
+            self.read.resize(self.size, 0);
+        }
+        self.read[..left.len()].copy_from_slice(left);
+        self.start = 0;
+        self.end = left.len();
     }
 }
 
 /// What a read on a TCP connection gave.
 pub enum TcpInput {
-    /// `read` returned.
+    /// `read` into the connection's own buffer returned.
     Read(std::io::Result<usize>),
+    /// `read` into the thread's shared buffer returned (nothing was left over).
+    Shared(std::io::Result<usize>),
     /// The buffer is full with one unconsumed message.
     Full,
 }
@@ -335,6 +393,9 @@ impl<S: ByteSession> Transport<S> for Tcp<'_> {
     }
 
     async fn wait(&mut self, _s: &mut S) -> TcpInput {
+        if self.start == self.end {
+            return TcpInput::Shared(self.read_shared().await);
+        }
         if self.end == self.read.len() {
             if self.start == 0 {
                 return TcpInput::Full;
@@ -355,8 +416,20 @@ impl<S: ByteSession> Transport<S> for Tcp<'_> {
     ) -> Result<Option<SessionEnd>, Fail> {
         let n = match input {
             TcpInput::Full => return Err(s.input_too_large()),
-            TcpInput::Read(Ok(0)) => return s.on_eof(ctx, now).map(Some),
-            TcpInput::Read(Err(e)) => return s.on_read_error(e).map(Some),
+            TcpInput::Read(Ok(0)) | TcpInput::Shared(Ok(0)) => return s.on_eof(ctx, now).map(Some),
+            TcpInput::Read(Err(e)) | TcpInput::Shared(Err(e)) => {
+                return s.on_read_error(e).map(Some)
+            }
+            TcpInput::Shared(Ok(n)) => {
+                // Read in this same turn (no await since): the shared buffer still holds it.
+                return SHARED_READ.with_borrow(|buf| {
+                    let (used, end) = s.on_read(ctx, &buf[..n], n, now)?;
+                    if used < n {
+                        self.keep(&buf[used..n]);
+                    }
+                    Ok(end)
+                });
+            }
             TcpInput::Read(Ok(n)) => n,
         };
         self.end += n;
@@ -367,6 +440,12 @@ impl<S: ByteSession> Transport<S> for Tcp<'_> {
             self.end = 0;
         }
         Ok(end)
+    }
+
+    fn idle(&mut self) {
+        if self.start == self.end && !self.read.is_empty() {
+            *self.read = Vec::new();
+        }
     }
 
     async fn close(&mut self, s: &mut S, ctx: &mut ClientCtx, result: Outcome) -> SessionEnd {

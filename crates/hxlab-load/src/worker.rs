@@ -795,7 +795,8 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
 
 /// What a client keeps across its connections, so a new connection allocates little.
 struct ClientBuffers {
-    /// The TCP read buffer (h1 and h2).
+    /// The TCP read buffer for bytes left over between reads (h1 and h2; empty while
+    /// nothing is, see [`crate::session`]).
     read: Vec<u8>,
     /// The HTTP/1.1 session (its write buffer and pipeline).
     h1: Option<H1Session>,

@@ -36,7 +36,7 @@ impl Conn {
             .collect();
         let n = fields.len();
         let mut c = Conn {
-            out: Vec::with_capacity(16 * 1024),
+            out: Vec::with_capacity(1024),
             out_header: 0,
             rx_header: 0,
             events: Vec::with_capacity(depth),
