@@ -104,7 +104,7 @@ mod parse;
 mod session;
 mod wake;
 
-pub use dial::{QuicConnection, QuicDialer};
+pub use dial::{client_endpoint, QuicConnection, QuicDialer, UDP_RECV_BUFFER};
 pub use parse::{ControlParser, ResponseParser};
 pub use session::{session, H3Session, Quic};
 
