@@ -656,7 +656,7 @@ fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
         ([0u16; 8], 0).into()
     };
     let endpoint =
-        quinn::Endpoint::client(bind).map_err(|e| format!("UDP socket for QUIC: {e}"))?;
+        crate::h3::client_endpoint(bind).map_err(|e| format!("UDP socket for QUIC: {e}"))?;
     Ok(Some(QuicDialer {
         endpoint,
         configs: configs.clone(),

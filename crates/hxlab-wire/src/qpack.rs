@@ -110,11 +110,18 @@ pub fn encode_field_section<'a>(
 
 /// The response side: decodes field sections, memoising Huffman strings by their encoded
 /// bytes (a server sends the same content-type, server and date literals in every
-/// response; a hit is a short compare instead of a decode).
+/// response; a hit is a short compare instead of a decode). [`Decoder::decode_memo`] also
+/// remembers the last whole field section.
 #[derive(Debug)]
 pub struct Decoder {
     memo: HuffMemo,
+    /// The last field section [`Decoder::decode_memo`] decoded, and what it told.
+    last_block: Vec<u8>,
+    last: Option<(u64, FieldSection)>,
 }
+
+/// Largest field section [`Decoder::decode_memo`] remembers.
+const BLOCK_MEMO_MAX: usize = 512;
 
 impl Default for Decoder {
     fn default() -> Self {
@@ -143,7 +150,27 @@ impl Decoder {
     pub fn new() -> Decoder {
         Decoder {
             memo: HuffMemo::new(),
+            last_block: Vec::new(),
+            last: None,
         }
+    }
+
+    /// [`Decoder::decode`], answered from memory when `block` is the field section decoded
+    /// last (with the same `max_size`): with the static table only, decoding depends on
+    /// nothing else, and a server answering the same URL sends the same head every time.
+    pub fn decode_memo(&mut self, block: &[u8], max_size: u64) -> Result<FieldSection, QpackError> {
+        if let Some((max, f)) = self.last {
+            if max == max_size && block == self.last_block.as_slice() {
+                return Ok(f);
+            }
+        }
+        let f = self.decode(block, max_size)?;
+        if block.len() <= BLOCK_MEMO_MAX {
+            self.last_block.clear();
+            self.last_block.extend_from_slice(block);
+            self.last = Some((max_size, f));
+        }
+        Ok(f)
     }
 
     fn huffman(&mut self, raw: &[u8]) -> Result<Str, QpackError> {
@@ -274,6 +301,22 @@ mod tests {
         assert_eq!(f.status, Some(200));
         assert_eq!(f.fields, 3);
         assert_eq!(f.uncompressed, (7 + 3 + 12 + 10 + 6) as u64);
+    }
+
+    #[test]
+    fn decode_memo_answers_a_repeated_block_as_decode() {
+        let mut a = vec![0x00, 0x00, 0xc0 | 25, 0xc0 | 53];
+        a.extend_from_slice(&[0x20 | 3, b'f', b'o', b'o', 3, b'b', b'a', b'r']);
+        let b = vec![0x00, 0x00, 0xc0 | 27];
+        let mut d = Decoder::new();
+        for block in [&a, &a, &b, &a, &a] {
+            let want = Decoder::new().decode(block, 1 << 20).unwrap();
+            assert_eq!(d.decode_memo(block, 1 << 20).unwrap(), want);
+        }
+        // The size limit is part of the memo: a smaller one is checked again.
+        assert!(d.decode_memo(&a, 8).is_err());
+        assert!(d.decode_memo(&[0x00, 0x00, 0x80], 1 << 20).is_err());
+        assert_eq!(d.decode_memo(&a, 1 << 20).unwrap().status, Some(200));
     }
 
     #[test]

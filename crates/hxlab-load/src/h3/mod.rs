@@ -7,7 +7,8 @@
 //! with `-d`, a DATA frame) and parses responses in place as quinn hands over chunks.
 //!
 //! Pieces: [`ResponseParser`] (sans-IO: frames of one request stream, QPACK decode with
-//! [`crate::qpack::Decoder`], interim 1xx heads, DATA counting, trailers) and
+//! [`crate::qpack::Decoder`], the last field section's decode remembered, interim 1xx
+//! heads, DATA counting, trailers) and
 //! [`ControlParser`] (the server's control stream: SETTINGS first, GOAWAY) are tested on
 //! their own (`parse.rs`). [`session`] opens our control stream (SETTINGS: dynamic table
 //! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE; `control.rs`), reads the server's
@@ -15,8 +16,11 @@
 //! read and discarded, anything else stopped), and runs the requests of one connection as an
 //! [`H3Session`] through the client loop ([`crate::session::drive`] over [`Quic`]): each
 //! request slot has its own reusable waker (`wake.rs`), so a wake-up polls only the streams
-//! that have something to say, and nothing is allocated per request on our side. The dialer
-//! ([`QuicDialer`], 0-RTT, resumption) is in `dial.rs`.
+//! that have something to say, a slot's stream is read with `read_chunks` (up to 16 chunks
+//! per call, each call one lock of the connection), and nothing is allocated per request on
+//! our side. The dialer ([`QuicDialer`], 0-RTT, resumption) and the worker's endpoint
+//! ([`client_endpoint`]: quinn's own UDP socket setup, so quinn-udp's GSO/GRO, with an 8 MiB
+//! receive buffer so the GRO batches of 50 connections are not dropped) are in `dial.rs`.
 //!
 //! Counting (docs/run-result.md): wire bytes are request-stream bytes (frames with their
 //! heads; control and QPACK streams are not counted), header bytes are HEADERS payloads (the
@@ -104,7 +108,7 @@ mod parse;
 mod session;
 mod wake;
 
-pub use dial::{QuicConnection, QuicDialer};
+pub use dial::{client_endpoint, QuicConnection, QuicDialer, UDP_RECV_BUFFER};
 pub use parse::{ControlParser, ResponseParser};
 pub use session::{session, H3Session, Quic};
 

@@ -200,7 +200,7 @@ impl ResponseParser {
         now: Instant,
     ) -> Result<(), H3Error> {
         let f = dec
-            .decode(block, MAX_FIELD_SECTION)
+            .decode_memo(block, MAX_FIELD_SECTION)
             .map_err(|e| conn_error(QPACK_DECOMPRESSION_FAILED, &e.to_string()))?;
         if self.final_seen {
             self.trailers_seen = true;

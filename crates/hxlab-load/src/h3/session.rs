@@ -8,6 +8,9 @@ use crate::net::with_tap;
 use hxlab_wire::tap::Channel;
 use hxlab_wire::Dir;
 
+/// Most chunks taken from a stream per read call.
+const READ_CHUNKS: usize = 16;
+
 /// A request in flight.
 struct Slot {
     id: u64,
@@ -304,25 +307,34 @@ impl<'c> H3Session<'c> {
         if let Some(end) = self.write_slot(ctx, i, &mut cx) {
             return end;
         }
+        // Every chunk quinn has for the stream in one call (one connection lock) a time.
+        let mut chunks: [Bytes; READ_CHUNKS] = Default::default();
         loop {
             let Some(slot) = self.slots[i].as_mut() else {
                 return SlotPoll::Freed;
             };
-            let r = pin!(slot.recv.read_chunk(usize::MAX, true)).poll(&mut cx);
+            let r = pin!(slot.recv.read_chunks(&mut chunks)).poll(&mut cx);
             match r {
                 Poll::Pending => return SlotPoll::Pending,
-                Poll::Ready(Ok(Some(chunk))) => {
-                    if let Some(tap) = &self.shared.tap {
-                        let id = Channel::Quic(slot.id);
-                        with_tap(tap, |t| t.bytes(Dir::Recv, id, &chunk.bytes));
-                    }
+                Poll::Ready(Ok(Some(n))) => {
                     let p = &mut self.parsers[i];
-                    let r = p.feed(&mut self.dec, &chunk.bytes, now);
+                    let mut result = Ok(());
+                    let mut bytes = 0;
+                    for chunk in &mut chunks[..n] {
+                        let chunk = std::mem::take(chunk);
+                        if let Some(tap) = &self.shared.tap {
+                            let id = Channel::Quic(slot.id);
+                            with_tap(tap, |t| t.bytes(Dir::Recv, id, &chunk));
+                        }
+                        bytes += chunk.len() as u64;
+                        result = p.feed(&mut self.dec, &chunk, now);
+                        if result.is_err() {
+                            break;
+                        }
+                    }
                     let header = std::mem::take(&mut p.header_bytes);
-                    ctx.rec
-                        .borrow_mut()
-                        .received(now, chunk.bytes.len() as u64, header, 0);
-                    if let Err(e) = r {
+                    ctx.rec.borrow_mut().received(now, bytes, header, 0);
+                    if let Err(e) = result {
                         return self.h3_error(ctx, i, e);
                     }
                 }
