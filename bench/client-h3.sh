@@ -17,6 +17,7 @@
 #        (NO_OHA_INSTALL=1: skip the oha rows instead, saying so). Traffic stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 REPS=5
 N=100000
@@ -36,21 +37,14 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-for tool in h2load taskset openssl python3; do
-  command -v "$tool" >/dev/null || { echo "missing tool: $tool (bash .ci/run installs it)" >&2; exit 1; }
-done
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 1, client on core 0)" >&2; exit 1; }
-if [ "$BUILD" = 1 ]; then
-  nice cargo build --release -q -p hxlab
-fi
-BIN="$PWD/target/release/hxlab"
-[ -x "$BIN" ] || { echo "no release binary at $BIN (run without --no-build)" >&2; exit 1; }
+need_tools h2load taskset openssl python3
+need_two_cores
+release_bin "$BUILD"
 
 OHA_BIN=${OHA:-$(command -v oha || echo "$HOME/.cargo/bin/oha")}
 RESULTS=bench/client-h3-results.txt
 {
-  echo
-  echo "# bench/client-h3.sh --reps $REPS --requests $N --conns $CONNS --sizes $SIZES, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  results_header "bench/client-h3.sh --reps $REPS --requests $N --conns $CONNS --sizes $SIZES"
   echo "# versions: $(h2load --version | head -1), $("$OHA_BIN" --version 2>/dev/null || echo 'oha: not installed yet')"
 } | tee -a "$RESULTS"
 python3 -u bench/client_h3.py "$BIN" "$REPS" "$N" "$CONNS" "$SIZES" | tee -a "$RESULTS"

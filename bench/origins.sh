@@ -18,6 +18,7 @@
 #        2 cores. Traffic stays on 127.0.0.1; every process it starts is ended by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 REPS=3
 DUR=5
@@ -37,20 +38,13 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-for tool in nginx h2o caddy h2load taskset openssl python3; do
-  command -v "$tool" >/dev/null || { echo "missing tool: $tool (bash .ci/run installs it)" >&2; exit 1; }
-done
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 1, client on core 0)" >&2; exit 1; }
-if [ "$BUILD" = 1 ]; then
-  nice cargo build --release -q -p hxlab
-fi
-BIN="$PWD/target/release/hxlab"
-[ -x "$BIN" ] || { echo "no release binary at $BIN (run without --no-build)" >&2; exit 1; }
+need_tools nginx h2o caddy h2load taskset openssl python3
+need_two_cores
+release_bin "$BUILD"
 
 RESULTS=bench/origins-results.txt
 {
-  echo
-  echo "# bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  results_header "bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES"
   echo "# versions: $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), caddy $(caddy version | cut -d' ' -f1), $(h2load --version | head -1)"
 } | tee -a "$RESULTS"
 python3 -u bench/origins.py "$BIN" "$REPS" "$DUR" "$CONNS" "$SIZES" | tee -a "$RESULTS"

@@ -19,6 +19,7 @@
 #        for 10,000 connections to one port. Traffic stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 N=10000
 N3=1000
@@ -40,10 +41,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-for tool in nginx caddy h2load ss taskset openssl python3; do
-  command -v "$tool" >/dev/null || { echo "missing tool: $tool (bash .ci/run installs it)" >&2; exit 1; }
-done
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 1, client on core 0)" >&2; exit 1; }
+need_tools nginx caddy h2load ss taskset openssl python3
+need_two_cores
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 NOFILE=$(ulimit -n)
 if [ "$NOFILE" != unlimited ] && [ "$NOFILE" -lt $((N + 100)) ]; then
@@ -52,15 +51,11 @@ if [ "$NOFILE" != unlimited ] && [ "$NOFILE" -lt $((N + 100)) ]; then
 fi
 [ "$NOFILE" = unlimited ] && NOFILE=65536
 export SCALE_NOFILE=$NOFILE
-if [ "$BUILD" = 1 ]; then
-  nice cargo build --release -q -p hxlab
-fi
-BIN="$PWD/target/release/hxlab"
-[ -x "$BIN" ] || { echo "no release binary at $BIN (run without --no-build)" >&2; exit 1; }
+release_bin "$BUILD"
 
 RESULTS=bench/scale-results.txt
 {
-  echo
-  echo "# bench/scale.sh --conns $N --h3-conns $N3 --hs-requests $HS_N --hs-conns $HS_C ${ONLY:+--only $ONLY}, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), load average $(cut -d' ' -f1-3 /proc/loadavg), nofile $NOFILE"
+  results_header "bench/scale.sh --conns $N --h3-conns $N3 --hs-requests $HS_N --hs-conns $HS_C ${ONLY:+--only $ONLY}"
+  echo "# nofile $NOFILE"
 } | tee -a "$RESULTS"
 python3 -u bench/scale.py "$BIN" "$N" "$N3" "$HS_N" "$HS_C" "$ONLY" | tee -a "$RESULTS"

@@ -13,6 +13,7 @@
 # needs: taskset, openssl, python3; 2 cores. Traffic stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 MINUTES=5
 RATE=20000
@@ -32,17 +33,10 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-for tool in taskset openssl python3; do
-  command -v "$tool" >/dev/null || { echo "missing tool: $tool" >&2; exit 1; }
-done
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 1, client on core 0)" >&2; exit 1; }
-if [ "$BUILD" = 1 ]; then
-  nice cargo build --release -q -p hxlab
-fi
-BIN="$PWD/target/release/hxlab"
-[ -x "$BIN" ] || { echo "no release binary at $BIN (run without --no-build)" >&2; exit 1; }
+need_tools taskset openssl python3
+need_two_cores
+release_bin "$BUILD"
 
 RESULTS=bench/soak-results.txt
-echo "
-# bench/soak.sh --minutes $MINUTES --rate $RATE --conns $CONNS -m $M, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$RESULTS"
+results_header "bench/soak.sh --minutes $MINUTES --rate $RATE --conns $CONNS -m $M" | tee -a "$RESULTS"
 python3 -u bench/soak.py "$BIN" "$MINUTES" "$RATE" "$CONNS" "$M" | tee -a "$RESULTS"
