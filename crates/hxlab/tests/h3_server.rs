@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::Server;
+use common::{h3_connect, Server};
 use hxlab_wire::h3::{parse_frame_head, write_frame_head};
 use hxlab_wire::qpack::{decode_fields, encode_field_section};
 use std::net::SocketAddr;
@@ -23,32 +23,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-/// An h3 connection to the server with our control stream (empty SETTINGS) open.
-async fn connect(addr: SocketAddr) -> (quinn::Endpoint, quinn::Connection, quinn::SendStream) {
-    let cfg = hxlab_load::LoadConfig {
-        urls: vec![format!("https://{addr}/")],
-        insecure: true,
-        proto: hxlab_load::Proto::H3,
-        ..Default::default()
-    };
-    let (client, _) = hxlab_load::tls::quic_config(&cfg)
-        .expect("quic config")
-        .for_connection();
-    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
-    ep.set_default_client_config(client);
-    let conn = ep
-        .connect(addr, "localhost")
-        .expect("connect")
-        .await
-        .expect("handshake");
-    let mut control = conn.open_uni().await.expect("control stream");
-    control
-        .write_all(&[0x00, 0x04, 0x00])
-        .await
-        .expect("SETTINGS");
-    (ep, conn, control)
 }
 
 /// A HEADERS frame with these fields.
@@ -127,7 +101,7 @@ fn malformed_requests_reset_their_stream_and_the_connection_lives_on() {
     let server = Server::start(&[]);
     let addr = h3_addr(&server);
     runtime().block_on(async {
-        let (_ep, conn, _control) = connect(addr).await;
+        let (_ep, conn, _control) = h3_connect(addr).await;
         assert_eq!(exchange(&conn, &get("/bytes/10")).await, Ok((200, 10)));
         let base = [(":method", "GET"), (":scheme", "https"), (":path", "/")];
         for (what, extra) in [
@@ -175,19 +149,19 @@ fn frame_violations_close_the_connection_with_their_code() {
     let addr = h3_addr(&server);
     runtime().block_on(async {
         // DATA before HEADERS on a request stream.
-        let (_ep, conn, _control) = connect(addr).await;
+        let (_ep, conn, _control) = h3_connect(addr).await;
         let (mut send, _recv) = conn.open_bi().await.expect("open_bi");
         send.write_all(&[0x00, 0x01, b'x']).await.expect("write");
         assert_eq!(closed_with(&conn).await, H3_FRAME_UNEXPECTED);
 
         // SETTINGS on a request stream.
-        let (_ep, conn, _control) = connect(addr).await;
+        let (_ep, conn, _control) = h3_connect(addr).await;
         let (mut send, _recv) = conn.open_bi().await.expect("open_bi");
         send.write_all(&[0x04, 0x00]).await.expect("write");
         assert_eq!(closed_with(&conn).await, H3_FRAME_UNEXPECTED);
 
         // A second control stream.
-        let (_ep, conn, _control) = connect(addr).await;
+        let (_ep, conn, _control) = h3_connect(addr).await;
         let mut second = conn.open_uni().await.expect("uni");
         second.write_all(&[0x00, 0x04, 0x00]).await.expect("write");
         assert_eq!(closed_with(&conn).await, H3_STREAM_CREATION_ERROR);
@@ -228,7 +202,7 @@ fn shutdown_sends_goaway_finishes_requests_in_flight_and_closes_cleanly() {
     let addr = h3_addr(&server);
     let pid = server.child.id() as i32;
     runtime().block_on(async {
-        let (_ep, conn, _control) = connect(addr).await;
+        let (_ep, conn, _control) = h3_connect(addr).await;
         // Stream 0: in flight across the shutdown.
         let conn2 = conn.clone();
         let slow = tokio::spawn(async move { exchange(&conn2, &get("/delay/1500")).await });

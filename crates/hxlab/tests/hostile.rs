@@ -869,28 +869,7 @@ fn http3_streams_opened_and_reset_stay_bounded() {
         .build()
         .expect("runtime");
     let opened = rt.block_on(async {
-        let cfg = hxlab_load::LoadConfig {
-            urls: vec![format!("https://{tls}/")],
-            insecure: true,
-            proto: hxlab_load::Proto::H3,
-            ..Default::default()
-        };
-        let (client, _) = hxlab_load::tls::quic_config(&cfg)
-            .expect("quic config")
-            .for_connection();
-        let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
-        ep.set_default_client_config(client);
-        let conn = ep
-            .connect(addr, "localhost")
-            .expect("connect")
-            .await
-            .expect("handshake");
-        // Our control stream with empty SETTINGS, as HTTP/3 requires.
-        let mut control = conn.open_uni().await.expect("control stream");
-        control
-            .write_all(&[0x00, 0x04, 0x00])
-            .await
-            .expect("SETTINGS");
+        let (ep, conn, _control) = common::h3_connect(addr).await;
         let request = h3_request("/delay/1000", "localhost");
         let deadline = Instant::now() + Duration::from_secs(10);
         let mut opened = 0u32;

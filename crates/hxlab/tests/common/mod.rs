@@ -252,3 +252,33 @@ pub mod tempfile_dir {
         }
     }
 }
+
+/// A raw HTTP/3 connection to `addr` (certificate not checked) with the client's control
+/// stream open (empty SETTINGS, as HTTP/3 requires), for tests that write HTTP/3 by hand.
+/// Keep the endpoint and the control stream alive as long as the connection.
+pub async fn h3_connect(
+    addr: std::net::SocketAddr,
+) -> (quinn::Endpoint, quinn::Connection, quinn::SendStream) {
+    let cfg = hxlab_load::LoadConfig {
+        urls: vec![format!("https://{addr}/")],
+        insecure: true,
+        proto: hxlab_load::Proto::H3,
+        ..Default::default()
+    };
+    let (client, _) = hxlab_load::tls::quic_config(&cfg)
+        .expect("quic config")
+        .for_connection();
+    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
+    ep.set_default_client_config(client);
+    let conn = ep
+        .connect(addr, "localhost")
+        .expect("connect")
+        .await
+        .expect("handshake");
+    let mut control = conn.open_uni().await.expect("control stream");
+    control
+        .write_all(&[0x00, 0x04, 0x00])
+        .await
+        .expect("SETTINGS");
+    (ep, conn, control)
+}
