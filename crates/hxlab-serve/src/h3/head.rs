@@ -1,11 +1,11 @@
 //! Request heads in, response heads out: QPACK (static table only, [`hxlab_wire::qpack`])
 //! to and from `http` types, with RFC 9114 §4.3's rules for a well-formed request.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
 use hxlab_wire::h3::frame::{DATA, HEADERS};
+use hxlab_wire::h3::write_frame_head;
 use hxlab_wire::qpack::{encode_field_section, FieldDecoder, QpackError};
-use hxlab_wire::varint;
 
 /// A request head as the router wants it.
 pub(super) struct Head {
@@ -164,7 +164,7 @@ thread_local! {
 }
 
 /// Appends a HEADERS frame carrying `resp`'s status and header fields to `out`.
-pub(super) fn put_response_head(resp: &Response<()>, out: &mut BytesMut) {
+pub(super) fn put_response_head(resp: &Response<()>, out: &mut Vec<u8>) {
     LAST_HEAD.with_borrow_mut(|(key, frame, scratch)| {
         // The key: every field as name, 0, value, 0 (neither may contain a NUL).
         scratch.clear();
@@ -186,28 +186,18 @@ pub(super) fn put_response_head(resp: &Response<()>, out: &mut BytesMut) {
             let mut section = Vec::new();
             encode_field_section(fields, &mut section);
             frame.clear();
-            hxlab_wire::h3::write_frame_head(frame, HEADERS, section.len() as u64);
+            write_frame_head(frame, HEADERS, section.len() as u64);
             frame.extend_from_slice(&section);
         }
-        out.put_slice(frame);
+        out.extend_from_slice(frame);
     });
-}
-
-/// Appends a frame head (type, length) to `out`.
-pub(super) fn put_frame_head(out: &mut BytesMut, kind: u64, len: u64) {
-    let mut tmp = [0u8; 16];
-    let mut v = Vec::new();
-    varint::put(&mut v, kind);
-    varint::put(&mut v, len);
-    tmp[..v.len()].copy_from_slice(&v);
-    out.put_slice(&tmp[..v.len()]);
 }
 
 /// A DATA frame head for `len` payload bytes, as its own buffer.
 pub(super) fn data_head(len: u64) -> Bytes {
-    let mut b = BytesMut::with_capacity(16);
-    put_frame_head(&mut b, DATA, len);
-    b.freeze()
+    let mut b = Vec::with_capacity(16);
+    write_frame_head(&mut b, DATA, len);
+    Bytes::from(b)
 }
 
 #[cfg(test)]
@@ -296,10 +286,10 @@ mod tests {
         r.headers_mut()
             .insert("content-length", HeaderValue::from(9u64));
         r.headers_mut().insert("x-a", HeaderValue::from_static("b"));
-        let mut out = BytesMut::new();
+        let mut out = Vec::new();
         put_response_head(&r, &mut out);
         // Twice: the second comes from the cache and must be the same frame.
-        let mut again = BytesMut::new();
+        let mut again = Vec::new();
         put_response_head(&r, &mut again);
         assert_eq!(out, again);
         let (kind, len, used) = hxlab_wire::h3::parse_frame_head(&out).unwrap();

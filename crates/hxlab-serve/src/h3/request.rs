@@ -7,13 +7,13 @@
 //! frame in one write, followed by the FIN.
 
 use super::control::close;
-use super::head::{data_head, decode_request, put_frame_head, put_response_head, Head, HeadError};
+use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
 use crate::body::{BodySpec, CHUNK};
 use crate::routes::{early_hints_head, route, Ctx};
 use crate::stats::Proto;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::Method;
-use hxlab_wire::h3::{code, frame, parse_frame_head};
+use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
 use hxlab_wire::qpack::FieldDecoder;
 use quinn::{RecvStream, SendStream, VarInt};
 use std::pin::pin;
@@ -57,9 +57,9 @@ pub(super) async fn serve(
             *r.status_mut() = http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
             r.headers_mut()
                 .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(0u32));
-            let mut out = BytesMut::new();
+            let mut out = Vec::new();
             put_response_head(&r, &mut out);
-            if send.write_all_chunks(&mut [out.freeze()]).await.is_ok() {
+            if send.write_all_chunks(&mut [Bytes::from(out)]).await.is_ok() {
                 let _ = send.finish();
             }
             return;
@@ -253,7 +253,7 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
         // and a small future is cheap to spawn (it is copied into its task).
         Box::pin(tokio::time::sleep(reply.delay)).await;
     }
-    let mut out = BytesMut::with_capacity(256);
+    let mut out = Vec::with_capacity(256);
     if let Some(link) = &reply.early_hints {
         put_response_head(&early_hints_head(link), &mut out);
     }
@@ -267,23 +267,31 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
     if let Some(bytes) = body.in_memory() {
         // Head, DATA and FIN in one go.
         let n = bytes.len() as u64;
-        let mut chunks = if n == 0 {
-            vec![out.freeze()]
-        } else if n <= 1024 {
-            put_frame_head(&mut out, frame::DATA, n);
+        if n > 0 {
+            write_frame_head(&mut out, frame::DATA, n);
+        }
+        // A small body is copied behind its head (one buffer); a larger one goes as is.
+        let sent = if n <= 1024 {
             out.extend_from_slice(&bytes);
-            vec![out.freeze()]
+            send_chunks(ctx, &mut send, &mut [Bytes::from(out)]).await
         } else {
-            put_frame_head(&mut out, frame::DATA, n);
-            vec![out.freeze(), bytes]
+            send_chunks(ctx, &mut send, &mut [Bytes::from(out), bytes]).await
         };
-        if !send_chunks(ctx, &mut send, &mut chunks).await {
+        if !sent {
             return;
         }
         if counted {
             ctx.stats.body_bytes(Proto::H3, n);
         }
-    } else if !Box::pin(send_streamed(ctx, &mut send, out.freeze(), body, counted)).await {
+    } else if !Box::pin(send_streamed(
+        ctx,
+        &mut send,
+        Bytes::from(out),
+        body,
+        counted,
+    ))
+    .await
+    {
         return;
     }
     if send.finish().is_ok() && counted {
