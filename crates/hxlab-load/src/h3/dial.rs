@@ -2,11 +2,8 @@
 
 use super::*;
 
-/// Receive buffer asked for on the client's UDP socket (the kernel caps it at
-/// `net.core.rmem_max`). The default (about 208 KiB) holds only a few of the GRO batches
-/// 50 connections' responses arrive in, and a full buffer drops datagrams, which then cost
-/// a loss recovery and a retransmission on both ends.
-pub const UDP_RECV_BUFFER: usize = 8 << 20;
+/// Receive buffer asked for on the client's UDP socket: the same as the origin's.
+pub const UDP_RECV_BUFFER: usize = hxlab_core::QUIC_UDP_RECV_BUFFER;
 
 /// The worker's client endpoint: what [`quinn::Endpoint::client`] makes (a socket2 UDP
 /// socket, dual-stack on IPv6, wrapped by quinn's runtime, so quinn-udp's GSO and GRO are
