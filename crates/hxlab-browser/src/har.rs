@@ -144,7 +144,7 @@ fn entry(r: &RequestRecord) -> Value {
             "cookies": [],
             "headers": headers(resp.get("headers")),
             "content": {
-                "size": r.encoded_bytes,
+                "size": content_size(&resp, r),
                 "mimeType": resp.get("mimeType").and_then(Value::as_str).unwrap_or("x-unknown"),
             },
             "redirectURL": "",
@@ -167,6 +167,21 @@ fn entry(r: &RequestRecord) -> Value {
     }
     add_body_and_redirect(&mut e, r);
     e
+}
+
+/// `content.size`: the body's decoded length (HAR 1.2), 0 for a response that has no body
+/// (1xx, 204, 304, and a redirect whose body nobody read); never the bytes on the wire,
+/// which include the head.
+fn content_size(resp: &Value, r: &RequestRecord) -> u64 {
+    let status = resp.get("status").and_then(Value::as_u64).unwrap_or(0);
+    let bodiless = matches!(status, 100..=199 | 204 | 304)
+        || ((300..=399).contains(&status) && r.body.is_none())
+        || r.method.eq_ignore_ascii_case("HEAD");
+    if bodiless {
+        0
+    } else {
+        r.data_decoded
+    }
 }
 
 /// The recorded body (`content.text`, base64 when binary) and, for a 3xx, `redirectURL`.
@@ -243,6 +258,30 @@ mod tests {
         assert_eq!(iso8601(0.0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(951_782_400.5), "2000-02-29T00:00:00.500Z");
         assert_eq!(iso8601(1_795_216_917.25), "2026-11-20T23:21:57.250Z");
+    }
+
+    #[test]
+    fn content_size_is_the_decoded_body_and_zero_without_one() {
+        let r = RequestRecord {
+            method: "GET".into(),
+            encoded_bytes: 412,
+            data_decoded: 0,
+            ..RequestRecord::default()
+        };
+        // A bodiless 301: its wire bytes are the head alone.
+        assert_eq!(content_size(&json!({"status": 301}), &r), 0);
+        assert_eq!(content_size(&json!({"status": 304}), &r), 0);
+        let page = RequestRecord {
+            data_decoded: 5120,
+            encoded_bytes: 1800,
+            ..r.clone()
+        };
+        assert_eq!(content_size(&json!({"status": 200}), &page), 5120);
+        let head = RequestRecord {
+            method: "HEAD".into(),
+            ..page
+        };
+        assert_eq!(content_size(&json!({"status": 200}), &head), 0);
     }
 
     #[test]

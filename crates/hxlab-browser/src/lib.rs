@@ -112,6 +112,8 @@ pub struct PageConfig {
     pub chromium: PathBuf,
     /// Base64 SHA-256 hashes of SubjectPublicKeyInfos to trust (`--ignore-certificate-errors-spki-list`).
     pub spki_sha256: Vec<String>,
+    /// Accept any certificate (`--ignore-certificate-errors`; `hxlab page -k`).
+    pub insecure: bool,
     /// Limit for the whole run: start, load, measure, shut down.
     pub timeout: Duration,
     /// Chromium `--host-resolver-rules`, e.g. `MAP origin.test 10.0.0.1`.
@@ -140,6 +142,7 @@ impl PageConfig {
             protocol,
             chromium: PathBuf::from("chromium"),
             spki_sha256: Vec::new(),
+            insecure: false,
             timeout: Duration::from_secs(60),
             host_resolver_rules: None,
             extra_args: Vec::new(),
@@ -248,8 +251,14 @@ pub struct PageRun {
     pub started_unix_s: f64,
     /// Responses per protocol as the browser reported them ("h2": 31).
     pub protocols: BTreeMap<String, u32>,
-    /// Every response used the protocol asked for.
+    /// Every response used the protocol asked for (over TLS: when HTTP/2 or HTTP/3 is asked
+    /// for, plain http:// responses, such as a recorded http → https redirect, are left out
+    /// of the check and counted in [`PageRun::plain_http_responses`]).
     pub protocol_ok: bool,
+    /// Plain http:// responses the protocol check left out (HTTP/2 or HTTP/3 asked for:
+    /// browsers speak those over TLS only).
+    #[serde(default)]
+    pub plain_http_responses: u32,
     /// Why this run must not count (protocol fallback, failed resources); `None`: it counts.
     pub flag: Option<String>,
     /// Navigation start to first byte of the document (navigation timing `responseStart`), ms.

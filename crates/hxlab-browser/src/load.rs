@@ -142,7 +142,7 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
         // QUIC allowed, never forced: HTTP/3 only where an Alt-Svc header offers it.
         Protocol::Auto => {
             args.push("--enable-quic".into());
-            if scheme == "https" && !cfg.spki_sha256.is_empty() {
+            if scheme == "https" && (!cfg.spki_sha256.is_empty() || cfg.insecure) {
                 // Chromium's QUIC refuses a certificate from a root it does not know unless
                 // the host is named in --origin-to-force-quic-on (the SPKI list alone is not
                 // enough there, unlike over TCP). Naming the host with another port lets
@@ -182,6 +182,9 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
             "--ignore-certificate-errors-spki-list={}",
             spki.join(",")
         ));
+    }
+    if cfg.insecure {
+        args.push("--ignore-certificate-errors".into());
     }
     if let Some(rules) = &cfg.host_resolver_rules {
         args.push(format!("--host-resolver-rules={rules}"));
@@ -555,6 +558,7 @@ pub(crate) fn build_run(
         resources_incomplete: t.incomplete,
         early_hints: seen.early_hints,
         early_hint_preloads_used: t.early_hint_preloads_used,
+        plain_http_responses: t.plain_http,
         resources,
         har,
         repeat_view: None,
@@ -574,6 +578,8 @@ struct Tally {
     http_errors: u32,
     incomplete: u32,
     early_hint_preloads_used: u32,
+    /// Plain http:// responses left out of the protocol check.
+    plain_http: u32,
 }
 
 impl Tally {
@@ -587,7 +593,12 @@ impl Tally {
             .unwrap_or(0.0) as u64;
         if resp.is_some() {
             *self.protocols.entry(protocol.clone()).or_default() += 1;
-            if cfg.protocol != Protocol::Auto
+            // Browsers speak HTTP/2 and HTTP/3 over TLS only: a plain http:// response (the
+            // recorded http → https redirect of a site) is HTTP/1.1 whatever is asked for.
+            let plain = r.url.len() >= 7 && r.url[..7].eq_ignore_ascii_case("http://");
+            if plain && matches!(cfg.protocol, Protocol::H2 | Protocol::H3) {
+                self.plain_http += 1;
+            } else if cfg.protocol != Protocol::Auto
                 && Protocol::from_browser(&protocol) != Some(cfg.protocol)
             {
                 self.protocol_ok = false;
@@ -663,8 +674,16 @@ impl Tally {
                 .iter()
                 .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
                 .collect();
+            let plain = if self.plain_http > 0 {
+                format!(
+                    " (the check counts only https responses; {} plain http:// left out)",
+                    self.plain_http
+                )
+            } else {
+                String::new()
+            };
             reasons.push(format!(
-                "asked for {} but the browser used {}",
+                "asked for {} but the browser used {}{plain}",
                 cfg.protocol,
                 got.join(", ")
             ));

@@ -149,6 +149,7 @@ mod tests {
             resources_incomplete: 0,
             early_hints: 0,
             early_hint_preloads_used: 0,
+            plain_http_responses: 0,
             resources: vec![
                 resource(7, 200, None),
                 resource(7, 200, None),

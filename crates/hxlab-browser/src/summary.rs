@@ -126,6 +126,7 @@ mod tests {
             resources_incomplete: 0,
             early_hints: 0,
             early_hint_preloads_used: 0,
+            plain_http_responses: 0,
             resources: Vec::new(),
             har: None,
             repeat_view: None,

@@ -4,17 +4,18 @@
 //! the mapping of hostnames.
 //!
 //! Matching, in order (docs/page.md, "Record and replay"):
-//! 1. exact: method, host (no port, lower case), path and query string as sent;
-//! 2. near miss, query: same method, host and path; the recorded query sharing the most
+//! 1. exact: method, scheme, host (no port, lower case), path and query string as sent;
+//! 2. near miss, query: same method, scheme, host and path; the recorded query sharing the most
 //!    `key=value` pairs, then the most keys, then the first recorded;
-//! 3. near miss, host: same method and path on any host, chosen the same way;
+//! 3. near miss, host: same method and path on any other host (or scheme), chosen the same
+//!    way;
 //! 4. otherwise a miss.
 //!
 //! A URL recorded more than once is answered in recorded order, then the last one repeats.
 
 use base64::Engine;
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -126,6 +127,71 @@ pub fn split_url(url: &str) -> Option<UrlParts> {
     })
 }
 
+/// Whether a request is one the browser makes on its own, never seen by a recording of the
+/// page's network traffic: `GET /favicon.ico` without a query.
+pub fn is_browser_own(method: &str, path: &str, query: &str) -> bool {
+    method.eq_ignore_ascii_case("GET") && path == "/favicon.ico" && query.is_empty()
+}
+
+/// Most recorded redirects followed from the page URL (Chromium's own limit is 20).
+pub const MAX_REDIRECTS: usize = 20;
+
+/// A `location` resolved against the URL that answered with it: absolute http(s) URLs as
+/// they are, `//host/path`, `/path` and relative paths against `base`.
+pub fn resolve(base: &str, location: &str) -> Option<String> {
+    let location = location.trim();
+    if split_url(location).is_some() {
+        return Some(location.to_string());
+    }
+    let b = split_url(base)?;
+    let default_port = if b.origin.scheme == "https" { 443 } else { 80 };
+    let host = if b.origin.host.contains(':') {
+        format!("[{}]", b.origin.host)
+    } else {
+        b.origin.host.clone()
+    };
+    let authority = if b.origin.port == default_port {
+        host
+    } else {
+        format!("{host}:{}", b.origin.port)
+    };
+    if let Some(rest) = location.strip_prefix("//") {
+        return Some(format!("{}://{rest}", b.origin.scheme));
+    }
+    if location.starts_with('/') {
+        return Some(format!("{}://{authority}{location}", b.origin.scheme));
+    }
+    if location.is_empty() || location.contains("://") {
+        return None;
+    }
+    let dir = match b.path.rfind('/') {
+        Some(i) => &b.path[..=i],
+        None => "/",
+    };
+    Some(format!("{}://{authority}{dir}{location}", b.origin.scheme))
+}
+
+/// What one page load's replay answered, as the lab stores it per record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct ReplayOutcome {
+    /// Requests answered by an exact match.
+    pub hits: u64,
+    /// Requests answered by a fallback rule (another query, or the path on another host).
+    pub near_misses: u64,
+    /// Requests with nothing in the archive (answered 404).
+    pub misses: u64,
+    /// Requests the browser makes on its own (`/favicon.ico`) that the recording did not
+    /// hold: answered 404 and counted here, not as misses.
+    #[serde(default)]
+    pub browser_own: u64,
+    /// Answers whose recorded body the HAR lacks (served with an empty body).
+    #[serde(default)]
+    pub served_without_body: u64,
+    /// The first missed request, `METHOD URL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_miss: Option<String>,
+}
+
 /// How a request found its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchKind {
@@ -161,6 +227,9 @@ pub struct Archive {
     pub origins: Vec<HarOrigin>,
     /// Entries skipped because they got no response in the recording (status 0).
     pub unanswered: usize,
+    /// Entries skipped because no server answers their scheme (`data:`, `ws:`, `blob:`, …):
+    /// count per scheme, e.g. `"data:" → 2`.
+    pub unreplayable: BTreeMap<String, usize>,
     groups: Vec<Group>,
     exact: HashMap<(String, String, String, String), usize>,
 }
@@ -259,6 +328,7 @@ impl Archive {
             page_url: String::new(),
             origins: Vec::new(),
             unanswered: 0,
+            unreplayable: BTreeMap::new(),
             groups: Vec::new(),
             exact: HashMap::new(),
         };
@@ -282,7 +352,14 @@ impl Archive {
     fn add(&mut self, i: usize, e: HarEntry) -> Result<(), HarError> {
         let url = e.request.url;
         let Some(parts) = split_url(&url) else {
-            // data:, blob:, chrome-extension: … never reach a server.
+            // data:, blob:, ws:, chrome-extension: … never reach a server over HTTP.
+            let scheme = match url.split_once(':') {
+                Some((s, _)) if !s.is_empty() && s.len() <= 32 => {
+                    format!("{}:", s.to_ascii_lowercase())
+                }
+                _ => "(no scheme)".to_string(),
+            };
+            *self.unreplayable.entry(scheme).or_default() += 1;
             return Ok(());
         };
         if e.response.status <= 0 {
@@ -330,9 +407,10 @@ impl Archive {
             self.origins.push(parts.origin.clone());
         }
         let method = e.request.method.to_ascii_uppercase();
+        let origin = origin_key(&parts.origin.scheme, &parts.origin.host);
         let key = (
             method.clone(),
-            parts.origin.host.clone(),
+            origin.clone(),
             parts.path.clone(),
             parts.query.clone(),
         );
@@ -348,7 +426,7 @@ impl Archive {
         let group = *self.exact.entry(key).or_insert_with(|| {
             self.groups.push(Group {
                 method,
-                host: parts.origin.host,
+                host: origin,
                 path: parts.path,
                 query: parts.query,
                 entries: Vec::new(),
@@ -358,6 +436,75 @@ impl Archive {
         });
         self.groups[group].entries.push(index);
         Ok(())
+    }
+
+    /// What was left out of the archive, as one line: `skipped 5 entries: 2 data:, 2 ws:,
+    /// 1 blob:, 1 unanswered` (None when nothing was).
+    pub fn skipped_text(&self) -> Option<String> {
+        let mut kinds: Vec<(usize, String)> = self
+            .unreplayable
+            .iter()
+            .map(|(k, n)| (*n, k.clone()))
+            .collect();
+        // Most first; among equals the scheme's name.
+        kinds.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        if self.unanswered > 0 {
+            kinds.push((self.unanswered, "unanswered in the recording".into()));
+        }
+        let total: usize = kinds.iter().map(|k| k.0).sum();
+        (total > 0).then(|| {
+            format!(
+                "skipped {total} entr{}: {}",
+                if total == 1 { "y" } else { "ies" },
+                kinds
+                    .iter()
+                    .map(|(n, k)| format!("{n} {k}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+    }
+
+    /// The page URL and every URL the recording redirected it to, in order: a recorded
+    /// 3xx answer to a GET of the last URL, with a `location`, adds its target (resolved
+    /// against that URL). At most [`MAX_REDIRECTS`] hops; a loop ends the chain.
+    pub fn redirect_chain(&self) -> Vec<String> {
+        let mut chain = vec![self.page_url.clone()];
+        for _ in 0..MAX_REDIRECTS {
+            let Some(last) = chain.last() else { break };
+            let Some(parts) = split_url(last) else { break };
+            let found = self.exact.get(&(
+                "GET".to_string(),
+                origin_key(&parts.origin.scheme, &parts.origin.host),
+                parts.path.clone(),
+                parts.query.clone(),
+            ));
+            let Some(rec) = found.and_then(|&g| self.groups[g].entries.first()) else {
+                break;
+            };
+            let rec = &self.entries[*rec];
+            if !(300..=399).contains(&rec.status) {
+                break;
+            }
+            let Some((_, location)) = rec.headers.iter().find(|(n, _)| n == "location") else {
+                break;
+            };
+            let Some(next) = resolve(last, location) else {
+                break;
+            };
+            if chain.contains(&next) {
+                break;
+            }
+            chain.push(next);
+        }
+        chain
+    }
+
+    /// Where the page's recorded redirects end (the page URL when it was not redirected).
+    pub fn final_url(&self) -> String {
+        self.redirect_chain()
+            .pop()
+            .unwrap_or_else(|| self.page_url.clone())
     }
 
     /// URLs of the responses whose bodies the HAR lacks.
@@ -384,12 +531,13 @@ impl Archive {
     fn find(
         &self,
         method: &str,
+        scheme: &str,
         host: &str,
         path: &str,
         query: &str,
     ) -> Option<(usize, MatchKind)> {
         let method = method.to_ascii_uppercase();
-        let host = host.to_ascii_lowercase();
+        let host = origin_key(scheme, host);
         let key = (
             method.clone(),
             host.clone(),
@@ -422,11 +570,12 @@ impl Archive {
     pub fn answer(
         &self,
         method: &str,
+        scheme: &str,
         host: &str,
         path: &str,
         query: &str,
     ) -> Option<(&Recorded, MatchKind)> {
-        let (g, kind) = self.find(method, host, path, query)?;
+        let (g, kind) = self.find(method, scheme, host, path, query)?;
         let group = &self.groups[g];
         let nth = group.served.fetch_add(1, Ordering::Relaxed);
         let entry = group.entries[nth.min(group.entries.len() - 1)];
@@ -439,6 +588,16 @@ impl Archive {
             g.served.store(0, Ordering::Relaxed);
         }
     }
+}
+
+/// `scheme://host`, lower case: what a recorded response is kept under besides method,
+/// path and query (an http:// redirect and the https:// page share host and path).
+fn origin_key(scheme: &str, host: &str) -> String {
+    format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        host.to_ascii_lowercase()
+    )
 }
 
 fn query_pairs(query: &str) -> Vec<(&str, &str)> {
@@ -481,6 +640,86 @@ mod tests {
         )
     }
 
+    fn redirect(url: &str, status: u16, location: &str) -> String {
+        format!(
+            r#"{{"request":{{"method":"GET","url":"{url}"}},"response":{{"status":{status},
+            "headers":[{{"name":"Location","value":"{location}"}}],"content":{{"size":0}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn follows_recorded_redirects_and_names_what_it_skipped() {
+        let bytes = format!(
+            r#"{{"log":{{"version":"1.2","pages":[{{"title":"http://a.test/"}}],"entries":[{}]}}}}"#,
+            [
+                redirect("http://a.test/", 301, "https://a.test/"),
+                redirect("https://a.test/", 302, "/docs/"),
+                redirect("https://a.test/docs/", 302, "index.html"),
+                entry("https://a.test/docs/index.html", 200, "page"),
+                entry("data:image/png;base64,AAAA", 200, ""),
+                entry("data:text/plain,x", 200, ""),
+                entry("wss://a.test/live", 101, ""),
+                entry("blob:https://a.test/1234", 200, ""),
+                entry("https://a.test/gone", 0, ""),
+            ]
+            .join(",")
+        );
+        let a = Archive::parse(bytes.as_bytes()).unwrap();
+        assert_eq!(
+            a.redirect_chain(),
+            vec![
+                "http://a.test/",
+                "https://a.test/",
+                "https://a.test/docs/",
+                "https://a.test/docs/index.html"
+            ]
+        );
+        assert_eq!(a.final_url(), "https://a.test/docs/index.html");
+        assert_eq!(
+            a.skipped_text().as_deref(),
+            Some("skipped 5 entries: 2 data:, 1 blob:, 1 wss:, 1 unanswered in the recording")
+        );
+        // A loop ends the chain instead of going round.
+        let bytes = format!(
+            r#"{{"log":{{"version":"1.2","entries":[{}]}}}}"#,
+            [
+                redirect("http://b.test/", 301, "https://b.test/"),
+                redirect("https://b.test/", 301, "http://b.test/"),
+            ]
+            .join(",")
+        );
+        let b = Archive::parse(bytes.as_bytes()).unwrap();
+        assert_eq!(b.redirect_chain().len(), 2);
+        assert_eq!(b.skipped_text(), None);
+    }
+
+    #[test]
+    fn resolves_locations() {
+        let base = "https://a.test:8443/x/y.html?q";
+        assert_eq!(
+            resolve(base, "/z").as_deref(),
+            Some("https://a.test:8443/z")
+        );
+        assert_eq!(
+            resolve(base, "z.html").as_deref(),
+            Some("https://a.test:8443/x/z.html")
+        );
+        assert_eq!(
+            resolve(base, "//b.test/").as_deref(),
+            Some("https://b.test/")
+        );
+        assert_eq!(
+            resolve("http://a.test/", "https://a.test/").as_deref(),
+            Some("https://a.test/")
+        );
+        assert_eq!(
+            resolve("https://[::1]/a", "/b").as_deref(),
+            Some("https://[::1]/b")
+        );
+        assert_eq!(resolve(base, ""), None);
+        assert_eq!(resolve(base, "ftp://x/"), None);
+    }
+
     #[test]
     fn splits_urls() {
         let u = split_url("https://A.test:8443/x/y?q=1&r=2#frag").unwrap();
@@ -506,16 +745,20 @@ mod tests {
         .unwrap();
         assert_eq!(a.page_url, "https://a.test/");
         assert_eq!(a.hosts(), vec!["a.test", "b.test"]);
-        let (r, k) = a.answer("GET", "a.test", "/s.js", "v=2&lang=de").unwrap();
+        let (r, k) = a
+            .answer("GET", "https", "a.test", "/s.js", "v=2&lang=de")
+            .unwrap();
         assert_eq!((r.body.as_slice(), k), (&b"v2"[..], MatchKind::Exact));
-        let (r, k) = a.answer("GET", "a.test", "/s.js", "v=9&lang=de").unwrap();
+        let (r, k) = a
+            .answer("GET", "https", "a.test", "/s.js", "v=9&lang=de")
+            .unwrap();
         assert_eq!((r.body.as_slice(), k), (&b"v2"[..], MatchKind::NearQuery));
-        let (r, k) = a.answer("GET", "a.test", "/s.js", "").unwrap();
+        let (r, k) = a.answer("GET", "https", "a.test", "/s.js", "").unwrap();
         assert_eq!((r.body.as_slice(), k), (&b"v1"[..], MatchKind::NearQuery));
-        let (r, k) = a.answer("GET", "c.test", "/img.png", "").unwrap();
+        let (r, k) = a.answer("GET", "https", "c.test", "/img.png", "").unwrap();
         assert_eq!((r.body.as_slice(), k), (&b"img"[..], MatchKind::NearHost));
-        assert!(a.answer("GET", "a.test", "/nothing", "").is_none());
-        assert!(a.answer("POST", "a.test", "/", "").is_none());
+        assert!(a.answer("GET", "https", "a.test", "/nothing", "").is_none());
+        assert!(a.answer("POST", "https", "a.test", "/", "").is_none());
         // Dropped headers are gone, the rest kept with lower-case names.
         assert_eq!(
             r.headers,
@@ -532,14 +775,23 @@ mod tests {
         .join(",")))
         .unwrap();
         let bodies: Vec<Vec<u8>> = (0..3)
-            .map(|_| a.answer("GET", "a.test", "/n", "").unwrap().0.body.clone())
+            .map(|_| {
+                a.answer("GET", "https", "a.test", "/n", "")
+                    .unwrap()
+                    .0
+                    .body
+                    .clone()
+            })
             .collect();
         assert_eq!(
             bodies,
             vec![b"one".to_vec(), b"two".to_vec(), b"two".to_vec()]
         );
         a.rewind();
-        assert_eq!(a.answer("GET", "a.test", "/n", "").unwrap().0.body, b"one");
+        assert_eq!(
+            a.answer("GET", "https", "a.test", "/n", "").unwrap().0.body,
+            b"one"
+        );
     }
 
     #[test]

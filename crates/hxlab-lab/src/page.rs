@@ -110,6 +110,8 @@ pub struct PageOptions {
     pub early_hints: bool,
     /// Server keys to trust (URL mode).
     pub spki: Vec<String>,
+    /// Accept any certificate (URL mode, `-k`).
+    pub insecure: bool,
     /// Chromium binary.
     pub chromium: PathBuf,
     /// Limit per run.
@@ -202,6 +204,7 @@ impl PageSession {
         let mut template = PageConfig::new(url.clone(), opts.proto);
         template.chromium = opts.chromium.clone();
         template.spki_sha256 = spki.clone();
+        template.insecure = opts.insecure;
         template.timeout = opts.timeout;
         template.collect_har = opts.collect_har || opts.collect_bodies;
         template.collect_bodies = opts.collect_bodies;

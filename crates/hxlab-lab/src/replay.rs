@@ -10,9 +10,43 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
 
-/// Reads a HAR for replay; the error is one line (a usage error for the command line).
-pub fn check_archive(path: &Path) -> Result<Archive, String> {
-    Archive::read(path).map_err(|e| e.to_string())
+/// Reads a HAR for replay over `proto` and finds where its page load starts; the error is
+/// one line (a usage error for the command line).
+pub fn check_archive(path: &Path, proto: Protocol) -> Result<(Archive, String), String> {
+    let archive = Archive::read(path).map_err(|e| e.to_string())?;
+    let start = start_url(&archive, proto).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((archive, start))
+}
+
+/// The URL a replayed page load over `proto` starts from. A recording that starts at an
+/// http:// URL redirected to https (the usual 301) is loaded from that URL over HTTP/1.1
+/// and HTTP/2: the redirect is answered as recorded, and the browser follows it to the https
+/// page, which loads over the protocol asked for. HTTP/3 starts from the https URL the
+/// recorded redirects end at (a browser has no QUIC for http://). HTTP/2 and HTTP/3 need the
+/// chain to end at an https:// page.
+pub fn start_url(archive: &Archive, proto: Protocol) -> Result<String, String> {
+    let chain = archive.redirect_chain();
+    let last = chain
+        .last()
+        .cloned()
+        .unwrap_or_else(|| archive.page_url.clone());
+    let secure = last.len() >= 8 && last[..8].eq_ignore_ascii_case("https://");
+    if matches!(proto, Protocol::H2 | Protocol::H3) && !secure {
+        let via = if chain.len() > 1 {
+            format!(", and its recorded redirects end at {last}")
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "{} needs an https:// page (browsers speak it over TLS only); the recording starts at {}{via}",
+            proto.as_str(),
+            archive.page_url
+        ));
+    }
+    Ok(match proto {
+        Protocol::H3 => last,
+        _ => archive.page_url.clone(),
+    })
 }
 
 /// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the
@@ -44,7 +78,7 @@ pub(crate) fn replay_origin(
     bind: &str,
     dir: &Path,
 ) -> Result<Started, String> {
-    let archive = check_archive(har)?;
+    let (archive, url) = check_archive(har, opts.proto)?;
     let origin = Origin::start(&OriginOptions {
         hxlab_bin: opts.hxlab_bin.clone(),
         bind: bind.to_string(),
@@ -71,7 +105,7 @@ pub(crate) fn replay_origin(
         .map(|o| format!("{}:{}", o.host, o.port))
         .collect();
     Ok(Started {
-        url: archive.page_url.clone(),
+        url,
         spki: origin.ready.spki_sha256.clone(),
         origin,
         mapping: Mapping {

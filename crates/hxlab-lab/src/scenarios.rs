@@ -118,6 +118,40 @@ pub const SCENARIOS: [Scenario; 13] = [
     },
 ];
 
+/// The networks `hxlab compare --page` and `--har` replay a page behind by default: none,
+/// then cable, 4G, 3G and a lossy mobile link, each a published profile (docs/profiles.md).
+pub const PAGE_NETWORKS: [&str; 5] = ["none", "wpt:Cable", "wpt:4G", "wpt:3G", "atc:Edge Lossy"];
+
+/// The experiment of `hxlab compare --page` / `--har`: the recorded page `har` (an absolute
+/// path) replayed over HTTP/1.1, HTTP/2 and HTTP/3 behind [`PAGE_NETWORKS`], 5 repetitions
+/// each in a fresh browser, judged on largest contentful paint (the load event beside it).
+/// The replay server runs one congestion controller, cubic, on TCP and QUIC alike; `--set`
+/// and `-r` apply as to any experiment.
+pub fn page_experiment(har: &std::path::Path, label: &str) -> String {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let networks = PAGE_NETWORKS
+        .iter()
+        .map(|n| q(n))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "name = \"compare-page\"\n\
+         title = {}\n\
+         description = {}\n\
+         workload = \"browser\"\nmetric = \"lcp\"\nrepetitions = 5\ncolumns = \"profile\"\n\
+         baseline = \"h1-tls\"\ntimeout = \"180s\"\nseed = 1\nhar = {}\n\
+         protocol = [\"h1-tls\", \"h2\", \"h3\"]\nprofile = [{networks}]\ncc_server = \"cubic\"\n",
+        q(&format!("hxlab compare --page: {label} over HTTP/1.1, HTTP/2 and HTTP/3")),
+        q(&format!(
+            "The page {label}, recorded once in Chromium, replayed from hxlab's own server over HTTP/1.1 (TLS), \
+             HTTP/2 and HTTP/3 behind packet-level emulations of published networks (none, WebPageTest Cable, 4G \
+             and 3G, Augmented Traffic Control's lossy Edge link). Each repetition is a fresh headless Chromium. \
+             The server runs cubic on TCP and QUIC alike; Chromium's own controller is its default."
+        )),
+        q(&har.display().to_string()),
+    )
+}
+
 /// Finds a scenario by name.
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
@@ -233,5 +267,89 @@ mod tests {
         let e = load(find("compare").expect("compare"), &Overrides::default()).expect("parse");
         assert_eq!(e.cells.iter().filter(|c| c.config.needs_link()).count(), 4);
         assert_eq!(e.cells.len(), 4 * 2 * 2 + 4);
+    }
+
+    #[test]
+    fn the_page_experiment_replays_over_three_protocols_and_five_networks() {
+        let dir = std::env::temp_dir().join(format!("hxlab-page-exp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let har = dir.join("site.har");
+        std::fs::write(
+            &har,
+            r#"{"log":{"version":"1.2","pages":[{"title":"http://a.test/"}],"entries":[
+            {"request":{"method":"GET","url":"http://a.test/"},"response":{"status":301,"headers":[{"name":"Location","value":"https://a.test/"}],"content":{"size":0}}},
+            {"request":{"method":"GET","url":"https://a.test/"},"response":{"status":200,"headers":[],"content":{"size":2,"text":"hi"}}}]}}"#,
+        )
+        .expect("har");
+        let src = page_experiment(&har, "https://a.test/");
+        let e = crate::spec::parse("compare --page", &src, &Overrides::default()).expect("parse");
+        assert_eq!(e.cells.len(), 3 * PAGE_NETWORKS.len());
+        assert_eq!(e.repetitions, 5);
+        assert!(e
+            .cells
+            .iter()
+            .all(|c| c.config.cc_server.as_deref() == Some("cubic")));
+        let set = Overrides {
+            set: vec!["profile=none,Regular 4G".into()],
+            repetitions: Some(2),
+            ..Overrides::default()
+        };
+        let e = crate::spec::parse("compare --page", &src, &set).expect("parse");
+        assert_eq!((e.cells.len(), e.repetitions), (6, 2));
+        // An http:// recording whose redirects do not reach https cannot be HTTP/2 or 3:
+        // refused before anything runs.
+        std::fs::write(
+            &har,
+            r#"{"log":{"version":"1.2","entries":[{"request":{"method":"GET","url":"http://a.test/"},"response":{"status":200,"headers":[],"content":{"size":2,"text":"hi"}}}]}}"#,
+        )
+        .expect("har");
+        let err = crate::spec::parse("compare --page", &src, &Overrides::default())
+            .expect_err("no https page")
+            .to_string();
+        assert!(err.contains("needs an https:// page"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Like for like by default: every built-in scenario that compares protocols on hxlab's
+    /// origin either sweeps `cc` or runs one controller on both ends of every such cell, and
+    /// `--set cc=...` changes it there without touching the cells of servers the lab cannot
+    /// set.
+    #[test]
+    fn protocol_comparisons_run_one_controller_on_both_ends() {
+        for s in SCENARIOS {
+            let e = load(&s, &Overrides::default()).expect("parse");
+            let protocols = e
+                .cells
+                .iter()
+                .map(|c| c.factors["protocol"].clone())
+                .collect::<std::collections::BTreeSet<_>>();
+            if protocols.len() < 2 {
+                continue;
+            }
+            for c in e.cells.iter().filter(|c| c.config.origin == "hxlab") {
+                let (srv, cli) = (&c.config.cc_server, &c.config.cc_client);
+                assert!(
+                    srv.is_some() && srv == cli,
+                    "{}: cell {} runs {srv:?} on the server and {cli:?} on the client",
+                    s.name,
+                    c.key
+                );
+            }
+            for c in e.cells.iter().filter(|c| c.config.origin != "hxlab") {
+                assert_eq!(c.config.cc_server, None, "{}: {}", s.name, c.key);
+            }
+        }
+        let set = Overrides {
+            set: vec!["cc=bbr".into()],
+            ..Overrides::default()
+        };
+        for name in ["seed-004-tls", "servers", "seed-000-https-cpu", "compare"] {
+            let e = load(find(name).expect("scenario"), &set).expect("--set cc=bbr");
+            for c in &e.cells {
+                let want = (c.config.origin == "hxlab").then(|| "bbr".to_string());
+                assert_eq!(c.config.cc_server, want, "{name}: {}", c.key);
+                assert_eq!(c.config.cc_client, want, "{name}: {}", c.key);
+            }
+        }
     }
 }

@@ -1,8 +1,9 @@
-//! Published network profiles: Chrome DevTools' legacy and current presets and WebPageTest's
-//! connectivity profiles, with the sources' own numbers and units (converted in code).
+//! Published network profiles: Chrome DevTools' legacy and current presets, WebPageTest's
+//! connectivity profiles and the lossy mobile profile of Facebook's Augmented Traffic Control,
+//! with the sources' own numbers and units (converted in code; docs/profiles.md has the tables).
 //!
-//! Names: `family:name`, where family is `chrome-legacy`, `chrome` (current presets) or `wpt`
-//! (WebPageTest), matched case-insensitively with spaces, `-` and `_` ignored in the name:
+//! Names: `family:name`, where family is `chrome-legacy`, `chrome` (current presets), `wpt`
+//! (WebPageTest) or `atc` (Augmented Traffic Control), matched case-insensitively with spaces, `-` and `_` ignored in the name:
 //! "Regular 2G", "regular-2g", "chrome-legacy:regular2g" are one profile. A bare name is fine
 //! when only one family has it; "3G" (chrome and wpt) and "DSL" (chrome-legacy and wpt) need
 //! the family, and a bare ambiguous name is an error listing the choices.
@@ -19,6 +20,8 @@ pub enum Family {
     Chrome,
     /// WebPageTest connectivity profiles (kbit = 1000 bit; RTT).
     WebPageTest,
+    /// Facebook's Augmented Traffic Control profiles (kbit = 1000 bit; one-way delays, loss).
+    Atc,
 }
 
 impl Family {
@@ -28,6 +31,7 @@ impl Family {
             Family::ChromeLegacy => "chrome-legacy",
             Family::Chrome => "chrome",
             Family::WebPageTest => "wpt",
+            Family::Atc => "atc",
         }
     }
 
@@ -43,11 +47,19 @@ impl Family {
             Family::WebPageTest => {
                 "WebPageTest connectivity profiles, catchpoint/WebPageTest www/settings/connectivity.ini.sample (RTT ms split half each way; kbit = 1000 bit)"
             }
+            Family::Atc => {
+                "Facebook Augmented Traffic Control, facebookarchive/augmented-traffic-control utils/profiles/*.json (one-way delays summed to the RTT, split half each way; random loss each way; kbit = 1000 bit)"
+            }
         }
     }
 
-    fn all() -> [Family; 3] {
-        [Family::ChromeLegacy, Family::Chrome, Family::WebPageTest]
+    fn all() -> [Family; 4] {
+        [
+            Family::ChromeLegacy,
+            Family::Chrome,
+            Family::WebPageTest,
+            Family::Atc,
+        ]
     }
 }
 
@@ -85,7 +97,7 @@ impl Profile {
     fn bits_per_kbit(&self) -> f64 {
         match self.family {
             Family::ChromeLegacy => 1024.0,
-            Family::Chrome | Family::WebPageTest => 1000.0,
+            Family::Chrome | Family::WebPageTest | Family::Atc => 1000.0,
         }
     }
 
@@ -118,7 +130,7 @@ const fn p(
     }
 }
 
-/// Every shipped profile, in the order of shared/PROFILES.md.
+/// Every shipped profile, family by family, in the sources' order.
 pub fn all() -> Vec<Profile> {
     use Family::*;
     let mut v = vec![
@@ -154,6 +166,11 @@ pub fn all() -> Vec<Profile> {
         p(WebPageTest, "Cable", 28.0, 5000.0, 1000.0),
         p(WebPageTest, "FIOS", 4.0, 20000.0, 5000.0),
     ]);
+    // "Edge - Lossy": 400 ms down and 440 ms up (an 840 ms round trip, modelled here as
+    // 420 ms each way), 240/200 kbit/s, 1 % random loss each way: a lossy mobile link.
+    let mut edge_lossy = p(Atc, "Edge Lossy", 840.0, 240.0, 200.0);
+    edge_lossy.loss = 0.01;
+    v.push(edge_lossy);
     v
 }
 
@@ -172,7 +189,7 @@ pub fn find(name: &str) -> Result<Profile, LinkError> {
             let f = normalise(fam);
             let family = Family::all().into_iter().find(|x| normalise(x.prefix()) == f).ok_or_else(|| {
                 LinkError::Config(format!(
-                    "unknown profile family {fam:?} in {name:?}; families: chrome-legacy, chrome, wpt"
+                    "unknown profile family {fam:?} in {name:?}; families: chrome-legacy, chrome, wpt, atc"
                 ))
             })?;
             (Some(family), rest)
@@ -207,7 +224,7 @@ pub fn find(name: &str) -> Result<Profile, LinkError> {
 /// The `--list-profiles` text: one line per profile, grouped by source, source cited.
 pub fn listing() -> String {
     let mut out = String::new();
-    out.push_str("Profiles (name matching: case-insensitive, spaces/-/_ ignored; prefix chrome-legacy:, chrome: or wpt: when a name is in two families).\nRTT is split half each way; rates are per direction.\n");
+    out.push_str("Profiles (name matching: case-insensitive, spaces/-/_ ignored; prefix chrome-legacy:, chrome:, wpt: or atc: when a name is in two families).\nRTT is split half each way; rates are per direction.\n");
     let profiles = all();
     for fam in Family::all() {
         out.push_str(&format!("\n# {}\n", fam.source()));
@@ -262,7 +279,13 @@ mod tests {
 
     #[test]
     fn every_profile_from_the_table_with_units_converted() {
-        assert_eq!(all().len(), 8 + 3 + 12);
+        assert_eq!(all().len(), 8 + 3 + 12 + 1);
+        let lossy = crate::LinkConfig::from_profile("atc:edge-lossy").unwrap();
+        assert_eq!(lossy.down.delay, Duration::from_millis(420));
+        assert_eq!(lossy.down.server, crate::config::Server::Rate(240_000));
+        assert_eq!(lossy.up.server, crate::config::Server::Rate(200_000));
+        assert_eq!(lossy.up.loss, crate::config::Loss::Random(0.01));
+        assert_eq!(find("Edge Lossy").unwrap().family, Family::Atc);
         let good3g = find("Good 3G").unwrap();
         assert_eq!(good3g.down_bits_per_sec(), 1536 * 1024);
         let fast4g = find("Fast 4G").unwrap();
@@ -280,6 +303,7 @@ mod tests {
         assert!(
             listing.contains("NetworkConditionsSelector.js")
                 && listing.contains("connectivity.ini.sample")
+                && listing.contains("augmented-traffic-control")
         );
     }
 }

@@ -162,6 +162,10 @@ pub struct Record {
     /// waterfalls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waterfall: Option<hxlab_core::waterfall::Waterfall>,
+    /// A recorded page's replay (browser workload with `har`): what the replay server
+    /// answered from the recording in this repetition (hits, near misses, misses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<hxlab_core::har::ReplayOutcome>,
 }
 
 impl Record {

@@ -116,6 +116,11 @@ pub struct CellSummary {
     /// When connections negotiated another protocol family than the cell asked for: what
     /// they negotiated, e.g. `h2 ×5`.
     pub fell_back: Option<String>,
+    /// A recorded page's replay over every repetition: hits, near misses and misses summed,
+    /// the first miss kept (None: not a replay).
+    pub replay: Option<hxlab_core::har::ReplayOutcome>,
+    /// Repetitions whose replay had at least one miss.
+    pub replay_missed_runs: usize,
 }
 
 impl CellSummary {
@@ -191,6 +196,18 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         }
         hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
         hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
+        if let Some(rp) = &r.replay {
+            let sum = s.replay.get_or_insert_with(Default::default);
+            sum.hits += rp.hits;
+            sum.near_misses += rp.near_misses;
+            sum.misses += rp.misses;
+            sum.browser_own += rp.browser_own;
+            sum.served_without_body += rp.served_without_body;
+            if sum.first_miss.is_none() {
+                sum.first_miss.clone_from(&rp.first_miss);
+            }
+            s.replay_missed_runs += usize::from(rp.misses > 0);
+        }
         if let Some(res) = &r.result {
             for (k, v) in &res.negotiated {
                 *s.negotiated.entry(k.clone()).or_default() += v;
@@ -255,6 +272,15 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
             ));
             s.fell_back = Some(other.join(", "));
         }
+    }
+    if let Some(rp) = s.replay.as_ref().filter(|rp| rp.misses > 0) {
+        s.warnings.push(format!(
+            "the replayed recording missed {} request(s) in {} of {} repetitions (first: {})",
+            rp.misses,
+            s.replay_missed_runs,
+            records.len() - skipped,
+            rp.first_miss.as_deref().unwrap_or("not listed")
+        ));
     }
     s.cc_mismatch = cc_warnings(&s);
     s.warnings.extend(s.cc_mismatch.iter().cloned());

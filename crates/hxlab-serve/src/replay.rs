@@ -1,6 +1,8 @@
 //! `hxlab serve --replay site.har`: every request is answered from a HAR archive (matching in
 //! `hxlab_core::har`), and every answer is counted: hits, near misses (with the URL asked
-//! for and the one served) and misses (answered 404 with `x-hxlab-replay: miss`). The
+//! for and the one served) and misses (answered 404 with `x-hxlab-replay: miss`); the
+//! browser's own `/favicon.ico`, which no recording holds, is answered 404 and counted apart
+//! (`browser_own`, `x-hxlab-replay: browser-own`). The
 //! counters are served at `/replay-stats`; `?reset=1` also zeroes them and starts every
 //! recorded sequence over, as `hxlab page --replay` does before each page load.
 
@@ -38,6 +40,9 @@ pub struct ReplayCounts {
     pub near_misses: u64,
     /// Requests with nothing in the archive (answered 404).
     pub misses: u64,
+    /// Requests the browser makes on its own (`GET /favicon.ico`) that the archive does not
+    /// hold: answered 404 like a miss, counted here instead (a recording never sees them).
+    pub browser_own: u64,
     /// Answers whose recorded body the HAR lacks (served with an empty body).
     pub served_without_body: u64,
     /// The first near misses.
@@ -46,6 +51,10 @@ pub struct ReplayCounts {
     pub miss_urls: Vec<String>,
     /// Recorded responses whose body the HAR lacks (the whole archive, not just served ones).
     pub bodies_missing: Vec<String>,
+    /// Entries of the HAR left out because nothing can replay them, named by kind
+    /// (`skipped 5 entries: 2 data:, 2 ws:, 1 blob:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// The archive and its counters.
@@ -64,6 +73,7 @@ impl Replay {
                 .take(MAX_LISTED)
                 .map(str::to_string)
                 .collect(),
+            skipped: archive.skipped_text(),
             ..ReplayCounts::default()
         };
         Replay {
@@ -80,6 +90,7 @@ impl Replay {
             *c = ReplayCounts {
                 entries: now.entries,
                 bodies_missing: now.bodies_missing.clone(),
+                skipped: now.skipped.clone(),
                 ..ReplayCounts::default()
             };
             self.archive.rewind();
@@ -93,9 +104,23 @@ impl Replay {
             let q = if query.is_empty() { "" } else { "?" };
             format!("{scheme}://{host}{path}{q}{query}")
         };
-        let found = self.archive.answer(method, host, path, query);
+        let found = self.archive.answer(method, scheme, host, path, query);
         let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let Some((rec, kind)) = found else {
+            if hxlab_core::har::is_browser_own(method, path, query) {
+                c.browser_own += 1;
+                drop(c);
+                let mut r = Reply::text(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "the browser's own request, not in the replayed archive: {method} {}\n",
+                        asked()
+                    ),
+                );
+                r.headers
+                    .push((REPLAY_HEADER, HeaderValue::from_static("browser-own")));
+                return r;
+            }
             c.misses += 1;
             if c.miss_urls.len() < MAX_LISTED {
                 c.miss_urls.push(format!("{method} {}", asked()));

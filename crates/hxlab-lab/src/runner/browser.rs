@@ -177,6 +177,7 @@ fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &s
         ));
         return;
     };
+    record.replay = run.get("replay").and_then(replay_outcome);
     if let Some(e) = run.get("error").and_then(|e| e.as_str()) {
         record.error = Some(format!("page load failed: {e}"));
         return;
@@ -191,6 +192,24 @@ fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &s
         }
         Err(e) => record.error = Some(format!("hxlab page wrote an unreadable run: {e}")),
     }
+}
+
+/// A run's replay counts as `hxlab page --json` wrote them (the replay server's
+/// `/replay-stats` for that page load); None when the run was no replay.
+fn replay_outcome(v: &serde_json::Value) -> Option<hxlab_core::har::ReplayOutcome> {
+    let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+    Some(hxlab_core::har::ReplayOutcome {
+        hits: n("hits")?,
+        near_misses: n("near_misses").unwrap_or(0),
+        misses: n("misses").unwrap_or(0),
+        browser_own: n("browser_own").unwrap_or(0),
+        served_without_body: n("served_without_body").unwrap_or(0),
+        first_miss: v
+            .get("miss_urls")
+            .and_then(|u| u.get(0))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+    })
 }
 
 /// `hxlab page --proto` for a cell's protocol (a browser speaks h2 and h1 over TLS only).

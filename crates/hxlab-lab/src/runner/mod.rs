@@ -508,7 +508,19 @@ impl Runner {
 fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
     match &exp.page {
         Some(crate::spec::PageSource::Har(p)) => {
-            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; misses are counted per run and flag it); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, read back per record; Chromium's own controller is not settable and not read back", p.display()));
+            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; hits, near misses and misses are recorded per run, and a miss flags the run); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, read back per record; Chromium's own controller is not settable and not read back", p.display()));
+            if let Ok(archive) = hxlab_core::har::Archive::read(p) {
+                let chain = archive.redirect_chain();
+                if chain.len() > 1 {
+                    note(meta, format!("the recording starts at {} and redirects to {}: h1 and h2 loads start there (the redirects answered as recorded; the protocol check counts only https responses), h3 loads at the https page", archive.page_url, chain.last().map(String::as_str).unwrap_or("")));
+                }
+                if let Some(skipped) = archive.skipped_text() {
+                    note(
+                        meta,
+                        format!("the recording: {skipped} (nothing can replay them)"),
+                    );
+                }
+            }
             return;
         }
         Some(crate::spec::PageSource::Url(u)) => {

@@ -664,7 +664,8 @@ fn published_tables(raw: Vec<RawPublished>) -> Vec<PublishedTable> {
     tables
 }
 
-/// Command-line overrides: they replace a factor everywhere, blocks included.
+/// Command-line overrides: they replace a factor everywhere, blocks included, except a factor
+/// that only some blocks set, which is replaced in those blocks.
 fn apply_overrides(
     overrides: &Overrides,
     exp: &mut Experiment,
@@ -728,16 +729,23 @@ fn apply_overrides(
             option: option.clone(),
             message: m,
         })?;
+        let spec = FactorSpec {
+            levels,
+            span: Place::Option(option),
+        };
+        // A factor that only some [[matrix]] blocks set (hxlab's cells' `cc`, which another
+        // server's cells cannot take) is replaced in those blocks alone.
+        let in_blocks = block_specs.iter().filter(|b| b.contains_key(name)).count();
+        if !base.contains_key(name) && in_blocks > 0 && in_blocks < block_specs.len() {
+            for b in block_specs.iter_mut().filter(|b| b.contains_key(name)) {
+                b.insert(name.to_string(), spec.clone());
+            }
+            continue;
+        }
         for b in block_specs.iter_mut() {
             b.remove(name);
         }
-        base.insert(
-            name.to_string(),
-            FactorSpec {
-                levels,
-                span: Place::Option(option),
-            },
-        );
+        base.insert(name.to_string(), spec);
     }
 
     Ok(())
@@ -823,6 +831,22 @@ fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
         return Err(ctx.whole(
             "warm_up needs `duration`: a warm-up runs before a timed measurement (as in h2load); a run of `requests` has none",
         ));
+    }
+    // A recorded page must be loadable over every protocol a cell asks for (an http://
+    // recording whose redirects do not end at https cannot be HTTP/2 or HTTP/3): found now,
+    // not in every repetition.
+    if let Some(PageSource::Har(path)) = &exp.page {
+        let archive = hxlab_core::har::Archive::read(path)
+            .map_err(|e| ctx.whole(format!("har {}: {}", path.display(), e.0)))?;
+        for p in exp.levels("protocol") {
+            let proto = match p.as_str() {
+                "h3" => hxlab_browser::Protocol::H3,
+                "h2" | "h2c" => hxlab_browser::Protocol::H2,
+                _ => hxlab_browser::Protocol::H1,
+            };
+            crate::replay::start_url(&archive, proto)
+                .map_err(|e| ctx.whole(format!("har {}: {e}", path.display())))?;
+        }
     }
     if exp.total_runs() > MAX_RUNS {
         return Err(ctx.whole(format!(

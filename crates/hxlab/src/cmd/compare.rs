@@ -3,6 +3,9 @@
 //! emulated network when `hxlab link` works here), a table on the terminal, the report in a
 //! directory it names, and the runner's overhead over the cells' own measured time.
 //!
+//! `hxlab compare --page URL` and `--har FILE` ask what the protocols buy a real page
+//! (`compare_page`).
+//!
 //! `hxlab compare --url URL` asks the same of the user's own site: it probes which
 //! protocols the URL's host offers, then runs a small `resources` and `throughput` matrix
 //! against that URL (a url origin; the path is the user's resource) into two reports.
@@ -19,15 +22,23 @@ use std::time::Duration;
 /// Options of `hxlab compare`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  hxlab compare\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem"
+    after_help = "Examples:\n  hxlab compare\n  hxlab compare --page https://www.example.com/ -k\n  hxlab compare --har site.har --set profile=none,\"Regular 4G\" -r 3\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem"
 )]
 pub struct Args {
     /// Measure this URL's host instead of hxlab's own origin: the protocols it offers, a
     /// small resources and throughput matrix (requests go to this URL).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["page", "har"])]
     pub url: Option<String>,
-    /// With --url: accept any certificate.
-    #[arg(long, short = 'k', requires = "url")]
+    /// Your page over h1, h2 and h3: record it once in Chromium, then replay it from hxlab's
+    /// own server over each protocol behind a set of published networks (LCP and load time).
+    #[arg(long, value_name = "URL", conflicts_with = "har")]
+    pub page: Option<String>,
+    /// As --page, from a recording: a HAR exported from Chrome DevTools ("Save all as HAR
+    /// with content") or written by `hxlab page --record`.
+    #[arg(long, value_name = "FILE")]
+    pub har: Option<PathBuf>,
+    /// With --url or --page: accept any certificate.
+    #[arg(long, short = 'k')]
     pub insecure: bool,
     /// With --url: trust this CA certificate (PEM).
     #[arg(
@@ -43,8 +54,19 @@ pub struct Args {
 
 /// Runs `hxlab compare`.
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    if args.insecure && args.url.is_none() && args.page.is_none() {
+        return Err(super::usage("-k/--insecure is for --url and --page"));
+    }
     if let Some(url) = args.url.clone() {
         return run_url(&url, args);
+    }
+    if args.page.is_some() || args.har.is_some() {
+        return super::compare_page::run(
+            args.page.as_deref(),
+            args.har.as_deref(),
+            args.insecure,
+            args.common,
+        );
     }
     let scenario = scenarios::find("compare")
         .ok_or_else(|| anyhow::anyhow!("the compare scenario is missing from this build"))?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Options of `hxlab page`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  hxlab page --synthetic n=30,size=100KiB,delay=10ms --proto h3 --runs 10\n  hxlab page https://127.0.0.1:8443/ --proto h2 --spki <base64> --json -"
+    after_help = "Examples:\n  hxlab page --synthetic n=30,size=100KiB,delay=10ms --proto h3 --runs 10\n  hxlab page https://127.0.0.1:8443/ --proto h2 --spki <base64> --json -\n  hxlab page -k https://staging.localhost:8443/ --proto h3 --record site.har --runs 1"
 )]
 pub struct Args {
     /// Page to load (http:// or https://). Or use --synthetic.
@@ -91,6 +91,9 @@ pub struct Args {
     /// Trust a server certificate by the base64 SHA-256 of its SubjectPublicKeyInfo (URL mode).
     #[arg(long, value_name = "BASE64")]
     pub spki: Vec<String>,
+    /// Accept any certificate (URL mode), as `hxlab load -k` and `curl -k` do.
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
     /// Slow the page's CPU down N times (Chromium's CPU throttling), N from 1 to 100.
     #[arg(
         long,
@@ -174,7 +177,28 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         ));
     }
     if let Some(har) = &args.replay {
-        hxlab_lab::replay::check_archive(har).map_err(super::usage)?;
+        let (archive, start) =
+            hxlab_lab::replay::check_archive(har, proto).map_err(super::usage)?;
+        let chain = archive.redirect_chain();
+        if chain.len() > 1 {
+            eprintln!(
+                "hxlab page: the recording redirects {} to {}; {} loads start at {start}{}",
+                archive.page_url,
+                chain.last().map(String::as_str).unwrap_or(""),
+                proto.as_str(),
+                if start == archive.page_url && proto != Protocol::H1 {
+                    " (redirects answered as recorded; the protocol check counts only https responses)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if let Some(skipped) = archive.skipped_text() {
+            eprintln!(
+                "hxlab page: {}: {skipped} (nothing can replay them)",
+                har.display()
+            );
+        }
         if !args.spki.is_empty() {
             return Err(super::usage(
                 "--spki is for URL mode; the replay server's key is trusted already",
@@ -191,6 +215,11 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
             "--push and --early-hints need --synthetic (they ask hxlab serve for them)",
         ));
     }
+    if args.insecure && args.url.is_none() {
+        return Err(super::usage(
+            "-k/--insecure is for URL mode; the synthetic or replay origin's key is trusted already",
+        ));
+    }
     if synthetic.is_some() && !args.spki.is_empty() {
         return Err(super::usage(
             "--spki is for URL mode; the synthetic origin's key is trusted already",
@@ -204,6 +233,7 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         }
         let mut check = PageConfig::new(url.clone(), proto);
         check.spki_sha256 = args.spki.clone();
+        check.insecure = args.insecure;
         check.validate().map_err(|e| super::usage(e.to_string()))?;
     }
     let hxlab_bin = match std::env::var_os("HXLAB_BIN") {
@@ -218,6 +248,7 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         push: args.push,
         early_hints: args.early_hints,
         spki: args.spki.clone(),
+        insecure: args.insecure,
         chromium: args.chromium.clone(),
         timeout,
         collect_har: args.har.is_some(),
@@ -546,6 +577,12 @@ fn replay_line(c: &Value) -> String {
         n("near_misses"),
         n("misses")
     );
+    if n("browser_own") > 0 {
+        line.push_str(&format!(
+            " ({} request(s) the browser made on its own, e.g. /favicon.ico, not in the recording: answered 404, not counted as misses)",
+            n("browser_own")
+        ));
+    }
     if let Some(urls) = c.get("miss_urls").and_then(Value::as_array) {
         for u in urls.iter().filter_map(Value::as_str).take(5) {
             line.push_str(&format!("\n       missed: {u}"));

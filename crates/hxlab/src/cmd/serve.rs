@@ -239,6 +239,9 @@ async fn serve(
             "hxlab serve: replaying {} recorded response(s); misses are answered 404 with x-hxlab-replay: miss and counted at /replay-stats",
             c.entries
         );
+        if let Some(skipped) = &c.skipped {
+            eprintln!("hxlab serve: {skipped} (nothing can replay them)");
+        }
         if !c.bodies_missing.is_empty() {
             eprintln!(
                 "hxlab serve: {} recorded response(s) have no body in the HAR (served empty), e.g. {}",
