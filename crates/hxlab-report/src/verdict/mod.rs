@@ -5,6 +5,8 @@
 //! figures are not the protocol's (a fallback to another protocol, errors, skips) named
 //! rather than buried in the warnings.
 
+pub mod judge;
+
 use crate::comparisons::{fmt_ratio, Comparison};
 use crate::summary::{CellSummary, Report};
 use std::collections::BTreeMap;
