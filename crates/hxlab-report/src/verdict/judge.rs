@@ -34,6 +34,18 @@ pub enum Finding {
     TooFew,
 }
 
+impl Finding {
+    /// The finding in a few words, as the Comparisons sections print it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Finding::Better | Finding::Worse => "significant",
+            Finding::Equal => "equal within 2 %",
+            Finding::NoDifference => "no significant difference",
+            Finding::TooFew => "too few repetitions to test",
+        }
+    }
+}
+
 /// Whether `ratio` lies within [`NEGLIGIBLE`] of 1 (symmetrically on a log scale, so
 /// 1.02× faster and 1.02× slower are treated alike).
 pub fn negligible(ratio: f64) -> bool {
@@ -171,6 +183,8 @@ mod tests {
 
     #[test]
     fn two_percent_is_the_edge_either_way() {
+        let said = format!("equal within {:.0} %", NEGLIGIBLE * 100.0);
+        assert_eq!(Finding::Equal.text(), said, "the words follow the constant");
         assert!(negligible(1.0) && negligible(1.019) && negligible(1.0 / 1.019));
         assert!(!negligible(1.021) && !negligible(1.0 / 1.021));
         assert!(!negligible(f64::NAN) && !negligible(0.0));

@@ -1,42 +1,109 @@
-//! The verdict: what the experiment says, first and in one block. A headline (which
-//! protocol was best where, the largest effect), then the significant differences ranked by
-//! size ("h2 is 4.41× faster than h1-tls (95 % CI 4.20–4.62; −62.1 ms)"), the differences
-//! that are not significant marked `~` as benchstat does (p and n shown), and the cells whose
-//! figures are not the protocol's (a fallback to another protocol, errors, skips) named
-//! rather than buried in the warnings.
+//! The verdict: what the experiment says, first and short enough to read in ten seconds.
+//!
+//! - A **headline**: which protocol was fastest under how many conditions, and the largest
+//!   effect.
+//! - **One line per protocol pair compared**, grouped across conditions: the direction, the
+//!   range of ratios, the largest effect with its interval and condition, and the conditions
+//!   where the two are equal within 2 % or show no significant difference, e.g.
+//!   `h2 vs h1-tls: h2 faster in 4 of 5 conditions, 4.41–9.12× (largest 9.12×, CI 9.00–9.66,
+//!   delay 50ms, resources 120); profile Regular 4G: no significant difference (0.99×, …)`.
+//!   A browser experiment gets these lines for LCP and for the load event, and one line of
+//!   per-protocol medians (page TTFB, connections, bytes).
+//! - **One line per kind of problem** (fell back, errors, not measured, congestion control
+//!   not as asked, not like for like, metric not recorded) with its count and first example.
+//!
+//! Each comparison is judged by one rule ([`judge`]): differences within [`NEGLIGIBLE`]
+//! (2 %) are "equal within 2 %", and with too few repetitions for the exact Mann-Whitney
+//! test to reach p < 0.05 a difference is said as it "looks", never as "no difference".
+//! Every comparison, condition by condition, is in the report's Comparisons section.
 
 pub mod judge;
+mod pairs;
+mod problems;
+
+pub use judge::{judge, Finding, NEGLIGIBLE};
 
 use crate::comparisons::{fmt_ratio, Comparison};
+use crate::model::{Metric, Workload};
 use crate::summary::{CellSummary, Report};
 use std::collections::BTreeMap;
 
 /// What a verdict line says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
-    /// A cell whose figures should not be read as the protocol's.
+    /// Cells or comparisons whose figures should not be read as the protocol's.
     Problem,
-    /// A significant difference.
+    /// A pair with a significant difference larger than [`NEGLIGIBLE`] somewhere.
     Significant,
-    /// No significant difference (`~`).
+    /// A pair whose differences could not be tested: too few repetitions.
+    Untested,
+    /// A pair equal within [`NEGLIGIBLE`] or without significant difference everywhere.
     Same,
+    /// Figures beside the verdict (a browser experiment's per-protocol medians).
+    Info,
 }
 
 impl Kind {
-    /// The sign the line starts with: `!`, `>` or `~`.
+    /// The sign the line starts with: `!`, `>`, `?`, `~` or `·`.
     pub fn sign(self) -> &'static str {
         match self {
             Kind::Problem => "!",
             Kind::Significant => ">",
+            Kind::Untested => "?",
             Kind::Same => "~",
+            Kind::Info => "·",
         }
     }
-    /// Class name in HTML.
+    /// Class name in HTML and `kind` in summary.json.
     pub fn class(self) -> &'static str {
         match self {
             Kind::Problem => "problem",
             Kind::Significant => "significant",
+            Kind::Untested => "untested",
             Kind::Same => "same",
+            Kind::Info => "info",
+        }
+    }
+}
+
+/// The kind of a problem line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Problem {
+    /// Connections negotiated another protocol family than the cell asked for.
+    FellBack,
+    /// Repetitions with errors or failed requests.
+    Errors,
+    /// A cell that was not measured.
+    Skipped,
+    /// An end's congestion controller, read back, is not what the cell asked for.
+    CcNotAsAsked,
+    /// Two cells compared whose servers sent with different congestion controllers.
+    NotLikeForLike,
+    /// Clean repetitions that did not record the metric (a page that painted nothing).
+    NotRecorded,
+}
+
+impl Problem {
+    /// How the verdict names the kind.
+    pub fn label(self) -> &'static str {
+        match self {
+            Problem::FellBack => "fell back",
+            Problem::Errors => "errors",
+            Problem::Skipped => "not measured",
+            Problem::CcNotAsAsked => "congestion control not as asked",
+            Problem::NotLikeForLike => "not like for like",
+            Problem::NotRecorded => "metric not recorded",
+        }
+    }
+    /// The kind's key in summary.json.
+    pub fn key(self) -> &'static str {
+        match self {
+            Problem::FellBack => "fell_back",
+            Problem::Errors => "errors",
+            Problem::Skipped => "skipped",
+            Problem::CcNotAsAsked => "cc_not_as_asked",
+            Problem::NotLikeForLike => "not_like_for_like",
+            Problem::NotRecorded => "not_recorded",
         }
     }
 }
@@ -46,10 +113,15 @@ impl Kind {
 pub struct Line {
     /// What it says.
     pub kind: Kind,
-    /// The sentence.
+    /// The sentence, the same in every format.
     pub text: String,
-    /// The conditions it holds under, e.g. `delay 20ms, resources 30` (empty: every cell).
+    /// For a problem line, the condition of its first example; empty for a pair line, which
+    /// spans every condition.
     pub condition: String,
+    /// The kind of problem, for problem lines.
+    pub problem: Option<Problem>,
+    /// How many comparisons (pair line) or cells and comparisons (problem line) it covers.
+    pub count: usize,
 }
 
 /// The verdict block.
@@ -57,13 +129,23 @@ pub struct Line {
 pub struct Verdict {
     /// One or two sentences answering the experiment's question.
     pub headline: String,
-    /// Problems first, then significant effects by size (largest first), then the `~` ones.
+    /// One line per pair compared (per metric for a browser experiment), then the page
+    /// figures of a browser experiment, then one line per kind of problem.
     pub lines: Vec<Line>,
 }
 
-/// How much larger the better side is, as a log so 2× and 0.5× rank alike.
-fn size(c: &Comparison) -> f64 {
-    c.ratio.ln().abs()
+impl Verdict {
+    /// The verdict as plain text lines: `verdict: <headline>`, then `  <sign> <text>` per
+    /// line, as the terminal prints it.
+    pub fn plain(&self) -> Vec<String> {
+        let mut out = vec![format!("verdict: {}", self.headline)];
+        out.extend(
+            self.lines
+                .iter()
+                .map(|l| format!("  {} {}", l.kind.sign(), l.text)),
+        );
+        out
+    }
 }
 
 /// `h2 is 4.41× faster than h1-tls (95 % CI 4.20–4.62; shift −62.1 ms)`.
@@ -81,55 +163,20 @@ pub fn effect_text(c: &Comparison) -> String {
     )
 }
 
-/// `h1 ~ h1-tls: no significant difference (ratio 0.99, shift −3.6 ms, p = 0.690, n = 5+5)`.
-pub fn same_text(c: &Comparison) -> String {
-    let few = if c.n.0 < 4 || c.n.1 < 4 {
-        "; too few repetitions to tell"
-    } else {
-        ""
-    };
-    format!(
-        "{} ~ {}: no significant difference (ratio {}, shift {}, p = {:.3}, n = {}+{}{few})",
-        c.protocol,
-        c.baseline,
-        fmt_ratio(c.ratio),
-        c.shift_text(),
-        c.p_value,
-        c.n.0,
-        c.n.1
-    )
+/// How much larger the better side is, as a log so 2× and 0.5× rank alike.
+fn size(c: &Comparison) -> f64 {
+    c.ratio.ln().abs()
 }
 
-/// The problems of one cell, one sentence each.
-fn problems(c: &CellSummary) -> Vec<String> {
-    let proto = c.factors.get("protocol").cloned().unwrap_or_default();
-    let mut out = Vec::new();
-    if let Some(why) = &c.skipped {
-        out.push(format!("{proto} was not measured: {why}"));
-        return out;
+/// The short name of a metric in the pair lines of a browser experiment.
+fn metric_name(m: Metric) -> &'static str {
+    match m {
+        Metric::LcpS => "LCP",
+        Metric::TimeS => "load",
+        Metric::FcpS => "FCP",
+        Metric::SpeedIndexS => "Speed Index",
+        Metric::RequestsPerSec => "requests/s",
     }
-    if let Some(other) = &c.fell_back {
-        out.push(format!(
-            "{proto} fell back: its connections negotiated {other}, so these figures are not {proto}'s"
-        ));
-    }
-    if c.failed > 0 {
-        let first = c.first_error.as_deref().unwrap_or("");
-        out.push(format!(
-            "{proto} had errors in {} of {} repetitions{}",
-            c.failed,
-            c.ran,
-            if first.is_empty() {
-                String::new()
-            } else {
-                format!(" (first: {first})")
-            }
-        ));
-    }
-    for w in &c.cc_mismatch {
-        out.push(format!("{proto}: {w}"));
-    }
-    out
 }
 
 impl Report {
@@ -145,136 +192,97 @@ impl Report {
             .join(", ")
     }
 
+    /// The metrics the verdict judges by: the primary one, and for a browser experiment
+    /// both LCP and the load event (the primary first).
+    fn verdict_metrics(&self) -> Vec<Metric> {
+        let mut out = vec![self.metric];
+        if self.meta.workload() == Workload::Browser {
+            for m in [Metric::LcpS, Metric::TimeS] {
+                if !out.contains(&m) {
+                    out.push(m);
+                }
+            }
+        }
+        out
+    }
+
     /// Builds the verdict from the cells and comparisons.
     pub fn verdict(&self) -> Verdict {
         let tied = self.tied_factors();
+        let metrics = self.verdict_metrics();
         let mut lines = Vec::new();
-        for c in &self.cells {
-            for text in problems(c) {
-                lines.push(Line {
-                    kind: Kind::Problem,
-                    text,
-                    condition: self.cell_condition(c, &tied),
-                });
+        let mut missing = Vec::new();
+        for &m in &metrics {
+            let comparisons = self.comparisons_of(m);
+            if comparisons.is_empty() && metrics.len() > 1 {
+                missing.push(metric_name(m));
+                continue;
             }
+            let prefix = if metrics.len() > 1 {
+                format!("{}: ", metric_name(m))
+            } else {
+                String::new()
+            };
+            lines.extend(pairs::pair_lines(&comparisons, &prefix));
         }
-        for c in &self.comparisons {
-            if let Some(text) = self.cc_mismatch(c) {
-                lines.push(Line {
-                    kind: Kind::Problem,
-                    text,
-                    condition: c.condition.clone(),
-                });
-            }
+        if metrics.len() > 1 {
+            lines.extend(pairs::page_figures(self, &missing));
         }
-        let mut sig: Vec<&Comparison> = self
-            .comparisons
-            .iter()
-            .filter(|c| c.significant())
-            .collect();
-        sig.sort_by(|a, b| size(b).total_cmp(&size(a)));
-        for c in &sig {
-            lines.push(Line {
-                kind: Kind::Significant,
-                text: effect_text(c),
-                condition: c.condition.clone(),
-            });
-        }
-        for c in self.comparisons.iter().filter(|c| !c.significant()) {
-            lines.push(Line {
-                kind: Kind::Same,
-                text: same_text(c),
-                condition: c.condition.clone(),
-            });
-        }
+        lines.extend(problems::problem_lines(self, &tied));
         Verdict {
-            headline: self.headline(&tied, &sig),
+            headline: self.headline(&tied),
             lines,
         }
     }
 
-    /// When the two cells of a comparison sent with different congestion controllers, as
-    /// their servers read them back: the difference is not the protocol's alone.
-    fn cc_mismatch(&self, c: &Comparison) -> Option<String> {
-        let cell = |k: &str| self.cells.iter().find(|x| x.key == k);
-        let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
-        let names = |m: &BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>();
-        if a.server_cc.is_empty()
-            || b.server_cc.is_empty()
-            || names(&a.server_cc) == names(&b.server_cc)
-        {
-            return None;
-        }
-        Some(format!(
-            "{} vs {}: not like for like: their servers sent with {} and {} (read back), so the difference mixes the protocol with the congestion controller; set cc for both",
-            c.protocol,
-            c.baseline,
-            hxlab_core::cc::counts_text(&a.server_cc),
-            hxlab_core::cc::counts_text(&b.server_cc)
-        ))
-    }
-
     /// Which protocol had the best median under each condition (trusted cells only), the
-    /// largest significant effect, and how many differences were not significant.
-    fn headline(&self, tied: &[String], sig: &[&Comparison]) -> String {
-        let lower = self.metric.lower_is_better();
-        let mut best: BTreeMap<String, (String, f64)> = BTreeMap::new();
-        for c in self
-            .cells
-            .iter()
-            .filter(|c| !c.values.is_empty() && c.fell_back.is_none() && c.failed == 0)
-        {
-            let Some(p) = c.factors.get("protocol") else {
-                continue;
-            };
-            let cond = self.cell_condition(c, tied);
-            let e = best.entry(cond).or_insert((p.clone(), c.median));
-            if (lower && c.median < e.1) || (!lower && c.median > e.1) {
-                *e = (p.clone(), c.median);
-            }
-        }
+    /// largest effect, and how many cells have problems.
+    fn headline(&self, tied: &[String]) -> String {
         let mut parts = Vec::new();
-        if !best.is_empty() {
-            let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
-            for (p, _) in best.values() {
-                *wins.entry(p.as_str()).or_default() += 1;
-            }
-            let mut wins: Vec<(&str, usize)> = wins.into_iter().collect();
-            let order = self.levels_of("protocol");
-            wins.sort_by_key(|(p, n)| (std::cmp::Reverse(*n), order.iter().position(|o| o == p)));
-            let total = best.len();
-            let list: Vec<String> = wins
-                .iter()
-                .map(|(p, n)| {
-                    if total == 1 {
-                        (*p).to_string()
-                    } else {
-                        format!("{p} in {n} of {total} conditions")
-                    }
-                })
-                .collect();
-            let word = if lower { "Fastest" } else { "Most requests/s" };
-            parts.push(format!("{word}: {}.", list.join(", ")));
+        if let Some(best) = self.fastest(tied) {
+            parts.push(best);
         }
-        if let Some(top) = sig.first() {
-            let cond = if top.condition.is_empty() {
+        let judged: Vec<(&Comparison, Finding)> =
+            self.comparisons.iter().map(|c| (c, judge(c))).collect();
+        let largest = |keep: &dyn Fn(Finding) -> bool| {
+            judged
+                .iter()
+                .filter(|(c, f)| keep(*f) && !judge::negligible(c.ratio))
+                .map(|(c, _)| *c)
+                // The first of equal largest, in the experiment's condition order.
+                .min_by(|a, b| size(b).total_cmp(&size(a)))
+        };
+        let at = |c: &Comparison| {
+            if c.condition.is_empty() {
                 String::new()
             } else {
-                format!(" at {}", top.condition)
-            };
-            parts.push(format!("Largest effect: {}{cond}.", effect_text(top)));
-        }
-        let same = self.comparisons.iter().filter(|c| !c.significant()).count();
-        if same > 0 {
+                format!(" at {}", c.condition)
+            }
+        };
+        if let Some(top) = largest(&|f| matches!(f, Finding::Better | Finding::Worse)) {
+            parts.push(format!("Largest effect: {}{}.", effect_text(top), at(top)));
+        } else if let Some(top) = largest(&|f| f == Finding::TooFew) {
+            let (f, _) = top.factor();
+            let word = if top.better() { "faster" } else { "slower" };
             parts.push(format!(
-                "{same} of {} comparisons show no significant difference (~).",
-                self.comparisons.len()
+                "Largest difference, untested: {} looks {}× {word} than {}{} ({}+{} repetitions).",
+                top.protocol,
+                fmt_ratio(f),
+                top.baseline,
+                at(top),
+                top.n.0,
+                top.n.1
+            ));
+        } else if !judged.is_empty() {
+            parts.push(format!(
+                "No significant difference larger than {:.0} %.",
+                NEGLIGIBLE * 100.0
             ));
         }
         let problems = self
             .cells
             .iter()
-            .filter(|c| !problems(c).is_empty())
+            .filter(|c| !problems::cell_problems(c).is_empty())
             .count();
         if problems > 0 {
             parts.push(format!(
@@ -285,5 +293,56 @@ impl Report {
             return "Nothing was measured.".into();
         }
         parts.join(" ")
+    }
+
+    /// `Fastest: h2 in 4 of 5 conditions, h3 in 1 of 5 conditions.` over the cells without
+    /// problems (None when no cell has a figure).
+    fn fastest(&self, tied: &[String]) -> Option<String> {
+        let lower = self.metric.lower_is_better();
+        let mut best: BTreeMap<String, (String, f64)> = BTreeMap::new();
+        for c in self
+            .cells
+            .iter()
+            .filter(|c| !c.values.is_empty() && c.fell_back.is_none() && c.failed == 0)
+        {
+            let Some(p) = c.factors.get("protocol") else {
+                continue;
+            };
+            let e = best
+                .entry(self.cell_condition(c, tied))
+                .or_insert((p.clone(), c.median));
+            if (lower && c.median < e.1) || (!lower && c.median > e.1) {
+                *e = (p.clone(), c.median);
+            }
+        }
+        if best.is_empty() {
+            return None;
+        }
+        let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
+        for (p, _) in best.values() {
+            *wins.entry(p.as_str()).or_default() += 1;
+        }
+        let mut wins: Vec<(&str, usize)> = wins.into_iter().collect();
+        let order = self.levels_of("protocol");
+        wins.sort_by_key(|(p, n)| (std::cmp::Reverse(*n), order.iter().position(|o| o == p)));
+        let total = best.len();
+        let list: Vec<String> = wins
+            .iter()
+            .map(|(p, n)| {
+                if total == 1 {
+                    (*p).to_string()
+                } else {
+                    format!("{p} in {n} of {total} conditions")
+                }
+            })
+            .collect();
+        let word = if !lower {
+            "Most requests/s".to_string()
+        } else if self.meta.workload() == Workload::Browser {
+            format!("Fastest by {}", metric_name(self.metric))
+        } else {
+            "Fastest".to_string()
+        };
+        Some(format!("{word}: {}.", list.join(", ")))
     }
 }
