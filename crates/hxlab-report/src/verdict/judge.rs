@@ -101,8 +101,8 @@ pub fn judge(c: &Comparison) -> Finding {
 mod tests {
     use super::*;
     use crate::comparisons::mann_whitney_p;
-    use hxlab_core::stats;
     use crate::model::Metric;
+    use hxlab_core::stats;
 
     /// A seeded generator (SplitMix64) so the simulation gives the same figures every run.
     struct Seeded(u64);
@@ -201,7 +201,10 @@ mod tests {
         let bound = SIGNIFICANCE + 3.0 * (SIGNIFICANCE * (1.0 - SIGNIFICANCE) / 2000.0).sqrt();
         for (n, seed, sigma) in [(3, 1, 0.1), (5, 2, 0.1), (10, 3, 0.1), (10, 4, 0.01)] {
             let r = rate(seed, 2000, n, 1.0, sigma);
-            eprintln!("n = {n}+{n}, sigma {sigma}: {:.2} % called a difference", r * 100.0);
+            eprintln!(
+                "n = {n}+{n}, sigma {sigma}: {:.2} % called a difference",
+                r * 100.0
+            );
             assert!(r <= bound, "n = {n}+{n}: {r} > {bound}");
             if n == 3 {
                 assert_eq!(r, 0.0, "3+3 cannot be tested, so it is never a difference");

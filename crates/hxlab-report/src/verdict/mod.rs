@@ -163,6 +163,15 @@ pub fn effect_text(c: &Comparison) -> String {
     )
 }
 
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
 /// How much larger the better side is, as a log so 2× and 0.5× rank alike.
 fn size(c: &Comparison) -> f64 {
     c.ratio.ln().abs()
@@ -296,10 +305,12 @@ impl Report {
     }
 
     /// `Fastest: h2 in 4 of 5 conditions, h3 in 1 of 5 conditions.` over the cells without
-    /// problems (None when no cell has a figure).
+    /// problems; a condition whose two best medians lie within [`NEGLIGIBLE`] of each other
+    /// has no winner (`h2 and h3 tie within 2 % in 1 of 5 conditions`). None when no cell has
+    /// a figure.
     fn fastest(&self, tied: &[String]) -> Option<String> {
         let lower = self.metric.lower_is_better();
-        let mut best: BTreeMap<String, (String, f64)> = BTreeMap::new();
+        let mut by_condition: BTreeMap<String, Vec<(String, f64)>> = BTreeMap::new();
         for c in self
             .cells
             .iter()
@@ -308,24 +319,43 @@ impl Report {
             let Some(p) = c.factors.get("protocol") else {
                 continue;
             };
-            let e = best
+            by_condition
                 .entry(self.cell_condition(c, tied))
-                .or_insert((p.clone(), c.median));
-            if (lower && c.median < e.1) || (!lower && c.median > e.1) {
-                *e = (p.clone(), c.median);
-            }
+                .or_default()
+                .push((p.clone(), c.median));
         }
-        if best.is_empty() {
+        if by_condition.is_empty() {
             return None;
         }
+        let total = by_condition.len();
+        let order = self.levels_of("protocol");
         let mut wins: BTreeMap<&str, usize> = BTreeMap::new();
-        for (p, _) in best.values() {
-            *wins.entry(p.as_str()).or_default() += 1;
+        let mut close: BTreeMap<String, usize> = BTreeMap::new();
+        for medians in by_condition.values_mut() {
+            // Best first; a stable sort keeps the experiment's order among equals.
+            medians.sort_by(|a, b| {
+                if lower {
+                    a.1.total_cmp(&b.1)
+                } else {
+                    b.1.total_cmp(&a.1)
+                }
+            });
+            match medians.get(1) {
+                Some(second) if judge::negligible(second.1 / medians[0].1) => {
+                    let best = medians[0].1;
+                    let mut names: Vec<&str> = medians
+                        .iter()
+                        .filter(|(_, m)| judge::negligible(m / best))
+                        .map(|(p, _)| p.as_str())
+                        .collect();
+                    names.sort_by_key(|p| order.iter().position(|o| o == p));
+                    *close.entry(and_list(&names)).or_default() += 1;
+                }
+                _ => *wins.entry(medians[0].0.as_str()).or_default() += 1,
+            }
         }
         let mut wins: Vec<(&str, usize)> = wins.into_iter().collect();
-        let order = self.levels_of("protocol");
         wins.sort_by_key(|(p, n)| (std::cmp::Reverse(*n), order.iter().position(|o| o == p)));
-        let total = best.len();
         let list: Vec<String> = wins
             .iter()
             .map(|(p, n)| {
@@ -336,6 +366,25 @@ impl Report {
                 }
             })
             .collect();
+        let ties: Vec<String> = close
+            .into_iter()
+            .map(|(names, n)| {
+                let within = format!("{names} tie within {:.0} %", NEGLIGIBLE * 100.0);
+                if total == 1 {
+                    within
+                } else {
+                    format!("{within} in {n} of {total} conditions")
+                }
+            })
+            .collect();
+        let mut said = list.join(", ");
+        for t in ties {
+            if said.is_empty() {
+                said = t;
+            } else {
+                said = format!("{said}; {t}");
+            }
+        }
         let word = if !lower {
             "Most requests/s".to_string()
         } else if self.meta.workload() == Workload::Browser {
@@ -343,6 +392,6 @@ impl Report {
         } else {
             "Fastest".to_string()
         };
-        Some(format!("{word}: {}.", list.join(", ")))
+        Some(format!("{word}: {said}."))
     }
 }

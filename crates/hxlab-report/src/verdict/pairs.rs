@@ -4,7 +4,7 @@
 use super::judge::{self, judge, Finding, NEGLIGIBLE};
 use super::{Kind, Line};
 use crate::comparisons::{fmt_ratio, Comparison};
-use crate::summary::{fmt_num, Report};
+use crate::summary::Report;
 use hxlab_core::stats;
 
 /// One line per (protocol, reference) pair of `comparisons`, in the order they first
@@ -144,7 +144,7 @@ fn effect_range(set: &[&Comparison], all: &[&[(String, String)]], with_ci: bool)
     let Some(top) = set
         .iter()
         .copied()
-        .min_by(|a, b| b.factor().0.total_cmp(&a.factor().0))
+        .min_by(|a, b| super::size(b).total_cmp(&super::size(a)))
     else {
         return String::new();
     };
@@ -242,6 +242,17 @@ pub(super) fn short_condition(all: &[&[(String, String)]], this: &[(String, Stri
     full(&(0..n).collect::<Vec<_>>())
 }
 
+/// A figure in few characters: whole numbers without decimals, `41.5`, `1.20`.
+fn short(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
 /// `medians per protocol: h2 page TTFB 45.0 ms, 3 connections, 1.20 MB; h3 …`: what each
 /// protocol's page loads cost, beside the LCP and load verdicts of a browser experiment
 /// (medians of the cells' medians when there are several conditions). `missing` names the
@@ -263,13 +274,13 @@ pub(super) fn page_figures(r: &Report, missing: &[&str]) -> Option<Line> {
         };
         let mut f = Vec::new();
         if let Some(t) = figure("page_ttfb_ms").or_else(|| figure("ttfb_ms")) {
-            f.push(format!("TTFB {} ms", fmt_num(t)));
+            f.push(format!("TTFB {} ms", short(t)));
         }
         if let Some(n) = figure("connections") {
-            f.push(format!("{} conn", fmt_num(n)));
+            f.push(format!("{} connections", short(n)));
         }
         if let Some(b) = figure("bytes_received").filter(|b| *b > 0.0) {
-            f.push(format!("{} MB", fmt_num(b / 1e6)));
+            f.push(format!("{} MB", short(b / 1e6)));
         }
         if !f.is_empty() {
             parts.push(format!("{p} {}", f.join(", ")));

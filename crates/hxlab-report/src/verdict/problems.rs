@@ -103,7 +103,9 @@ fn cc_mismatch(r: &Report, c: &Comparison) -> Option<String> {
     let cell = |k: &str| r.cells.iter().find(|x| x.key == k);
     let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
     let names = |m: &BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>();
-    if a.server_cc.is_empty() || b.server_cc.is_empty() || names(&a.server_cc) == names(&b.server_cc)
+    if a.server_cc.is_empty()
+        || b.server_cc.is_empty()
+        || names(&a.server_cc) == names(&b.server_cc)
     {
         return None;
     }
