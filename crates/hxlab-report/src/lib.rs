@@ -7,8 +7,8 @@
 //! conditions, differences within 2 % called equal, differences with too few repetitions to
 //! test said as they look, problems grouped by kind; see [`verdict`]), one exporter per
 //! format behind the [`Exporter`] trait (markdown, csv, html with hand-written SVG charts,
-//! summary.json, the terminal), before/after against a baseline run, `hxlab diff` of two RunResult sets, and page-load
-//! waterfalls.
+//! summary.json, the terminal), before/after against a baseline run, `hxlab diff` of two
+//! RunResult sets, and page-load waterfalls.
 //! What it is not: it runs nothing and measures nothing; it only reads `RunResult`s that
 //! `hxlab load` produced and the lab stored.
 
