@@ -162,6 +162,7 @@ fn a_significant_difference_within_two_percent_is_equal() {
 fn three_repetitions_a_side_are_never_called_no_difference() {
     let r = compare_matrix(3);
     let term = terminal_verdict(&r);
+    eprintln!("{term}");
     assert!(!term.contains("no significant difference"), "{term}");
     assert!(!term.contains(" ~ "), "{term}");
     let h2 = texts(&r, Kind::Untested)
