@@ -226,7 +226,6 @@ pub(super) fn short_condition(all: &[&[(String, String)]], this: &[(String, Stri
     let mut masks: Vec<u32> = (1..(1u32 << n)).collect();
     masks.sort_by_key(|m| (m.count_ones(), *m));
     let mut distinct: Vec<&[(String, String)]> = all.to_vec();
-    distinct.dedup();
     distinct.sort();
     distinct.dedup();
     for m in masks {
