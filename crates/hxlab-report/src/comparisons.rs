@@ -72,24 +72,20 @@ impl Comparison {
         shift_text(self.shift, self.shift_unit())
     }
 
-    /// `h2 vs h1: 0.61× (0.58–0.64), −62.1 ms, significant (p = 0.008)`.
+    /// `h2 vs h1: 0.61× (0.58–0.64), shift −62.1 ms, p = 0.008, n = 5+5`: the figures
+    /// without a judgement (the verdict's [`judge`](crate::verdict::judge) gives that).
     pub fn sentence(&self) -> String {
-        let verdict = if self.significant() {
-            "significant".to_string()
-        } else if self.n.0 < 4 || self.n.1 < 4 {
-            "not significant (too few repetitions to tell)".to_string()
-        } else {
-            "not significant".to_string()
-        };
         format!(
-            "{} vs {}: {}× ({}–{}), shift {}, {verdict} (p = {:.3})",
+            "{} vs {}: {}× ({}–{}), shift {}, p = {:.3}, n = {}+{}",
             self.protocol,
             self.baseline,
             fmt_ratio(self.ratio),
             fmt_ratio(self.ci.0),
             fmt_ratio(self.ci.1),
             self.shift_text(),
-            self.p_value
+            self.p_value,
+            self.n.0,
+            self.n.1
         )
     }
 }
@@ -218,7 +214,7 @@ impl Report {
 
     /// The pairs compared: every protocol against the baseline, then each protocol against
     /// the one listed before it when neither is the baseline.
-    fn comparison_pairs(&self) -> Vec<(String, String)> {
+    pub(crate) fn comparison_pairs(&self) -> Vec<(String, String)> {
         let protocols = self.levels_of("protocol");
         let Some(baseline) = self.baseline_protocol() else {
             return Vec::new();
@@ -237,7 +233,34 @@ impl Report {
         pairs
     }
 
+    /// The comparisons of the primary metric (kept in [`Report::comparisons`]).
     pub(crate) fn build_comparisons(&self) -> Vec<Comparison> {
+        self.comparisons_by(self.metric, &|c: &CellSummary| c.values.clone())
+    }
+
+    /// The same comparisons on another figure of the same runs, e.g. the load event of a
+    /// browser experiment whose primary metric is LCP. Repetitions that did not record it
+    /// are left out; a pair whose cells recorded none is not compared.
+    pub fn comparisons_of(&self, metric: Metric) -> Vec<Comparison> {
+        if metric == self.metric {
+            return self.comparisons.clone();
+        }
+        self.comparisons_by(metric, &|c: &CellSummary| {
+            c.clean
+                .iter()
+                .filter_map(|&i| self.records.get(i)?.result.as_ref())
+                .map(|res| metric.of(res))
+                .filter(|v| v.is_finite())
+                .collect()
+        })
+    }
+
+    /// Every pair under every condition, each cell's values taken by `values`.
+    fn comparisons_by(
+        &self,
+        metric: Metric,
+        values: &dyn Fn(&CellSummary) -> Vec<f64>,
+    ) -> Vec<Comparison> {
         let tied = self.tied_factors();
         let mut out = Vec::new();
         for (p, reference) in self.comparison_pairs() {
@@ -246,7 +269,7 @@ impl Report {
                 .iter()
                 .filter(|c| c.factors.get("protocol") == Some(&reference))
             {
-                if let Some(c) = self.compare_cells(&p, base, &tied) {
+                if let Some(c) = self.compare_cells(&p, base, &tied, metric, values) {
                     out.push(c);
                 }
             }
@@ -260,6 +283,8 @@ impl Report {
         protocol: &str,
         base: &CellSummary,
         tied: &[String],
+        metric: Metric,
+        values: &dyn Fn(&CellSummary) -> Vec<f64>,
     ) -> Option<Comparison> {
         let reference = base.factors.get("protocol")?;
         let other = self.cells.iter().find(|c| {
@@ -281,7 +306,8 @@ impl Report {
                     .map(|v| (f.name.clone(), v.clone()))
             })
             .collect();
-        let (ratio, ci, shift, p_value) = compare_values(self.metric, &other.values, &base.values)?;
+        let (other_values, base_values) = (values(other), values(base));
+        let (ratio, ci, shift, p_value) = compare_values(metric, &other_values, &base_values)?;
         Some(Comparison {
             condition: conditions
                 .iter()
@@ -295,8 +321,8 @@ impl Report {
             ci,
             shift,
             p_value,
-            n: (other.values.len(), base.values.len()),
-            metric: self.metric,
+            n: (other_values.len(), base_values.len()),
+            metric,
             cells: (other.key.clone(), base.key.clone()),
         })
     }

@@ -3,11 +3,12 @@
 //! What it is for: the record format of `results.jsonl` ([`Record`]) and the experiment's
 //! description beside it ([`ExperimentMeta`]), statistics over repetitions (median, mean,
 //! stdev, bootstrap CI, ratios between protocols with Mann-Whitney significance), warnings
-//! when a number should not be trusted, the verdict (effects ranked by size, `~` for no
-//! significant difference, problems named), one exporter per format behind the [`Exporter`]
-//! trait (markdown, csv, html with hand-written SVG charts, summary.json, the terminal),
-//! before/after against a baseline run, `hxlab diff` of two RunResult sets, and page-load
-//! waterfalls.
+//! when a number should not be trusted, the verdict (one line per protocol pair across
+//! conditions, differences within 2 % called equal, differences with too few repetitions to
+//! test said as they look, problems grouped by kind; see [`verdict`]), one exporter per
+//! format behind the [`Exporter`] trait (markdown, csv, html with hand-written SVG charts,
+//! summary.json, the terminal), before/after against a baseline run, `hxlab diff` of two
+//! RunResult sets, and page-load waterfalls.
 //! What it is not: it runs nothing and measures nothing; it only reads `RunResult`s that
 //! `hxlab load` produced and the lab stored.
 

@@ -18,7 +18,9 @@ pub const SIGNIFICANCE: f64 = 0.05;
 
 /// Secondary figures per cell, by name, as used in metric tables and published tables:
 /// `time_s`, `req_s`, `mean_latency_us`, `ttfb_ms`, `header_savings_pct`,
-/// `server_cpu_us_per_req`, `client_cpu_us_per_req`.
+/// `server_cpu_us_per_req`, `client_cpu_us_per_req`. [`CellSummary::secondary`] also holds
+/// `connections`, `bytes_received` and, for page loads, `page_ttfb_ms` (the document's
+/// TTFB), which the verdict of a browser experiment shows.
 pub const METRICS: [&str; 7] = [
     "time_s",
     "req_s",
@@ -42,6 +44,9 @@ pub fn metric_header(name: &str) -> &str {
         "fcp_s" => "FCP (s)",
         "lcp_s" => "LCP (s)",
         "speed_index_s" => "Speed Index (s)",
+        "connections" => "connections",
+        "bytes_received" => "bytes received",
+        "page_ttfb_ms" => "page TTFB (ms)",
         other => other,
     }
 }
@@ -67,6 +72,22 @@ fn secondary(r: &Record) -> BTreeMap<&'static str, f64> {
     }
     if res.requests_done > 0 {
         m.insert("client_cpu_us_per_req", res.cpu_us_per_request());
+    }
+    // Beside the verdict of a browser experiment: what each page load cost.
+    if res.connections > 0 {
+        m.insert("connections", res.connections as f64);
+    }
+    if res.bytes.total_received > 0 {
+        m.insert("bytes_received", res.bytes.total_received as f64);
+    }
+    if let Some(ttfb) = res
+        .config
+        .extra
+        .get("ttfb_ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+    {
+        m.insert("page_ttfb_ms", ttfb);
     }
     m
 }
@@ -894,7 +915,8 @@ mod tests {
         assert!(c.ci.0 <= c.ratio && c.ratio <= c.ci.1);
         let s = c.sentence();
         assert!(s.starts_with("h2 vs h1: 0.26× ("), "{s}");
-        assert!(s.contains(", significant (p = "), "{s}");
+        assert!(s.ends_with(", p = 0.000, n = 10+10"), "{s}");
+        assert_eq!(crate::verdict::judge(c), crate::verdict::Finding::Better);
     }
 
     #[test]

@@ -107,3 +107,27 @@ fn summary_json_has_cells_comparisons_and_verdict() {
         .starts_with("Fastest: h2"));
     assert!(v["before_after"].is_null());
 }
+
+#[test]
+fn chart_titles_name_the_unit_of_their_axis() {
+    let r = report();
+    let charts = hxlab_report::charts::all(&r);
+    let by_delay = charts
+        .iter()
+        .find(|c| c.id == "chart-delay")
+        .expect("chart by delay");
+    // The y axis is in ms, so the title is too; the table beside it keeps seconds.
+    assert_eq!(by_delay.title, "time to last byte (ms) by delay");
+    assert!(
+        by_delay.svg.contains(">time to last byte (ms)</text>"),
+        "the axis says ms"
+    );
+    assert!(
+        charts.iter().all(|c| !c.title.contains("(s)")),
+        "no title in seconds"
+    );
+    assert_eq!(
+        r.tables[0].title,
+        "time to last byte (s) by delay — resources 30"
+    );
+}

@@ -37,7 +37,8 @@ pub fn all(r: &Report) -> Vec<Chart> {
     out
 }
 
-/// The metric's label in display units.
+/// The metric's label in display units (ms for times, as the axes are drawn): used for
+/// both a chart's y axis and its title, so a title never names another unit than its axis.
 pub fn metric_axis(m: Metric) -> &'static str {
     match m {
         Metric::TimeS => "time to last byte (ms)",
@@ -177,7 +178,7 @@ fn protocol_chart(r: &Report) -> Option<Chart> {
     };
     Some(chart(
         "chart-protocol",
-        format!("{} by protocol", r.metric.label()),
+        format!("{} by protocol", metric_axis(r.metric)),
         &grid,
         CI_CAPTION,
     ))
@@ -273,7 +274,7 @@ fn factor_charts(r: &Report) -> Vec<Chart> {
         };
         out.push(chart(
             &format!("chart-{factor}"),
-            format!("{} by {factor}", r.metric.label()),
+            format!("{} by {factor}", metric_axis(r.metric)),
             &grid,
             CI_CAPTION,
         ));

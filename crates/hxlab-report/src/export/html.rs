@@ -6,7 +6,7 @@ use super::{cc_text, figure_text, fixed_line, negotiated_text, swept_line, Expor
 use crate::charts::{self, svg::esc};
 use crate::comparisons::fmt_ratio;
 use crate::summary::{fmt_num, Report};
-use crate::verdict::Kind;
+use crate::verdict::judge;
 use crate::ReportError;
 use std::fmt::Write;
 
@@ -20,7 +20,7 @@ td:first-child,th:first-child{text-align:left}tr.published td{color:#666;font-st
 .verdict{border:2px solid #0072B2;border-radius:6px;padding:0.6em 1em;margin:1em 0;background:#f4f9fd}\
 .verdict p.headline{font-size:17px;font-weight:600;margin:0.2em 0 0.6em}.verdict ul{list-style:none;padding-left:0;margin:0}\
 .verdict li{margin:0.15em 0}.verdict .sign{display:inline-block;width:1.4em;font-weight:700}\
-.verdict li.problem{color:#a40}.verdict li.same{color:#666}.verdict .cond{color:#555}";
+.verdict li.problem{color:#a40}.verdict li.same,.verdict li.untested{color:#666}.verdict p.more{margin:0.5em 0 0;font-size:13px}";
 
 impl Exporter for HtmlExporter {
     fn file_name(&self) -> Option<&'static str> {
@@ -54,7 +54,7 @@ impl Exporter for HtmlExporter {
     }
 }
 
-/// The verdict block: the headline, then one line per problem, effect and `~`.
+/// The verdict block: the headline, then its lines (the same text as the terminal's).
 fn write_verdict(o: &mut String, r: &Report) {
     let v = r.verdict();
     let _ = writeln!(
@@ -63,24 +63,20 @@ fn write_verdict(o: &mut String, r: &Report) {
         esc(&v.headline)
     );
     for l in &v.lines {
-        let cond = if l.condition.is_empty() {
-            String::new()
-        } else {
-            format!(" <span class=\"cond\">— {}</span>", esc(&l.condition))
-        };
         let _ = writeln!(
             o,
-            "<li class=\"{}\"><span class=\"sign\">{}</span>{}{cond}</li>",
+            "<li class=\"{}\"><span class=\"sign\">{}</span>{}</li>",
             l.kind.class(),
-            if l.kind == Kind::Significant {
-                "&gt;"
-            } else {
-                l.kind.sign()
-            },
+            esc(l.kind.sign()),
             esc(&l.text)
         );
     }
-    let _ = writeln!(o, "</ul></section>");
+    let more = if r.comparisons.is_empty() {
+        ""
+    } else {
+        "<p class=\"more\"><a href=\"#comparisons\">Every comparison, condition by condition</a></p>"
+    };
+    let _ = writeln!(o, "</ul>{more}</section>");
 }
 
 /// The document head, title, description, what was swept and fixed, and how to read it.
@@ -156,7 +152,7 @@ fn write_comparisons(o: &mut String, r: &Report) {
     if r.comparisons.is_empty() {
         return;
     }
-    let _ = writeln!(o, "<h2>Comparisons</h2><table><tr><th>conditions</th><th>protocol</th><th>vs</th><th>ratio of medians</th><th>95 % CI</th><th>shift (Hodges–Lehmann)</th><th>p (Mann-Whitney)</th><th>n</th><th></th></tr>");
+    let _ = writeln!(o, "<h2 id=\"comparisons\">Comparisons</h2><table><tr><th>conditions</th><th>protocol</th><th>vs</th><th>ratio of medians</th><th>95 % CI</th><th>shift (Hodges–Lehmann)</th><th>p (Mann-Whitney)</th><th>n</th><th></th></tr>");
     for c in &r.comparisons {
         let _ = writeln!(
             o,
@@ -171,7 +167,7 @@ fn write_comparisons(o: &mut String, r: &Report) {
             c.p_value,
             c.n.0,
             c.n.1,
-            if c.significant() { "significant" } else { "~" }
+            judge(c).text()
         );
     }
     let _ = writeln!(o, "</table>");

@@ -33,6 +33,18 @@ fn percentiles_ms(
     json!({"count": h.len(), "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p99_9": q(0.999), "max": q(1.0)})
 }
 
+/// A comparison's finding as summary.json names it.
+fn finding_key(f: crate::verdict::Finding) -> &'static str {
+    use crate::verdict::Finding;
+    match f {
+        Finding::Better => "better",
+        Finding::Worse => "worse",
+        Finding::Equal => "equal",
+        Finding::NoDifference => "no_difference",
+        Finding::TooFew => "too_few",
+    }
+}
+
 impl SummaryJsonExporter {
     /// The summary as a JSON value.
     pub fn value(&self, r: &Report) -> Value {
@@ -78,6 +90,7 @@ impl SummaryJsonExporter {
                     "p": c.p_value,
                     "n": [c.n.0, c.n.1],
                     "significant": c.significant(),
+                    "finding": finding_key(crate::verdict::judge(c)),
                 })
             })
             .collect();
@@ -85,7 +98,15 @@ impl SummaryJsonExporter {
         let lines: Vec<Value> = v
             .lines
             .iter()
-            .map(|l| json!({"kind": l.kind.class(), "text": l.text, "condition": l.condition}))
+            .map(|l| {
+                json!({
+                    "kind": l.kind.class(),
+                    "text": l.text,
+                    "condition": l.condition,
+                    "problem": l.problem.map(|p| p.key()),
+                    "count": l.count,
+                })
+            })
             .collect();
         let before_after = r.before_after.as_ref().map(|b| {
             json!({

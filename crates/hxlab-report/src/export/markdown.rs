@@ -2,6 +2,7 @@
 
 use super::{cc_text, figure_text, fixed_line, negotiated_text, swept_line, Exporter};
 use crate::summary::{fmt_num, Report};
+use crate::verdict::Kind;
 use crate::ReportError;
 use std::fmt::Write;
 
@@ -93,24 +94,29 @@ fn write_tables(o: &mut String, r: &Report) {
     }
 }
 
-/// The verdict block: the headline in bold, then one line per problem, effect and `~`.
+/// The verdict block: the headline in bold, then its lines (the same text as the terminal's;
+/// markdown signs, since a leading `>` would open a quote).
 fn write_verdict(o: &mut String, r: &Report) {
     let v = r.verdict();
     let _ = writeln!(o, "## Verdict\n\n**{}**\n", v.headline);
     for l in &v.lines {
-        let cond = if l.condition.is_empty() {
-            String::new()
-        } else {
-            format!(" — {}", l.condition)
-        };
         let sign = match l.kind {
-            crate::verdict::Kind::Problem => "⚠",
-            crate::verdict::Kind::Significant => "▸",
-            crate::verdict::Kind::Same => "~",
+            Kind::Problem => "⚠",
+            Kind::Significant => "▸",
+            Kind::Untested => "?",
+            Kind::Same => "~",
+            Kind::Info => "·",
         };
-        let _ = writeln!(o, "- {sign} {}{cond}", l.text);
+        let _ = writeln!(o, "- {sign} {}", l.text);
     }
-    let _ = writeln!(o, "\nCharts: report.html.\n");
+    if r.comparisons.is_empty() {
+        let _ = writeln!(o, "\nCharts: report.html.\n");
+    } else {
+        let _ = writeln!(
+            o,
+            "\nEvery comparison, condition by condition: [Comparisons](#comparisons). Charts: report.html.\n"
+        );
+    }
 }
 
 /// The comparisons section, one bullet per comparison with its p-value (none: nothing).
@@ -118,9 +124,11 @@ fn write_comparisons(o: &mut String, r: &Report) {
     if r.comparisons.is_empty() {
         return;
     }
+    let _ = writeln!(o, "## Comparisons\n");
     let _ = writeln!(
         o,
-        "## Comparisons (ratio of medians, 95 % CI, Mann-Whitney U at p < 0.05)\n"
+        "Ratio of medians with its 95 % bootstrap interval, Hodges–Lehmann shift, Mann-Whitney U at p < 0.05; differences within {:.0} % are equal (see the verdict).\n",
+        crate::verdict::NEGLIGIBLE * 100.0
     );
     for c in &r.comparisons {
         let cond = if c.condition.is_empty() {
@@ -128,7 +136,12 @@ fn write_comparisons(o: &mut String, r: &Report) {
         } else {
             format!("{}: ", c.condition)
         };
-        let _ = writeln!(o, "- {cond}{}", c.sentence());
+        let _ = writeln!(
+            o,
+            "- {cond}{}: {}",
+            c.sentence(),
+            crate::verdict::judge(c).text()
+        );
     }
     let _ = writeln!(o);
 }

@@ -1,5 +1,5 @@
-//! The table printed on the terminal at the end of a run: aligned columns, comparisons and
-//! warnings, nothing that needs a browser.
+//! What the terminal shows at the end of a run: the verdict, the tables in aligned columns
+//! and the warnings, nothing that needs a browser.
 
 use super::{figure_text, Exporter};
 use crate::summary::Report;
@@ -25,15 +25,10 @@ impl Exporter for TerminalExporter {
 
     fn render(&self, r: &Report) -> Result<String, ReportError> {
         let mut o = String::new();
-        let v = r.verdict();
-        let _ = writeln!(o, "verdict: {}", v.headline);
-        for l in &v.lines {
-            let cond = if l.condition.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", l.condition)
-            };
-            let _ = writeln!(o, "  {} {}{cond}", l.kind.sign(), l.text);
+        // The verdict and the tables only: every comparison, condition by condition, is in
+        // report.md and report.html.
+        for line in r.verdict().plain() {
+            let _ = writeln!(o, "{line}");
         }
         let _ = writeln!(o);
         if let Some(b) = &r.before_after {

@@ -1,0 +1,119 @@
+//! Problems grouped by kind: one verdict line per kind with its count and first example, so
+//! ten comparisons that are not like for like make one line, not ten.
+
+use super::{Kind, Line, Problem};
+use crate::comparisons::Comparison;
+use crate::summary::{CellSummary, Report};
+use std::collections::BTreeMap;
+
+/// The problems of one cell, each with its kind and one sentence.
+pub(super) fn cell_problems(c: &CellSummary) -> Vec<(Problem, String)> {
+    let proto = c.factors.get("protocol").cloned().unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(why) = &c.skipped {
+        out.push((Problem::Skipped, format!("{proto} was not measured: {why}")));
+        return out;
+    }
+    if let Some(other) = &c.fell_back {
+        out.push((
+            Problem::FellBack,
+            format!("{proto} fell back: its connections negotiated {other}, so these figures are not {proto}'s"),
+        ));
+    }
+    if c.failed > 0 {
+        let first = match c.first_error.as_deref() {
+            Some(e) if !e.is_empty() => format!(" (first: {e})"),
+            _ => String::new(),
+        };
+        out.push((
+            Problem::Errors,
+            format!(
+                "{proto} had errors in {} of {} repetitions{first}",
+                c.failed, c.ran
+            ),
+        ));
+    }
+    for w in &c.cc_mismatch {
+        out.push((Problem::CcNotAsAsked, format!("{proto}: {w}")));
+    }
+    // Clean repetitions without the metric (a page that painted nothing): left out of the
+    // figures, so said.
+    let unrecorded = c.clean.len().saturating_sub(c.values.len());
+    if unrecorded > 0 {
+        out.push((
+            Problem::NotRecorded,
+            format!(
+                "{proto}: {unrecorded} of {} clean repetitions recorded no figure for the metric",
+                c.clean.len()
+            ),
+        ));
+    }
+    out
+}
+
+/// One line per kind of problem, in the order of [`Problem`]: `not like for like ×10
+/// (first: h3 vs h1-tls: … [delay 20ms, resources 30])`.
+pub(super) fn problem_lines(r: &Report, tied: &[String]) -> Vec<Line> {
+    let mut found: BTreeMap<Problem, Vec<(String, String)>> = BTreeMap::new();
+    for c in &r.cells {
+        for (kind, text) in cell_problems(c) {
+            found
+                .entry(kind)
+                .or_default()
+                .push((text, r.cell_condition(c, tied)));
+        }
+    }
+    for c in &r.comparisons {
+        if let Some(text) = cc_mismatch(r, c) {
+            found
+                .entry(Problem::NotLikeForLike)
+                .or_default()
+                .push((text, c.condition.clone()));
+        }
+    }
+    found
+        .into_iter()
+        .filter_map(|(kind, all)| {
+            let count = all.len();
+            let (text, condition) = all.into_iter().next()?;
+            let at = if condition.is_empty() {
+                String::new()
+            } else {
+                format!(" [{condition}]")
+            };
+            let text = if count == 1 {
+                format!("{}: {text}{at}", kind.label())
+            } else {
+                format!("{} ×{count} (first: {text}{at})", kind.label())
+            };
+            Some(Line {
+                kind: Kind::Problem,
+                text,
+                condition,
+                problem: Some(kind),
+                count,
+            })
+        })
+        .collect()
+}
+
+/// When the two cells of a comparison sent with different congestion controllers, as
+/// their servers read them back: the difference is not the protocol's alone.
+fn cc_mismatch(r: &Report, c: &Comparison) -> Option<String> {
+    let cell = |k: &str| r.cells.iter().find(|x| x.key == k);
+    let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
+    let names = |m: &BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>();
+    if a.server_cc.is_empty()
+        || b.server_cc.is_empty()
+        || names(&a.server_cc) == names(&b.server_cc)
+    {
+        return None;
+    }
+    Some(format!(
+        "{} vs {}: their servers sent with {} and {} (read back), so the difference mixes the protocol with the congestion controller; set cc for both",
+        c.protocol,
+        c.baseline,
+        hxlab_core::cc::counts_text(&a.server_cc),
+        hxlab_core::cc::counts_text(&b.server_cc)
+    ))
+}
