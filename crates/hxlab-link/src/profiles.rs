@@ -118,7 +118,7 @@ const fn p(
     }
 }
 
-/// Every shipped profile, in the order of shared/PROFILES.md.
+/// Every shipped profile, in the order of docs/profiles.md.
 pub fn all() -> Vec<Profile> {
     use Family::*;
     let mut v = vec![
