@@ -1,4 +1,4 @@
-//! Built-in scenarios: the published studies of shared/SCENARIOS.md as experiment files
+//! Built-in scenarios: the published studies of docs/scenarios.md as experiment files
 //! (under `crates/hxlab-lab/scenarios/`), each with its published table, and the matrix of
 //! `hxlab compare`. They are ordinary experiment files, so `--set` and `--repetitions` work
 //! on them as on any file.

@@ -130,7 +130,7 @@ const fn p(
     }
 }
 
-/// Every shipped profile, family by family, in the sources' order.
+/// Every shipped profile, in the order of docs/profiles.md.
 pub fn all() -> Vec<Profile> {
     use Family::*;
     let mut v = vec![
