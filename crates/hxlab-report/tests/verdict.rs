@@ -447,3 +447,39 @@ fn a_browser_experiment_without_lcp_is_judged_by_load() {
     assert!(lines[0].starts_with("load: h3 vs h2: "), "{lines:?}");
     assert!(lines[1].ends_with("; not recorded: LCP"), "{lines:?}");
 }
+
+#[test]
+fn a_replay_that_missed_the_recording_is_named() {
+    let mut records = browser_records(true);
+    for r in &mut records {
+        r.replay = Some(hxlab_core::har::ReplayOutcome {
+            hits: 12,
+            ..Default::default()
+        });
+    }
+    records[7].replay = Some(hxlab_core::har::ReplayOutcome {
+        hits: 11,
+        misses: 1,
+        first_miss: Some("GET https://static.test/app.js".into()),
+        ..Default::default()
+    });
+    let r = Report::build(browser_meta(hxlab_report::Metric::LcpS), records);
+    let h3 = r
+        .cells
+        .iter()
+        .find(|c| c.key == "protocol=h3")
+        .expect("h3 cell");
+    let replay = h3.replay.as_ref().expect("replay counts");
+    assert_eq!((replay.hits, replay.misses), (5 * 12 - 1, 1));
+    assert_eq!(h3.replay_missed_runs, 1);
+    let lines = texts(&r, Kind::Problem);
+    assert_eq!(
+        lines,
+        vec!["replay missed the recording: h3: the replay missed 1 request(s) in 1 of 5 repetitions (first: GET https://static.test/app.js)"],
+        "{lines:?}"
+    );
+    assert!(r
+        .warnings
+        .iter()
+        .any(|w| w.contains("protocol=h3") && w.contains("missed 1 request(s)")));
+}

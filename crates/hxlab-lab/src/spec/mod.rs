@@ -66,7 +66,7 @@ pub const FACTORS: [(&str, &str); 24] = [
     ("protocol", "one of h1, h1-tls, h2, h2c, h3"),
     (
         "profile",
-        "a network profile name (see PROFILES.md) or \"none\"",
+        "a network profile name (see docs/profiles.md or `hxlab link --list-profiles`) or \"none\"",
     ),
     (
         "loss",

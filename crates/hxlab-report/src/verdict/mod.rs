@@ -81,6 +81,8 @@ pub enum Problem {
     NotLikeForLike,
     /// Clean repetitions that did not record the metric (a page that painted nothing).
     NotRecorded,
+    /// A replayed recording that lacked requests the page made (answered 404).
+    ReplayMissed,
 }
 
 impl Problem {
@@ -93,6 +95,7 @@ impl Problem {
             Problem::CcNotAsAsked => "congestion control not as asked",
             Problem::NotLikeForLike => "not like for like",
             Problem::NotRecorded => "metric not recorded",
+            Problem::ReplayMissed => "replay missed the recording",
         }
     }
     /// The kind's key in summary.json.
@@ -104,6 +107,7 @@ impl Problem {
             Problem::CcNotAsAsked => "cc_not_as_asked",
             Problem::NotLikeForLike => "not_like_for_like",
             Problem::NotRecorded => "not_recorded",
+            Problem::ReplayMissed => "replay_missed",
         }
     }
 }

@@ -36,6 +36,18 @@ pub(super) fn cell_problems(c: &CellSummary) -> Vec<(Problem, String)> {
     for w in &c.cc_mismatch {
         out.push((Problem::CcNotAsAsked, format!("{proto}: {w}")));
     }
+    if let Some(rp) = c.replay.as_ref().filter(|rp| rp.misses > 0) {
+        out.push((
+            Problem::ReplayMissed,
+            format!(
+                "{proto}: the replay missed {} request(s) in {} of {} repetitions (first: {})",
+                rp.misses,
+                c.replay_missed_runs,
+                c.ran,
+                rp.first_miss.as_deref().unwrap_or("not listed")
+            ),
+        ));
+    }
     // Clean repetitions without the metric (a page that painted nothing): left out of the
     // figures, so said.
     let unrecorded = c.clean.len().saturating_sub(c.values.len());
