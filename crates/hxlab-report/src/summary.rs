@@ -218,16 +218,7 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
         hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
         if let Some(rp) = &r.replay {
-            let sum = s.replay.get_or_insert_with(Default::default);
-            sum.hits += rp.hits;
-            sum.near_misses += rp.near_misses;
-            sum.misses += rp.misses;
-            sum.browser_own += rp.browser_own;
-            sum.served_without_body += rp.served_without_body;
-            if sum.first_miss.is_none() {
-                sum.first_miss.clone_from(&rp.first_miss);
-            }
-            s.replay_missed_runs += usize::from(rp.misses > 0);
+            add_replay(&mut s, rp);
         }
         if let Some(res) = &r.result {
             for (k, v) in &res.negotiated {
@@ -320,6 +311,20 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
         .map(|(k, v)| (k, stats::median(&v)))
         .collect();
     s
+}
+
+/// Adds one repetition's replay counts to its cell's.
+fn add_replay(s: &mut CellSummary, rp: &hxlab_core::har::ReplayOutcome) {
+    let sum = s.replay.get_or_insert_with(Default::default);
+    sum.hits += rp.hits;
+    sum.near_misses += rp.near_misses;
+    sum.misses += rp.misses;
+    sum.browser_own += rp.browser_own;
+    sum.served_without_body += rp.served_without_body;
+    if sum.first_miss.is_none() {
+        sum.first_miss.clone_from(&rp.first_miss);
+    }
+    s.replay_missed_runs += usize::from(rp.misses > 0);
 }
 
 /// A figure in a table: median with its interval, flagged when it should not be trusted.

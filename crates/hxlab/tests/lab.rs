@@ -710,7 +710,7 @@ fn compare_small_writes_the_reports() {
     );
     let r = report_of(&out);
     for p in ["h1", "h1-tls", "h2", "h3"] {
-        let key = format!("protocol={p} profile=none delay=10ms resources=6 size=10KiB");
+        let key = format!("protocol={p} profile=none cc=cubic delay=10ms resources=6 size=10KiB");
         assert!(
             median(&r, &key) > 0.009,
             "{key}: a 10 ms server delay at least"
@@ -742,6 +742,59 @@ fn compare_small_writes_the_reports() {
             "the skip is said, not silent: {stdout}"
         );
         require_root("the network cells (through `hxlab link`)");
+    }
+}
+
+/// The main job is like for like by itself: a short default `hxlab compare` runs one
+/// congestion controller on both ends of every connection of every protocol, as each end
+/// read it back, and its verdict has no "not like for like" line.
+#[test]
+fn the_default_compare_runs_one_controller_on_both_ends() {
+    let dir = TempDir::new("hxlab-lab-compare-cc");
+    let out = dir.path().join("cmp");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .args([
+                "compare",
+                "-r",
+                "2",
+                "--set",
+                "resources=30",
+                "--no-progress",
+            ])
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        !stdout.contains("not like for like") && !stderr.contains("not like for like"),
+        "{stdout}"
+    );
+    let r = report_of(&out);
+    let ran: Vec<&Record> = r.records.iter().filter(|x| x.skipped.is_none()).collect();
+    assert!(ran.len() >= 2 * 4 * 2, "{} records ran", ran.len());
+    for x in &ran {
+        let names =
+            |m: &std::collections::BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            names(&x.server_cc),
+            vec!["cubic"],
+            "{}: server {:?}",
+            x.cell,
+            x.server_cc
+        );
+        assert_eq!(
+            names(&x.client_cc),
+            vec!["cubic"],
+            "{}: client {:?}",
+            x.cell,
+            x.client_cc
+        );
+        assert!(x.cell.contains("cc=cubic"), "{}", x.cell);
+    }
+    if !is_root() {
+        require_root("the network cells of hxlab compare (through `hxlab link`)");
     }
 }
 

@@ -139,6 +139,38 @@ fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
     super::link::link_config(&link).map(Some)
 }
 
+/// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
+/// starts when the recording redirects, and what it left out.
+fn check_replay(har: &Path, proto: Protocol, args: &Args) -> anyhow::Result<()> {
+    let (archive, start) = hxlab_lab::replay::check_archive(har, proto).map_err(super::usage)?;
+    let chain = archive.redirect_chain();
+    if chain.len() > 1 {
+        eprintln!(
+            "hxlab page: the recording redirects {} to {}; {} loads start at {start}{}",
+            archive.page_url,
+            chain.last().map(String::as_str).unwrap_or(""),
+            proto.as_str(),
+            if start == archive.page_url && proto != Protocol::H1 {
+                " (redirects answered as recorded; the protocol check counts only https responses)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(skipped) = archive.skipped_text() {
+        eprintln!(
+            "hxlab page: {}: {skipped} (nothing can replay them)",
+            har.display()
+        );
+    }
+    if !args.spki.is_empty() {
+        return Err(super::usage(
+            "--spki is for URL mode; the replay server's key is trusted already",
+        ));
+    }
+    Ok(())
+}
+
 /// The command line as [`PageOptions`] (usage errors exit 2).
 fn options(args: &Args) -> anyhow::Result<PageOptions> {
     let proto: Protocol = args
@@ -177,33 +209,7 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         ));
     }
     if let Some(har) = &args.replay {
-        let (archive, start) =
-            hxlab_lab::replay::check_archive(har, proto).map_err(super::usage)?;
-        let chain = archive.redirect_chain();
-        if chain.len() > 1 {
-            eprintln!(
-                "hxlab page: the recording redirects {} to {}; {} loads start at {start}{}",
-                archive.page_url,
-                chain.last().map(String::as_str).unwrap_or(""),
-                proto.as_str(),
-                if start == archive.page_url && proto != Protocol::H1 {
-                    " (redirects answered as recorded; the protocol check counts only https responses)"
-                } else {
-                    ""
-                }
-            );
-        }
-        if let Some(skipped) = archive.skipped_text() {
-            eprintln!(
-                "hxlab page: {}: {skipped} (nothing can replay them)",
-                har.display()
-            );
-        }
-        if !args.spki.is_empty() {
-            return Err(super::usage(
-                "--spki is for URL mode; the replay server's key is trusted already",
-            ));
-        }
+        check_replay(har, proto, args)?;
     }
     if synthetic.as_ref().is_some_and(|s| s.origins > 1) && (args.push || args.early_hints) {
         return Err(super::usage(
