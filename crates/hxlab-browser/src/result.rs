@@ -1,6 +1,6 @@
 //! A page load as a `RunResult`, so the lab stores browser runs next to load runs.
 
-use crate::PageRun;
+use crate::{PageRun, Protocol};
 use hxlab_core::result::{RunConfig, SCHEMA_VERSION};
 use hxlab_core::RunResult;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,6 +44,12 @@ impl PageRun {
         if let Some(f) = &self.flag {
             extra.insert("flag".to_string(), f.clone());
         }
+        if self.plain_http_responses > 0 {
+            extra.insert(
+                "plain_http_responses".to_string(),
+                self.plain_http_responses.to_string(),
+            );
+        }
         r.config = RunConfig {
             urls: vec![self.url.clone()],
             protocol: self.requested_protocol.as_str().to_string(),
@@ -54,6 +60,7 @@ impl PageRun {
             ..RunConfig::default()
         };
         let mut per_connection: BTreeMap<u64, String> = BTreeMap::new();
+        let mut plain_connections: BTreeSet<u64> = BTreeSet::new();
         for res in &self.resources {
             r.requests_started += 1;
             if res.status > 0 {
@@ -70,8 +77,15 @@ impl PageRun {
                     r.error_samples.push(e.clone());
                 }
             }
+            // A plain http:// response (a recorded http → https redirect) is HTTP/1.1
+            // whatever was asked: its connection counts, but not as the protocol negotiated.
+            let plain = res.url.len() >= 7 && res.url[..7].eq_ignore_ascii_case("http://");
             if res.connection_id != 0 {
-                per_connection.insert(res.connection_id, res.protocol.clone());
+                if plain && matches!(self.requested_protocol, Protocol::H2 | Protocol::H3) {
+                    plain_connections.insert(res.connection_id);
+                } else {
+                    per_connection.insert(res.connection_id, res.protocol.clone());
+                }
             }
             r.bytes.body_received += res.body_bytes;
             if let Some(d) = res.duration_ms.filter(|d| *d >= 0.0) {
@@ -84,7 +98,8 @@ impl PageRun {
             }
         }
         r.bytes.total_received = self.bytes;
-        r.connections = per_connection.len() as u64;
+        plain_connections.retain(|id| !per_connection.contains_key(id));
+        r.connections = (per_connection.len() + plain_connections.len()) as u64;
         let protocols: BTreeSet<&String> = per_connection.values().collect();
         for p in protocols {
             let n = per_connection.values().filter(|v| *v == p).count() as u64;
@@ -191,5 +206,17 @@ mod tests {
         assert_eq!(r.histograms.latency.len(), 3);
         assert!((r.duration_s - 0.25).abs() < 1e-9);
         assert_eq!(r.error_samples, vec!["net::ERR_ABORTED".to_string()]);
+        // A recorded http → https redirect over its own plain connection: counted as a
+        // connection, never as the protocol negotiated for an h2 page.
+        let mut redirected = run.clone();
+        let mut hop = resource(3, 301, None);
+        hop.url = "http://h/".into();
+        hop.protocol = "http/1.1".into();
+        redirected.resources.insert(0, hop);
+        redirected.plain_http_responses = 1;
+        let r = redirected.to_run_result();
+        assert_eq!(r.connections, 2);
+        assert_eq!(r.negotiated.keys().collect::<Vec<_>>(), vec!["h2"]);
+        assert_eq!(r.config.extra["plain_http_responses"], "1");
     }
 }
