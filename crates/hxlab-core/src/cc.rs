@@ -65,6 +65,31 @@ impl CongestionControl {
     }
 }
 
+/// In JSON and TOML a controller is its name (`"bbr"`); `newreno` reads as `reno`.
+impl serde::Serialize for CongestionControl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CongestionControl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        CongestionControl::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("congestion control {s:?}: use reno, cubic or bbr"))
+        })
+    }
+}
+
+impl std::str::FromStr for CongestionControl {
+    type Err = String;
+
+    /// [`CongestionControl::parse_available`]: a name this kernel offers.
+    fn from_str(s: &str) -> Result<Self, String> {
+        CongestionControl::parse_available(s)
+    }
+}
+
 impl std::fmt::Display for CongestionControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -174,11 +199,15 @@ pub fn tcp_fastopen_sysctl() -> Option<u32> {
         .ok()
 }
 
-/// `net.ipv4.tcp_congestion_control` of this network namespace: the controller a TCP
-/// socket gets when nothing sets one, if readable.
-pub fn system_default() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").ok()?;
-    Some(s.trim().to_string()).filter(|s| !s.is_empty())
+/// `net.ipv4.tcp_congestion_control` of this network namespace, as the kernel names it: the
+/// controller a TCP socket gets when nothing sets one (`unknown` when unreadable). Any
+/// controller the kernel has may be the default, not only those of [`CongestionControl`].
+pub fn system_default_name() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Adds `b`'s per-controller connection counts to `a`.

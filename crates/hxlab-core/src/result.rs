@@ -172,8 +172,8 @@ pub struct RunConfig {
     pub rate: Option<f64>,
     /// New connection per request.
     pub no_keepalive: bool,
-    /// Congestion control asked for, if any.
-    pub cc: Option<String>,
+    /// Congestion control asked for, if any (its name in JSON).
+    pub cc: Option<crate::cc::CongestionControl>,
     /// Any other option, free-form, for the record.
     #[serde(default)]
     pub extra: BTreeMap<String, String>,
@@ -451,7 +451,7 @@ mod tests {
                 duration_s: f + 0.25,
                 rate: Some(f + 0.75),
                 no_keepalive: true,
-                cc: Some(format!("cc{n}")),
+                cc: Some(crate::cc::CongestionControl::ALL[(n % 3) as usize]),
                 extra: counts(&[("k", n)])
                     .into_iter()
                     .map(|(k, v)| (k, v.to_string()))

@@ -5,7 +5,7 @@
 //! server's counters, so the link stays up while each cell is still measured on its own.
 
 use crate::child::run_bounded;
-use hxlab_load::LoadConfig;
+use hxlab_contract::LoadConfig;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,6 +2,7 @@
 //! child, known by its [`ReadyFile`], and the synthetic page both of them load.
 
 use crate::child::{tail, DieWithParent};
+use hxlab_core::cc::CongestionControl;
 use hxlab_core::ReadyFile;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,8 +21,8 @@ pub struct OriginOptions {
     pub dir: PathBuf,
     /// A directory served under `/static/` (`hxlab serve --dir`).
     pub www: Option<PathBuf>,
-    /// Congestion controller (`hxlab serve --cc`; None: the system's default).
-    pub cc: Option<String>,
+    /// Congestion controller (`hxlab serve`'s `cc`; None: the system's default).
+    pub cc: Option<CongestionControl>,
     /// Keep the server's stderr (its last lines explain a failed start) instead of passing
     /// it through.
     pub capture_stderr: bool,
@@ -37,7 +38,7 @@ pub struct Origin {
     /// The certificate it wrote (`--cert-out`).
     pub cert: PathBuf,
     /// The congestion controller it was started with.
-    pub cc: Option<String>,
+    pub cc: Option<CongestionControl>,
 }
 
 /// How long a server may take to write its ready file.
@@ -52,22 +53,28 @@ impl Origin {
         let ready_path = opts.dir.join("ready.json");
         let cert = opts.dir.join("cert.pem");
         let _ = std::fs::remove_file(&ready_path);
+        let bind = opts
+            .bind
+            .parse()
+            .map_err(|_| format!("{:?} is not an IP address to serve on", opts.bind))?;
+        // The server's whole configuration, typed: `hxlab serve --config`.
+        let config = hxlab_contract::ServeConfig {
+            bind,
+            tls_port: 0,
+            plain_port: 0,
+            ready_file: Some(ready_path.clone()),
+            cert_out: Some(cert.clone()),
+            dir: opts.www.clone(),
+            replay: opts.replay.clone(),
+            cc: opts.cc,
+            ..hxlab_contract::ServeConfig::default()
+        };
+        config.validate().map_err(|e| e.to_string())?;
+        let config_path = opts.dir.join("serve.json");
+        std::fs::write(&config_path, config.to_json())
+            .map_err(|e| format!("{}: {e}", config_path.display()))?;
         let mut cmd = Command::new(&opts.hxlab_bin);
-        cmd.arg("serve")
-            .args(["--bind", &opts.bind, "--tls-port", "0", "--plain-port", "0"])
-            .arg("--ready-file")
-            .arg(&ready_path)
-            .arg("--cert-out")
-            .arg(&cert);
-        if let Some(www) = &opts.www {
-            cmd.arg("--dir").arg(www);
-        }
-        if let Some(har) = &opts.replay {
-            cmd.arg("--replay").arg(har);
-        }
-        if let Some(cc) = &opts.cc {
-            cmd.args(["--cc", cc]);
-        }
+        cmd.arg("serve").arg("--config").arg(&config_path);
         cmd.die_with_parent()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -91,7 +98,7 @@ impl Origin {
                     child,
                     ready,
                     cert,
-                    cc: opts.cc.clone(),
+                    cc: opts.cc,
                 });
             }
             if let Ok(Some(status)) = child.try_wait() {

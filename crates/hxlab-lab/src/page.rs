@@ -131,7 +131,7 @@ pub struct PageOptions {
     /// Congestion controller of the origin hxlab starts (synthetic page or replay), on TCP
     /// and QUIC alike (`hxlab serve --cc`); None: each stack's own default (the kernel's on
     /// TCP, Cubic on QUIC), which compares different controllers across protocols.
-    pub server_cc: Option<String>,
+    pub server_cc: Option<hxlab_core::cc::CongestionControl>,
 }
 
 /// The page, its origin (when started here) and the link, for as many runs as asked.
@@ -308,7 +308,7 @@ fn synthetic_origin(
         bind: bind.to_string(),
         dir: dir.to_path_buf(),
         www: (!use_origin_page).then_some(www.clone()),
-        cc: opts.server_cc.clone(),
+        cc: opts.server_cc,
         capture_stderr: false,
         replay: None,
     })

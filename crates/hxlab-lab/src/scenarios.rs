@@ -288,7 +288,7 @@ mod tests {
         assert!(e
             .cells
             .iter()
-            .all(|c| c.config.cc_server.as_deref() == Some("cubic")));
+            .all(|c| c.config.cc_server == Some(hxlab_core::cc::CongestionControl::Cubic)));
         let set = Overrides {
             set: vec!["profile=none,Regular 4G".into()],
             repetitions: Some(2),
@@ -346,7 +346,8 @@ mod tests {
         for name in ["seed-004-tls", "servers", "seed-000-https-cpu", "compare"] {
             let e = load(find(name).expect("scenario"), &set).expect("--set cc=bbr");
             for c in &e.cells {
-                let want = (c.config.origin == "hxlab").then(|| "bbr".to_string());
+                let want =
+                    (c.config.origin == "hxlab").then_some(hxlab_core::cc::CongestionControl::Bbr);
                 assert_eq!(c.config.cc_server, want, "{name}: {}", c.key);
                 assert_eq!(c.config.cc_client, want, "{name}: {}", c.key);
             }

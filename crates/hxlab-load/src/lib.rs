@@ -82,3 +82,9 @@ pub enum LoadError {
     #[error("cannot start worker: {0}")]
     Worker(String),
 }
+
+impl From<hxlab_contract::ConfigError> for LoadError {
+    fn from(e: hxlab_contract::ConfigError) -> Self {
+        LoadError::Config(e.0)
+    }
+}

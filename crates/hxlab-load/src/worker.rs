@@ -215,54 +215,6 @@ fn thread_cpu() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
-fn validate(cfg: &LoadConfig) -> Result<(), LoadError> {
-    let bad = |m: &str| Err(LoadError::Config(m.to_string()));
-    if cfg.urls.is_empty() {
-        return bad("no URL given");
-    }
-    if cfg.clients == 0 {
-        return bad("-c/--clients must be at least 1");
-    }
-    if cfg.max_concurrent_streams == 0 {
-        return bad("-m/--max-concurrent-streams must be at least 1");
-    }
-    if cfg.max_concurrent_streams > 1 << 20 {
-        return bad("-m/--max-concurrent-streams is too large");
-    }
-    if cfg.threads == 0 {
-        return bad("-t/--threads must be at least 1");
-    }
-    if cfg.threads > 1024 {
-        return bad("-t/--threads must be at most 1024");
-    }
-    // Each client costs a few KiB up front (1M took 7.8 GB), and one source address has no
-    // more than 64Ki ports towards one server port anyway.
-    if cfg.clients > 65_536 {
-        return bad("-c/--clients must be at most 65536");
-    }
-    match cfg.duration {
-        Some(d) if d.is_zero() => return bad("-D/--duration must be longer than 0"),
-        None if cfg.requests == 0 => return bad("-n/--requests must be at least 1 (or give -D)"),
-        _ => {}
-    }
-    if !cfg.warm_up.is_zero() && cfg.duration.is_none() {
-        return bad("--warm-up needs -D/--duration (as in h2load)");
-    }
-    if let Some(r) = cfg.rate {
-        if !(r.is_finite() && r > 0.0) {
-            return bad("--rate must be a positive number of requests per second");
-        }
-        // Far beyond what one client machine sends; keeps timetable arithmetic exact.
-        if r > 1e9 {
-            return bad("--rate must be at most 1e9 requests per second");
-        }
-    }
-    if cfg.timeout.is_zero() || cfg.connect_timeout.is_zero() {
-        return bad("timeouts must be longer than 0");
-    }
-    Ok(())
-}
-
 fn transport(
     cfg: &LoadConfig,
     target: &Target,
@@ -346,7 +298,7 @@ pub fn run_tapped(
 }
 
 fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunResult, LoadError> {
-    validate(&cfg)?;
+    cfg.validate()?;
     let target = Target::from_config(&cfg)?;
     let transport = transport(&cfg, &target, tap.as_ref())?;
     if cfg.prime {
@@ -565,7 +517,7 @@ fn run_config(cfg: &LoadConfig) -> RunConfig {
         duration_s: cfg.duration.map(|d| d.as_secs_f64()).unwrap_or(0.0),
         rate: cfg.rate,
         no_keepalive: cfg.no_keepalive,
-        cc: cfg.cc.map(|c| c.name().to_string()),
+        cc: cfg.cc,
         extra,
     }
 }

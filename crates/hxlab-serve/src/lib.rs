@@ -21,7 +21,7 @@ mod routes;
 mod stats;
 mod tls;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,99 +30,9 @@ pub use hxlab_core::cc::CongestionControl;
 pub use replay::{NearMiss, ReplayCounts};
 pub use stats::{ProtoStats, StatsSnapshot};
 
-/// Everything `hxlab serve` can be told; `Default` gives the CLI's defaults.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    /// Address every listener binds to.
-    pub bind: IpAddr,
-    /// TCP port for TLS (h1 + h2 by ALPN); the UDP HTTP/3 port is the same number. 0 = free.
-    pub tls_port: u16,
-    /// TCP port for cleartext h1 and h2c (prior knowledge). 0 = free.
-    pub plain_port: u16,
-    /// Serve HTTP/3 on UDP `tls_port` (and advertise it with Alt-Svc on TCP).
-    pub h3: bool,
-    /// PEM certificate chain; without it a self-signed one is made for localhost/127.0.0.1/::1.
-    pub cert: Option<PathBuf>,
-    /// PEM private key belonging to `cert`.
-    pub key: Option<PathBuf>,
-    /// Where to write the served certificate (PEM) so clients can trust it.
-    pub cert_out: Option<PathBuf>,
-    /// Directory served under `/static/`; nothing outside it is ever served.
-    pub dir: Option<PathBuf>,
-    /// Concurrent streams per HTTP/2 or HTTP/3 connection.
-    pub max_streams: u32,
-    /// Worker threads for the runtime the CLI builds (1 = single-threaded runtime). `start`
-    /// runs on the caller's runtime and ignores it.
-    pub threads: usize,
-    /// Longest server think time a request may ask for (`delay=`).
-    pub max_delay: Duration,
-    /// Largest response body a request may ask for (`/bytes/N`, `size=`).
-    pub max_size: u64,
-    /// Largest request header block accepted, in bytes.
-    pub max_header_size: u32,
-    /// Most sub-resources a `/page` may reference.
-    pub max_page_resources: u32,
-    /// How long a shutdown waits for in-flight requests before giving up on them.
-    pub drain_timeout: Duration,
-    /// Congestion controller of every connection served: TCP_CONGESTION on every accepted
-    /// socket, the same controller for every QUIC connection. None: the kernel's default on
-    /// TCP (bbr on some machines, cubic on most) and quinn's (Cubic) on QUIC.
-    pub cc: Option<CongestionControl>,
-    /// Accept TLS 1.3 early data (0-RTT) on TCP, as QUIC 0-RTT is accepted on HTTP/3. Early
-    /// data can be replayed; see `early.rs` and docs/serve.md.
-    pub early_data: bool,
-    /// Bytes one QUIC connection may buffer in each direction: its send window (response
-    /// data written and not yet acknowledged), its receive window and each stream's. A
-    /// client that stops reading or acknowledging pins at most this much; the default,
-    /// 4 MiB, is Linux's default TCP send buffer limit (net.ipv4.tcp_wmem), so HTTP/3 gets
-    /// the buffering HTTP/2 gets over TCP.
-    pub quic_window: u64,
-    /// Most QUIC connections open at once; more are refused (the client sees
-    /// CONNECTION_REFUSED). With `quic_window`, it bounds HTTP/3 buffering at
-    /// `quic_max_connections × quic_window` per direction.
-    pub quic_max_connections: u32,
-    /// A response that gets no flow-control window (h2, h3) for this long has its stream
-    /// reset, freeing what it holds (nginx: send_timeout, 60 s).
-    pub send_timeout: Duration,
-    /// A request body that stops coming for this long: 408 on HTTP/1.1 (then close), the
-    /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
-    pub body_timeout: Duration,
-    /// Answer every request from this HAR archive instead of the endpoints (`/stats` and
-    /// `/replay-stats` stay); the self-signed certificate then also names every recorded
-    /// host.
-    pub replay: Option<PathBuf>,
-}
-
-impl Default for ServeConfig {
-    fn default() -> Self {
-        ServeConfig {
-            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
-            tls_port: 8443,
-            plain_port: 8080,
-            h3: true,
-            cert: None,
-            key: None,
-            cert_out: None,
-            dir: None,
-            max_streams: 100,
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
-            max_delay: Duration::from_secs(60),
-            max_size: 1 << 40,
-            max_header_size: 64 * 1024,
-            max_page_resources: 1000,
-            drain_timeout: Duration::from_secs(10),
-            cc: None,
-            early_data: true,
-            quic_window: 4 << 20,
-            quic_max_connections: 1024,
-            send_timeout: Duration::from_secs(60),
-            body_timeout: Duration::from_secs(60),
-            replay: None,
-        }
-    }
-}
+/// Everything `hxlab serve` can be told: the typed contract `hxlab serve --config` takes,
+/// with its one validator (hxlab-contract).
+pub use hxlab_contract::ServeConfig;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -236,33 +146,10 @@ pub fn install_null_tracing() {
     ));
 }
 
-/// Refuses a configuration no server can run with (what the flags refuse, for library
-/// callers).
+/// Refuses a configuration no server can run with ([`ServeConfig::validate`], what the
+/// flags and `--config` refuse, for library callers too).
 fn check(cfg: &ServeConfig) -> Result<(), ServeError> {
-    if cfg.max_streams == 0 {
-        return Err(ServeError::Config(
-            "--max-streams must be at least 1".into(),
-        ));
-    }
-    if cfg.threads == 0 {
-        return Err(ServeError::Config("--threads must be at least 1".into()));
-    }
-    if !(16 << 10..=1 << 30).contains(&cfg.quic_window) {
-        return Err(ServeError::Config(
-            "--quic-window must be between 16KiB and 1GiB".into(),
-        ));
-    }
-    if cfg.send_timeout.is_zero() || cfg.body_timeout.is_zero() {
-        return Err(ServeError::Config(
-            "--send-timeout and --body-timeout must be longer than 0".into(),
-        ));
-    }
-    if cfg.quic_max_connections == 0 {
-        return Err(ServeError::Config(
-            "--quic-max-connections must be at least 1".into(),
-        ));
-    }
-    Ok(())
+    cfg.validate().map_err(|e| ServeError::Config(e.0))
 }
 
 /// Binds every listener, makes or loads the certificate and starts serving on the current

@@ -8,6 +8,7 @@ use super::Runner;
 use crate::child::{last_line, run_bounded};
 use crate::origin::synthetic_page_html;
 use crate::spec::{Cell, Experiment, PageSource, Protocol};
+use hxlab_core::cc::CongestionControl;
 use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;
@@ -112,7 +113,8 @@ impl Runner {
         // The replay server sends the page: the same controller on TCP and QUIC (the cell's
         // cc_server, else cubic), read back into the record.
         if matches!(page, PageSource::Har(_)) {
-            cmd.args(["--server-cc", cfg.cc_server.as_deref().unwrap_or("cubic")]);
+            let cc = cfg.cc_server.unwrap_or(CongestionControl::Cubic);
+            cmd.args(["--server-cc", cc.name()]);
         }
         cmd.args(cfg.link_args());
         if cfg.repeat_view {

@@ -1,6 +1,6 @@
 //! The runner: every repetition of every cell, driving `hxlab serve`, `hxlab load` and
 //! `hxlab link` as child processes of the same binary through typed contracts: the server's
-//! [`ReadyFile`](hxlab_core::ReadyFile), a [`LoadConfig`](hxlab_load::LoadConfig) per
+//! [`ReadyFile`](hxlab_core::ReadyFile), a [`LoadConfig`](hxlab_contract::LoadConfig) per
 //! repetition (`hxlab load --config`), and inside a link the [agent](crate::agent) that
 //! takes those configurations one by one.
 //!
@@ -19,6 +19,7 @@ mod target;
 use crate::child::run_bounded;
 use crate::origin::{Origin, OriginOptions};
 use crate::spec::{Cell, Experiment, Protocol};
+use hxlab_core::cc::CongestionControl;
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
 use record::{count_cells, fallback, fill_record, new_records};
 use std::collections::HashSet;
@@ -322,7 +323,7 @@ impl Runner {
             .first()
             .filter(|(c, _)| c.config.origin == crate::spec::origins::BUILTIN)
         {
-            self.ensure_server(first.config.cc_server.as_deref())?;
+            self.ensure_server(first.config.cc_server)?;
         }
         Ok(())
     }
@@ -346,7 +347,7 @@ impl Runner {
             let link_key = |c: &Cell| {
                 (
                     c.config.link_args(),
-                    c.config.cc_server.clone(),
+                    c.config.cc_server,
                     c.config.origin.clone(),
                 )
             };
@@ -426,9 +427,9 @@ impl Runner {
 
     /// Makes sure a server runs with congestion controller `cc` (None: the system's
     /// default): one server at a time, restarted when a cell asks for another controller.
-    fn ensure_server(&mut self, cc: Option<&str>) -> Result<(), RunnerError> {
+    fn ensure_server(&mut self, cc: Option<CongestionControl>) -> Result<(), RunnerError> {
         if let Some(s) = &mut self.server {
-            if s.is_running() && s.cc.as_deref() == cc {
+            if s.is_running() && s.cc == cc {
                 return Ok(());
             }
             self.server = None;
@@ -442,7 +443,7 @@ impl Runner {
             bind: self.bind.to_string(),
             dir,
             www: Some(www),
-            cc: cc.map(str::to_string),
+            cc,
             capture_stderr: true,
             replay: None,
         })
@@ -542,7 +543,7 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
                     note(meta, format!("origin {name} is not installed here (its program {:?} was not found): its cells were skipped", c.command[0]));
                     continue;
                 }
-                let sys = hxlab_core::cc::system_default().unwrap_or_else(|| "unknown".into());
+                let sys = hxlab_core::cc::system_default_name();
                 note(meta, format!("origin {name}: server CPU is its whole process tree's, from /proc, per request the client completed; its TCP congestion control is not set by the lab and is not read back per socket: new sockets here get the system default ({sys})"));
             }
             crate::spec::OriginKind::Url(_) => {

@@ -4,7 +4,8 @@
 use super::target::{Meter, Target};
 use super::{BROWSER_CONNECTIONS, MAX_STREAMS};
 use crate::spec::{CellConfig, Experiment, Protocol};
-use hxlab_load::{CongestionControl, LoadConfig, Proto};
+use hxlab_contract::LoadConfig;
+use hxlab_core::Proto;
 use hxlab_report::Workload;
 use std::time::Duration;
 
@@ -61,11 +62,8 @@ pub(crate) fn plan(
             (load.clients, load.max_concurrent_streams) = browser_like(cfg);
         }
     }
-    if let Some(cc) = &cfg.cc_client {
-        load.cc = Some(
-            CongestionControl::parse(cc)
-                .ok_or_else(|| format!("congestion control {cc:?}: use reno, cubic or bbr"))?,
-        );
+    if cfg.cc_client.is_some() {
+        load.cc = cfg.cc_client;
     }
     load.no_keepalive = !cfg.keepalive;
     if cfg.tls_resume || cfg.zero_rtt {
@@ -177,6 +175,7 @@ fn throughput(exp: &Experiment, cfg: &CellConfig, origin: &str, load: &mut LoadC
 mod tests {
     use super::*;
     use crate::spec::{parse, Overrides};
+    use hxlab_core::cc::CongestionControl;
 
     fn hxlab(p: Protocol) -> Target {
         let port = if p.tls() { 4433 } else { 8080 };

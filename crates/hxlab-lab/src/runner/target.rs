@@ -141,7 +141,7 @@ impl Runner {
         }
         match &def.kind {
             OriginKind::Builtin => {
-                self.ensure_server(cfg.cc_server.as_deref())
+                self.ensure_server(cfg.cc_server)
                     .map_err(|e| NoTarget::Fail(e.to_string()))?;
                 let s = self
                     .server

@@ -7,6 +7,7 @@ use super::{
     Cell, CellConfig, Ctx, Experiment, FactorSpec, Level, Place, Protocol, SpecError, FACTORS,
     MAX_RUNS,
 };
+use hxlab_core::cc::CongestionControl;
 use hxlab_report::{FactorLevels, Workload};
 use std::collections::BTreeMap;
 
@@ -239,10 +240,10 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
         queue: text("queue"),
         cc_server: text("cc_server")
             .or_else(|| text("cc"))
-            .filter(|c| c != "default"),
+            .and_then(|c| CongestionControl::parse(&c)),
         cc_client: text("cc_client")
             .or_else(|| text("cc"))
-            .filter(|c| c != "default"),
+            .and_then(|c| CongestionControl::parse(&c)),
         delay: time("delay").unwrap_or_default(),
         resources: count("resources").unwrap_or(1),
         size: match get("size") {

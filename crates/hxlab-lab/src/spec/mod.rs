@@ -11,6 +11,7 @@ pub mod origins;
 mod read;
 
 use expand::{expand, has_factor};
+use hxlab_core::cc::CongestionControl;
 use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};
 pub use origins::{OriginDef, OriginKind};
 use read::{
@@ -199,9 +200,9 @@ pub struct CellConfig {
     /// Bottleneck queue for `hxlab link --queue`.
     pub queue: Option<String>,
     /// The server's congestion control (`hxlab serve --cc`; None: the system's default).
-    pub cc_server: Option<String>,
+    pub cc_server: Option<CongestionControl>,
     /// The client's congestion control (`hxlab load --cc`; None: the system's default).
-    pub cc_client: Option<String>,
+    pub cc_client: Option<CongestionControl>,
     /// Server delay per response.
     pub delay: Duration,
     /// Resources to fetch (resources workload).
@@ -976,13 +977,13 @@ mod tests {
     #[test]
     fn cc_sets_both_ends_and_each_end_alone() {
         let e = ok("protocol = \"h2\"\ncc = [\"reno\", \"default\"]\n");
-        assert_eq!(e.cells[0].config.cc_server.as_deref(), Some("reno"));
-        assert_eq!(e.cells[0].config.cc_client.as_deref(), Some("reno"));
+        assert_eq!(e.cells[0].config.cc_server, Some(CongestionControl::Reno));
+        assert_eq!(e.cells[0].config.cc_client, Some(CongestionControl::Reno));
         assert_eq!(e.cells[1].config.cc_server, None);
         assert_eq!(e.cells[1].config.cc_client, None);
         let e = ok("protocol = \"h3\"\ncc_server = \"bbr\"\ncc_client = \"cubic\"\n");
-        assert_eq!(e.cells[0].config.cc_server.as_deref(), Some("bbr"));
-        assert_eq!(e.cells[0].config.cc_client.as_deref(), Some("cubic"));
+        assert_eq!(e.cells[0].config.cc_server, Some(CongestionControl::Bbr));
+        assert_eq!(e.cells[0].config.cc_client, Some(CongestionControl::Cubic));
         let m = err("protocol = \"h2\"\ncc = \"reno\"\ncc_server = \"bbr\"\n");
         assert!(
             m.starts_with("t.toml:3:13:")

@@ -76,7 +76,7 @@ pub(super) fn problem_lines(r: &Report, tied: &[String]) -> Vec<Line> {
         }
     }
     for c in &r.comparisons {
-        if let Some(text) = cc_mismatch(r, c) {
+        if let Some(text) = mixed_controllers(r, c) {
             found
                 .entry(Problem::NotLikeForLike)
                 .or_default()
@@ -111,7 +111,7 @@ pub(super) fn problem_lines(r: &Report, tied: &[String]) -> Vec<Line> {
 
 /// When the two cells of a comparison sent with different congestion controllers, as
 /// their servers read them back: the difference is not the protocol's alone.
-fn cc_mismatch(r: &Report, c: &Comparison) -> Option<String> {
+fn mixed_controllers(r: &Report, c: &Comparison) -> Option<String> {
     let cell = |k: &str| r.cells.iter().find(|x| x.key == k);
     let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
     let names = |m: &BTreeMap<String, u64>| m.keys().cloned().collect::<Vec<_>>();

@@ -146,8 +146,8 @@ pub struct Args {
     #[arg(long = "tfo")]
     pub tfo: bool,
     /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
-    #[arg(long = "cc")]
-    pub cc: Option<String>,
+    #[arg(long = "cc", value_name = "CC")]
+    pub cc: Option<CongestionControl>,
     /// Run part INDEX/COUNT of a run spread over COUNT processes or machines (e.g. 0/4): this
     /// part opens its share of -c and sends its share of -n; with --rate it sends the
     /// timetable's requests j with j mod COUNT = INDEX. `hxlab merge` adds the parts back.
@@ -285,11 +285,8 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     cfg.zero_rtt = a.zero_rtt;
     cfg.prime = a.prime;
     cfg.tfo = a.tfo;
-    if let Some(cc) = &a.cc {
-        cfg.cc = Some(
-            CongestionControl::parse_available(cc)
-                .map_err(|e| super::usage(format!("--cc: {e}")))?,
-        );
+    if a.cc.is_some() {
+        cfg.cc = a.cc;
     }
     apply_parts(a, &mut cfg)?;
     cfg.progress = progress(a);

@@ -265,12 +265,13 @@ fn options(args: &Args) -> anyhow::Result<PageOptions> {
         repeat_view: args.repeat_view,
         server_cc: match args.server_cc.as_str() {
             "default" => None,
-            "reno" | "cubic" | "bbr" => Some(args.server_cc.clone()),
-            other => {
-                return Err(super::usage(format!(
-                    "--server-cc {other:?}: expected reno, cubic, bbr or default"
-                )))
-            }
+            other => Some(
+                hxlab_core::cc::CongestionControl::parse(other).ok_or_else(|| {
+                    super::usage(format!(
+                        "--server-cc {other:?}: expected reno, cubic, bbr or default"
+                    ))
+                })?,
+            ),
         },
     })
 }

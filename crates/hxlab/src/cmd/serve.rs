@@ -18,6 +18,15 @@ pub struct Args {
 /// The flags of `hxlab serve`.
 #[derive(clap::Args, Debug)]
 pub struct Options {
+    /// Read the whole configuration from this JSON file (`-`: standard input), the typed
+    /// contract the lab hands its servers (docs/serve.md); no other flag may be given.
+    #[arg(long, value_name = "FILE|-", conflicts_with_all = [
+        "bind", "tls_port", "plain_port", "no_h3", "cert", "key", "cert_out", "ready_file",
+        "dir", "max_streams", "quic_window", "quic_max_connections", "send_timeout",
+        "body_timeout", "threads", "max_delay", "max_size", "max_header_size",
+        "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay",
+    ])]
+    pub config: Option<String>,
     /// Address to listen on (an IP address, e.g. 127.0.0.1, ::1 or 0.0.0.0).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
@@ -87,7 +96,7 @@ pub struct Options {
     /// accepted socket; quinn's NewReno, Cubic or BBR on QUIC). Default: the kernel's default
     /// on TCP, Cubic on QUIC. /stats shows what each connection ran, read back.
     #[arg(long, value_name = "CC")]
-    pub cc: Option<String>,
+    pub cc: Option<hxlab_serve::CongestionControl>,
     /// Refuse TLS 1.3 early data (0-RTT) on TCP. It is accepted by default, as QUIC 0-RTT is;
     /// early data can be replayed by an attacker, so a real origin accepts it only for
     /// idempotent requests (see docs/serve.md).
@@ -100,50 +109,45 @@ pub struct Options {
     pub replay: Option<PathBuf>,
 }
 
+/// The server's configuration: from `--config`, or the flags mapped onto it; either way
+/// checked by the one validator, [`hxlab_serve::ServeConfig::validate`] (exit 2).
 fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
+    let cfg = match &args.config {
+        Some(path) => {
+            let text = hxlab_contract::read_config_text(path).map_err(|e| super::usage(e.0))?;
+            serde_json::from_str(&text)
+                .map_err(|e| super::usage(format!("--config {path}: {e}")))?
+        }
+        None => flags_config(args)?,
+    };
+    cfg.validate().map_err(|e| super::usage(e.0))?;
+    Ok(cfg)
+}
+
+/// The flags as a [`hxlab_serve::ServeConfig`] (values parsed here, ranges checked by its
+/// validator).
+fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
     let bind: IpAddr = args.bind.parse().map_err(|_| {
         super::usage(format!(
             "--bind {:?}: not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)",
             args.bind
         ))
     })?;
-    if args.cert.is_some() != args.key.is_some() {
-        return Err(super::usage(
-            "--cert and --key go together: give both or neither",
-        ));
-    }
     let size = |flag: &str, v: &str| {
         hxlab_core::parse_size(v).map_err(|e| super::usage(format!("{flag}: {e}")))
     };
     let duration = |flag: &str, v: &str| {
         hxlab_core::parse_duration(v).map_err(|e| super::usage(format!("{flag}: {e}")))
     };
-    let max_header_size = size("--max-header-size", &args.max_header_size)?;
-    if !(1024..=16 * 1024 * 1024).contains(&max_header_size) {
-        return Err(super::usage(
-            "--max-header-size must be between 1KiB and 16MiB",
-        ));
-    }
+    let max_header_size = u32::try_from(size("--max-header-size", &args.max_header_size)?)
+        .map_err(|_| super::usage("--max-header-size must be between 1KiB and 16MiB"))?;
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    if threads == 0 || threads > 1024 {
-        return Err(super::usage("--threads must be between 1 and 1024"));
-    }
-    if args.max_streams == 0 {
-        return Err(super::usage("--max-streams must be at least 1"));
-    }
-    let cc = match &args.cc {
-        Some(name) => Some(
-            hxlab_serve::CongestionControl::parse_available(name)
-                .map_err(|e| super::usage(format!("--cc: {e}")))?,
-        ),
-        None => None,
-    };
     Ok(hxlab_serve::ServeConfig {
-        cc,
+        cc: args.cc,
         early_data: !args.no_early_data,
         bind,
         tls_port: args.tls_port,
@@ -158,28 +162,15 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         threads,
         max_delay: duration("--max-delay", &args.max_delay)?,
         max_size: size("--max-size", &args.max_size)?,
-        max_header_size: max_header_size as u32,
+        max_header_size,
         max_page_resources: args.max_page_resources,
         drain_timeout: duration("--drain-timeout", &args.drain_timeout)?,
-        quic_window: quic_window(&args.quic_window)?,
+        quic_window: size("--quic-window", &args.quic_window)?,
         send_timeout: duration("--send-timeout", &args.send_timeout)?,
         body_timeout: duration("--body-timeout", &args.body_timeout)?,
-        quic_max_connections: match args.quic_max_connections {
-            0 => return Err(super::usage("--quic-max-connections must be at least 1")),
-            n => n,
-        },
+        quic_max_connections: args.quic_max_connections,
+        ready_file: args.ready_file.clone(),
     })
-}
-
-/// --quic-window: a size between 16 KiB and 1 GiB.
-fn quic_window(s: &str) -> anyhow::Result<u64> {
-    let v = hxlab_core::parse_size(s).map_err(|e| super::usage(format!("--quic-window: {e}")))?;
-    if !(16 << 10..=1 << 30).contains(&v) {
-        return Err(super::usage(format!(
-            "--quic-window {s}: must be between 16KiB and 1GiB"
-        )));
-    }
-    Ok(v)
 }
 
 /// Runs `hxlab serve`.
@@ -198,7 +189,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .build()
     }
     .context("cannot start the async runtime")?;
-    let code = runtime.block_on(serve(cfg, args.ready_file))?;
+    let ready_file = cfg.ready_file.clone();
+    let code = runtime.block_on(serve(cfg, ready_file))?;
     // Tasks still running after the drain timeout are dropped with the runtime.
     runtime.shutdown_timeout(Duration::from_millis(100));
     Ok(code)

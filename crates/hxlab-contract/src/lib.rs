@@ -1,0 +1,51 @@
+//! hxlab-contract: the lab's contracts with its parts.
+//!
+//! What it is for: the one typed configuration each child process of hxlab takes on
+//! `--config FILE|-` — [`LoadConfig`] (`hxlab load`), [`ServeConfig`] (`hxlab serve`) and,
+//! from hxlab-link, `LinkConfig` (`hxlab link`) — each with
+//! its JSON form (serde, unknown keys refused) and one validator that the command-line flags,
+//! a file and the lab all go through, so a value is refused the same way wherever it comes
+//! from. The lab builds these values and hands them to the child; the child parses them at
+//! the edge and never sees argv strings of another's making.
+//! What it is not: no I/O beyond reading a config's text, no protocol stack, no async runtime
+//! (so hxlab-lab builds without quinn, rustls or the load engine).
+
+pub mod load;
+pub mod serve;
+pub mod text;
+
+pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
+pub use serve::ServeConfig;
+
+/// Why a configuration is refused: one line for the user (a usage error, exit 2, on the
+/// command line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// Reads a config's JSON from `FILE`, or standard input for `-`, at most
+/// [`MAX_CONFIG_BYTES`]; the error is one line.
+pub fn read_config_text(path: &str) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let mut text = String::new();
+    let limit = MAX_CONFIG_BYTES + 1;
+    let read = if path == "-" {
+        std::io::stdin()
+            .lock()
+            .take(limit)
+            .read_to_string(&mut text)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(limit).read_to_string(&mut text))
+    };
+    read.map_err(|e| ConfigError(format!("--config {path}: {e}")))?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigError(format!(
+            "--config {path}: larger than {} MiB; not a config",
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
+    Ok(text)
+}
+
+/// Largest config file read (a request body of `hxlab load` travels inside it).
+pub const MAX_CONFIG_BYTES: u64 = 64 << 20;

@@ -1,0 +1,550 @@
+//! [`LoadConfig`]: everything `hxlab load` can be asked, as a plain struct the lab can fill,
+//! and the JSON form of it that `hxlab load --config FILE` reads (serde, unknown keys
+//! refused, missing keys take the flags' defaults). One validator, [`LoadConfig::validate`],
+//! for the flags, the file and the lab alike.
+
+use crate::text::duration_text;
+use crate::ConfigError;
+use hxlab_core::cc::CongestionControl;
+use hxlab_core::Proto;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One load run, as asked. `Default` is `-n 1 -c 1 -m 1 -t 1`, GET, auto protocol.
+///
+/// In JSON, durations are strings with a unit (`"30s"`, `"250ms"`), `proto` and `cc` their
+/// command-line names, and `headers` a list of `[name, value]` pairs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoadConfig {
+    /// Target URLs (same scheme, host and port), requested round-robin.
+    pub urls: Vec<String>,
+    /// Total requests of the measured phase; 0 when `duration` bounds the run.
+    pub requests: u64,
+    /// Connections (clients).
+    pub clients: u64,
+    /// Concurrent streams per connection; on HTTP/1.1 the pipelining depth.
+    pub max_concurrent_streams: u64,
+    /// Worker OS threads (each its own runtime); clamped to `clients`.
+    pub threads: u64,
+    /// Measured duration; when set, `requests` is ignored (as h2load's -D).
+    #[serde(with = "duration_text::optional")]
+    pub duration: Option<Duration>,
+    /// Warm-up before the measured duration (requests sent, nothing recorded); needs `duration`.
+    #[serde(with = "duration_text")]
+    pub warm_up: Duration,
+    /// Extra request headers (name, value); a `host` header replaces the URL authority.
+    pub headers: Vec<(String, String)>,
+    /// Request body (from -d or --data-file); its presence makes the default method POST.
+    pub body: Option<Vec<u8>>,
+    /// Request method; None: GET, or POST with a body.
+    pub method: Option<String>,
+    /// Longest wait for a response (from send to last byte).
+    #[serde(with = "duration_text")]
+    pub timeout: Duration,
+    /// Longest wait for TCP connect + TLS handshake (or the QUIC handshake).
+    #[serde(with = "duration_text")]
+    pub connect_timeout: Duration,
+    /// Accept any server certificate.
+    pub insecure: bool,
+    /// PEM file of CA certificates to trust (instead of the system store).
+    pub cacert: Option<PathBuf>,
+    /// A new connection for every request.
+    pub no_keepalive: bool,
+    /// HTTP/2: accept server push (advertise SETTINGS_ENABLE_PUSH=1); a request completes
+    /// when its response and every stream it promised have ended.
+    pub push: bool,
+    /// HTTP/1.1: keep up to `-m` requests in flight on a connection (pipelining, as h2load
+    /// does with `-m`). False: one request at a time (`hxlab trace`, whose HTTP/1.1 requests
+    /// go one after another).
+    pub h1_pipeline: bool,
+    /// Open model: requests per second over all connections.
+    pub rate: Option<f64>,
+    /// Protocol to speak.
+    pub proto: Proto,
+    /// ALPN ids to offer (TLS over TCP); None: derived from `proto`.
+    pub alpn_list: Option<Vec<String>>,
+    /// Resume TLS sessions on new connections (and report resumed handshakes apart).
+    pub tls_resume: bool,
+    /// Send the first request of a resumed connection as early data: QUIC 0-RTT on h3, TLS 1.3
+    /// early data on h1-tls and h2 (implies resume).
+    pub zero_rtt: bool,
+    /// Before the run, make one request on one connection (not measured, not counted) so the
+    /// run's connections can resume its TLS session and send 0-RTT, as a returning visitor.
+    pub prime: bool,
+    /// TCP Fast Open on TCP connections (TCP_FASTOPEN_CONNECT).
+    pub tfo: bool,
+    /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
+    pub cc: Option<CongestionControl>,
+    /// This process runs one part of a run spread over several (`--shard I/N`): its share of
+    /// the connections and of `-n`, and in the open model the timetable's requests `j` with
+    /// `j mod N = I`. None: the whole run.
+    pub shard: Option<Shard>,
+    /// The run id recorded in the result (`--run-id`); None: derived from the configuration
+    /// and `start_at` for a shard (so every shard of one command line agrees), random
+    /// otherwise.
+    pub run_id: Option<String>,
+    /// Wait until this wall-clock instant (Unix seconds) before starting (`--start-at`),
+    /// so parts on several machines start together.
+    pub start_at: Option<f64>,
+    /// How late after `start_at` a start still counts as on time (`--start-tolerance`).
+    #[serde(with = "duration_text")]
+    pub start_tolerance: Duration,
+    /// Width of the result's time series (`RunResult::intervals`, `--interval`); zero: no
+    /// series. Widened (doubled) when a `-D` run would need more than
+    /// `hxlab_core::interval::MAX_INTERVALS` intervals.
+    #[serde(with = "duration_text")]
+    pub interval: Duration,
+    /// Draw a progress bar on stderr (the caller checks it is a terminal); not part of the
+    /// JSON form, where the reader decides.
+    #[serde(skip)]
+    pub progress: bool,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            urls: Vec::new(),
+            requests: 1,
+            clients: 1,
+            max_concurrent_streams: 1,
+            threads: 1,
+            duration: None,
+            warm_up: Duration::ZERO,
+            headers: Vec::new(),
+            body: None,
+            method: None,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            insecure: false,
+            cacert: None,
+            no_keepalive: false,
+            push: false,
+            h1_pipeline: true,
+            rate: None,
+            proto: Proto::Auto,
+            alpn_list: None,
+            tls_resume: false,
+            zero_rtt: false,
+            prime: false,
+            tfo: false,
+            cc: None,
+            shard: None,
+            run_id: None,
+            start_at: None,
+            start_tolerance: Duration::from_secs(1),
+            interval: Duration::from_secs(1),
+            progress: false,
+        }
+    }
+}
+
+/// Part `index` of `count` of a run (see [`LoadConfig::shard`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shard {
+    /// 0..count.
+    pub index: u64,
+    /// Parts of the run, at least 1.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Reads `I/N` (`--shard 2/8`).
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("--shard {s:?}: expected INDEX/COUNT, e.g. 0/4"))?;
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("--shard {s:?}: expected INDEX/COUNT, e.g. 0/4"))
+        };
+        let shard = Shard {
+            index: num(i)?,
+            count: num(n)?,
+        };
+        shard.check()?;
+        Ok(shard)
+    }
+
+    /// The index is below the count, and the count is sane.
+    pub fn check(&self) -> Result<(), String> {
+        if self.count == 0 || self.count > MAX_SHARDS {
+            return Err(format!(
+                "--shards {}: must be between 1 and {MAX_SHARDS}",
+                self.count
+            ));
+        }
+        if self.index >= self.count {
+            return Err(format!(
+                "shard index {} is out of range for {} shards (0..{})",
+                self.index,
+                self.count,
+                self.count - 1
+            ));
+        }
+        Ok(())
+    }
+
+    /// This part's range `[lo, hi)` of `total` things split as evenly as possible (the
+    /// connections), numbered as in the whole run.
+    pub fn range(&self, total: u64) -> (u64, u64) {
+        let t = u128::from(total);
+        let (i, n) = (u128::from(self.index), u128::from(self.count));
+        ((t * i / n) as u64, (t * (i + 1) / n) as u64)
+    }
+}
+
+/// Most parts a run may have (a Job of ten thousand pods is already far out).
+pub const MAX_SHARDS: u64 = 100_000;
+
+/// Latest `--start-at` accepted, from now (later is a typo, and the pods would idle).
+const MAX_START_WAIT_S: f64 = 86_400.0;
+
+/// Reads one `-H "Name: value"` argument (both trimmed), for `hxlab load` and `hxlab trace`;
+/// the name and value themselves are checked when the run starts (`bad header name`).
+pub fn parse_header_arg(h: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = h.split_once(':') else {
+        return Err(format!("-H {h:?}: expected \"Name: value\""));
+    };
+    if name.trim().is_empty() {
+        return Err(format!("-H {h:?}: empty header name"));
+    }
+    Ok((name.trim().to_string(), value.trim().to_string()))
+}
+
+/// Longest duration the command line takes (a year); more is a typo.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 86400);
+
+impl LoadConfig {
+    /// Checks what `hxlab load`'s flags check before a run, so a configuration from a file
+    /// (or built by the lab) is refused the same way. The message is one line for the user.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError(m));
+        if self.urls.is_empty() {
+            return bad("give at least one URL".into());
+        }
+        self.validate_counts()?;
+        for (flag, d) in [
+            ("-D/--duration", self.duration.unwrap_or_default()),
+            ("--warm-up", self.warm_up),
+            ("--timeout", self.timeout),
+            ("--connect-timeout", self.connect_timeout),
+            ("--interval", self.interval),
+        ] {
+            if d > MAX_DURATION {
+                return bad(format!("{flag}: longer than a year"));
+            }
+        }
+        if let Some((name, _)) = self.headers.iter().find(|(n, _)| n.trim().is_empty()) {
+            return bad(format!("-H {name:?}: empty header name"));
+        }
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return bad(format!("--rate {rate}: must be a positive number"));
+            }
+        }
+        if let Some(ids) = &self.alpn_list {
+            if ids.is_empty() || ids.iter().any(|s| s.trim().is_empty()) {
+                return bad("--alpn-list: give at least one protocol id, e.g. h2,http/1.1".into());
+            }
+        }
+        if self.push && matches!(self.proto, Proto::H1 | Proto::H3) {
+            return bad(
+                "--push: server push is HTTP/2 only; use it with --proto h2, h2c or auto".into(),
+            );
+        }
+        if let Some(cc) = self.cc {
+            CongestionControl::parse_available(cc.name())
+                .map_err(|e| ConfigError(format!("--cc: {e}")))?;
+        }
+        self.validate_parts()
+    }
+
+    /// Connections, streams, threads, requests, duration, rate and timeouts (what a run can
+    /// be asked at all).
+    fn validate_counts(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError(m.to_string()));
+        if self.clients == 0 {
+            return bad("-c/--clients must be at least 1");
+        }
+        // Each client costs a few KiB up front (1M took 7.8 GB), and one source address has
+        // no more than 64Ki ports towards one server port anyway.
+        if self.clients > 65_536 {
+            return bad("-c/--clients must be at most 65536");
+        }
+        if self.max_concurrent_streams == 0 {
+            return bad("-m/--max-concurrent-streams must be at least 1");
+        }
+        if self.max_concurrent_streams > 1 << 20 {
+            return bad("-m/--max-concurrent-streams is too large");
+        }
+        if self.threads == 0 {
+            return bad("-t/--threads must be at least 1");
+        }
+        if self.threads > 1024 {
+            return bad("-t/--threads must be at most 1024");
+        }
+        match self.duration {
+            Some(d) if d.is_zero() => return bad("-D/--duration must be longer than 0"),
+            None if self.requests == 0 => {
+                return bad("-n/--requests must be at least 1 (or give -D)")
+            }
+            _ => {}
+        }
+        if !self.warm_up.is_zero() && self.duration.is_none() {
+            return bad("--warm-up needs -D/--duration (as in h2load)");
+        }
+        // Far beyond what one client machine sends; keeps timetable arithmetic exact.
+        if self.rate.is_some_and(|r| r > 1e9) {
+            return bad("--rate must be at most 1e9 requests per second");
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return bad("timeouts must be longer than 0");
+        }
+        Ok(())
+    }
+
+    /// Shard, run id and start time: a part must get at least one connection and, with
+    /// `-n`, at least one request.
+    fn validate_parts(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError(m));
+        if let Some(id) = &self.run_id {
+            if id.is_empty()
+                || id.len() > 128
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            {
+                return bad(format!(
+                    "--run-id {id:?}: use 1 to 128 letters, digits, '-', '_', '.' or ':'"
+                ));
+            }
+        }
+        if let Some(at) = self.start_at {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            if !at.is_finite() || at - now > MAX_START_WAIT_S {
+                return bad("--start-at: more than a day from now".into());
+            }
+        }
+        if self.start_tolerance > MAX_DURATION {
+            return bad("--start-tolerance: longer than a year".into());
+        }
+        let Some(shard) = self.shard else {
+            return Ok(());
+        };
+        shard.check().map_err(ConfigError)?;
+        let (c0, c1) = shard.range(self.clients);
+        if c1 == c0 {
+            return bad(format!(
+                "-c {} over {} shards leaves shard {} without a connection; use at least as many connections as shards",
+                self.clients, shard.count, shard.index
+            ));
+        }
+        if self.duration.is_none() && self.shard_requests() == Some(0) {
+            return bad(format!(
+                "-n {} over {} shards leaves shard {} without a request",
+                self.requests, shard.count, shard.index
+            ));
+        }
+        Ok(())
+    }
+
+    /// With `-n`, the requests this part sends: in the closed model its connections' share
+    /// (the whole run's split, [`Shard::range`] of the connections, so the shares add up to
+    /// `-n`); in the open model the timetable's requests `j < n` with `j mod N = I`. None when
+    /// `-D` bounds the run.
+    pub fn shard_requests(&self) -> Option<u64> {
+        if self.duration.is_some() {
+            return None;
+        }
+        let Some(shard) = self.shard else {
+            return Some(self.requests);
+        };
+        if self.rate.is_some() {
+            let n = self.requests;
+            return Some(if n > shard.index {
+                (n - shard.index).div_ceil(shard.count)
+            } else {
+                0
+            });
+        }
+        let (c0, c1) = shard.range(self.clients);
+        Some(split(self.requests, self.clients, c0, c1))
+    }
+
+    /// Reads a configuration from its JSON form and [validates](LoadConfig::validate) it.
+    pub fn from_json(text: &str) -> Result<LoadConfig, ConfigError> {
+        let cfg: LoadConfig = serde_json::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The JSON form (what [`LoadConfig::from_json`] reads).
+    pub fn to_json(&self) -> String {
+        // Strings, numbers, lists and byte vectors always serialise.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The requests of clients `[c0, c1)` when `n` requests are split over `c` clients in
+/// proportion (the same formula for shards and worker threads, so the parts add up to `n`).
+pub fn split(n: u64, c: u64, c0: u64, c1: u64) -> u64 {
+    let (n, c) = (u128::from(n), u128::from(c.max(1)));
+    ((n * u128::from(c1) / c) - (n * u128::from(c0) / c)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trip_keeps_every_field() {
+        let cfg = LoadConfig {
+            urls: vec!["https://127.0.0.1:8443/bytes/100?delay=5".into()],
+            requests: 0,
+            clients: 6,
+            max_concurrent_streams: 100,
+            threads: 2,
+            duration: Some(Duration::from_millis(1500)),
+            warm_up: Duration::from_micros(250_001),
+            headers: vec![("x-a".into(), "b".into())],
+            body: Some(b"hello".to_vec()),
+            method: Some("PUT".into()),
+            timeout: Duration::from_nanos(7),
+            connect_timeout: Duration::from_secs(3),
+            insecure: true,
+            cacert: Some("/tmp/cert.pem".into()),
+            no_keepalive: true,
+            push: true,
+            h1_pipeline: false,
+            rate: Some(123.5),
+            proto: Proto::H2c,
+            alpn_list: Some(vec!["h2".into()]),
+            tls_resume: true,
+            zero_rtt: true,
+            prime: true,
+            tfo: true,
+            cc: Some(CongestionControl::Cubic),
+            shard: Some(Shard { index: 2, count: 5 }),
+            run_id: Some("job-7".into()),
+            start_at: Some(1_795_000_000.5),
+            start_tolerance: Duration::from_millis(250),
+            interval: Duration::from_millis(100),
+            progress: false,
+        };
+        let text = cfg.to_json();
+        let back: LoadConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, cfg);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["duration"], "1500ms");
+        assert_eq!(v["proto"], "h2c");
+        assert_eq!(v["cc"], "cubic");
+        assert_eq!(v["interval"], "100ms");
+    }
+
+    #[test]
+    fn missing_keys_take_defaults_and_unknown_keys_are_refused() {
+        let cfg =
+            LoadConfig::from_json(r#"{"urls":["http://127.0.0.1:1/"],"timeout":"1.5s"}"#).unwrap();
+        assert_eq!(cfg.timeout, Duration::from_millis(1500));
+        assert_eq!(cfg.requests, 1);
+        assert_eq!(cfg.proto, Proto::Auto);
+        assert_eq!(cfg.interval, Duration::from_secs(1));
+        let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"clinets":2}"#).unwrap_err();
+        assert!(e.to_string().contains("clinets"), "{e}");
+        let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"proto":"h4"}"#).unwrap_err();
+        assert!(e.to_string().contains("h4"), "{e}");
+    }
+
+    #[test]
+    fn validation_refuses_what_the_flags_refuse() {
+        let ok = LoadConfig {
+            urls: vec!["http://127.0.0.1:1/".into()],
+            ..Default::default()
+        };
+        assert!(ok.validate().is_ok());
+        let refused = |c: LoadConfig| c.validate().unwrap_err().to_string();
+        assert!(refused(LoadConfig::default()).contains("URL"));
+        assert!(refused(LoadConfig {
+            push: true,
+            proto: Proto::H3,
+            ..ok.clone()
+        })
+        .contains("--push"));
+        assert!(refused(LoadConfig {
+            rate: Some(-1.0),
+            ..ok.clone()
+        })
+        .contains("--rate"));
+        assert!(refused(LoadConfig {
+            headers: vec![(" ".into(), "v".into())],
+            ..ok.clone()
+        })
+        .contains("header"));
+        assert!(refused(LoadConfig {
+            alpn_list: Some(vec![]),
+            ..ok.clone()
+        })
+        .contains("--alpn-list"));
+        assert!(refused(LoadConfig {
+            clients: 2,
+            shard: Some(Shard { index: 0, count: 3 }),
+            ..ok.clone()
+        })
+        .contains("without a connection"));
+        assert!(refused(LoadConfig {
+            requests: 3,
+            clients: 4,
+            rate: Some(10.0),
+            shard: Some(Shard { index: 3, count: 4 }),
+            ..ok.clone()
+        })
+        .contains("without a request"));
+        assert!(refused(LoadConfig {
+            run_id: Some("a b".into()),
+            ..ok.clone()
+        })
+        .contains("--run-id"));
+        assert!(refused(LoadConfig {
+            start_at: Some(4e9),
+            ..ok.clone()
+        })
+        .contains("--start-at"));
+    }
+
+    #[test]
+    fn shards_split_connections_and_requests_into_exact_totals() {
+        assert_eq!(Shard::parse("2/8").unwrap(), Shard { index: 2, count: 8 });
+        for bad in ["8/8", "1", "a/2", "0/0", "-1/2"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+        for (n, c, count, rate) in [
+            (1000, 100, 3, None),
+            (7, 7, 7, None),
+            (1001, 5, 4, Some(50.0)),
+        ] {
+            let mut clients = 0;
+            let mut requests = 0;
+            for index in 0..count {
+                let cfg = LoadConfig {
+                    urls: vec!["http://127.0.0.1:1/".into()],
+                    requests: n,
+                    clients: c,
+                    rate,
+                    shard: Some(Shard { index, count }),
+                    ..Default::default()
+                };
+                cfg.validate().unwrap();
+                let (c0, c1) = cfg.shard.unwrap().range(c);
+                clients += c1 - c0;
+                requests += cfg.shard_requests().unwrap();
+            }
+            assert_eq!((clients, requests), (c, n), "n {n} c {c} over {count}");
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! [`ServeConfig`]: everything `hxlab serve` can be told, its JSON form (`hxlab serve
+//! --config FILE|-`) and its one validator, shared by the flags, files and the lab.
+
+use crate::text::duration_text;
+use crate::ConfigError;
+use hxlab_core::cc::CongestionControl;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything `hxlab serve` can be told; `Default` gives the CLI's defaults.
+///
+/// In JSON (`hxlab serve --config FILE|-`), durations are strings with a unit (`"60s"`),
+/// `cc` a controller's name, `bind` an address; missing keys take the flags' defaults.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Address every listener binds to.
+    pub bind: IpAddr,
+    /// TCP port for TLS (h1 + h2 by ALPN); the UDP HTTP/3 port is the same number. 0 = free.
+    pub tls_port: u16,
+    /// TCP port for cleartext h1 and h2c (prior knowledge). 0 = free.
+    pub plain_port: u16,
+    /// Serve HTTP/3 on UDP `tls_port` (and advertise it with Alt-Svc on TCP).
+    pub h3: bool,
+    /// PEM certificate chain; without it a self-signed one is made for localhost/127.0.0.1/::1.
+    pub cert: Option<PathBuf>,
+    /// PEM private key belonging to `cert`.
+    pub key: Option<PathBuf>,
+    /// Where to write the served certificate (PEM) so clients can trust it.
+    pub cert_out: Option<PathBuf>,
+    /// Directory served under `/static/`; nothing outside it is ever served.
+    pub dir: Option<PathBuf>,
+    /// Concurrent streams per HTTP/2 or HTTP/3 connection.
+    pub max_streams: u32,
+    /// Worker threads for the runtime the CLI builds (1 = single-threaded runtime). `start`
+    /// runs on the caller's runtime and ignores it.
+    pub threads: usize,
+    /// Longest server think time a request may ask for (`delay=`).
+    #[serde(with = "duration_text")]
+    pub max_delay: Duration,
+    /// Largest response body a request may ask for (`/bytes/N`, `size=`).
+    pub max_size: u64,
+    /// Largest request header block accepted, in bytes.
+    pub max_header_size: u32,
+    /// Most sub-resources a `/page` may reference.
+    pub max_page_resources: u32,
+    /// How long a shutdown waits for in-flight requests before giving up on them.
+    #[serde(with = "duration_text")]
+    pub drain_timeout: Duration,
+    /// Congestion controller of every connection served: TCP_CONGESTION on every accepted
+    /// socket, the same controller for every QUIC connection. None: the kernel's default on
+    /// TCP (bbr on some machines, cubic on most) and quinn's (Cubic) on QUIC.
+    pub cc: Option<CongestionControl>,
+    /// Accept TLS 1.3 early data (0-RTT) on TCP, as QUIC 0-RTT is accepted on HTTP/3. Early
+    /// data can be replayed; see `early.rs` and docs/serve.md.
+    pub early_data: bool,
+    /// Bytes one QUIC connection may buffer in each direction: its send window (response
+    /// data written and not yet acknowledged), its receive window and each stream's. A
+    /// client that stops reading or acknowledging pins at most this much; the default,
+    /// 4 MiB, is Linux's default TCP send buffer limit (net.ipv4.tcp_wmem), so HTTP/3 gets
+    /// the buffering HTTP/2 gets over TCP.
+    pub quic_window: u64,
+    /// Most QUIC connections open at once; more are refused (the client sees
+    /// CONNECTION_REFUSED). With `quic_window`, it bounds HTTP/3 buffering at
+    /// `quic_max_connections × quic_window` per direction.
+    pub quic_max_connections: u32,
+    /// A response that gets no flow-control window (h2, h3) for this long has its stream
+    /// reset, freeing what it holds (nginx: send_timeout, 60 s).
+    #[serde(with = "duration_text")]
+    pub send_timeout: Duration,
+    /// A request body that stops coming for this long: 408 on HTTP/1.1 (then close), the
+    /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
+    #[serde(with = "duration_text")]
+    pub body_timeout: Duration,
+    /// Answer every request from this HAR archive instead of the endpoints (`/stats` and
+    /// `/replay-stats` stay); the self-signed certificate then also names every recorded
+    /// host.
+    pub replay: Option<PathBuf>,
+    /// Where the `hxlab serve` command writes its [`hxlab_core::ReadyFile`] once every
+    /// listener accepts (the library's `start` does not write it).
+    pub ready_file: Option<PathBuf>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            tls_port: 8443,
+            plain_port: 8080,
+            h3: true,
+            cert: None,
+            key: None,
+            cert_out: None,
+            dir: None,
+            max_streams: 100,
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            max_delay: Duration::from_secs(60),
+            max_size: 1 << 40,
+            max_header_size: 64 * 1024,
+            max_page_resources: 1000,
+            drain_timeout: Duration::from_secs(10),
+            cc: None,
+            early_data: true,
+            quic_window: 4 << 20,
+            quic_max_connections: 1024,
+            send_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
+            replay: None,
+            ready_file: None,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Refuses a configuration no server can run with, with the flag's name in one line.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError(m.to_string()));
+        if self.cert.is_some() != self.key.is_some() {
+            return bad("--cert and --key go together: give both or neither");
+        }
+        if !(1024..=16 * 1024 * 1024).contains(&self.max_header_size) {
+            return bad("--max-header-size must be between 1KiB and 16MiB");
+        }
+        if self.threads == 0 || self.threads > 1024 {
+            return bad("--threads must be between 1 and 1024");
+        }
+        if self.max_streams == 0 {
+            return bad("--max-streams must be at least 1");
+        }
+        if !(16 << 10..=1 << 30).contains(&self.quic_window) {
+            return bad("--quic-window must be between 16KiB and 1GiB");
+        }
+        if self.quic_max_connections == 0 {
+            return bad("--quic-max-connections must be at least 1");
+        }
+        if self.send_timeout.is_zero() || self.body_timeout.is_zero() {
+            return bad("--send-timeout and --body-timeout must be longer than 0");
+        }
+        if let Some(cc) = self.cc {
+            CongestionControl::parse_available(cc.name())
+                .map_err(|e| ConfigError(format!("--cc: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Reads the JSON form and [validates](ServeConfig::validate) it.
+    pub fn from_json(text: &str) -> Result<ServeConfig, ConfigError> {
+        let cfg: ServeConfig =
+            serde_json::from_str(text).map_err(|e| ConfigError(format!("serve config: {e}")))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The JSON form (what [`ServeConfig::from_json`] reads).
+    pub fn to_json(&self) -> String {
+        // Paths, numbers, strings and addresses always serialise.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trip_and_one_validator() {
+        let cfg = ServeConfig {
+            bind: "::1".parse().expect("addr"),
+            tls_port: 0,
+            cc: Some(CongestionControl::Reno),
+            send_timeout: Duration::from_millis(250),
+            replay: Some("site.har".into()),
+            ready_file: Some("/tmp/ready.json".into()),
+            ..ServeConfig::default()
+        };
+        let back = ServeConfig::from_json(&cfg.to_json()).expect("round trip");
+        assert_eq!(back, cfg);
+        let partial = ServeConfig::from_json(r#"{"tls_port": 0, "cc": "cubic"}"#).expect("partial");
+        assert_eq!(partial.plain_port, 8080);
+        assert_eq!(partial.cc, Some(CongestionControl::Cubic));
+        for (json, want) in [
+            (r#"{"max_streams": 0}"#, "--max-streams"),
+            (r#"{"quic_window": 1}"#, "--quic-window"),
+            (r#"{"cert": "c.pem"}"#, "--cert and --key"),
+            (r#"{"threads": 0}"#, "--threads"),
+            (r#"{"send_timeout": "0s"}"#, "--send-timeout"),
+            (r#"{"cc": "vegas"}"#, "vegas"),
+            (r#"{"bogus": 1}"#, "unknown field"),
+        ] {
+            let e = ServeConfig::from_json(json).expect_err(json).to_string();
+            assert!(e.contains(want), "{json}: {e}");
+        }
+    }
+}
