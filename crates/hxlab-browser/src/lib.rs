@@ -40,64 +40,23 @@ use std::time::Duration;
 /// The first Chromium major version that ignores HTTP/2 server push (push was removed in 106).
 pub const PUSH_REMOVED_IN: u32 = 106;
 
-/// HTTP version a page load is forced to use, or `Auto`: none forced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    /// HTTP/1.1 (over TLS for https URLs).
-    H1,
-    /// HTTP/2.
-    H2,
-    /// HTTP/3 over QUIC.
-    H3,
-    /// Nothing forced: the browser negotiates as it does in the wild (ALPN over TCP, HTTP/3
-    /// once an `Alt-Svc` header advertised it); every protocol it uses counts.
-    Auto,
-}
+/// HTTP version a page load is forced to use, or `Auto`: none forced — the one "what to ask"
+/// vocabulary of hxlab ([`hxlab_core::Proto`]). A browser speaks HTTP/2 over TLS only, so
+/// `h2c` is refused ([`PageConfig::validate`]).
+pub use hxlab_core::Proto;
 
-impl Protocol {
-    /// The short name users type: `h1`, `h2`, `h3`, `auto`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::H1 => "h1",
-            Protocol::H2 => "h2",
-            Protocol::H3 => "h3",
-            Protocol::Auto => "auto",
-        }
-    }
-
-    /// Maps Chromium's `response.protocol` ("http/1.1", "h2", "h3", "h3-29", "quic/…") to a
-    /// protocol; `None` for anything else (e.g. "data", "blob", empty).
-    pub fn from_browser(reported: &str) -> Option<Protocol> {
-        let p = reported.to_ascii_lowercase();
-        if p == "http/1.1" || p == "http/1.0" {
-            Some(Protocol::H1)
-        } else if p == "h2" {
-            Some(Protocol::H2)
-        } else if p.starts_with("h3") || p.starts_with("quic") || p.contains("+quic") {
-            Some(Protocol::H3)
-        } else {
-            None
-        }
-    }
-}
-
-impl std::fmt::Display for Protocol {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Protocol {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.to_ascii_lowercase().as_str() {
-            "h1" | "http1" | "http/1.1" => Ok(Protocol::H1),
-            "h2" | "http2" => Ok(Protocol::H2),
-            "h3" | "http3" => Ok(Protocol::H3),
-            "auto" => Ok(Protocol::Auto),
-            _ => Err(format!("unknown protocol `{s}`: use h1, h2, h3 or auto")),
-        }
+/// Maps Chromium's `response.protocol` ("http/1.1", "h2", "h3", "h3-29", "quic/…") to the
+/// protocol a page load asks for; `None` for anything else (e.g. "data", "blob", empty).
+pub fn asked_of_reported(reported: &str) -> Option<Proto> {
+    let p = reported.to_ascii_lowercase();
+    if p == "http/1.1" || p == "http/1.0" {
+        Some(Proto::H1)
+    } else if p == "h2" {
+        Some(Proto::H2)
+    } else if p.starts_with("h3") || p.starts_with("quic") || p.contains("+quic") {
+        Some(Proto::H3)
+    } else {
+        None
     }
 }
 
@@ -107,7 +66,7 @@ pub struct PageConfig {
     /// The page to load (http:// or https://; h3 needs https).
     pub url: String,
     /// The protocol to force.
-    pub protocol: Protocol,
+    pub protocol: Proto,
     /// Chromium binary: a path, or a name looked up on PATH (default `chromium`).
     pub chromium: PathBuf,
     /// Base64 SHA-256 hashes of SubjectPublicKeyInfos to trust (`--ignore-certificate-errors-spki-list`).
@@ -136,7 +95,7 @@ pub struct PageConfig {
 
 impl PageConfig {
     /// A config with defaults: `chromium` from PATH, 60 s timeout, no HAR.
-    pub fn new(url: impl Into<String>, protocol: Protocol) -> PageConfig {
+    pub fn new(url: impl Into<String>, protocol: Proto) -> PageConfig {
         PageConfig {
             url: url.into(),
             protocol,
@@ -242,7 +201,7 @@ pub struct PageRun {
     /// The page loaded.
     pub url: String,
     /// The protocol asked for.
-    pub requested_protocol: Protocol,
+    pub requested_protocol: Proto,
     /// "Chromium 156.0.8078.79".
     pub browser: String,
     /// Chromium major version.

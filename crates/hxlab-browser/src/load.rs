@@ -4,7 +4,7 @@
 use crate::cdp::{Cdp, Event};
 use crate::process::BrowserProcess;
 use crate::view::{self, Tab};
-use crate::{vitals, BrowserError, PageConfig, PageRun, Protocol, ResourceTiming, View};
+use crate::{vitals, BrowserError, PageConfig, PageRun, Proto, ResourceTiming, View};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -125,12 +125,18 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
     .map(|s| s.to_string())
     .collect();
     match cfg.protocol {
-        Protocol::H1 => {
+        Proto::H2c => {
+            return Err(BrowserError::Config(
+                "a browser speaks HTTP/2 over TLS only: use h2 (an https:// page), not h2c"
+                    .to_string(),
+            ))
+        }
+        Proto::H1 => {
             args.push("--disable-http2".into());
             args.push("--disable-quic".into());
         }
-        Protocol::H2 => args.push("--disable-quic".into()),
-        Protocol::H3 => {
+        Proto::H2 => args.push("--disable-quic".into()),
+        Proto::H3 => {
             if scheme != "https" {
                 return Err(BrowserError::Config(
                     "HTTP/3 needs an https:// URL".to_string(),
@@ -140,7 +146,7 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
             args.push(format!("--origin-to-force-quic-on={host}:{port}"));
         }
         // QUIC allowed, never forced: HTTP/3 only where an Alt-Svc header offers it.
-        Protocol::Auto => {
+        Proto::Auto => {
             args.push("--enable-quic".into());
             if scheme == "https" && (!cfg.spki_sha256.is_empty() || cfg.insecure) {
                 // Chromium's QUIC refuses a certificate from a root it does not know unless
@@ -596,10 +602,10 @@ impl Tally {
             // Browsers speak HTTP/2 and HTTP/3 over TLS only: a plain http:// response (the
             // recorded http → https redirect of a site) is HTTP/1.1 whatever is asked for.
             let plain = r.url.len() >= 7 && r.url[..7].eq_ignore_ascii_case("http://");
-            if plain && matches!(cfg.protocol, Protocol::H2 | Protocol::H3) {
+            if plain && matches!(cfg.protocol, Proto::H2 | Proto::H3) {
                 self.plain_http += 1;
-            } else if cfg.protocol != Protocol::Auto
-                && Protocol::from_browser(&protocol) != Some(cfg.protocol)
+            } else if cfg.protocol != Proto::Auto
+                && crate::asked_of_reported(&protocol) != Some(cfg.protocol)
             {
                 self.protocol_ok = false;
             }
@@ -730,27 +736,27 @@ mod tests {
 
     #[test]
     fn forces_the_protocol_on_the_command_line() {
-        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Protocol::H3);
+        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Proto::H3);
         cfg.spki_sha256 = vec!["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=".into()];
         let a = browser_args(&cfg).unwrap();
         assert!(a.contains(&"--origin-to-force-quic-on=127.0.0.1:9".to_string()));
         assert!(a
             .iter()
             .any(|x| x.starts_with("--ignore-certificate-errors-spki-list=47DEQ")));
-        cfg.protocol = Protocol::H1;
+        cfg.protocol = Proto::H1;
         let a = browser_args(&cfg).unwrap();
         assert!(
             a.contains(&"--disable-http2".to_string()) && a.contains(&"--disable-quic".to_string())
         );
         cfg.spki_sha256 = vec!["not base64".into()];
         assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
-        let cfg = PageConfig::new("http://127.0.0.1:9/", Protocol::H3);
+        let cfg = PageConfig::new("http://127.0.0.1:9/", Proto::H3);
         assert!(matches!(browser_args(&cfg), Err(BrowserError::Config(_))));
     }
 
     #[test]
     fn auto_forces_nothing_on_the_page_origin() {
-        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Protocol::Auto);
+        let mut cfg = PageConfig::new("https://127.0.0.1:9/", Proto::Auto);
         cfg.spki_sha256 = vec!["47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=".into()];
         let a = browser_args(&cfg).unwrap();
         assert!(a.contains(&"--enable-quic".to_string()));
@@ -777,7 +783,7 @@ mod tests {
         // Any protocol counts with auto.
         let perf = json!({ "nav": { "responseStart": 5.0, "domContentLoadedEventStart": 8.0,
             "loadEventStart": 9.0 }, "paint": [] });
-        let cfg = PageConfig::new("https://h/", Protocol::Auto);
+        let cfg = PageConfig::new("https://h/", Proto::Auto);
         let mixed = collected(vec![
             record("https://h/", "h2", 200, 7, 10.0),
             record("https://h/a", "h3", 200, 8, 10.1),
@@ -788,12 +794,12 @@ mod tests {
 
     #[test]
     fn maps_browser_protocol_names() {
-        assert_eq!(Protocol::from_browser("http/1.1"), Some(Protocol::H1));
-        assert_eq!(Protocol::from_browser("h2"), Some(Protocol::H2));
-        assert_eq!(Protocol::from_browser("h3"), Some(Protocol::H3));
-        assert_eq!(Protocol::from_browser("h3-29"), Some(Protocol::H3));
-        assert_eq!(Protocol::from_browser("quic/1+spdy/3"), Some(Protocol::H3));
-        assert_eq!(Protocol::from_browser("data"), None);
+        assert_eq!(crate::asked_of_reported("http/1.1"), Some(Proto::H1));
+        assert_eq!(crate::asked_of_reported("h2"), Some(Proto::H2));
+        assert_eq!(crate::asked_of_reported("h3"), Some(Proto::H3));
+        assert_eq!(crate::asked_of_reported("h3-29"), Some(Proto::H3));
+        assert_eq!(crate::asked_of_reported("quic/1+spdy/3"), Some(Proto::H3));
+        assert_eq!(crate::asked_of_reported("data"), None);
     }
 
     fn record(url: &str, protocol: &str, status: u16, conn: u64, start: f64) -> RequestRecord {
@@ -826,7 +832,7 @@ mod tests {
     fn a_protocol_fallback_or_error_flags_the_run() {
         let perf = json!({ "nav": { "responseStart": 5.0, "domContentLoadedEventStart": 8.0,
             "loadEventStart": 9.0 }, "paint": [{ "name": "first-contentful-paint", "startTime": 7.0 }] });
-        let cfg = PageConfig::new("https://h/", Protocol::H2);
+        let cfg = PageConfig::new("https://h/", Proto::H2);
         let ok = collected(vec![
             record("https://h/", "h2", 200, 7, 10.0),
             record("https://h/a", "h2", 200, 7, 10.1),

@@ -1,6 +1,6 @@
 //! A page load as a `RunResult`, so the lab stores browser runs next to load runs.
 
-use crate::{PageRun, Protocol};
+use crate::{PageRun, Proto};
 use hxlab_core::result::{RunConfig, SCHEMA_VERSION};
 use hxlab_core::RunResult;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,7 +52,7 @@ impl PageRun {
         }
         r.config = RunConfig {
             urls: vec![self.url.clone()],
-            protocol: self.requested_protocol.as_str().to_string(),
+            protocol: self.requested_protocol.name().to_string(),
             clients: 1,
             threads: 1,
             requests: self.resources.len() as u64,
@@ -81,7 +81,7 @@ impl PageRun {
             // whatever was asked: its connection counts, but not as the protocol negotiated.
             let plain = res.url.len() >= 7 && res.url[..7].eq_ignore_ascii_case("http://");
             if res.connection_id != 0 {
-                if plain && matches!(self.requested_protocol, Protocol::H2 | Protocol::H3) {
+                if plain && matches!(self.requested_protocol, Proto::H2 | Proto::H3) {
                     plain_connections.insert(res.connection_id);
                 } else {
                     per_connection.insert(res.connection_id, res.protocol.clone());
@@ -111,7 +111,7 @@ impl PageRun {
 
 #[cfg(test)]
 mod tests {
-    use crate::{PageRun, Protocol, ResourceTiming};
+    use crate::{PageRun, Proto, ResourceTiming};
     use std::collections::BTreeMap;
 
     fn resource(conn: u64, status: u16, error: Option<&str>) -> ResourceTiming {
@@ -139,7 +139,7 @@ mod tests {
         let run = PageRun {
             view: crate::View::First,
             url: "https://h/".into(),
-            requested_protocol: Protocol::H2,
+            requested_protocol: Proto::H2,
             browser: "Chromium 156.0".into(),
             browser_major: 156,
             started_unix_s: 1.0e9,

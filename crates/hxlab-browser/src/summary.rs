@@ -95,13 +95,13 @@ pub fn summarize(runs: &[PageRun]) -> PageSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Protocol;
+    use crate::Proto;
 
     fn run(load: f64, flag: Option<&str>) -> PageRun {
         PageRun {
             view: crate::View::First,
             url: "https://127.0.0.1/".into(),
-            requested_protocol: Protocol::H2,
+            requested_protocol: Proto::H2,
             browser: "Chromium 156".into(),
             browser_major: 156,
             started_unix_s: 0.0,

@@ -117,7 +117,7 @@ impl PageRun {
 mod tests {
     use crate::cdp::Event;
     use crate::load::{build_run, Collected};
-    use crate::{PageConfig, Protocol};
+    use crate::{PageConfig, Proto};
     use hxlab_core::waterfall::{Phase, Span};
     use serde_json::{json, Value};
 
@@ -196,7 +196,7 @@ mod tests {
         }
         let perf = json!({ "nav": { "responseStart": 21.0, "domContentLoadedEventStart": 35.0,
             "loadEventStart": 72.0 }, "paint": [{ "name": "first-contentful-paint", "startTime": 40.0 }] });
-        let cfg = PageConfig::new("https://h:8443/", Protocol::H2);
+        let cfg = PageConfig::new("https://h:8443/", Proto::H2);
         let run = build_run(&cfg, "Chromium 1".into(), 1, &seen, &perf);
 
         let doc = run.resources[0].phases;

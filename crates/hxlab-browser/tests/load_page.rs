@@ -2,7 +2,7 @@
 //! HTTP/1.1 server (python3 -m http.server), called both outside and inside a tokio runtime,
 //! and its timeout against a browser that never answers.
 
-use hxlab_browser::{load_page, summarize, BrowserError, PageConfig, Protocol};
+use hxlab_browser::{load_page, summarize, BrowserError, PageConfig, Proto};
 use hxlab_testkit::require_peer;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -63,7 +63,7 @@ fn load_page_measures_a_real_page_inside_and_outside_a_runtime() {
     }
     let dir = temp_dir("site");
     let (_server, port) = python_site(&dir);
-    let mut cfg = PageConfig::new(format!("http://127.0.0.1:{port}/index.html"), Protocol::H1);
+    let mut cfg = PageConfig::new(format!("http://127.0.0.1:{port}/index.html"), Proto::H1);
     cfg.timeout = Duration::from_secs(40);
     cfg.collect_har = true;
 
@@ -99,7 +99,7 @@ fn load_page_times_out_and_kills_a_silent_browser() {
     std::fs::write(&fake, "#!/bin/sh\nexec sleep 300\n").expect("write");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let mut cfg = PageConfig::new("http://127.0.0.1:1/", Protocol::H2);
+    let mut cfg = PageConfig::new("http://127.0.0.1:1/", Proto::H2);
     cfg.chromium = fake;
     cfg.timeout = Duration::from_millis(800);
     let started = Instant::now();
@@ -110,7 +110,7 @@ fn load_page_times_out_and_kills_a_silent_browser() {
     assert!(started.elapsed() < Duration::from_secs(10));
     let _ = std::fs::remove_dir_all(&dir);
 
-    let mut cfg = PageConfig::new("http://127.0.0.1:1/", Protocol::H2);
+    let mut cfg = PageConfig::new("http://127.0.0.1:1/", Proto::H2);
     cfg.chromium = "/nonexistent/chromium".into();
     let err = load_page(cfg).expect_err("missing browser");
     assert!(

@@ -141,6 +141,22 @@ impl Proto {
     }
 }
 
+impl std::fmt::Display for Proto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Proto {
+    type Err = String;
+
+    /// [`Proto::parse`], with the one-line error every command prints.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Proto::parse(s)
+            .ok_or_else(|| format!("unknown protocol `{s}`: use h1, h2, h2c, h3 or auto"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! runs adds up to. The command line only maps its flags onto [`PageOptions`] and prints.
 
 use crate::origin::{loopback_to, synthetic_page_html_with, temp_dir, Origin, OriginOptions};
-use hxlab_browser::{Launcher, PageConfig, PageRun, PageSummary, Protocol};
+use hxlab_browser::{Launcher, PageConfig, PageRun, PageSummary, Proto};
 use hxlab_link::{Link, LinkConfig};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ pub struct PageOptions {
     /// A synthetic page served by an origin started here.
     pub synthetic: Option<Synthetic>,
     /// The protocol to force.
-    pub proto: Protocol,
+    pub proto: Proto,
     /// The link to run the browser behind (checked with [`LinkConfig::validate`]).
     pub link: Option<LinkConfig>,
     /// Ask the synthetic origin to push the sub-resources.
@@ -211,7 +211,7 @@ impl PageSession {
         template.cpu_slowdown = opts.cpu_slowdown;
         template.repeat_view = opts.repeat_view;
         template.host_resolver_rules = mapping.rules;
-        if opts.proto == Protocol::H3 && !mapping.force_quic.is_empty() {
+        if opts.proto == Proto::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.
             template.extra_args.push(format!(
                 "--origin-to-force-quic-on={}",
@@ -313,7 +313,7 @@ fn synthetic_origin(
         replay: None,
     })
     .map_err(|e| format!("the synthetic origin: {e}"))?;
-    if matches!(opts.proto, Protocol::H3 | Protocol::Auto) && origin.ready.h3.is_none() {
+    if matches!(opts.proto, Proto::H3 | Proto::Auto) && origin.ready.h3.is_none() {
         return Err(
             "the synthetic origin has no HTTP/3 listener (\"h3\" is null in its ready file)".into(),
         );

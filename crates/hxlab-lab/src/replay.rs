@@ -4,15 +4,15 @@
 
 use crate::origin::{Origin, OriginOptions};
 use crate::page::{Mapping, PageOptions, Started};
-use hxlab_browser::Protocol;
 use hxlab_core::har::{Archive, HarOrigin};
+use hxlab_core::Proto;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
 
 /// Reads a HAR for replay over `proto` and finds where its page load starts; the error is
 /// one line (a usage error for the command line).
-pub fn check_archive(path: &Path, proto: Protocol) -> Result<(Archive, String), String> {
+pub fn check_archive(path: &Path, proto: Proto) -> Result<(Archive, String), String> {
     let archive = Archive::read(path).map_err(|e| e.to_string())?;
     let start = start_url(&archive, proto).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((archive, start))
@@ -24,14 +24,14 @@ pub fn check_archive(path: &Path, proto: Protocol) -> Result<(Archive, String), 
 /// page, which loads over the protocol asked for. HTTP/3 starts from the https URL the
 /// recorded redirects end at (a browser has no QUIC for http://). HTTP/2 and HTTP/3 need the
 /// chain to end at an https:// page.
-pub fn start_url(archive: &Archive, proto: Protocol) -> Result<String, String> {
+pub fn start_url(archive: &Archive, proto: Proto) -> Result<String, String> {
     let chain = archive.redirect_chain();
     let last = chain
         .last()
         .cloned()
         .unwrap_or_else(|| archive.page_url.clone());
     let secure = last.len() >= 8 && last[..8].eq_ignore_ascii_case("https://");
-    if matches!(proto, Protocol::H2 | Protocol::H3) && !secure {
+    if matches!(proto, Proto::H2 | Proto::H3) && !secure {
         let via = if chain.len() > 1 {
             format!(", and its recorded redirects end at {last}")
         } else {
@@ -39,12 +39,12 @@ pub fn start_url(archive: &Archive, proto: Protocol) -> Result<String, String> {
         };
         return Err(format!(
             "{} needs an https:// page (browsers speak it over TLS only); the recording starts at {}{via}",
-            proto.as_str(),
+            proto.name(),
             archive.page_url
         ));
     }
     Ok(match proto {
-        Protocol::H3 => last,
+        Proto::H3 => last,
         _ => archive.page_url.clone(),
     })
 }
@@ -89,7 +89,7 @@ pub(crate) fn replay_origin(
         replay: Some(har.to_path_buf()),
     })
     .map_err(|e| format!("the replay server: {e}"))?;
-    if opts.proto == Protocol::H3 && origin.ready.h3.is_none() {
+    if opts.proto == Proto::H3 && origin.ready.h3.is_none() {
         return Err("the replay server has no HTTP/3 listener".into());
     }
     let rules = resolver_rules(

@@ -841,9 +841,9 @@ fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
             .map_err(|e| ctx.whole(format!("har {}: {}", path.display(), e.0)))?;
         for p in exp.levels("protocol") {
             let proto = match p.as_str() {
-                "h3" => hxlab_browser::Protocol::H3,
-                "h2" | "h2c" => hxlab_browser::Protocol::H2,
-                _ => hxlab_browser::Protocol::H1,
+                "h3" => hxlab_core::Proto::H3,
+                "h2" | "h2c" => hxlab_core::Proto::H2,
+                _ => hxlab_core::Proto::H1,
             };
             crate::replay::start_url(&archive, proto)
                 .map_err(|e| ctx.whole(format!("har {}: {e}", path.display())))?;

@@ -117,8 +117,12 @@ pub struct Args {
     #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Protocol: h1, h2, h2c, h3 or auto (https: ALPN h2,http/1.1; http: HTTP/1.1).
-    #[arg(long = "proto", default_value = "auto")]
-    pub proto: String,
+    #[arg(
+        long = "proto",
+        default_value = "auto",
+        value_name = "h1|h2|h2c|h3|auto"
+    )]
+    pub proto: Proto,
     /// Same as --proto h1.
     #[arg(long = "h1", conflicts_with = "proto")]
     pub h1: bool,
@@ -257,16 +261,7 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         }
         cfg.rate = Some(rate);
     }
-    cfg.proto = if a.h1 {
-        Proto::H1
-    } else {
-        Proto::parse(&a.proto).ok_or_else(|| {
-            super::usage(format!(
-                "--proto {:?}: use h1, h2, h2c, h3 or auto",
-                a.proto
-            ))
-        })?
-    };
+    cfg.proto = if a.h1 { Proto::H1 } else { a.proto };
     if let Some(list) = &a.alpn_list {
         let ids: Vec<String> = list
             .split(',')

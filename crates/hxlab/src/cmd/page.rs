@@ -4,7 +4,7 @@
 //! The origin, the link and the sums are `hxlab_lab::page`'s; this maps flags and prints.
 
 use anyhow::{bail, Context};
-use hxlab_browser::{BrowserError, PageConfig, PageRun, Protocol};
+use hxlab_browser::{BrowserError, PageConfig, PageRun, Proto};
 use hxlab_core::parse_duration;
 use hxlab_lab::page::{Outcome, PageOptions, PageReport, PageSession, Synthetic};
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ pub struct Args {
     pub replay: Option<PathBuf>,
     /// Protocol to force: h1, h2 or h3; or auto (none forced: HTTP/3 where Alt-Svc offers it).
     #[arg(long, value_name = "h1|h2|h3|auto")]
-    pub proto: String,
+    pub proto: Proto,
     /// Network profile to run the browser behind (see `hxlab link --list-profiles`).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -141,7 +141,7 @@ fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
 
 /// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
 /// starts when the recording redirects, and what it left out.
-fn check_replay(har: &Path, proto: Protocol, args: &Args) -> anyhow::Result<()> {
+fn check_replay(har: &Path, proto: Proto, args: &Args) -> anyhow::Result<()> {
     let (archive, start) = hxlab_lab::replay::check_archive(har, proto).map_err(super::usage)?;
     let chain = archive.redirect_chain();
     if chain.len() > 1 {
@@ -149,8 +149,8 @@ fn check_replay(har: &Path, proto: Protocol, args: &Args) -> anyhow::Result<()> 
             "hxlab page: the recording redirects {} to {}; {} loads start at {start}{}",
             archive.page_url,
             chain.last().map(String::as_str).unwrap_or(""),
-            proto.as_str(),
-            if start == archive.page_url && proto != Protocol::H1 {
+            proto.name(),
+            if start == archive.page_url && proto != Proto::H1 {
                 " (redirects answered as recorded; the protocol check counts only https responses)"
             } else {
                 ""
@@ -173,10 +173,12 @@ fn check_replay(har: &Path, proto: Protocol, args: &Args) -> anyhow::Result<()> 
 
 /// The command line as [`PageOptions`] (usage errors exit 2).
 fn options(args: &Args) -> anyhow::Result<PageOptions> {
-    let proto: Protocol = args
-        .proto
-        .parse()
-        .map_err(|e: String| super::usage(format!("--proto: {e}")))?;
+    let proto = args.proto;
+    if proto == Proto::H2c {
+        return Err(super::usage(
+            "--proto h2c: a browser speaks HTTP/2 over TLS only; use h2",
+        ));
+    }
     let cpu_slowdown = args
         .cpu_slowdown
         .trim()
@@ -370,7 +372,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         write_json(dest, &doc)?;
     }
     if let Some(path) = &args.html {
-        let html = super::page_html::render(&session.url, opts.proto.as_str(), &outcomes, &rep);
+        let html = super::page_html::render(&session.url, opts.proto.name(), &outcomes, &rep);
         super::page_html::write(path, &html)?;
         writeln!(
             text,

@@ -12,7 +12,7 @@ pub struct Args {
     pub urls: Vec<String>,
     /// Protocol to speak: auto (https: ALPN h2 or http/1.1; http: HTTP/1.1), h1, h2 (TLS;
     /// shows the fallback if the server only speaks HTTP/1.1; h2c on http://), h2c, h3.
-    #[arg(long, default_value = "auto", value_parser = parse_proto, value_name = "auto|h1|h2|h2c|h3")]
+    #[arg(long, default_value = "auto", value_name = "auto|h1|h2|h2c|h3")]
     pub proto: Proto,
     /// Request each URL N times, all at once on h2/h3 (like `nghttp -m`).
     #[arg(short = 'm', long = "multiply", default_value_t = 1, value_name = "N")]
@@ -43,10 +43,6 @@ pub struct Args {
 
 /// The most requests one trace sends (-m times URLs): a trace is for reading, not for load.
 const MAX_REQUESTS: usize = 1000;
-
-fn parse_proto(s: &str) -> Result<Proto, String> {
-    Proto::parse(s).ok_or_else(|| format!("{s:?} is not one of auto, h1, h2, h2c, h3"))
-}
 
 /// The load run a trace is: one client, one connection, every request at once on h2/h3.
 fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
