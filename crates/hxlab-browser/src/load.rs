@@ -137,13 +137,22 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
         }
         Proto::H2 => args.push("--disable-quic".into()),
         Proto::H3 => {
-            if scheme != "https" {
+            // An http:// page can still be loaded over HTTP/3 when the caller names the https
+            // origins to force QUIC on (a recorded http → https redirect: the redirect comes
+            // over plain HTTP/1.1 as for every protocol, the page over QUIC).
+            let named = cfg
+                .extra_args
+                .iter()
+                .any(|a| a.starts_with("--origin-to-force-quic-on="));
+            if scheme != "https" && !named {
                 return Err(BrowserError::Config(
                     "HTTP/3 needs an https:// URL".to_string(),
                 ));
             }
             args.push("--enable-quic".into());
-            args.push(format!("--origin-to-force-quic-on={host}:{port}"));
+            if scheme == "https" {
+                args.push(format!("--origin-to-force-quic-on={host}:{port}"));
+            }
         }
         // QUIC allowed, never forced: HTTP/3 only where an Alt-Svc header offers it.
         Proto::Auto => {

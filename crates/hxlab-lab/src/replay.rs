@@ -18,12 +18,13 @@ pub fn check_archive(path: &Path, proto: Proto) -> Result<(Archive, String), Str
     Ok((archive, start))
 }
 
-/// The URL a replayed page load over `proto` starts from. A recording that starts at an
-/// http:// URL redirected to https (the usual 301) is loaded from that URL over HTTP/1.1
-/// and HTTP/2: the redirect is answered as recorded, and the browser follows it to the https
-/// page, which loads over the protocol asked for. HTTP/3 starts from the https URL the
-/// recorded redirects end at (a browser has no QUIC for http://). HTTP/2 and HTTP/3 need the
-/// chain to end at an https:// page.
+/// The URL a replayed page load over `proto` starts from: the recording's own start, for
+/// every protocol alike. A recording that starts at an http:// URL redirected to https (the
+/// usual 301) is loaded from that URL: the redirect is answered as recorded over plain
+/// HTTP/1.1, and the browser follows it to the https page, which loads over the protocol
+/// asked for (HTTP/3 included: QUIC is forced on every recorded https origin). So every
+/// protocol pays the same redirect, as a first visit does. HTTP/2 and HTTP/3 need the chain
+/// to end at an https:// page.
 pub fn start_url(archive: &Archive, proto: Proto) -> Result<String, String> {
     let chain = archive.redirect_chain();
     let last = chain
@@ -43,10 +44,7 @@ pub fn start_url(archive: &Archive, proto: Proto) -> Result<String, String> {
             archive.page_url
         ));
     }
-    Ok(match proto {
-        Proto::H3 => last,
-        _ => archive.page_url.clone(),
-    })
+    Ok(archive.page_url.clone())
 }
 
 /// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the

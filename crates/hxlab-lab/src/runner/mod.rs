@@ -513,7 +513,7 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
             if let Ok(archive) = hxlab_core::har::Archive::read(p) {
                 let chain = archive.redirect_chain();
                 if chain.len() > 1 {
-                    note(meta, format!("the recording starts at {} and redirects to {}: h1 and h2 loads start there (the redirects answered as recorded; the protocol check counts only https responses), h3 loads at the https page", archive.page_url, chain.last().map(String::as_str).unwrap_or("")));
+                    note(meta, format!("the recording starts at {} and redirects to {}: every protocol's load starts there, the redirects answered as recorded over plain HTTP/1.1 (the protocol check counts only https responses), so each pays the same redirect", archive.page_url, chain.last().map(String::as_str).unwrap_or("")));
                 }
                 if let Some(skipped) = archive.skipped_text() {
                     note(
