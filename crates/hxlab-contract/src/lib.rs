@@ -1,8 +1,8 @@
 //! hxlab-contract: the lab's contracts with its parts.
 //!
 //! What it is for: the one typed configuration each child process of hxlab takes on
-//! `--config FILE|-` — [`LoadConfig`] (`hxlab load`), [`ServeConfig`] (`hxlab serve`) and,
-//! from hxlab-link, `LinkConfig` (`hxlab link`) — each with
+//! `--config FILE|-` — [`LoadConfig`] (`hxlab load`), [`ServeConfig`] (`hxlab serve`),
+//! [`PageJob`] (`hxlab page`) and, from hxlab-link, `LinkConfig` (`hxlab link`) — each with
 //! its JSON form (serde, unknown keys refused) and one validator that the command-line flags,
 //! a file and the lab all go through, so a value is refused the same way wherever it comes
 //! from. The lab builds these values and hands them to the child; the child parses them at
@@ -11,10 +11,12 @@
 //! (so hxlab-lab builds without quinn, rustls or the load engine).
 
 pub mod load;
+pub mod page;
 pub mod serve;
 pub mod text;
 
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
+pub use page::{PageJob, Synthetic};
 pub use serve::ServeConfig;
 
 /// Why a configuration is refused: one line for the user (a usage error, exit 2, on the

@@ -10,88 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The synthetic page: `n` sub-resources of `size` bytes, each delayed by `delay` at the
-/// origin, cacheable for `cache` when set.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Synthetic {
-    /// Sub-resources.
-    pub n: u32,
-    /// Bytes each.
-    pub size: u64,
-    /// The origin's delay before each.
-    pub delay: Duration,
-    /// Hostnames the page uses: 1 (the origin's address) or 2 (`a.hxlab.test` serves the
-    /// page and the even resources, `b.hxlab.test` the odd ones; both mapped to the origin).
-    pub origins: u8,
-    /// How long the browser may cache each sub-resource (`Cache-Control: max-age`); `None`:
-    /// not cacheable.
-    pub cache: Option<Duration>,
-}
+/// The synthetic page (the contract type `hxlab page --config` carries).
+pub use hxlab_contract::Synthetic;
 
 /// The hostnames of a two-origin synthetic page.
 pub const SYNTHETIC_HOSTS: [&str; 2] = ["a.hxlab.test", "b.hxlab.test"];
-
-impl Synthetic {
-    /// Parses `n=RESOURCES,size=SIZE,delay=DURATION,origins=1|2,cache=DURATION` (any
-    /// subset; defaults n=30, size=100KiB, delay=10ms, origins=1, no cache). The error is one
-    /// line, without the flag's name.
-    pub fn parse(spec: &str) -> Result<Synthetic, String> {
-        let mut s = Synthetic {
-            n: 30,
-            size: 100 * 1024,
-            delay: Duration::from_millis(10),
-            origins: 1,
-            cache: None,
-        };
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (k, v) = part.split_once('=').ok_or_else(|| {
-                format!("`{part}` is not key=value (n=30,size=100KiB,delay=10ms)")
-            })?;
-            let v = v.trim();
-            match k.trim() {
-                "n" => {
-                    s.n = v
-                        .parse()
-                        .ok()
-                        .filter(|n| (0..=1000).contains(n))
-                        .ok_or_else(|| format!("n=`{v}` must be a count from 0 to 1000"))?
-                }
-                "size" => {
-                    s.size = hxlab_core::parse_size(v).map_err(|e| e.to_string())?;
-                    if s.size > 64 * 1024 * 1024 {
-                        return Err("size must be at most 64MiB".into());
-                    }
-                }
-                "delay" => {
-                    s.delay = hxlab_core::parse_duration(v).map_err(|e| e.to_string())?;
-                    if s.delay > Duration::from_secs(60) {
-                        return Err("delay must be at most 60s".into());
-                    }
-                }
-                "origins" => {
-                    s.origins = match v {
-                        "1" => 1,
-                        "2" => 2,
-                        _ => return Err(format!("origins=`{v}` must be 1 or 2")),
-                    }
-                }
-                "cache" => {
-                    let d = hxlab_core::parse_duration(v).map_err(|e| e.to_string())?;
-                    if d < Duration::from_secs(1) || d > Duration::from_secs(365 * 24 * 3600) {
-                        return Err("cache must be from 1s to 365 days".into());
-                    }
-                    s.cache = Some(d);
-                }
-                other => {
-                    return Err(format!(
-                        "unknown key `{other}` (use n, size, delay, origins, cache)"
-                    ))
-                }
-            }
-        }
-        Ok(s)
-    }
-}
 
 /// What to load and how.
 #[derive(Clone, Debug)]
@@ -132,6 +55,32 @@ pub struct PageOptions {
     /// and QUIC alike (`hxlab serve --cc`); None: each stack's own default (the kernel's on
     /// TCP, Cubic on QUIC), which compares different controllers across protocols.
     pub server_cc: Option<hxlab_core::cc::CongestionControl>,
+}
+
+impl PageOptions {
+    /// The options of one checked [`hxlab_contract::PageJob`], the page served by
+    /// `hxlab_bin`'s `serve` when it is synthetic or replayed.
+    pub fn from_job(job: &hxlab_contract::PageJob, hxlab_bin: PathBuf) -> PageOptions {
+        PageOptions {
+            url: job.url.clone(),
+            synthetic: job.synthetic.clone(),
+            proto: job.proto,
+            link: job.link.clone(),
+            push: job.push,
+            early_hints: job.early_hints,
+            spki: job.spki.clone(),
+            insecure: job.insecure,
+            chromium: job.chromium.clone(),
+            timeout: job.timeout,
+            collect_har: job.har_dir.is_some(),
+            collect_bodies: job.record.is_some(),
+            replay: job.replay.clone(),
+            hxlab_bin,
+            cpu_slowdown: job.cpu_slowdown,
+            repeat_view: job.repeat_view,
+            server_cc: job.server_cc,
+        }
+    }
 }
 
 /// The page, its origin (when started here) and the link, for as many runs as asked.

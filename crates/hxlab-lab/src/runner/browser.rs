@@ -7,8 +7,10 @@ use super::target::{client_requests, cost};
 use super::Runner;
 use crate::child::{last_line, run_bounded};
 use crate::origin::synthetic_page_html;
-use crate::spec::{Cell, Experiment, PageSource, Protocol};
+use crate::spec::{Cell, CellConfig, Experiment, PageSource, Protocol};
+use hxlab_contract::PageJob;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::Proto;
 use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;
@@ -55,18 +57,18 @@ impl Runner {
         };
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
-        let proto = page_proto(cfg.protocol);
-        let mut cmd = Command::new(&self.opts.hxlab_bin);
-        cmd.args(["page", &url, "--proto", proto, "--runs", "1", "--json"])
-            .arg(&json)
-            .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
-        if let Some(spki) = &target.spki {
-            cmd.args(["--spki", spki]);
-        }
-        cmd.args(cfg.link_args());
-        if cfg.repeat_view {
-            cmd.arg("--repeat-view");
-        }
+        let job = PageJob {
+            url: Some(url),
+            spki: target.spki.iter().cloned().collect(),
+            ..page_job(exp, cfg, &json)
+        };
+        let cmd = match page_command(&self.opts.hxlab_bin, &job, &json) {
+            Ok(c) => c,
+            Err(e) => {
+                record.error = Some(e);
+                return record;
+            }
+        };
         let before = target.meter.read();
         let t = Instant::now();
         let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
@@ -81,6 +83,7 @@ impl Runner {
         read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
         client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
+        let _ = std::fs::remove_file(json.with_extension("config.json"));
         record
     }
 }
@@ -101,25 +104,27 @@ impl Runner {
         let cfg = &cell.config;
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
-        let mut cmd = Command::new(&self.opts.hxlab_bin);
-        cmd.arg("page");
-        match page {
-            PageSource::Har(path) => cmd.arg("--replay").arg(path),
-            PageSource::Url(url) => cmd.arg(url),
+        let base = page_job(exp, cfg, &json);
+        let job = match page {
+            // The replay server sends the page: the same controller on TCP and QUIC (the
+            // cell's cc_server, else cubic), read back into the record.
+            PageSource::Har(path) => PageJob {
+                replay: Some(path.clone()),
+                server_cc: Some(cfg.cc_server.unwrap_or(CongestionControl::Cubic)),
+                ..base
+            },
+            PageSource::Url(url) => PageJob {
+                url: Some(url.clone()),
+                ..base
+            },
         };
-        cmd.args(["--proto", page_proto(cfg.protocol), "--runs", "1", "--json"])
-            .arg(&json)
-            .args(["--timeout", &format!("{}ms", exp.timeout.as_millis())]);
-        // The replay server sends the page: the same controller on TCP and QUIC (the cell's
-        // cc_server, else cubic), read back into the record.
-        if matches!(page, PageSource::Har(_)) {
-            let cc = cfg.cc_server.unwrap_or(CongestionControl::Cubic);
-            cmd.args(["--server-cc", cc.name()]);
-        }
-        cmd.args(cfg.link_args());
-        if cfg.repeat_view {
-            cmd.arg("--repeat-view");
-        }
+        let cmd = match page_command(&self.opts.hxlab_bin, &job, &json) {
+            Ok(c) => c,
+            Err(e) => {
+                record.error = Some(e);
+                return record;
+            }
+        };
         let t = Instant::now();
         let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(60));
         record.wall_s = t.elapsed().as_secs_f64();
@@ -131,6 +136,7 @@ impl Runner {
         read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
         record.server_cc = read_server_cc(&json);
         let _ = std::fs::remove_file(&json);
+        let _ = std::fs::remove_file(json.with_extension("config.json"));
         record
     }
 
@@ -214,13 +220,38 @@ fn replay_outcome(v: &serde_json::Value) -> Option<hxlab_core::har::ReplayOutcom
     })
 }
 
-/// `hxlab page --proto` for a cell's protocol (a browser speaks h2 and h1 over TLS only).
-fn page_proto(p: Protocol) -> &'static str {
+/// What a browser is asked for a cell's protocol (it speaks h2 and h1 over TLS only).
+fn page_proto(p: Protocol) -> Proto {
     match p {
-        Protocol::H3 => "h3",
-        Protocol::H2 | Protocol::H2c => "h2",
-        Protocol::H1 | Protocol::H1Tls => "h1",
+        Protocol::H3 => Proto::H3,
+        Protocol::H2 | Protocol::H2c => Proto::H2,
+        Protocol::H1 | Protocol::H1Tls => Proto::H1,
     }
+}
+
+/// One page load of a cell as a [`PageJob`] (the page itself is set by the caller): one run,
+/// the cell's protocol and link, the experiment's timeout, its JSON written to `json`.
+fn page_job(exp: &Experiment, cfg: &CellConfig, json: &Path) -> PageJob {
+    PageJob {
+        proto: page_proto(cfg.protocol),
+        // Checked when the experiment was read (`CellConfig::link_config`).
+        link: cfg.link_config().ok().flatten(),
+        runs: 1,
+        timeout: exp.timeout,
+        repeat_view: cfg.repeat_view,
+        json: Some(json.display().to_string()),
+        ..PageJob::default()
+    }
+}
+
+/// `hxlab page --config FILE` for `job`, the job written beside `json`.
+fn page_command(bin: &Path, job: &PageJob, json: &Path) -> Result<Command, String> {
+    job.validate().map_err(|e| e.to_string())?;
+    let config = json.with_extension("config.json");
+    std::fs::write(&config, job.to_json()).map_err(|e| format!("{}: {e}", config.display()))?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("page").arg("--config").arg(config);
+    Ok(cmd)
 }
 
 /// The replay server's connections per congestion controller as `hxlab page --json` read

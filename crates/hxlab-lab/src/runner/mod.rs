@@ -342,11 +342,11 @@ impl Runner {
         let mut i = 0;
         while i < pending.len() {
             let cell = pending[i].0;
-            // Consecutive network cells with the same link settings (and server) share one
-            // `hxlab link`.
+            // Consecutive network cells with the same link (the typed configuration, compared
+            // as a value) and server share one `hxlab link`.
             let link_key = |c: &Cell| {
                 (
-                    c.config.link_args(),
+                    c.config.link_config().ok().flatten(),
                     c.config.cc_server,
                     c.config.origin.clone(),
                 )

@@ -233,7 +233,13 @@ pub struct CellConfig {
 impl CellConfig {
     /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
     pub fn needs_link(&self) -> bool {
-        !self.link_args().is_empty()
+        self.profile.is_some()
+            || self.loss.is_some()
+            || self.rtt.is_some()
+            || self.down.is_some()
+            || self.up.is_some()
+            || self.jitter.is_some()
+            || self.queue.is_some()
     }
 
     /// The cell's network as a typed link configuration (None for loopback), checked by
@@ -271,27 +277,6 @@ impl CellConfig {
         }
         cfg.validate().map_err(|e| e.to_string())?;
         Ok(Some(cfg))
-    }
-
-    /// The `hxlab link` (and `hxlab page`) flags of this cell's network; empty for loopback.
-    /// Cells with equal flags can share one link.
-    pub fn link_args(&self) -> Vec<String> {
-        let mut a = Vec::new();
-        let ms = |d: Duration| format!("{}us", d.as_micros());
-        let mut push = |flag: &str, v: Option<String>| {
-            if let Some(v) = v {
-                a.push(format!("--{flag}"));
-                a.push(v);
-            }
-        };
-        push("profile", self.profile.clone());
-        push("loss", self.loss.clone());
-        push("delay", self.rtt.map(|r| ms(r / 2)));
-        push("down", self.down.clone());
-        push("up", self.up.clone());
-        push("jitter", self.jitter.map(ms));
-        push("queue", self.queue.clone());
-        a
     }
 }
 
@@ -999,18 +984,26 @@ mod tests {
     }
 
     #[test]
-    fn link_factors_become_link_flags_and_are_bounded() {
+    fn link_factors_become_one_typed_link_and_are_bounded() {
         let e = ok("protocol = \"h2\"\nrtt = [\"0ms\", \"100ms\"]\ndown = \"10Mbit\"\nup = \"2Mbit\"\njitter = \"2ms\"\nqueue = \"100p\"\n");
         assert_eq!(e.cells.len(), 2);
         assert!(e.cells.iter().all(|c| c.config.needs_link()));
-        assert_eq!(
-            e.cells[1].config.link_args(),
-            [
-                "--delay", "50000us", "--down", "10Mbit", "--up", "2Mbit", "--jitter", "2000us",
-                "--queue", "100p"
-            ]
-        );
-        assert_eq!(e.cells[0].config.link_args()[..2], ["--delay", "0us"]);
+        let link = e.cells[1]
+            .config
+            .link_config()
+            .expect("link")
+            .expect("a link");
+        assert_eq!(link.down.delay, Duration::from_millis(50));
+        assert_eq!(link.up.delay, Duration::from_millis(50));
+        assert_eq!(link.down.server, hxlab_link::Server::Rate(10_000_000));
+        assert_eq!(link.up.server, hxlab_link::Server::Rate(2_000_000));
+        assert_eq!(link.down.jitter, Duration::from_millis(2));
+        let zero = e.cells[0]
+            .config
+            .link_config()
+            .expect("link")
+            .expect("a link");
+        assert_eq!(zero.down.delay, Duration::ZERO);
         for (src, want) in [
             ("rtt = \"2h\"", "more than 10 minutes"),
             ("down = \"1bit\"", "between 1kbit and 100gbit"),

@@ -5,13 +5,14 @@
 
 use anyhow::{bail, Context};
 use hxlab_browser::{BrowserError, PageConfig, PageRun, Proto};
+use hxlab_contract::{PageJob, Synthetic};
+use hxlab_core::cc::CongestionControl;
 use hxlab_core::parse_duration;
-use hxlab_lab::page::{Outcome, PageOptions, PageReport, PageSession, Synthetic};
+use hxlab_lab::page::{Outcome, PageOptions, PageReport, PageSession};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Options of `hxlab page`.
 #[derive(clap::Args, Debug)]
@@ -19,6 +20,14 @@ use std::time::Duration;
     after_help = "Examples:\n  hxlab page --synthetic n=30,size=100KiB,delay=10ms --proto h3 --runs 10\n  hxlab page https://127.0.0.1:8443/ --proto h2 --spki <base64> --json -\n  hxlab page -k https://staging.localhost:8443/ --proto h3 --record site.har --runs 1"
 )]
 pub struct Args {
+    /// Read the whole job from this JSON file (`-`: standard input): the typed contract the
+    /// lab hands `hxlab page` (hxlab_contract::PageJob); no other flag may be given.
+    #[arg(long, value_name = "FILE|-", conflicts_with_all = [
+        "url", "synthetic", "record", "replay", "proto", "profile", "delay", "down", "up",
+        "loss", "jitter", "queue", "runs", "push", "early_hints", "har", "json", "html",
+        "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc",
+    ])]
+    pub config: Option<String>,
     /// Page to load (http:// or https://). Or use --synthetic.
     #[arg(value_name = "URL")]
     pub url: Option<String>,
@@ -36,8 +45,8 @@ pub struct Args {
     #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic"])]
     pub replay: Option<PathBuf>,
     /// Protocol to force: h1, h2 or h3; or auto (none forced: HTTP/3 where Alt-Svc offers it).
-    #[arg(long, value_name = "h1|h2|h3|auto")]
-    pub proto: Proto,
+    #[arg(long, value_name = "h1|h2|h3|auto", required_unless_present = "config")]
+    pub proto: Option<Proto>,
     /// Network profile to run the browser behind (see `hxlab link --list-profiles`).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -141,7 +150,7 @@ fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
 
 /// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
 /// starts when the recording redirects, and what it left out.
-fn check_replay(har: &Path, proto: Proto, args: &Args) -> anyhow::Result<()> {
+fn check_replay(har: &Path, proto: Proto) -> anyhow::Result<()> {
     let (archive, start) = hxlab_lab::replay::check_archive(har, proto).map_err(super::usage)?;
     let chain = archive.redirect_chain();
     if chain.len() > 1 {
@@ -163,150 +172,119 @@ fn check_replay(har: &Path, proto: Proto, args: &Args) -> anyhow::Result<()> {
             har.display()
         );
     }
-    if !args.spki.is_empty() {
-        return Err(super::usage(
-            "--spki is for URL mode; the replay server's key is trusted already",
-        ));
-    }
     Ok(())
 }
 
-/// The command line as [`PageOptions`] (usage errors exit 2).
-fn options(args: &Args) -> anyhow::Result<PageOptions> {
-    let proto = args.proto;
-    if proto == Proto::H2c {
-        return Err(super::usage(
-            "--proto h2c: a browser speaks HTTP/2 over TLS only; use h2",
-        ));
-    }
-    let cpu_slowdown = args
-        .cpu_slowdown
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|n| n.is_finite() && (1.0..=100.0).contains(n))
-        .ok_or_else(|| {
-            super::usage(format!(
-                "--cpu-slowdown `{}` must be a number from 1 to 100 (1: no slowdown)",
-                args.cpu_slowdown
-            ))
-        })?;
-    if args.runs == 0 || args.runs > 1000 {
-        return Err(super::usage("--runs must be from 1 to 1000"));
-    }
+/// The flags as a [`PageJob`] (values parsed here; the job's own validator checks the rest).
+fn job_from(args: &Args) -> anyhow::Result<PageJob> {
+    let cpu_slowdown = args.cpu_slowdown.trim().parse::<f64>().map_err(|_| {
+        super::usage(format!(
+            "--cpu-slowdown `{}` must be a number from 1 to 100 (1: no slowdown)",
+            args.cpu_slowdown
+        ))
+    })?;
     let timeout =
         parse_duration(&args.timeout).map_err(|e| super::usage(format!("--timeout: {e}")))?;
-    if timeout < Duration::from_secs(1) {
-        return Err(super::usage("--timeout must be at least 1s"));
-    }
     let synthetic = args
         .synthetic
         .as_deref()
         .map(Synthetic::parse)
         .transpose()
         .map_err(|e| super::usage(format!("--synthetic: {e}")))?;
-    if synthetic.is_none() && args.url.is_none() && args.replay.is_none() {
-        return Err(super::usage(
-            "give a URL, --synthetic n=30,size=100KiB,delay=10ms or --replay site.har",
-        ));
-    }
-    if let Some(har) = &args.replay {
-        check_replay(har, proto, args)?;
-    }
-    if synthetic.as_ref().is_some_and(|s| s.origins > 1) && (args.push || args.early_hints) {
-        return Err(super::usage(
-            "--synthetic origins=2 cannot be combined with --push or --early-hints",
-        ));
-    }
-    if synthetic.is_none() && (args.push || args.early_hints) {
-        return Err(super::usage(
-            "--push and --early-hints need --synthetic (they ask hxlab serve for them)",
-        ));
-    }
-    if args.insecure && args.url.is_none() {
-        return Err(super::usage(
-            "-k/--insecure is for URL mode; the synthetic or replay origin's key is trusted already",
-        ));
-    }
-    if synthetic.is_some() && !args.spki.is_empty() {
-        return Err(super::usage(
-            "--spki is for URL mode; the synthetic origin's key is trusted already",
-        ));
-    }
-    if let Some(url) = &args.url {
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(super::usage(format!(
-                "`{url}` is not an http:// or https:// URL"
-            )));
-        }
-        let mut check = PageConfig::new(url.clone(), proto);
-        check.spki_sha256 = args.spki.clone();
-        check.insecure = args.insecure;
-        check.validate().map_err(|e| super::usage(e.to_string()))?;
-    }
-    let hxlab_bin = match std::env::var_os("HXLAB_BIN") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::current_exe().context("locating the hxlab binary")?,
+    let server_cc = match args.server_cc.as_str() {
+        "default" => None,
+        other => Some(CongestionControl::parse(other).ok_or_else(|| {
+            super::usage(format!(
+                "--server-cc {other:?}: expected reno, cubic, bbr or default"
+            ))
+        })?),
     };
-    Ok(PageOptions {
+    Ok(PageJob {
         url: args.url.clone(),
         synthetic,
-        proto,
+        replay: args.replay.clone(),
+        proto: args.proto.unwrap_or_default(),
         link: link_config(args)?,
+        runs: args.runs,
         push: args.push,
         early_hints: args.early_hints,
         spki: args.spki.clone(),
         insecure: args.insecure,
         chromium: args.chromium.clone(),
         timeout,
-        collect_har: args.har.is_some(),
-        collect_bodies: args.record.is_some(),
-        replay: args.replay.clone(),
-        hxlab_bin,
         cpu_slowdown,
         repeat_view: args.repeat_view,
-        server_cc: match args.server_cc.as_str() {
-            "default" => None,
-            other => Some(
-                hxlab_core::cc::CongestionControl::parse(other).ok_or_else(|| {
-                    super::usage(format!(
-                        "--server-cc {other:?}: expected reno, cubic, bbr or default"
-                    ))
-                })?,
-            ),
-        },
+        server_cc,
+        record: args.record.clone(),
+        har_dir: args.har.clone(),
+        json: args.json.clone(),
+        html: args.html.clone(),
     })
+}
+
+/// The job, from `--config` or the flags, checked by its one validator (usage errors exit 2).
+fn job(args: &Args) -> anyhow::Result<PageJob> {
+    let job = match &args.config {
+        Some(path) => {
+            let text = hxlab_contract::read_config_text(path).map_err(|e| super::usage(e.0))?;
+            serde_json::from_str(&text)
+                .map_err(|e| super::usage(format!("--config {path}: {e}")))?
+        }
+        None => job_from(args)?,
+    };
+    job.validate().map_err(|e| super::usage(e.0))?;
+    Ok(job)
+}
+
+/// A checked job as [`PageOptions`]: the recording (when replaying) and the URL (in URL
+/// mode) are checked before any browser starts.
+fn options(job: &PageJob) -> anyhow::Result<PageOptions> {
+    if let Some(har) = &job.replay {
+        check_replay(har, job.proto)?;
+    }
+    if let Some(url) = &job.url {
+        let mut check = PageConfig::new(url.clone(), job.proto);
+        check.spki_sha256 = job.spki.clone();
+        check.insecure = job.insecure;
+        check.validate().map_err(|e| super::usage(e.to_string()))?;
+    }
+    let hxlab_bin = match std::env::var_os("HXLAB_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe().context("locating the hxlab binary")?,
+    };
+    Ok(PageOptions::from_job(job, hxlab_bin))
 }
 
 /// Runs `hxlab page`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let opts = options(&args)?;
-    if let Some(dir) = &args.har {
+    let job = job(&args)?;
+    let opts = options(&job)?;
+    if let Some(dir) = &job.har_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating HAR directory {}", dir.display()))?;
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &job.html {
         super::page_html::check_path(path)?;
     }
     // A missing browser is reported before anything is started.
-    hxlab_browser::find_chromium(&args.chromium).map_err(anyhow::Error::new)?;
+    hxlab_browser::find_chromium(&job.chromium).map_err(anyhow::Error::new)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
     let session = PageSession::start(&opts).map_err(anyhow::Error::msg)?;
     // With `--json -` the JSON owns stdout and the human-readable text goes to stderr.
-    let json_to_stdout = args.json.as_deref() == Some("-");
+    let json_to_stdout = job.json.as_deref() == Some("-");
     let mut text: Box<dyn Write> = if json_to_stdout {
         Box::new(std::io::stderr())
     } else {
         Box::new(std::io::stdout())
     };
-    header(&mut text, &args, &opts, &session)?;
+    header(&mut text, &job, &opts, &session)?;
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut replays: Vec<Option<Value>> = Vec::new();
     let mut recorded = false;
-    for i in 1..=args.runs {
+    for i in 1..=job.runs {
         if let Some(plain) = session.replay_stats {
             hxlab_lab::replay::replay_counts(plain, true).map_err(anyhow::Error::msg)?;
         }
@@ -322,11 +300,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         match result {
             Ok(mut run) => {
-                if let (Some(path), false) = (&args.record, recorded) {
+                if let (Some(path), false) = (&job.record, recorded) {
                     recorded = record_run(path, &run, &mut text)?;
                 }
                 let replay = replay_counts(&session, &mut run)?;
-                if let (Some(dir), Some(har)) = (&args.har, run.har.take()) {
+                if let (Some(dir), Some(har)) = (&job.har_dir, run.har.take()) {
                     let path = dir.join(format!("run-{i}.har"));
                     let body = serde_json::to_vec_pretty(&har)?;
                     std::fs::write(&path, body)
@@ -360,18 +338,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let rep = hxlab_lab::page::report(&outcomes, args.push);
-    footer(&mut text, &args, &opts, &rep)?;
+    let rep = hxlab_lab::page::report(&outcomes, job.push);
+    footer(&mut text, &job, &opts, &rep)?;
     server_cc_line(&mut text, &session)?;
-    if let Some(dest) = &args.json {
-        let flags = json!({
-            "profile": args.profile, "delay": args.delay, "down": args.down, "up": args.up,
-            "loss": args.loss });
+    if let Some(dest) = &job.json {
+        let flags = json!({ "link": job.link });
         let mut doc = hxlab_lab::page::report_json(&session, &opts, flags, &outcomes, &rep);
-        add_replay_json(&mut doc, &args, &replays, recorded);
+        add_replay_json(&mut doc, &job, &replays, recorded);
         write_json(dest, &doc)?;
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &job.html {
         let html = super::page_html::render(&session.url, opts.proto.name(), &outcomes, &rep);
         super::page_html::write(path, &html)?;
         writeln!(
@@ -381,7 +357,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
     }
     text.flush()?;
-    if let (Some(path), false) = (&args.record, recorded) {
+    if let (Some(path), false) = (&job.record, recorded) {
         bail!(
             "no run loaded the page, so nothing was recorded into {}",
             path.display()
@@ -403,17 +379,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The lines before the runs: what is loaded, behind what, and the table's head.
 fn header(
     text: &mut dyn Write,
-    args: &Args,
+    job: &PageJob,
     opts: &PageOptions,
     session: &PageSession,
 ) -> std::io::Result<()> {
     writeln!(
         text,
         "hxlab page: {} over {}, {} run(s)",
-        session.url, opts.proto, args.runs
+        session.url, opts.proto, job.runs
     )?;
     if let Some(l) = &session.link {
-        let what = match &args.profile {
+        let what = match job.link.as_ref().and_then(|l| l.profile.as_deref()) {
             Some(p) => format!("profile {p}"),
             None => "the link options".to_string(),
         };
@@ -424,7 +400,7 @@ fn header(
             l.host_addr()
         )?;
     }
-    if args.repeat_view {
+    if job.repeat_view {
         writeln!(
             text,
             "run Nr is run N's repeat view: the same browser, its cache and connections kept"
@@ -440,18 +416,14 @@ fn header(
 /// The summary after the runs: medians with intervals, push and early hints, left-out runs.
 fn footer(
     text: &mut dyn Write,
-    args: &Args,
+    job: &PageJob,
     opts: &PageOptions,
     rep: &PageReport,
 ) -> std::io::Result<()> {
     let summary = &rep.summary;
     let views = [
         (
-            if args.repeat_view {
-                " (first view)"
-            } else {
-                ""
-            },
+            if job.repeat_view { " (first view)" } else { "" },
             Some(summary),
         ),
         (" (repeat view)", rep.repeat_summary.as_ref()),
@@ -469,7 +441,7 @@ fn footer(
     if let Some(note) = &rep.push_note {
         writeln!(text, "  push: {note}")?;
     }
-    if args.early_hints {
+    if job.early_hints {
         writeln!(
             text,
             "  early hints: the browser received 103 in {} of {} run(s); {} resource(s) were served from the preloads it started on them",
@@ -530,8 +502,8 @@ fn server_cc_line(text: &mut dyn Write, session: &PageSession) -> std::io::Resul
 }
 
 /// The replay's counts per run and the recording in the JSON document.
-fn add_replay_json(doc: &mut Value, args: &Args, replays: &[Option<Value>], recorded: bool) {
-    if let Some(har) = &args.replay {
+fn add_replay_json(doc: &mut Value, job: &PageJob, replays: &[Option<Value>], recorded: bool) {
+    if let Some(har) = &job.replay {
         doc["replay"] = json!({ "har": har });
         if let Some(runs) = doc["runs"].as_array_mut() {
             for (run, counts) in runs.iter_mut().zip(replays) {
@@ -539,7 +511,7 @@ fn add_replay_json(doc: &mut Value, args: &Args, replays: &[Option<Value>], reco
             }
         }
     }
-    if let Some(path) = &args.record {
+    if let Some(path) = &job.record {
         doc["recorded"] = json!({ "har": path, "written": recorded });
     }
 }
