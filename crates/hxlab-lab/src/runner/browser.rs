@@ -2,10 +2,10 @@
 //! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult and its resources
 //! as the record's waterfall.
 
-use super::record::new_records;
-use super::target::{client_requests, cost};
+use super::record::{new_records, run_child};
+use super::target::client_requests;
 use super::Runner;
-use crate::child::{last_line, run_bounded};
+use crate::child::last_line;
 use crate::origin::synthetic_page_html;
 use crate::spec::{Cell, CellConfig, Experiment, PageSource, Protocol};
 use hxlab_contract::PageJob;
@@ -14,7 +14,7 @@ use hxlab_core::Proto;
 use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 impl Runner {
     /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
@@ -69,17 +69,9 @@ impl Runner {
                 return record;
             }
         };
-        let before = target.meter.read();
-        let t = Instant::now();
-        let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(30));
-        record.wall_s = t.elapsed().as_secs_f64();
-        let after = target.meter.read();
-        let (code, stderr) = match outcome {
-            Ok(x) => x,
-            Err(e) => (None, e),
-        };
-        record.exit_code = code;
-        (record.server, record.server_cc) = cost(&before, &after, cfg.protocol, 1);
+        let limit = exp.timeout + Duration::from_secs(30);
+        let stderr = run_child(&mut record, cmd, limit, Some((&target.meter, cfg.protocol)));
+        let code = record.exit_code;
         read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
         client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
@@ -125,14 +117,13 @@ impl Runner {
                 return record;
             }
         };
-        let t = Instant::now();
-        let outcome = run_bounded(cmd, exp.timeout + Duration::from_secs(60));
-        record.wall_s = t.elapsed().as_secs_f64();
-        let (code, stderr) = match outcome {
-            Ok(x) => x,
-            Err(e) => (None, e),
-        };
-        record.exit_code = code;
+        let stderr = run_child(
+            &mut record,
+            cmd,
+            exp.timeout + Duration::from_secs(60),
+            None,
+        );
+        let code = record.exit_code;
         read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
         record.server_cc = read_server_cc(&json);
         let _ = std::fs::remove_file(&json);

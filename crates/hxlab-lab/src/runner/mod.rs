@@ -21,13 +21,13 @@ use crate::origin::{Origin, OriginOptions};
 use crate::spec::{Cell, Experiment, Protocol};
 use hxlab_core::cc::CongestionControl;
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
-use record::{count_cells, fallback, fill_record, new_records};
+use record::{count_cells, fallback, fill_record, new_records, run_child};
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use target::{client_requests, cost, NoTarget};
+use target::{client_requests, NoTarget};
 
 /// Why an experiment could not run (a single repetition's failure is recorded, not raised).
 #[derive(Debug, thiserror::Error)]
@@ -484,19 +484,10 @@ impl Runner {
             .arg("--no-progress")
             .arg("--json")
             .arg(&json);
-        let before = target.meter.read();
-        let t = Instant::now();
-        let outcome = run_bounded(cmd, exp.timeout);
-        record.wall_s = t.elapsed().as_secs_f64();
-        let after = target.meter.read();
-        let (code, stderr) = match outcome {
-            Ok(x) => x,
-            Err(e) => (None, e),
-        };
-        record.exit_code = code;
+        let meter = Some((&target.meter, cell.config.protocol));
+        let stderr = run_child(&mut record, cmd, exp.timeout, meter);
         record.expected_body_bytes = plan.expected_body_bytes;
         fill_record(&mut record, &json, &stderr, None);
-        (record.server, record.server_cc) = cost(&before, &after, cell.config.protocol, 1);
         client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
         let _ = std::fs::remove_file(&config);

@@ -99,3 +99,28 @@ pub(crate) fn fallback(cfg: &CellConfig, r: Option<&RunResult>) -> Option<String
         )
     })
 }
+
+/// Runs one child of a repetition (`hxlab load --config`, `hxlab page --config`) in its own
+/// process group, bounded by `limit`, with the server's meter read just before and just
+/// after it when the cell has one (`meter`, with the protocol its cost is counted under).
+/// Fills the record's wall time, exit code and server cost; returns the end of the child's
+/// stderr for the reader of its output. The one place a repetition's child is spawned,
+/// metered, bounded and recorded.
+pub(crate) fn run_child(
+    record: &mut Record,
+    cmd: std::process::Command,
+    limit: std::time::Duration,
+    meter: Option<(&super::target::Meter, crate::spec::Protocol)>,
+) -> String {
+    let before = meter.map(|(m, _)| m.read());
+    let t = std::time::Instant::now();
+    let outcome = crate::child::run_bounded(cmd, limit);
+    record.wall_s = t.elapsed().as_secs_f64();
+    let after = meter.map(|(m, _)| m.read());
+    let (code, stderr) = outcome.unwrap_or_else(|e| (None, e));
+    record.exit_code = code;
+    if let (Some((_, proto)), Some(b), Some(a)) = (meter, before, after) {
+        (record.server, record.server_cc) = super::target::cost(&b, &a, proto, 1);
+    }
+    stderr
+}
