@@ -195,11 +195,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary = format!(
             "merged {} results\n{}",
             docs.len(),
-            super::load::summary(&merged)
+            hxlab_report::run_summary::summary(&merged)
         );
     }
     if args.print_intervals {
-        summary.push_str(&super::load::intervals_table(&merged));
+        summary.push_str(&hxlab_report::run_summary::intervals_table(&merged));
     }
     if !summary.is_empty() {
         match &args.output {
