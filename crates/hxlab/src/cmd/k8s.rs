@@ -375,31 +375,17 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// YAML in block style: mappings indented by two, sequences under their key, every string
-/// value a JSON double-quoted scalar (valid YAML, and never read as a number, boolean or
-/// null), numbers and booleans bare, keys bare where that is safe, in [`KEY_ORDER`].
+/// The manifest as YAML, written by yaml-rust2's emitter (a maintained YAML 1.2
+/// implementation), mappings in [`KEY_ORDER`] then alphabetically. The emitter quotes every
+/// string YAML would read as something else (`"yes"`, `"2"`, `"null"`).
 pub fn to_yaml(v: &Value) -> String {
     let mut out = String::new();
-    yaml_node(v, 0, &mut out);
-    out
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
-        Value::Null => "null".into(),
-        Value::Array(a) if a.is_empty() => "[]".into(),
-        Value::Object(o) if o.is_empty() => "{}".into(),
-        other => other.to_string(),
-    }
-}
-
-fn is_block(v: &Value) -> bool {
-    match v {
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-        _ => false,
-    }
+    let mut emitter = yaml_rust2::YamlEmitter::new(&mut out);
+    // Writing into a String cannot fail.
+    let _ = emitter.dump(&yaml_of(v));
+    // The emitter opens the document with `---`; the manifest is one document.
+    let body = out.strip_prefix("---\n").unwrap_or(&out);
+    format!("{body}\n")
 }
 
 /// Keys in the order Kubernetes manifests are read (kind first, then name, ...); the rest
@@ -419,26 +405,19 @@ const KEY_ORDER: [&str; 12] = [
     "env",
 ];
 
-/// A mapping key, bare when YAML cannot read it as anything but that string.
-fn key(k: &str) -> String {
-    let plain = k.starts_with(|c: char| c.is_ascii_alphabetic())
-        && k.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
-        && !matches!(
-            k.to_ascii_lowercase().as_str(),
-            "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
-        );
-    if plain {
-        k.to_string()
-    } else {
-        serde_json::to_string(k).unwrap_or_default()
-    }
-}
-
-fn yaml_node(v: &Value, indent: usize, out: &mut String) {
-    let pad = " ".repeat(indent);
+/// A JSON value as a YAML node, mapping keys in [`KEY_ORDER`].
+fn yaml_of(v: &Value) -> yaml_rust2::Yaml {
+    use yaml_rust2::Yaml;
     match v {
-        Value::Object(o) if !o.is_empty() => {
+        Value::Null => Yaml::Null,
+        Value::Bool(b) => Yaml::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Yaml::Integer(i),
+            None => Yaml::Real(n.to_string()),
+        },
+        Value::String(s) => Yaml::String(s.clone()),
+        Value::Array(a) => Yaml::Array(a.iter().map(yaml_of).collect()),
+        Value::Object(o) => {
             let mut entries: Vec<(&String, &Value)> = o.iter().collect();
             let rank = |k: &str| {
                 KEY_ORDER
@@ -447,31 +426,12 @@ fn yaml_node(v: &Value, indent: usize, out: &mut String) {
                     .unwrap_or(KEY_ORDER.len())
             };
             entries.sort_by(|a, b| (rank(a.0), a.0).cmp(&(rank(b.0), b.0)));
+            let mut h = yaml_rust2::yaml::Hash::new();
             for (k, val) in entries {
-                let key = key(k);
-                if is_block(val) {
-                    out.push_str(&format!("{pad}{key}:\n"));
-                    let child = if val.is_array() { indent } else { indent + 2 };
-                    yaml_node(val, child, out);
-                } else {
-                    out.push_str(&format!("{pad}{key}: {}\n", scalar(val)));
-                }
+                h.insert(Yaml::String(k.clone()), yaml_of(val));
             }
+            Yaml::Hash(h)
         }
-        Value::Array(a) if !a.is_empty() => {
-            for item in a {
-                if is_block(item) {
-                    // "- " then the item's first line; the rest indented under it.
-                    let mut inner = String::new();
-                    yaml_node(item, indent + 2, &mut inner);
-                    let trimmed = inner.trim_start_matches(' ');
-                    out.push_str(&format!("{pad}- {trimmed}"));
-                } else {
-                    out.push_str(&format!("{pad}- {}\n", scalar(item)));
-                }
-            }
-        }
-        other => out.push_str(&format!("{pad}{}\n", scalar(other))),
     }
 }
 
@@ -494,17 +454,22 @@ mod tests {
     }
 
     #[test]
-    fn yaml_nests_maps_lists_and_quotes_every_string() {
-        let v = json!({"a": {"b": [1, "2", {"c": true, "d": ["x"]}], "e": []}, "f": "yes"});
-        assert_eq!(
-            to_yaml(&v),
-            "a:\n  b:\n  - 1\n  - \"2\"\n  - c: true\n    d:\n    - \"x\"\n  e: []\nf: \"yes\"\n"
-        );
-        let v = json!({"yes": 1, "kind": "Job", "a b": 2, "apiVersion": "v1"});
-        assert_eq!(
-            to_yaml(&v),
-            "apiVersion: \"v1\"\nkind: \"Job\"\n\"a b\": 2\n\"yes\": 1\n"
-        );
+    fn yaml_reads_back_as_the_value_in_manifest_order() {
+        let v = json!({"a": {"b": [1, "2", {"c": true, "d": ["x"]}], "e": []}, "f": "yes",
+            "kind": "Job", "apiVersion": "v1", "g": null, "h": 2.5});
+        let text = to_yaml(&v);
+        assert!(text.starts_with("apiVersion: v1\nkind: Job\n"), "{text}");
+        // Strings YAML would read as a boolean or a number stay strings.
+        let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("valid YAML");
+        let back = &docs[0];
+        assert_eq!(back["f"].as_str(), Some("yes"));
+        assert_eq!(back["a"]["b"][1].as_str(), Some("2"));
+        assert_eq!(back["a"]["b"][0].as_i64(), Some(1));
+        assert_eq!(back["a"]["b"][2]["c"].as_bool(), Some(true));
+        assert_eq!(back["a"]["b"][2]["d"][0].as_str(), Some("x"));
+        assert!(back["a"]["e"].as_vec().is_some_and(Vec::is_empty));
+        assert!(back["g"].is_null());
+        assert_eq!(back["h"].as_f64(), Some(2.5));
     }
 
     #[test]
@@ -528,12 +493,12 @@ mod tests {
         assert!(text.contains("kubectl wait --for=condition=complete job/t1 -n default"));
         assert!(text.contains("kubectl logs -l job-name=t1 -n default --tail=-1 | hxlab merge -"));
         for want in [
-            "completionMode: \"Indexed\"",
+            "completionMode: Indexed",
             "completions: 4",
             "parallelism: 4",
             "backoffLimitPerIndex: 0",
-            "restartPolicy: \"Never\"",
-            "- \"--shards\"\n        - \"4\"\n        - \"--start-at\"\n        - \"2026-11-23T20:30:00Z\"",
+            "restartPolicy: Never",
+            "- \"--shards\"\n            - \"4\"\n            - \"--start-at\"\n            - \"2026-11-23T20:30:00Z\"",
             "- \"http://origin:8080/bytes/100\"",
         ] {
             assert!(text.contains(want), "{want} not in\n{text}");
