@@ -49,5 +49,28 @@ pub fn read_config_text(path: &str) -> Result<String, ConfigError> {
     Ok(text)
 }
 
+/// Reads a config of type `T` from `FILE` (or `-`: standard input) as [`read_config_text`]
+/// does, parsed but not validated (the caller validates, so a command can add its own
+/// checks first). The error is one line naming the file.
+pub fn read_config<T: serde::de::DeserializeOwned>(path: &str) -> Result<T, ConfigError> {
+    let text = read_config_text(path)?;
+    serde_json::from_str(&text).map_err(|e| ConfigError(format!("--config {path}: {e}")))
+}
+
+/// Parses a config's JSON form (unknown keys refused by the type), naming `what` in the
+/// error; the caller validates.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    text: &str,
+) -> Result<T, ConfigError> {
+    serde_json::from_str(text).map_err(|e| ConfigError(format!("{what}: {e}")))
+}
+
+/// A config's JSON form. Strings, numbers, paths, addresses and the link's plain fields
+/// always serialise, so this cannot fail.
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
 /// Largest config file read (a request body of `hxlab load` travels inside it).
 pub const MAX_CONFIG_BYTES: u64 = 64 << 20;

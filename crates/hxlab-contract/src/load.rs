@@ -377,17 +377,16 @@ impl LoadConfig {
         Some(split(self.requests, self.clients, c0, c1))
     }
 
-    /// Reads a configuration from its JSON form and [validates](LoadConfig::validate) it.
+    /// Reads the JSON form and [validates](LoadConfig::validate) it.
     pub fn from_json(text: &str) -> Result<LoadConfig, ConfigError> {
-        let cfg: LoadConfig = serde_json::from_str(text).map_err(|e| ConfigError(e.to_string()))?;
+        let cfg: LoadConfig = crate::parse_json("load config", text)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// The JSON form (what [`LoadConfig::from_json`] reads).
     pub fn to_json(&self) -> String {
-        // Strings, numbers, lists and byte vectors always serialise.
-        serde_json::to_string(self).unwrap_or_default()
+        crate::to_json(self)
     }
 }
 

@@ -245,16 +245,14 @@ impl PageJob {
 
     /// Reads the JSON form and [validates](PageJob::validate) it.
     pub fn from_json(text: &str) -> Result<PageJob, ConfigError> {
-        let job: PageJob =
-            serde_json::from_str(text).map_err(|e| ConfigError(format!("page job: {e}")))?;
-        job.validate()?;
-        Ok(job)
+        let cfg: PageJob = crate::parse_json("page job", text)?;
+        cfg.validate()?;
+        Ok(cfg)
     }
 
     /// The JSON form (what [`PageJob::from_json`] reads).
     pub fn to_json(&self) -> String {
-        // Strings, numbers, paths and the link's plain fields always serialise.
-        serde_json::to_string(self).unwrap_or_default()
+        crate::to_json(self)
     }
 }
 

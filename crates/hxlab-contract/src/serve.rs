@@ -148,16 +148,14 @@ impl ServeConfig {
 
     /// Reads the JSON form and [validates](ServeConfig::validate) it.
     pub fn from_json(text: &str) -> Result<ServeConfig, ConfigError> {
-        let cfg: ServeConfig =
-            serde_json::from_str(text).map_err(|e| ConfigError(format!("serve config: {e}")))?;
+        let cfg: ServeConfig = crate::parse_json("serve config", text)?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// The JSON form (what [`ServeConfig::from_json`] reads).
     pub fn to_json(&self) -> String {
-        // Paths, numbers, strings and addresses always serialise.
-        serde_json::to_string(self).unwrap_or_default()
+        crate::to_json(self)
     }
 }
 

@@ -9,7 +9,9 @@
 mod common;
 
 use common::tempfile_dir::TempDir;
-use common::{free_port, hxlab, require_peer, require_root, run_with_timeout, wait_port};
+use common::{
+    free_port, hxlab, make_cert_for, require_peer, require_root, run_with_timeout, wait_port,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,7 +35,6 @@ struct Site {
 impl Site {
     fn start() -> Option<Site> {
         let nginx = require_peer("nginx")?;
-        require_peer("openssl")?;
         if !Path::new(MANUAL).join(PAGE).exists() {
             hxlab_testkit::skip(&format!(
                 "{MANUAL}/{PAGE} is missing; apt-get install python3.11-doc (or run `bash .ci/run`)"
@@ -42,27 +43,12 @@ impl Site {
         }
         let dir = TempDir::new("hxlab-real-site");
         let d = dir.path();
-        let (cert, key) = (d.join("cert.pem"), d.join("key.pem"));
         let san = HOSTS
             .iter()
             .map(|h| format!("DNS:{h}"))
             .collect::<Vec<_>>()
             .join(",");
-        let ok = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
-            .args(["ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
-            .args(["-subj", "/CN=pages.localhost", "-addext"])
-            .arg(format!("subjectAltName={san}"))
-            .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .expect("run openssl")
-            .success();
-        assert!(ok, "openssl could not make the certificate");
+        let (cert, key) = make_cert_for(d, "pages.localhost", &san)?;
         let (plain, tls) = (free_port(), free_port());
         let www = d.join("www");
         std::fs::create_dir_all(www.join("library")).expect("www");

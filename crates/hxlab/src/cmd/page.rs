@@ -225,11 +225,7 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
 /// The job, from `--config` or the flags, checked by its one validator (usage errors exit 2).
 fn job(args: &Args) -> anyhow::Result<PageJob> {
     let job = match &args.config {
-        Some(path) => {
-            let text = hxlab_contract::read_config_text(path).map_err(|e| super::usage(e.0))?;
-            serde_json::from_str(&text)
-                .map_err(|e| super::usage(format!("--config {path}: {e}")))?
-        }
+        Some(path) => hxlab_contract::read_config(path).map_err(|e| super::usage(e.0))?,
         None => job_from(args)?,
     };
     job.validate().map_err(|e| super::usage(e.0))?;

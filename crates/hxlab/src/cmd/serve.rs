@@ -113,11 +113,7 @@ pub struct Options {
 /// checked by the one validator, [`hxlab_serve::ServeConfig::validate`] (exit 2).
 fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
     let cfg = match &args.config {
-        Some(path) => {
-            let text = hxlab_contract::read_config_text(path).map_err(|e| super::usage(e.0))?;
-            serde_json::from_str(&text)
-                .map_err(|e| super::usage(format!("--config {path}: {e}")))?
-        }
+        Some(path) => hxlab_contract::read_config(path).map_err(|e| super::usage(e.0))?,
         None => flags_config(args)?,
     };
     cfg.validate().map_err(|e| super::usage(e.0))?;

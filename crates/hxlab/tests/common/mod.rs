@@ -85,6 +85,12 @@ pub fn wait_port(port: u16, child: &mut Child) {
 /// A self-signed leaf certificate and key for localhost/127.0.0.1 in `dir`, made with
 /// openssl (not a CA: rustls refuses a CA as end entity). None when openssl is missing.
 pub fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    make_cert_for(dir, "localhost", "DNS:localhost,IP:127.0.0.1")
+}
+
+/// A self-signed leaf certificate named `cn` with subject alternative names `san`
+/// (`DNS:a.test,IP:127.0.0.1`), and its key, in `dir`. None when openssl is missing.
+pub fn make_cert_for(dir: &Path, cn: &str, san: &str) -> Option<(PathBuf, PathBuf)> {
     let openssl = require_peer("openssl")?;
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let status = Command::new(openssl)
@@ -96,8 +102,10 @@ pub fn make_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
             "-pkeyopt",
             "ec_paramgen_curve:P-256",
         ])
-        .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
-        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .args(["-nodes", "-days", "2", "-subj"])
+        .arg(format!("/CN={cn}"))
+        .arg("-addext")
+        .arg(format!("subjectAltName={san}"))
         .args(["-addext", "basicConstraints=critical,CA:FALSE"])
         .arg("-keyout")
         .arg(&key)
