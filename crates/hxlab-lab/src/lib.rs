@@ -3,8 +3,10 @@
 //! What it is for: reading an experiment file (TOML: a base configuration and factors to
 //! sweep), refusing impossible or malformed ones before anything runs (with file:line:column),
 //! expanding the matrix into cells, running every repetition of every cell by driving
-//! `hxlab serve`, `hxlab load` and `hxlab link` as child processes (typed: a `ReadyFile`, a
-//! `LoadConfig` per repetition, and an [`agent`] inside each link), and appending each
+//! `hxlab serve`, `hxlab load`, `hxlab page` and `hxlab link` as child processes, each handed
+//! its typed contract from hxlab-contract on `--config` (a `ServeConfig`, a `LoadConfig` or a
+//! `PageJob` per repetition, a `LinkConfig` per link, with an [`agent`] inside each link;
+//! one `run_child` spawns, meters, bounds and records them), and appending each
 //! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
 //! scenarios that reproduce the published studies live here with their published tables.
 //! Workloads: `resources` and `throughput` run `hxlab load`; `browser` runs `hxlab page`.
@@ -13,7 +15,8 @@
 //! ...) and reads their process tree's CPU; url origins are servers the lab does not run.
 //! [`page`] is `hxlab page` without its command line.
 //! What it is not: no protocol code and no statistics of its own — the server, client and
-//! link are the other subcommands, and hxlab-report turns the records into reports.
+//! link are the other subcommands (it builds without quinn, rustls or the load engine), and
+//! hxlab-report turns the records into reports.
 
 pub mod agent;
 mod child;
