@@ -9,10 +9,10 @@
 //! so the hot path allocates nothing per request (reads go to the worker's shared buffer: see
 //! [`crate::session`]).
 
+use crate::client::{ClientCtx, SessionEnd};
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
 use crate::session::{ByteSession, Fail, Outcome, Req, Session};
-use crate::worker::{ClientCtx, SessionEnd};
 use std::collections::VecDeque;
 use std::time::Instant;
 
