@@ -4,6 +4,7 @@
 //! needs. The load generator's clients encode and parse with it on their hot path, and the
 //! frame view (`hxlab trace`) decodes what those same clients sent and received with it.
 //! - [`varint`]: QUIC variable-length integers (RFC 9000 §16).
+//! - [`prefix`]: the prefix integers of HPACK and QPACK (RFC 7541 §5.1), read and written once.
 //! - [`h2`]: HTTP/2 frame types, flags, error codes, SETTINGS identifiers and the 9-byte frame
 //!   head (RFC 9113 §4.1).
 //! - [`hpack`]: HPACK (RFC 7541): Huffman code, the request encoder, a response decoder that
@@ -20,6 +21,7 @@
 pub mod h2;
 pub mod h3;
 pub mod hpack;
+pub mod prefix;
 pub mod qpack;
 mod qpack_table;
 pub mod tap;

@@ -13,7 +13,8 @@
 //! The encoder builds a request's field section once per URL: static-table references where
 //! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
 
-use crate::hpack::{huffman_encode, write_int, HuffMemo, Str};
+use crate::hpack::{huffman_encode, HuffMemo, Str};
+use crate::prefix::write as write_int;
 pub use crate::qpack_table::STATIC_TABLE;
 use thiserror::Error;
 
@@ -38,30 +39,13 @@ pub struct FieldSection {
     pub fields: u32,
 }
 
-/// Reads a prefixed integer (RFC 7541 §5.1, as QPACK uses it) with an `n`-bit prefix.
+/// Reads a prefixed integer (see [`crate::prefix`]) with an `n`-bit prefix.
+#[inline]
 fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<u64, QpackError> {
-    let first = *buf.get(*pos).ok_or(QpackError("truncated integer"))?;
-    *pos += 1;
-    let mask = (1u64 << n) - 1;
-    let mut v = u64::from(first) & mask;
-    if v < mask {
-        return Ok(v);
-    }
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos).ok_or(QpackError("truncated integer"))?;
-        *pos += 1;
-        if shift > 56 {
-            return Err(QpackError("integer too large"));
-        }
-        v = v
-            .checked_add(u64::from(b & 0x7f) << shift)
-            .ok_or(QpackError("integer too large"))?;
-        shift += 7;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
+    crate::prefix::read(buf, pos, n).map_err(|e| match e {
+        crate::prefix::PrefixError::Truncated => QpackError("truncated integer"),
+        crate::prefix::PrefixError::Overflow => QpackError("integer too large"),
+    })
 }
 
 /// Writes a string literal whose Huffman flag is `hbit` and whose length has an `n`-bit

@@ -34,30 +34,13 @@ pub struct FieldSection {
     pub dynamic_refs: usize,
 }
 
-/// Decodes a prefixed integer (RFC 7541 §5.1) with an `n`-bit prefix from `buf[*pos..]`.
+/// Decodes a prefixed integer (see [`crate::prefix`]) with an `n`-bit prefix from
+/// `buf[*pos..]`.
 pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, DisplayError> {
-    let first = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
-    *pos += 1;
-    let mask: u64 = (1u64 << n) - 1;
-    let mut value = first as u64 & mask;
-    if value < mask {
-        return Ok(value);
-    }
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
-        *pos += 1;
-        if shift > 56 {
-            return Err(DisplayError::Overflow);
-        }
-        value = value
-            .checked_add(((b & 0x7f) as u64) << shift)
-            .ok_or(DisplayError::Overflow)?;
-        shift += 7;
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
+    crate::prefix::read(buf, pos, u32::from(n)).map_err(|e| match e {
+        crate::prefix::PrefixError::Truncated => DisplayError::Truncated,
+        crate::prefix::PrefixError::Overflow => DisplayError::Overflow,
+    })
 }
 
 /// Decodes a string literal whose Huffman flag is bit `n` of the first byte and whose length
