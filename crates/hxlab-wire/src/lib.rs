@@ -11,8 +11,10 @@
 //!   keeps lengths only (the recorder's), and [`hpack::ListDecoder`] that keeps whole fields
 //!   (the frame view's).
 //! - [`h3`]: HTTP/3 frame types, stream types, SETTINGS identifiers, error codes (RFC 9114).
-//! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, the length-only
-//!   decoder, and display decoding of field sections and encoder/decoder stream instructions.
+//! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, one field-section
+//!   decoder ([`qpack::FieldDecoder`], a callback per field line) that the origin's request
+//!   heads, the load client's length-only [`qpack::Decoder`] and the frame view's
+//!   [`qpack::display`] all go through, and display of encoder/decoder stream instructions.
 //! - [`tap`]: the hook a client session calls with every byte it sends and receives and with
 //!   its transport facts, so an observer sees exactly what that session put on the wire.
 //!
