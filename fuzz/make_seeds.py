@@ -121,6 +121,13 @@ write("h3_frame", "settings", h3(4, v(6) + v(16383) + v(1) + v(0)))
 write("h3_frame", "headers", h3(1, h("0000 510b 2f69 6e64 6578 2e68 746d 6c")))
 write("h3_frame", "grease", v(0x21 + 0x1f * 7) + v(1 << 20))
 
+# serve_h3: bit 0 selects request head (0, other bits the size limit × 64) or control stream
+# (1, other bits the split size).
+write("serve_h3", "request-head", b"\x7e" + h("0000 d1d7 5102 2f78 2378 2d61 0162"))
+write("serve_h3", "request-no-path", b"\x7e" + h("0000 d1d7"))
+write("serve_h3", "control", b"\x07" + h3(4, v(6) + v(16383)) + h3(0x21, b"abc") + h3(7, v(0)))
+write("serve_h3", "control-no-settings", b"\x01" + h3(7, v(0)))
+
 # h3wire: bit 0 direction, bit 1: 0 request stream, 1 unidirectional (type first).
 control = v(0) + h3(4, v(1) + v(0) + v(6) + v(16383) + v(7) + v(0) + v(0x21) + b"") + h3(7, v(0)) + h3(0xd, v(8))
 write("h3wire", "control", b"\x03" + control)

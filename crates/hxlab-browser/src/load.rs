@@ -69,36 +69,34 @@ fn resolve_chromium(chromium: &Path) -> Result<PathBuf, BrowserError> {
         .ok_or_else(|| BrowserError::NotFound(format!("`{}` is not on PATH", chromium.display())))
 }
 
-/// `host:port` of an http(s) URL, for `--origin-to-force-quic-on`.
+/// Scheme, host and port of an http(s) URL (parsed with `http::Uri`), for
+/// `--origin-to-force-quic-on`; an IPv6 host keeps its brackets.
 pub(crate) fn origin_host_port(url: &str) -> Result<(String, String, u16), BrowserError> {
     let bad = || BrowserError::Config(format!("not an http(s) URL: `{url}`"));
-    let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
-    let scheme = scheme.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "https" => 443,
-        "http" => 80,
+    let uri: http::Uri = url.parse().map_err(|_| bad())?;
+    let (scheme, default_port) = match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("https") => ("https".to_string(), 443),
+        Some("http") => ("http".to_string(), 80),
         _ => return Err(bad()),
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let authority = authority.rsplit('@').next().unwrap_or("");
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or_else(bad)?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| bad())?,
-            None if after.is_empty() => default_port,
-            None => return Err(bad()),
-        };
-        (format!("[{h}]"), port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad())?),
-            None => (authority.to_string(), default_port),
-        }
-    };
+    let authority = uri.authority().ok_or_else(bad)?;
+    let host = authority.host();
     if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == ',') {
         return Err(bad());
     }
-    Ok((scheme, host, port))
+    // The port as written after the host (`Authority::port_u16` is None for a bad one too).
+    let port = match authority
+        .as_str()
+        .rsplit_once(host)
+        .map_or("", |(_, rest)| rest)
+    {
+        "" => default_port,
+        rest => rest
+            .strip_prefix(':')
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(bad)?,
+    };
+    Ok((scheme, host.to_string(), port))
 }
 
 /// Chromium's command line for one run (profile and pipe flags are added at spawn).
@@ -741,6 +739,8 @@ mod tests {
         assert!(origin_host_port("https://:99/").is_err());
         assert!(origin_host_port("https://h:notaport/").is_err());
         assert!(origin_host_port("no url").is_err());
+        let (_, h, p) = origin_host_port("HTTPS://user@h.test:8443#f").unwrap();
+        assert_eq!((h.as_str(), p), ("h.test", 8443));
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! merged once at the end. Each protocol has its own module ([`h1`], [`h2`], [`h3`]) with a
 //! [`session::Session`] (after h2load's Http1Session/Http2Session/Http3Session) for one
 //! connection's requests, and every protocol runs through the one client loop,
-//! [`session::drive`], with one request timeout rule; what to send next and when comes from one
+//! [`session::drive`], with one request timeout rule (the layers import only downwards: worker
+//! → a client's connections → sessions → the client context they share); what to send next
+//! and when comes from one
 //! [`plan::Plan`] (a closed-model budget or the open-model [`scheduler::Schedule`]), and
 //! what happened goes into the same recorder, so a number means the same thing on every
 //! protocol. The recorder also cuts the run into intervals ([`series`]) by the time things
@@ -21,7 +23,9 @@
 //! What it is not: a browser (no page model, no caching, no redirects), a correctness
 //! checker (responses are counted and their bodies discarded), or a server.
 
+mod client;
 pub mod config;
+mod connect;
 pub mod h1;
 pub mod h2;
 pub mod h3;
@@ -29,7 +33,9 @@ pub mod net;
 pub mod parts;
 pub mod plan;
 pub mod precise;
+mod progress;
 pub mod recorder;
+mod run_config;
 pub mod scheduler;
 pub mod series;
 pub mod session;

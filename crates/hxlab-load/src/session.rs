@@ -33,10 +33,10 @@
 //! [`H1Session`]: crate::h1::H1Session
 //! [`H2Session`]: crate::h2::H2Session
 
+use crate::client::{ClientCtx, SessionEnd};
 use crate::net::{io_phrase, Stream};
 use crate::plan::Next;
 use crate::recorder::ErrorKind;
-use crate::worker::{ClientCtx, SessionEnd};
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;

@@ -233,7 +233,7 @@ impl Target {
 /// An HTTP/3 frame head (type and length varints).
 fn h3_frame_head(out: &mut Vec<u8>, kind: u8, len: usize) {
     out.push(kind);
-    crate::h3::put_varint(out, len as u64);
+    hxlab_wire::varint::put(out, len as u64);
 }
 
 /// The bytes of an HTTP/3 request stream and its HEADERS payload size.

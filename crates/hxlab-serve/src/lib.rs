@@ -26,6 +26,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The origin's HTTP/3 request-head and control-stream parsing without QUIC, for fuzzing.
+pub use h3::peer as h3_peer;
 pub use hxlab_core::cc::CongestionControl;
 pub use replay::{NearMiss, ReplayCounts};
 pub use stats::{ProtoStats, StatsSnapshot};

@@ -1,39 +1,21 @@
 //! A passive HTTP/1.1 parser (sans-IO): request heads in the client→server direction, response
 //! heads and body framing (Content-Length, chunked, or until the connection closes) in the
-//! other, so it can say where each response ends and how many body bytes it carried.
+//! other, so it can say where each response ends and how many body bytes it carried. Responses
+//! are framed by hxlab-wire's [`ResponseParser`], the framer the load client counts with, so
+//! the view and the load run agree on where every response ends.
 
 use crate::event::Event;
+use hxlab_wire::h1::{head_fields, ResponseParser, Step, MAX_HEAD};
 use serde_json::{json, Value};
-
-/// Largest head accepted before the parser gives up (a hostile peer cannot grow it further).
-const MAX_HEAD: usize = 64 * 1024;
-
-/// How the body of the response being read is framed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Body {
-    /// Reading a response head.
-    Head,
-    /// `n` more body bytes (Content-Length).
-    Length(u64),
-    /// Chunked: reading a chunk-size line.
-    ChunkSize,
-    /// Chunked: `n` more bytes of chunk data.
-    ChunkData(u64),
-    /// Chunked: the CRLF after chunk data.
-    ChunkEnd,
-    /// Chunked: trailer lines up to an empty line.
-    Trailers,
-    /// Until the connection closes.
-    UntilClose,
-}
 
 /// Both directions of one HTTP/1.1 connection.
 pub struct H1Wire {
     send_buf: Vec<u8>,
+    /// Received bytes the framer has not consumed yet (a split head or chunk line).
     recv_buf: Vec<u8>,
     /// Methods of the requests sent and not yet answered (a HEAD response has no body).
     methods: std::collections::VecDeque<String>,
-    body: Body,
+    framer: ResponseParser,
     /// Body bytes of the response being read.
     body_bytes: u64,
     /// Set when the response bytes stopped looking like HTTP/1.1; nothing more is parsed.
@@ -53,7 +35,7 @@ impl H1Wire {
             send_buf: Vec::new(),
             recv_buf: Vec::new(),
             methods: std::collections::VecDeque::new(),
-            body: Body::Head,
+            framer: ResponseParser::new(),
             body_bytes: 0,
             broken: false,
         }
@@ -81,13 +63,12 @@ impl H1Wire {
                     );
                     self.methods
                         .push_back(req.method.unwrap_or("GET").to_string());
-                    out.push(head_event(
-                        "h1_request",
-                        "send",
-                        &line,
-                        head.len(),
-                        req.headers,
-                    ));
+                    let fields: Vec<(&[u8], &[u8])> = req
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.as_bytes(), h.value))
+                        .collect();
+                    out.push(head_event("h1_request", "send", &line, head.len(), &fields));
                 }
                 _ => out.push(Event::new(
                     "error",
@@ -104,103 +85,76 @@ impl H1Wire {
     /// Bytes the client read.
     pub fn feed_recv(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut out = Vec::new();
-        let mut rest = bytes.to_vec();
-        while !self.broken && !rest.is_empty() {
-            if self.body == Body::Head {
-                self.recv_buf.extend_from_slice(&rest);
-                if !self.heads(&mut out) || self.broken {
-                    break;
-                }
-                // What followed the final head belongs to the body.
-                rest = std::mem::take(&mut self.recv_buf);
-            } else {
-                let left = self.body_bytes_in(&rest, &mut out).len();
-                rest.drain(..rest.len() - left);
+        if self.broken {
+            return out;
+        }
+        self.recv_buf.extend_from_slice(bytes);
+        let buf = std::mem::take(&mut self.recv_buf);
+        let mut used = 0;
+        while !self.broken {
+            if self.framer.idle() {
+                // The next response answers the oldest request not yet answered.
+                self.framer.head_request = self.methods.front().map(String::as_str) == Some("HEAD");
             }
+            match self.framer.step(&buf[used..]) {
+                Ok((_, Step::NeedMore)) => break,
+                Ok((n, step)) => {
+                    self.framed(&buf[used..used + n], step, &mut out);
+                    used += n;
+                }
+                Err(e) => self.refuse(&buf[used..], &e, &mut out),
+            }
+        }
+        if !self.broken {
+            self.recv_buf = buf[used..].to_vec();
         }
         out
     }
 
     /// The connection closed: a body read until the close ends here.
     pub fn closed(&mut self) -> Vec<Event> {
-        if self.body == Body::UntilClose {
-            return vec![self.end_body()];
+        match self.framer.finish_at_eof() {
+            Some(_) => vec![self.end_body()],
+            None => Vec::new(),
         }
-        Vec::new()
     }
 
     fn end_body(&mut self) -> Event {
         let n = std::mem::take(&mut self.body_bytes);
-        self.body = Body::Head;
         Event::new("h1_body", format!("recv body: {n} bytes (end of response)"))
             .field("proto", "h1")
             .field("body_bytes", n)
     }
 
-    /// Body bytes from the start of `bytes`; returns what follows the body.
-    fn body_bytes_in<'a>(&mut self, bytes: &'a [u8], out: &mut Vec<Event>) -> &'a [u8] {
-        match self.body {
-            Body::Length(left) | Body::ChunkData(left) => {
-                let n = (bytes.len() as u64).min(left);
-                self.body_bytes += n;
-                let left = left - n;
-                match (self.body, left) {
-                    (Body::Length(_), 0) => out.push(self.end_body()),
-                    (Body::Length(_), l) => self.body = Body::Length(l),
-                    (_, 0) => self.body = Body::ChunkEnd,
-                    (_, l) => self.body = Body::ChunkData(l),
+    /// What the framer said of the bytes `used` (a head, body bytes, the end of a response).
+    fn framed(&mut self, used: &[u8], step: Step, out: &mut Vec<Event>) {
+        match step {
+            Step::Head { .. } | Step::Interim { .. } => {
+                if matches!(step, Step::Head { .. }) {
+                    self.methods.pop_front();
                 }
-                &bytes[n as usize..]
+                let (line, fields) = head_fields(used);
+                let line = String::from_utf8_lossy(line).into_owned();
+                let fields: Vec<_> = fields.filter_map(Result::ok).collect();
+                // The framer checked the status line: three digits at 9..12.
+                let code: u16 = line.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+                out.push(
+                    head_event("h1_response", "recv", line.trim_end(), used.len(), &fields)
+                        .field("status", code),
+                );
             }
-            Body::UntilClose => {
-                self.body_bytes += bytes.len() as u64;
-                &[]
-            }
-            Body::ChunkSize | Body::ChunkEnd | Body::Trailers => {
-                // Line-based: collect up to a line end.
-                let Some(nl) = bytes.iter().position(|b| *b == b'\n') else {
-                    self.recv_buf.extend_from_slice(bytes);
-                    if self.recv_buf.len() > MAX_HEAD {
-                        self.broken = true;
-                        out.push(Event::new("error", "recv a chunk line longer than 64 KiB"));
-                    }
-                    return &[];
-                };
-                self.recv_buf.extend_from_slice(&bytes[..nl]);
-                let line = std::mem::take(&mut self.recv_buf);
-                let line = line.strip_suffix(b"\r").unwrap_or(&line);
-                match self.body {
-                    Body::ChunkEnd => self.body = Body::ChunkSize,
-                    Body::Trailers if line.is_empty() => out.push(self.end_body()),
-                    Body::Trailers => {}
-                    _ => {
-                        let hex = line.split(|b| *b == b';').next().unwrap_or_default();
-                        let size = std::str::from_utf8(hex)
-                            .ok()
-                            .and_then(|h| u64::from_str_radix(h.trim(), 16).ok());
-                        match size {
-                            Some(0) => self.body = Body::Trailers,
-                            Some(n) => self.body = Body::ChunkData(n),
-                            None => {
-                                self.broken = true;
-                                out.push(Event::new("error", "recv a malformed chunk size line"));
-                            }
-                        }
-                    }
-                }
-                &bytes[nl + 1..]
-            }
-            Body::Head => bytes,
+            Step::Body(n) => self.body_bytes += n as u64,
+            Step::Done { .. } => out.push(self.end_body()),
+            Step::NeedMore => {}
         }
     }
 
-    /// Parses the response heads in `recv_buf`; true when a final response's head was
-    /// parsed (what follows it in `recv_buf` is its body).
-    fn heads(&mut self, out: &mut Vec<Event>) -> bool {
-        let n = self.recv_buf.len().min(5);
-        if !b"HTTP/".starts_with(&self.recv_buf[..n]) {
-            self.broken = true;
-            let b = &self.recv_buf;
+    /// Bytes the framer refused: say why once, and parse nothing more.
+    fn refuse(&mut self, rest: &[u8], e: &hxlab_wire::h1::ParseError, out: &mut Vec<Event>) {
+        self.broken = true;
+        let n = rest.len().min(5);
+        if self.framer.idle() && !b"HTTP/".starts_with(&rest[..n]) {
+            let b = rest;
             // A 9-byte HTTP/2 frame header of type SETTINGS on stream 0: an h2c-only server.
             let h2 = b.len() >= 9 && b[3] == 0x4 && b[5..9] == [0, 0, 0, 0];
             let hint = if h2 {
@@ -218,84 +172,9 @@ impl H1Wire {
                 .field("first_bytes", first)
                 .field("looks_like_h2", h2),
             );
-            return false;
+            return;
         }
-        while let Some(end) = head_end(&self.recv_buf) {
-            let head: Vec<u8> = self.recv_buf.drain(..end).collect();
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut resp = httparse::Response::new(&mut headers);
-            if !matches!(resp.parse(&head), Ok(httparse::Status::Complete(_))) {
-                self.broken = true;
-                out.push(Event::new(
-                    "error",
-                    "recv bytes that are not an HTTP/1.1 response head",
-                ));
-                return false;
-            }
-            let code = resp.code.unwrap_or(0);
-            let line = format!(
-                "HTTP/1.{} {} {}",
-                resp.version.unwrap_or(1),
-                code,
-                resp.reason.unwrap_or("")
-            );
-            out.push(
-                head_event(
-                    "h1_response",
-                    "recv",
-                    line.trim_end(),
-                    head.len(),
-                    resp.headers,
-                )
-                .field("status", code),
-            );
-            if code >= 200 {
-                let head_request = self.methods.pop_front().as_deref() == Some("HEAD");
-                self.body = framing(code, head_request, resp.headers);
-                if self.body == Body::Length(0) {
-                    out.push(self.end_body());
-                }
-                return true;
-            }
-        }
-        if self.recv_buf.len() > MAX_HEAD {
-            self.broken = true;
-            out.push(Event::new(
-                "error",
-                "recv a response head larger than 64 KiB; not parsed",
-            ));
-        }
-        false
-    }
-}
-
-/// How a final response's body is framed (RFC 9112 §6.3).
-fn framing(code: u16, head_request: bool, headers: &[httparse::Header<'_>]) -> Body {
-    if head_request || code == 204 || code == 304 {
-        return Body::Length(0);
-    }
-    let chunked = headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("transfer-encoding")
-            && String::from_utf8_lossy(h.value)
-                .to_ascii_lowercase()
-                .contains("chunked")
-    });
-    if chunked {
-        return Body::ChunkSize;
-    }
-    let length = headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .and_then(|h| {
-            std::str::from_utf8(h.value)
-                .ok()?
-                .trim()
-                .parse::<u64>()
-                .ok()
-        });
-    match length {
-        Some(n) => Body::Length(n),
-        None => Body::UntilClose,
+        out.push(Event::new("error", format!("recv {e}")));
     }
 }
 
@@ -308,7 +187,7 @@ fn head_event(
     dir: &str,
     line: &str,
     size: usize,
-    headers: &[httparse::Header<'_>],
+    headers: &[(&[u8], &[u8])],
 ) -> Event {
     let mut e = Event::new(kind, format!("{dir} {line}  ({size} bytes head)"))
         .field("proto", "h1")
@@ -316,10 +195,13 @@ fn head_event(
         .field("line", line)
         .field("head_size", size);
     let mut list = Vec::new();
-    for h in headers {
-        let v = String::from_utf8_lossy(h.value).into_owned();
-        e = e.detail(format!("{}: {v}", h.name));
-        list.push(json!([h.name, v]));
+    for (name, value) in headers {
+        let (n, v) = (
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(value),
+        );
+        e = e.detail(format!("{n}: {v}"));
+        list.push(json!([n, v]));
     }
     e.field("headers", Value::Array(list))
 }

@@ -12,6 +12,7 @@
 //! literal with incremental indexing, later ones as one-byte indexed fields, so a repeated
 //! request costs a few bytes on the wire (what nghttp2 sends).
 
+use crate::prefix::write as write_int;
 use thiserror::Error;
 
 mod list;
@@ -311,28 +312,14 @@ pub struct Decoder {
     last_inserts: Vec<EntryInfo>,
 }
 
-/// Reads an HPACK integer with an `n`-bit prefix at `buf[*pos]`.
+/// Reads an HPACK integer with an `n`-bit prefix at `buf[*pos]` (see [`crate::prefix`]), as
+/// a length or an index.
 #[inline]
 fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
-    let mask = (1usize << n) - 1;
-    let first = *buf.get(*pos).ok_or(HpackError("truncated integer"))? as usize & mask;
-    *pos += 1;
-    if first < mask {
-        return Ok(first);
-    }
-    let mut v = mask;
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos).ok_or(HpackError("truncated integer"))?;
-        *pos += 1;
-        if shift > 28 {
-            return Err(HpackError("integer too large"));
-        }
-        v += ((b & 0x7f) as usize) << shift;
-        shift += 7;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
+    match crate::prefix::read(buf, pos, n) {
+        Ok(v) => usize::try_from(v).map_err(|_| HpackError("integer too large")),
+        Err(crate::prefix::PrefixError::Truncated) => Err(HpackError("truncated integer")),
+        Err(crate::prefix::PrefixError::Overflow) => Err(HpackError("integer too large")),
     }
 }
 
@@ -651,23 +638,6 @@ impl Default for Encoder {
     fn default() -> Self {
         Encoder::new()
     }
-}
-
-/// Writes a prefixed integer (RFC 7541 §5.1, also QPACK's); `first` carries the bits above
-/// the `n`-bit prefix.
-pub(crate) fn write_int(out: &mut Vec<u8>, first: u8, n: u32, v: u64) {
-    let mask = (1u64 << n) - 1;
-    if v < mask {
-        out.push(first | v as u8);
-        return;
-    }
-    out.push(first | mask as u8);
-    let mut r = v - mask;
-    while r >= 128 {
-        out.push((r as u8 & 0x7f) | 0x80);
-        r >>= 7;
-    }
-    out.push(r as u8);
 }
 
 fn write_str(out: &mut Vec<u8>, s: &[u8]) {

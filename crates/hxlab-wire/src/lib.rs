@@ -1,25 +1,34 @@
 //! hxlab-wire: the wire formats hxlab speaks, sans-IO (no sockets, no async runtime).
 //!
 //! What it is for: one copy of each codec and each table that more than one part of hxlab
-//! needs. The load generator's clients encode and parse with it on their hot path, and the
-//! frame view (`hxlab trace`) decodes what those same clients sent and received with it.
+//! needs. The load generator's clients encode and parse with it on their hot path, the
+//! frame view (`hxlab trace`) decodes what those same clients sent and received with it, and
+//! the origin's HTTP/3 server reads request heads with it.
+//! - [`h1`]: HTTP/1.1 response framing (RFC 9112): heads, status, Content-Length, chunked and
+//!   until-close bodies, fed any split of the bytes; the load client counts with it and the
+//!   frame view shows what it framed.
 //! - [`varint`]: QUIC variable-length integers (RFC 9000 §16).
+//! - [`prefix`]: the prefix integers of HPACK and QPACK (RFC 7541 §5.1), read and written once.
 //! - [`h2`]: HTTP/2 frame types, flags, error codes, SETTINGS identifiers and the 9-byte frame
 //!   head (RFC 9113 §4.1).
 //! - [`hpack`]: HPACK (RFC 7541): Huffman code, the request encoder, a response decoder that
 //!   keeps lengths only (the recorder's), and [`hpack::ListDecoder`] that keeps whole fields
 //!   (the frame view's).
 //! - [`h3`]: HTTP/3 frame types, stream types, SETTINGS identifiers, error codes (RFC 9114).
-//! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, the length-only
-//!   decoder, and display decoding of field sections and encoder/decoder stream instructions.
+//! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, one field-section
+//!   decoder ([`qpack::FieldDecoder`], a callback per field line) that the origin's request
+//!   heads, the load client's length-only [`qpack::Decoder`] and the frame view's
+//!   [`qpack::display`] all go through, and display of encoder/decoder stream instructions.
 //! - [`tap`]: the hook a client session calls with every byte it sends and receives and with
 //!   its transport facts, so an observer sees exactly what that session put on the wire.
 //!
 //! What it is not: a connection state machine (those live with the clients that drive them).
 
+pub mod h1;
 pub mod h2;
 pub mod h3;
 pub mod hpack;
+pub mod prefix;
 pub mod qpack;
 mod qpack_table;
 pub mod tap;

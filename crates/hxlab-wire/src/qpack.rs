@@ -4,22 +4,22 @@
 //! The client advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
 //! server references only the static table: a field section with a Required Insert Count
 //! other than 0, or any dynamic or post-base reference, is a decoding error
-//! (QPACK_DECOMPRESSION_FAILED). Like [`crate::hpack`], the decoder materialises only what the
-//! recorder needs: `:status` and the decoded size of the field section (name + value length of
-//! every field, as h2load counts it); Huffman strings are decoded with
-//! [`crate::hpack::huffman_decode`] (the same code as HPACK's) only to learn their length and,
-//! for `:status`, their first bytes, through the same memo of repeated strings as HPACK's.
+//! (QPACK_DECOMPRESSION_FAILED). There is one field-section decoder, [`FieldDecoder`] (a
+//! callback per field line); [`Decoder`] is the load client's use of it, which keeps only what
+//! the recorder needs: `:status` and the decoded size of the field section (name + value
+//! length of every field, as h2load counts it), with the last whole section remembered.
 //!
 //! The encoder builds a request's field section once per URL: static-table references where
 //! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
 
-use crate::hpack::{huffman_encode, write_int, HuffMemo, Str};
+use crate::hpack::huffman_encode;
+use crate::prefix::write as write_int;
 pub use crate::qpack_table::STATIC_TABLE;
 use thiserror::Error;
 
 pub mod display;
 mod fields;
-pub use fields::{decode_fields, FieldDecoder};
+pub use fields::{decode_fields, DynamicRef, FieldDecoder, FieldLine};
 
 /// A field section that cannot be decoded (a connection error of type
 /// QPACK_DECOMPRESSION_FAILED).
@@ -38,30 +38,13 @@ pub struct FieldSection {
     pub fields: u32,
 }
 
-/// Reads a prefixed integer (RFC 7541 §5.1, as QPACK uses it) with an `n`-bit prefix.
+/// Reads a prefixed integer (see [`crate::prefix`]) with an `n`-bit prefix.
+#[inline]
 fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<u64, QpackError> {
-    let first = *buf.get(*pos).ok_or(QpackError("truncated integer"))?;
-    *pos += 1;
-    let mask = (1u64 << n) - 1;
-    let mut v = u64::from(first) & mask;
-    if v < mask {
-        return Ok(v);
-    }
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos).ok_or(QpackError("truncated integer"))?;
-        *pos += 1;
-        if shift > 56 {
-            return Err(QpackError("integer too large"));
-        }
-        v = v
-            .checked_add(u64::from(b & 0x7f) << shift)
-            .ok_or(QpackError("integer too large"))?;
-        shift += 7;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
+    crate::prefix::read(buf, pos, n).map_err(|e| match e {
+        crate::prefix::PrefixError::Truncated => QpackError("truncated integer"),
+        crate::prefix::PrefixError::Overflow => QpackError("integer too large"),
+    })
 }
 
 /// Writes a string literal whose Huffman flag is `hbit` and whose length has an `n`-bit
@@ -108,13 +91,13 @@ pub fn encode_field_section<'a>(
     }
 }
 
-/// The response side: decodes field sections, memoising Huffman strings by their encoded
-/// bytes (a server sends the same content-type, server and date literals in every
-/// response; a hit is a short compare instead of a decode). [`Decoder::decode_memo`] also
+/// The response side: what field sections say about a response, through one
+/// [`FieldDecoder`] (and so its memo of Huffman strings: a server sends the same
+/// content-type, server and date literals in every response). [`Decoder::decode_memo`] also
 /// remembers the last whole field section.
 #[derive(Debug)]
 pub struct Decoder {
-    memo: HuffMemo,
+    fields: FieldDecoder,
     /// The last field section [`Decoder::decode_memo`] decoded, and what it told.
     last_block: Vec<u8>,
     last: Option<(u64, FieldSection)>,
@@ -149,7 +132,7 @@ impl Decoder {
     /// A decoder with an empty memo.
     pub fn new() -> Decoder {
         Decoder {
-            memo: HuffMemo::new(),
+            fields: FieldDecoder::new(),
             last_block: Vec::new(),
             last: None,
         }
@@ -173,98 +156,18 @@ impl Decoder {
         Ok(f)
     }
 
-    fn huffman(&mut self, raw: &[u8]) -> Result<Str, QpackError> {
-        self.memo.decode(raw).map_err(|e| QpackError(e.0))
-    }
-
-    /// Reads a string literal with its Huffman flag at `hbit` and an `n`-bit length prefix.
-    fn read_str(
-        &mut self,
-        buf: &[u8],
-        pos: &mut usize,
-        hbit: u8,
-        n: u32,
-    ) -> Result<Str, QpackError> {
-        let huff = buf.get(*pos).ok_or(QpackError("truncated string"))? & hbit != 0;
-        let len = read_int(buf, pos, n)?;
-        let end = usize::try_from(len)
-            .ok()
-            .and_then(|l| pos.checked_add(l))
-            .filter(|e| *e <= buf.len())
-            .ok_or(QpackError("truncated string"))?;
-        let raw = &buf[*pos..end];
-        *pos = end;
-        if huff {
-            return self.huffman(raw);
-        }
-        Ok(Str::literal(raw))
-    }
-
     /// Decodes one field section (a HEADERS frame's payload). `max_size` bounds the field
     /// section size as RFC 9114 §4.2.2 counts it (name + value + 32 per field).
     pub fn decode(&mut self, block: &[u8], max_size: u64) -> Result<FieldSection, QpackError> {
-        let mut pos = 0usize;
-        let ric = read_int(block, &mut pos, 8)?;
-        if ric != 0 {
-            return Err(QpackError(
-                "dynamic table reference (Required Insert Count is not 0)",
-            ));
-        }
-        // Sign bit and Delta Base: meaningless without dynamic references.
-        read_int(block, &mut pos, 7)?;
         let mut info = FieldSection::default();
-        let mut size = 0u64;
-        while pos < block.len() {
-            let b = block[pos];
-            let (name_len, value_len, status) = if b & 0x80 != 0 {
-                // Indexed field line: 1Txxxxxx.
-                if b & 0x40 == 0 {
-                    return Err(QpackError("dynamic table reference"));
-                }
-                let (n, v) = static_entry(read_int(block, &mut pos, 6)?)?;
-                let status = if n == ":status" {
-                    status_of(v.as_bytes())
-                } else {
-                    None
-                };
-                (n.len(), v.len(), status)
-            } else if b & 0x40 != 0 {
-                // Literal with name reference: 01NTxxxx.
-                if b & 0x10 == 0 {
-                    return Err(QpackError("dynamic table reference"));
-                }
-                let (n, _) = static_entry(read_int(block, &mut pos, 4)?)?;
-                let v = self.read_str(block, &mut pos, 0x80, 7)?;
-                let status = if n == ":status" {
-                    status_of(v.head())
-                } else {
-                    None
-                };
-                (n.len(), v.len, status)
-            } else if b & 0x20 != 0 {
-                // Literal with literal name: 001NHxxx.
-                let n = self.read_str(block, &mut pos, 0x08, 3)?;
-                let v = self.read_str(block, &mut pos, 0x80, 7)?;
-                let status = if n.len == 7 && n.head() == b":status" {
-                    status_of(v.head())
-                } else {
-                    None
-                };
-                (n.len, v.len, status)
-            } else {
-                // 0001xxxx and 0000Nxxx: post-base (dynamic) references.
-                return Err(QpackError("dynamic table reference"));
-            };
+        self.fields.decode(block, max_size, |name, value| {
             info.fields += 1;
-            info.uncompressed += (name_len + value_len) as u64;
-            size += (name_len + value_len) as u64 + 32;
-            if size > max_size {
-                return Err(QpackError("field section larger than we accept"));
+            info.uncompressed += (name.len() + value.len()) as u64;
+            if info.status.is_none() && name == b":status" {
+                info.status = status_of(value);
             }
-            if info.status.is_none() {
-                info.status = status;
-            }
-        }
+            Ok(())
+        })?;
         Ok(info)
     }
 }

@@ -29,12 +29,12 @@
 //! pushed resources, and its body/header counts include theirs. PUSH_PROMISE payload counts as
 //! header wire bytes. Without `--push` a PUSH_PROMISE is a connection error (RFC 9113 §8.4).
 
+use crate::client::{ClientCtx, SessionEnd};
 use crate::hpack::{Decoder, Encoder};
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
 use crate::session::{ByteSession, Fail, Outcome as SessionOutcome, Session};
 use crate::target::Target;
-use crate::worker::{ClientCtx, SessionEnd};
 use std::time::Instant;
 
 /// Largest response header list accepted (decoded size), as h1 accepts a 64 KiB head.

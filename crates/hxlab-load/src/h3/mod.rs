@@ -33,11 +33,11 @@
 //! HTTP/3 error code), message-level ones (no `:status`, a head too large) stream errors;
 //! both count as protocol errors.
 
+use crate::client::{ClientCtx, SessionEnd};
 use crate::net::ConnectError;
 use crate::qpack;
 use crate::recorder::ErrorKind;
 use crate::session::{Fail, Outcome, Req, Session, Transport};
-use crate::worker::{ClientCtx, SessionEnd};
 use bytes::Bytes;
 use futures::task::AtomicWaker;
 use std::cell::RefCell;

@@ -90,23 +90,47 @@ async fn control_stream(
     recv: &mut quinn::RecvStream,
     mut buf: Vec<u8>,
 ) -> Result<(), (u64, &'static str)> {
-    let mut settings_seen = false;
-    let mut skip = 0u64;
+    let mut frames = ControlFrames::default();
     loop {
-        // Parse what is buffered.
+        frames.take(&mut buf)?;
+        match recv.read_chunk(usize::MAX, true).await {
+            Ok(Some(c)) => buf.extend_from_slice(&c.bytes),
+            Ok(None) => return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream closed")),
+            Err(quinn::ReadError::Reset(_)) => {
+                return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream reset"))
+            }
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+/// The client's control stream without IO: what is checked of each frame as its bytes
+/// arrive, in any split (the fuzz target feeds it through [`super::peer`]).
+#[derive(Debug, Default)]
+pub(super) struct ControlFrames {
+    /// SETTINGS was the first frame.
+    pub(super) settings_seen: bool,
+    /// Bytes of an unknown or reserved frame still to skip.
+    skip: u64,
+}
+
+impl ControlFrames {
+    /// Checks and removes the complete frames at the front of `buf` (an unknown frame's
+    /// payload is skipped as it arrives, never buffered); what is left is an incomplete frame.
+    pub(super) fn take(&mut self, buf: &mut Vec<u8>) -> Result<(), (u64, &'static str)> {
         loop {
-            if skip > 0 {
-                let n = skip.min(buf.len() as u64) as usize;
+            if self.skip > 0 {
+                let n = self.skip.min(buf.len() as u64) as usize;
                 buf.drain(..n);
-                skip -= n as u64;
-                if skip > 0 {
-                    break;
+                self.skip -= n as u64;
+                if self.skip > 0 {
+                    return Ok(());
                 }
             }
-            let Some((kind, len, used)) = parse_frame_head(&buf) else {
-                break;
+            let Some((kind, len, used)) = parse_frame_head(buf) else {
+                return Ok(());
             };
-            check_control_frame(kind, settings_seen)?;
+            check_control_frame(kind, self.settings_seen)?;
             if kind == frame::SETTINGS
                 || kind == frame::GOAWAY
                 || kind == frame::MAX_PUSH_ID
@@ -116,12 +140,12 @@ async fn control_stream(
                     return Err((code::H3_EXCESSIVE_LOAD, "control frame too large"));
                 }
                 if (buf.len() - used) < len as usize {
-                    break;
+                    return Ok(());
                 }
                 let payload = &buf[used..used + len as usize];
                 if kind == frame::SETTINGS {
                     check_settings(payload)?;
-                    settings_seen = true;
+                    self.settings_seen = true;
                 } else if varint::read(payload).map(|(_, n)| n) != Some(payload.len()) {
                     return Err((code::H3_FRAME_ERROR, "malformed control frame"));
                 }
@@ -129,16 +153,8 @@ async fn control_stream(
             } else {
                 // Unknown and reserved frames: skipped without buffering.
                 buf.drain(..used);
-                skip = len;
+                self.skip = len;
             }
-        }
-        match recv.read_chunk(usize::MAX, true).await {
-            Ok(Some(c)) => buf.extend_from_slice(&c.bytes),
-            Ok(None) => return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream closed")),
-            Err(quinn::ReadError::Reset(_)) => {
-                return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream reset"))
-            }
-            Err(_) => return Ok(()),
         }
     }
 }

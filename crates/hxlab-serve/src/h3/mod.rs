@@ -19,6 +19,7 @@
 
 mod control;
 mod head;
+pub mod peer;
 mod request;
 
 use crate::routes::Ctx;

@@ -1,9 +1,9 @@
-//! QPACK (RFC 9204) decoding for display: whole field sections (names and values, static
-//! table, literals, Huffman strings) and encoder/decoder stream instructions as text. The
-//! clients advertise a zero-capacity dynamic table, so a compliant peer never references the
-//! dynamic table; if one does anyway, the field says so instead of guessing.
+//! QPACK (RFC 9204) decoding for display: whole field sections as text (through the one
+//! field-section decoder, [`super::FieldDecoder::decode_lines`]) and encoder/decoder stream
+//! instructions. The clients advertise a zero-capacity dynamic table, so a compliant peer never
+//! references the dynamic table; if one does anyway, the field says so instead of guessing.
 
-use super::STATIC_TABLE;
+use super::{DynamicRef, FieldDecoder, FieldLine, QpackError};
 use crate::hpack::huffman_decode;
 
 /// Why a field section or instruction could not be decoded.
@@ -15,17 +15,15 @@ pub enum DisplayError {
     /// An integer did not fit in 64 bits.
     #[error("integer overflow")]
     Overflow,
-    /// A static index beyond the table.
-    #[error("static table index {0} out of range")]
-    BadStaticIndex(u64),
     /// A Huffman string that does not decode.
     #[error("invalid Huffman string")]
     Huffman,
 }
 
-/// A decoded field section.
+/// A field section decoded for showing (the load client's [`super::FieldSection`] keeps only
+/// lengths and `:status`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSection {
+pub struct FieldList {
     /// Required Insert Count (0 when only the static table is used).
     pub required_insert_count: u64,
     /// Decoded fields, in order. Dynamic references appear as `<dynamic #i>`.
@@ -34,30 +32,13 @@ pub struct FieldSection {
     pub dynamic_refs: usize,
 }
 
-/// Decodes a prefixed integer (RFC 7541 §5.1) with an `n`-bit prefix from `buf[*pos..]`.
+/// Decodes a prefixed integer (see [`crate::prefix`]) with an `n`-bit prefix from
+/// `buf[*pos..]`.
 pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, DisplayError> {
-    let first = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
-    *pos += 1;
-    let mask: u64 = (1u64 << n) - 1;
-    let mut value = first as u64 & mask;
-    if value < mask {
-        return Ok(value);
-    }
-    let mut shift = 0u32;
-    loop {
-        let b = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
-        *pos += 1;
-        if shift > 56 {
-            return Err(DisplayError::Overflow);
-        }
-        value = value
-            .checked_add(((b & 0x7f) as u64) << shift)
-            .ok_or(DisplayError::Overflow)?;
-        shift += 7;
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
+    crate::prefix::read(buf, pos, u32::from(n)).map_err(|e| match e {
+        crate::prefix::PrefixError::Truncated => DisplayError::Truncated,
+        crate::prefix::PrefixError::Overflow => DisplayError::Overflow,
+    })
 }
 
 /// Decodes a string literal whose Huffman flag is bit `n` of the first byte and whose length
@@ -79,66 +60,30 @@ pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, DisplayError
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn static_entry(i: u64) -> Result<(&'static str, &'static str), DisplayError> {
-    STATIC_TABLE
-        .get(i as usize)
-        .copied()
-        .ok_or(DisplayError::BadStaticIndex(i))
-}
-
 /// Decodes one field section (the payload of an HTTP/3 HEADERS or PUSH_PROMISE frame).
-pub fn decode_field_section(buf: &[u8]) -> Result<FieldSection, DisplayError> {
-    let mut pos = 0;
-    let mut out = FieldSection {
-        required_insert_count: prefix_int(buf, &mut pos, 8)?,
-        ..Default::default()
-    };
-    // Sign bit + Delta Base: only meaningful with the dynamic table.
-    prefix_int(buf, &mut pos, 7)?;
-    while pos < buf.len() {
-        let b = buf[pos];
-        if b & 0x80 != 0 {
-            // Indexed field line.
-            let is_static = b & 0x40 != 0;
-            let i = prefix_int(buf, &mut pos, 6)?;
-            if is_static {
-                let (n, v) = static_entry(i)?;
-                out.fields.push((n.into(), v.into()));
-            } else {
+pub fn decode_field_section(buf: &[u8]) -> Result<FieldList, QpackError> {
+    let mut out = FieldList::default();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    out.required_insert_count = FieldDecoder::new().decode_lines(buf, u64::MAX, |line| {
+        let (name, value) = match line {
+            FieldLine::Field { name, value } => (text(name), text(value)),
+            FieldLine::Dynamic { kind, index, value } => {
                 out.dynamic_refs += 1;
-                out.fields.push((format!("<dynamic #{i}>"), String::new()));
+                let what = match kind {
+                    DynamicRef::Indexed => "dynamic",
+                    DynamicRef::Name => "dynamic name",
+                    DynamicRef::PostBase => "dynamic post-base",
+                    DynamicRef::PostBaseName => "dynamic post-base name",
+                };
+                (
+                    format!("<{what} #{index}>"),
+                    value.map(text).unwrap_or_default(),
+                )
             }
-        } else if b & 0x40 != 0 {
-            // Literal with name reference.
-            let is_static = b & 0x10 != 0;
-            let i = prefix_int(buf, &mut pos, 4)?;
-            let value = string(buf, &mut pos, 7)?;
-            if is_static {
-                out.fields.push((static_entry(i)?.0.into(), value));
-            } else {
-                out.dynamic_refs += 1;
-                out.fields.push((format!("<dynamic name #{i}>"), value));
-            }
-        } else if b & 0x20 != 0 {
-            // Literal with literal name.
-            let name = string(buf, &mut pos, 3)?;
-            let value = string(buf, &mut pos, 7)?;
-            out.fields.push((name, value));
-        } else if b & 0x10 != 0 {
-            // Indexed field line with post-base index.
-            let i = prefix_int(buf, &mut pos, 4)?;
-            out.dynamic_refs += 1;
-            out.fields
-                .push((format!("<dynamic post-base #{i}>"), String::new()));
-        } else {
-            // Literal with post-base name reference.
-            let i = prefix_int(buf, &mut pos, 3)?;
-            let value = string(buf, &mut pos, 7)?;
-            out.dynamic_refs += 1;
-            out.fields
-                .push((format!("<dynamic post-base name #{i}>"), value));
-        }
-    }
+        };
+        out.fields.push((name, value));
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -222,6 +167,33 @@ mod tests {
     }
 
     #[test]
+    fn dynamic_references_are_shown_not_refused() {
+        // RIC 3; dynamic indexed #1, post-base indexed #0, dynamic name #1 with value "v",
+        // post-base name #2 with value "w", then a static field.
+        let buf = [
+            0x03, 0x00, 0x81, 0x10, 0x41, 0x01, b'v', 0x02, 0x01, b'w', 0xd1,
+        ];
+        let fs = decode_field_section(&buf).expect("decode");
+        assert_eq!(fs.required_insert_count, 3);
+        assert_eq!(fs.dynamic_refs, 4);
+        let names: Vec<&str> = fs.fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "<dynamic #1>",
+                "<dynamic post-base #0>",
+                "<dynamic name #1>",
+                "<dynamic post-base name #2>",
+                ":method"
+            ]
+        );
+        assert_eq!(
+            (fs.fields[2].1.as_str(), fs.fields[3].1.as_str()),
+            ("v", "w")
+        );
+    }
+
+    #[test]
     fn huffman_value_and_truncation() {
         // "www.example.com" Huffman-coded (RFC 7541 C.4.1) as the :authority value.
         let mut buf = vec![0x00, 0x00, 0x50, 0x8c];
@@ -235,11 +207,11 @@ mod tests {
         );
         assert_eq!(
             decode_field_section(&buf[..8]),
-            Err(DisplayError::Truncated)
+            Err(QpackError("truncated string"))
         );
         assert_eq!(
             decode_field_section(&[0, 0, 0xff, 0x7f]),
-            Err(DisplayError::BadStaticIndex(63 + 127))
+            Err(QpackError("static table index out of range"))
         );
     }
 

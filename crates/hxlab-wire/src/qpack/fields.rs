@@ -1,12 +1,15 @@
-//! Full decoding of a field section, static table only: every field line handed to a
-//! callback as name and value bytes. The origin's HTTP/3 server uses it for request heads
-//! (it advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
-//! client references only the static table, as [`super::Decoder`] expects of servers).
+//! The one QPACK field-section decoder (static table only): every field line handed to a
+//! callback as name and value bytes. The origin's HTTP/3 server uses it for request heads,
+//! the load client (through [`super::Decoder`], which keeps lengths and `:status`) for
+//! response heads, and the frame view (through [`super::display`]) with
+//! [`FieldDecoder::decode_lines`], which also hands over the lines that reference the dynamic
+//! table instead of refusing them. Peers are told a dynamic table capacity of 0 and no
+//! blocked streams, so a compliant one references only the static table.
 //!
 //! Huffman-coded strings are decoded into one scratch buffer a [`FieldDecoder`] keeps across
-//! field sections, through a memo of recently seen encoded strings (a client sends the same
-//! authority, user-agent and accept values in every request: a hit is a compare and a copy
-//! instead of a bit-by-bit decode), so decoding a request head allocates nothing once the
+//! field sections, through a memo of recently seen encoded strings (a peer sends the same
+//! authority, user-agent, server and content-type values in every head: a hit is a compare
+//! and a copy instead of a bit-by-bit decode), so decoding a head allocates nothing once the
 //! scratch has grown.
 
 use super::{read_int, static_entry, QpackError};
@@ -87,6 +90,41 @@ pub struct FieldDecoder {
     memo: Memo,
 }
 
+/// Which dynamic-table reference a field line made (RFC 9204 §4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DynamicRef {
+    /// Indexed field line, dynamic table, relative index.
+    Indexed,
+    /// Literal with a dynamic name reference, relative index.
+    Name,
+    /// Indexed field line with a post-base index.
+    PostBase,
+    /// Literal with a post-base name reference.
+    PostBaseName,
+}
+
+/// One field line of a section, as [`FieldDecoder::decode_lines`] hands it over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldLine<'a> {
+    /// A field whose name and value are known (static table or literals).
+    Field {
+        /// Name bytes.
+        name: &'a [u8],
+        /// Value bytes.
+        value: &'a [u8],
+    },
+    /// A line that references the dynamic table (which this decoder does not keep): what it
+    /// referenced, the index, and the literal value when the line carried one.
+    Dynamic {
+        /// The kind of reference.
+        kind: DynamicRef,
+        /// The index as sent (relative or post-base).
+        index: u64,
+        /// The literal value (name references only).
+        value: Option<&'a [u8]>,
+    },
+}
+
 impl FieldDecoder {
     /// A decoder with an empty memo.
     pub fn new() -> FieldDecoder {
@@ -95,15 +133,81 @@ impl FieldDecoder {
 
     /// Decodes the field section `block`, calling `field(name, value)` for every field line
     /// in order. `max_size` bounds the section's size as RFC 9114 §4.2.2 counts it (name +
-    /// value + 32 per field); past it decoding stops with an error. A callback error stops
+    /// value + 32 per field); past it decoding stops with an error. A reference to the
+    /// dynamic table is an error (QPACK_DECOMPRESSION_FAILED). A callback error stops
     /// decoding and is returned as is.
     pub fn decode(
         &mut self,
         block: &[u8],
         max_size: u64,
-        field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
+        mut field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
     ) -> Result<(), QpackError> {
-        decode_with(block, max_size, &mut self.scratch, &mut self.memo, field)
+        let line = |l: FieldLine<'_>| match l {
+            FieldLine::Field { name, value } => field(name, value),
+            FieldLine::Dynamic { .. } => Err(QpackError("dynamic table reference")),
+        };
+        self.walk(block, max_size, true, line).map(|_| ())
+    }
+
+    /// Decodes the field section `block` for showing it: every line in order, dynamic-table
+    /// references included (as [`FieldLine::Dynamic`], not resolved). Returns the section's
+    /// Required Insert Count. `max_size` as in [`FieldDecoder::decode`] (a dynamic line counts
+    /// its literal value only).
+    pub fn decode_lines(
+        &mut self,
+        block: &[u8],
+        max_size: u64,
+        line: impl FnMut(FieldLine<'_>) -> Result<(), QpackError>,
+    ) -> Result<u64, QpackError> {
+        self.walk(block, max_size, false, line)
+    }
+
+    /// The walk over a section's lines; `static_only`: a Required Insert Count other than 0
+    /// is refused before any line is read.
+    fn walk(
+        &mut self,
+        block: &[u8],
+        max_size: u64,
+        static_only: bool,
+        mut line: impl FnMut(FieldLine<'_>) -> Result<(), QpackError>,
+    ) -> Result<u64, QpackError> {
+        let (scratch, memo) = (&mut self.scratch, &mut self.memo);
+        scratch.clear();
+        let mut pos = 0usize;
+        let ric = read_int(block, &mut pos, 8)?;
+        if static_only && ric != 0 {
+            return Err(QpackError(
+                "dynamic table reference (Required Insert Count is not 0)",
+            ));
+        }
+        // Sign bit and Delta Base: meaningless without dynamic references.
+        read_int(block, &mut pos, 7)?;
+        let mut size = 0u64;
+        while pos < block.len() {
+            let mark = scratch.len();
+            let (name, value) = match read_line(block, &mut pos, scratch, memo)? {
+                Line::Known(name, value) => (name, value),
+                Line::Dynamic(kind, index, value) => {
+                    let value = value.map(|v| v.get(block, scratch));
+                    size += value.map_or(0, |v| v.len() as u64) + 32;
+                    if size > max_size {
+                        return Err(QpackError("field section larger than we accept"));
+                    }
+                    line(FieldLine::Dynamic { kind, index, value })?;
+                    scratch.truncate(mark);
+                    continue;
+                }
+            };
+            let (name, value) = (name.get(block, scratch), value.get(block, scratch));
+            size += (name.len() + value.len()) as u64 + 32;
+            if size > max_size {
+                return Err(QpackError("field section larger than we accept"));
+            }
+            line(FieldLine::Field { name, value })?;
+            // Strings of this line are no longer needed: keep the scratch small.
+            scratch.truncate(mark);
+        }
+        Ok(ric)
     }
 }
 
@@ -125,6 +229,53 @@ impl Loc {
     }
 }
 
+/// One field line read: a known name and value, or a dynamic reference.
+enum Line {
+    Known(Loc, Loc),
+    Dynamic(DynamicRef, u64, Option<Loc>),
+}
+
+/// Reads the field line at `block[*pos]` (RFC 9204 §4.5), decoding its strings into
+/// `scratch`.
+#[inline]
+fn read_line(
+    block: &[u8],
+    pos: &mut usize,
+    scratch: &mut Vec<u8>,
+    memo: &mut Memo,
+) -> Result<Line, QpackError> {
+    let b = block[*pos];
+    Ok(if b & 0x80 != 0 {
+        // Indexed field line: 1Txxxxxx, T = static.
+        let i = read_int(block, pos, 6)?;
+        if b & 0x40 == 0 {
+            return Ok(Line::Dynamic(DynamicRef::Indexed, i, None));
+        }
+        let (n, v) = static_entry(i)?;
+        Line::Known(Loc::Static(n), Loc::Static(v))
+    } else if b & 0x40 != 0 {
+        // Literal with name reference: 01NTxxxx.
+        let i = read_int(block, pos, 4)?;
+        let value = read_str(block, pos, 0x80, 7, scratch, memo)?;
+        if b & 0x10 == 0 {
+            return Ok(Line::Dynamic(DynamicRef::Name, i, Some(value)));
+        }
+        Line::Known(Loc::Static(static_entry(i)?.0), value)
+    } else if b & 0x20 != 0 {
+        // Literal with literal name: 001NHxxx.
+        let n = read_str(block, pos, 0x08, 3, scratch, memo)?;
+        Line::Known(n, read_str(block, pos, 0x80, 7, scratch, memo)?)
+    } else if b & 0x10 != 0 {
+        // Indexed field line with post-base index: 0001xxxx.
+        Line::Dynamic(DynamicRef::PostBase, read_int(block, pos, 4)?, None)
+    } else {
+        // Literal with post-base name reference: 0000Nxxx.
+        let i = read_int(block, pos, 3)?;
+        let value = read_str(block, pos, 0x80, 7, scratch, memo)?;
+        Line::Dynamic(DynamicRef::PostBaseName, i, Some(value))
+    })
+}
+
 /// Decodes without a kept decoder (a fresh scratch and memo): see [`FieldDecoder::decode`].
 pub fn decode_fields(
     block: &[u8],
@@ -132,62 +283,6 @@ pub fn decode_fields(
     field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
 ) -> Result<(), QpackError> {
     FieldDecoder::new().decode(block, max_size, field)
-}
-
-fn decode_with(
-    block: &[u8],
-    max_size: u64,
-    scratch: &mut Vec<u8>,
-    memo: &mut Memo,
-    mut field: impl FnMut(&[u8], &[u8]) -> Result<(), QpackError>,
-) -> Result<(), QpackError> {
-    scratch.clear();
-    let mut pos = 0usize;
-    if read_int(block, &mut pos, 8)? != 0 {
-        return Err(QpackError(
-            "dynamic table reference (Required Insert Count is not 0)",
-        ));
-    }
-    read_int(block, &mut pos, 7)?;
-    let mut size = 0u64;
-    while pos < block.len() {
-        let b = block[pos];
-        let mark = scratch.len();
-        let (name, value) = if b & 0x80 != 0 {
-            // Indexed field line: 1Txxxxxx, T = static.
-            if b & 0x40 == 0 {
-                return Err(QpackError("dynamic table reference"));
-            }
-            let (n, v) = static_entry(read_int(block, &mut pos, 6)?)?;
-            (Loc::Static(n), Loc::Static(v))
-        } else if b & 0x40 != 0 {
-            // Literal with name reference: 01NTxxxx.
-            if b & 0x10 == 0 {
-                return Err(QpackError("dynamic table reference"));
-            }
-            let (n, _) = static_entry(read_int(block, &mut pos, 4)?)?;
-            (
-                Loc::Static(n),
-                read_str(block, &mut pos, 0x80, 7, scratch, memo)?,
-            )
-        } else if b & 0x20 != 0 {
-            // Literal with literal name: 001NHxxx.
-            let n = read_str(block, &mut pos, 0x08, 3, scratch, memo)?;
-            (n, read_str(block, &mut pos, 0x80, 7, scratch, memo)?)
-        } else {
-            // 0001xxxx and 0000Nxxx: post-base (dynamic) references.
-            return Err(QpackError("dynamic table reference"));
-        };
-        let (name, value) = (name.get(block, scratch), value.get(block, scratch));
-        size += (name.len() + value.len()) as u64 + 32;
-        if size > max_size {
-            return Err(QpackError("field section larger than we accept"));
-        }
-        field(name, value)?;
-        // Strings of this line are no longer needed: keep the scratch small.
-        scratch.truncate(mark);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -41,32 +41,28 @@ pub struct Trust {
     pub cacert: Option<PathBuf>,
 }
 
-/// Splits `scheme://authority/path?query` into (https, authority, path-and-query).
+/// Splits `scheme://authority/path?query` into (https, authority, path-and-query), with
+/// `http::Uri` (the parser the load client uses); the fragment is dropped.
 pub fn split_url(url: &str) -> Result<(bool, String, String), String> {
-    let (https, rest) = if let Some(r) = url.strip_prefix("https://") {
-        (true, r)
-    } else if let Some(r) = url.strip_prefix("http://") {
-        (false, r)
-    } else {
-        return Err(format!("{url:?}: expected an http:// or https:// URL"));
+    let not_http = || format!("{url:?}: expected an http:// or https:// URL");
+    let uri: http::Uri = url.parse().map_err(|_| not_http())?;
+    let https = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err(not_http()),
     };
-    let rest = rest.split('#').next().unwrap_or("");
-    let cut = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(cut);
-    if authority.is_empty() || authority.contains('@') || authority.contains(' ') {
-        return Err(format!("{url:?}: no host"));
-    }
-    let path = if path.is_empty() {
-        "/".to_string()
-    } else if path.starts_with('?') {
-        format!("/{path}")
-    } else {
-        path.to_string()
+    let authority = uri
+        .authority()
+        .filter(|a| !a.host().is_empty() && !a.as_str().contains('@'))
+        .ok_or_else(|| format!("{url:?}: no host"))?;
+    let path = match uri.query() {
+        Some(q) => format!("{}?{q}", uri.path()),
+        None => uri.path().to_string(),
     };
-    if path.contains(' ') || path.contains("{{") {
+    if path.contains("{{") {
         return Err(format!("{url:?}: the path has a space or `{{{{`"));
     }
-    Ok((https, authority.to_string(), path))
+    Ok((https, authority.as_str().to_string(), path))
 }
 
 /// One request over `proto` with the trace's tap: the summary, or why it failed.
@@ -227,8 +223,15 @@ mod tests {
             split_url("http://h").unwrap(),
             (false, "h".into(), "/".into())
         );
+        assert_eq!(
+            split_url("https://h?q=1").unwrap(),
+            (true, "h".into(), "/?q=1".into())
+        );
         assert!(split_url("ftp://h/").is_err());
         assert!(split_url("https:///x").is_err());
+        assert!(split_url("https://u@h/").is_err());
+        assert!(split_url("https://h/a b").is_err());
+        assert!(split_url("https://h/{{x}}").is_err());
         assert_eq!(
             alt_svc_h3_port("h3=\":443\"; ma=86400, h3-29=\":443\""),
             Some(443)

@@ -1,0 +1,149 @@
+//! One client (a connection slot) as its sessions see it: what it sends ([`ClientCtx`]: the
+//! target, the plan, the limits), where it counts (the worker's recorder), and how a session
+//! ends ([`SessionEnd`]).
+//!
+//! Below the sessions ([`crate::session`], [`crate::h1`], [`crate::h2`], [`crate::h3`]) and
+//! the worker that builds one per client: it imports neither, so the driver and the
+//! protocols it drives form no cycle.
+
+use crate::net::SharedTap;
+use crate::plan::{Next, Plan};
+use crate::recorder::{ErrorKind, SharedRecorder};
+use crate::target::Target;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// How a session ended.
+#[derive(Debug)]
+pub enum SessionEnd {
+    /// The client has nothing more to send.
+    PlanDone,
+    /// The connection was closed in an orderly way (server `Connection: close`, GOAWAY,
+    /// `--no-keepalive`); the client may open another.
+    Closed {
+        /// Responses received on the connection.
+        answered: u64,
+    },
+    /// The connection failed; failed requests were already counted.
+    Failed {
+        /// Responses received before the failure.
+        answered: u64,
+        /// What went wrong.
+        kind: ErrorKind,
+        /// One line for the user.
+        message: String,
+    },
+}
+
+/// One client (connection slot): what it sends, where it counts.
+pub struct ClientCtx {
+    /// The target.
+    pub target: Rc<Target>,
+    /// The worker's recorder.
+    pub rec: SharedRecorder,
+    /// What to send next and when.
+    pub plan: Plan,
+    /// Streams (h2/h3) or pipelined requests (h1) in flight per connection.
+    pub depth: usize,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect/handshake timeout.
+    pub connect_timeout: Duration,
+    /// One request per connection.
+    pub no_keepalive: bool,
+    /// HTTP/2: accept server push (SETTINGS_ENABLE_PUSH=1).
+    pub push: bool,
+    /// HTTP/1.1 requests in flight per connection (`depth`, or 1 without pipelining).
+    pub h1_depth: usize,
+    /// An observer of the client's QUIC connections (`hxlab trace`; TCP streams carry theirs).
+    pub tap: Option<SharedTap>,
+    /// The index of the next URL (round-robin); set by the worker to spread its clients'
+    /// first requests over the URLs.
+    pub(crate) url: usize,
+    /// A request taken before connecting (so no connection is opened for nothing).
+    pub(crate) reserved: Option<(Instant, u64)>,
+}
+
+impl ClientCtx {
+    /// The next request to send (the reserved one first), given the current time.
+    #[inline]
+    pub fn next(&mut self, now: Instant) -> Next {
+        if let Some((scheduled, ticket)) = self.reserved.take() {
+            // Closed model: latency counts from the actual send, not from the reservation.
+            let scheduled = if matches!(self.plan, Plan::Closed(_)) {
+                now
+            } else {
+                scheduled
+            };
+            return Next::Go { scheduled, ticket };
+        }
+        self.plan.next(now)
+    }
+
+    /// A client for unit tests: `depth` in flight, 1 s timeouts, keep-alive, no push.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        target: Rc<Target>,
+        rec: SharedRecorder,
+        plan: Plan,
+        depth: usize,
+    ) -> ClientCtx {
+        ClientCtx {
+            target,
+            rec,
+            plan,
+            depth,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            no_keepalive: false,
+            push: false,
+            h1_depth: depth,
+            tap: None,
+            url: 0,
+            reserved: None,
+        }
+    }
+
+    /// Whether a request is reserved for the next connection.
+    pub(crate) fn has_reservation(&self) -> bool {
+        self.reserved.is_some()
+    }
+
+    /// Takes the request due at `scheduled` (plan ticket `ticket`) before connecting.
+    pub(crate) fn reserve(&mut self, scheduled: Instant, ticket: u64) {
+        self.reserved = Some((scheduled, ticket));
+    }
+
+    /// Gives back a reservation that was not used.
+    pub(crate) fn unreserve(&mut self) {
+        if let Some((_, ticket)) = self.reserved.take() {
+            self.plan.give_back(ticket);
+        }
+    }
+
+    /// Index of the next URL (round-robin).
+    #[inline]
+    pub fn next_url(&mut self) -> usize {
+        let i = self.url;
+        self.url += 1;
+        if self.url == self.target.requests.len() {
+            self.url = 0;
+        }
+        i
+    }
+
+    /// Open-model requests this client will never send (0 in the closed model, whose budget
+    /// is counted by the worker).
+    pub(crate) fn unsent(&self) -> u64 {
+        match &self.plan {
+            Plan::Open { ledger, client, .. } => match ledger.borrow().schedules.get(*client) {
+                Some(schedule) => match schedule.peek() {
+                    None => 0,
+                    Some((next, _)) => schedule.total() - schedule.taken_before(next),
+                },
+                None => 0,
+            },
+            Plan::Closed(_) => 0,
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The origin's own HTTP/3 parsing of what a client sends (`hxlab_serve::h3_peer`): request
+//! field sections (QPACK, RFC 9114 §4.3 pseudo-header rules) and the client's control stream
+//! (SETTINGS first and once, HTTP/2 frame types refused, unknown frames skipped).
+//! Input: a control byte, then the bytes. Bit 0: 0 request head, 1 control stream. Request
+//! heads: the other bits pick the field-section size limit (× 64); a head accepted under a
+//! limit is accepted the same without one. Control streams: the other bits are a split seed;
+//! whole and in pieces give the same answer.
+#![no_main]
+use hxlab_serve::h3_peer::{control_stream, request_head};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, bytes)) = data.split_first() else {
+        return;
+    };
+    if sel & 1 == 0 {
+        let limited = request_head(bytes, u64::from(sel >> 1) * 64);
+        let unlimited = request_head(bytes, u64::MAX);
+        if limited.is_ok() {
+            assert_eq!(limited, unlimited, "a size limit changed an accepted head");
+        }
+        return;
+    }
+    let whole = control_stream([bytes]);
+    let size = usize::from(sel >> 1).max(1);
+    let split = control_stream(bytes.chunks(size));
+    assert_eq!(whole, split, "pieces of {size} changed the control stream's answer");
+});
