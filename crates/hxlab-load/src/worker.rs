@@ -79,8 +79,6 @@ fn thread_cpu() -> (f64, f64) {
     (t(ru.ru_utime), t(ru.ru_stime))
 }
 
-}
-
 /// Runs a load test and returns its result. Blocking: it starts its own worker threads,
 /// each with its own tokio runtime, and returns when they are done (from async code, call it
 /// through `tokio::task::spawn_blocking`).
