@@ -1,7 +1,10 @@
 //! HTTP/1.1 (cleartext and TLS) through hyper. hyper has no API for 1xx responses, so
 //! `early_hints=1` sends no 103 on HTTP/1.1 (Chromium ignores 103 on HTTP/1.1 anyway).
+//! Every byte hyper reads passes [`StrictIo`] first, which refuses ambiguous framing that
+//! hyper accepts (see `h1_framing`).
 
 use crate::body::{Source, CHUNK};
+use crate::h1_framing::Framing;
 use crate::routes::{route, Ctx, Reply};
 use crate::stats::Proto;
 use bytes::Bytes;
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
 /// One HTTP/1.1 connection's shared state. Liveness is checked by a watchdog task a few times
@@ -134,8 +137,22 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
         loop {
             match tokio::time::timeout(ctx.limits.body_timeout, body.frame()).await {
                 Ok(Some(Ok(_))) => in_flight.0.ticks.fetch_add(1, Ordering::Relaxed),
-                Ok(Some(Err(_)) | None) => break,
-                Err(_) => return Ok(body_timed_out(in_flight)),
+                Ok(None) => break,
+                // A malformed chunked body (or one refused by `StrictIo`): where this request
+                // ends is unknown, so the connection cannot go on.
+                Ok(Some(Err(_))) => {
+                    let msg = "malformed request body\n".to_string();
+                    let reply = Reply::text(http::StatusCode::BAD_REQUEST, msg);
+                    return Ok(closing(in_flight, reply));
+                }
+                Err(_) => {
+                    let msg = format!(
+                        "request body stalled for {:?} (--body-timeout)\n",
+                        ctx.limits.body_timeout
+                    );
+                    let reply = Reply::text(http::StatusCode::REQUEST_TIMEOUT, msg);
+                    return Ok(closing(in_flight, reply));
+                }
             };
         }
     }
@@ -161,17 +178,9 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
     Ok(head.map(|()| out))
 }
 
-/// 408 Request Timeout with `Connection: close` (the unread rest of the body cannot be
-/// skipped).
-fn body_timed_out(in_flight: InFlight) -> Response<OutBody> {
+/// `reply` (an error) with `Connection: close`: the unread rest of the body cannot be skipped.
+fn closing(in_flight: InFlight, reply: Reply) -> Response<OutBody> {
     let ctx = in_flight.0.ctx.clone();
-    let reply = Reply::text(
-        http::StatusCode::REQUEST_TIMEOUT,
-        format!(
-            "request body stalled for {:?} (--body-timeout)\n",
-            ctx.limits.body_timeout
-        ),
-    );
     let mut head = reply.head(&ctx, true);
     head.headers_mut().insert(
         http::header::CONNECTION,
@@ -184,6 +193,68 @@ fn body_timed_out(in_flight: InFlight) -> Response<OutBody> {
         done: false,
     };
     head.map(|()| out)
+}
+
+/// The client's side of a connection as hyper reads it: every byte passes the strict framing
+/// check first. At a refused byte the client's bytes end; hyper gets a NUL there instead,
+/// which no request line, field or chunk-size line may hold, so hyper answers its own 400 and
+/// closes, after the responses to the requests before it (hyper reads heads in order).
+struct StrictIo<IO> {
+    io: IO,
+    framing: Framing,
+    refused: bool,
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for StrictIo<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.refused {
+            return Poll::Ready(Ok(()));
+        }
+        let start = buf.filled().len();
+        std::task::ready!(Pin::new(&mut this.io).poll_read(cx, buf))?;
+        if let Err(refused) = this.framing.feed(&buf.filled()[start..]) {
+            // `at` lies inside what was just read, so there is room for the NUL.
+            buf.set_filled(start + refused.at);
+            buf.put_slice(b"\0");
+            this.refused = true;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for StrictIo<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// Wakes the connection when it has been idle (no request in flight, nothing sent) for a
@@ -262,6 +333,11 @@ where
         .auto_date_header(false)
         .max_buf_size((ctx.limits.max_header_size as usize).max(8192))
         .keep_alive(true);
+    let io = StrictIo {
+        io,
+        framing: Framing::default(),
+        refused: false,
+    };
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     let mut stopping = *shutdown.borrow();

@@ -13,6 +13,7 @@
 mod body;
 mod early;
 mod h1;
+mod h1_framing;
 mod h2;
 mod h3;
 mod listen;

@@ -902,3 +902,79 @@ fn http3_streams_opened_and_reset_stay_bounded() {
     );
     assert_eq!(code, Some(0), "h3 after the attack: {err}");
 }
+
+/// Sends `request` on a fresh HTTP/1.1 connection and reads until the server closes it
+/// (None when it kept the connection open for 10 s).
+fn h1_exchange(addr: &str, request: &[u8]) -> Option<String> {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(request).expect("send");
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).ok()?;
+    Some(String::from_utf8_lossy(&got).into_owned())
+}
+
+/// Ambiguous HTTP/1.1 framing (RFC 9112 §2.2, §3.2, §5.2, §6.3) gets 400 and a close, each
+/// of which hyper alone answered with 200 (a proxy splitting only on CRLF, or taking the
+/// first Host, would read these requests differently); a valid request on the same port is
+/// answered, and requests pipelined before a refused one are answered first.
+#[test]
+fn ambiguous_http1_framing_gets_400_and_a_close() {
+    let server = Server::start(&["--no-h3"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let cases: &[(&str, &[u8])] = &[
+        ("bare LF", b"GET /bytes/10 HTTP/1.1\nHost: x\n\n"),
+        (
+            "bare LF after Transfer-Encoding",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\n\r\n0\r\n\r\n",
+        ),
+        ("no Host", b"GET /bytes/10 HTTP/1.1\r\n\r\n"),
+        (
+            "two Hosts",
+            b"GET /headers HTTP/1.1\r\nHost: aaa\r\nHost: bbb\r\n\r\n",
+        ),
+        (
+            "Content-Length and Transfer-Encoding",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "differing Content-Lengths",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        ),
+        (
+            "obs-fold",
+            b"GET /bytes/10 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n",
+        ),
+        (
+            "bare LF in a chunk-size line",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\na\r\n0\r\n\r\n",
+        ),
+    ];
+    for (what, request) in cases {
+        let reply = h1_exchange(&plain, request);
+        let reply = reply.unwrap_or_else(|| panic!("{what}: the connection was kept open"));
+        assert!(reply.starts_with("HTTP/1.1 400"), "{what}: {reply}");
+        assert_eq!(reply.matches("HTTP/1.1 ").count(), 1, "{what}: {reply}");
+    }
+    // Pipelined: the valid request before a refused one is answered, then 400, then close.
+    let reply = h1_exchange(
+        &plain,
+        b"GET /bytes/3 HTTP/1.1\r\nHost: x\r\n\r\nGET /bytes/4 HTTP/1.1\nHost: x\r\n\r\n",
+    )
+    .expect("closed after the refused request");
+    let statuses: Vec<&str> = reply
+        .match_indices("HTTP/1.1 ")
+        .map(|(i, _)| &reply[i..i + 12])
+        .collect();
+    assert_eq!(statuses, ["HTTP/1.1 200", "HTTP/1.1 400"], "{reply}");
+    // Valid requests, bodies included, are still served.
+    let reply = h1_exchange(
+        &plain,
+        b"POST /bytes/2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b\r\nabc\r\n0\r\nX-T: 1\r\n\r\n\
+          POST /bytes/2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz\
+          GET /bytes/2 HTTP/1.0\r\n\r\n",
+    )
+    .expect("HTTP/1.0 closes");
+    assert_eq!(reply.matches(" 200 OK").count(), 3, "{reply}");
+    assert!(legit_get(&plain, Duration::from_secs(10)));
+}
