@@ -38,10 +38,6 @@ struct Conn {
     wake: Notify,
 }
 
-/// How often the watchdog looks at a connection; an idle one is closed after one to two
-/// periods.
-const IDLE_PERIOD: Duration = Duration::from_secs(15);
-
 /// Counts a request in flight until dropped.
 struct InFlight(Arc<Conn>);
 
@@ -261,13 +257,12 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for StrictIo<IO> {
 /// period, and again if it stays idle or stays stuck longer than any allowed delay. A
 /// response that makes no progress for `send_timeout` while no request is sleeping its
 /// delay — the client does not read (pipelined requests it never reads the answers to) —
-/// drops the connection at once.
-async fn watchdog(conn: Weak<Conn>, max_stall: Duration, send_timeout: Duration) {
+/// drops the connection at once. `idle` is --idle-timeout: an idle connection is closed after
+/// one to two of these periods.
+async fn watchdog(conn: Weak<Conn>, idle: Duration, max_stall: Duration, send_timeout: Duration) {
     // Start from the initial tick count: a connection that never completes a request head
     // (slowloris) is idle from the start and must be closed within two periods.
-    let step = IDLE_PERIOD
-        .min(send_timeout / 2)
-        .max(Duration::from_millis(100));
+    let step = idle.min(send_timeout / 2).max(Duration::from_millis(100));
     let mut last = 0;
     let mut quiet = Duration::ZERO;
     loop {
@@ -286,9 +281,9 @@ async fn watchdog(conn: Weak<Conn>, max_stall: Duration, send_timeout: Duration)
         let verdict = c.verdict.load(Ordering::Relaxed);
         let next = if write_stalled {
             2
-        } else if (!busy && quiet >= IDLE_PERIOD) || quiet > max_stall {
+        } else if (!busy && quiet >= idle) || quiet > max_stall {
             // Graceful first; if that did not end it within another period, drop.
-            if verdict == 0 || quiet < 2 * IDLE_PERIOD {
+            if verdict == 0 || quiet < 2 * idle {
                 verdict.max(1)
             } else {
                 2
@@ -320,9 +315,11 @@ where
         verdict: AtomicU8::new(0),
         wake: Notify::new(),
     });
+    let idle = ctx.limits.idle_timeout;
     tokio::spawn(watchdog(
         Arc::downgrade(&state),
-        ctx.limits.max_delay + 2 * IDLE_PERIOD,
+        idle,
+        ctx.limits.max_delay + 2 * idle,
         ctx.limits.send_timeout,
     ));
     let svc_state = state.clone();

@@ -44,7 +44,7 @@ where
         requests: AtomicU64::new(0),
         wake: Notify::new(),
     });
-    tokio::spawn(idle_watch(Arc::downgrade(&idle)));
+    tokio::spawn(idle_watch(Arc::downgrade(&idle), ctx.limits.idle_timeout));
     let mut batch = Vec::new();
     let mut idle_goaway_sent = false;
     loop {
@@ -103,16 +103,16 @@ struct Idle {
     wake: Notify,
 }
 
-/// A connection with no new request and no stream running for 15 to 30 s gets a GOAWAY (as
-/// nginx closes idle HTTP/2 connections), and is dropped one period later if the peer still
-/// holds it open. Checked by a separate task so the request path arms no timer; every stream
-/// task holds a clone of the `Idle`, so its strong count says whether one is running.
-async fn idle_watch(idle: Weak<Idle>) {
-    const PERIOD: Duration = Duration::from_secs(15);
+/// A connection with no new request and no stream running for one to two `period`s
+/// (--idle-timeout, 15 s) gets a GOAWAY (as nginx closes idle HTTP/2 connections), and is
+/// dropped one period later if the peer still holds it open. Checked by a separate task so
+/// the request path arms no timer; every stream task holds a clone of the `Idle`, so its
+/// strong count says whether one is running.
+async fn idle_watch(idle: Weak<Idle>, period: Duration) {
     // Zero: a connection that never sends a request is idle from its start.
     let mut last = 0;
     loop {
-        tokio::time::sleep(PERIOD).await;
+        tokio::time::sleep(period).await;
         let Some(i) = idle.upgrade() else { return };
         let now = i.requests.load(Ordering::Relaxed);
         // The connection's own reference plus this upgrade: more means streams are running.

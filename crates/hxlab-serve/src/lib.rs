@@ -88,6 +88,14 @@ pub struct ServeConfig {
     /// A request body that stops coming for this long: 408 on HTTP/1.1 (then close), the
     /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
     pub body_timeout: Duration,
+    /// An HTTP/3 request head must be complete this long after its stream opened, else the
+    /// stream is reset (HTTP/1.1 closes a connection whose head has not come after 15–30 s
+    /// of silence).
+    pub head_timeout: Duration,
+    /// A connection with no request in flight (h1, h2, h3) is closed after one to two of
+    /// these periods (h2 and h3: GOAWAY first), whatever keeps it alive below HTTP (QUIC
+    /// PINGs, TCP keep-alives).
+    pub idle_timeout: Duration,
     /// Answer every request from this HAR archive instead of the endpoints (`/stats` and
     /// `/replay-stats` stay); the self-signed certificate then also names every recorded
     /// host.
@@ -120,6 +128,8 @@ impl Default for ServeConfig {
             quic_max_connections: 1024,
             send_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
+            head_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(15),
             replay: None,
         }
     }
@@ -253,9 +263,18 @@ fn check(cfg: &ServeConfig) -> Result<(), ServeError> {
             "--quic-window must be between 16KiB and 1GiB".into(),
         ));
     }
-    if cfg.send_timeout.is_zero() || cfg.body_timeout.is_zero() {
+    if [
+        cfg.send_timeout,
+        cfg.body_timeout,
+        cfg.head_timeout,
+        cfg.idle_timeout,
+    ]
+    .iter()
+    .any(Duration::is_zero)
+    {
         return Err(ServeError::Config(
-            "--send-timeout and --body-timeout must be longer than 0".into(),
+            "--send-timeout, --body-timeout, --head-timeout and --idle-timeout must be longer than 0"
+                .into(),
         ));
     }
     if cfg.quic_max_connections == 0 {
@@ -335,6 +354,8 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         quic_max_connections: cfg.quic_max_connections,
         send_timeout: cfg.send_timeout,
         body_timeout: cfg.body_timeout,
+        head_timeout: cfg.head_timeout,
+        idle_timeout: cfg.idle_timeout,
     };
     let mut ctx = routes::Ctx::new(limits, dir, tls_addr, plain_addr, h3_addr, shutdown_rx);
     ctx.replay = replay;

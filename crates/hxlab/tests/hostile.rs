@@ -978,3 +978,207 @@ fn ambiguous_http1_framing_gets_400_and_a_close() {
     assert_eq!(reply.matches(" 200 OK").count(), 3, "{reply}");
     assert!(legit_get(&plain, Duration::from_secs(10)));
 }
+
+/// The first `sent` bytes of an HTTP/3 HEADERS frame announcing `len` bytes of field section
+/// (the section itself is filler: it is never completed).
+fn h3_partial_headers(len: u64, sent: usize) -> Vec<u8> {
+    let mut frame = vec![0x01];
+    hxlab_wire::varint::put(&mut frame, len);
+    frame.resize(sent, b'a');
+    frame
+}
+
+/// Whether `recv` was reset by the server (rather than still open) within `limit`.
+async fn h3_reset_within(recv: &mut quinn::RecvStream, limit: Duration) -> bool {
+    let mut buf = [0u8; 256];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, recv.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Err(quinn::ReadError::Reset(_))) => return true,
+            Ok(Err(_)) | Ok(Ok(None)) => return false,
+            Ok(Ok(Some(_))) => {}
+        }
+    }
+}
+
+/// HTTP/3 request heads that never complete: 20 connections each send 60 KB of a 65,042-byte
+/// HEADERS frame and drip the rest a byte every 100 ms. Each stream is reset at
+/// --head-timeout (they were held for as long as the drip lasted, ~7 MB a connection), the
+/// server's memory stays bounded, and a legitimate h3 request is answered meanwhile.
+#[test]
+fn http3_heads_that_never_complete_are_reset() {
+    let server = Server::start(&["--head-timeout", "2s"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let pid = server.child.id();
+    let before = rss(pid);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let t0 = Instant::now();
+    let attackers: Vec<_> = (0..20)
+        .map(|_| {
+            rt.spawn(async move {
+                let (ep, conn, control) = common::h3_connect(addr).await;
+                let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+                send.write_all(&h3_partial_headers(65_042, 60_000))
+                    .await
+                    .expect("part of a head");
+                let drip = async {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if send.write_all(b"a").await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let reset = tokio::select! {
+                    r = h3_reset_within(&mut recv, Duration::from_secs(30)) => r,
+                    _ = drip => false,
+                };
+                (reset, t0.elapsed(), ep, conn, control)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let peak_during = rss(pid);
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 during the attack: {err}");
+    let outcomes: Vec<_> = attackers
+        .into_iter()
+        .map(|a| rt.block_on(a).expect("attacker"))
+        .collect();
+    let grown = peak_during.max(rss(pid)).saturating_sub(before);
+    let latest = outcomes.iter().map(|o| o.1).max();
+    eprintln!(
+        "dripping heads: grew {} MB, last reset at {latest:?}",
+        grown >> 20
+    );
+    for (reset, at, ..) in &outcomes {
+        assert!(*reset, "a dripping head was not reset (at {at:?})");
+        assert!(*at < Duration::from_secs(15), "reset only at {at:?}");
+    }
+    assert!(
+        grown < 64 << 20,
+        "the server grew by {} MB for 20 dripping heads",
+        grown >> 20
+    );
+    drop(outcomes);
+}
+
+/// Partial HTTP/3 heads count against a per-connection budget (4 × --max-header-size): six
+/// streams each holding 60 KB of an unfinished 64 KiB head close the connection with
+/// H3_EXCESSIVE_LOAD, where they were held before; a legitimate connection is served.
+#[test]
+fn http3_partial_heads_past_the_budget_close_the_connection() {
+    let server = Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (closed, took) = rt.block_on(async {
+        let (_ep, conn, _control) = common::h3_connect(addr).await;
+        let t0 = Instant::now();
+        let mut streams = Vec::new();
+        for _ in 0..6 {
+            let Ok((mut send, recv)) = conn.open_bi().await else {
+                break;
+            };
+            let _ = send.write_all(&h3_partial_headers(65_042, 60_000)).await;
+            streams.push((send, recv));
+        }
+        let closed = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
+        (closed, t0.elapsed())
+    });
+    let code = match closed {
+        Ok(quinn::ConnectionError::ApplicationClosed(c)) => c.error_code.into_inner(),
+        other => panic!("the connection was not closed by the server: {other:?}"),
+    };
+    assert_eq!(code, 0x107, "H3_EXCESSIVE_LOAD");
+    eprintln!("partial heads over budget: closed after {took:?}");
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 after the attack: {err}");
+}
+
+/// HTTP/3 connections that send no request, only QUIC PINGs, filled --quic-max-connections
+/// for good and locked legitimate clients out. Now each is closed (GOAWAY, H3_NO_ERROR)
+/// after one to two --idle-timeout periods, as h1 and h2 are, and a legitimate client gets
+/// in; a connection whose request is still running (a delay longer than the period) is not
+/// idle.
+#[test]
+fn idle_http3_connections_are_closed() {
+    let server = Server::start(&["--idle-timeout", "1s", "--quic-max-connections", "20"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let busy = std::thread::spawn({
+        let tls = tls.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(300));
+            run_with_timeout(
+                Command::new(hxlab())
+                    .args(["load", "-k", "--proto", "h3", "-n", "1", "-q"])
+                    .arg(format!("https://{tls}/delay/3500")),
+                Duration::from_secs(30),
+            )
+        }
+    });
+    let closes = rt.block_on(async {
+        let t0 = Instant::now();
+        let mut held = Vec::new();
+        // 19 idle connections and the busy one fill the table.
+        for _ in 0..19 {
+            held.push(common::h3_connect(addr).await);
+        }
+        let mut closes = Vec::new();
+        for (_ep, conn, _control) in &held {
+            let r = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
+            closes.push((r, t0.elapsed()));
+        }
+        closes
+    });
+    for (r, at) in &closes {
+        match r {
+            Ok(quinn::ConnectionError::ApplicationClosed(c)) => {
+                assert_eq!(c.error_code.into_inner(), 0x100, "H3_NO_ERROR")
+            }
+            other => panic!("an idle connection was not closed: {other:?} at {at:?}"),
+        }
+        assert!(*at < Duration::from_secs(6), "closed only at {at:?}");
+    }
+    eprintln!(
+        "idle h3 connections: last closed at {:?}",
+        closes.iter().map(|c| c.1).max()
+    );
+    let (code, _, err) = busy.join().expect("busy client");
+    assert_eq!(
+        code,
+        Some(0),
+        "a request longer than the idle period: {err}"
+    );
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 once the idle ones are gone: {err}");
+}

@@ -65,6 +65,14 @@ pub struct Options {
     /// h2 and h3 (nginx's client_body_timeout).
     #[arg(long, default_value = "60s", value_name = "DUR")]
     pub body_timeout: String,
+    /// An HTTP/3 request head not complete this long after its stream opened: the stream is
+    /// reset.
+    #[arg(long, default_value = "30s", value_name = "DUR")]
+    pub head_timeout: String,
+    /// Close a connection (h1, h2, h3) with no request in flight after one to two of these
+    /// periods, whatever keeps it alive below HTTP (QUIC PINGs).
+    #[arg(long, default_value = "15s", value_name = "DUR")]
+    pub idle_timeout: String,
     /// Worker threads (1 = single-threaded runtime); default: the number of cores.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -164,6 +172,8 @@ fn config_from(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         quic_window: quic_window(&args.quic_window)?,
         send_timeout: duration("--send-timeout", &args.send_timeout)?,
         body_timeout: duration("--body-timeout", &args.body_timeout)?,
+        head_timeout: duration("--head-timeout", &args.head_timeout)?,
+        idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,
         quic_max_connections: match args.quic_max_connections {
             0 => return Err(super::usage("--quic-max-connections must be at least 1")),
             n => n,
