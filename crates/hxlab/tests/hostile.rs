@@ -1182,3 +1182,123 @@ fn idle_http3_connections_are_closed() {
     );
     assert_eq!(code, Some(0), "h3 once the idle ones are gone: {err}");
 }
+
+/// What an attacker saw of the server while it waited for a PING's ACK.
+#[derive(Default)]
+struct H2Seen {
+    ping_ack: bool,
+    /// The GOAWAY error code, if one came.
+    goaway: Option<u32>,
+    closed: bool,
+}
+
+/// Reads frames until a PING ACK, a GOAWAY or the end of the connection (or `limit`).
+fn h2_until_ping_ack(c: &mut TcpStream, limit: Duration) -> H2Seen {
+    let mut seen = H2Seen::default();
+    let _ = c.set_read_timeout(Some(limit));
+    let mut head = [0u8; 9];
+    while !seen.ping_ack {
+        if c.read_exact(&mut head).is_err() {
+            seen.closed = true;
+            break;
+        }
+        let n = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+        let mut payload = vec![0u8; n];
+        if c.read_exact(&mut payload).is_err() {
+            seen.closed = true;
+            break;
+        }
+        match (head[3], head[4] & 1) {
+            (6, 1) => seen.ping_ack = true,
+            (4, 0) => {
+                let _ = c.write_all(&h2_frame(4, 1, 0, &[]));
+            }
+            (7, _) if n >= 8 => {
+                seen.goaway = Some(u32::from_be_bytes([
+                    payload[4], payload[5], payload[6], payload[7],
+                ]));
+                break;
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// Reset streams waiting for connection window: the client opens 90 streams, sends a PING,
+/// waits for its ACK, resets the 90 and repeats, and never sends a connection-level
+/// WINDOW_UPDATE. The `h2` crate keeps every such stream (~325 bytes) until the window
+/// opens, so memory grew without bound (one connection: 10 → 413 MB in 20 s). Now the
+/// connection gets GOAWAY ENHANCE_YOUR_CALM once it holds more than --max-streams + 1000
+/// finished streams, memory stays flat, and a legitimate request is answered meanwhile.
+#[test]
+fn reset_streams_waiting_for_window_get_enhance_your_calm() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let pid = server.child.id();
+    let before = rss(pid);
+    let t0 = Instant::now();
+    let attacker = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let mut c = h2c_connect(&addr);
+            let mut id = 1u32;
+            let mut rounds = 0u32;
+            let mut peak = 0u64;
+            let outcome = loop {
+                let first = id;
+                let mut batch = Vec::with_capacity(90 * 40);
+                for _ in 0..90 {
+                    batch.extend(h2_frame(1, 0x5, id, &h2_request(2, "/bytes/1000", None)));
+                    id += 2;
+                }
+                batch.extend(h2_frame(6, 0, 0, &[1; 8]));
+                if c.write_all(&batch).is_err() {
+                    break H2Seen {
+                        closed: true,
+                        ..H2Seen::default()
+                    };
+                }
+                let seen = h2_until_ping_ack(&mut c, Duration::from_secs(10));
+                if !seen.ping_ack {
+                    break seen;
+                }
+                let resets: Vec<u8> = (first..id)
+                    .step_by(2)
+                    .flat_map(|s| h2_frame(3, 0, s, &8u32.to_be_bytes()))
+                    .collect();
+                if c.write_all(&resets).is_err() {
+                    break H2Seen {
+                        closed: true,
+                        ..H2Seen::default()
+                    };
+                }
+                rounds += 1;
+                if rounds % 50 == 0 {
+                    peak = peak.max(rss(pid));
+                }
+                if t0.elapsed() > Duration::from_secs(8) {
+                    break seen;
+                }
+            };
+            (outcome, rounds, peak, t0.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        legit_get(&addr, Duration::from_secs(10)),
+        "a request during the attack"
+    );
+    let (seen, rounds, peak, took) = attacker.join().expect("attacker");
+    let grown = peak.max(rss(pid)).saturating_sub(before);
+    eprintln!(
+        "reset streams without window: {rounds} rounds ({} streams) in {took:?}, grew {} MB, \
+         goaway {:?}, closed {}",
+        rounds * 90,
+        grown >> 20,
+        seen.goaway,
+        seen.closed
+    );
+    assert_eq!(seen.goaway, Some(0xb), "GOAWAY ENHANCE_YOUR_CALM");
+    assert!(grown < 32 << 20, "the server grew by {} MB", grown >> 20);
+}
