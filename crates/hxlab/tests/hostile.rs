@@ -1302,3 +1302,53 @@ fn reset_streams_waiting_for_window_get_enhance_your_calm() {
     assert_eq!(seen.goaway, Some(0xb), "GOAWAY ENHANCE_YOUR_CALM");
     assert!(grown < 32 << 20, "the server grew by {} MB", grown >> 20);
 }
+
+/// Inputs that never end (`/dev/zero`, also as the results.jsonl of a results directory) are
+/// refused with exit status 2 and one line, after reading at most a capped amount: `report`
+/// read 4 GiB (4.2 GB resident, 9 s) and exited 1; merge, diff, run and --data-file exited 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn endless_inputs_are_refused_with_exit_2() {
+    let dir = common::tempfile_dir::TempDir::new("hxlab-zero");
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).expect("mkdir");
+    std::fs::write(
+        results.join("experiment.json"),
+        r#"{"name":"x","title":"x","workload":null,"repetitions":1,"factors":[]}"#,
+    )
+    .expect("experiment.json");
+    std::os::unix::fs::symlink("/dev/zero", results.join("results.jsonl")).expect("symlink");
+    let results = results.display().to_string();
+    let cases: &[&[&str]] = &[
+        &["report", &results],
+        &["merge", "/dev/zero"],
+        &["diff", "/dev/zero", "/dev/zero"],
+        &["run", "/dev/zero"],
+        &[
+            "load",
+            "--data-file",
+            "/dev/zero",
+            "-n",
+            "1",
+            "http://127.0.0.1:1/",
+        ],
+        &[
+            "serve",
+            "--replay",
+            "/dev/zero",
+            "--plain-port",
+            "0",
+            "--tls-port",
+            "0",
+        ],
+    ];
+    for args in cases {
+        let t0 = Instant::now();
+        let (code, _, err) =
+            run_with_timeout(Command::new(hxlab()).args(*args), Duration::from_secs(30));
+        let took = t0.elapsed();
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+    }
+}
