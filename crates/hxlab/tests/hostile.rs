@@ -1274,7 +1274,7 @@ fn reset_streams_waiting_for_window_get_enhance_your_calm() {
                     };
                 }
                 rounds += 1;
-                if rounds % 50 == 0 {
+                if rounds.is_multiple_of(50) {
                     peak = peak.max(rss(pid));
                 }
                 if t0.elapsed() > Duration::from_secs(8) {
