@@ -73,6 +73,16 @@ pub struct ServeConfig {
     /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
     #[serde(with = "duration_text")]
     pub body_timeout: Duration,
+    /// An HTTP/3 request head must be complete this long after its stream opened, else the
+    /// stream is reset (HTTP/1.1 closes a connection whose head has not come after 15–30 s
+    /// of silence).
+    #[serde(with = "duration_text")]
+    pub head_timeout: Duration,
+    /// A connection with no request in flight (h1, h2, h3) is closed after one to two of
+    /// these periods (h2 and h3: GOAWAY first), whatever keeps it alive below HTTP (QUIC
+    /// PINGs, TCP keep-alives).
+    #[serde(with = "duration_text")]
+    pub idle_timeout: Duration,
     /// Answer every request from this HAR archive instead of the endpoints (`/stats` and
     /// `/replay-stats` stay); the self-signed certificate then also names every recorded
     /// host.
@@ -108,6 +118,8 @@ impl Default for ServeConfig {
             quic_max_connections: 1024,
             send_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
+            head_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(15),
             replay: None,
             ready_file: None,
         }
@@ -136,8 +148,16 @@ impl ServeConfig {
         if self.quic_max_connections == 0 {
             return bad("--quic-max-connections must be at least 1");
         }
-        if self.send_timeout.is_zero() || self.body_timeout.is_zero() {
-            return bad("--send-timeout and --body-timeout must be longer than 0");
+        if [
+            self.send_timeout,
+            self.body_timeout,
+            self.head_timeout,
+            self.idle_timeout,
+        ]
+        .iter()
+        .any(Duration::is_zero)
+        {
+            return bad("--send-timeout, --body-timeout, --head-timeout and --idle-timeout must be longer than 0");
         }
         if let Some(cc) = self.cc {
             CongestionControl::parse_available(cc.name())

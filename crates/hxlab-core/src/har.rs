@@ -304,9 +304,16 @@ impl Archive {
                 crate::units::format_bytes(meta.len())
             )));
         }
-        let bytes = crate::read_capped(path, MAX_HAR_BYTES)
-            .map_err(|e| HarError(format!("{what}: {e} (the HAR size limit is 512 MiB)")))?;
-        Archive::parse(&bytes).map_err(|e| HarError(format!("{what}: {e}")))
+        // Parsed as it is read, so what is not JSON (`/dev/zero`) is refused at its first byte
+        // instead of after 512 MiB read into memory; a device or pipe is cut at the limit.
+        let file = std::fs::File::open(path).map_err(|e| HarError(format!("{what}: {e}")))?;
+        let reader = std::io::BufReader::new(std::io::Read::take(file, MAX_HAR_BYTES));
+        let har = serde_json::from_reader(reader).map_err(|e| {
+            HarError(format!(
+                "{what}: not a HAR file of at most 512 MiB (HAR is JSON with log.entries): {e}"
+            ))
+        })?;
+        Archive::from_har(har).map_err(|e| HarError(format!("{what}: {e}")))
     }
 
     /// Parses HAR 1.1/1.2 JSON.
@@ -316,6 +323,10 @@ impl Archive {
                 "not a HAR file (HAR is JSON with log.entries): {e}"
             ))
         })?;
+        Archive::from_har(har)
+    }
+
+    fn from_har(har: HarFile) -> Result<Archive, HarError> {
         let log = har.log;
         if log.version != "1.2" && log.version != "1.1" {
             return Err(HarError(format!(

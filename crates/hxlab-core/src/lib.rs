@@ -36,7 +36,7 @@ pub mod units;
 pub mod waterfall;
 
 pub use atomic_file::write_atomically;
-pub use files::{read_capped, read_capped_string};
+pub use files::{read_capped, read_capped_string, read_lines_capped, Line};
 pub use histogram::LatencyHistogram;
 pub use protocol::{Proto, Protocol};
 pub use ready::ReadyFile;

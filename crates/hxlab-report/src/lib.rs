@@ -97,27 +97,28 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, ReportError> {
 /// Like [`read_records`], and says which line was left out because it was cut short: the
 /// last line, without its newline and not a whole record (a run interrupted mid-write).
 pub fn read_records_and_cut(path: &Path) -> Result<(Vec<Record>, Option<usize>), ReportError> {
-    let text = match hxlab_core::read_capped_string(path, hxlab_core::files::cap::RESULTS) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
-        Err(source) => {
-            return Err(ReportError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+    use hxlab_core::files::cap;
+    let io_err = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
     };
-    let lines: Vec<&str> = text.lines().collect();
-    let mut records = Vec::with_capacity(lines.len());
+    let lines = match hxlab_core::read_lines_capped(path, cap::RESULTS_LINE, cap::RESULTS) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
+        Err(source) => return Err(io_err(source)),
+    };
+    let mut records = Vec::new();
     let mut cut = None;
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+    for (i, line) in lines.enumerate() {
+        let line = line.map_err(io_err)?;
+        if line.text.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Record>(line) {
+        match serde_json::from_str::<Record>(&line.text) {
             Ok(r) => records.push(r),
-            // The last line may have been cut by an interruption; anything else is damage.
-            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => cut = Some(i + 1),
+            // The last line may have been cut by an interruption (only the last one ends
+            // without a newline); anything else is damage.
+            Err(_) if !line.ended => cut = Some(i + 1),
             Err(e) => {
                 return Err(ReportError::Parse {
                     path: path.to_path_buf(),

@@ -1,7 +1,10 @@
 //! HTTP/1.1 (cleartext and TLS) through hyper. hyper has no API for 1xx responses, so
 //! `early_hints=1` sends no 103 on HTTP/1.1 (Chromium ignores 103 on HTTP/1.1 anyway).
+//! Every byte hyper reads passes [`StrictIo`] first, which refuses ambiguous framing that
+//! hyper accepts (see `h1_framing`).
 
 use crate::body::{Source, CHUNK};
+use crate::h1_framing::Framing;
 use crate::routes::{route, Ctx, Reply};
 use crate::stats::Proto;
 use bytes::Bytes;
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
 /// One HTTP/1.1 connection's shared state. Liveness is checked by a watchdog task a few times
@@ -34,10 +37,6 @@ struct Conn {
     verdict: AtomicU8,
     wake: Notify,
 }
-
-/// How often the watchdog looks at a connection; an idle one is closed after one to two
-/// periods.
-const IDLE_PERIOD: Duration = Duration::from_secs(15);
 
 /// Counts a request in flight until dropped.
 struct InFlight(Arc<Conn>);
@@ -134,8 +133,22 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
         loop {
             match tokio::time::timeout(ctx.limits.body_timeout, body.frame()).await {
                 Ok(Some(Ok(_))) => in_flight.0.ticks.fetch_add(1, Ordering::Relaxed),
-                Ok(Some(Err(_)) | None) => break,
-                Err(_) => return Ok(body_timed_out(in_flight)),
+                Ok(None) => break,
+                // A malformed chunked body (or one refused by `StrictIo`): where this request
+                // ends is unknown, so the connection cannot go on.
+                Ok(Some(Err(_))) => {
+                    let msg = "malformed request body\n".to_string();
+                    let reply = Reply::text(http::StatusCode::BAD_REQUEST, msg);
+                    return Ok(closing(in_flight, reply));
+                }
+                Err(_) => {
+                    let msg = format!(
+                        "request body stalled for {:?} (--body-timeout)\n",
+                        ctx.limits.body_timeout
+                    );
+                    let reply = Reply::text(http::StatusCode::REQUEST_TIMEOUT, msg);
+                    return Ok(closing(in_flight, reply));
+                }
             };
         }
     }
@@ -161,17 +174,9 @@ async fn respond(conn: Arc<Conn>, req: Request<Incoming>) -> Result<Response<Out
     Ok(head.map(|()| out))
 }
 
-/// 408 Request Timeout with `Connection: close` (the unread rest of the body cannot be
-/// skipped).
-fn body_timed_out(in_flight: InFlight) -> Response<OutBody> {
+/// `reply` (an error) with `Connection: close`: the unread rest of the body cannot be skipped.
+fn closing(in_flight: InFlight, reply: Reply) -> Response<OutBody> {
     let ctx = in_flight.0.ctx.clone();
-    let reply = Reply::text(
-        http::StatusCode::REQUEST_TIMEOUT,
-        format!(
-            "request body stalled for {:?} (--body-timeout)\n",
-            ctx.limits.body_timeout
-        ),
-    );
     let mut head = reply.head(&ctx, true);
     head.headers_mut().insert(
         http::header::CONNECTION,
@@ -186,17 +191,78 @@ fn body_timed_out(in_flight: InFlight) -> Response<OutBody> {
     head.map(|()| out)
 }
 
+/// The client's side of a connection as hyper reads it: every byte passes the strict framing
+/// check first. At a refused byte the client's bytes end; hyper gets a NUL there instead,
+/// which no request line, field or chunk-size line may hold, so hyper answers its own 400 and
+/// closes, after the responses to the requests before it (hyper reads heads in order).
+struct StrictIo<IO> {
+    io: IO,
+    framing: Framing,
+    refused: bool,
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for StrictIo<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        if this.refused {
+            return Poll::Ready(Ok(()));
+        }
+        let start = buf.filled().len();
+        std::task::ready!(Pin::new(&mut this.io).poll_read(cx, buf))?;
+        if let Err(refused) = this.framing.feed(&buf.filled()[start..]) {
+            // `at` lies inside what was just read, so there is room for the NUL.
+            buf.set_filled(start + refused.at);
+            buf.put_slice(b"\0");
+            this.refused = true;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for StrictIo<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
 /// Wakes the connection when it has been idle (no request in flight, nothing sent) for a
 /// period, and again if it stays idle or stays stuck longer than any allowed delay. A
 /// response that makes no progress for `send_timeout` while no request is sleeping its
 /// delay — the client does not read (pipelined requests it never reads the answers to) —
-/// drops the connection at once.
-async fn watchdog(conn: Weak<Conn>, max_stall: Duration, send_timeout: Duration) {
+/// drops the connection at once. `idle` is --idle-timeout: an idle connection is closed after
+/// one to two of these periods.
+async fn watchdog(conn: Weak<Conn>, idle: Duration, max_stall: Duration, send_timeout: Duration) {
     // Start from the initial tick count: a connection that never completes a request head
     // (slowloris) is idle from the start and must be closed within two periods.
-    let step = IDLE_PERIOD
-        .min(send_timeout / 2)
-        .max(Duration::from_millis(100));
+    let step = idle.min(send_timeout / 2).max(Duration::from_millis(100));
     let mut last = 0;
     let mut quiet = Duration::ZERO;
     loop {
@@ -215,9 +281,9 @@ async fn watchdog(conn: Weak<Conn>, max_stall: Duration, send_timeout: Duration)
         let verdict = c.verdict.load(Ordering::Relaxed);
         let next = if write_stalled {
             2
-        } else if (!busy && quiet >= IDLE_PERIOD) || quiet > max_stall {
+        } else if (!busy && quiet >= idle) || quiet > max_stall {
             // Graceful first; if that did not end it within another period, drop.
-            if verdict == 0 || quiet < 2 * IDLE_PERIOD {
+            if verdict == 0 || quiet < 2 * idle {
                 verdict.max(1)
             } else {
                 2
@@ -249,9 +315,11 @@ where
         verdict: AtomicU8::new(0),
         wake: Notify::new(),
     });
+    let idle = ctx.limits.idle_timeout;
     tokio::spawn(watchdog(
         Arc::downgrade(&state),
-        ctx.limits.max_delay + 2 * IDLE_PERIOD,
+        idle,
+        ctx.limits.max_delay + 2 * idle,
         ctx.limits.send_timeout,
     ));
     let svc_state = state.clone();
@@ -262,6 +330,11 @@ where
         .auto_date_header(false)
         .max_buf_size((ctx.limits.max_header_size as usize).max(8192))
         .keep_alive(true);
+    let io = StrictIo {
+        io,
+        framing: Framing::default(),
+        refused: false,
+    };
     let conn = builder.serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
     let mut stopping = *shutdown.borrow();

@@ -16,6 +16,14 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 
+/// Streams a connection may make the `h2` crate keep beyond --max-streams open ones. h2
+/// frees a finished stream only once its queued response has left, and a stream reset while
+/// it waits for connection-level window stays queued until the window opens (h2 cannot take
+/// it out of that queue): ~325 bytes each, so a client that resets streams and never sends a
+/// connection WINDOW_UPDATE grew the server by 49 MB in 8 s. Past this many the connection
+/// gets GOAWAY ENHANCE_YOUR_CALM, which bounds that state at about 0.4 MB per connection.
+const HELD_STREAMS: usize = 1000;
+
 /// Serves one HTTP/2 connection (TLS or h2c) until the peer closes it or, after shutdown,
 /// until its streams are done.
 pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Proto)
@@ -44,9 +52,11 @@ where
         requests: AtomicU64::new(0),
         wake: Notify::new(),
     });
-    tokio::spawn(idle_watch(Arc::downgrade(&idle)));
+    tokio::spawn(idle_watch(Arc::downgrade(&idle), ctx.limits.idle_timeout));
     let mut batch = Vec::new();
     let mut idle_goaway_sent = false;
+    let max_held = ctx.limits.max_streams as usize + HELD_STREAMS;
+    let mut calmed = false;
     loop {
         tokio::select! {
             next = conn.accept() => match next {
@@ -72,6 +82,12 @@ where
                     }
                     if closed {
                         break;
+                    }
+                    // Checked per batch of new requests: held streams only grow as new ones
+                    // are opened, and the check takes h2's lock once.
+                    if !calmed && conn.num_wired_streams() > max_held {
+                        calmed = true;
+                        conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
                     }
                 }
                 Some(Err(_)) | None => break,
@@ -103,16 +119,16 @@ struct Idle {
     wake: Notify,
 }
 
-/// A connection with no new request and no stream running for 15 to 30 s gets a GOAWAY (as
-/// nginx closes idle HTTP/2 connections), and is dropped one period later if the peer still
-/// holds it open. Checked by a separate task so the request path arms no timer; every stream
-/// task holds a clone of the `Idle`, so its strong count says whether one is running.
-async fn idle_watch(idle: Weak<Idle>) {
-    const PERIOD: Duration = Duration::from_secs(15);
+/// A connection with no new request and no stream running for one to two `period`s
+/// (--idle-timeout, 15 s) gets a GOAWAY (as nginx closes idle HTTP/2 connections), and is
+/// dropped one period later if the peer still holds it open. Checked by a separate task so
+/// the request path arms no timer; every stream task holds a clone of the `Idle`, so its
+/// strong count says whether one is running.
+async fn idle_watch(idle: Weak<Idle>, period: Duration) {
     // Zero: a connection that never sends a request is idle from its start.
     let mut last = 0;
     loop {
-        tokio::time::sleep(PERIOD).await;
+        tokio::time::sleep(period).await;
         let Some(i) = idle.upgrade() else { return };
         let now = i.requests.load(Ordering::Relaxed);
         // The connection's own reference plus this upgrade: more means streams are running.

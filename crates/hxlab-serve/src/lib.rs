@@ -13,6 +13,7 @@
 mod body;
 mod early;
 mod h1;
+mod h1_framing;
 mod h2;
 mod h3;
 mod listen;
@@ -223,6 +224,8 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         quic_max_connections: cfg.quic_max_connections,
         send_timeout: cfg.send_timeout,
         body_timeout: cfg.body_timeout,
+        head_timeout: cfg.head_timeout,
+        idle_timeout: cfg.idle_timeout,
     };
     let mut ctx = routes::Ctx::new(limits, dir, tls_addr, plain_addr, h3_addr, shutdown_rx);
     ctx.replay = replay;

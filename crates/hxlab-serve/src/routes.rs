@@ -30,6 +30,11 @@ pub(crate) struct Limits {
     pub send_timeout: Duration,
     /// A request body that stops coming for this long: 408 (h1) or a reset stream.
     pub body_timeout: Duration,
+    /// An HTTP/3 request head that is not complete this long after its stream opened is
+    /// reset.
+    pub head_timeout: Duration,
+    /// A connection with no request in flight is closed after one to two of these periods.
+    pub idle_timeout: Duration,
 }
 
 /// State shared by every connection of one server.
@@ -716,6 +721,8 @@ mod tests {
             quic_max_connections: 1024,
             send_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
+            head_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(15),
         };
         let a: SocketAddr = "127.0.0.1:1".parse().expect("addr");
         Ctx::new(limits, dir, a, a, Some(a), rx)

@@ -902,3 +902,453 @@ fn http3_streams_opened_and_reset_stay_bounded() {
     );
     assert_eq!(code, Some(0), "h3 after the attack: {err}");
 }
+
+/// Sends `request` on a fresh HTTP/1.1 connection and reads until the server closes it
+/// (None when it kept the connection open for 10 s).
+fn h1_exchange(addr: &str, request: &[u8]) -> Option<String> {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(request).expect("send");
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).ok()?;
+    Some(String::from_utf8_lossy(&got).into_owned())
+}
+
+/// Ambiguous HTTP/1.1 framing (RFC 9112 §2.2, §3.2, §5.2, §6.3) gets 400 and a close, each
+/// of which hyper alone answered with 200 (a proxy splitting only on CRLF, or taking the
+/// first Host, would read these requests differently); a valid request on the same port is
+/// answered, and requests pipelined before a refused one are answered first.
+#[test]
+fn ambiguous_http1_framing_gets_400_and_a_close() {
+    let server = Server::start(&["--no-h3"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let cases: &[(&str, &[u8])] = &[
+        ("bare LF", b"GET /bytes/10 HTTP/1.1\nHost: x\n\n"),
+        (
+            "bare LF after Transfer-Encoding",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\n\r\n0\r\n\r\n",
+        ),
+        ("no Host", b"GET /bytes/10 HTTP/1.1\r\n\r\n"),
+        (
+            "two Hosts",
+            b"GET /headers HTTP/1.1\r\nHost: aaa\r\nHost: bbb\r\n\r\n",
+        ),
+        (
+            "Content-Length and Transfer-Encoding",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "differing Content-Lengths",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        ),
+        (
+            "obs-fold",
+            b"GET /bytes/10 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n",
+        ),
+        (
+            "bare LF in a chunk-size line",
+            b"POST /bytes/10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\na\r\n0\r\n\r\n",
+        ),
+    ];
+    for (what, request) in cases {
+        let reply = h1_exchange(&plain, request);
+        let reply = reply.unwrap_or_else(|| panic!("{what}: the connection was kept open"));
+        assert!(reply.starts_with("HTTP/1.1 400"), "{what}: {reply}");
+        assert_eq!(reply.matches("HTTP/1.1 ").count(), 1, "{what}: {reply}");
+    }
+    // Pipelined: the valid request before a refused one is answered, then 400, then close.
+    let reply = h1_exchange(
+        &plain,
+        b"GET /bytes/3 HTTP/1.1\r\nHost: x\r\n\r\nGET /bytes/4 HTTP/1.1\nHost: x\r\n\r\n",
+    )
+    .expect("closed after the refused request");
+    let statuses: Vec<&str> = reply
+        .match_indices("HTTP/1.1 ")
+        .map(|(i, _)| &reply[i..i + 12])
+        .collect();
+    assert_eq!(statuses, ["HTTP/1.1 200", "HTTP/1.1 400"], "{reply}");
+    // Valid requests, bodies included, are still served.
+    let reply = h1_exchange(
+        &plain,
+        b"POST /bytes/2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b\r\nabc\r\n0\r\nX-T: 1\r\n\r\n\
+          POST /bytes/2 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz\
+          GET /bytes/2 HTTP/1.0\r\n\r\n",
+    )
+    .expect("HTTP/1.0 closes");
+    assert_eq!(reply.matches(" 200 OK").count(), 3, "{reply}");
+    assert!(legit_get(&plain, Duration::from_secs(10)));
+}
+
+/// The first `sent` bytes of an HTTP/3 HEADERS frame announcing `len` bytes of field section
+/// (the section itself is filler: it is never completed).
+fn h3_partial_headers(len: u64, sent: usize) -> Vec<u8> {
+    let mut frame = vec![0x01];
+    hxlab_wire::varint::put(&mut frame, len);
+    frame.resize(sent, b'a');
+    frame
+}
+
+/// Whether `recv` was reset by the server (rather than still open) within `limit`.
+async fn h3_reset_within(recv: &mut quinn::RecvStream, limit: Duration) -> bool {
+    let mut buf = [0u8; 256];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, recv.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Err(quinn::ReadError::Reset(_))) => return true,
+            Ok(Err(_)) | Ok(Ok(None)) => return false,
+            Ok(Ok(Some(_))) => {}
+        }
+    }
+}
+
+/// HTTP/3 request heads that never complete: 20 connections each send 60 KB of a 65,042-byte
+/// HEADERS frame and drip the rest a byte every 100 ms. Each stream is reset at
+/// --head-timeout (they were held for as long as the drip lasted, ~7 MB a connection), the
+/// server's memory stays bounded, and a legitimate h3 request is answered meanwhile.
+#[test]
+fn http3_heads_that_never_complete_are_reset() {
+    let server = Server::start(&["--head-timeout", "2s"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let pid = server.child.id();
+    let before = rss(pid);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let t0 = Instant::now();
+    let attackers: Vec<_> = (0..20)
+        .map(|_| {
+            rt.spawn(async move {
+                let (ep, conn, control) = common::h3_connect(addr).await;
+                let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+                send.write_all(&h3_partial_headers(65_042, 60_000))
+                    .await
+                    .expect("part of a head");
+                let drip = async {
+                    loop {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if send.write_all(b"a").await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let reset = tokio::select! {
+                    r = h3_reset_within(&mut recv, Duration::from_secs(30)) => r,
+                    _ = drip => false,
+                };
+                (reset, t0.elapsed(), ep, conn, control)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let peak_during = rss(pid);
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 during the attack: {err}");
+    let outcomes: Vec<_> = attackers
+        .into_iter()
+        .map(|a| rt.block_on(a).expect("attacker"))
+        .collect();
+    let grown = peak_during.max(rss(pid)).saturating_sub(before);
+    let latest = outcomes.iter().map(|o| o.1).max();
+    eprintln!(
+        "dripping heads: grew {} MB, last reset at {latest:?}",
+        grown >> 20
+    );
+    for (reset, at, ..) in &outcomes {
+        assert!(*reset, "a dripping head was not reset (at {at:?})");
+        assert!(*at < Duration::from_secs(15), "reset only at {at:?}");
+    }
+    assert!(
+        grown < 64 << 20,
+        "the server grew by {} MB for 20 dripping heads",
+        grown >> 20
+    );
+    drop(outcomes);
+}
+
+/// Partial HTTP/3 heads count against a per-connection budget (4 × --max-header-size): six
+/// streams each holding 60 KB of an unfinished 64 KiB head close the connection with
+/// H3_EXCESSIVE_LOAD, where they were held before; a legitimate connection is served.
+#[test]
+fn http3_partial_heads_past_the_budget_close_the_connection() {
+    let server = Server::start(&[]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (closed, took) = rt.block_on(async {
+        let (_ep, conn, _control) = common::h3_connect(addr).await;
+        let t0 = Instant::now();
+        let mut streams = Vec::new();
+        for _ in 0..6 {
+            let Ok((mut send, recv)) = conn.open_bi().await else {
+                break;
+            };
+            let _ = send.write_all(&h3_partial_headers(65_042, 60_000)).await;
+            streams.push((send, recv));
+        }
+        let closed = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
+        (closed, t0.elapsed())
+    });
+    let code = match closed {
+        Ok(quinn::ConnectionError::ApplicationClosed(c)) => c.error_code.into_inner(),
+        other => panic!("the connection was not closed by the server: {other:?}"),
+    };
+    assert_eq!(code, 0x107, "H3_EXCESSIVE_LOAD");
+    eprintln!("partial heads over budget: closed after {took:?}");
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 after the attack: {err}");
+}
+
+/// HTTP/3 connections that send no request, only QUIC PINGs, filled --quic-max-connections
+/// for good and locked legitimate clients out. Now each is closed (GOAWAY, H3_NO_ERROR)
+/// after one to two --idle-timeout periods, as h1 and h2 are, and a legitimate client gets
+/// in; a connection whose request is still running (a delay longer than the period) is not
+/// idle.
+#[test]
+fn idle_http3_connections_are_closed() {
+    let server = Server::start(&["--idle-timeout", "1s", "--quic-max-connections", "20"]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let busy = std::thread::spawn({
+        let tls = tls.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(300));
+            run_with_timeout(
+                Command::new(hxlab())
+                    .args(["load", "-k", "--proto", "h3", "-n", "1", "-q"])
+                    .arg(format!("https://{tls}/delay/3500")),
+                Duration::from_secs(30),
+            )
+        }
+    });
+    let closes = rt.block_on(async {
+        let t0 = Instant::now();
+        let mut held = Vec::new();
+        // 19 idle connections and the busy one fill the table.
+        for _ in 0..19 {
+            held.push(common::h3_connect(addr).await);
+        }
+        let mut closes = Vec::new();
+        for (_ep, conn, _control) in &held {
+            let r = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
+            closes.push((r, t0.elapsed()));
+        }
+        closes
+    });
+    for (r, at) in &closes {
+        match r {
+            Ok(quinn::ConnectionError::ApplicationClosed(c)) => {
+                assert_eq!(c.error_code.into_inner(), 0x100, "H3_NO_ERROR")
+            }
+            other => panic!("an idle connection was not closed: {other:?} at {at:?}"),
+        }
+        assert!(*at < Duration::from_secs(6), "closed only at {at:?}");
+    }
+    eprintln!(
+        "idle h3 connections: last closed at {:?}",
+        closes.iter().map(|c| c.1).max()
+    );
+    let (code, _, err) = busy.join().expect("busy client");
+    assert_eq!(
+        code,
+        Some(0),
+        "a request longer than the idle period: {err}"
+    );
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 once the idle ones are gone: {err}");
+}
+
+/// What an attacker saw of the server while it waited for a PING's ACK.
+#[derive(Default)]
+struct H2Seen {
+    ping_ack: bool,
+    /// The GOAWAY error code, if one came.
+    goaway: Option<u32>,
+    closed: bool,
+}
+
+/// Reads frames until a PING ACK, a GOAWAY or the end of the connection (or `limit`).
+fn h2_until_ping_ack(c: &mut TcpStream, limit: Duration) -> H2Seen {
+    let mut seen = H2Seen::default();
+    let _ = c.set_read_timeout(Some(limit));
+    let mut head = [0u8; 9];
+    while !seen.ping_ack {
+        if c.read_exact(&mut head).is_err() {
+            seen.closed = true;
+            break;
+        }
+        let n = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+        let mut payload = vec![0u8; n];
+        if c.read_exact(&mut payload).is_err() {
+            seen.closed = true;
+            break;
+        }
+        match (head[3], head[4] & 1) {
+            (6, 1) => seen.ping_ack = true,
+            (4, 0) => {
+                let _ = c.write_all(&h2_frame(4, 1, 0, &[]));
+            }
+            (7, _) if n >= 8 => {
+                seen.goaway = Some(u32::from_be_bytes([
+                    payload[4], payload[5], payload[6], payload[7],
+                ]));
+                break;
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
+/// Reset streams waiting for connection window: the client opens 90 streams, sends a PING,
+/// waits for its ACK, resets the 90 and repeats, and never sends a connection-level
+/// WINDOW_UPDATE. The `h2` crate keeps every such stream (~325 bytes) until the window
+/// opens, so memory grew without bound (one connection: 10 → 413 MB in 20 s). Now the
+/// connection gets GOAWAY ENHANCE_YOUR_CALM once it holds more than --max-streams + 1000
+/// finished streams, memory stays flat, and a legitimate request is answered meanwhile.
+#[test]
+fn reset_streams_waiting_for_window_get_enhance_your_calm() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let pid = server.child.id();
+    let before = rss(pid);
+    let t0 = Instant::now();
+    let attacker = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            let mut c = h2c_connect(&addr);
+            let mut id = 1u32;
+            let mut rounds = 0u32;
+            let mut peak = 0u64;
+            let outcome = loop {
+                let first = id;
+                let mut batch = Vec::with_capacity(90 * 40);
+                for _ in 0..90 {
+                    batch.extend(h2_frame(1, 0x5, id, &h2_request(2, "/bytes/1000", None)));
+                    id += 2;
+                }
+                batch.extend(h2_frame(6, 0, 0, &[1; 8]));
+                if c.write_all(&batch).is_err() {
+                    break H2Seen {
+                        closed: true,
+                        ..H2Seen::default()
+                    };
+                }
+                let seen = h2_until_ping_ack(&mut c, Duration::from_secs(10));
+                if !seen.ping_ack {
+                    break seen;
+                }
+                let resets: Vec<u8> = (first..id)
+                    .step_by(2)
+                    .flat_map(|s| h2_frame(3, 0, s, &8u32.to_be_bytes()))
+                    .collect();
+                if c.write_all(&resets).is_err() {
+                    break H2Seen {
+                        closed: true,
+                        ..H2Seen::default()
+                    };
+                }
+                rounds += 1;
+                if rounds.is_multiple_of(50) {
+                    peak = peak.max(rss(pid));
+                }
+                if t0.elapsed() > Duration::from_secs(8) {
+                    break seen;
+                }
+            };
+            (outcome, rounds, peak, t0.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        legit_get(&addr, Duration::from_secs(10)),
+        "a request during the attack"
+    );
+    let (seen, rounds, peak, took) = attacker.join().expect("attacker");
+    let grown = peak.max(rss(pid)).saturating_sub(before);
+    eprintln!(
+        "reset streams without window: {rounds} rounds ({} streams) in {took:?}, grew {} MB, \
+         goaway {:?}, closed {}",
+        rounds * 90,
+        grown >> 20,
+        seen.goaway,
+        seen.closed
+    );
+    assert_eq!(seen.goaway, Some(0xb), "GOAWAY ENHANCE_YOUR_CALM");
+    assert!(grown < 32 << 20, "the server grew by {} MB", grown >> 20);
+}
+
+/// Inputs that never end (`/dev/zero`, also as the results.jsonl of a results directory) are
+/// refused with exit status 2 and one line, after reading at most a capped amount: `report`
+/// read 4 GiB (4.2 GB resident, 9 s) and exited 1; merge, diff, run and --data-file exited 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn endless_inputs_are_refused_with_exit_2() {
+    let dir = common::tempfile_dir::TempDir::new("hxlab-zero");
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).expect("mkdir");
+    std::fs::write(
+        results.join("experiment.json"),
+        r#"{"name":"x","title":"x","workload":null,"repetitions":1,"factors":[]}"#,
+    )
+    .expect("experiment.json");
+    std::os::unix::fs::symlink("/dev/zero", results.join("results.jsonl")).expect("symlink");
+    let results = results.display().to_string();
+    let cases: &[&[&str]] = &[
+        &["report", &results],
+        &["merge", "/dev/zero"],
+        &["diff", "/dev/zero", "/dev/zero"],
+        &["run", "/dev/zero"],
+        &[
+            "load",
+            "--data-file",
+            "/dev/zero",
+            "-n",
+            "1",
+            "http://127.0.0.1:1/",
+        ],
+        &[
+            "serve",
+            "--replay",
+            "/dev/zero",
+            "--plain-port",
+            "0",
+            "--tls-port",
+            "0",
+        ],
+    ];
+    for args in cases {
+        let t0 = Instant::now();
+        let (code, _, err) =
+            run_with_timeout(Command::new(hxlab()).args(*args), Duration::from_secs(30));
+        let took = t0.elapsed();
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
+    }
+}

@@ -581,12 +581,12 @@ fn merge_of_two_shards_is_their_sum_and_checks_the_parts() {
     };
     assert_eq!(max(&vm), max(&va).max(max(&vb)));
 
-    // Bad input to merge: a file that is not a RunResult.
+    // Bad input to merge: a file that is not a RunResult (exit 2, as every bad input).
     std::fs::write(dir.path().join("bad.json"), "{\"not\": 1}").unwrap();
     let mut cmd = Command::new(hxlab());
     cmd.arg("merge").arg(dir.path().join("bad.json"));
     let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2));
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 

@@ -168,6 +168,11 @@ async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
     }
     ctx.tracker.spawn(control::read_uni_streams(conn.clone()));
     let inflight = Arc::new(InFlight::default());
+    let heads = Arc::new(request::HeadBytes::default());
+    // Idle: no request accepted during a whole period and none in flight at its end.
+    let period = ctx.limits.idle_timeout;
+    let mut idle_check = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let mut accepted_at_last_check = 0u64;
     let mut shutdown = ctx.shutdown.clone();
     let mut goaway: Option<u64> = None;
     let mut next_id = 0u64;
@@ -199,9 +204,9 @@ async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
                     }
                     next_id = id + 4;
                     let guard = inflight.enter();
-                    let (ctx2, conn2) = (ctx.clone(), conn.clone());
+                    let (ctx2, conn2, heads2) = (ctx.clone(), conn.clone(), heads.clone());
                     ctx.tracker.spawn(async move {
-                        request::serve(ctx2, conn2, send, recv).await;
+                        request::serve(ctx2, conn2, send, recv, heads2).await;
                         drop(guard);
                     });
                 }
@@ -216,6 +221,15 @@ async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
                 }
             }
             _ = &mut idle, if goaway.is_some() => {}
+            _ = idle_check.tick(), if goaway.is_none() => {
+                // Stream ids count requests: an unchanged next id means none came.
+                let quiet = next_id == accepted_at_last_check;
+                accepted_at_last_check = next_id;
+                if quiet && inflight.count.load(Ordering::Acquire) == 0 {
+                    // As h2: GOAWAY, then the drain above closes the connection.
+                    goaway = send_goaway(&mut control, next_id).await.or(Some(next_id));
+                }
+            }
         }
     }
 }

@@ -17,8 +17,51 @@ use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
 use hxlab_wire::qpack::FieldDecoder;
 use quinn::{RecvStream, SendStream, VarInt};
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
+
+/// Bytes of incomplete request heads one connection holds across its streams. Past the
+/// budget the connection is closed: without it a client could hold --max-streams partial
+/// heads of --max-header-size each on every connection (100 × 64 KiB).
+#[derive(Default)]
+pub(super) struct HeadBytes(AtomicU64);
+
+/// Budget of [`HeadBytes`] for a head limit of `max_header_size`: four whole heads, so
+/// ordinary requests (a few KiB, arriving in a packet or two) never meet it.
+pub(super) fn head_budget(max_header_size: u32) -> u64 {
+    4 * u64::from(max_header_size).max(16 << 10)
+}
+
+/// What one stream has charged to its connection's [`HeadBytes`]; refunded when dropped.
+struct Charge<'a> {
+    heads: &'a HeadBytes,
+    bytes: u64,
+}
+
+impl Charge<'_> {
+    /// Charges the stream's buffered head bytes as they are now; false when the connection
+    /// is over `budget`.
+    fn set(&mut self, bytes: u64, budget: u64) -> bool {
+        if bytes >= self.bytes {
+            let more = bytes - self.bytes;
+            self.bytes = bytes;
+            self.heads.0.fetch_add(more, Ordering::Relaxed) + more <= budget
+        } else {
+            self.heads
+                .0
+                .fetch_sub(self.bytes - bytes, Ordering::Relaxed);
+            self.bytes = bytes;
+            true
+        }
+    }
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.heads.0.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
 
 /// How a request stream fails.
 enum Fail {
@@ -42,8 +85,9 @@ pub(super) async fn serve(
     conn: quinn::Connection,
     mut send: SendStream,
     mut recv: RecvStream,
+    heads: Arc<HeadBytes>,
 ) {
-    let head = match read_request(&ctx, &mut recv).await {
+    let head = match read_request(&ctx, &mut recv, &heads).await {
         Ok(h) => h,
         Err(Fail::Conn(c, why)) => return close(&conn, c, why),
         Err(Fail::Stream(c)) => {
@@ -74,9 +118,15 @@ pub(super) async fn serve(
 }
 
 /// Reads the request stream to its end: the head, then DATA (discarded, checked against
-/// `content-length`), then optional trailers.
-async fn read_request(ctx: &Ctx, recv: &mut RecvStream) -> Result<Head, Fail> {
+/// `content-length`), then optional trailers. The head must be complete within
+/// --head-timeout of the stream's opening, and while it is not, the bytes buffered for it
+/// count against the connection's [`HeadBytes`].
+async fn read_request(ctx: &Ctx, recv: &mut RecvStream, heads: &HeadBytes) -> Result<Head, Fail> {
     let max = u64::from(ctx.limits.max_header_size);
+    let budget = head_budget(ctx.limits.max_header_size);
+    // The clock is read only when a read has to wait, and once.
+    let mut head_deadline = None;
+    let mut charge = Charge { heads, bytes: 0 };
     let mut r = Reader::default();
     loop {
         // Most reads are ready at once; only one that waits gets a timer.
@@ -84,7 +134,12 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream) -> Result<Head, Fail> {
         let got = match futures::poll!(read.as_mut()) {
             Poll::Ready(r) => r,
             Poll::Pending => {
-                match Box::pin(tokio::time::timeout(ctx.limits.body_timeout, read)).await {
+                let now = tokio::time::Instant::now();
+                let mut until = now + ctx.limits.body_timeout;
+                if r.head.is_none() {
+                    until = until.min(*head_deadline.get_or_insert(now + ctx.limits.head_timeout));
+                }
+                match Box::pin(tokio::time::timeout_at(until, read)).await {
                     Ok(r) => r,
                     Err(_) => return Err(Fail::Gone),
                 }
@@ -96,6 +151,17 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream) -> Result<Head, Fail> {
             Err(_) => return Err(Fail::Gone),
         };
         r.feed(&chunk, max)?;
+        let buffered = if r.head.is_none() {
+            r.pending.len() as u64
+        } else {
+            0
+        };
+        if !charge.set(buffered, budget) {
+            return Err(Fail::Conn(
+                code::H3_EXCESSIVE_LOAD,
+                "incomplete request heads over budget",
+            ));
+        }
     }
     r.finish()
 }

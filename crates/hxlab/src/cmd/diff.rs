@@ -34,11 +34,11 @@ fn side(name: &str) -> anyhow::Result<(String, Vec<RunResult>)> {
     let runs: Vec<RunResult> = docs.results.into_iter().map(|(_, r)| r).collect();
     for r in &runs {
         if r.schema != hxlab_core::result::SCHEMA_VERSION {
-            anyhow::bail!(
+            return Err(super::usage(format!(
                 "{label}: RunResult schema {} (this hxlab reads schema {})",
                 r.schema,
                 hxlab_core::result::SCHEMA_VERSION
-            );
+            )));
         }
     }
     Ok((label, runs))

@@ -237,7 +237,7 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     }
     if let Some(p) = &a.data_file {
         let body = hxlab_core::read_capped(p, hxlab_core::files::cap::BODY)
-            .with_context(|| format!("cannot read --data-file {}", p.display()))?;
+            .map_err(|e| super::usage(format!("cannot read --data-file {}: {e}", p.display())))?;
         cfg.body = Some(body);
     }
     cfg.method = a.method.clone();

@@ -11,8 +11,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Largest input read (a RunResult is tens of KiB; a thousand shards fit many times over).
-const MAX_INPUT: u64 = 512 << 20;
+/// Largest input read (a RunResult is tens of KiB; a thousand shards fit).
+const MAX_INPUT: u64 = hxlab_core::files::cap::DOCUMENTS;
 
 /// Options of `hxlab merge`.
 #[derive(clap::Args, Debug)]
@@ -86,7 +86,9 @@ pub fn parse_documents(label: &str, text: &str) -> anyhow::Result<Documents> {
                     continue;
                 }
                 Some(Err(e)) => {
-                    anyhow::bail!("{label} line {line}: document {k} is not a RunResult: {e}")
+                    return Err(super::usage(format!(
+                        "{label} line {line}: document {k} is not a RunResult: {e}"
+                    )))
                 }
                 None => break,
             }
@@ -100,32 +102,34 @@ pub fn parse_documents(label: &str, text: &str) -> anyhow::Result<Documents> {
         pos = end;
     }
     if out.results.is_empty() {
-        anyhow::bail!("{label}: no RunResult in it");
+        return Err(super::usage(format!("{label}: no RunResult in it")));
     }
     Ok(out)
 }
 
-/// Reads one input ("-": stdin), at most [`MAX_INPUT`] bytes.
+/// Reads one input ("-": stdin), at most [`MAX_INPUT`] bytes. Every failure is bad input
+/// (exit 2).
 pub fn read_input(name: &str) -> anyhow::Result<(String, String)> {
     let (label, reader): (String, Box<dyn Read>) = if name == "-" {
         ("stdin".into(), Box::new(std::io::stdin().lock()))
     } else {
-        let f =
-            std::fs::File::open(Path::new(name)).with_context(|| format!("cannot read {name}"))?;
+        let f = std::fs::File::open(Path::new(name))
+            .map_err(|e| super::usage(format!("cannot read {name}: {e}")))?;
         (name.to_string(), Box::new(f))
     };
     let mut buf = Vec::new();
     reader
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
-        .with_context(|| format!("cannot read {label}"))?;
+        .map_err(|e| super::usage(format!("cannot read {label}: {e}")))?;
     if buf.len() as u64 > MAX_INPUT {
-        anyhow::bail!(
+        return Err(super::usage(format!(
             "{label}: larger than {} MiB; not a RunResult file",
             MAX_INPUT >> 20
-        );
+        )));
     }
-    let text = String::from_utf8(buf).map_err(|_| anyhow::anyhow!("{label}: not UTF-8 text"))?;
+    let text =
+        String::from_utf8(buf).map_err(|_| super::usage(format!("{label}: not UTF-8 text")))?;
     Ok((label, text))
 }
 
@@ -146,11 +150,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (label, r) in &docs {
         // Counts from another schema may mean something else: refuse rather than mix.
         if r.schema != hxlab_core::result::SCHEMA_VERSION {
-            anyhow::bail!(
+            return Err(super::usage(format!(
                 "{label}: RunResult schema {} (this hxlab reads schema {})",
                 r.schema,
                 hxlab_core::result::SCHEMA_VERSION
-            );
+            )));
         }
     }
     let parts: Vec<Part<'_>> = docs

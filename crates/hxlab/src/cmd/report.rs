@@ -67,7 +67,7 @@ fn render_against(
     }
     let read = |d: &std::path::Path| -> anyhow::Result<hxlab_report::Report> {
         let (meta, records) = hxlab_report::load_dir(d)
-            .map_err(|e| anyhow::anyhow!("cannot read results in {}: {e}", d.display()))?;
+            .map_err(|e| super::usage(format!("cannot read results in {}: {e}", d.display())))?;
         Ok(hxlab_report::Report::build(meta, records))
     };
     let before = read(base)?;

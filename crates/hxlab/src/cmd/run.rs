@@ -105,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exp = match (&args.file, &args.scenario) {
         (Some(path), _) => {
             let src = hxlab_core::read_capped_string(path, hxlab_core::files::cap::TEXT)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+                .map_err(|e| super::usage(format!("cannot read {}: {e}", path.display())))?;
             hxlab_lab::spec::parse(&path.display().to_string(), &src, &overrides)
                 .map_err(|e| super::usage(e.to_string()))?
         }
@@ -206,8 +206,9 @@ pub fn execute(
 
 /// Re-reads a results directory and writes report.md, results.csv and report.html.
 pub fn render(dir: &Path) -> anyhow::Result<Report> {
+    // Results that cannot be read are bad input (exit 2), like any other file named.
     let (meta, records) = hxlab_report::load_dir(dir)
-        .with_context(|| format!("cannot read results in {}", dir.display()))?;
+        .map_err(|e| super::usage(format!("cannot read results in {}: {e}", dir.display())))?;
     let report = Report::build(meta, records);
     hxlab_report::render_all(dir, &report).context("cannot write the report")?;
     Ok(report)

@@ -23,7 +23,8 @@ pub struct Options {
     #[arg(long, value_name = "FILE|-", conflicts_with_all = [
         "bind", "tls_port", "plain_port", "no_h3", "cert", "key", "cert_out", "ready_file",
         "dir", "max_streams", "quic_window", "quic_max_connections", "send_timeout",
-        "body_timeout", "threads", "max_delay", "max_size", "max_header_size",
+        "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
+        "max_header_size",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay",
     ])]
     pub config: Option<String>,
@@ -74,6 +75,14 @@ pub struct Options {
     /// h2 and h3 (nginx's client_body_timeout).
     #[arg(long, default_value = "60s", value_name = "DUR")]
     pub body_timeout: String,
+    /// An HTTP/3 request head not complete this long after its stream opened: the stream is
+    /// reset.
+    #[arg(long, default_value = "30s", value_name = "DUR")]
+    pub head_timeout: String,
+    /// Close a connection (h1, h2, h3) with no request in flight after one to two of these
+    /// periods, whatever keeps it alive below HTTP (QUIC PINGs).
+    #[arg(long, default_value = "15s", value_name = "DUR")]
+    pub idle_timeout: String,
     /// Worker threads (1 = single-threaded runtime); default: the number of cores.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -166,6 +175,8 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         body_timeout: duration("--body-timeout", &args.body_timeout)?,
         quic_max_connections: args.quic_max_connections,
         ready_file: args.ready_file.clone(),
+        head_timeout: duration("--head-timeout", &args.head_timeout)?,
+        idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,
     })
 }
 
