@@ -6,7 +6,7 @@
 use crate::body::{Source, CHUNK};
 use crate::h1_framing::Framing;
 use crate::routes::{route, Ctx, Reply};
-use crate::stats::Proto;
+use crate::stats::Protocol;
 use bytes::Bytes;
 use http::{Method, Request, Response};
 use http_body::{Body, Frame, SizeHint};
@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 /// allocation on every request.
 struct Conn {
     ctx: Arc<Ctx>,
-    proto: Proto,
+    proto: Protocol,
     /// Bumped on every request and body chunk.
     ticks: AtomicU64,
     in_flight: AtomicU64,
@@ -300,7 +300,7 @@ async fn watchdog(conn: Weak<Conn>, idle: Duration, max_stall: Duration, send_ti
 
 /// Serves one HTTP/1.1 connection until it closes, idles out or the server shuts down (then
 /// it finishes the request in flight and closes).
-pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Proto)
+pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Protocol)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {

@@ -5,7 +5,7 @@
 
 use crate::body::{BodySpec, Source, CHUNK};
 use crate::routes::{early_hints_head, route, Ctx, Reply};
-use crate::stats::Proto;
+use crate::stats::Protocol;
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{RecvStream, SendStream};
@@ -26,7 +26,7 @@ const HELD_STREAMS: usize = 1000;
 
 /// Serves one HTTP/2 connection (TLS or h2c) until the peer closes it or, after shutdown,
 /// until its streams are done.
-pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Proto)
+pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Protocol)
 where
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -143,7 +143,7 @@ async fn idle_watch(idle: Weak<Idle>, period: Duration) {
 
 fn on_request(
     ctx: &Arc<Ctx>,
-    proto: Proto,
+    proto: Protocol,
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
     busy: &Arc<Idle>,
@@ -186,7 +186,7 @@ async fn drain(mut body: RecvStream, stall: Duration) -> bool {
 
 fn send_immediate(
     ctx: &Ctx,
-    proto: Proto,
+    proto: Protocol,
     respond: &mut SendResponse<Bytes>,
     reply: Reply,
     head_only: bool,
@@ -218,7 +218,7 @@ async fn reset_by_peer(respond: &mut SendResponse<Bytes>) {
 
 async fn serve_stream(
     ctx: Arc<Ctx>,
-    proto: Proto,
+    proto: Protocol,
     mut respond: SendResponse<Bytes>,
     reply: Reply,
     head_only: bool,
@@ -288,7 +288,7 @@ fn push_request(page: &Uri, path: &str) -> Option<Request<()>> {
 /// Sends a body within HTTP/2 flow control: asks for window, sends what was granted.
 async fn send_body(
     ctx: &Ctx,
-    proto: Proto,
+    proto: Protocol,
     mut stream: SendStream<Bytes>,
     mut source: Source,
     counted: bool,

@@ -3,7 +3,7 @@
 //! socket for QUIC on the same port number as TLS.
 
 use crate::routes::Ctx;
-use crate::stats::{cc_slot, Proto};
+use crate::stats::{cc_slot, Protocol};
 use crate::{ServeConfig, ServeError};
 use hxlab_core::cc::CongestionControl;
 use std::net::SocketAddr;
@@ -118,7 +118,7 @@ pub(crate) struct Accepted {
 
 impl Accepted {
     /// Counts this connection of `proto` in the server's stats.
-    fn count(self, ctx: &Ctx, proto: Proto) {
+    fn count(self, ctx: &Ctx, proto: Protocol) {
         ctx.stats.cc(proto, self.cc);
         if self.syn_data {
             ctx.stats.tfo_accepted(proto);
@@ -192,18 +192,18 @@ pub(crate) fn spawn_tls(
                 _ => return,
             };
             let proto = if tls.rustls().alpn_protocol() == Some(b"h2") {
-                Proto::H2
+                Protocol::H2
             } else {
-                Proto::H1Tls
+                Protocol::H1Tls
             };
             if tls.early_data_accepted() {
                 ctx.stats.early_data_accepted(proto);
             }
             seen.count(&ctx, proto);
-            if proto == Proto::H2 {
-                crate::h2::serve(tls, ctx, Proto::H2).await;
+            if proto == Protocol::H2 {
+                crate::h2::serve(tls, ctx, Protocol::H2).await;
             } else {
-                crate::h1::serve(tls, ctx, Proto::H1Tls).await;
+                crate::h1::serve(tls, ctx, Protocol::H1Tls).await;
             }
         }
     })
@@ -336,12 +336,12 @@ pub(crate) fn spawn_plain(
     accept_loop(listener, ctx, cc, |tcp, ctx, seen| async move {
         match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
             Ok(Ok(Cleartext::H2c)) => {
-                seen.count(&ctx, Proto::H2c);
-                crate::h2::serve(tcp, ctx, Proto::H2c).await
+                seen.count(&ctx, Protocol::H2c);
+                crate::h2::serve(tcp, ctx, Protocol::H2c).await
             }
             Ok(Ok(Cleartext::H1)) => {
-                seen.count(&ctx, Proto::H1);
-                crate::h1::serve(tcp, ctx, Proto::H1).await
+                seen.count(&ctx, Protocol::H1);
+                crate::h1::serve(tcp, ctx, Protocol::H1).await
             }
             Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,
             _ => {}

@@ -3,7 +3,7 @@
 //! one-line reason here, so every protocol refuses them the same way.
 
 use crate::body::BodySpec;
-use crate::stats::{Proto, Stats};
+use crate::stats::{Protocol, Stats};
 use bytes::Bytes;
 use http::header::{HeaderValue, ALT_SVC, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, DATE};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
@@ -206,7 +206,7 @@ pub(crate) fn route(
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
-    proto: Proto,
+    proto: Protocol,
 ) -> Reply {
     let path = uri.path();
     let query = uri.query();
@@ -224,7 +224,7 @@ pub(crate) fn route(
             None => host.split(':').next().unwrap_or(""),
         };
         let scheme = match proto {
-            Proto::H1 | Proto::H2c => "http",
+            Protocol::H1 | Protocol::H2c => "http",
             _ => "https",
         };
         return replay.answer(method.as_str(), scheme, host, path, query.unwrap_or(""));
@@ -473,7 +473,7 @@ fn status_endpoint(code: &str) -> Reply {
     )
 }
 
-fn headers_endpoint(method: &Method, uri: &Uri, headers: &HeaderMap, proto: Proto) -> Reply {
+fn headers_endpoint(method: &Method, uri: &Uri, headers: &HeaderMap, proto: Protocol) -> Reply {
     let mut map: BTreeMap<String, String> = BTreeMap::new();
     for (name, value) in headers {
         let v = String::from_utf8_lossy(value.as_bytes());
@@ -730,7 +730,7 @@ mod tests {
 
     fn get(c: &Ctx, uri: &str) -> Reply {
         let uri: Uri = uri.parse().expect("uri");
-        route(c, &Method::GET, &uri, &HeaderMap::new(), Proto::H1)
+        route(c, &Method::GET, &uri, &HeaderMap::new(), Protocol::H1)
     }
 
     #[test]

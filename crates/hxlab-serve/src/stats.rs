@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The protocol a connection or request was served over (hxlab-core's one protocol type).
-pub(crate) use hxlab_core::Protocol as Proto;
+pub(crate) use hxlab_core::Protocol;
 
 /// Names of the congestion controllers counted per connection, in slot order; anything
 /// else the kernel reports is counted as "other".
@@ -84,11 +84,11 @@ impl Stats {
         }
     }
 
-    pub fn request_done(&self, p: Proto) {
+    pub fn request_done(&self, p: Protocol) {
         self.by[p.index()].requests.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn body_bytes(&self, p: Proto, n: u64) {
+    pub fn body_bytes(&self, p: Protocol, n: u64) {
         if n > 0 {
             self.by[p.index()]
                 .body_bytes
@@ -97,7 +97,7 @@ impl Stats {
     }
 
     /// Counts a new connection; the guard counts it closed when dropped.
-    pub fn connection(self: &std::sync::Arc<Self>, p: Proto) -> ConnectionGuard {
+    pub fn connection(self: &std::sync::Arc<Self>, p: Protocol) -> ConnectionGuard {
         let c = &self.by[p.index()];
         c.connections.fetch_add(1, Ordering::Relaxed);
         c.open_connections.fetch_add(1, Ordering::Relaxed);
@@ -120,26 +120,26 @@ impl Stats {
     }
 
     /// Connections of `p` open now (handshake complete).
-    pub fn open(&self, p: Proto) -> u64 {
+    pub fn open(&self, p: Protocol) -> u64 {
         self.by[p.index()].open_connections.load(Ordering::Relaxed)
     }
 
     /// Counts a connection whose early data was accepted.
-    pub fn early_data_accepted(&self, p: Proto) {
+    pub fn early_data_accepted(&self, p: Protocol) {
         self.by[p.index()]
             .early_data_accepted
             .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a connection whose SYN carried data (TCP Fast Open).
-    pub fn tfo_accepted(&self, p: Proto) {
+    pub fn tfo_accepted(&self, p: Protocol) {
         self.by[p.index()]
             .tfo_accepted
             .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts the congestion controller (a [`cc_slot`]) a connection of `p` runs.
-    pub fn cc(&self, p: Proto, slot: usize) {
+    pub fn cc(&self, p: Protocol, slot: usize) {
         if let Some(c) = self.by[p.index()].cc.get(slot) {
             c.fetch_add(1, Ordering::Relaxed);
         }
@@ -148,7 +148,7 @@ impl Stats {
     pub fn snapshot(&self) -> StatsSnapshot {
         let mut by_protocol = BTreeMap::new();
         let mut total = ProtoStats::default();
-        for p in Proto::ALL {
+        for p in Protocol::ALL {
             let c = &self.by[p.index()];
             let s = ProtoStats {
                 requests: c.requests.load(Ordering::Relaxed),
@@ -187,7 +187,7 @@ impl Stats {
 /// Marks a connection closed in the counters when dropped.
 pub(crate) struct ConnectionGuard {
     stats: std::sync::Arc<Stats>,
-    proto: Proto,
+    proto: Protocol,
 }
 
 impl Drop for ConnectionGuard {

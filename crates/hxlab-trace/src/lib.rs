@@ -20,4 +20,4 @@ pub mod h3wire;
 pub mod tap;
 
 pub use event::{Dir, Event, Tracer};
-pub use tap::{response_event, Asked, ResponseSummary, Summary, TraceTap};
+pub use tap::{response_event, Proto, ResponseSummary, Summary, TraceTap};

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// The protocol the user asked for (hxlab-core's request form of the protocol type).
-pub use hxlab_core::Proto as Asked;
+pub use hxlab_core::Proto;
 
 /// One response as the wire showed it.
 #[derive(Debug, Clone, Default)]
@@ -87,7 +87,7 @@ enum Conn {
 /// The observer `hxlab trace` installs on load's client.
 pub struct TraceTap {
     tracer: Tracer,
-    asked: Asked,
+    asked: Proto,
     /// Requests the traced connection carries (for the HTTP/1.1 note).
     requests: u64,
     conn: Conn,
@@ -114,7 +114,7 @@ fn header(e: &Event, name: &str) -> Option<String> {
 impl TraceTap {
     /// A tap that prints through `tracer` for a connection carrying `requests` requests; the
     /// summary fills in as responses complete.
-    pub fn new(tracer: Tracer, asked: Asked, requests: u64) -> (TraceTap, Arc<Mutex<Summary>>) {
+    pub fn new(tracer: Tracer, asked: Proto, requests: u64) -> (TraceTap, Arc<Mutex<Summary>>) {
         let summary = Arc::new(Mutex::new(Summary::default()));
         (
             TraceTap {
@@ -144,7 +144,7 @@ impl TraceTap {
             .field("connect_ms", ms),
         );
         let Some(version) = &f.tls_version else {
-            let h2 = matches!(self.asked, Asked::H2 | Asked::H2c);
+            let h2 = matches!(self.asked, Proto::H2 | Proto::H2c);
             if h2 {
                 self.tracer
                     .emit(info("HTTP/2 over cleartext TCP with prior knowledge (h2c)"));
@@ -177,7 +177,7 @@ impl TraceTap {
             .field("handshake_ms", ms),
         );
         let h2 = f.alpn.as_deref() == Some("h2");
-        let fell_back = !h2 && matches!(self.asked, Asked::H2 | Asked::Auto);
+        let fell_back = !h2 && matches!(self.asked, Proto::H2 | Proto::Auto);
         if fell_back {
             let what = match &f.alpn {
                 Some(p) => format!("the server selected {p:?} by ALPN"),
@@ -193,7 +193,7 @@ impl TraceTap {
                 .field("using", "http/1.1"),
             );
         }
-        let fell_back = fell_back && self.asked == Asked::H2;
+        let fell_back = fell_back && self.asked == Proto::H2;
         let proto = if h2 { "h2" } else { "h1" };
         self.start_tcp(h2, proto, f.alpn.clone(), Some(f.resumed), fell_back);
     }

@@ -46,7 +46,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let outcome = match cli.command {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Load(a) => cmd::load::run(a),
@@ -68,4 +71,27 @@ fn main() -> ExitCode {
             cmd::exit_code_of(&e)
         }
     }
+}
+
+/// A command line clap refuses: one line and exit 2 (its first line, without clap's usage
+/// tips), as every other usage error; `--help` and `--version` print as clap prints them.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.use_stderr() {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    let text = e.to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    eprintln!("hxlab: error: {}", first.trim_start_matches("error: "));
+    ExitCode::from(2)
 }

@@ -955,7 +955,7 @@ fn scenarios_list_and_dry_run() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("protocol=h2 delay=40ms resources=100 size=0.1MiB"),
+        stdout.contains("protocol=h2 cc=cubic delay=40ms resources=100 size=0.1MiB"),
         "{stdout}"
     );
 }

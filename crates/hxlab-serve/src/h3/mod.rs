@@ -23,7 +23,7 @@ pub mod peer;
 mod request;
 
 use crate::routes::Ctx;
-use crate::stats::Proto;
+use crate::stats::Protocol;
 use hxlab_wire::h3::{code, frame, setting, stream as stream_type, write_frame_head};
 use hxlab_wire::varint;
 use quinn::VarInt;
@@ -43,7 +43,7 @@ pub(crate) fn spawn_accept(
             tokio::select! {
                 incoming = endpoint.accept() => match incoming {
                     Some(incoming) => {
-                        if ctx.stats.open(Proto::H3) >= u64::from(ctx.limits.quic_max_connections) {
+                        if ctx.stats.open(Protocol::H3) >= u64::from(ctx.limits.quic_max_connections) {
                             // Over the limit: CONNECTION_REFUSED, nothing kept.
                             incoming.refuse();
                             continue;
@@ -86,9 +86,9 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<Ctx>) {
             _ => return,
         },
     };
-    let _guard = ctx.stats.connection(Proto::H3);
+    let _guard = ctx.stats.connection(Protocol::H3);
     ctx.stats.cc(
-        Proto::H3,
+        Protocol::H3,
         crate::stats::cc_slot(hxlab_core::cc::quic::of(&conn)),
     );
     serve_h3(conn, ctx).await;

@@ -10,7 +10,7 @@ use super::control::close;
 use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
 use crate::body::{BodySpec, CHUNK};
 use crate::routes::{early_hints_head, route, Ctx};
-use crate::stats::Proto;
+use crate::stats::Protocol;
 use bytes::Bytes;
 use http::Method;
 use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
@@ -313,7 +313,7 @@ fn head_fail(e: HeadError) -> Fail {
 
 /// Routes and answers a complete request.
 async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
-    let reply = route(ctx, &head.method, &head.uri, &head.headers, Proto::H3);
+    let reply = route(ctx, &head.method, &head.uri, &head.headers, Protocol::H3);
     if !reply.delay.is_zero() {
         // Boxed, as every path that waits is here: the common request's future stays small,
         // and a small future is cheap to spawn (it is copied into its task).
@@ -347,7 +347,7 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
             return;
         }
         if counted {
-            ctx.stats.body_bytes(Proto::H3, n);
+            ctx.stats.body_bytes(Protocol::H3, n);
         }
     } else if !Box::pin(send_streamed(
         ctx,
@@ -361,7 +361,7 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
         return;
     }
     if send.finish().is_ok() && counted {
-        ctx.stats.request_done(Proto::H3);
+        ctx.stats.request_done(Protocol::H3);
     }
 }
 
@@ -386,7 +386,7 @@ async fn send_streamed(
                     return false;
                 }
                 if counted {
-                    ctx.stats.body_bytes(Proto::H3, n);
+                    ctx.stats.body_bytes(Protocol::H3, n);
                 }
             }
             Ok(None) => return true,

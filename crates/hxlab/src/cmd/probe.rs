@@ -6,7 +6,7 @@
 
 use hxlab_core::Protocol;
 use hxlab_load::{LoadConfig, Proto};
-use hxlab_trace::{Asked, Summary, TraceTap, Tracer};
+use hxlab_trace::{Summary, TraceTap, Tracer};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,7 +70,7 @@ fn one_request(
     url: &str,
     proto: Proto,
     alpn: Option<Vec<String>>,
-    asked: Asked,
+    asked: Proto,
     trust: &Trust,
     timeout: Duration,
 ) -> Result<Summary, String> {
@@ -124,12 +124,12 @@ pub fn probe(url: &str, trust: &Trust, timeout: Duration) -> Result<Found, Strin
     let mut offers = Vec::new();
     let mut alt_svc = None;
     if https {
-        let h1 = one_request(&target, Proto::H1, None, Asked::H1, trust, timeout);
+        let h1 = one_request(&target, Proto::H1, None, Proto::H1, trust, timeout);
         let h2 = one_request(
             &target,
             Proto::Auto,
             Some(vec!["h2".into(), "http/1.1".into()]),
-            Asked::H2,
+            Proto::H2,
             trust,
             timeout,
         );
@@ -171,7 +171,7 @@ pub fn probe(url: &str, trust: &Trust, timeout: Duration) -> Result<Found, Strin
             &format!("{h3_base}{path}"),
             Proto::H3,
             None,
-            Asked::H3,
+            Proto::H3,
             trust,
             timeout,
         );
@@ -186,12 +186,12 @@ pub fn probe(url: &str, trust: &Trust, timeout: Duration) -> Result<Found, Strin
             },
         });
     } else {
-        let h1 = one_request(&target, Proto::H1, None, Asked::H1, trust, timeout);
+        let h1 = one_request(&target, Proto::H1, None, Proto::H1, trust, timeout);
         offers.push(Offer {
             proto: Protocol::H1,
             base: h1.map(|_| base.clone()),
         });
-        let h2c = one_request(&target, Proto::H2c, None, Asked::H2c, trust, timeout);
+        let h2c = one_request(&target, Proto::H2c, None, Proto::H2c, trust, timeout);
         offers.push(Offer {
             proto: Protocol::H2c,
             base: match h2c {

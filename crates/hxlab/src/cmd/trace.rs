@@ -1,7 +1,7 @@
 //! `hxlab trace`: a frame-level view of one connection (h1, h2, h2c, h3), like `nghttp -v`.
 
 use hxlab_load::{LoadConfig, LoadError, Proto};
-use hxlab_trace::{Asked, Event, Summary, TraceTap, Tracer};
+use hxlab_trace::{Event, Summary, TraceTap, Tracer};
 use std::process::ExitCode;
 
 /// Options of `hxlab trace`.
@@ -45,7 +45,7 @@ pub struct Args {
 const MAX_REQUESTS: usize = 1000;
 
 /// The load run a trace is: one client, one connection, every request at once on h2/h3.
-fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
+fn config(args: &Args) -> anyhow::Result<(LoadConfig, Proto)> {
     let timeout = hxlab_core::parse_duration(&args.timeout)
         .map_err(|e| super::usage(format!("--timeout {}: {e}", args.timeout)))?;
     if timeout.is_zero() {
@@ -61,16 +61,16 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
     let https = args.urls[0].to_ascii_lowercase().starts_with("https://");
     let asked = args.proto;
     let proto = match (asked, https) {
-        (Asked::Auto, _) => Proto::Auto,
-        (Asked::H1, _) => Proto::H1,
+        (Proto::Auto, _) => Proto::Auto,
+        (Proto::H1, _) => Proto::H1,
         // Offer http/1.1 too, so a server without HTTP/2 shows the fallback.
-        (Asked::H2, true) => Proto::Auto,
-        (Asked::H2 | Asked::H2c, false) => Proto::H2c,
-        (Asked::H2c, true) => return Err(super::usage("--proto h2c needs an http:// URL")),
-        (Asked::H3, true) => Proto::H3,
-        (Asked::H3, false) => return Err(super::usage("--proto h3 needs an https:// URL")),
+        (Proto::H2, true) => Proto::Auto,
+        (Proto::H2 | Proto::H2c, false) => Proto::H2c,
+        (Proto::H2c, true) => return Err(super::usage("--proto h2c needs an http:// URL")),
+        (Proto::H3, true) => Proto::H3,
+        (Proto::H3, false) => return Err(super::usage("--proto h3 needs an https:// URL")),
     };
-    if args.resume && (asked == Asked::H3 || !https) {
+    if args.resume && (asked == Proto::H3 || !https) {
         return Err(super::usage(
             "--resume needs TLS over TCP: an https:// URL and not --proto h3",
         ));
@@ -102,7 +102,7 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Asked)> {
         push: args.push,
         h1_pipeline: false,
         proto,
-        alpn_list: (asked == Asked::H2 && https).then(|| vec!["h2".into(), "http/1.1".into()]),
+        alpn_list: (asked == Proto::H2 && https).then(|| vec!["h2".into(), "http/1.1".into()]),
         tls_resume: args.resume,
         prime: args.resume,
         ..Default::default()
