@@ -173,18 +173,18 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["load", "not-a-url"], 2),
         (vec!["load", "http://[::1"], 2),
         (vec!["load", "http://127.0.0.1:99999/"], 2),
-        (vec!["load", u, "--data-file", &missing], 1),
+        (vec!["load", u, "--data-file", &missing], 2),
         (vec!["load", s, "--cacert", &pem], 1),
         (vec!["load", s, "--cacert", &missing], 1),
         (vec!["load", u, "-n", "1"], 1),
         // Endless or huge files are refused at a size cap, not read until memory runs out.
-        (vec!["load", u, "--data-file", "/dev/zero"], 1),
+        (vec!["load", u, "--data-file", "/dev/zero"], 2),
         (vec!["load", "--config", "/dev/zero"], 2),
         (vec!["load", s, "--cacert", "/dev/zero"], 1),
         (vec!["load", u, "--timeout", "-1s"], 2),
         (vec!["link", "--down-trace", "/dev/zero", "--", "true"], 2),
-        (vec!["run", "/dev/zero"], 1),
-        (vec!["merge", "/dev/zero"], 1),
+        (vec!["run", "/dev/zero"], 2),
+        (vec!["merge", "/dev/zero"], 2),
         // link (all rejected before any namespace is made)
         (vec!["link", "--delay", "abc", "--", "true"], 2),
         (vec!["link", "--delay", "-5ms", "--", "true"], 2),
@@ -200,9 +200,9 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["link", "--down-trace", &bin, "--", "true"], 2),
         (vec!["link"], 2),
         // run / compare / report
-        (vec!["run", &missing], 1),
+        (vec!["run", &missing], 2),
         (vec!["run", &g_toml], 2),
-        (vec!["run", &bin], 1),
+        (vec!["run", &bin], 2),
         (vec!["run", "--scenario", "nope"], 2),
         (vec!["run", &escape, "--dry-run"], 2),
         (vec!["run", &bad_factor, "--dry-run"], 2),
@@ -221,9 +221,9 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
         (vec!["report", &empty], 2),
         // merge
         (vec!["merge"], 2),
-        (vec!["merge", &missing], 1),
-        (vec!["merge", &g_json], 1),
-        (vec!["merge", &bin], 1),
+        (vec!["merge", &missing], 2),
+        (vec!["merge", &g_json], 2),
+        (vec!["merge", &bin], 2),
         // page (rejected before Chromium starts)
         (vec!["page", "--proto", "h2", "--runs", "0", u], 2),
         (vec!["page", "--proto", "h9", u], 2),
@@ -1137,7 +1137,7 @@ fn merge_rejects_damaged_and_foreign_results() {
         "empty.json",
         "future.json",
     ] {
-        let err = expect_failure(&["merge", &s("good.json"), &s(bad)], 1);
+        let err = expect_failure(&["merge", &s("good.json"), &s(bad)], 2);
         assert!(
             err.contains(bad),
             "{bad}: the error must name the file: {err}"
@@ -1172,11 +1172,11 @@ fn report_rejects_a_corrupt_results_line() {
         "{\"experiment\":\"robust\"\n{}\n",
     )
     .expect("records");
-    let err = expect_failure(&["report", &d], 1);
+    let err = expect_failure(&["report", &d], 2);
     assert!(err.contains("results.jsonl") && err.contains('1'), "{err}");
     // A corrupt experiment.json.
     std::fs::write(dir.path().join("experiment.json"), "{\"name\": ").expect("meta");
-    let err = expect_failure(&["report", &d], 1);
+    let err = expect_failure(&["report", &d], 2);
     assert!(err.contains("experiment.json"), "{err}");
 }
 
