@@ -123,8 +123,35 @@ pub fn set_tcp(fd: RawFd, cc: CongestionControl) -> io::Result<()> {
     }
 }
 
+/// A controller as read back from a socket, by the kernel's own name for it. What is set is a
+/// [`CongestionControl`]; what runs may be any controller the kernel has (the system default
+/// can be one hxlab cannot set), so records count what ran by this name — never echoed from
+/// a flag.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Running(String);
+
+impl Running {
+    /// The kernel's name, e.g. `cubic`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for Running {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
 /// Reads back the congestion controller a TCP socket runs (`getsockopt(TCP_CONGESTION)`).
-pub fn tcp_of(fd: RawFd) -> io::Result<String> {
+pub fn tcp_of(fd: RawFd) -> io::Result<Running> {
     let mut buf = [0u8; 16];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `buf` and updates `len`.
@@ -142,7 +169,7 @@ pub fn tcp_of(fd: RawFd) -> io::Result<String> {
     }
     let bytes = &buf[..(len as usize).min(buf.len())];
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    Ok(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    Ok(Running(String::from_utf8_lossy(&bytes[..end]).into_owned()))
 }
 
 /// TCP Fast Open read-back: true when this connection's SYN carried data that the peer

@@ -69,7 +69,7 @@ pub struct ConnectInfo {
     /// The negotiated cipher suite, e.g. "TLS13_AES_256_GCM_SHA384".
     pub cipher: Option<&'static str>,
     /// The congestion controller the socket runs, read back with getsockopt after connect.
-    pub cc: Option<String>,
+    pub cc: Option<hxlab_core::cc::Running>,
     /// The TLS handshake is still going on: the ClientHello offered a resumed session with
     /// early data, and the first request will go out as TLS 1.3 early data. `handshake`,
     /// `resumed`, `alpn` and `tls_version` are then only known once it completes, and are
