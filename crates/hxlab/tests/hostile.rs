@@ -1352,3 +1352,209 @@ fn endless_inputs_are_refused_with_exit_2() {
         assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
     }
 }
+
+/// `n` QUIC Initial datagrams, each opening a connection of its own (its own connection
+/// ID), taken from a real quinn client pointed at a socket that never answers. Replayed to
+/// the server from a socket that never reads, each one is an abandoned handshake.
+async fn captured_initials(n: usize) -> Vec<Vec<u8>> {
+    let sink = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("sink");
+    let to = sink.local_addr().expect("sink address");
+    let ep = common::h3_client_endpoint("127.0.0.1:0".parse().expect("local"));
+    let mut attempts = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut initials = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    // One attempt at a time, so the sink's receive buffer never overflows.
+    while initials.len() < n && attempts.len() < 2 * n {
+        attempts.push(ep.connect(to, "localhost").expect("connect"));
+        let Ok(Ok(len)) = tokio::time::timeout(Duration::from_secs(2), sink.recv(&mut buf)).await
+        else {
+            continue;
+        };
+        let d = &buf[..len];
+        // A long header: flags, version (4 bytes), DCID length, DCID.
+        let cid = d
+            .get(5)
+            .and_then(|&l| d.get(6..6 + usize::from(l)))
+            .filter(|_| d[0] & 0x80 != 0);
+        if let Some(cid) = cid {
+            if seen.insert(cid.to_vec()) {
+                initials.push(d.to_vec());
+            }
+        }
+    }
+    drop(attempts);
+    ep.close(quinn::VarInt::from_u32(0), b"");
+    initials
+}
+
+/// Sends `initials` to `server` from one socket that never reads what comes back, ten at a
+/// time every 5 ms (so loopback drops none); the socket is returned to keep its address.
+async fn flood(initials: &[Vec<u8>], server: std::net::SocketAddr) -> tokio::net::UdpSocket {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("flood socket");
+    for burst in initials.chunks(10) {
+        for d in burst {
+            socket.send_to(d, server).await.expect("send");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    socket
+}
+
+/// Whether a handshake was refused by the server (CONNECTION_REFUSED).
+fn refused<T>(r: &Result<T, quinn::ConnectionError>) -> bool {
+    matches!(r, Err(quinn::ConnectionError::ConnectionClosed(c))
+        if c.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED)
+}
+
+/// A flood of abandoned QUIC handshakes: 300 Initials, replayed from a socket that never
+/// answers. Half-open connections count against --quic-max-connections (64 here), so
+/// without Retry the flood fills the table for the 10 s handshake timeout and a legitimate
+/// client is refused (shown first, with the threshold out of reach). With
+/// --quic-retry-threshold 8, every Initial past the 8th gets a stateless Retry, which an
+/// abandoned handshake never answers and a real client does: it is served during the flood,
+/// and /stats counts the Retries.
+#[test]
+fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let local: std::net::SocketAddr = "127.0.0.1:0".parse().expect("local");
+    let initials = rt.block_on(captured_initials(300));
+    assert_eq!(initials.len(), 300, "captured Initials");
+    // Without Retry: the table is full of half-open connections.
+    {
+        let server = Server::start(&[
+            "--quic-retry-threshold",
+            "100000",
+            "--quic-max-connections",
+            "64",
+        ]);
+        let addr: std::net::SocketAddr = server.ready["tls"]
+            .as_str()
+            .expect("tls")
+            .parse()
+            .expect("addr");
+        let legit = rt.block_on(async {
+            let _flood = flood(&initials, addr).await;
+            common::h3_handshake(local, addr).await.map(|_| ())
+        });
+        assert!(
+            refused(&legit),
+            "no Retry: a full table refuses ({legit:?})"
+        );
+    }
+    let server = Server::start(&[
+        "--quic-retry-threshold",
+        "8",
+        "--quic-max-connections",
+        "64",
+    ]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let (flood_socket, took) = rt.block_on(async {
+        let socket = flood(&initials, addr).await;
+        let t0 = Instant::now();
+        let (_ep, conn) = common::h3_handshake(local, addr)
+            .await
+            .expect("a legitimate handshake during the flood");
+        let took = t0.elapsed();
+        conn.close(quinn::VarInt::from_u32(0), b"");
+        (socket, took)
+    });
+    eprintln!("handshake flood: a legitimate handshake (with its Retry) took {took:?}");
+    // A whole request too, while the flood's 8 half-open connections still wait for their
+    // 10 s handshake timeout.
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 during the flood: {err}");
+    let h3 = &common::serve_stats(&plain)["by_protocol"]["h3"];
+    let retries = h3["retries"].as_u64().expect("retries");
+    eprintln!("handshake flood: {retries} Retries sent");
+    // 292 flood Initials and the legitimate clients' first ones; half of that leaves
+    // room for datagrams the loopback dropped.
+    assert!(
+        retries >= 150,
+        "{retries} Retries for 300 abandoned Initials"
+    );
+    assert_eq!(h3["refused"].as_u64(), Some(0), "nothing refused");
+    drop(flood_socket);
+}
+
+/// Many HTTP/3 connections from one address: past --quic-max-per-address the next one is
+/// refused (CONNECTION_REFUSED, counted in /stats), a client from another address is
+/// served meanwhile, and a slot comes back when one of the connections closes.
+#[test]
+fn one_address_cannot_take_the_whole_http3_table() {
+    let server = Server::start(&["--quic-max-per-address", "4"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr: std::net::SocketAddr = server.ready["tls"]
+        .as_str()
+        .expect("tls")
+        .parse()
+        .expect("addr");
+    let here: std::net::SocketAddr = "127.0.0.1:0".parse().expect("local");
+    let elsewhere: std::net::SocketAddr = "127.0.0.2:0".parse().expect("local");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (answer, again) = rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(
+                common::h3_handshake(here, addr)
+                    .await
+                    .expect("within the cap"),
+            );
+        }
+        let fifth = common::h3_handshake(here, addr).await;
+        assert!(refused(&fifth), "the fifth from one address: {fifth:?}");
+        let (_ep, conn) = common::h3_handshake(elsewhere, addr)
+            .await
+            .expect("another address");
+        let mut control = conn.open_uni().await.expect("control stream");
+        control
+            .write_all(&[0x00, 0x04, 0x00])
+            .await
+            .expect("SETTINGS");
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&h3_request("/bytes/10", "localhost"))
+            .await
+            .expect("request");
+        send.finish().expect("finish");
+        let answer = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1 << 16))
+            .await
+            .expect("answered in time")
+            .expect("response");
+        let (ep, first) = held.remove(0);
+        first.close(quinn::VarInt::from_u32(0), b"");
+        ep.wait_idle().await;
+        // The server gives the slot back once it has seen the close.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let again = loop {
+            let r = common::h3_handshake(here, addr).await;
+            if r.is_ok() || Instant::now() > deadline {
+                break r.map(|_| ());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        (answer, again)
+    });
+    assert_eq!(answer.first(), Some(&0x01), "a HEADERS frame first");
+    assert!(again.is_ok(), "a slot freed by a close: {again:?}");
+    let refused = common::serve_stats(&plain)["by_protocol"]["h3"]["refused"]
+        .as_u64()
+        .expect("refused");
+    assert!(refused >= 1, "/stats counts the refused connection");
+}
