@@ -393,6 +393,111 @@ fn http3_load_notices_a_dead_server() {
     drop(server);
 }
 
+/// A server killed mid-run while every connection has `-m 3` requests in flight (each a
+/// 300 ms `/delay`, after several were answered): exactly those 4 × 3 requests count as
+/// failed, on HTTP/1.1 as on HTTP/2. HTTP/1.1 used to give them back to be sent again (as
+/// if the server had closed an idle keep-alive connection), so a dead server showed 0
+/// failed requests there, only connect errors.
+#[test]
+fn requests_in_flight_when_the_server_dies_fail_on_h1_as_on_h2() {
+    for (proto, port, counted_as) in [
+        ("h1", "plain", "h1"),
+        ("h1", "tls", "h1-tls"),
+        ("h2", "tls", "h2"),
+    ] {
+        let server = Server::start(&[]);
+        let plain = server.ready["plain"].as_str().expect("plain").to_string();
+        let scheme = if port == "tls" { "https" } else { "http" };
+        let url = format!(
+            "{scheme}://{}/delay/300",
+            server.ready[port].as_str().expect("addr")
+        );
+        let load = std::thread::spawn(move || {
+            run_with_timeout(
+                Command::new(hxlab())
+                    .args([
+                        "load", "-k", "--proto", proto, "-c", "4", "-m", "3", "-D", "30s",
+                    ])
+                    .args(["--no-progress", "--json", "-", "-q"])
+                    .arg(url),
+                Duration::from_secs(60),
+            )
+        });
+        // Killed once every connection is open and some requests were answered.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = &common::serve_stats(&plain)["by_protocol"][counted_as];
+            let open = s["open_connections"].as_u64().unwrap_or(0);
+            if (open >= 4 && s["requests"].as_u64().unwrap_or(0) >= 8) || Instant::now() > deadline
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", &server.child.id().to_string()])
+            .status();
+        let (_, out, err) = load.join().expect("load");
+        let v: serde_json::Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("{proto} over {port}: {e}: {out} {err}"));
+        eprintln!(
+            "{proto} over {port}: {} done, {} failed, errors {}",
+            v["requests_done"], v["requests_failed"], v["errors"]
+        );
+        assert!(
+            v["requests_done"].as_u64().unwrap_or(0) >= 8,
+            "{proto}: {v}"
+        );
+        assert_eq!(
+            v["requests_failed"].as_u64(),
+            Some(12),
+            "{proto} over {port}: {}",
+            v["errors"]
+        );
+        drop(server);
+    }
+}
+
+/// A kept-alive HTTP/1.1 connection the server closes while it is idle (`--idle-timeout
+/// 1s`, a request every 4 s) is noticed before the next request goes on it: that request
+/// goes on a new connection and nothing fails, although requests in flight when a
+/// connection ends now do.
+#[test]
+fn a_keep_alive_connection_closed_while_idle_fails_nothing() {
+    let server = Server::start(&["--idle-timeout", "1s"]);
+    for port in ["plain", "tls"] {
+        let scheme = if port == "tls" { "https" } else { "http" };
+        let url = format!(
+            "{scheme}://{}/bytes/10",
+            server.ready[port].as_str().expect("addr")
+        );
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args([
+                    "load", "-k", "--proto", "h1", "-c", "1", "--rate", "0.25", "-D", "9s",
+                ])
+                .args(["--no-progress", "--json", "-", "-q"])
+                .arg(url),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+        let done = v["requests_done"].as_u64().unwrap_or(0);
+        assert_eq!(
+            v["requests_failed"].as_u64(),
+            Some(0),
+            "{port}: {}",
+            v["errors"]
+        );
+        assert!(done >= 2, "{port}: {v}");
+        assert_eq!(
+            v["connections"].as_u64(),
+            Some(done),
+            "{port}: one connection per request"
+        );
+    }
+}
+
 /// SIGKILL of `hxlab link` takes everything its command started with it — the command
 /// runs in a PID namespace of its own — so no grandchild lives on in an orphaned network
 /// namespace (`sh -c 'sleep & sleep'` used to leave both sleeps behind).
