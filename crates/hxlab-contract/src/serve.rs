@@ -63,8 +63,18 @@ pub struct ServeConfig {
     pub quic_window: u64,
     /// Most QUIC connections open at once; more are refused (the client sees
     /// CONNECTION_REFUSED). With `quic_window`, it bounds HTTP/3 buffering at
-    /// `quic_max_connections × quic_window` per direction.
+    /// `quic_max_connections × quic_window` per direction. Connections still in their
+    /// handshake count too, so abandoned handshakes cannot hold more than this either.
     pub quic_max_connections: u32,
+    /// Half-open QUIC connections (handshake begun, not complete) above which a new client
+    /// must first prove its address with a Retry (one extra round trip) before the server
+    /// keeps any state for it; 0 = always. A flood of spoofed or abandoned Initials then
+    /// costs the server a stateless Retry each instead of a handshake and a table slot.
+    pub quic_retry_threshold: u32,
+    /// Most QUIC connections (open or in handshake) from one client address (an IPv4
+    /// address, an IPv6 /64); more are refused with CONNECTION_REFUSED, so one host cannot
+    /// take the whole `quic_max_connections` table.
+    pub quic_max_per_address: u32,
     /// A response that gets no flow-control window (h2, h3) for this long has its stream
     /// reset, freeing what it holds (nginx: send_timeout, 60 s).
     #[serde(with = "duration_text")]
@@ -116,6 +126,8 @@ impl Default for ServeConfig {
             early_data: true,
             quic_window: 4 << 20,
             quic_max_connections: 1024,
+            quic_retry_threshold: 64,
+            quic_max_per_address: 256,
             send_timeout: Duration::from_secs(60),
             body_timeout: Duration::from_secs(60),
             head_timeout: Duration::from_secs(30),
@@ -147,6 +159,9 @@ impl ServeConfig {
         }
         if self.quic_max_connections == 0 {
             return bad("--quic-max-connections must be at least 1");
+        }
+        if self.quic_max_per_address == 0 {
+            return bad("--quic-max-per-address must be at least 1");
         }
         if [
             self.send_timeout,
@@ -202,6 +217,7 @@ mod tests {
         for (json, want) in [
             (r#"{"max_streams": 0}"#, "--max-streams"),
             (r#"{"quic_window": 1}"#, "--quic-window"),
+            (r#"{"quic_max_per_address": 0}"#, "--quic-max-per-address"),
             (r#"{"cert": "c.pem"}"#, "--cert and --key"),
             (r#"{"threads": 0}"#, "--threads"),
             (r#"{"send_timeout": "0s"}"#, "--send-timeout"),

@@ -67,6 +67,9 @@ impl Origin {
             dir: opts.www.clone(),
             replay: opts.replay.clone(),
             cc: opts.cc,
+            // The lab's own load generator is this origin's only client, from one address,
+            // and may open as many connections as the table holds.
+            quic_max_per_address: hxlab_contract::ServeConfig::default().quic_max_connections,
             ..hxlab_contract::ServeConfig::default()
         };
         config.validate().map_err(|e| e.to_string())?;

@@ -22,14 +22,6 @@ use std::time::Instant;
 /// head).
 const READ_BUF: usize = 64 * 1024;
 
-/// A kept-alive connection the server closed between two responses (it may close idle
-/// persistent connections at any time, RFC 9112 §9.3.1): the requests on it were not
-/// answered at all and are sent again on a new connection. A connection that never answered
-/// anything is a failure instead, so a server that only drops connections ends the run.
-fn stale(answered: u64, parser: &ResponseParser) -> bool {
-    answered > 0 && parser.idle()
-}
-
 /// A request on the wire, waiting for its response.
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -173,6 +165,9 @@ impl Session for H1Session {
 impl ByteSession for H1Session {
     const READ_BUF: usize = READ_BUF;
     const LABEL: &'static str = "";
+    // An HTTP/1.1 server closes idle keep-alive connections at any time (RFC 9112 §9.3.1)
+    // and says nothing first; any byte or end of stream on an idle connection ends it.
+    const CHECK_IDLE_CLOSE: bool = true;
 
     fn output(&mut self) -> &mut Vec<u8> {
         &mut self.write
@@ -232,16 +227,15 @@ impl ByteSession for H1Session {
         result.map(|()| (used, end))
     }
 
+    /// The end of a connection with requests on it fails them, as h2 and h3 fail theirs:
+    /// they were sent, and the client cannot know whether the server acted on them (RFC
+    /// 9112 §9.3.1). A connection the server closed while it was idle is noticed before a
+    /// request goes on it (`CHECK_IDLE_CLOSE`), so a keep-alive timeout fails nothing.
     fn on_eof(&mut self, ctx: &mut ClientCtx, now: Instant) -> Outcome {
         if let Some(Step::Done { status, .. }) = self.parser.finish_at_eof() {
             self.answer(ctx, status, now);
-            return Ok(SessionEnd::Closed {
-                answered: self.answered,
-            });
         }
-        if (self.no_keepalive && self.parser.idle() && self.inflight.is_empty())
-            || stale(self.answered, &self.parser)
-        {
+        if self.parser.idle() && self.inflight.is_empty() {
             return Ok(SessionEnd::Closed {
                 answered: self.answered,
             });
@@ -250,13 +244,7 @@ impl ByteSession for H1Session {
     }
 
     fn on_read_error(&mut self, e: std::io::Error) -> Outcome {
-        let kind = ErrorKind::of_io(&e);
-        if kind == ErrorKind::Reset && stale(self.answered, &self.parser) {
-            return Ok(SessionEnd::Closed {
-                answered: self.answered,
-            });
-        }
-        Err(Fail::new(kind, io_phrase(&e)))
+        Err(Fail::new(ErrorKind::of_io(&e), io_phrase(&e)))
     }
 
     fn input_too_large(&self) -> Fail {

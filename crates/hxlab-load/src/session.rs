@@ -123,6 +123,10 @@ pub trait ByteSession: Session {
     const READ_BUF: usize;
     /// Prefix of IO error messages (`"h2: "`).
     const LABEL: &'static str;
+    /// Whether the connection is checked for a close (or anything unasked) before it takes
+    /// a request after waiting idle ([`Transport::closed_while_idle`]): HTTP/1.1, whose
+    /// server closes idle connections without a word; h2 has GOAWAY.
+    const CHECK_IDLE_CLOSE: bool = false;
     /// Bytes to write (produced since the last flush).
     fn output(&mut self) -> &mut Vec<u8>;
     /// The output was written: count it and clear it.
@@ -180,6 +184,12 @@ pub trait Transport<S: Session> {
     /// Nothing is in flight and the loop sleeps until the next request is due: a chance to
     /// release buffers the connection does not need meanwhile.
     fn idle(&mut self) {}
+    /// After such a sleep, before anything is sent: whether the peer closed the connection
+    /// (or sent something nobody asked for) meanwhile. Such a connection ends in order with
+    /// nothing sent on it, so its next requests go on a new one and fail nothing.
+    fn closed_while_idle(&mut self) -> bool {
+        false
+    }
     /// Ends the connection after `result` (best-effort goodbye) and the session.
     fn close(
         &mut self,
@@ -246,6 +256,11 @@ pub async fn drive<S: Session, T: Transport<S>>(
                 due_timer.reset(t);
                 (&mut due_timer).await;
                 now = Instant::now();
+                if io.closed_while_idle() {
+                    break Ok(SessionEnd::Closed {
+                        answered: s.answered(),
+                    });
+                }
                 continue;
             }
             break Ok(if plan_done {
@@ -448,6 +463,20 @@ impl<S: ByteSession> Transport<S> for Tcp<'_> {
         }
     }
 
+    fn closed_while_idle(&mut self) -> bool {
+        if !S::CHECK_IDLE_CLOSE {
+            return false;
+        }
+        // One poll that does not wait: anything ready (end of stream, an error, bytes) means
+        // the connection cannot take a request. The byte read, if any, is dropped with it.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut byte = [0u8; 1];
+        let mut rb = ReadBuf::new(&mut byte);
+        Pin::new(&mut *self.stream)
+            .poll_read(&mut cx, &mut rb)
+            .is_ready()
+    }
+
     async fn close(&mut self, s: &mut S, ctx: &mut ClientCtx, result: Outcome) -> SessionEnd {
         s.output().clear();
         s.goodbye(&result);
@@ -570,5 +599,27 @@ mod tests {
         ));
         let rec = ctx.rec.borrow();
         assert_eq!((rec.failed, rec.errors.timeout, budget.get()), (3, 3, 1));
+    }
+
+    #[test]
+    fn h1_requests_in_flight_when_a_used_connection_ends_fail() {
+        let (mut ctx, budget) = client(3, 10);
+        let mut s = H1Session::new(3);
+        s.start(&ctx);
+        fill(&mut ctx, &mut s, Instant::now());
+        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        assert!(feed(&mut s, &mut ctx, one, one.len()).is_none());
+        // The server dies with two requests of a kept-alive connection unanswered: they
+        // were sent, so they fail (they used to go back to the plan, as if never sent).
+        let end = s.on_eof(&mut ctx, Instant::now());
+        assert!(
+            matches!(&end, Err(f) if f.kind == ErrorKind::Reset),
+            "{end:?}"
+        );
+        s.finish(&mut ctx, end);
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(s.on_read_error(reset).is_err());
+        let rec = ctx.rec.borrow();
+        assert_eq!((rec.done, rec.failed, budget.get()), (1, 2, 7));
     }
 }

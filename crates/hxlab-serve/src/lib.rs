@@ -214,19 +214,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     };
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-    let limits = routes::Limits {
-        max_delay: cfg.max_delay,
-        max_size: cfg.max_size,
-        max_header_size: cfg.max_header_size,
-        max_page_resources: cfg.max_page_resources,
-        max_streams: cfg.max_streams,
-        drain_timeout: cfg.drain_timeout,
-        quic_max_connections: cfg.quic_max_connections,
-        send_timeout: cfg.send_timeout,
-        body_timeout: cfg.body_timeout,
-        head_timeout: cfg.head_timeout,
-        idle_timeout: cfg.idle_timeout,
-    };
+    let limits = routes::Limits::of(&cfg);
     let mut ctx = routes::Ctx::new(limits, dir, tls_addr, plain_addr, h3_addr, shutdown_rx);
     ctx.replay = replay;
     let ctx = Arc::new(ctx);

@@ -25,7 +25,12 @@ pub(crate) struct Limits {
     pub max_page_resources: u32,
     pub max_streams: u32,
     pub drain_timeout: Duration,
+    /// QUIC connections open or in handshake at once.
     pub quic_max_connections: u32,
+    /// Half-open QUIC connections above which a new client must answer a Retry first.
+    pub quic_retry_threshold: u32,
+    /// QUIC connections (open or in handshake) from one client address.
+    pub quic_max_per_address: u32,
     /// A response stream that gets no flow-control credit for this long is reset.
     pub send_timeout: Duration,
     /// A request body that stops coming for this long: 408 (h1) or a reset stream.
@@ -35,6 +40,27 @@ pub(crate) struct Limits {
     pub head_timeout: Duration,
     /// A connection with no request in flight is closed after one to two of these periods.
     pub idle_timeout: Duration,
+}
+
+impl Limits {
+    /// The limits of a server started with `cfg`.
+    pub fn of(cfg: &hxlab_contract::ServeConfig) -> Limits {
+        Limits {
+            max_delay: cfg.max_delay,
+            max_size: cfg.max_size,
+            max_header_size: cfg.max_header_size,
+            max_page_resources: cfg.max_page_resources,
+            max_streams: cfg.max_streams,
+            drain_timeout: cfg.drain_timeout,
+            quic_max_connections: cfg.quic_max_connections,
+            quic_retry_threshold: cfg.quic_retry_threshold,
+            quic_max_per_address: cfg.quic_max_per_address,
+            send_timeout: cfg.send_timeout,
+            body_timeout: cfg.body_timeout,
+            head_timeout: cfg.head_timeout,
+            idle_timeout: cfg.idle_timeout,
+        }
+    }
 }
 
 /// State shared by every connection of one server.
@@ -712,17 +738,8 @@ mod tests {
     fn ctx(dir: Option<PathBuf>) -> Ctx {
         let (_tx, rx) = tokio::sync::watch::channel(false);
         let limits = Limits {
-            max_delay: Duration::from_secs(60),
-            max_size: 1 << 40,
-            max_header_size: 65536,
-            max_page_resources: 1000,
-            max_streams: 100,
             drain_timeout: Duration::from_secs(1),
-            quic_max_connections: 1024,
-            send_timeout: Duration::from_secs(60),
-            body_timeout: Duration::from_secs(60),
-            head_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(15),
+            ..Limits::of(&hxlab_contract::ServeConfig::default())
         };
         let a: SocketAddr = "127.0.0.1:1".parse().expect("addr");
         Ctx::new(limits, dir, a, a, Some(a), rx)

@@ -28,6 +28,8 @@ struct Counters {
     open_connections: AtomicU64,
     early_data_accepted: AtomicU64,
     tfo_accepted: AtomicU64,
+    retries: AtomicU64,
+    refused: AtomicU64,
     cc: [AtomicU64; CC_NAMES.len()],
 }
 
@@ -55,6 +57,13 @@ pub struct ProtoStats {
     /// from each accepted socket (TCP_INFO).
     #[serde(default)]
     pub tfo_accepted: u64,
+    /// QUIC connection attempts answered with a Retry (asked to prove their address first,
+    /// because too many handshakes were in progress).
+    #[serde(default)]
+    pub retries: u64,
+    /// Connection attempts refused: the QUIC table full, or their address over its cap.
+    #[serde(default)]
+    pub refused: u64,
     /// Connections served so far by congestion controller ("reno": n), read back from each
     /// accepted TCP socket (getsockopt) or QUIC connection (quinn's controller).
     #[serde(default)]
@@ -138,6 +147,16 @@ impl Stats {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a connection attempt answered with a Retry.
+    pub fn retried(&self, p: Protocol) {
+        self.by[p.index()].retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection attempt refused.
+    pub fn refused(&self, p: Protocol) {
+        self.by[p.index()].refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts the congestion controller (a [`cc_slot`]) a connection of `p` runs.
     pub fn cc(&self, p: Protocol, slot: usize) {
         if let Some(c) = self.by[p.index()].cc.get(slot) {
@@ -157,6 +176,8 @@ impl Stats {
                 open_connections: c.open_connections.load(Ordering::Relaxed),
                 early_data_accepted: c.early_data_accepted.load(Ordering::Relaxed),
                 tfo_accepted: c.tfo_accepted.load(Ordering::Relaxed),
+                retries: c.retries.load(Ordering::Relaxed),
+                refused: c.refused.load(Ordering::Relaxed),
                 cc: CC_NAMES
                     .iter()
                     .zip(&c.cc)
@@ -170,6 +191,8 @@ impl Stats {
             total.open_connections += s.open_connections;
             total.early_data_accepted += s.early_data_accepted;
             total.tfo_accepted += s.tfo_accepted;
+            total.retries += s.retries;
+            total.refused += s.refused;
             hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
             by_protocol.insert(p.name().to_string(), s);
         }

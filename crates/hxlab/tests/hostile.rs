@@ -393,6 +393,117 @@ fn http3_load_notices_a_dead_server() {
     drop(server);
 }
 
+/// A server killed mid-run while every connection has `-m 3` requests in flight (each a
+/// 300 ms `/delay`, after several were answered): exactly those requests count as failed,
+/// 3 per connection, on HTTP/1.1 as on HTTP/2 (4 × 3 = 12, plus 3 for each reconnect the
+/// dying process's listener still completed in the kernel). HTTP/1.1 used to give them back
+/// to be sent again (as if the server had closed an idle keep-alive connection), so a dead
+/// server showed 0 failed requests there, only connect errors.
+#[test]
+fn requests_in_flight_when_the_server_dies_fail_on_h1_as_on_h2() {
+    for (proto, port, counted_as) in [
+        ("h1", "plain", "h1"),
+        ("h1", "tls", "h1-tls"),
+        ("h2", "tls", "h2"),
+    ] {
+        let server = Server::start(&[]);
+        let plain = server.ready["plain"].as_str().expect("plain").to_string();
+        let scheme = if port == "tls" { "https" } else { "http" };
+        let url = format!(
+            "{scheme}://{}/delay/300",
+            server.ready[port].as_str().expect("addr")
+        );
+        let load = std::thread::spawn(move || {
+            run_with_timeout(
+                Command::new(hxlab())
+                    .args([
+                        "load", "-k", "--proto", proto, "-c", "4", "-m", "3", "-D", "30s",
+                    ])
+                    .args(["--no-progress", "--json", "-", "-q"])
+                    .arg(url),
+                Duration::from_secs(60),
+            )
+        });
+        // Killed once every connection is open and some requests were answered (the /stats
+        // request's own connection counts as open on the plain port).
+        let open_wanted = if counted_as == "h1" { 5 } else { 4 };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = &common::serve_stats(&plain)["by_protocol"][counted_as];
+            let open = s["open_connections"].as_u64().unwrap_or(0);
+            if (open >= open_wanted && s["requests"].as_u64().unwrap_or(0) >= 8)
+                || Instant::now() > deadline
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = Command::new("kill")
+            .args(["-KILL", &server.child.id().to_string()])
+            .status();
+        let (_, out, err) = load.join().expect("load");
+        let v: serde_json::Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("{proto} over {port}: {e}: {out} {err}"));
+        eprintln!(
+            "{proto} over {port}: {} done, {} failed, errors {}",
+            v["requests_done"], v["requests_failed"], v["errors"]
+        );
+        assert!(
+            v["requests_done"].as_u64().unwrap_or(0) >= 4,
+            "{proto}: {v}"
+        );
+        let connections = v["connections"].as_u64().unwrap_or(0);
+        assert!(connections >= 4, "{proto} over {port}: {v}");
+        assert_eq!(
+            v["requests_failed"].as_u64(),
+            Some(3 * connections),
+            "{proto} over {port}: 3 in flight on each of {connections} connections: {}",
+            v["errors"]
+        );
+        drop(server);
+    }
+}
+
+/// A kept-alive HTTP/1.1 connection the server closes while it is idle (`--idle-timeout
+/// 1s`, a request every 4 s) is noticed before the next request goes on it: that request
+/// goes on a new connection and nothing fails, although requests in flight when a
+/// connection ends now do.
+#[test]
+fn a_keep_alive_connection_closed_while_idle_fails_nothing() {
+    let server = Server::start(&["--idle-timeout", "1s"]);
+    for port in ["plain", "tls"] {
+        let scheme = if port == "tls" { "https" } else { "http" };
+        let url = format!(
+            "{scheme}://{}/bytes/10",
+            server.ready[port].as_str().expect("addr")
+        );
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args([
+                    "load", "-k", "--proto", "h1", "-c", "1", "--rate", "0.25", "-D", "9s",
+                ])
+                .args(["--no-progress", "--json", "-", "-q"])
+                .arg(url),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("json");
+        let done = v["requests_done"].as_u64().unwrap_or(0);
+        assert_eq!(
+            v["requests_failed"].as_u64(),
+            Some(0),
+            "{port}: {}",
+            v["errors"]
+        );
+        assert!(done >= 2, "{port}: {v}");
+        assert_eq!(
+            v["connections"].as_u64(),
+            Some(done),
+            "{port}: one connection per request"
+        );
+    }
+}
+
 /// SIGKILL of `hxlab link` takes everything its command started with it — the command
 /// runs in a PID namespace of its own — so no grandchild lives on in an orphaned network
 /// namespace (`sh -c 'sleep & sleep'` used to leave both sleeps behind).
@@ -1351,4 +1462,210 @@ fn endless_inputs_are_refused_with_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
     }
+}
+
+/// `n` QUIC Initial datagrams, each opening a connection of its own (its own connection
+/// ID), taken from a real quinn client pointed at a socket that never answers. Replayed to
+/// the server from a socket that never reads, each one is an abandoned handshake.
+async fn captured_initials(n: usize) -> Vec<Vec<u8>> {
+    let sink = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("sink");
+    let to = sink.local_addr().expect("sink address");
+    let ep = common::h3_client_endpoint("127.0.0.1:0".parse().expect("local"));
+    let mut attempts = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut initials = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    // One attempt at a time, so the sink's receive buffer never overflows.
+    while initials.len() < n && attempts.len() < 2 * n {
+        attempts.push(ep.connect(to, "localhost").expect("connect"));
+        let Ok(Ok(len)) = tokio::time::timeout(Duration::from_secs(2), sink.recv(&mut buf)).await
+        else {
+            continue;
+        };
+        let d = &buf[..len];
+        // A long header: flags, version (4 bytes), DCID length, DCID.
+        let cid = d
+            .get(5)
+            .and_then(|&l| d.get(6..6 + usize::from(l)))
+            .filter(|_| d[0] & 0x80 != 0);
+        if let Some(cid) = cid {
+            if seen.insert(cid.to_vec()) {
+                initials.push(d.to_vec());
+            }
+        }
+    }
+    drop(attempts);
+    ep.close(quinn::VarInt::from_u32(0), b"");
+    initials
+}
+
+/// Sends `initials` to `server` from one socket that never reads what comes back, ten at a
+/// time every 5 ms (so loopback drops none); the socket is returned to keep its address.
+async fn flood(initials: &[Vec<u8>], server: std::net::SocketAddr) -> tokio::net::UdpSocket {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0")
+        .await
+        .expect("flood socket");
+    for burst in initials.chunks(10) {
+        for d in burst {
+            socket.send_to(d, server).await.expect("send");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    socket
+}
+
+/// Whether a handshake was refused by the server (CONNECTION_REFUSED).
+fn refused<T>(r: &Result<T, quinn::ConnectionError>) -> bool {
+    matches!(r, Err(quinn::ConnectionError::ConnectionClosed(c))
+        if c.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED)
+}
+
+/// A flood of abandoned QUIC handshakes: 300 Initials, replayed from a socket that never
+/// answers. Half-open connections count against --quic-max-connections (64 here), so
+/// without Retry the flood fills the table for the 10 s handshake timeout and a legitimate
+/// client is refused (shown first, with the threshold out of reach). With
+/// --quic-retry-threshold 8, every Initial past the 8th gets a stateless Retry, which an
+/// abandoned handshake never answers and a real client does: it is served during the flood,
+/// and /stats counts the Retries.
+#[test]
+fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let local: std::net::SocketAddr = "127.0.0.1:0".parse().expect("local");
+    let initials = rt.block_on(captured_initials(300));
+    assert_eq!(initials.len(), 300, "captured Initials");
+    // Without Retry: the table is full of half-open connections.
+    {
+        let server = Server::start(&[
+            "--quic-retry-threshold",
+            "100000",
+            "--quic-max-connections",
+            "64",
+        ]);
+        let addr: std::net::SocketAddr = server.ready["tls"]
+            .as_str()
+            .expect("tls")
+            .parse()
+            .expect("addr");
+        let legit = rt.block_on(async {
+            let _flood = flood(&initials, addr).await;
+            common::h3_handshake(local, addr).await.map(|_| ())
+        });
+        assert!(
+            refused(&legit),
+            "no Retry: a full table refuses ({legit:?})"
+        );
+    }
+    let server = Server::start(&[
+        "--quic-retry-threshold",
+        "8",
+        "--quic-max-connections",
+        "64",
+    ]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let (flood_socket, took) = rt.block_on(async {
+        let socket = flood(&initials, addr).await;
+        let t0 = Instant::now();
+        let (_ep, conn) = common::h3_handshake(local, addr)
+            .await
+            .expect("a legitimate handshake during the flood");
+        let took = t0.elapsed();
+        conn.close(quinn::VarInt::from_u32(0), b"");
+        (socket, took)
+    });
+    eprintln!("handshake flood: a legitimate handshake (with its Retry) took {took:?}");
+    // A whole request too, while the flood's 8 half-open connections still wait for their
+    // 10 s handshake timeout.
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "h3 during the flood: {err}");
+    let h3 = &common::serve_stats(&plain)["by_protocol"]["h3"];
+    let retries = h3["retries"].as_u64().expect("retries");
+    eprintln!("handshake flood: {retries} Retries sent");
+    // 292 flood Initials and the legitimate clients' first ones; half of that leaves
+    // room for datagrams the loopback dropped.
+    assert!(
+        retries >= 150,
+        "{retries} Retries for 300 abandoned Initials"
+    );
+    assert_eq!(h3["refused"].as_u64(), Some(0), "nothing refused");
+    drop(flood_socket);
+}
+
+/// Many HTTP/3 connections from one address: past --quic-max-per-address the next one is
+/// refused (CONNECTION_REFUSED, counted in /stats), a client from another address is
+/// served meanwhile, and a slot comes back when one of the connections closes.
+#[test]
+fn one_address_cannot_take_the_whole_http3_table() {
+    let server = Server::start(&["--quic-max-per-address", "4"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr: std::net::SocketAddr = server.ready["tls"]
+        .as_str()
+        .expect("tls")
+        .parse()
+        .expect("addr");
+    let here: std::net::SocketAddr = "127.0.0.1:0".parse().expect("local");
+    let elsewhere: std::net::SocketAddr = "127.0.0.2:0".parse().expect("local");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (answer, again) = rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(
+                common::h3_handshake(here, addr)
+                    .await
+                    .expect("within the cap"),
+            );
+        }
+        let fifth = common::h3_handshake(here, addr).await;
+        assert!(refused(&fifth), "the fifth from one address: {fifth:?}");
+        let (_ep, conn) = common::h3_handshake(elsewhere, addr)
+            .await
+            .expect("another address");
+        let mut control = conn.open_uni().await.expect("control stream");
+        control
+            .write_all(&[0x00, 0x04, 0x00])
+            .await
+            .expect("SETTINGS");
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&h3_request("/bytes/10", "localhost"))
+            .await
+            .expect("request");
+        send.finish().expect("finish");
+        let answer = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1 << 16))
+            .await
+            .expect("answered in time")
+            .expect("response");
+        let (ep, first) = held.remove(0);
+        first.close(quinn::VarInt::from_u32(0), b"");
+        ep.wait_idle().await;
+        // The server gives the slot back once it has seen the close.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let again = loop {
+            let r = common::h3_handshake(here, addr).await;
+            if r.is_ok() || Instant::now() > deadline {
+                break r.map(|_| ());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        (answer, again)
+    });
+    assert_eq!(answer.first(), Some(&0x01), "a HEADERS frame first");
+    assert!(again.is_ok(), "a slot freed by a close: {again:?}");
+    let refused = common::serve_stats(&plain)["by_protocol"]["h3"]["refused"]
+        .as_u64()
+        .expect("refused");
+    assert!(refused >= 1, "/stats counts the refused connection");
 }

@@ -464,6 +464,10 @@ fn coordinated_omission_is_corrected() {
     );
 }
 
+/// A server that closes each connection silently after 7 responses, with pipelined
+/// requests still on it: the client reopens and goes on, and the requests the close caught
+/// in flight (sent, never answered: at most the pipeline depth per connection) count as
+/// failed, as on h2 and h3, rather than being sent again.
 #[test]
 fn keepalive_connections_closed_by_the_server_are_reopened() {
     let server = TinyServer::start_with(0, u64::MAX, 7);
@@ -471,10 +475,16 @@ fn keepalive_connections_closed_by_the_server_are_reopened() {
     let (code, v, err) = load(&["-n", "100", "-c", "2", "-m", "3", &url]);
     assert_eq!(code, 0, "{err}");
     let v = v.expect("json");
-    assert_eq!(u(&v, &["requests_done"]), 100, "{v}");
-    assert_eq!(u(&v, &["requests_failed"]), 0, "{v}");
+    let (done, failed) = (u(&v, &["requests_done"]), u(&v, &["requests_failed"]));
+    let connections = u(&v, &["connections"]);
+    assert_eq!(done + failed, 100, "every request ends once: {v}");
     assert_eq!(u(&v, &["requests_started"]), 100);
-    assert!(u(&v, &["connections"]) >= 14, "{}", v["connections"]);
+    assert_eq!(u(&v, &["errors", "reset"]), failed, "{v}");
+    assert!(
+        failed <= 3 * connections,
+        "{failed} failed on {connections} connections"
+    );
+    assert!(connections >= 100 / 10, "{}", v["connections"]);
 }
 
 #[test]

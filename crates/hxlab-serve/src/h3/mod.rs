@@ -8,8 +8,9 @@
 //! its stream in place (`request.rs`), decodes the head with one reused scratch buffer
 //! (`head.rs`) and writes HEADERS, DATA and FIN in one go when the body is in memory.
 //!
-//! Pieces: this module accepts connections (0-RTT, limits, the congestion controller read
-//! back) and runs each one ([`serve_h3`]: control stream with SETTINGS, GOAWAY on shutdown);
+//! Pieces: `admit.rs` decides who gets a handshake (Retry under a handshake flood, a cap per
+//! address and on the table); this module accepts connections (0-RTT, the congestion
+//! controller read back) and runs each one ([`serve_h3`]: control stream with SETTINGS, GOAWAY on shutdown);
 //! `control.rs` reads the client's unidirectional streams (its control stream: SETTINGS
 //! first, at most one; QPACK streams read and discarded; push streams refused; unknown
 //! types stopped). Every request stream is read to its end before it is answered (dropping
@@ -17,6 +18,7 @@
 //! request). Errors follow RFC 9114 §8: frame-level violations close the connection with
 //! their code, malformed requests reset the stream with H3_MESSAGE_ERROR.
 
+mod admit;
 mod control;
 mod head;
 pub mod peer;
@@ -39,17 +41,19 @@ pub(crate) fn spawn_accept(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut shutdown = ctx.shutdown.clone();
+        let admission = Arc::new(admit::Admission::default());
         loop {
             tokio::select! {
                 incoming = endpoint.accept() => match incoming {
                     Some(incoming) => {
-                        if ctx.stats.open(Protocol::H3) >= u64::from(ctx.limits.quic_max_connections) {
-                            // Over the limit: CONNECTION_REFUSED, nothing kept.
-                            incoming.refuse();
+                        let open = ctx.stats.open(Protocol::H3);
+                        let Some((incoming, admitted)) =
+                            admission.admit(incoming, open, &ctx.limits, &ctx.stats)
+                        else {
                             continue;
-                        }
+                        };
                         let ctx2 = ctx.clone();
-                        ctx.tracker.spawn(serve_connection(incoming, ctx2));
+                        ctx.tracker.spawn(serve_connection(incoming, admitted, ctx2));
                     }
                     None => break,
                 },
@@ -59,7 +63,7 @@ pub(crate) fn spawn_accept(
     })
 }
 
-async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<Ctx>) {
+async fn serve_connection(incoming: quinn::Incoming, mut admitted: admit::Admitted, ctx: Arc<Ctx>) {
     let Ok(connecting) = incoming.accept() else {
         return;
     };
@@ -86,7 +90,9 @@ async fn serve_connection(incoming: quinn::Incoming, ctx: Arc<Ctx>) {
             _ => return,
         },
     };
+    // Counted open before it stops counting as half-open, so the table is never undercounted.
     let _guard = ctx.stats.connection(Protocol::H3);
+    admitted.handshake_done();
     ctx.stats.cc(
         Protocol::H3,
         crate::stats::cc_slot(hxlab_core::cc::quic::of(&conn)),

@@ -22,7 +22,8 @@ pub struct Options {
     /// contract the lab hands its servers (docs/serve.md); no other flag may be given.
     #[arg(long, value_name = "FILE|-", conflicts_with_all = [
         "bind", "tls_port", "plain_port", "no_h3", "cert", "key", "cert_out", "ready_file",
-        "dir", "max_streams", "quic_window", "quic_max_connections", "send_timeout",
+        "dir", "max_streams", "quic_window", "quic_max_connections", "quic_retry_threshold",
+        "quic_max_per_address", "send_timeout",
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
         "max_header_size",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay",
@@ -67,6 +68,15 @@ pub struct Options {
     /// this × --quic-window per direction.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub quic_max_connections: u32,
+    /// Above this many HTTP/3 handshakes in progress, a new client must first prove its
+    /// address with a QUIC Retry (one extra round trip); 0 = always.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub quic_retry_threshold: u32,
+    /// Most HTTP/3 connections (open or in handshake) from one client address (IPv4
+    /// address, IPv6 /64); more are refused. Raise it for a load generator on one host with
+    /// more connections than this.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub quic_max_per_address: u32,
     /// Reset an HTTP/2 or HTTP/3 response stream that gets no flow-control window for this
     /// long (nginx's send_timeout).
     #[arg(long, default_value = "60s", value_name = "DUR")]
@@ -174,6 +184,8 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         send_timeout: duration("--send-timeout", &args.send_timeout)?,
         body_timeout: duration("--body-timeout", &args.body_timeout)?,
         quic_max_connections: args.quic_max_connections,
+        quic_retry_threshold: args.quic_retry_threshold,
+        quic_max_per_address: args.quic_max_per_address,
         ready_file: args.ready_file.clone(),
         head_timeout: duration("--head-timeout", &args.head_timeout)?,
         idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,

@@ -267,20 +267,7 @@ pub mod tempfile_dir {
 pub async fn h3_connect(
     addr: std::net::SocketAddr,
 ) -> (quinn::Endpoint, quinn::Connection, quinn::SendStream) {
-    let cfg = hxlab_load::LoadConfig {
-        urls: vec![format!("https://{addr}/")],
-        insecure: true,
-        proto: hxlab_load::Proto::H3,
-        ..Default::default()
-    };
-    let (client, _) = hxlab_load::tls::quic_config(&cfg)
-        .expect("quic config")
-        .for_connection();
-    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
-    ep.set_default_client_config(client);
-    let conn = ep
-        .connect(addr, "localhost")
-        .expect("connect")
+    let (ep, conn) = h3_handshake("127.0.0.1:0".parse().expect("local"), addr)
         .await
         .expect("handshake");
     let mut control = conn.open_uni().await.expect("control stream");
@@ -289,4 +276,31 @@ pub async fn h3_connect(
         .await
         .expect("SETTINGS");
     (ep, conn, control)
+}
+
+/// A QUIC handshake (ALPN h3, any certificate) from `local` to `addr`: the connection, or
+/// why the server would not have it.
+pub async fn h3_handshake(
+    local: std::net::SocketAddr,
+    addr: std::net::SocketAddr,
+) -> Result<(quinn::Endpoint, quinn::Connection), quinn::ConnectionError> {
+    let ep = h3_client_endpoint(local);
+    let conn = ep.connect(addr, "localhost").expect("connect").await?;
+    Ok((ep, conn))
+}
+
+/// A quinn client endpoint on `local` set up as hxlab load's h3 client (any certificate).
+pub fn h3_client_endpoint(local: std::net::SocketAddr) -> quinn::Endpoint {
+    let cfg = hxlab_load::LoadConfig {
+        urls: vec!["https://localhost/".to_string()],
+        insecure: true,
+        proto: hxlab_load::Proto::H3,
+        ..Default::default()
+    };
+    let (client, _) = hxlab_load::tls::quic_config(&cfg)
+        .expect("quic config")
+        .for_connection();
+    let mut ep = quinn::Endpoint::client(local).expect("endpoint");
+    ep.set_default_client_config(client);
+    ep
 }
