@@ -148,8 +148,8 @@ impl PeerProcess {
     }
 
     /// Polls `ready` every 20 ms for at most `limit` and returns what it found; panics, with
-    /// the peer's stderr, if the peer exits first or the time runs out (`what` completes
-    /// "… not ready: {what}").
+    /// the peer's stderr, if the peer exits first or the time runs out. `what` names the state
+    /// awaited, for the message ("accepting on port 8080", "ready (--ready-file)").
     pub fn wait_until<T>(
         &mut self,
         what: &str,
