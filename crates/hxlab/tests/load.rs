@@ -5,7 +5,7 @@
 mod common;
 
 use common::{
-    free_port, hxlab, make_cert, require_peer, run_with_timeout, serve_stats,
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, serve_stats, start_nghttpd,
     tempfile_dir::TempDir, PeerProcess, Serving, ThreadServer,
 };
 use serde_json::Value;
@@ -83,20 +83,16 @@ struct Nghttpd {
 
 impl Nghttpd {
     fn start(tls: bool) -> Option<Nghttpd> {
-        let bin = require_peer("nghttpd")?;
         let dir = TempDir::new("hxlab-load-nghttpd");
         std::fs::write(dir.path().join("obj"), vec![b'z'; OBJECT]).unwrap();
-        let port = free_port();
-        let mut cmd = Command::new(bin);
-        cmd.arg("-d").arg(dir.path());
-        if tls {
-            let (cert, key) = make_cert(dir.path())?;
-            cmd.arg(port.to_string()).arg(key).arg(cert);
+        let tls = if tls {
+            Some(make_cert(dir.path())?)
         } else {
-            cmd.arg("--no-tls").arg(port.to_string());
-        }
+            None
+        };
+        let (process, port) = start_nghttpd(dir.path(), tls, &[])?;
         Some(Nghttpd {
-            _process: PeerProcess::start(cmd.stdout(Stdio::null()), &[port]),
+            _process: process,
             _dir: dir,
             port,
         })
@@ -998,25 +994,18 @@ fn push_against_hxlab_serve_counts_pushed_streams() {
 
 #[test]
 fn push_against_nghttpd() {
-    let Some(bin) = require_peer("nghttpd") else {
-        return;
-    };
     let dir = TempDir::new("hxlab-load-nghttpd-push");
     let page: &[u8] = b"<html>pushed page</html>\n";
     std::fs::write(dir.path().join("index.html"), page).unwrap();
     std::fs::write(dir.path().join("a"), vec![b'a'; 5_000]).unwrap();
     std::fs::write(dir.path().join("b"), vec![b'b'; 70_000]).unwrap();
-    let port = free_port();
+    let Some((process, port)) =
+        start_nghttpd(dir.path(), None, &["-p/index.html=/a,/b", "-b", "7"])
+    else {
+        return;
+    };
     let server = Nghttpd {
-        _process: PeerProcess::start(
-            Command::new(bin)
-                .arg("-d")
-                .arg(dir.path())
-                .args(["-p/index.html=/a,/b", "-b", "7", "--no-tls"])
-                .arg(port.to_string())
-                .stdout(Stdio::null()),
-            &[port],
-        ),
+        _process: process,
         _dir: dir,
         port,
     };

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{
-    free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir, PeerProcess,
+    hxlab, make_cert, require_peer, run_with_timeout, start_nghttpd, tempfile_dir::TempDir,
+    PeerProcess,
 };
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -459,17 +460,10 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
     let www = static_site(tmp.path());
 
     // nghttpd speaks h2 only: asked for h2, every resource must be h2.
-    let port = free_port();
-    let _nghttpd = PeerProcess::start(
-        Command::new("nghttpd")
-            .arg("-d")
-            .arg(&www)
-            .arg(port.to_string())
-            .arg(tmp.path().join("key.pem"))
-            .arg(tmp.path().join("cert.pem"))
-            .stdout(Stdio::null()),
-        &[port],
-    );
+    let tls = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
+    let Some((_nghttpd, port)) = start_nghttpd(&www, Some(tls), &[]) else {
+        return;
+    };
     let url = format!("https://127.0.0.1:{port}/index.html");
     let (code, json, err) = page(
         tmp.path(),

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir,
-    PeerProcess, Server,
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, start_nghttpd,
+    tempfile_dir::TempDir, PeerProcess, Server,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -42,21 +42,16 @@ impl Peer {
 
     /// nghttpd over TLS (pushing /style.css with /) or with --no-tls (h2c).
     fn nghttpd(tls: bool) -> Option<Peer> {
-        let bin = require_peer("nghttpd")?;
         let dir = TempDir::new("hxlab-trace-nghttpd");
         let root = make_docroot(dir.path());
-        let port = free_port();
-        let mut cmd = Command::new(bin);
-        cmd.arg("-d").arg(&root).arg("--push=/=/style.css");
-        if tls {
-            let (cert, key) = make_cert(dir.path())?;
-            cmd.arg(port.to_string()).arg(key).arg(cert);
+        let tls = if tls {
+            Some(make_cert(dir.path())?)
         } else {
-            cmd.arg("--no-tls").arg(port.to_string());
-        }
+            None
+        };
+        let (process, port) = start_nghttpd(&root, tls, &["--push=/=/style.css"])?;
         Some(Peer {
-            _process: PeerProcess::start(cmd.stdout(Stdio::null()), &[port])
-                .with_grace(Duration::from_secs(5)),
+            _process: process.with_grace(Duration::from_secs(5)),
             port,
             plain_port: 0,
             dir,

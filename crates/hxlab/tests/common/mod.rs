@@ -219,6 +219,25 @@ impl Drop for PeerProcess {
     }
 }
 
+/// nghttpd serving `root` on a free port, over TLS with `tls` (certificate, key) or in
+/// cleartext (h2c) without, `extra` options (push rules, ...) before the port. None (the
+/// skip rule) when nghttpd is missing.
+pub fn start_nghttpd(
+    root: &Path,
+    tls: Option<(PathBuf, PathBuf)>,
+    extra: &[&str],
+) -> Option<(PeerProcess, u16)> {
+    let bin = require_peer("nghttpd")?;
+    let port = free_port();
+    let mut cmd = Command::new(bin);
+    cmd.arg("-d").arg(root).args(extra);
+    match tls {
+        Some((cert, key)) => cmd.arg(port.to_string()).arg(key).arg(cert),
+        None => cmd.arg("--no-tls").arg(port.to_string()),
+    };
+    Some((PeerProcess::start(cmd.stdout(Stdio::null()), &[port]), port))
+}
+
 /// Whether a [`ThreadServer`] still serves: its connection handlers poll it and may stop it.
 #[derive(Clone)]
 pub struct Serving {
