@@ -11,7 +11,7 @@ use hxlab_wire::h2::flag::{
 };
 use hxlab_wire::h2::FrameHead;
 pub use hxlab_wire::h2::{code_name as error_code_name, frame_type_name, setting_name, PREFACE};
-use hxlab_wire::hpack::ListDecoder;
+use hxlab_wire::hpack::Decoder;
 
 /// The largest HPACK table size either side's decoder follows (a sender announcing more is a
 /// decoding error, shown as such).
@@ -32,7 +32,7 @@ pub struct H2Wire {
     buf: Vec<u8>,
     /// DATA payload bytes still to pass over without buffering them.
     skip: usize,
-    hpack: ListDecoder,
+    hpack: Decoder,
     pending: Option<PendingBlock>,
     /// Set when the bytes stopped looking like HTTP/2; nothing more is parsed.
     broken: bool,
@@ -50,7 +50,7 @@ impl H2Wire {
             preface_left: if dir == Dir::Send { PREFACE.len() } else { 0 },
             buf: Vec::new(),
             skip: 0,
-            hpack: ListDecoder::new(MAX_TABLE),
+            hpack: Decoder::new(MAX_TABLE),
             pending: None,
             broken: false,
             frames: 0,
@@ -283,23 +283,19 @@ impl H2Wire {
         let Some(block) = self.pending.take() else {
             return e;
         };
-        let result = self.hpack.decode(&block.fragment).map(|fields| {
-            fields
-                .into_iter()
-                .map(|f| {
-                    (
-                        String::from_utf8_lossy(&f.name).into_owned(),
-                        String::from_utf8_lossy(&f.value).into_owned(),
-                    )
-                })
-                .collect::<Vec<_>>()
+        let mut headers = Vec::new();
+        let result = self.hpack.decode_fields(&block.fragment, |f| {
+            headers.push((
+                String::from_utf8_lossy(f.name).into_owned(),
+                String::from_utf8_lossy(f.value).into_owned(),
+            ))
         });
         e = e.field("header_block_size", block.fragment.len());
         if let Some(p) = block.promised {
             e = e.field("promised_stream_id", p);
         }
         match result {
-            Ok(headers) => {
+            Ok(()) => {
                 e = e.detail(format!(
                     "; header block {} bytes (HPACK), {} fields",
                     block.fragment.len(),

@@ -73,9 +73,10 @@ enum Conn {
         paths: VecDeque<String>,
         current: Option<Pending>,
     },
+    // Boxed: two HPACK decoders (tables, memos) would make every other variant as large.
     H2 {
-        send: H2Wire,
-        recv: H2Wire,
+        send: Box<H2Wire>,
+        recv: Box<H2Wire>,
         streams: BTreeMap<u64, Pending>,
     },
     H3 {
@@ -208,8 +209,8 @@ impl TraceTap {
     ) {
         self.conn = if h2 {
             Conn::H2 {
-                send: H2Wire::new(Dir::Send),
-                recv: H2Wire::new(Dir::Recv),
+                send: Box::new(H2Wire::new(Dir::Send)),
+                recv: Box::new(H2Wire::new(Dir::Recv)),
                 streams: BTreeMap::new(),
             }
         } else {

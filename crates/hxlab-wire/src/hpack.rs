@@ -1,12 +1,10 @@
-//! A small HPACK (RFC 7541) codec for the load generator's HTTP/2 client.
+//! A small HPACK (RFC 7541) codec: the load generator's HTTP/2 client encodes requests and
+//! decodes responses with it, and the frame view decodes what that client sent and received.
 //!
-//! The decoder keeps the dynamic table in sync with the server but materialises only what the
-//! recorder needs: the `:status` code and the decoded size of the header list (name + value
-//! length of every field, as h2load counts it). Table entries hold lengths, not strings, so
-//! decoding a response allocates nothing; Huffman strings are decoded only to learn their
-//! length (and, for `:status` and its name, their first bytes).
-//!
-//! [`ListDecoder`] keeps whole fields instead, for showing header lists.
+//! There is one decoder, [`Decoder`]: one representation parser and one dynamic table, with
+//! [`Decoder::decode_fields`] handing every field to a callback (the frame view's header
+//! lists) and [`Decoder::decode`] keeping only the `:status` code and the decoded size of the
+//! header list (the recorder's, on the load client's hot path). Neither allocates once warm.
 //!
 //! The encoder produces request header blocks: the first occurrence of a field is sent as a
 //! literal with incremental indexing, later ones as one-byte indexed fields, so a repeated
@@ -15,8 +13,8 @@
 use crate::prefix::write as write_int;
 use thiserror::Error;
 
-mod list;
-pub use list::{Field, ListDecoder};
+mod decoder;
+pub use decoder::{BlockInfo, Decoder, Field};
 
 /// A malformed header block (a connection error of type COMPRESSION_ERROR).
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
@@ -260,62 +258,10 @@ pub const STATIC_TABLE: [(&str, &str); 61] = [
 /// Per-entry overhead counted in table sizes (RFC 7541 §4.1).
 const ENTRY_OVERHEAD: usize = 32;
 
-/// What the decoder keeps of a dynamic table entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EntryInfo {
-    /// Decoded name length.
-    pub name_len: u32,
-    /// Decoded value length.
-    pub value_len: u32,
-    /// The name is `:status`.
-    pub is_status: bool,
-    /// For `:status` entries, the value when it is three digits (else 0).
-    pub status: u16,
-}
-
-impl EntryInfo {
-    fn size(&self) -> usize {
-        self.name_len as usize + self.value_len as usize + ENTRY_OVERHEAD
-    }
-}
-
-/// What a decoded header block says, as far as the recorder cares.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BlockInfo {
-    /// The `:status` value, if the block had a valid one.
-    pub status: Option<u16>,
-    /// Sum of name and value lengths of every field (h2load's uncompressed size).
-    pub uncompressed: u64,
-    /// Number of fields.
-    pub fields: u32,
-}
-
-/// The response side of HPACK: a dynamic table of lengths.
-#[derive(Debug)]
-pub struct Decoder {
-    /// Newest entry at the back.
-    table: std::collections::VecDeque<EntryInfo>,
-    size: usize,
-    /// Current maximum (changed by size updates from the peer).
-    max: usize,
-    /// The limit we advertised (SETTINGS_HEADER_TABLE_SIZE); updates may not exceed it.
-    limit: usize,
-    memo: HuffMemo,
-    /// The last self-contained block — no size update, and every dynamic-table reference
-    /// names an entry inserted earlier in the same block — with what it said and the entries
-    /// it inserted. Such a block means the same whatever the table held before, and its
-    /// effect on the table is replaying its insertions. nginx sends exactly such a block for
-    /// every response of a resource (it inserts each field again and refers only to what it
-    /// just inserted), so a repeat costs a compare and a few insertions, not a decode.
-    last_block: Vec<u8>,
-    last_info: Option<BlockInfo>,
-    last_inserts: Vec<EntryInfo>,
-}
-
 /// Reads an HPACK integer with an `n`-bit prefix at `buf[*pos]` (see [`crate::prefix`]), as
 /// a length or an index.
 #[inline]
-fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
+pub(crate) fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
     match crate::prefix::read(buf, pos, n) {
         Ok(v) => usize::try_from(v).map_err(|_| HpackError("integer too large")),
         Err(crate::prefix::PrefixError::Truncated) => Err(HpackError("truncated integer")),
@@ -323,297 +269,122 @@ fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
     }
 }
 
-/// Reads a dynamic table size update (RFC 7541 §6.3) at `buf[*pos]`; an update above the
-/// `limit` the decoder advertised is an error.
-fn read_size_update(buf: &[u8], pos: &mut usize, limit: usize) -> Result<usize, HpackError> {
-    let m = read_int(buf, pos, 5)?;
-    if m > limit {
-        return Err(HpackError("table size update above the advertised limit"));
-    }
-    Ok(m)
+/// Where a decoded string lives while its field line is handed over: static, a slice of the
+/// header block (a plain literal), or a range of the decoder's scratch buffer (a Huffman
+/// literal, or a name copied out of a dynamic table).
+#[derive(Clone, Copy)]
+pub(crate) enum Loc {
+    Static(&'static str),
+    Block(usize, usize),
+    Scratch(usize, usize),
 }
 
-/// A decoded string: its length and its first bytes (enough to recognise `:status` and read
-/// a status code).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Str {
-    pub(crate) len: usize,
-    pub(crate) head: [u8; 8],
-}
-
-impl Str {
-    pub(crate) fn head(&self) -> &[u8] {
-        &self.head[..self.len.min(8)]
-    }
-
-    /// A string sent as is (no Huffman coding).
-    pub(crate) fn literal(raw: &[u8]) -> Str {
-        let mut s = Str {
-            len: raw.len(),
-            head: [0; 8],
-        };
-        let n = raw.len().min(8);
-        s.head[..n].copy_from_slice(&raw[..n]);
-        s
+impl Loc {
+    /// The bytes, given the block and the scratch buffer the location refers to.
+    pub(crate) fn get<'a>(self, block: &'a [u8], scratch: &'a [u8]) -> &'a [u8] {
+        match self {
+            Loc::Static(s) => s.as_bytes(),
+            Loc::Block(a, b) => &block[a..b],
+            Loc::Scratch(a, b) => &scratch[a..b],
+        }
     }
 }
 
-/// Decoded Huffman strings memoised by their exact encoded bytes. Servers that do not index
-/// their response fields (nginx) send the same Huffman literals (server, date, type, etag,
-/// ...) in every response; a hit costs a length check and a short compare instead of a
-/// decode. Fully associative (a direct-mapped memo let two of nginx's seven strings evict
-/// each other on every response), replaced round-robin, so a set of up to MEMO_SLOTS
-/// strings that repeats stays memoised whatever their bytes.
+/// Reads a string literal at `block[*pos]` whose Huffman flag is `hbit` and whose length has
+/// an `n`-bit prefix (HPACK: 0x80 and 7; QPACK also uses others). A plain literal stays in
+/// the block; a Huffman one is decoded (through `memo`) onto the end of `scratch`.
+pub(crate) fn read_string(
+    block: &[u8],
+    pos: &mut usize,
+    (hbit, n): (u8, u32),
+    scratch: &mut Vec<u8>,
+    memo: &mut HuffMemo,
+) -> Result<Loc, HpackError> {
+    let huff = block.get(*pos).ok_or(HpackError("truncated string"))? & hbit != 0;
+    let len = read_int(block, pos, n)?;
+    let end = pos
+        .checked_add(len)
+        .filter(|e| *e <= block.len())
+        .ok_or(HpackError("truncated string"))?;
+    let start = std::mem::replace(pos, end);
+    if !huff {
+        return Ok(Loc::Block(start, end));
+    }
+    let at = scratch.len();
+    memo.decode(&block[start..end], scratch)?;
+    Ok(Loc::Scratch(at, scratch.len()))
+}
+
+/// A `:status` value when it is three digits.
+pub(crate) fn status_of(value: &[u8]) -> Option<u16> {
+    match value {
+        [a, b, c] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
+    }
+}
+
+/// Decoded Huffman strings memoised by their exact encoded bytes, shared by the HPACK and
+/// QPACK decoders. Servers send the same Huffman literals (server, date, type, etag, ...) in
+/// every response; a hit costs a length check, a short compare and a copy instead of a
+/// bit-by-bit decode. Fully associative (a direct-mapped memo let two of nginx's seven
+/// strings evict each other on every response), replaced round-robin, so a set of up to
+/// MEMO_SLOTS strings that repeats stays memoised whatever their bytes. Slots keep their
+/// buffers, so a warm memo allocates nothing.
 #[derive(Debug)]
 pub(crate) struct HuffMemo {
     /// Encoded lengths of the slots (0: empty), scanned first.
     lens: [u16; MEMO_SLOTS],
     keys: Vec<Vec<u8>>,
-    vals: [Str; MEMO_SLOTS],
+    vals: Vec<Vec<u8>>,
     next: usize,
 }
 
-/// The longest header block the decoder memoises whole.
-const MEMO_BLOCK_MAX: usize = 1024;
-
-/// Memo slots and the encoded length range memoised.
+/// Memo slots and the encoded length range memoised (shorter strings decode faster than a
+/// lookup; longer ones rarely repeat).
 const MEMO_SLOTS: usize = 16;
 const MEMO_MIN: usize = 4;
 const MEMO_MAX: usize = 128;
 
-impl HuffMemo {
-    pub(crate) fn new() -> HuffMemo {
+impl Default for HuffMemo {
+    fn default() -> Self {
         HuffMemo {
             lens: [0; MEMO_SLOTS],
-            keys: (0..MEMO_SLOTS).map(|_| Vec::new()).collect(),
-            vals: [Str {
-                len: 0,
-                head: [0; 8],
-            }; MEMO_SLOTS],
+            keys: vec![Vec::new(); MEMO_SLOTS],
+            vals: vec![Vec::new(); MEMO_SLOTS],
             next: 0,
         }
     }
+}
 
-    /// Decodes a Huffman string (length and first bytes), from the memo when it is there.
+impl HuffMemo {
+    /// Appends the decoding of the Huffman string `raw` to `out`, from the memo when it is
+    /// there.
     #[inline]
-    pub(crate) fn decode(&mut self, raw: &[u8]) -> Result<Str, HpackError> {
+    pub(crate) fn decode(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
         let cacheable = (MEMO_MIN..=MEMO_MAX).contains(&raw.len());
         if cacheable {
             let l = raw.len() as u16;
             for k in 0..MEMO_SLOTS {
                 if self.lens[k] == l && self.keys[k] == raw {
-                    return Ok(self.vals[k]);
+                    out.extend_from_slice(&self.vals[k]);
+                    return Ok(());
                 }
             }
         }
-        let mut s = Str {
-            len: 0,
-            head: [0; 8],
-        };
-        let mut n = 0usize;
-        s.len = huffman_decode(raw, |b| {
-            if n < 8 {
-                s.head[n] = b;
-            }
-            n += 1;
-        })?;
+        let start = out.len();
+        huffman_decode(raw, |b| out.push(b))?;
         if cacheable {
             let k = self.next;
             self.next = (k + 1) % MEMO_SLOTS;
             self.lens[k] = raw.len() as u16;
             self.keys[k].clear();
             self.keys[k].extend_from_slice(raw);
-            self.vals[k] = s;
+            self.vals[k].clear();
+            self.vals[k].extend_from_slice(&out[start..]);
         }
-        Ok(s)
-    }
-}
-
-#[inline]
-fn read_str(memo: &mut HuffMemo, buf: &[u8], pos: &mut usize) -> Result<Str, HpackError> {
-    let huff = buf.get(*pos).ok_or(HpackError("truncated string"))? & 0x80 != 0;
-    let len = read_int(buf, pos, 7)?;
-    let end = pos
-        .checked_add(len)
-        .filter(|e| *e <= buf.len())
-        .ok_or(HpackError("truncated string"))?;
-    let raw = &buf[*pos..end];
-    *pos = end;
-    if huff {
-        return memo.decode(raw);
-    }
-    Ok(Str::literal(raw))
-}
-
-fn status_of(value: &[u8]) -> u16 {
-    match value {
-        [a, b, c] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
-            u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0')
-        }
-        _ => 0,
-    }
-}
-
-impl Decoder {
-    /// A decoder whose table may grow to `limit` bytes (what we advertise; 4096 by default).
-    pub fn new(limit: usize) -> Decoder {
-        Decoder {
-            table: std::collections::VecDeque::with_capacity(limit / ENTRY_OVERHEAD + 1),
-            size: 0,
-            max: limit,
-            limit,
-            memo: HuffMemo::new(),
-            last_block: Vec::new(),
-            last_info: None,
-            last_inserts: Vec::new(),
-        }
-    }
-
-    /// Current table size (RFC 7541 §4.1).
-    pub fn table_size(&self) -> usize {
-        self.size
-    }
-
-    /// Entry `i` of the dynamic table (0 = newest).
-    pub fn entry(&self, i: usize) -> Option<EntryInfo> {
-        let n = self.table.len();
-        if i < n {
-            Some(self.table[n - 1 - i])
-        } else {
-            None
-        }
-    }
-
-    /// Number of dynamic entries.
-    pub fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    /// True when the dynamic table is empty.
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-
-    fn evict_to(&mut self, max: usize) {
-        while self.size > max {
-            match self.table.pop_front() {
-                Some(e) => self.size -= e.size(),
-                None => break,
-            }
-        }
-    }
-
-    fn insert(&mut self, e: EntryInfo) {
-        let sz = e.size();
-        if sz > self.max {
-            // Larger than the table: it empties the table (§4.4).
-            self.table.clear();
-            self.size = 0;
-            return;
-        }
-        self.evict_to(self.max - sz);
-        self.table.push_back(e);
-        self.size += sz;
-    }
-
-    fn lookup(&self, index: usize) -> Result<EntryInfo, HpackError> {
-        match index {
-            0 => Err(HpackError("index 0")),
-            1..=61 => {
-                let (n, v) = STATIC_TABLE[index - 1];
-                let is_status = n == ":status";
-                Ok(EntryInfo {
-                    name_len: n.len() as u32,
-                    value_len: v.len() as u32,
-                    is_status,
-                    status: if is_status {
-                        status_of(v.as_bytes())
-                    } else {
-                        0
-                    },
-                })
-            }
-            _ => self
-                .entry(index - 62)
-                .ok_or(HpackError("index beyond the dynamic table")),
-        }
-    }
-
-    /// Decodes one complete header block.
-    pub fn decode(&mut self, block: &[u8]) -> Result<BlockInfo, HpackError> {
-        if let Some(info) = self.last_info {
-            if self.last_block == block {
-                for k in 0..self.last_inserts.len() {
-                    let e = self.last_inserts[k];
-                    self.insert(e);
-                }
-                return Ok(info);
-            }
-        }
-        let mut info = BlockInfo::default();
-        let mut pos = 0usize;
-        let mut fields_seen = false;
-        // Whether every table reference so far named an entry this block inserted.
-        let mut contained = true;
-        self.last_info = None;
-        self.last_inserts.clear();
-        let static_len = STATIC_TABLE.len();
-        while pos < block.len() {
-            let b = block[pos];
-            let field = if b & 0x80 != 0 {
-                let i = read_int(block, &mut pos, 7)?;
-                contained &= i <= static_len || i - static_len <= self.last_inserts.len();
-                self.lookup(i)?
-            } else if b & 0xe0 == 0x20 {
-                contained = false;
-                if fields_seen {
-                    return Err(HpackError("table size update after a field"));
-                }
-                let m = read_size_update(block, &mut pos, self.limit)?;
-                self.max = m;
-                self.evict_to(m);
-                continue;
-            } else {
-                let (prefix, index) = if b & 0x40 != 0 { (6, true) } else { (4, false) };
-                let ni = read_int(block, &mut pos, prefix)?;
-                contained &= ni <= static_len || ni - static_len <= self.last_inserts.len();
-                let (name_len, is_status) = if ni == 0 {
-                    let n = read_str(&mut self.memo, block, &mut pos)?;
-                    (n.len, n.head() == b":status")
-                } else {
-                    let e = self.lookup(ni)?;
-                    (e.name_len as usize, e.is_status)
-                };
-                let v = read_str(&mut self.memo, block, &mut pos)?;
-                let e = EntryInfo {
-                    name_len: name_len.min(u32::MAX as usize) as u32,
-                    value_len: v.len.min(u32::MAX as usize) as u32,
-                    is_status,
-                    status: if is_status { status_of(v.head()) } else { 0 },
-                };
-                if index {
-                    self.insert(e);
-                    if contained && self.last_inserts.len() < 64 {
-                        self.last_inserts.push(e);
-                    } else {
-                        contained = false;
-                    }
-                }
-                e
-            };
-            fields_seen = true;
-            info.fields += 1;
-            info.uncompressed += u64::from(field.name_len) + u64::from(field.value_len);
-            if field.is_status && info.status.is_none() && field.status != 0 {
-                info.status = Some(field.status);
-            }
-        }
-        if contained && block.len() <= MEMO_BLOCK_MAX {
-            self.last_block.clear();
-            self.last_block.extend_from_slice(block);
-            self.last_info = Some(info);
-        }
-        Ok(info)
+        Ok(())
     }
 }
 
@@ -817,8 +588,8 @@ mod tests {
     fn lens(d: &Decoder) -> Vec<(u32, u32)> {
         (0..d.len())
             .map(|i| {
-                let e = d.entry(i).unwrap();
-                (e.name_len, e.value_len)
+                let (n, v) = d.entry(i).unwrap();
+                (n.len() as u32, v.len() as u32)
             })
             .collect()
     }

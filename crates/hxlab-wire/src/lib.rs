@@ -11,9 +11,9 @@
 //! - [`prefix`]: the prefix integers of HPACK and QPACK (RFC 7541 §5.1), read and written once.
 //! - [`h2`]: HTTP/2 frame types, flags, error codes, SETTINGS identifiers and the 9-byte frame
 //!   head (RFC 9113 §4.1).
-//! - [`hpack`]: HPACK (RFC 7541): Huffman code, the request encoder, a response decoder that
-//!   keeps lengths only (the recorder's), and [`hpack::ListDecoder`] that keeps whole fields
-//!   (the frame view's).
+//! - [`hpack`]: HPACK (RFC 7541): Huffman code, the request encoder, and one decoder
+//!   ([`hpack::Decoder`]) that hands whole fields to a callback (the frame view's) or keeps
+//!   `:status` and lengths only (the recorder's).
 //! - [`h3`]: HTTP/3 frame types, stream types, SETTINGS identifiers, error codes (RFC 9114).
 //! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, one field-section
 //!   decoder ([`qpack::FieldDecoder`], a callback per field line) that the origin's request

@@ -12,7 +12,7 @@
 //! The encoder builds a request's field section once per URL: static-table references where
 //! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
 
-use crate::hpack::huffman_encode;
+use crate::hpack::{huffman_encode, status_of};
 use crate::prefix::write as write_int;
 pub use crate::qpack_table::STATIC_TABLE;
 use thiserror::Error;
@@ -109,15 +109,6 @@ const BLOCK_MEMO_MAX: usize = 512;
 impl Default for Decoder {
     fn default() -> Self {
         Decoder::new()
-    }
-}
-
-fn status_of(value: &[u8]) -> Option<u16> {
-    match value {
-        [a, b, c] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
-            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
-        }
-        _ => None,
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{h2_frame, hxlab, run_with_timeout, Server};
+use common::{h2_frame, hxlab, run_with_timeout, PeerProcess, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -137,15 +137,11 @@ fn rss(pid: u32) -> u64 {
 }
 
 /// A stopped process (SIGSTOP): it neither reads nor acknowledges; killed when dropped.
-struct Frozen(std::process::Child);
+struct Frozen(PeerProcess);
 
 impl Frozen {
     fn start(cmd: &mut Command, after: Duration) -> Frozen {
-        let child = cmd
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start the client");
+        let child = PeerProcess::spawn(cmd.stdout(std::process::Stdio::null()));
         std::thread::sleep(after);
         let ok = Command::new("kill")
             .args(["-STOP", &child.id().to_string()])
@@ -158,12 +154,7 @@ impl Frozen {
     /// Starts `cmd` and stops it once `ready()` holds (checked every 100 ms, for at most
     /// `limit`; then it is stopped anyway and the caller's assertions tell).
     fn start_when(cmd: &mut Command, ready: impl Fn() -> bool, limit: Duration) -> Frozen {
-        let frozen = Frozen(
-            cmd.stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("start the client"),
-        );
+        let frozen = Frozen(PeerProcess::spawn(cmd.stdout(std::process::Stdio::null())));
         let deadline = Instant::now() + limit;
         while !ready() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(100));
@@ -176,13 +167,6 @@ impl Frozen {
             .expect("kill -STOP");
         assert!(ok.success());
         frozen
-    }
-}
-
-impl Drop for Frozen {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -831,7 +815,8 @@ fn a_huge_header_table_size_from_the_server_is_harmless() {
 /// An HTTP/2 connection over TLS (ALPN h2) through `openssl s_client`, as a byte pipe: what
 /// is written goes to the server; what the server sends collects in the buffer.
 struct TlsPipe {
-    child: std::process::Child,
+    /// Stopped and reaped with the pipe.
+    _child: PeerProcess,
     input: std::process::ChildStdin,
     received: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
@@ -839,13 +824,12 @@ struct TlsPipe {
 impl TlsPipe {
     fn open(addr: &str) -> Option<TlsPipe> {
         let openssl = common::require_peer("openssl")?;
-        let mut child = Command::new(openssl)
-            .args(["s_client", "-quiet", "-alpn", "h2", "-connect", addr])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("openssl s_client");
+        let mut child = PeerProcess::spawn(
+            Command::new(openssl)
+                .args(["s_client", "-quiet", "-alpn", "h2", "-connect", addr])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped()),
+        );
         let input = child.stdin.take().expect("stdin");
         let mut out = child.stdout.take().expect("stdout");
         let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -860,7 +844,7 @@ impl TlsPipe {
             }
         });
         let mut pipe = TlsPipe {
-            child,
+            _child: child,
             input,
             received,
         };
@@ -888,13 +872,6 @@ impl TlsPipe {
         }
         out.sort_unstable();
         out
-    }
-}
-
-impl Drop for TlsPipe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -534,39 +534,23 @@ fn bad_input_is_one_line_and_exit_2() {
     );
 }
 
-/// `hxlab serve` outside on 0.0.0.0; returns the child and the TLS (= h3 UDP) port.
-fn serve_outside(dir: &std::path::Path) -> (std::process::Child, u16) {
+/// `hxlab serve` outside on 0.0.0.0; returns the process and the TLS (= h3 UDP) port.
+fn serve_outside(dir: &std::path::Path) -> (common::PeerProcess, u16) {
     let ready = dir.join("ready.json");
-    let mut child = Command::new(hxlab())
-        .args([
-            "serve",
-            "--bind",
-            "0.0.0.0",
-            "--tls-port",
-            "0",
-            "--plain-port",
-            "0",
-            "--threads",
-            "1",
-        ])
-        .arg("--ready-file")
-        .arg(&ready)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start hxlab serve");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(r) = hxlab_core::ReadyFile::read(&ready) {
-            return (child, r.tls.port());
-        }
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("hxlab serve exited early: {s}");
-        }
-        assert!(Instant::now() < deadline, "hxlab serve not ready in 20 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut server = common::PeerProcess::spawn(
+        Command::new(hxlab())
+            .args(["serve", "--bind", "0.0.0.0", "--tls-port", "0"])
+            .args(["--plain-port", "0", "--threads", "1", "--ready-file"])
+            .arg(&ready)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+    );
+    let port = server.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
+        hxlab_core::ReadyFile::read(&ready)
+            .ok()
+            .map(|r| r.tls.port())
+    });
+    (server, port)
 }
 
 #[test]
@@ -575,16 +559,8 @@ fn h2_and_h3_through_the_link() {
         return;
     }
     let dir = common::tempfile_dir::TempDir::new("hxlab-link-h3");
-    let (server, port) = serve_outside(dir.path());
     // Killed and reaped even when an assertion fails.
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _server = Reap(server);
+    let (_server, port) = serve_outside(dir.path());
     for proto in ["h3", "h2"] {
         // 10 ms each way and 20 Mbit/s down: every request takes at least one 20 ms RTT.
         let script = format!(

@@ -5,16 +5,15 @@
 mod common;
 
 use common::{
-    free_port, hxlab, make_cert, require_peer, run_with_timeout, serve_stats,
-    tempfile_dir::TempDir, wait_port,
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, serve_stats, start_nghttpd,
+    tempfile_dir::TempDir, PeerProcess, Serving, ThreadServer,
 };
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -22,7 +21,7 @@ const OBJECT: usize = 100;
 
 /// nginx with one worker: h1 on `plain`, TLS+h2 on `h2`, TLS h1-only on `tls_h1`.
 struct Nginx {
-    child: Child,
+    _process: PeerProcess,
     dir: TempDir,
     plain: u16,
     h2: u16,
@@ -52,20 +51,17 @@ impl Nginx {
             www.display()
         );
         std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let mut child = Command::new(nginx)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(dir.path().join("nginx.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start nginx");
-        for p in [plain, h2, tls_h1] {
-            wait_port(p, &mut child);
-        }
+        let process = PeerProcess::start(
+            Command::new(nginx)
+                .arg("-p")
+                .arg(dir.path())
+                .arg("-c")
+                .arg(dir.path().join("nginx.conf"))
+                .stdout(Stdio::null()),
+            &[plain, h2, tls_h1],
+        );
         Some(Nginx {
-            child,
+            _process: process,
             dir,
             plain,
             h2,
@@ -78,106 +74,51 @@ impl Nginx {
     }
 }
 
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// nghttpd serving a directory with a 100-byte object, TLS or cleartext (h2c).
 struct Nghttpd {
-    child: Child,
+    _process: PeerProcess,
     _dir: TempDir,
     port: u16,
 }
 
 impl Nghttpd {
     fn start(tls: bool) -> Option<Nghttpd> {
-        let bin = require_peer("nghttpd")?;
         let dir = TempDir::new("hxlab-load-nghttpd");
         std::fs::write(dir.path().join("obj"), vec![b'z'; OBJECT]).unwrap();
-        let port = free_port();
-        let mut cmd = Command::new(bin);
-        cmd.arg("-d").arg(dir.path());
-        if tls {
-            let (cert, key) = make_cert(dir.path())?;
-            cmd.arg(port.to_string()).arg(key).arg(cert);
+        let tls = if tls {
+            Some(make_cert(dir.path())?)
         } else {
-            cmd.arg("--no-tls").arg(port.to_string());
-        }
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nghttpd");
-        wait_port(port, &mut child);
+            None
+        };
+        let (process, port) = start_nghttpd(dir.path(), tls, &[])?;
         Some(Nghttpd {
-            child,
+            _process: process,
             _dir: dir,
             port,
         })
     }
 }
 
-impl Drop for Nghttpd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A tiny HTTP/1.1 keep-alive server: 100-byte bodies; request number `stall_at` (1-based,
 /// over all connections) is answered after a 1 s stall; after `die_after` responses it
 /// closes every connection and stops listening.
-struct TinyServer {
-    port: u16,
-    stop: Arc<AtomicBool>,
+fn tiny_server(stall_at: u64, die_after: u64) -> ThreadServer {
+    tiny_server_closing(stall_at, die_after, u64::MAX)
 }
 
-impl TinyServer {
-    fn start(stall_at: u64, die_after: u64) -> TinyServer {
-        Self::start_with(stall_at, die_after, u64::MAX)
-    }
-
-    /// Like `start`, and each connection is closed silently (no `Connection: close`) after
-    /// `close_every` responses, as servers close idle keep-alive connections.
-    fn start_with(stall_at: u64, die_after: u64, close_every: u64) -> TinyServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let s = stop.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + LIMIT;
-            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((conn, _)) => {
-                        let (s, count) = (s.clone(), count.clone());
-                        std::thread::spawn(move || {
-                            serve_conn(conn, &count, &s, stall_at, die_after, close_every)
-                        });
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
-            }
-            // Dropping the listener here refuses new connections.
-        });
-        TinyServer { port, stop }
-    }
-}
-
-impl Drop for TinyServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
+/// Like `tiny_server`, and each connection is closed silently (no `Connection: close`) after
+/// `close_every` responses, as servers close idle keep-alive connections.
+fn tiny_server_closing(stall_at: u64, die_after: u64, close_every: u64) -> ThreadServer {
+    let count = AtomicU64::new(0);
+    ThreadServer::start(LIMIT, move |conn, serving| {
+        serve_conn(conn, &count, serving, stall_at, die_after, close_every)
+    })
 }
 
 fn serve_conn(
     mut conn: TcpStream,
     count: &AtomicU64,
-    stop: &AtomicBool,
+    serving: &Serving,
     stall_at: u64,
     die_after: u64,
     close_every: u64,
@@ -187,13 +128,12 @@ fn serve_conn(
     let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
-    let deadline = Instant::now() + LIMIT;
-    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+    while serving.running() {
         while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             buf.drain(..end + 4);
             let n = count.fetch_add(1, Ordering::SeqCst) + 1;
             if n > die_after {
-                stop.store(true, Ordering::Relaxed);
+                serving.stop();
                 return;
             }
             if n == stall_at {
@@ -446,7 +386,7 @@ fn open_model_rate_is_kept() {
 #[test]
 fn coordinated_omission_is_corrected() {
     // One connection at 100/s; the 50th request stalls 1 s, delaying ~100 requests behind it.
-    let server = TinyServer::start(50, u64::MAX);
+    let server = tiny_server(50, u64::MAX);
     let url = format!("http://127.0.0.1:{}/", server.port);
     let (code, v, err) = load(&["-n", "300", "--rate", "100", "-c", "1", &url]);
     assert_eq!(code, 0, "{err}");
@@ -470,7 +410,7 @@ fn coordinated_omission_is_corrected() {
 /// failed, as on h2 and h3, rather than being sent again.
 #[test]
 fn keepalive_connections_closed_by_the_server_are_reopened() {
-    let server = TinyServer::start_with(0, u64::MAX, 7);
+    let server = tiny_server_closing(0, u64::MAX, 7);
     let url = format!("http://127.0.0.1:{}/", server.port);
     let (code, v, err) = load(&["-n", "100", "-c", "2", "-m", "3", &url]);
     assert_eq!(code, 0, "{err}");
@@ -489,7 +429,7 @@ fn keepalive_connections_closed_by_the_server_are_reopened() {
 
 #[test]
 fn server_dying_mid_run_gives_partial_result() {
-    let server = TinyServer::start(0, 100);
+    let server = tiny_server(0, 100);
     let url = format!("http://127.0.0.1:{}/", server.port);
     let t0 = Instant::now();
     let (code, v, err) = load(&["-n", "1000", "-c", "2", "--timeout", "5s", &url]);
@@ -1064,27 +1004,18 @@ fn push_against_hxlab_serve_counts_pushed_streams() {
 
 #[test]
 fn push_against_nghttpd() {
-    let Some(bin) = require_peer("nghttpd") else {
-        return;
-    };
     let dir = TempDir::new("hxlab-load-nghttpd-push");
     let page: &[u8] = b"<html>pushed page</html>\n";
     std::fs::write(dir.path().join("index.html"), page).unwrap();
     std::fs::write(dir.path().join("a"), vec![b'a'; 5_000]).unwrap();
     std::fs::write(dir.path().join("b"), vec![b'b'; 70_000]).unwrap();
-    let port = free_port();
-    let mut child = Command::new(bin)
-        .arg("-d")
-        .arg(dir.path())
-        .args(["-p/index.html=/a,/b", "-b", "7", "--no-tls"])
-        .arg(port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nghttpd");
-    wait_port(port, &mut child);
+    let Some((process, port)) =
+        start_nghttpd(dir.path(), None, &["-p/index.html=/a,/b", "-b", "7"])
+    else {
+        return;
+    };
     let server = Nghttpd {
-        child,
+        _process: process,
         _dir: dir,
         port,
     };
@@ -1102,51 +1033,21 @@ fn push_against_nghttpd() {
 }
 
 /// A TCP server that accepts and reads but never answers; stops after `LIMIT`.
-struct SilentServer {
-    port: u16,
-    stop: Arc<AtomicBool>,
-}
-
-impl SilentServer {
-    fn start() -> SilentServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + LIMIT;
-            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((mut conn, _)) => {
-                        let s = s.clone();
-                        std::thread::spawn(move || {
-                            let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
-                            let mut chunk = [0u8; 4096];
-                            while !s.load(Ordering::Relaxed) && Instant::now() < deadline {
-                                match conn.read(&mut chunk) {
-                                    Ok(0) => return,
-                                    Ok(_) => {}
-                                    Err(e)
-                                        if e.kind() == std::io::ErrorKind::WouldBlock
-                                            || e.kind() == std::io::ErrorKind::TimedOut => {}
-                                    Err(_) => return,
-                                }
-                            }
-                        });
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
-                }
+fn silent_server() -> ThreadServer {
+    ThreadServer::start(LIMIT, |mut conn, serving| {
+        let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut chunk = [0u8; 4096];
+        while serving.running() {
+            match conn.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut => {}
+                Err(_) => return,
             }
-        });
-        SilentServer { port, stop }
-    }
-}
-
-impl Drop for SilentServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
+        }
+    })
 }
 
 /// The open model's books balance: every scheduled request was sent or not, and every sent
@@ -1187,7 +1088,7 @@ fn assert_open_books(v: &Value) {
 
 #[test]
 fn open_model_accounts_for_requests_a_silent_server_never_answers() {
-    let server = SilentServer::start();
+    let server = silent_server();
     let url = format!("http://127.0.0.1:{}/", server.port);
     let t0 = Instant::now();
     let (code, v, err) = load(&[
@@ -1615,20 +1516,13 @@ fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
             "--ready-file",
         ])
         .arg(&ready)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut child = server.spawn().expect("serve in the namespace");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let addrs: Value = loop {
-        if let Some(v) = std::fs::read_to_string(&ready)
+        .stdout(Stdio::null());
+    let mut child = PeerProcess::spawn(&mut server);
+    let addrs: Value = child.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
+        std::fs::read_to_string(&ready)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
-        {
-            break v;
-        }
-        assert!(Instant::now() < deadline, "serve not ready");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    });
     let (plain, tls) = (
         addrs["plain"].as_str().unwrap().to_string(),
         addrs["tls"].as_str().unwrap().to_string(),
@@ -1676,8 +1570,6 @@ fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
         assert_eq!(acked, served, "{proto}: client and server disagree");
         assert!(err.contains("TCP Fast Open:"), "{err}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `--timeout` is one rule on every protocol: a request must be answered (its last byte)

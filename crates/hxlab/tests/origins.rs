@@ -6,10 +6,10 @@
 mod common;
 
 use common::tempfile_dir::TempDir;
-use common::{hxlab, make_cert, require_peer, run_with_timeout, wait_port, Server};
+use common::{hxlab, make_cert, require_peer, run_with_timeout, PeerProcess, Server};
 use hxlab_report::Record;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn hxlab_cmd() -> Command {
@@ -36,33 +36,14 @@ fn negotiated_as_asked(proto: &str, r: &Record) -> bool {
     !res.negotiated.is_empty() && res.negotiated.keys().all(|k| k == want)
 }
 
-/// A server the test started, stopped (by its PID) when dropped.
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// nginx in the foreground from `conf` (rendered by the caller), every file under `dir`.
-fn start_nginx(nginx: &Path, dir: &Path, conf: &str, port: u16) -> Peer {
+fn start_nginx(nginx: &Path, dir: &Path, conf: &str, port: u16) -> PeerProcess {
     let path = dir.join("nginx.conf");
     std::fs::write(&path, conf).expect("write nginx.conf");
-    let mut child = Command::new(nginx)
-        .arg("-p")
-        .arg(dir)
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .arg("-c")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start nginx");
-    wait_port(port, &mut child);
-    Peer(child)
+    let mut cmd = Command::new(nginx);
+    cmd.arg("-p").arg(dir).arg("-e").arg(dir.join("error.log"));
+    let cmd = cmd.arg("-c").arg(&path).stdin(Stdio::null());
+    PeerProcess::start(cmd.stdout(Stdio::null()), &[port])
 }
 
 /// The example comparing hxlab serve with nginx, 2 repetitions: every cell ran clean, each
@@ -165,16 +146,14 @@ fn a_url_origin_runs_without_server_cpu() {
         w = tmp.path().join("www").display(),
     );
     std::fs::write(tmp.path().join("h2o.conf"), conf).unwrap();
-    let mut child = Command::new(h2o)
-        .args(["-m", "worker", "-c"])
-        .arg(tmp.path().join("h2o.conf"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start h2o");
-    wait_port(tls, &mut child);
-    wait_port(plain, &mut child);
-    let _h2o = Peer(child);
+    let _h2o = PeerProcess::start(
+        Command::new(h2o)
+            .args(["-m", "worker", "-c"])
+            .arg(tmp.path().join("h2o.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+        &[tls, plain],
+    );
     let spec = format!(
         "name = \"url-origin\"\nworkload = \"throughput\"\nrepetitions = 2\nrequests = 200\nclients = 2\nstreams = 5\nsize = \"1KiB\"\n\
          origin = \"edge\"\nprotocol = [\"h1\", \"h1-tls\", \"h2\", \"h2c\"]\n\

@@ -5,11 +5,14 @@
 
 mod common;
 
-use common::{free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use common::{
+    hxlab, make_cert, require_peer, run_with_timeout, start_nghttpd, tempfile_dir::TempDir,
+    PeerProcess,
+};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -424,23 +427,6 @@ fn self_signed(dir: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "peer not listening on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn static_site(dir: &Path) -> PathBuf {
     let www = dir.join("www");
     std::fs::create_dir_all(&www).expect("www");
@@ -474,20 +460,10 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
     let www = static_site(tmp.path());
 
     // nghttpd speaks h2 only: asked for h2, every resource must be h2.
-    let port = free_port();
-    let _nghttpd = Peer(
-        Command::new("nghttpd")
-            .arg("-d")
-            .arg(&www)
-            .arg(port.to_string())
-            .arg(tmp.path().join("key.pem"))
-            .arg(tmp.path().join("cert.pem"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nghttpd"),
-    );
-    wait_listening(port);
+    let tls = (tmp.path().join("cert.pem"), tmp.path().join("key.pem"));
+    let Some((_nghttpd, port)) = start_nghttpd(&www, Some(tls), &[]) else {
+        return;
+    };
     let url = format!("https://127.0.0.1:{port}/index.html");
     let (code, json, err) = page(
         tmp.path(),
@@ -508,20 +484,17 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
         s.socket=c.wrap_socket(s.socket,server_side=True)\n\
         print(s.server_address[1],flush=True)\n\
         s.serve_forever()\n";
-    let mut py = Peer(
+    let mut py = PeerProcess::spawn(
         Command::new("python3")
             .arg("-c")
             .arg(script)
             .arg(&www)
             .arg(tmp.path().join("cert.pem"))
             .arg(tmp.path().join("key.pem"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start python https server"),
+            .stdout(Stdio::piped()),
     );
     let mut line = String::new();
-    BufReader::new(py.0.stdout.take().expect("stdout"))
+    BufReader::new(py.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("python port");
     let port: u16 = line.trim().parse().expect("port");

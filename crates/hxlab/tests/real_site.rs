@@ -10,11 +10,11 @@ mod common;
 
 use common::tempfile_dir::TempDir;
 use common::{
-    free_port, hxlab, make_cert_for, require_peer, require_root, run_with_timeout, wait_port,
+    free_port, hxlab, make_cert_for, require_peer, require_root, run_with_timeout, PeerProcess,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The manual Debian's python3.11-doc installs.
@@ -27,7 +27,7 @@ const HOSTS: [&str; 3] = ["pages.localhost", "static.localhost", "images.localho
 /// hosts), `static` the manual's `_static/`, `images` its `_images/`; a plain port that
 /// redirects every request to https; HTTP/2 and HTTP/1.1 over TLS on one port.
 struct Site {
-    child: Child,
+    _process: PeerProcess,
     dir: TempDir,
     plain: u16,
 }
@@ -88,18 +88,14 @@ impl Site {
             tls_server("images.localhost", MANUAL),
         );
         std::fs::write(d.join("nginx.conf"), conf).expect("conf");
-        let mut child = Command::new(nginx)
-            .arg("-p")
-            .arg(d)
-            .arg("-c")
-            .arg(d.join("nginx.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start nginx");
-        wait_port(plain, &mut child);
-        wait_port(tls, &mut child);
-        Some(Site { child, dir, plain })
+        let mut cmd = Command::new(nginx);
+        cmd.arg("-p").arg(d).arg("-c").arg(d.join("nginx.conf"));
+        let process = PeerProcess::start(cmd.stdout(Stdio::null()), &[plain, tls]);
+        Some(Site {
+            _process: process,
+            dir,
+            plain,
+        })
     }
 
     /// The file nginx served for `url` (None: not one of the site's files).
@@ -113,13 +109,6 @@ impl Site {
             "static.localhost" | "images.localhost" => Some(Path::new(MANUAL).join(path)),
             _ => None,
         }
-    }
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

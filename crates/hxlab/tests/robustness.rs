@@ -5,12 +5,12 @@
 
 mod common;
 
-use common::{h2_frame, hxlab, run_with_timeout, tempfile_dir::TempDir, Server};
+use common::{
+    h2_frame, hxlab, run_with_timeout, tempfile_dir::TempDir, Server, Serving, ThreadServer,
+};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -821,49 +821,22 @@ enum Hostile {
 }
 
 /// A hostile HTTP/1.1 server on loopback; stops (and its threads end) when dropped.
-struct HostileServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+fn hostile_server(kind: Hostile) -> ThreadServer {
+    ThreadServer::start(Duration::from_secs(60), move |c, serving| {
+        misbehave(kind, c, serving)
+    })
 }
 
-impl HostileServer {
-    fn start(kind: Hostile) -> HostileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("addr");
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !flag.load(Ordering::Relaxed) && Instant::now() < deadline {
-                match listener.accept() {
-                    Ok((c, _)) => {
-                        let flag = flag.clone();
-                        std::thread::spawn(move || misbehave(kind, c, &flag, deadline));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
-                }
-            }
-        });
-        HostileServer { addr, stop }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/x", self.addr)
-    }
+/// The URL the client under test asks a hostile server for.
+fn hostile_url(server: &ThreadServer) -> String {
+    format!("http://{}/x", server.addr)
 }
 
-impl Drop for HostileServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-fn misbehave(kind: Hostile, mut c: TcpStream, stop: &AtomicBool, deadline: Instant) {
+fn misbehave(kind: Hostile, mut c: TcpStream, serving: &Serving) {
     let _ = c.set_nonblocking(false);
     let _ = c.set_read_timeout(Some(Duration::from_millis(200)));
     let _ = c.set_write_timeout(Some(Duration::from_millis(500)));
-    let running = || !stop.load(Ordering::Relaxed) && Instant::now() < deadline;
+    let running = || serving.running();
     if let Hostile::CloseAtOnce = kind {
         return;
     }
@@ -1001,7 +974,7 @@ fn load_survives_hostile_servers() {
         .into_iter()
         .map(|(kind, kinds)| {
             std::thread::spawn(move || {
-                let server = HostileServer::start(kind);
+                let server = hostile_server(kind);
                 let dir = TempDir::new("hxlab-robust-load");
                 let json = dir.path().join("result.json");
                 let proto = match kind {
@@ -1013,7 +986,7 @@ fn load_survives_hostile_servers() {
                         "load",
                         "--proto",
                         proto,
-                        &server.url(),
+                        &hostile_url(&server),
                         "-n",
                         "2",
                         "-c",
@@ -1077,9 +1050,9 @@ fn trace_survives_hostile_servers() {
         .into_iter()
         .map(|kind| {
             std::thread::spawn(move || {
-                let server = HostileServer::start(kind);
+                let server = hostile_server(kind);
                 let (code, out, err, peak, took) = run_sampled(
-                    Command::new(hxlab()).args(["trace", &server.url(), "--timeout", "2s"]),
+                    Command::new(hxlab()).args(["trace", &hostile_url(&server), "--timeout", "2s"]),
                     Duration::from_secs(40),
                 );
                 let what = format!("trace vs {kind:?}");
@@ -1182,7 +1155,7 @@ fn report_rejects_a_corrupt_results_line() {
 
 #[test]
 fn load_and_trace_time_out_on_silent_tls_quic_and_h2c_peers() {
-    let server = HostileServer::start(Hostile::Silent);
+    let server = hostile_server(Hostile::Silent);
     // A UDP socket on the same port that swallows QUIC Initials.
     let _udp = std::net::UdpSocket::bind(server.addr).expect("udp bind");
     let https = format!("https://{}/", server.addr);

@@ -5,13 +5,13 @@
 mod common;
 
 use common::{
-    free_port, hxlab, make_cert, require_peer, run_with_timeout, tempfile_dir::TempDir, wait_port,
-    Server,
+    free_port, hxlab, make_cert, require_peer, run_with_timeout, start_nghttpd,
+    tempfile_dir::TempDir, PeerProcess, Server,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -25,34 +25,14 @@ fn make_docroot(dir: &Path) -> PathBuf {
     root
 }
 
-/// A child process killed when dropped.
+/// A peer the test started (stopped with SIGTERM first: an nginx master killed with SIGKILL
+/// leaves its workers running).
 struct Peer {
-    child: Child,
+    _process: PeerProcess,
     port: u16,
     /// nginx only: a cleartext HTTP/1.1 port.
     plain_port: u16,
     dir: TempDir,
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        // SIGTERM first: an nginx master killed with SIGKILL leaves its workers running.
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill")
-            .args(["-TERM", &pid])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Peer {
@@ -62,26 +42,16 @@ impl Peer {
 
     /// nghttpd over TLS (pushing /style.css with /) or with --no-tls (h2c).
     fn nghttpd(tls: bool) -> Option<Peer> {
-        let bin = require_peer("nghttpd")?;
         let dir = TempDir::new("hxlab-trace-nghttpd");
         let root = make_docroot(dir.path());
-        let port = free_port();
-        let mut cmd = Command::new(bin);
-        cmd.arg("-d").arg(&root).arg("--push=/=/style.css");
-        if tls {
-            let (cert, key) = make_cert(dir.path())?;
-            cmd.arg(port.to_string()).arg(key).arg(cert);
+        let tls = if tls {
+            Some(make_cert(dir.path())?)
         } else {
-            cmd.arg("--no-tls").arg(port.to_string());
-        }
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nghttpd");
-        wait_port(port, &mut child);
+            None
+        };
+        let (process, port) = start_nghttpd(&root, tls, &["--push=/=/style.css"])?;
         Some(Peer {
-            child,
+            _process: process.with_grace(Duration::from_secs(5)),
             port,
             plain_port: 0,
             dir,
@@ -109,18 +79,11 @@ impl Peer {
         );
         let conf_path = dir.path().join("nginx.conf");
         std::fs::write(&conf_path, conf).expect("nginx.conf");
-        let mut child = Command::new(bin)
-            .arg("-c")
-            .arg(&conf_path)
-            .arg("-p")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx");
-        wait_port(port, &mut child);
+        let mut cmd = Command::new(bin);
+        cmd.arg("-c").arg(&conf_path).arg("-p").arg(dir.path());
         Some(Peer {
-            child,
+            _process: PeerProcess::start(cmd.stdout(Stdio::null()), &[port])
+                .with_grace(Duration::from_secs(5)),
             port,
             plain_port,
             dir,

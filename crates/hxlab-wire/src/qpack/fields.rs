@@ -13,73 +13,19 @@
 //! scratch has grown.
 
 use super::{read_int, static_entry, QpackError};
-use crate::hpack::huffman_decode;
+use crate::hpack::{read_string, HuffMemo, Loc};
 
-/// Reads a string literal (Huffman flag `hbit`, `n`-bit length prefix) at `pos`: a slice of
-/// `block` when it is a plain literal; otherwise its decoded bytes are appended to `scratch`
-/// and their range there is returned.
+/// Reads a string literal (Huffman flag `hbit`, `n`-bit length prefix) at `pos`: see
+/// [`read_string`], the one string reader of HPACK and QPACK.
 fn read_str(
     block: &[u8],
     pos: &mut usize,
     hbit: u8,
     n: u32,
     scratch: &mut Vec<u8>,
-    memo: &mut Memo,
+    memo: &mut HuffMemo,
 ) -> Result<Loc, QpackError> {
-    let huff = block.get(*pos).ok_or(QpackError("truncated string"))? & hbit != 0;
-    let len = read_int(block, pos, n)?;
-    let end = usize::try_from(len)
-        .ok()
-        .and_then(|l| pos.checked_add(l))
-        .filter(|e| *e <= block.len())
-        .ok_or(QpackError("truncated string"))?;
-    let raw = &block[*pos..end];
-    *pos = end;
-    if !huff {
-        return Ok(Loc::Block(end - raw.len(), end));
-    }
-    let start = scratch.len();
-    memo.decode(raw, scratch)?;
-    Ok(Loc::Scratch(start, scratch.len()))
-}
-
-/// Memo slots, and the longest encoded string memoised.
-const MEMO_SLOTS: usize = 16;
-const MEMO_MAX: usize = 128;
-
-/// Decoded Huffman strings by their encoded bytes, fully associative, replaced round-robin.
-#[derive(Debug, Default)]
-struct Memo {
-    slots: Vec<(Vec<u8>, Vec<u8>)>,
-    next: usize,
-}
-
-impl Memo {
-    /// Appends the decoding of `raw` to `out`.
-    fn decode(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), QpackError> {
-        if raw.len() > MEMO_MAX {
-            huffman_decode(raw, |b| out.push(b)).map_err(|e| QpackError(e.0))?;
-            return Ok(());
-        }
-        if let Some((_, v)) = self.slots.iter().find(|(k, _)| k == raw) {
-            out.extend_from_slice(v);
-            return Ok(());
-        }
-        let start = out.len();
-        huffman_decode(raw, |b| out.push(b)).map_err(|e| QpackError(e.0))?;
-        let decoded = &out[start..];
-        if self.slots.len() < MEMO_SLOTS {
-            self.slots.push((raw.to_vec(), decoded.to_vec()));
-        } else {
-            let slot = &mut self.slots[self.next];
-            slot.0.clear();
-            slot.0.extend_from_slice(raw);
-            slot.1.clear();
-            slot.1.extend_from_slice(decoded);
-            self.next = (self.next + 1) % MEMO_SLOTS;
-        }
-        Ok(())
-    }
+    read_string(block, pos, (hbit, n), scratch, memo).map_err(|e| QpackError(e.0))
 }
 
 /// Decodes field sections (static table only), keeping its scratch buffer and Huffman memo
@@ -87,7 +33,7 @@ impl Memo {
 #[derive(Debug, Default)]
 pub struct FieldDecoder {
     scratch: Vec<u8>,
-    memo: Memo,
+    memo: HuffMemo,
 }
 
 /// Which dynamic-table reference a field line made (RFC 9204 §4.5).
@@ -211,24 +157,6 @@ impl FieldDecoder {
     }
 }
 
-/// Where a decoded string lives.
-#[derive(Clone, Copy)]
-enum Loc {
-    Static(&'static str),
-    Block(usize, usize),
-    Scratch(usize, usize),
-}
-
-impl Loc {
-    fn get<'a>(self, block: &'a [u8], scratch: &'a [u8]) -> &'a [u8] {
-        match self {
-            Loc::Static(s) => s.as_bytes(),
-            Loc::Block(a, b) => &block[a..b],
-            Loc::Scratch(a, b) => &scratch[a..b],
-        }
-    }
-}
-
 /// One field line read: a known name and value, or a dynamic reference.
 enum Line {
     Known(Loc, Loc),
@@ -242,7 +170,7 @@ fn read_line(
     block: &[u8],
     pos: &mut usize,
     scratch: &mut Vec<u8>,
-    memo: &mut Memo,
+    memo: &mut HuffMemo,
 ) -> Result<Line, QpackError> {
     let b = block[*pos];
     Ok(if b & 0x80 != 0 {

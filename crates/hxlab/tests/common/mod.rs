@@ -1,10 +1,15 @@
 //! Shared helpers for the integration tests: the built binary, real peers, and an
-//! `hxlab serve` started on free ports that is stopped when dropped.
+//! `hxlab serve` started on free ports that is stopped when dropped. Every peer a test
+//! starts goes through one guard, [`PeerProcess`] for a process and [`ThreadServer`] for a
+//! server on the test's threads, and every missing peer through one skip rule
+//! ([`require_peer`], [`require_root`]).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// GET /stats from `hxlab serve` at `plain` (its cleartext address) over HTTP/1.1.
@@ -67,18 +72,245 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
-/// Waits (at most 15 s) until something accepts on 127.0.0.1:`port`; fails if `child` exits.
-pub fn wait_port(port: u16, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("server on port {port} exited early: {s}");
+/// How long a peer may take to accept on its ports.
+const PEER_READY: Duration = Duration::from_secs(15);
+
+/// The most of a peer's stderr kept for messages (the tail).
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// A peer process a test started (a server it talks to, or a client it holds open), the one
+/// guard every test uses for one: stopped and reaped when dropped, even when an assertion
+/// fails, and its stderr kept for the message when it does not come up or a test fails.
+/// Derefs to its [`Child`] (pid, pipes, `try_wait`).
+pub struct PeerProcess {
+    child: Child,
+    name: String,
+    stderr: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    /// Time between SIGTERM and SIGKILL on drop (zero: SIGKILL at once).
+    grace: Duration,
+}
+
+impl PeerProcess {
+    /// Spawns `cmd` (see [`PeerProcess::spawn`]) and waits (at most 15 s) until every port in
+    /// `ports` accepts on 127.0.0.1; panics with the peer's stderr if it exits first.
+    pub fn start(cmd: &mut Command, ports: &[u16]) -> PeerProcess {
+        let mut peer = PeerProcess::spawn(cmd);
+        for &port in ports {
+            peer.wait_until(&format!("accepting on port {port}"), PEER_READY, || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+            });
         }
-        assert!(
-            Instant::now() < deadline,
-            "server on port {port} not ready in 15 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+        peer
+    }
+
+    /// Spawns `cmd` with its stderr kept, and returns at once (for a peer that says it is
+    /// ready another way; see [`PeerProcess::wait_until`]). Stdin and stdout are the caller's.
+    pub fn spawn(cmd: &mut Command) -> PeerProcess {
+        let name = Path::new(cmd.get_program())
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut child = cmd
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let reader = child.stderr.take().map(|err| {
+            let kept = stderr.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+                    kept.push_str(&line);
+                    kept.push('\n');
+                    if kept.len() > STDERR_KEPT {
+                        let cut = kept.len() - STDERR_KEPT / 2;
+                        let cut = (cut..kept.len()).find(|&i| kept.is_char_boundary(i));
+                        kept.drain(..cut.unwrap_or(0));
+                    }
+                }
+            })
+        });
+        PeerProcess {
+            child,
+            name,
+            stderr,
+            reader,
+            grace: Duration::ZERO,
+        }
+    }
+
+    /// On drop, SIGTERM first and SIGKILL only after `grace` (an nginx master killed with
+    /// SIGKILL leaves its workers running).
+    pub fn with_grace(mut self, grace: Duration) -> PeerProcess {
+        self.grace = grace;
+        self
+    }
+
+    /// Polls `ready` every 20 ms for at most `limit` and returns what it found; panics, with
+    /// the peer's stderr, if the peer exits first or the time runs out. `what` names the state
+    /// awaited, for the message ("accepting on port 8080", "ready (--ready-file)").
+    pub fn wait_until<T>(
+        &mut self,
+        what: &str,
+        limit: Duration,
+        mut ready: impl FnMut() -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(found) = ready() {
+                return found;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let said = self.stderr_text();
+                panic!("{} exited ({status}) before {what}\n{said}", self.name);
+            }
+            if Instant::now() >= deadline {
+                let said = self.stderr_text();
+                panic!("{} not {what} within {limit:?}\n{said}", self.name);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the peer wrote to stderr so far (its tail), under a heading.
+    pub fn stderr_text(&mut self) -> String {
+        // An exited peer's last lines may still be in the pipe: give the reader a moment.
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            let until = Instant::now() + Duration::from_secs(1);
+            while self.reader.as_ref().is_some_and(|r| !r.is_finished()) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let kept = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        format!("{} stderr:\n{}", self.name, kept.trim_end())
+    }
+}
+
+impl std::ops::Deref for PeerProcess {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for PeerProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        if !self.grace.is_zero() {
+            // SAFETY: kill(2) on the pid of a child not reaped yet (it cannot be reused).
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + self.grace;
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            // The test failed: what the peer said is part of the story.
+            eprintln!("{}", self.stderr_text());
+        }
+    }
+}
+
+/// nghttpd serving `root` on a free port, over TLS with `tls` (certificate, key) or in
+/// cleartext (h2c) without, `extra` options (push rules, ...) before the port. None (the
+/// skip rule) when nghttpd is missing.
+pub fn start_nghttpd(
+    root: &Path,
+    tls: Option<(PathBuf, PathBuf)>,
+    extra: &[&str],
+) -> Option<(PeerProcess, u16)> {
+    let bin = require_peer("nghttpd")?;
+    let port = free_port();
+    let mut cmd = Command::new(bin);
+    cmd.arg("-d").arg(root).args(extra);
+    match tls {
+        Some((cert, key)) => cmd.arg(port.to_string()).arg(key).arg(cert),
+        None => cmd.arg("--no-tls").arg(port.to_string()),
+    };
+    Some((PeerProcess::start(cmd.stdout(Stdio::null()), &[port]), port))
+}
+
+/// Whether a [`ThreadServer`] still serves: its connection handlers poll it and may stop it.
+#[derive(Clone)]
+pub struct Serving {
+    stop: Arc<AtomicBool>,
+    deadline: Instant,
+}
+
+impl Serving {
+    /// False once the server was dropped or stopped, or its time limit passed.
+    pub fn running(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed) && Instant::now() < self.deadline
+    }
+
+    /// Stops the server: it accepts no more connections (its listener is closed) and every
+    /// handler sees [`Serving::running`] false.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// When the server's time limit passes.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+/// A server on threads of the test, for behaviour no real peer has (stalls, silence, hostile
+/// answers), the one guard every such server uses: it accepts on 127.0.0.1 until it is
+/// dropped, stopped or `limit` passes, and runs `handle` on a thread per connection.
+pub struct ThreadServer {
+    /// The address it listens on.
+    pub addr: std::net::SocketAddr,
+    /// Its port.
+    pub port: u16,
+    serving: Serving,
+}
+
+impl ThreadServer {
+    /// Binds a free port and starts accepting.
+    pub fn start<F>(limit: Duration, handle: F) -> ThreadServer
+    where
+        F: Fn(std::net::TcpStream, &Serving) + Send + Sync + 'static,
+    {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("local address");
+        let serving = Serving {
+            stop: Arc::new(AtomicBool::new(false)),
+            deadline: Instant::now() + limit,
+        };
+        let (accepting, handle) = (serving.clone(), Arc::new(handle));
+        std::thread::spawn(move || {
+            while accepting.running() {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        let (serving, handle) = (accepting.clone(), handle.clone());
+                        std::thread::spawn(move || handle(conn, &serving));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            // Dropping the listener here refuses new connections.
+        });
+        ThreadServer {
+            addr,
+            port: addr.port(),
+            serving,
+        }
+    }
+}
+
+impl Drop for ThreadServer {
+    fn drop(&mut self) {
+        self.serving.stop();
     }
 }
 
@@ -121,7 +353,7 @@ pub fn make_cert_for(dir: &Path, cn: &str, san: &str) -> Option<(PathBuf, PathBu
 
 /// A running `hxlab serve`, killed when dropped.
 pub struct Server {
-    pub child: Child,
+    pub child: PeerProcess,
     pub dir: tempfile_dir::TempDir,
     /// The ready file as written by the server (read as `hxlab_core::ReadyFile`).
     pub ready: serde_json::Value,
@@ -147,44 +379,23 @@ impl Server {
             cert_path.display().to_string(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut child = Command::new(hxlab())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start hxlab serve");
+        let mut child =
+            PeerProcess::spawn(Command::new(hxlab()).args(&args).stdout(Stdio::piped()));
         // Drain stdout so the server never blocks on a full pipe.
         if let Some(out) = child.stdout.take() {
             std::thread::spawn(move || for _ in BufReader::new(out).lines() {});
         }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            // Read through the one type `hxlab serve` writes it with; tests index the JSON.
-            if let Ok(ready) = hxlab_core::ReadyFile::read(&ready_path) {
-                let ready = serde_json::to_value(&ready).expect("a ReadyFile is JSON");
-                return Server { child, dir, ready };
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("hxlab serve exited early: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "hxlab serve did not become ready in 20 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        // Read through the one type `hxlab serve` writes it with; tests index the JSON.
+        let ready = child.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
+            hxlab_core::ReadyFile::read(&ready_path).ok()
+        });
+        let ready = serde_json::to_value(&ready).expect("a ReadyFile is JSON");
+        Server { child, dir, ready }
     }
 
     /// The certificate the server wrote with --cert-out.
     pub fn cert(&self) -> PathBuf {
         self.dir.path().join("cert.pem")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
