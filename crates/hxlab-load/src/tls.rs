@@ -89,21 +89,27 @@ fn load_roots(cfg: &LoadConfig) -> Result<RootCertStore, LoadError> {
             .find(|p| p.is_file()),
     };
     let Some(path) = path else { return Ok(roots) };
-    let data = hxlab_core::read_capped(&path, hxlab_core::files::cap::SMALL).map_err(|source| {
-        LoadError::File {
-            path: path.display().to_string(),
-            source,
+    // A --cacert the user named that cannot be used is bad input (a usage error); a system
+    // bundle that cannot be read is the machine's problem.
+    let given = cfg.cacert.is_some();
+    let bad = |why: String| {
+        if given {
+            LoadError::Config(format!("--cacert {why}"))
+        } else {
+            LoadError::Tls(why)
         }
-    })?;
+    };
+    let data = hxlab_core::read_capped(&path, hxlab_core::files::cap::SMALL)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?;
     let mut n = 0;
     for cert in rustls_pemfile::certs(&mut data.as_slice()) {
-        let cert = cert.map_err(|e| LoadError::Tls(format!("{}: {e}", path.display())))?;
+        let cert = cert.map_err(|e| bad(format!("{}: {e}", path.display())))?;
         if roots.add(cert).is_ok() {
             n += 1;
         }
     }
-    if n == 0 && cfg.cacert.is_some() {
-        return Err(LoadError::Tls(format!(
+    if n == 0 && given {
+        return Err(bad(format!(
             "{}: no PEM certificate in the file",
             path.display()
         )));

@@ -319,9 +319,9 @@ fn nginx_tls_h2_h1_auto_and_resumption() {
     assert!(u(&v, &["resumed"]) >= 8, "resumed: {}", v["resumed"]);
     assert_eq!(hist_count(&v, "handshake_resumed"), u(&v, &["resumed"]));
 
-    // A CA file without certificates cannot start the run: exit 1 and no result.
+    // A CA file without certificates is bad input: one line, exit 2 and no result.
     let (code, v, err) = load(&["-n", "5", "--cacert", "/dev/null", &h2]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("no PEM certificate"), "{err}");
     assert!(v.is_none());
 }
