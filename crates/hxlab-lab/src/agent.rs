@@ -4,8 +4,8 @@
 //! and answers with one [`JobDone`] line on its stdout. Between two jobs the runner reads the
 //! server's counters, so the link stays up while each cell is still measured on its own.
 
-use crate::child::run_bounded;
 use hxlab_contract::LoadConfig;
+use hxlab_page::child::run_bounded;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,7 +69,7 @@ fn run_job(job: LoadJob, link_host: &str, hxlab_bin: &Path) -> JobDone {
     config.urls = config
         .urls
         .iter()
-        .map(|u| crate::origin::loopback_to(u, link_host))
+        .map(|u| hxlab_page::origin::loopback_to(u, link_host))
         .collect();
     let config_path = job.result.with_extension("config.json");
     if let Err(e) = std::fs::write(&config_path, config.to_json()) {

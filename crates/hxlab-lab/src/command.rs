@@ -5,9 +5,9 @@
 //! port it declared accepts. Its CPU is read from /proc for the whole process tree (an
 //! nginx master and its workers).
 
-use crate::child::spawn_group;
 use crate::spec::origins::{render, CommandOrigin};
 use crate::spec::{OriginDef, Protocol};
+use hxlab_page::child::spawn_group;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -231,7 +231,7 @@ impl CommandServer {
     /// Stops the process group: SIGTERM, then SIGKILL after a grace period.
     fn stop(&mut self) {
         let pid = self.child.id();
-        crate::child::signal_group(pid, libc::SIGTERM);
+        hxlab_page::child::signal_group(pid, libc::SIGTERM);
         let until = Instant::now() + Duration::from_secs(3);
         while Instant::now() < until {
             if !matches!(self.child.try_wait(), Ok(None)) {
@@ -239,7 +239,7 @@ impl CommandServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        crate::child::signal_group(pid, libc::SIGKILL);
+        hxlab_page::child::signal_group(pid, libc::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -369,7 +369,7 @@ pub fn fill_www(www: &Path, sizes: &[u64], pages: &[(u64, u64)]) -> Result<(), S
     }
     for &(n, size) in pages {
         let path = www.join(format!("page-{n}-{size}.html"));
-        let html = crate::origin::synthetic_page_html(n, size, Duration::ZERO);
+        let html = hxlab_page::origin::synthetic_page_html(n, size, Duration::ZERO);
         std::fs::write(&path, html).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())

@@ -10,21 +10,16 @@
 //! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
 //! scenarios that reproduce the published studies live here with their published tables.
 //! Workloads: `resources` and `throughput` run `hxlab load`; `browser` runs `hxlab page`.
-//! [`origin`] starts the `hxlab serve` a run (or `hxlab page`) measures against; [`command`]
+//! hxlab-page's `origin` starts the `hxlab serve` a run measures against; [`command`]
 //! starts the other servers an experiment names (`[origins.NAME]` tables: nginx, h2o, Caddy,
 //! ...) and reads their process tree's CPU; url origins are servers the lab does not run.
-//! [`page`] is `hxlab page` without its command line.
 //! What it is not: no protocol code and no statistics of its own — the server, client and
 //! link are the other subcommands (it builds without quinn, rustls or the load engine), and
 //! hxlab-report turns the records into reports.
 
 pub mod agent;
-mod child;
 pub mod command;
-pub mod origin;
-pub mod page;
 pub mod profiles;
-pub mod replay;
 pub mod runner;
 pub mod scenarios;
 pub mod spec;

@@ -5,12 +5,12 @@
 use super::record::{new_records, run_child};
 use super::target::client_requests;
 use super::Runner;
-use crate::child::last_line;
-use crate::origin::synthetic_page_html;
 use crate::spec::{Cell, CellConfig, Experiment, PageSource, Protocol};
 use hxlab_contract::PageJob;
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::Proto;
+use hxlab_page::child::last_line;
+use hxlab_page::origin::synthetic_page_html;
 use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;

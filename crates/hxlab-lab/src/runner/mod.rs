@@ -16,10 +16,10 @@ mod record;
 pub(crate) mod stats;
 mod target;
 
-use crate::child::run_bounded;
-use crate::origin::{Origin, OriginOptions};
 use crate::spec::{Cell, Experiment, Protocol};
 use hxlab_core::cc::CongestionControl;
+use hxlab_page::child::run_bounded;
+use hxlab_page::origin::{Origin, OriginOptions};
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
 use record::{count_cells, fallback, fill_record, new_records, run_child};
 use std::collections::HashSet;
@@ -407,7 +407,7 @@ impl Runner {
         match run_bounded(cmd, Duration::from_secs(30)) {
             Ok((Some(0), _)) => Ok(()),
             Ok((code, stderr)) => {
-                let line = crate::child::last_line(&stderr);
+                let line = hxlab_page::child::last_line(&stderr);
                 let why = if line.is_empty() {
                     format!("`hxlab link` exited with {code:?}")
                 } else {

@@ -33,7 +33,7 @@ pub(crate) fn fill_record(
     stderr: &str,
     link_exit: Option<Option<i32>>,
 ) {
-    let last_line = crate::child::last_line(stderr);
+    let last_line = hxlab_page::child::last_line(stderr);
     match std::fs::read_to_string(json) {
         Ok(text) => match serde_json::from_str::<RunResult>(&text) {
             Ok(r) => {
@@ -114,7 +114,7 @@ pub(crate) fn run_child(
 ) -> String {
     let before = meter.map(|(m, _)| m.read());
     let t = std::time::Instant::now();
-    let outcome = crate::child::run_bounded(cmd, limit);
+    let outcome = hxlab_page::child::run_bounded(cmd, limit);
     record.wall_s = t.elapsed().as_secs_f64();
     let after = meter.map(|(m, _)| m.read());
     let (code, stderr) = outcome.unwrap_or_else(|e| (None, e));

@@ -200,7 +200,7 @@ impl Runner {
                         cfg.protocol.name()
                     ))
                 })?;
-                let local = crate::origin::is_loopback_url(&base);
+                let local = hxlab_page::origin::is_loopback_url(&base);
                 Ok(Target {
                     base,
                     paths: Some(u.paths.clone()),

@@ -830,7 +830,7 @@ fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
                 "h2" | "h2c" => hxlab_core::Proto::H2,
                 _ => hxlab_core::Proto::H1,
             };
-            crate::replay::start_url(&archive, proto)
+            hxlab_page::replay::start_url(&archive, proto)
                 .map_err(|e| ctx.whole(format!("har {}: {e}", path.display())))?;
         }
     }

@@ -1,14 +1,14 @@
 //! `hxlab page`: page loads in headless Chromium over a forced protocol, repeated, with the
 //! browser's own timings, a median and 95 % CI per metric, and optional HAR/JSON/HTML output
 //! (the HTML with one waterfall per run).
-//! The origin, the link and the sums are `hxlab_lab::page`'s; this maps flags and prints.
+//! The origin, the link and the sums are `hxlab_page::page`'s; this maps flags and prints.
 
 use anyhow::{bail, Context};
 use hxlab_browser::{BrowserError, PageConfig, PageRun, Proto};
 use hxlab_contract::{PageJob, Synthetic};
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::parse_duration;
-use hxlab_lab::page::{Outcome, PageOptions, PageReport, PageSession};
+use hxlab_page::page::{Outcome, PageOptions, PageReport, PageSession};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -151,7 +151,7 @@ fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
 /// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
 /// starts when the recording redirects, and what it left out.
 fn check_replay(har: &Path, proto: Proto) -> anyhow::Result<()> {
-    let (archive, start) = hxlab_lab::replay::check_archive(har, proto).map_err(super::usage)?;
+    let (archive, start) = hxlab_page::replay::check_archive(har, proto).map_err(super::usage)?;
     let chain = archive.redirect_chain();
     if chain.len() > 1 {
         eprintln!(
@@ -282,7 +282,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut recorded = false;
     for i in 1..=job.runs {
         if let Some(plain) = session.replay_stats {
-            hxlab_lab::replay::replay_counts(plain, true).map_err(anyhow::Error::msg)?;
+            hxlab_page::replay::replay_counts(plain, true).map_err(anyhow::Error::msg)?;
         }
         let cfg = session.run_config();
         let result = rt.block_on(async {
@@ -334,12 +334,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let rep = hxlab_lab::page::report(&outcomes, job.push);
+    let rep = hxlab_page::page::report(&outcomes, job.push);
     footer(&mut text, &job, &opts, &rep)?;
     server_cc_line(&mut text, &session)?;
     if let Some(dest) = &job.json {
         let flags = json!({ "link": job.link });
-        let mut doc = hxlab_lab::page::report_json(&session, &opts, flags, &outcomes, &rep);
+        let mut doc = hxlab_page::page::report_json(&session, &opts, flags, &outcomes, &rep);
         add_replay_json(&mut doc, &job, &replays, recorded);
         write_json(dest, &doc)?;
     }
@@ -528,8 +528,8 @@ fn replay_counts(session: &PageSession, run: &mut PageRun) -> anyhow::Result<Opt
     let Some(plain) = session.replay_stats else {
         return Ok(None);
     };
-    let counts = hxlab_lab::replay::replay_counts(plain, false).map_err(anyhow::Error::msg)?;
-    if let Some(why) = hxlab_lab::replay::replay_flag(&counts, &run.resources) {
+    let counts = hxlab_page::replay::replay_counts(plain, false).map_err(anyhow::Error::msg)?;
+    if let Some(why) = hxlab_page::replay::replay_flag(&counts, &run.resources) {
         run.flag = Some(match run.flag.take() {
             Some(f) => format!("{f}; {why}"),
             None => why,

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context};
 use hxlab_browser::PageRun;
-use hxlab_lab::page::{Outcome, PageReport};
+use hxlab_page::page::{Outcome, PageReport};
 use hxlab_report::waterfall::{escape, waterfall_svg};
 use std::fmt::Write;
 use std::path::Path;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 /// Children that must not outlive the runner (a killed `hxlab run` must not leave a server
 /// or a load behind).
-pub(crate) trait DieWithParent {
+pub trait DieWithParent {
+    /// Asks the kernel to kill the child (SIGKILL) when this process dies.
     fn die_with_parent(&mut self) -> &mut Self;
 }
 
@@ -28,7 +29,7 @@ impl DieWithParent for Command {
 
 /// Starts a command in its own process group with stderr collected by a thread (stdin and
 /// stdout as the caller set them; null when not set).
-pub(crate) fn spawn_group(
+pub fn spawn_group(
     mut cmd: Command,
     piped_io: bool,
 ) -> Result<(Child, std::thread::JoinHandle<String>), String> {
@@ -50,7 +51,7 @@ pub(crate) fn spawn_group(
 }
 
 /// Sends `signal` to the process group `pid` leads.
-pub(crate) fn signal_group(pid: u32, signal: libc::c_int) {
+pub fn signal_group(pid: u32, signal: libc::c_int) {
     // SAFETY: kill has no memory-safety preconditions; -pid names the child's own group.
     unsafe {
         libc::kill(-(pid as i32), signal);
@@ -59,7 +60,7 @@ pub(crate) fn signal_group(pid: u32, signal: libc::c_int) {
 
 /// Runs a command in its own process group with a time limit; returns (exit code, the end
 /// of its stderr). On timeout the whole group is killed.
-pub(crate) fn run_bounded(cmd: Command, limit: Duration) -> Result<(Option<i32>, String), String> {
+pub fn run_bounded(cmd: Command, limit: Duration) -> Result<(Option<i32>, String), String> {
     let (mut child, reader) = spawn_group(cmd, false)?;
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
@@ -82,7 +83,7 @@ pub(crate) fn run_bounded(cmd: Command, limit: Duration) -> Result<(Option<i32>,
 }
 
 /// The last 8 KiB of a stream, read to its end.
-pub(crate) fn tail(mut r: impl Read) -> String {
+pub fn tail(mut r: impl Read) -> String {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -100,7 +101,7 @@ pub(crate) fn tail(mut r: impl Read) -> String {
 }
 
 /// The last non-empty line of a text (a child's stderr), trimmed.
-pub(crate) fn last_line(text: &str) -> String {
+pub fn last_line(text: &str) -> String {
     text.lines()
         .rev()
         .find(|l| !l.trim().is_empty())

@@ -121,7 +121,7 @@ pub fn replay_counts(plain: SocketAddr, reset: bool) -> Result<Value, String> {
     } else {
         "/replay-stats"
     };
-    crate::runner::stats::get_json(plain, path)
+    crate::get_json(plain, path)
         .filter(|v| v.get("misses").is_some())
         .ok_or_else(|| format!("could not read {path} from the replay server at {plain}"))
 }

@@ -187,7 +187,7 @@ impl PageSession {
     /// the server read them back from each socket or QUIC connection (its `/stats`); None
     /// without an origin of ours or when `/stats` cannot be read.
     pub fn server_cc(&self) -> Option<std::collections::BTreeMap<String, u64>> {
-        let stats = crate::runner::stats::get_json(self.origin_stats?, "/stats")?;
+        let stats = crate::get_json(self.origin_stats?, "/stats")?;
         let mut out = std::collections::BTreeMap::new();
         for proto in stats.get("by_protocol")?.as_object()?.values() {
             for (cc, n) in proto
