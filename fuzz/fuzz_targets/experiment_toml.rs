@@ -4,7 +4,8 @@
 //!
 //! Input: any bytes, read as UTF-8 (lossily). Checks: no panic; an accepted experiment is
 //! within the documented bounds (at least one cell, at most `MAX_RUNS` runs) and everything
-//! the runner asks of it next works: `meta`, each cell's `link_config` and `link_args`.
+//! the runner asks of it next works: `meta`, and each cell's typed `link_config`, which a
+//! cell that needs a link always has (the spec checked it).
 #![no_main]
 use hxlab_lab::spec::{parse, Overrides, MAX_RUNS};
 use libfuzzer_sys::fuzz_target;
@@ -18,8 +19,12 @@ fuzz_target!(|data: &[u8]| {
     let meta = exp.meta();
     assert_eq!(meta.cells.len(), exp.cells.len());
     for cell in &exp.cells {
-        let _ = cell.config.link_config();
-        let _ = cell.config.link_args();
-        let _ = cell.config.needs_link();
+        let link = cell.config.link_config();
+        assert!(link.is_ok(), "a checked cell's link builds: {link:?}");
+        assert_eq!(
+            link.ok().flatten().is_some(),
+            cell.config.needs_link(),
+            "a cell has a link exactly when it needs one"
+        );
     }
 });
