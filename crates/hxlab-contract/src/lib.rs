@@ -72,5 +72,26 @@ pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+/// `from_json` (parse, then the type's `validate`) and `to_json` for a config type: one
+/// definition for the three contracts.
+macro_rules! json_form {
+    ($ty:ident, $what:literal) => {
+        impl $ty {
+            #[doc = concat!("Reads the JSON form and [validates](", stringify!($ty), "::validate) it.")]
+            pub fn from_json(text: &str) -> Result<$ty, $crate::ConfigError> {
+                let cfg: $ty = $crate::parse_json($what, text)?;
+                cfg.validate()?;
+                Ok(cfg)
+            }
+
+            #[doc = concat!("The JSON form (what [`", stringify!($ty), "::from_json`] reads).")]
+            pub fn to_json(&self) -> String {
+                $crate::to_json(self)
+            }
+        }
+    };
+}
+pub(crate) use json_form;
+
 /// Largest config file read (a request body of `hxlab load` travels inside it).
 pub const MAX_CONFIG_BYTES: u64 = 64 << 20;

@@ -376,18 +376,6 @@ impl LoadConfig {
         let (c0, c1) = shard.range(self.clients);
         Some(split(self.requests, self.clients, c0, c1))
     }
-
-    /// Reads the JSON form and [validates](LoadConfig::validate) it.
-    pub fn from_json(text: &str) -> Result<LoadConfig, ConfigError> {
-        let cfg: LoadConfig = crate::parse_json("load config", text)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// The JSON form (what [`LoadConfig::from_json`] reads).
-    pub fn to_json(&self) -> String {
-        crate::to_json(self)
-    }
 }
 
 /// The requests of clients `[c0, c1)` when `n` requests are split over `c` clients in
@@ -396,6 +384,8 @@ pub fn split(n: u64, c: u64, c0: u64, c1: u64) -> u64 {
     let (n, c) = (u128::from(n), u128::from(c.max(1)));
     ((n * u128::from(c1) / c) - (n * u128::from(c0) / c)) as u64
 }
+
+crate::json_form!(LoadConfig, "load config");
 
 #[cfg(test)]
 mod tests {

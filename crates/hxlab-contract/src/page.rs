@@ -242,19 +242,9 @@ impl PageJob {
         }
         Ok(())
     }
-
-    /// Reads the JSON form and [validates](PageJob::validate) it.
-    pub fn from_json(text: &str) -> Result<PageJob, ConfigError> {
-        let cfg: PageJob = crate::parse_json("page job", text)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// The JSON form (what [`PageJob::from_json`] reads).
-    pub fn to_json(&self) -> String {
-        crate::to_json(self)
-    }
 }
+
+crate::json_form!(PageJob, "page job");
 
 #[cfg(test)]
 mod tests {

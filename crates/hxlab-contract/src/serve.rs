@@ -180,19 +180,9 @@ impl ServeConfig {
         }
         Ok(())
     }
-
-    /// Reads the JSON form and [validates](ServeConfig::validate) it.
-    pub fn from_json(text: &str) -> Result<ServeConfig, ConfigError> {
-        let cfg: ServeConfig = crate::parse_json("serve config", text)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// The JSON form (what [`ServeConfig::from_json`] reads).
-    pub fn to_json(&self) -> String {
-        crate::to_json(self)
-    }
 }
+
+crate::json_form!(ServeConfig, "serve config");
 
 #[cfg(test)]
 mod tests {
