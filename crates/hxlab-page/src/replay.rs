@@ -14,37 +14,69 @@ use std::path::Path;
 /// one line (a usage error for the command line).
 pub fn check_archive(path: &Path, proto: Proto) -> Result<(Archive, String), String> {
     let archive = Archive::read(path).map_err(|e| e.to_string())?;
-    let start = start_url(&archive, proto).map_err(|e| format!("{}: {e}", path.display()))?;
+    let start = RecordedStart::of(&archive)
+        .url_for(proto)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((archive, start))
 }
 
-/// The URL a replayed page load over `proto` starts from: the recording's own start, for
-/// every protocol alike. A recording that starts at an http:// URL redirected to https (the
-/// usual 301) is loaded from that URL: the redirect is answered as recorded over plain
-/// HTTP/1.1, and the browser follows it to the https page, which loads over the protocol
-/// asked for (HTTP/3 included: QUIC is forced on every recorded https origin). So every
-/// protocol pays the same redirect, as a first visit does. HTTP/2 and HTTP/3 need the chain
-/// to end at an https:// page.
-pub fn start_url(archive: &Archive, proto: Proto) -> Result<String, String> {
-    let chain = archive.redirect_chain();
-    let last = chain
-        .last()
-        .cloned()
-        .unwrap_or_else(|| archive.page_url.clone());
-    let secure = last.len() >= 8 && last[..8].eq_ignore_ascii_case("https://");
-    if matches!(proto, Proto::H2 | Proto::H3) && !secure {
-        let via = if chain.len() > 1 {
-            format!(", and its recorded redirects end at {last}")
-        } else {
-            String::new()
-        };
-        return Err(format!(
-            "{} needs an https:// page (browsers speak it over TLS only); the recording starts at {}{via}",
-            proto.name(),
-            archive.page_url
-        ));
+/// What a recording says about where its replay starts, kept once the archive is read (so
+/// an experiment checks every protocol and writes its notes without reading the HAR again).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedStart {
+    /// The page URL the recording starts at.
+    pub page_url: String,
+    /// Where the recorded redirects from it end (the page URL when it was not redirected).
+    pub chain_end: String,
+    /// Recorded responses and the origins they came from.
+    pub entries: usize,
+    /// Origins requests went to.
+    pub origins: usize,
+    /// What was left out of the archive ([`Archive::skipped_text`]).
+    pub skipped: Option<String>,
+}
+
+impl RecordedStart {
+    /// The start of `archive`.
+    pub fn of(archive: &Archive) -> RecordedStart {
+        RecordedStart {
+            page_url: archive.page_url.clone(),
+            chain_end: archive.final_url(),
+            entries: archive.entries.len(),
+            origins: archive.origins.len(),
+            skipped: archive.skipped_text(),
+        }
     }
-    Ok(archive.page_url.clone())
+
+    /// Whether the recording redirects its page URL elsewhere.
+    pub fn redirected(&self) -> bool {
+        self.chain_end != self.page_url
+    }
+
+    /// The URL a replayed page load over `proto` starts from: the recording's own start, for
+    /// every protocol alike. A recording that starts at an http:// URL redirected to https
+    /// (the usual 301) is loaded from that URL: the redirect is answered as recorded over
+    /// plain HTTP/1.1, and the browser follows it to the https page, which loads over the
+    /// protocol asked for (HTTP/3 included: QUIC is forced on every recorded https origin).
+    /// So every protocol pays the same redirect, as a first visit does. HTTP/2 and HTTP/3
+    /// need the chain to end at an https:// page.
+    pub fn url_for(&self, proto: Proto) -> Result<String, String> {
+        let last = &self.chain_end;
+        let secure = last.len() >= 8 && last[..8].eq_ignore_ascii_case("https://");
+        if matches!(proto, Proto::H2 | Proto::H3) && !secure {
+            let via = if self.redirected() {
+                format!(", and its recorded redirects end at {last}")
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "{} needs an https:// page (browsers speak it over TLS only); the recording starts at {}{via}",
+                proto.name(),
+                self.page_url
+            ));
+        }
+        Ok(self.page_url.clone())
+    }
 }
 
 /// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the

@@ -100,7 +100,7 @@ impl Runner {
         let job = match page {
             // The replay server sends the page: the same controller on TCP and QUIC (the
             // cell's cc_server, else cubic), read back into the record.
-            PageSource::Har(path) => PageJob {
+            PageSource::Har(path, _) => PageJob {
                 replay: Some(path.clone()),
                 server_cc: Some(cfg.cc_server.unwrap_or(CongestionControl::Cubic)),
                 ..base

@@ -499,19 +499,23 @@ impl Runner {
 /// and whose congestion control the lab neither sets nor reads back.
 fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
     match &exp.page {
-        Some(crate::spec::PageSource::Har(p)) => {
+        Some(crate::spec::PageSource::Har(p, start)) => {
             note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; hits, near misses and misses are recorded per run, and a miss flags the run); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, read back per record; Chromium's own controller is not settable and not read back", p.display()));
-            if let Ok(archive) = hxlab_core::har::Archive::read(p) {
-                let chain = archive.redirect_chain();
-                if chain.len() > 1 {
-                    note(meta, format!("the recording starts at {} and redirects to {}: every protocol's load starts there, the redirects answered as recorded over plain HTTP/1.1 (the protocol check counts only https responses), so each pays the same redirect", archive.page_url, chain.last().map(String::as_str).unwrap_or("")));
-                }
-                if let Some(skipped) = archive.skipped_text() {
-                    note(
-                        meta,
-                        format!("the recording: {skipped} (nothing can replay them)"),
-                    );
-                }
+            note(
+                meta,
+                format!(
+                    "page: {} ({} recorded response(s) from {} origin(s))",
+                    start.page_url, start.entries, start.origins
+                ),
+            );
+            if start.redirected() {
+                note(meta, format!("the recording starts at {} and redirects to {}: every protocol's load starts there, the redirects answered as recorded over plain HTTP/1.1 (the protocol check counts only https responses), so each pays the same redirect", start.page_url, start.chain_end));
+            }
+            if let Some(skipped) = &start.skipped {
+                note(
+                    meta,
+                    format!("the recording: {skipped} (nothing can replay them)"),
+                );
             }
             return;
         }

@@ -333,8 +333,9 @@ pub struct Experiment {
 /// A page the browser workload loads instead of the synthetic one.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PageSource {
-    /// A HAR archive, replayed by `hxlab page --replay` (its own `hxlab serve --replay`).
-    Har(std::path::PathBuf),
+    /// A HAR archive, replayed by `hxlab page --replay` (its own `hxlab serve --replay`),
+    /// with where its replay starts, read with it once.
+    Har(std::path::PathBuf, hxlab_page::replay::RecordedStart),
     /// A URL, loaded as it is.
     Url(String),
 }
@@ -821,16 +822,15 @@ fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
     // A recorded page must be loadable over every protocol a cell asks for (an http://
     // recording whose redirects do not end at https cannot be HTTP/2 or HTTP/3): found now,
     // not in every repetition.
-    if let Some(PageSource::Har(path)) = &exp.page {
-        let archive = hxlab_core::har::Archive::read(path)
-            .map_err(|e| ctx.whole(format!("har {}: {}", path.display(), e.0)))?;
+    if let Some(PageSource::Har(path, start)) = &exp.page {
         for p in exp.levels("protocol") {
             let proto = match p.as_str() {
                 "h3" => hxlab_core::Proto::H3,
                 "h2" | "h2c" => hxlab_core::Proto::H2,
                 _ => hxlab_core::Proto::H1,
             };
-            hxlab_page::replay::start_url(&archive, proto)
+            start
+                .url_for(proto)
                 .map_err(|e| ctx.whole(format!("har {}: {e}", path.display())))?;
         }
     }

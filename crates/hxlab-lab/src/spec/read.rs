@@ -341,7 +341,8 @@ pub(super) fn page_source(
     } else {
         path.to_path_buf()
     };
-    hxlab_core::har::Archive::read(&path)
+    let archive = hxlab_core::har::Archive::read(&path)
         .map_err(|e| ctx.at(place, format!("har {}: {}", path.display(), e.0)))?;
-    Ok(super::PageSource::Har(path))
+    let start = hxlab_page::replay::RecordedStart::of(&archive);
+    Ok(super::PageSource::Har(path, start))
 }

@@ -49,23 +49,18 @@ pub fn run(
         (None, None) => return Err(super::usage("give --page URL or --har FILE")),
     };
     let har = std::path::absolute(&har).with_context(|| format!("resolving {}", har.display()))?;
-    let archive =
-        hxlab_core::har::Archive::read(&har).map_err(|e| super::usage(format!("--har {}", e.0)))?;
-    let mut notes = vec![format!(
-        "page: {} ({} recorded response(s) from {} origin(s))",
-        archive.page_url,
-        archive.entries.len(),
-        archive.origins.len()
-    )];
-    if let Some(skipped) = archive.skipped_text() {
-        emit!("{}: {skipped} (nothing can replay them)", har.display());
-        notes.push(format!("the recording: {skipped}"));
-    }
+    // The recording is read (once) and checked for every protocol by the experiment's parser;
+    // the report's notes say what it holds and what it left out.
     let src = hxlab_lab::scenarios::page_experiment(&har, &label);
     let exp = hxlab_lab::spec::parse("compare --page", &src, &overrides)
         .map_err(|e| super::usage(e.to_string()))?;
+    if let Some(hxlab_lab::spec::PageSource::Har(_, start)) = &exp.page {
+        if let Some(skipped) = &start.skipped {
+            emit!("{}: {skipped} (nothing can replay them)", har.display());
+        }
+    }
     common.out = Some(root);
-    let (summary, report, dir) = execute(&exp, &common, &notes)?;
+    let (summary, report, dir) = execute(&exp, &common, &[])?;
     finish(&summary, &report, &dir)
 }
 
