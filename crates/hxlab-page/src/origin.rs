@@ -143,29 +143,6 @@ pub fn synthetic_page_html(n: u64, size: u64, delay: Duration) -> String {
     synthetic_page_html_with(n, size, delay, None, None)
 }
 
-/// [`synthetic_page_html`] with every second resource (the odd ones) taken from
-/// `second_origin` (`https://b.hxlab.test:8443`) when given: a page of two origins.
-pub fn synthetic_page_html_on(
-    n: u64,
-    size: u64,
-    delay: Duration,
-    second_origin: Option<&str>,
-) -> String {
-    synthetic_page_html_with(n, size, delay, second_origin, None)
-}
-
-/// [`synthetic_page_html`] whose sub-resources the browser may cache for `max_age_s`
-/// seconds (`/bytes/N?max_age=S`, answered with `Cache-Control: max-age=S`); `None`: no
-/// caching header, as [`synthetic_page_html`].
-pub fn synthetic_page_html_cached(
-    n: u64,
-    size: u64,
-    delay: Duration,
-    max_age_s: Option<u64>,
-) -> String {
-    synthetic_page_html_with(n, size, delay, None, max_age_s)
-}
-
 /// The synthetic page with both options: a second origin for the odd resources, and a
 /// cache lifetime for every resource.
 pub fn synthetic_page_html_with(

@@ -144,23 +144,30 @@ impl ResponseParser {
         None
     }
 
+    /// Up to `left` body bytes from `buf` (a Content-Length body or one chunk's data); the
+    /// state after is `more` with what is left, or `done` once nothing is.
+    #[inline]
+    fn body_bytes(
+        &mut self,
+        buf: &[u8],
+        left: u64,
+        more: fn(u64) -> State,
+        done: State,
+    ) -> (usize, Step) {
+        let n = (buf.len() as u64).min(left) as usize;
+        if n == 0 {
+            return (0, Step::NeedMore);
+        }
+        let left = left - n as u64;
+        self.state = if left == 0 { done } else { more(left) };
+        (n, Step::Body(n))
+    }
+
     /// Consumes a prefix of `buf`; returns the bytes used and what they were.
     pub fn step(&mut self, buf: &[u8]) -> Result<(usize, Step), ParseError> {
         match self.state {
             State::Head => self.head(buf),
-            State::Body(left) => {
-                let n = (buf.len() as u64).min(left) as usize;
-                if n == 0 {
-                    return Ok((0, Step::NeedMore));
-                }
-                let left = left - n as u64;
-                self.state = if left == 0 {
-                    State::Done
-                } else {
-                    State::Body(left)
-                };
-                Ok((n, Step::Body(n)))
-            }
+            State::Body(left) => Ok(self.body_bytes(buf, left, State::Body, State::Done)),
             State::Done => {
                 self.state = State::Head;
                 Ok((
@@ -201,17 +208,7 @@ impl ResponseParser {
                 Ok((i + 2, Step::Body(0)))
             }
             State::ChunkData(left) => {
-                let n = (buf.len() as u64).min(left) as usize;
-                if n == 0 {
-                    return Ok((0, Step::NeedMore));
-                }
-                let left = left - n as u64;
-                self.state = if left == 0 {
-                    State::ChunkDataEnd
-                } else {
-                    State::ChunkData(left)
-                };
-                Ok((n, Step::Body(n)))
+                Ok(self.body_bytes(buf, left, State::ChunkData, State::ChunkDataEnd))
             }
             State::ChunkDataEnd => {
                 if buf.len() < 2 {

@@ -124,6 +124,18 @@ fn trace_keeps_to_the_servers_stream_limit() {
     }
 }
 
+/// `hxlab load -k --proto h3 -n N` for a small body at `tls`: a legitimate client is answered
+/// (`what` says when, for the failure message).
+fn h3_requests_answered(tls: &str, n: u32, what: &str) {
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["load", "-k", "--proto", "h3", "-n", &n.to_string(), "-q"])
+            .arg(format!("https://{tls}/bytes/10")),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{what}: {err}");
+}
+
 /// Resident memory of process `pid`, bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
@@ -627,13 +639,7 @@ fn abandoned_http3_connections_are_reclaimed() {
     let pid = server.child.id();
     let url = |path: &str| format!("https://{tls}{path}");
     // One ordinary h3 request first, so what the runtime keeps anyway is in `before`.
-    let (code, _, err) = run_with_timeout(
-        Command::new(hxlab())
-            .args(["load", "-k", "--proto", "h3", "-n", "10", "-q"])
-            .arg(url("/bytes/10")),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code, Some(0), "{err}");
+    h3_requests_answered(&tls, 10, "h3 before the attack");
     let before = rss(pid);
     let frozen = Frozen::start(
         Command::new(hxlab())
@@ -982,13 +988,7 @@ fn http3_streams_opened_and_reset_stay_bounded() {
     );
     let grown = rss(pid).saturating_sub(before);
     assert!(grown < 200 << 20, "the server grew by {} MB", grown >> 20);
-    let (code, _, err) = run_with_timeout(
-        Command::new(hxlab())
-            .args(["load", "-k", "--proto", "h3", "-n", "10", "-q"])
-            .arg(format!("https://{tls}/bytes/10")),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code, Some(0), "h3 after the attack: {err}");
+    h3_requests_answered(&tls, 10, "h3 after the attack");
 }
 
 /// Sends `request` on a fresh HTTP/1.1 connection and reads until the server closes it
@@ -1133,13 +1133,7 @@ fn http3_heads_that_never_complete_are_reset() {
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
     let peak_during = rss(pid);
-    let (code, _, err) = run_with_timeout(
-        Command::new(hxlab())
-            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
-            .arg(format!("https://{tls}/bytes/10")),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code, Some(0), "h3 during the attack: {err}");
+    h3_requests_answered(&tls, 5, "h3 during the attack");
     let outcomes: Vec<_> = attackers
         .into_iter()
         .map(|a| rt.block_on(a).expect("attacker"))
@@ -1194,13 +1188,7 @@ fn http3_partial_heads_past_the_budget_close_the_connection() {
     };
     assert_eq!(code, 0x107, "H3_EXCESSIVE_LOAD");
     eprintln!("partial heads over budget: closed after {took:?}");
-    let (code, _, err) = run_with_timeout(
-        Command::new(hxlab())
-            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
-            .arg(format!("https://{tls}/bytes/10")),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code, Some(0), "h3 after the attack: {err}");
+    h3_requests_answered(&tls, 5, "h3 after the attack");
 }
 
 /// HTTP/3 connections that send no request, only QUIC PINGs, filled --quic-max-connections
@@ -1262,13 +1250,7 @@ fn idle_http3_connections_are_closed() {
         Some(0),
         "a request longer than the idle period: {err}"
     );
-    let (code, _, err) = run_with_timeout(
-        Command::new(hxlab())
-            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
-            .arg(format!("https://{tls}/bytes/10")),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code, Some(0), "h3 once the idle ones are gone: {err}");
+    h3_requests_answered(&tls, 5, "h3 once the idle ones are gone");
 }
 
 /// What an attacker saw of the server while it waited for a PING's ACK.
@@ -1559,13 +1541,7 @@ fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
     eprintln!("handshake flood: a legitimate handshake (with its Retry) took {took:?}");
     // A whole request too, while the flood's 8 half-open connections still wait for their
     // 10 s handshake timeout.
-    let (code, _, err) = run_with_timeout(
-        Command::new(hxlab())
-            .args(["load", "-k", "--proto", "h3", "-n", "5", "-q"])
-            .arg(format!("https://{tls}/bytes/10")),
-        Duration::from_secs(30),
-    );
-    assert_eq!(code, Some(0), "h3 during the flood: {err}");
+    h3_requests_answered(&tls, 5, "h3 during the flood");
     let h3 = &common::serve_stats(&plain)["by_protocol"]["h3"];
     let retries = h3["retries"].as_u64().expect("retries");
     eprintln!("handshake flood: {retries} Retries sent");
