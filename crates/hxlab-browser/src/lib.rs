@@ -45,6 +45,13 @@ pub const PUSH_REMOVED_IN: u32 = 106;
 /// `h2c` is refused ([`PageConfig::validate`]).
 pub use hxlab_core::Proto;
 
+/// Whether a resource's URL is plain `http://` (any case): HTTP/1.1 whatever a page load asks
+/// for, since browsers speak HTTP/2 and HTTP/3 over TLS only.
+pub fn is_plain_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
+}
+
 /// Maps Chromium's `response.protocol` ("http/1.1", "h2", "h3", "h3-29", "quic/…") to the
 /// protocol a page load asks for; `None` for anything else (e.g. "data", "blob", empty).
 pub fn asked_of_reported(reported: &str) -> Option<Proto> {

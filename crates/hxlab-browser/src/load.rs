@@ -608,7 +608,7 @@ impl Tally {
             *self.protocols.entry(protocol.clone()).or_default() += 1;
             // Browsers speak HTTP/2 and HTTP/3 over TLS only: a plain http:// response (the
             // recorded http → https redirect of a site) is HTTP/1.1 whatever is asked for.
-            let plain = r.url.len() >= 7 && r.url[..7].eq_ignore_ascii_case("http://");
+            let plain = crate::is_plain_http(&r.url);
             if plain && matches!(cfg.protocol, Proto::H2 | Proto::H3) {
                 self.plain_http += 1;
             } else if cfg.protocol != Proto::Auto

@@ -79,7 +79,7 @@ impl PageRun {
             }
             // A plain http:// response (a recorded http → https redirect) is HTTP/1.1
             // whatever was asked: its connection counts, but not as the protocol negotiated.
-            let plain = res.url.len() >= 7 && res.url[..7].eq_ignore_ascii_case("http://");
+            let plain = crate::is_plain_http(&res.url);
             if res.connection_id != 0 {
                 if plain && matches!(self.requested_protocol, Proto::H2 | Proto::H3) {
                     plain_connections.insert(res.connection_id);

@@ -62,7 +62,9 @@ impl RecordedStart {
     /// need the chain to end at an https:// page.
     pub fn url_for(&self, proto: Proto) -> Result<String, String> {
         let last = &self.chain_end;
-        let secure = last.len() >= 8 && last[..8].eq_ignore_ascii_case("https://");
+        let secure = last
+            .get(..8)
+            .is_some_and(|p| p.eq_ignore_ascii_case("https://"));
         if matches!(proto, Proto::H2 | Proto::H3) && !secure {
             let via = if self.redirected() {
                 format!(", and its recorded redirects end at {last}")
