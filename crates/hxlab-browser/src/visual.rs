@@ -12,7 +12,7 @@
 //! it at 200 ms and the rest at 800 ms scores 200 + 0.5 × 600 = 500.
 
 use base64::Engine;
-use serde::{Deserialize, Serialize};
+use hxlab_core::page::{FilmstripFrame, MAX_FILMSTRIP_FRAMES};
 
 /// A pixel whose three channels are all at least this is "white" and not counted.
 const WHITE: u8 = 250;
@@ -22,28 +22,12 @@ const FILMSTRIP_INTERVALS_MS: [f64; 8] = [
     100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0, 30000.0,
 ];
 
-/// The most frames a filmstrip keeps (each is a small JPEG, a few KiB in base64).
-pub const MAX_FILMSTRIP_FRAMES: usize = 40;
-
 /// One frame the browser sent (`Page.screencastFrame`), as captured.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct CapturedFrame {
     /// When the frame was painted, ms after the navigation started (negative: before it).
     pub at_ms: f64,
     /// The JPEG, base64 as the browser sent it.
-    pub jpeg_base64: String,
-}
-
-/// One picture of the filmstrip: what the page showed at `time_ms`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FilmstripFrame {
-    /// The tick: ms after the navigation started (a multiple of the strip's interval).
-    pub time_ms: f64,
-    /// When the frame shown at this tick was painted, ms after the navigation started.
-    pub painted_ms: f64,
-    /// Its visual progress, 0 to 100 %.
-    pub progress_pct: f64,
-    /// The frame as a base64 JPEG (`data:image/jpeg;base64,` + this shows it).
     pub jpeg_base64: String,
 }
 

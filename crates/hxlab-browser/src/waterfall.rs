@@ -8,12 +8,8 @@
 //! (the last byte), that is every phase of the load.
 
 use crate::load::RequestRecord;
-use crate::PageRun;
-use hxlab_core::waterfall::{short_label, Mark, Phases, Span, Waterfall, WaterfallRow};
+use hxlab_core::waterfall::{Phases, Span};
 use serde_json::Value;
-
-/// Longest row label, in characters.
-const LABEL_CHARS: usize = 48;
 
 /// The phases of one request, in ms since `nav_start` (monotonic seconds). A request without
 /// a response timing (failed before one, served from memory) has none.
@@ -64,52 +60,6 @@ pub(crate) fn phases(r: &RequestRecord, nav_start: f64) -> Phases {
         request,
         wait,
         download,
-    }
-}
-
-impl PageRun {
-    /// This run as a [`Waterfall`]: one row per resource in request order, with the marks
-    /// TTFB, FCP, LCP, DCL and load that the browser measured.
-    pub fn waterfall(&self) -> Waterfall {
-        let rows = self
-            .resources
-            .iter()
-            .map(|r| WaterfallRow {
-                label: short_label(&r.url, LABEL_CHARS),
-                url: r.url.clone(),
-                resource_type: r.resource_type.clone(),
-                protocol: r.protocol.clone(),
-                connection_id: r.connection_id,
-                connection_reused: r.connection_reused,
-                status: r.status,
-                start_ms: r.start_ms,
-                end_ms: r.duration_ms.map(|d| r.start_ms + d),
-                phases: r.phases,
-                bytes: r.encoded_bytes,
-                error: r.error.clone(),
-            })
-            .collect();
-        let marks = [
-            ("TTFB", Some(self.ttfb_ms)),
-            ("FCP", self.fcp_ms),
-            ("LCP", self.lcp_ms),
-            ("DCL", Some(self.dom_content_loaded_ms)),
-            ("load", Some(self.load_ms)),
-        ]
-        .into_iter()
-        .filter_map(|(name, at)| {
-            let at_ms = at.filter(|v| v.is_finite() && *v >= 0.0)?;
-            Some(Mark {
-                name: name.to_string(),
-                at_ms,
-            })
-        })
-        .collect();
-        Waterfall {
-            url: self.url.clone(),
-            rows,
-            marks,
-        }
     }
 }
 

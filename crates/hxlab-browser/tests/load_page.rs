@@ -2,7 +2,8 @@
 //! HTTP/1.1 server (python3 -m http.server), called both outside and inside a tokio runtime,
 //! and its timeout against a browser that never answers.
 
-use hxlab_browser::{load_page, summarize, BrowserError, PageConfig, Proto};
+use hxlab_browser::{load_page, BrowserError, PageConfig, Proto};
+use hxlab_core::page::summarize;
 use hxlab_testkit::require_peer;
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -12,6 +12,7 @@
 //! [`interval`] holds a run's time series (one small histogram per interval).
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
+//! [`page`] is what a browser page load measured and what a series of loads adds up to.
 //! What it is not: no other I/O, no protocol code, no async runtime.
 
 pub mod atomic_file;
@@ -27,6 +28,7 @@ pub mod files;
 pub mod har;
 pub mod histogram;
 pub mod interval;
+pub mod page;
 pub mod protocol;
 pub mod ready;
 pub mod result;

@@ -3,7 +3,8 @@
 //! runs adds up to. The command line only maps its flags onto [`PageOptions`] and prints.
 
 use crate::origin::{loopback_to, synthetic_page_html_with, temp_dir, Origin, OriginOptions};
-use hxlab_browser::{Launcher, PageConfig, PageRun, PageSummary, Proto};
+use hxlab_browser::{Launcher, PageConfig, Proto};
+use hxlab_core::page::{Outcome, PageReport, PageRun, PageSummary, PUSH_REMOVED_IN};
 use hxlab_link::{Link, LinkConfig};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -314,36 +315,6 @@ fn synthetic_origin(
     })
 }
 
-/// One run: figures, or why there are none.
-pub enum Outcome {
-    /// The page loaded (it may still be left out, see `PageRun::flag`).
-    Measured(Box<PageRun>),
-    /// The run failed.
-    Failed(String),
-}
-
-/// What a series of runs adds up to.
-pub struct PageReport {
-    /// Medians and intervals of the counted runs (their first views).
-    pub summary: PageSummary,
-    /// The same over the repeat views, when they were asked for.
-    pub repeat_summary: Option<PageSummary>,
-    /// The browser's name and version.
-    pub browser: String,
-    /// Its major version (0 when no run finished).
-    pub browser_major: u32,
-    /// Push was asked for but this browser ignores it.
-    pub push_ignored: bool,
-    /// What became of a push request, when there was one.
-    pub push_note: Option<String>,
-    /// Runs that finished with figures (counted or left out).
-    pub finished_runs: usize,
-    /// Runs in which the browser received 103 Early Hints.
-    pub early_hints_runs: usize,
-    /// Resources served from the preloads the early hints started.
-    pub preloads_used: u32,
-}
-
 /// Sums up the runs; left-out runs are numbered by their position among all runs.
 pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
     let repeat_summary = repeat_summary(outcomes);
@@ -354,7 +325,7 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
             Outcome::Failed(_) => None,
         })
         .collect();
-    let mut summary = hxlab_browser::summarize(&measured);
+    let mut summary = hxlab_core::page::summarize(&measured);
     summary.left_out = outcomes
         .iter()
         .enumerate()
@@ -369,7 +340,7 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
         .map(|r| r.browser.clone())
         .unwrap_or_else(|| "Chromium (no run finished)".to_string());
     let browser_major = measured.first().map(|r| r.browser_major).unwrap_or(0);
-    let push_ignored = browser_major >= hxlab_browser::PUSH_REMOVED_IN;
+    let push_ignored = browser_major >= PUSH_REMOVED_IN;
     let push_note = if !push {
         None
     } else if measured.is_empty() {
@@ -380,7 +351,7 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
     } else if push_ignored {
         Some(format!(
             "push was requested, but {browser} ignores HTTP/2 server push (removed in Chromium {}); these figures show no push effect",
-            hxlab_browser::PUSH_REMOVED_IN
+            PUSH_REMOVED_IN
         ))
     } else {
         Some(format!("push was requested and {browser} supports it"))
@@ -414,7 +385,7 @@ fn repeat_summary(outcomes: &[Outcome]) -> Option<PageSummary> {
             Outcome::Failed(_) => None,
         })
         .collect();
-    let mut summary = hxlab_browser::summarize(&repeats);
+    let mut summary = hxlab_core::page::summarize(&repeats);
     summary.left_out = outcomes
         .iter()
         .enumerate()

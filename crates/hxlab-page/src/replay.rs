@@ -180,7 +180,10 @@ fn miss_key(method: &str, url: &str) -> Option<String> {
 /// resource of the page (the browser's own `/favicon.ico`, which a recording never sees)
 /// stay in the counts but do not flag the run; when the server listed fewer misses than it
 /// counted, every miss flags it.
-pub fn replay_flag(counts: &Value, resources: &[hxlab_browser::ResourceTiming]) -> Option<String> {
+pub fn replay_flag(
+    counts: &Value,
+    resources: &[hxlab_core::page::ResourceTiming],
+) -> Option<String> {
     let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
     let listed: Vec<&str> = counts
         .get("miss_urls")
@@ -245,8 +248,8 @@ mod tests {
         );
     }
 
-    fn resource(url: &str) -> hxlab_browser::ResourceTiming {
-        hxlab_browser::ResourceTiming {
+    fn resource(url: &str) -> hxlab_core::page::ResourceTiming {
+        hxlab_core::page::ResourceTiming {
             url: url.into(),
             resource_type: "Script".into(),
             protocol: "h2".into(),

@@ -8,7 +8,7 @@
 //! test said as they look, problems grouped by kind; see [`verdict`]), one exporter per
 //! format behind the [`Exporter`] trait (markdown, csv, html with hand-written SVG charts,
 //! summary.json, the terminal), before/after against a baseline run, `hxlab diff` of two
-//! RunResult sets, page-load waterfalls, and the text summary of one run ([`run_summary`],
+//! RunResult sets, page-load waterfalls and the `hxlab page --html` page ([`page_html`]), and the text summary of one run ([`run_summary`],
 //! what `hxlab load` and `hxlab merge` print).
 //! What it is not: it runs nothing and measures nothing; it only reads `RunResult`s that
 //! `hxlab load` produced and the lab stored.
@@ -18,6 +18,7 @@ pub mod charts;
 pub mod comparisons;
 pub mod export;
 pub mod model;
+pub mod page_html;
 pub mod run_summary;
 pub mod rundiff;
 pub mod summary;

@@ -181,7 +181,7 @@ fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &s
         record.error = Some(format!("page load failed: {e}"));
         return;
     }
-    match serde_json::from_value::<hxlab_browser::PageRun>(run) {
+    match serde_json::from_value::<hxlab_core::page::PageRun>(run) {
         Ok(pr) => {
             if let Some(flag) = &pr.flag {
                 record.error = Some(format!("page load left out by hxlab page: {flag}"));

@@ -4,11 +4,13 @@
 //! The origin, the link and the sums are `hxlab_page::page`'s; this maps flags and prints.
 
 use anyhow::{bail, Context};
-use hxlab_browser::{BrowserError, PageConfig, PageRun, Proto};
+use hxlab_browser::{BrowserError, PageConfig, Proto};
 use hxlab_contract::{PageJob, Synthetic};
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::page::PageRun;
+use hxlab_core::page::{Outcome, PageReport};
 use hxlab_core::parse_duration;
-use hxlab_page::page::{Outcome, PageOptions, PageReport, PageSession};
+use hxlab_page::page::{PageOptions, PageSession};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -260,7 +262,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("creating HAR directory {}", dir.display()))?;
     }
     if let Some(path) = &job.html {
-        super::page_html::check_path(path)?;
+        check_html_path(path)?;
     }
     // A missing browser is reported before anything is started.
     hxlab_browser::find_chromium(&job.chromium).map_err(anyhow::Error::new)?;
@@ -344,8 +346,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         write_json(dest, &doc)?;
     }
     if let Some(path) = &job.html {
-        let html = super::page_html::render(&session.url, opts.proto.name(), &outcomes, &rep);
-        super::page_html::write(path, &html)?;
+        let html =
+            hxlab_report::page_html::render(&session.url, opts.proto.name(), &outcomes, &rep);
+        write_html(path, &html)?;
         writeln!(
             text,
             "  HTML with one waterfall per run: {}",
@@ -454,7 +457,7 @@ fn footer(
 }
 
 /// One line per metric: median and interval.
-fn summary_lines(text: &mut dyn Write, s: &hxlab_browser::PageSummary) -> std::io::Result<()> {
+fn summary_lines(text: &mut dyn Write, s: &hxlab_core::page::PageSummary) -> std::io::Result<()> {
     for (key, label, unit) in [
         ("ttfb_ms", "TTFB", "ms"),
         ("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
@@ -608,4 +611,33 @@ fn run_row(i: &str, r: &PageRun) -> String {
         r.lcp_ms.map(ms).unwrap_or_else(|| "-".into()),
         r.speed_index_ms.map(ms).unwrap_or_else(|| "-".into()),
     )
+}
+
+/// Refuses, before any run, a `--html` path that cannot be written: a directory, or a file
+/// in a directory that does not exist.
+fn check_html_path(path: &Path) -> anyhow::Result<()> {
+    if path.is_dir() {
+        bail!(
+            "--html {}: is a directory; give a file name",
+            path.display()
+        );
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "--html {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes the page atomically (readers see the old file or the whole new one).
+fn write_html(path: &Path, html: &str) -> anyhow::Result<()> {
+    hxlab_core::write_atomically(path, html.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }

@@ -1,8 +1,9 @@
 //! A page load as a `RunResult`, so the lab stores browser runs next to load runs.
 
-use crate::{PageRun, Proto};
-use hxlab_core::result::{RunConfig, SCHEMA_VERSION};
-use hxlab_core::RunResult;
+use super::PageRun;
+use crate::result::{RunConfig, SCHEMA_VERSION};
+use crate::Proto;
+use crate::RunResult;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl PageRun {
@@ -79,7 +80,7 @@ impl PageRun {
             }
             // A plain http:// response (a recorded http → https redirect) is HTTP/1.1
             // whatever was asked: its connection counts, but not as the protocol negotiated.
-            let plain = crate::is_plain_http(&res.url);
+            let plain = super::is_plain_http(&res.url);
             if res.connection_id != 0 {
                 if plain && matches!(self.requested_protocol, Proto::H2 | Proto::H3) {
                     plain_connections.insert(res.connection_id);
@@ -111,7 +112,8 @@ impl PageRun {
 
 #[cfg(test)]
 mod tests {
-    use crate::{PageRun, Proto, ResourceTiming};
+    use crate::page::{PageRun, ResourceTiming};
+    use crate::Proto;
     use std::collections::BTreeMap;
 
     fn resource(conn: u64, status: u16, error: Option<&str>) -> ResourceTiming {
@@ -137,7 +139,7 @@ mod tests {
     #[test]
     fn a_page_run_becomes_a_run_result() {
         let run = PageRun {
-            view: crate::View::First,
+            view: crate::page::View::First,
             url: "https://h/".into(),
             requested_protocol: Proto::H2,
             browser: "Chromium 156.0".into(),

@@ -1,7 +1,7 @@
 //! Medians and 95 % bootstrap confidence intervals over the runs that count.
 
-use crate::PageRun;
-use hxlab_core::stats::{bootstrap_ci, median};
+use super::PageRun;
+use crate::stats::{bootstrap_ci, median};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -99,7 +99,7 @@ mod tests {
 
     fn run(load: f64, flag: Option<&str>) -> PageRun {
         PageRun {
-            view: crate::View::First,
+            view: crate::page::View::First,
             url: "https://127.0.0.1/".into(),
             requested_protocol: Proto::H2,
             browser: "Chromium 156".into(),

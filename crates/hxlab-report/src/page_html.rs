@@ -1,12 +1,10 @@
-//! `hxlab page --html FILE`: one self-contained HTML page (inline CSS and SVG, no script,
-//! nothing fetched) with the summary figures, a row per run and one waterfall per run.
+//! The page of `hxlab page --html FILE`: one self-contained HTML page (inline CSS and SVG,
+//! no script, nothing fetched) with the summary figures, a row per run, and one waterfall
+//! and filmstrip per run and view.
 
-use anyhow::{bail, Context};
-use hxlab_browser::PageRun;
-use hxlab_page::page::{Outcome, PageReport};
-use hxlab_report::waterfall::{escape, waterfall_svg};
+use crate::waterfall::{escape, waterfall_svg};
+use hxlab_core::page::{Outcome, PageReport, PageRun, PageSummary};
 use std::fmt::Write;
-use std::path::Path;
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;margin:1.5em;color:#111;max-width:1240px}\
 h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}\
@@ -19,35 +17,6 @@ figcaption{color:#444;font-size:.9em;margin-top:.3em}.failed{color:#B2182B}\
 .filmstrip img{width:160px;height:auto;border:1px solid #bbb;display:block}\
 .filmstrip figcaption{margin:0;font-size:.8em}";
 
-/// Refuses, before any run, a `--html` path that cannot be written: a directory, or a file
-/// in a directory that does not exist.
-pub(super) fn check_path(path: &Path) -> anyhow::Result<()> {
-    if path.is_dir() {
-        bail!(
-            "--html {}: is a directory; give a file name",
-            path.display()
-        );
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        bail!(
-            "--html {}: directory {} does not exist",
-            path.display(),
-            dir.display()
-        );
-    }
-    Ok(())
-}
-
-/// Writes the page atomically (readers see the old file or the whole new one).
-pub(super) fn write(path: &Path, html: &str) -> anyhow::Result<()> {
-    hxlab_core::write_atomically(path, html.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
-}
-
 /// A time in ms for a table cell ("-" when not measured).
 fn ms(v: Option<f64>) -> String {
     match v {
@@ -56,8 +25,8 @@ fn ms(v: Option<f64>) -> String {
     }
 }
 
-/// The whole page: heading, summary, runs, waterfalls.
-pub(super) fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageReport) -> String {
+/// The whole page for `url` loaded over `proto`: heading, summary, runs, waterfalls.
+pub fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageReport) -> String {
     let title = format!("hxlab page: {url} over {proto}");
     let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
@@ -157,7 +126,7 @@ fn filmstrip(out: &mut String, run: &PageRun) {
 }
 
 /// Medians with their 95 % intervals, and the runs left out.
-fn summary(out: &mut String, s: &hxlab_browser::PageSummary, title: &str) {
+fn summary(out: &mut String, s: &PageSummary, title: &str) {
     let _ = writeln!(
         out,
         "<h2>{title}</h2>\n<table>\n<tr><th>metric</th><th>median</th><th>95% CI</th></tr>"

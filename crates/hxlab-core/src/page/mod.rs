@@ -1,0 +1,273 @@
+//! The page-load result model: what one browser page load measured ([`PageRun`], its
+//! resources and filmstrip), what a series of loads adds up to ([`PageSummary`],
+//! [`PageReport`]), and the two views every other part reads a run through: a
+//! [`Waterfall`] to draw and a [`RunResult`](crate::RunResult) to store
+//! (`record.rs`). hxlab-browser fills it from a real Chromium; hxlab-page runs the series;
+//! hxlab-report draws it. Plain data and pure functions: no browser, no I/O.
+
+mod record;
+mod summary;
+
+pub use summary::{summarize, MetricSummary, PageSummary};
+
+use crate::waterfall::{short_label, Mark, Phases, Waterfall, WaterfallRow};
+use crate::Proto;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Whether a resource's URL is plain `http://` (any case): HTTP/1.1 whatever a page load asks
+/// for, since browsers speak HTTP/2 and HTTP/3 over TLS only.
+pub fn is_plain_http(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("http://"))
+}
+
+/// The first Chromium major version that ignores HTTP/2 server push (push was removed in 106).
+pub const PUSH_REMOVED_IN: u32 = 106;
+
+/// The most frames a filmstrip keeps (each is a small JPEG, a few KiB in base64).
+pub const MAX_FILMSTRIP_FRAMES: usize = 40;
+
+/// One picture of the filmstrip: what the page showed at `time_ms`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FilmstripFrame {
+    /// The tick: ms after the navigation started (a multiple of the strip's interval).
+    pub time_ms: f64,
+    /// When the frame shown at this tick was painted, ms after the navigation started.
+    pub painted_ms: f64,
+    /// Its visual progress, 0 to 100 %.
+    pub progress_pct: f64,
+    /// The frame as a base64 JPEG (`data:image/jpeg;base64,` + this shows it).
+    pub jpeg_base64: String,
+}
+
+/// One resource as the browser loaded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceTiming {
+    /// Request URL.
+    pub url: String,
+    /// Chromium's resource type ("Document", "Image", "Script", …).
+    pub resource_type: String,
+    /// Protocol the browser reports for the response ("http/1.1", "h2", "h3"); empty if none.
+    pub protocol: String,
+    /// HTTP status (0 when the request failed before a response).
+    pub status: u16,
+    /// The browser's connection id (0: none).
+    pub connection_id: u64,
+    /// The response came over a connection used before.
+    pub connection_reused: bool,
+    /// Request start, ms after the navigation started.
+    pub start_ms: f64,
+    /// Request start to response headers, ms.
+    pub response_ms: Option<f64>,
+    /// Request start to last byte, ms.
+    pub duration_ms: Option<f64>,
+    /// Bytes received for it on the wire (headers + body, as the browser counts them).
+    pub encoded_bytes: u64,
+    /// Body bytes the browser read (after content decoding).
+    pub body_bytes: u64,
+    /// Served from a preload the browser started on a 103 Early Hints response.
+    #[serde(default)]
+    pub from_early_hints: bool,
+    /// Served from the browser's memory or disk cache (a repeat view's cached resources);
+    /// `protocol` is then the one the cached response originally came over.
+    #[serde(default)]
+    pub from_cache: bool,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// Its phases (queued, DNS, connect, TLS, request, wait, download) in ms after the
+    /// navigation started; empty for runs recorded before phases were, and for requests
+    /// without a response timing.
+    #[serde(default, skip_serializing_if = "Phases::is_empty")]
+    pub phases: Phases,
+}
+
+/// Which load of the page in one browser a [`PageRun`] is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum View {
+    /// A fresh browser, empty cache, no connections.
+    #[default]
+    First,
+    /// The same page again in the same browser: its cache and open connections kept.
+    Repeat,
+}
+
+fn no_slowdown() -> f64 {
+    1.0
+}
+
+/// One page load's measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageRun {
+    /// First or repeat view.
+    #[serde(default)]
+    pub view: View,
+    /// The page loaded.
+    pub url: String,
+    /// The protocol asked for.
+    pub requested_protocol: Proto,
+    /// "Chromium 156.0.8078.79".
+    pub browser: String,
+    /// Chromium major version.
+    pub browser_major: u32,
+    /// When the navigation started, seconds since the Unix epoch.
+    pub started_unix_s: f64,
+    /// Responses per protocol as the browser reported them ("h2": 31).
+    pub protocols: BTreeMap<String, u32>,
+    /// Every response used the protocol asked for (over TLS: when HTTP/2 or HTTP/3 is asked
+    /// for, plain http:// responses, such as a recorded http → https redirect, are left out
+    /// of the check and counted in [`PageRun::plain_http_responses`]).
+    pub protocol_ok: bool,
+    /// Plain http:// responses the protocol check left out (HTTP/2 or HTTP/3 asked for:
+    /// browsers speak those over TLS only).
+    #[serde(default)]
+    pub plain_http_responses: u32,
+    /// Why this run must not count (protocol fallback, failed resources); `None`: it counts.
+    pub flag: Option<String>,
+    /// Navigation start to first byte of the document (navigation timing `responseStart`), ms.
+    pub ttfb_ms: f64,
+    /// Navigation start to DOMContentLoaded (`domContentLoadedEventStart`), ms.
+    pub dom_content_loaded_ms: f64,
+    /// Navigation start to the load event (`loadEventStart`), ms.
+    pub load_ms: f64,
+    /// First contentful paint, ms; `None` if the browser painted nothing measurable.
+    pub fcp_ms: Option<f64>,
+    /// Largest contentful paint (the last `largest-contentful-paint` entry), ms.
+    #[serde(default)]
+    pub lcp_ms: Option<f64>,
+    /// Cumulative layout shift (largest session window, shifts after input left out).
+    #[serde(default)]
+    pub cls: Option<f64>,
+    /// Speed Index from the painted frames, ms (see `visual_progress`).
+    #[serde(default)]
+    pub speed_index_ms: Option<f64>,
+    /// The first painted frame that differs from the blank start, ms.
+    #[serde(default)]
+    pub first_visual_change_ms: Option<f64>,
+    /// The frame from which on the page looked as it ended up, ms.
+    #[serde(default)]
+    pub visually_complete_ms: Option<f64>,
+    /// What the page showed over time: one frame per change at fixed ticks (at most
+    /// [`MAX_FILMSTRIP_FRAMES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filmstrip: Vec<FilmstripFrame>,
+    /// CPU slowdown the page ran under (1: none).
+    #[serde(default = "no_slowdown")]
+    pub cpu_slowdown: f64,
+    /// Distinct connections the responses came over.
+    pub connections: u32,
+    /// Bytes received on the wire for all resources.
+    pub bytes: u64,
+    /// Requests that finished loading (document included).
+    pub resources_loaded: u32,
+    /// Requests that failed.
+    pub resources_failed: u32,
+    /// Responses the browser stopped reading before the end of their Content-Length.
+    pub resources_incomplete: u32,
+    /// 103 Early Hints responses the browser received.
+    pub early_hints: u32,
+    /// Resources served from preloads the browser started on a 103.
+    #[serde(default)]
+    pub early_hint_preloads_used: u32,
+    /// Per-resource timings, in request order.
+    pub resources: Vec<ResourceTiming>,
+    /// HAR 1.2 log of this run, when the page load was asked to collect one.
+    #[serde(skip)]
+    pub har: Option<serde_json::Value>,
+    /// The repeat view of this page load, when one was asked for (this run
+    /// is then the first view).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_view: Option<Box<PageRun>>,
+}
+
+impl PageRun {
+    /// True when the run counts in the figures (no flag).
+    pub fn is_valid(&self) -> bool {
+        self.flag.is_none()
+    }
+
+    /// True when this browser ignores HTTP/2 server push.
+    pub fn push_ignored(&self) -> bool {
+        self.browser_major >= PUSH_REMOVED_IN
+    }
+}
+
+/// Longest row label, in characters.
+const LABEL_CHARS: usize = 48;
+
+impl PageRun {
+    /// This run as a [`Waterfall`]: one row per resource in request order, with the marks
+    /// TTFB, FCP, LCP, DCL and load that the browser measured.
+    pub fn waterfall(&self) -> Waterfall {
+        let rows = self
+            .resources
+            .iter()
+            .map(|r| WaterfallRow {
+                label: short_label(&r.url, LABEL_CHARS),
+                url: r.url.clone(),
+                resource_type: r.resource_type.clone(),
+                protocol: r.protocol.clone(),
+                connection_id: r.connection_id,
+                connection_reused: r.connection_reused,
+                status: r.status,
+                start_ms: r.start_ms,
+                end_ms: r.duration_ms.map(|d| r.start_ms + d),
+                phases: r.phases,
+                bytes: r.encoded_bytes,
+                error: r.error.clone(),
+            })
+            .collect();
+        let marks = [
+            ("TTFB", Some(self.ttfb_ms)),
+            ("FCP", self.fcp_ms),
+            ("LCP", self.lcp_ms),
+            ("DCL", Some(self.dom_content_loaded_ms)),
+            ("load", Some(self.load_ms)),
+        ]
+        .into_iter()
+        .filter_map(|(name, at)| {
+            let at_ms = at.filter(|v| v.is_finite() && *v >= 0.0)?;
+            Some(Mark {
+                name: name.to_string(),
+                at_ms,
+            })
+        })
+        .collect();
+        Waterfall {
+            url: self.url.clone(),
+            rows,
+            marks,
+        }
+    }
+}
+
+/// One run: figures, or why there are none.
+pub enum Outcome {
+    /// The page loaded (it may still be left out, see `PageRun::flag`).
+    Measured(Box<PageRun>),
+    /// The run failed.
+    Failed(String),
+}
+
+/// What a series of runs adds up to.
+pub struct PageReport {
+    /// Medians and intervals of the counted runs (their first views).
+    pub summary: PageSummary,
+    /// The same over the repeat views, when they were asked for.
+    pub repeat_summary: Option<PageSummary>,
+    /// The browser's name and version.
+    pub browser: String,
+    /// Its major version (0 when no run finished).
+    pub browser_major: u32,
+    /// Push was asked for but this browser ignores it.
+    pub push_ignored: bool,
+    /// What became of a push request, when there was one.
+    pub push_note: Option<String>,
+    /// Runs that finished with figures (counted or left out).
+    pub finished_runs: usize,
+    /// Runs in which the browser received 103 Early Hints.
+    pub early_hints_runs: usize,
+    /// Resources served from the preloads the early hints started.
+    pub preloads_used: u32,
+}
