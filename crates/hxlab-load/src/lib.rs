@@ -20,6 +20,9 @@
 //! protocol. The recorder also cuts the run into intervals ([`series`]) by the time things
 //! happened, so the result holds a time series that adds up to its totals.
 //!
+//! [`probe`] asks a URL's host, one request per protocol with this client and hxlab-trace's
+//! tap on the connection, which protocols it offers (`hxlab compare --url`).
+//!
 //! What it is not: a browser (no page model, no caching, no redirects), a correctness
 //! checker (responses are counted and their bodies discarded), or a server.
 
@@ -33,6 +36,7 @@ pub mod net;
 pub mod parts;
 pub mod plan;
 pub mod precise;
+pub mod probe;
 mod progress;
 pub mod recorder;
 mod run_config;

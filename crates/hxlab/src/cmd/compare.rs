@@ -10,11 +10,11 @@
 //! protocols the URL's host offers, then runs a small `resources` and `throughput` matrix
 //! against that URL (a url origin; the path is the user's resource) into two reports.
 
-use super::probe::{probe, Found, Offer, Trust};
 use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
 use hxlab_core::Protocol;
 use hxlab_lab::scenarios;
+use hxlab_load::probe::{probe, Found, Offer, Trust};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -202,7 +202,7 @@ fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(c) = &trust.cacert {
         std::fs::metadata(c).map_err(|e| super::usage(format!("--cacert {}: {e}", c.display())))?;
     }
-    super::probe::split_url(url).map_err(|e| super::usage(format!("--url {e}")))?;
+    hxlab_load::probe::split_url(url).map_err(|e| super::usage(format!("--url {e}")))?;
     eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
     let found = probe(url, &trust, Duration::from_secs(5))
         .map_err(|e| super::usage(format!("--url {e}")))?;

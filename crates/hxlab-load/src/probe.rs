@@ -4,8 +4,8 @@
 //! HTTP/2 (ALPN h2 offered beside http/1.1, as a browser does), HTTP/3 on the port Alt-Svc
 //! names or else the URL's own. Over http: HTTP/1.1 and h2c with prior knowledge.
 
+use crate::{LoadConfig, Proto};
 use hxlab_core::Protocol;
-use hxlab_load::{LoadConfig, Proto};
 use hxlab_trace::{Summary, TraceTap, Tracer};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -87,7 +87,7 @@ fn one_request(
     };
     let tracer = Tracer::new(false, Box::new(std::io::sink()));
     let (tap, summary) = TraceTap::new(tracer, asked, 1);
-    let result = hxlab_load::run_tapped(cfg, Box::new(tap)).map_err(|e| e.to_string())?;
+    let result = crate::run_tapped(cfg, Box::new(tap)).map_err(|e| e.to_string())?;
     let summary = summary.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if result.requests_done < 1 || summary.responses.is_empty() {
         return Err(result
