@@ -86,10 +86,17 @@ impl std::fmt::Display for Protocol {
 }
 
 /// What a client is asked to speak (`--proto`); the transport follows the URL's scheme.
+/// With the `clap` feature it is every command's `--proto` value (names and aliases as
+/// [`Proto::parse`] reads them, listed in `--help`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
     /// HTTP/1.1 (plain for http://, TLS for https://).
+    #[cfg_attr(
+        feature = "clap",
+        value(alias = "http/1.1", alias = "http1.1", alias = "http1")
+    )]
     H1,
     /// HTTP/2 over TLS (ALPN h2); an http:// URL means h2c.
     H2,

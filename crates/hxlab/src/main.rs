@@ -90,8 +90,16 @@ fn usage_error(e: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
+    use clap::error::{ContextKind, ContextValue};
     let text = e.to_string();
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    eprintln!("hxlab: error: {}", first.trim_start_matches("error: "));
+    let first = first.trim_start_matches("error: ");
+    // An unknown value names the ones that would do, on the same line.
+    match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(valid)) if !first.contains("possible values") => {
+            eprintln!("hxlab: error: {first}: use {}", valid.join(", "))
+        }
+        _ => eprintln!("hxlab: error: {first}"),
+    }
     ExitCode::from(2)
 }

@@ -116,11 +116,7 @@ pub struct Args {
     #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Protocol: h1, h2, h2c, h3 or auto (https: ALPN h2,http/1.1; http: HTTP/1.1).
-    #[arg(
-        long = "proto",
-        default_value = "auto",
-        value_name = "h1|h2|h2c|h3|auto"
-    )]
+    #[arg(long = "proto", value_enum, ignore_case = true, default_value = "auto")]
     pub proto: Proto,
     /// Same as --proto h1.
     #[arg(long = "h1", conflicts_with = "proto")]

@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic"])]
     pub replay: Option<PathBuf>,
     /// Protocol to force: h1, h2 or h3; or auto (none forced: HTTP/3 where Alt-Svc offers it).
-    #[arg(long, value_name = "h1|h2|h3|auto", required_unless_present = "config")]
+    #[arg(long, value_parser = browser_proto(), ignore_case = true, required_unless_present = "config")]
     pub proto: Option<Proto>,
     /// Network profile to run the browser behind (see `hxlab link --list-profiles`).
     #[arg(long, value_name = "NAME")]
@@ -151,6 +151,20 @@ fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
 }
 
 /// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
+/// `--proto` of a page load: the protocols a browser can be made to speak (h2c is not one:
+/// browsers speak HTTP/2 over TLS only), listed in `--help`.
+fn browser_proto() -> impl clap::builder::TypedValueParser<Value = Proto> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["h1", "h2", "h3", "auto"]).map(|s: String| {
+        match s.to_ascii_lowercase().as_str() {
+            "h1" => Proto::H1,
+            "h2" => Proto::H2,
+            "h3" => Proto::H3,
+            _ => Proto::Auto,
+        }
+    })
+}
+
 /// starts when the recording redirects, and what it left out.
 fn check_replay(har: &Path, proto: Proto) -> anyhow::Result<()> {
     let (archive, start) = hxlab_page::replay::check_archive(har, proto).map_err(super::usage)?;

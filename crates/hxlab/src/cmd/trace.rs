@@ -12,7 +12,7 @@ pub struct Args {
     pub urls: Vec<String>,
     /// Protocol to speak: auto (https: ALPN h2 or http/1.1; http: HTTP/1.1), h1, h2 (TLS;
     /// shows the fallback if the server only speaks HTTP/1.1; h2c on http://), h2c, h3.
-    #[arg(long, default_value = "auto", value_name = "auto|h1|h2|h2c|h3")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "auto")]
     pub proto: Proto,
     /// Request each URL N times, all at once on h2/h3 (like `nghttp -m`).
     #[arg(short = 'm', long = "multiply", default_value_t = 1, value_name = "N")]
