@@ -4,7 +4,7 @@
 //! references the dynamic table; if one does anyway, the field says so instead of guessing.
 
 use super::{DynamicRef, FieldDecoder, FieldLine, QpackError};
-use crate::hpack::huffman_decode;
+use crate::hpack::{read_string, HuffMemo};
 
 /// Why a field section or instruction could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,22 +42,23 @@ pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, DisplayErro
 }
 
 /// Decodes a string literal whose Huffman flag is bit `n` of the first byte and whose length
-/// uses the `n`-bit prefix below it.
+/// uses the `n`-bit prefix below it, with the one string reader of HPACK and QPACK
+/// ([`crate::hpack`]'s), shown lossily as UTF-8.
 pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, DisplayError> {
-    let first = *buf.get(*pos).ok_or(DisplayError::Truncated)?;
-    let huffman = first & (1 << n) != 0;
-    let len = prefix_int(buf, pos, n)? as usize;
-    let end = pos.checked_add(len).ok_or(DisplayError::Truncated)?;
-    let raw = buf.get(*pos..end).ok_or(DisplayError::Truncated)?;
-    *pos = end;
-    let bytes = if huffman {
-        let mut out = Vec::with_capacity(raw.len() * 8 / 5);
-        huffman_decode(raw, |b| out.push(b)).map_err(|_| DisplayError::Huffman)?;
-        out
-    } else {
-        raw.to_vec()
-    };
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    let mut scratch = Vec::new();
+    let loc = read_string(
+        buf,
+        pos,
+        (1 << n, u32::from(n)),
+        &mut scratch,
+        &mut HuffMemo::default(),
+    )
+    .map_err(|e| match e.0 {
+        "truncated string" | "truncated integer" => DisplayError::Truncated,
+        "integer too large" => DisplayError::Overflow,
+        _ => DisplayError::Huffman,
+    })?;
+    Ok(String::from_utf8_lossy(loc.get(buf, &scratch)).into_owned())
 }
 
 /// Decodes one field section (the payload of an HTTP/3 HEADERS or PUSH_PROMISE frame).
@@ -212,6 +213,31 @@ mod tests {
         assert_eq!(
             decode_field_section(&[0, 0, 0xff, 0x7f]),
             Err(QpackError("static table index out of range"))
+        );
+    }
+
+    #[test]
+    fn instruction_strings_go_through_the_one_reader() {
+        // Insert With Literal Name, Huffman name "custom-key" (RFC 7541 C.4.3), plain value "v".
+        let mut buf = vec![0x40 | 0x20 | 0x08];
+        buf.extend([0x25, 0xa8, 0x49, 0xe9, 0x5b, 0xa9, 0x7d, 0x7f]);
+        buf.extend([0x01, b'v']);
+        assert_eq!(
+            encoder_instruction(&buf).expect("ok"),
+            Some((buf.len(), "Insert With Literal Name custom-key: v".into()))
+        );
+        // Cut anywhere: more bytes needed, not an error.
+        for cut in 1..buf.len() {
+            assert_eq!(
+                encoder_instruction(&buf[..cut]).expect("ok"),
+                None,
+                "cut {cut}"
+            );
+        }
+        // A Huffman string padded with a zero bit does not decode.
+        assert_eq!(
+            encoder_instruction(&[0x60 | 0x01, 0x00, 0x01, b'v']),
+            Err(DisplayError::Huffman)
         );
     }
 
