@@ -6,15 +6,18 @@
 //! its JSON form (serde, unknown keys refused) and one validator that the command-line flags,
 //! a file and the lab all go through, so a value is refused the same way wherever it comes
 //! from. The lab builds these values and hands them to the child; the child parses them at
-//! the edge and never sees argv strings of another's making.
+//! the edge and never sees argv strings of another's making. Inside a link, the lab hands
+//! `hxlab load --jobs` one [`LoadJob`] per repetition and reads back a [`JobDone`].
 //! What it is not: no I/O beyond reading a config's text, no protocol stack, no async runtime
 //! (so hxlab-lab builds without quinn, rustls or the load engine).
 
+pub mod job;
 pub mod load;
 pub mod page;
 pub mod serve;
 pub mod text;
 
+pub use job::{JobDone, LoadJob};
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
 pub use page::{PageJob, Synthetic};
 pub use serve::ServeConfig;

@@ -5,7 +5,8 @@
 //! expanding the matrix into cells, running every repetition of every cell by driving
 //! `hxlab serve`, `hxlab load`, `hxlab page` and `hxlab link` as child processes, each handed
 //! its typed contract from hxlab-contract on `--config` (a `ServeConfig`, a `LoadConfig` or a
-//! `PageJob` per repetition, a `LinkConfig` per link, with an [`agent`] inside each link;
+//! `PageJob` per repetition, a `LinkConfig` per link, whose command is `hxlab load --jobs`, handed a `LoadJob` per
+//! repetition;
 //! one `run_child` spawns, meters, bounds and records them), and appending each
 //! result to `results.jsonl` as it comes (so `--resume` can skip what is done). The built-in
 //! scenarios that reproduce the published studies live here with their published tables.
@@ -17,7 +18,6 @@
 //! link are the other subcommands (it builds without quinn, rustls or the load engine), and
 //! hxlab-report turns the records into reports.
 
-pub mod agent;
 pub mod command;
 pub mod profiles;
 pub mod runner;

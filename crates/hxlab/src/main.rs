@@ -40,9 +40,6 @@ enum Command {
     Page(cmd::page::Args),
     /// Frame-level view of one connection (h1, h2, h3).
     Trace(cmd::trace::Args),
-    /// Internal: the lab's agent inside `hxlab link` (runs the load jobs `hxlab run` sends).
-    #[command(name = "lab-agent", hide = true)]
-    LabAgent(cmd::lab_agent::Args),
 }
 
 fn main() -> ExitCode {
@@ -62,7 +59,6 @@ fn main() -> ExitCode {
         Command::K8s(a) => cmd::k8s::run(a),
         Command::Page(a) => cmd::page::run(a),
         Command::Trace(a) => cmd::trace::run(a),
-        Command::LabAgent(a) => cmd::lab_agent::run(a),
     };
     match outcome {
         Ok(code) => code,

@@ -1652,3 +1652,100 @@ fn timeout_counts_from_the_send_of_each_request_on_every_protocol() {
         assert!((0.95..1.25).contains(&d), "{proto}: duration {d}");
     }
 }
+
+/// `hxlab load --jobs`, the lab's load generator inside a link: each job line runs in turn
+/// and gets one answer line with the exit status that run alone would have had; loopback
+/// URLs go to `$HXLAB_LINK_HOST` (here `[::1]` → 127.0.0.1, where the only server listens);
+/// a run still going at its job's limit is answered as stopped and ends the command.
+#[test]
+fn load_jobs_answer_each_line_in_turn() {
+    let server = common::Server::start(&[]);
+    let port = server.ready["plain"]
+        .as_str()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .expect("plain addr")
+        .port();
+    let tmp = TempDir::new("hxlab-load-jobs");
+    let job = |n: u32, path: &str, clients: u64, limit_ms: u64| {
+        let config = hxlab_contract::LoadConfig {
+            urls: vec![format!("http://[::1]:{port}{path}")],
+            requests: 5,
+            clients,
+            ..Default::default()
+        };
+        let job = hxlab_contract::LoadJob {
+            config,
+            result: tmp.path().join(format!("r{n}.json")),
+            limit_ms,
+        };
+        serde_json::to_string(&job).expect("a job is JSON") + "\n"
+    };
+    let input = [
+        job(0, "/bytes/100", 1, 20_000),
+        job(1, "/bytes/100", 0, 20_000),
+        job(2, "/delay/20000", 1, 300),
+        job(3, "/bytes/100", 1, 20_000),
+    ]
+    .concat();
+    let mut child = PeerProcess::spawn(
+        Command::new(hxlab())
+            .args(["load", "--jobs"])
+            .env("HXLAB_LINK_HOST", "127.0.0.1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped()),
+    );
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("jobs written");
+    drop(stdin);
+    let mut stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("no end of answers in 60 s\n{}", child.stderr_text()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "load --jobs did not exit after its last answer"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let answers: Vec<hxlab_contract::JobDone> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an answer line"))
+        .collect();
+    assert_eq!(answers.len(), 3, "answers: {out}");
+    assert_eq!(
+        (answers[0].exit, answers[0].error.as_deref()),
+        (Some(0), None)
+    );
+    assert_eq!(
+        answers[1].exit,
+        Some(2),
+        "clients = 0 is refused as a usage error"
+    );
+    assert_eq!(answers[2].exit, None);
+    assert!(answers[2]
+        .error
+        .as_deref()
+        .unwrap_or("")
+        .contains("stopped"));
+    assert_eq!(status.code(), Some(1), "a stopped run ends the command");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("r0.json")).expect("result 0 written"),
+    )
+    .expect("result JSON");
+    assert_eq!(r["requests_done"], 5);
+    assert!(
+        !tmp.path().join("r3.json").exists(),
+        "nothing runs after a stop"
+    );
+}

@@ -1,15 +1,16 @@
 //! Network cells: every repetition of consecutive cells with the same link settings runs in
-//! one `hxlab link` (its typed `LinkConfig` handed over as `--config`), whose command is the
-//! lab's [agent](crate::agent). The runner hands the
-//! agent one [`LoadJob`] at a time and reads the server's counters between cells, so each
-//! cell is still measured on its own while the link is set up and torn down once.
+//! one `hxlab link` (its typed `LinkConfig` handed over as `--config`), whose command is
+//! `hxlab load --jobs`: the runner hands it one typed [`LoadJob`] at a time and reads the
+//! server's counters between cells, so each cell is still measured on its own while the link
+//! is set up and torn down once. Runner → link → load generator: the fewest hops the
+//! namespace allows (the link holds it and relays its packets; the load must run inside).
 
 use super::plan::{plan, LoadPlan};
 use super::record::{fill_record, new_records};
 use super::target::{client_requests, cost, Meter, NoTarget, Reading};
 use super::{Runner, LINK_GRACE};
-use crate::agent::{JobDone, LoadJob, AGENT_COMMAND};
 use crate::spec::{Cell, Experiment};
+use hxlab_contract::{JobDone, LoadJob};
 use hxlab_link::LinkConfig;
 use hxlab_page::child::{signal_group, spawn_group};
 use hxlab_report::Record;
@@ -20,8 +21,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// One `hxlab link … -- hxlab lab-agent` and the pipes to its agent.
-struct LinkAgent {
+/// One `hxlab link … -- hxlab load --jobs` and the pipes to its load generator.
+struct LinkLoad {
     child: Child,
     jobs: Option<ChildStdin>,
     replies: mpsc::Receiver<String>,
@@ -30,14 +31,14 @@ struct LinkAgent {
     exited: Option<Option<i32>>,
 }
 
-impl LinkAgent {
-    /// Starts `hxlab link --config LINK -- hxlab lab-agent`, the link written to `file`.
-    fn start(bin: &Path, link: &LinkConfig, file: &Path) -> Result<LinkAgent, String> {
+impl LinkLoad {
+    /// Starts `hxlab link --config LINK -- hxlab load --jobs`, the link written to `file`.
+    fn start(bin: &Path, link: &LinkConfig, file: &Path) -> Result<LinkLoad, String> {
         let json = link.to_json().map_err(|e| e.to_string())?;
         std::fs::write(file, json).map_err(|e| format!("{}: {e}", file.display()))?;
         let mut cmd = Command::new(bin);
         cmd.arg("link").arg("--config").arg(file);
-        cmd.arg("--").arg(bin).arg(AGENT_COMMAND);
+        cmd.arg("--").arg(bin).args(["load", "--jobs"]);
         let (mut child, stderr) = spawn_group(cmd, true)?;
         let jobs = child.stdin.take();
         let out = child.stdout.take();
@@ -50,7 +51,7 @@ impl LinkAgent {
                 }
             }
         });
-        Ok(LinkAgent {
+        Ok(LinkLoad {
             child,
             jobs,
             replies,
@@ -59,7 +60,7 @@ impl LinkAgent {
         })
     }
 
-    /// Runs one job; None when the agent (or the link) is gone or `deadline` passed.
+    /// Runs one job; None when the load generator (or the link) is gone or `deadline` passed.
     fn run(&mut self, job: &LoadJob, deadline: Instant) -> Option<JobDone> {
         let line = serde_json::to_string(job).ok()?;
         let jobs = self.jobs.as_mut()?;
@@ -71,7 +72,7 @@ impl LinkAgent {
         serde_json::from_str(&reply).ok()
     }
 
-    /// Ends the agent (its input closes) and waits for the link to go. Once every
+    /// Ends the load generator (its input closes) and waits for the link to go. Once every
     /// repetition is done nothing more is measured, so a link that lingers (it drains
     /// packets still in flight, e.g. QUIC retransmissions towards clients that have gone) is
     /// asked to stop after a grace period, then killed; its TUN devices and namespace go with
@@ -195,7 +196,7 @@ impl Runner {
         };
         let link_file = dir.join(".link.json");
         let group_start = Instant::now();
-        let mut agent = match LinkAgent::start(&self.opts.hxlab_bin, &link, &link_file) {
+        let mut load = match LinkLoad::start(&self.opts.hxlab_bin, &link, &link_file) {
             Ok(a) => a,
             Err(e) => {
                 fail_all(&mut out, false, &e);
@@ -215,8 +216,8 @@ impl Runner {
             meter,
             deadline,
         };
-        let (walls, all_done) = run.cells(&mut agent, &mut out);
-        let (code, stderr) = agent.finish(all_done, deadline);
+        let (walls, all_done) = run.cells(&mut load, &mut out);
+        let (code, stderr) = load.finish(all_done, deadline);
         for (ci, records) in out.iter_mut().enumerate() {
             let Some(p) = &plans[ci] else { continue };
             for (r, &rep) in records.iter_mut().zip(&group[ci].1) {
@@ -235,7 +236,7 @@ impl Runner {
     }
 }
 
-/// One group's repetitions as they are handed to the agent.
+/// One group's repetitions as they are handed to the load generator.
 struct GroupRun<'a> {
     exp: &'a Experiment,
     group: &'a [(&'a Cell, Vec<u32>)],
@@ -249,7 +250,7 @@ impl GroupRun<'_> {
     /// Runs the cells in order, each cell's repetitions back to back, with a `/stats`
     /// reading between cells. Returns the cells' summed wall time and whether every
     /// repetition ran to an answer.
-    fn cells(&self, agent: &mut LinkAgent, out: &mut [Vec<Record>]) -> (f64, bool) {
+    fn cells(&self, load: &mut LinkLoad, out: &mut [Vec<Record>]) -> (f64, bool) {
         let mut before = self.meter.read();
         let mut walls = 0.0;
         for (ci, records) in out.iter_mut().enumerate() {
@@ -257,7 +258,7 @@ impl GroupRun<'_> {
                 continue;
             };
             let t = Instant::now();
-            let finished = self.cell(agent, ci, plan, records);
+            let finished = self.cell(load, ci, plan, records);
             let after = self.meter.read();
             let wall = t.elapsed().as_secs_f64();
             walls += wall;
@@ -270,10 +271,10 @@ impl GroupRun<'_> {
         (walls, true)
     }
 
-    /// Runs one cell's repetitions; false when the agent stopped answering.
+    /// Runs one cell's repetitions; false when the load generator stopped answering.
     fn cell(
         &self,
-        agent: &mut LinkAgent,
+        load: &mut LinkLoad,
         ci: usize,
         plan: &LoadPlan,
         records: &mut [Record],
@@ -286,14 +287,14 @@ impl GroupRun<'_> {
                 result,
                 limit_ms: self.exp.timeout.as_millis() as u64,
             };
-            match agent.run(&job, self.deadline) {
+            match load.run(&job, self.deadline) {
                 Some(done) => {
                     r.exit_code = done.exit;
                     // Stopped at its limit, or could not start: said here, not guessed later.
                     r.error = done.error.map(|e| format!("no result (hxlab load {e})"));
                 }
                 None => {
-                    agent.check_exit();
+                    load.check_exit();
                     return false;
                 }
             }

@@ -1,8 +1,8 @@
 //! The runner: every repetition of every cell, driving `hxlab serve`, `hxlab load` and
 //! `hxlab link` as child processes of the same binary through typed contracts: the server's
 //! [`ReadyFile`](hxlab_core::ReadyFile), a [`LoadConfig`](hxlab_contract::LoadConfig) per
-//! repetition (`hxlab load --config`), and inside a link the [agent](crate::agent) that
-//! takes those configurations one by one.
+//! repetition (`hxlab load --config`), and inside a link `hxlab load --jobs`, which
+//! takes them one by one as [`LoadJob`](hxlab_contract::LoadJob)s.
 //!
 //! One server serves the whole experiment (delay and size are URL parameters, so no factor
 //! needs a restart); it is restarted only if it dies. Each repetition's record is appended

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The load generator's run for one cell and what it should receive.
 #[derive(Clone, Debug)]
 pub(crate) struct LoadPlan {
-    /// The run, with URLs on 127.0.0.1 (an agent inside a link moves them to its host).
+    /// The run, with URLs on 127.0.0.1 (`hxlab load --jobs` inside a link moves them to its host).
     pub config: LoadConfig,
     /// Body bytes a complete repetition receives (resources workload).
     pub expected_body_bytes: Option<u64>,

@@ -2,11 +2,13 @@
 //! human summary is hxlab-report's `run_summary`) and `--json`.
 
 use anyhow::Context;
+use hxlab_contract::{JobDone, LoadJob};
 use hxlab_core::units::parse_duration;
+use hxlab_core::RunResult;
 use hxlab_load::{CongestionControl, LoadConfig, LoadError, Proto};
 use hxlab_report::run_summary::{intervals_table, summary};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -14,8 +16,21 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Target URLs (same scheme, host and port), requested round-robin.
-    #[arg(required_unless_present = "config", value_name = "URL")]
+    #[arg(required_unless_present_any = ["config", "jobs"], value_name = "URL")]
     pub urls: Vec<String>,
+    /// Internal, for `hxlab run` inside `hxlab link`: run the lab's jobs read from standard
+    /// input (one JSON `LoadJob` per line: a LoadConfig, where to write its RunResult, a time
+    /// limit), loopback URLs sent to `$HXLAB_LINK_HOST`, answering each with one JSON
+    /// `JobDone` line on standard output.
+    #[arg(
+        long,
+        hide = true,
+        conflicts_with_all = [
+            "config", "urls", "json", "shard", "shards", "run_id", "start_at", "interval",
+            "print_intervals",
+        ]
+    )]
+    pub jobs: bool,
     /// Take the whole run from FILE, a LoadConfig in JSON (see docs/load.md) instead of the
     /// flags that describe a run; only --json, --no-progress, -q, --interval and
     /// --print-intervals (and the flags of a part: --shard, --run-id, --start-at) may go
@@ -337,20 +352,49 @@ fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConf
     Ok(cfg)
 }
 
+/// Runs one configuration; a configuration the engine refuses is a usage error.
+fn execute(cfg: LoadConfig) -> anyhow::Result<RunResult> {
+    hxlab_load::run(cfg).map_err(|e| match e {
+        LoadError::Config(_) | LoadError::Url { .. } => super::usage(e.to_string()),
+        e => anyhow::Error::new(e),
+    })
+}
+
+/// Writes the RunResult to a file, whole or not at all (a kill mid-write leaves the old
+/// file, or none, never half of one).
+fn write_result(dest: &Path, result: &RunResult) -> anyhow::Result<()> {
+    let text = serde_json::to_string(result).context("serialise the result")?;
+    hxlab_core::files::write_output(dest, format!("{text}\n").as_bytes())
+        .with_context(|| format!("write {}", dest.display()))
+}
+
+/// A run in which no request completed failed, and says why.
+fn check_done(result: &RunResult) -> anyhow::Result<()> {
+    if result.requests_done > 0 {
+        return Ok(());
+    }
+    let why = match result.error_samples.first() {
+        Some(e) => e.clone(),
+        None if result.requests_in_flight_at_end + result.requests_not_sent > 0 => format!(
+            "no response before the run ended ({} requests in flight, {} never sent)",
+            result.requests_in_flight_at_end, result.requests_not_sent
+        ),
+        None => "no request completed".to_string(),
+    };
+    anyhow::bail!("{why}")
+}
+
 /// Runs `hxlab load`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.jobs {
+        return run_jobs();
+    }
     let cfg = match &args.config {
         Some(path) => config_from_file(&args, path)?,
         None => config_from_args(&args)?,
     };
     let asked_interval = (!cfg.interval.is_zero()).then_some(cfg.interval.as_secs_f64());
-    let result = match hxlab_load::run(cfg) {
-        Ok(r) => r,
-        Err(e @ (LoadError::Config(_) | LoadError::Url { .. })) => {
-            return Err(super::usage(e.to_string()))
-        }
-        Err(e) => return Err(anyhow::Error::new(e)),
-    };
+    let result = execute(cfg)?;
     if let Some(p) = result.shards.iter().find(|p| p.late) {
         // On stderr even with -q: a part that started late is a different run.
         eprintln!(
@@ -384,30 +428,99 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes()).and_then(|()| out.flush())
     };
-    if let Some(dest) = &args.json {
-        let text = serde_json::to_string(&result).context("serialise the result")?;
-        if dest == "-" {
+    match args.json.as_deref() {
+        Some("-") => {
+            let text = serde_json::to_string(&result).context("serialise the result")?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "{text}").context("write the result to stdout")?;
-        } else {
-            // Whole or not at all: a kill mid-write leaves the old file (or none), never half.
-            hxlab_core::files::write_output(
-                std::path::Path::new(dest),
-                format!("{text}\n").as_bytes(),
-            )
-            .with_context(|| format!("write {dest}"))?;
+        }
+        Some(dest) => write_result(Path::new(dest), &result)?,
+        None => {}
+    }
+    check_done(&result)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--jobs`: every job read from standard input, in turn, each answered on standard output.
+/// A line that is not a job ends the command with a usage error (the runner and this
+/// command are the same binary, so it means a bug). A run still going at its job's limit
+/// cannot be reclaimed in this process: the job is answered as stopped and the command
+/// exits 1.
+fn run_jobs() -> anyhow::Result<ExitCode> {
+    use std::io::{BufRead, Read};
+    let host = std::env::var("HXLAB_LINK_HOST").ok();
+    let mut input = std::io::stdin().lock();
+    let mut out = std::io::stdout().lock();
+    let cap = hxlab_contract::MAX_CONFIG_BYTES;
+    loop {
+        let mut line = String::new();
+        let n = (&mut input)
+            .take(cap + 1)
+            .read_line(&mut line)
+            .context("reading jobs")?;
+        if n == 0 {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if n as u64 > cap {
+            return Err(super::usage(format!("--jobs: a job line over {cap} bytes")));
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let job: LoadJob = serde_json::from_str(&line)
+            .map_err(|e| super::usage(format!("--jobs: not a load job: {e}")))?;
+        let limit = Duration::from_millis(job.limit_ms);
+        let mut cfg = job.config;
+        if let Some(h) = &host {
+            cfg.urls = cfg
+                .urls
+                .iter()
+                .map(|u| hxlab_page::origin::loopback_to(u, h))
+                .collect();
+        }
+        cfg.progress = false;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dest = job.result;
+        std::thread::spawn(move || {
+            let outcome = execute(cfg).and_then(|r| {
+                write_result(&dest, &r)?;
+                check_done(&r)
+            });
+            let exit = match &outcome {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("hxlab: error: {}", super::one_line(e));
+                    if super::is_usage(e) {
+                        2
+                    } else {
+                        1
+                    }
+                }
+            };
+            let _ = tx.send(exit);
+        });
+        let (done, stopped) = match rx.recv_timeout(limit) {
+            Ok(exit) => (
+                JobDone {
+                    exit: Some(exit),
+                    error: None,
+                },
+                false,
+            ),
+            Err(_) => (
+                JobDone {
+                    exit: None,
+                    error: Some(format!("did not finish within {limit:?} and was stopped")),
+                },
+                true,
+            ),
+        };
+        let reply = serde_json::to_string(&done).context("encoding the answer")?;
+        writeln!(out, "{reply}")
+            .and_then(|()| out.flush())
+            .context("answering the runner")?;
+        if stopped {
+            return Ok(ExitCode::from(1));
         }
     }
-    if result.requests_done == 0 {
-        let why = match result.error_samples.first() {
-            Some(e) => e.clone(),
-            None if result.requests_in_flight_at_end + result.requests_not_sent > 0 => format!(
-                "no response before the run ended ({} requests in flight, {} never sent)",
-                result.requests_in_flight_at_end, result.requests_not_sent
-            ),
-            None => "no request completed".to_string(),
-        };
-        anyhow::bail!("{why}");
-    }
-    Ok(ExitCode::SUCCESS)
 }

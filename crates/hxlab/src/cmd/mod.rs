@@ -5,7 +5,6 @@ pub mod compare;
 mod compare_page;
 pub mod diff;
 pub mod k8s;
-pub mod lab_agent;
 pub mod link;
 pub mod load;
 pub mod merge;
@@ -46,9 +45,14 @@ pub fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// Whether a usage error is anywhere in the chain.
+pub fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<UsageError>())
+}
+
 /// 2 for usage errors anywhere in the chain, 1 otherwise.
 pub fn exit_code_of(e: &anyhow::Error) -> ExitCode {
-    if e.chain().any(|c| c.is::<UsageError>()) {
+    if is_usage(e) {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)
