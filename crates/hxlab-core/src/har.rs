@@ -86,6 +86,12 @@ pub struct UrlParts {
 }
 
 /// Splits an http(s) URL (fragment dropped); `None` for anything else.
+///
+/// Lenient on purpose, and so not `http::Uri` (which the load client and `compare --url` use
+/// for what a person types): a recording holds URLs as the recorder wrote them, and
+/// `http::Uri` refuses some that real pages request (a raw `"` or `{` in a query, a space),
+/// so replay would lose those entries; here only the scheme, authority and port must make
+/// sense, and the path and query are kept byte for byte to match the browser's requests.
 pub fn split_url(url: &str) -> Option<UrlParts> {
     let (scheme, rest) = url.split_once("://")?;
     let scheme = scheme.to_ascii_lowercase();
@@ -741,6 +747,9 @@ mod tests {
         assert_eq!((u.origin.host.as_str(), u.origin.port), ("::1", 80));
         assert_eq!((u.path.as_str(), u.query.as_str()), ("/", "z"));
         assert!(split_url("data:text/plain,hi").is_none());
+        // What http::Uri refuses but recordings hold: kept byte for byte.
+        let u = split_url("https://e.test/x?q={\"a\":1}&s=a b").unwrap();
+        assert_eq!(u.query, "q={\"a\":1}&s=a b");
         assert!(split_url("https://:1/").is_none());
     }
 
