@@ -1191,6 +1191,90 @@ fn http3_partial_heads_past_the_budget_close_the_connection() {
     h3_requests_answered(&tls, 5, "h3 after the attack");
 }
 
+/// The worst HTTP/3 clients can pin, all at once on a full table: each of
+/// --quic-max-connections connections holds unfinished heads just under its budget
+/// (4 × --max-header-size) and a response it never reads (the server's send buffer fills
+/// to --quic-window). The server grows by no more than docs/serve.md's bound, connections ×
+/// (4 × max-header-size + 2 × quic-window + 64 KiB of connection state), and h1 is
+/// answered meanwhile.
+#[test]
+fn http3_worst_case_memory_stays_within_the_stated_bound() {
+    const CONNS: u64 = 24;
+    const HEADER: u64 = 16 << 10;
+    const WINDOW: u64 = 1 << 20;
+    let server = Server::start(&[
+        "--quic-max-connections",
+        &CONNS.to_string(),
+        "--quic-max-per-address",
+        &CONNS.to_string(),
+        "--quic-window",
+        "1MiB",
+        "--max-header-size",
+        "16KiB",
+        "--head-timeout",
+        "120s",
+        "--idle-timeout",
+        "120s",
+    ]);
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let pid = server.child.id();
+    let before = rss(pid);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let held: Vec<_> = rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..CONNS {
+            let (ep, conn, control) = common::h3_connect(addr).await;
+            let (mut send, recv) = conn.open_bi().await.expect("stream");
+            send.write_all(&h3_request("/bytes/1G", "localhost"))
+                .await
+                .expect("request");
+            let _ = send.finish();
+            let mut heads = Vec::new();
+            for _ in 0..3 {
+                let (mut s, r) = conn.open_bi().await.expect("stream");
+                s.write_all(&h3_partial_headers(16_000, 15_000))
+                    .await
+                    .expect("part of a head");
+                heads.push((s, r));
+            }
+            held.push((ep, conn, control, send, recv, heads));
+        }
+        held
+    });
+    // Let the unread responses fill the server's send buffers.
+    std::thread::sleep(Duration::from_secs(2));
+    let grown = rss(pid).saturating_sub(before);
+    let open = common::serve_stats(&plain)["by_protocol"]["h3"]["open_connections"].as_u64();
+    assert_eq!(open, Some(CONNS), "every attacking connection still open");
+    assert!(
+        held.iter().all(|h| h.1.close_reason().is_none()),
+        "an attacking connection was closed: the worst case was not reached"
+    );
+    let bound = CONNS * (4 * HEADER + 2 * WINDOW + (64 << 10)) + (32 << 20);
+    eprintln!(
+        "worst-case HTTP/3: {CONNS} connections grew the server by {} KiB (bound {} KiB)",
+        grown >> 10,
+        bound >> 10
+    );
+    assert!(
+        grown < bound,
+        "the server grew by {} KiB, over the stated bound of {} KiB",
+        grown >> 10,
+        bound >> 10
+    );
+    assert!(
+        legit_get(&plain, Duration::from_secs(10)),
+        "h1 during the attack"
+    );
+    drop(held);
+}
+
 /// HTTP/3 connections that send no request, only QUIC PINGs, filled --quic-max-connections
 /// for good and locked legitimate clients out. Now each is closed (GOAWAY, H3_NO_ERROR)
 /// after one to two --idle-timeout periods, as h1 and h2 are, and a legitimate client gets
