@@ -618,7 +618,10 @@ mod tests {
                     } else {
                         assert!(rvh.is_gso());
                         assert_eq!(rvh.gso_size, vh.gso_size);
-                        assert_eq!(rvh.gso_type & GSO_ECN != 0, first == 0 && vh.gso_type & GSO_ECN != 0);
+                        assert_eq!(
+                            rvh.gso_type & GSO_ECN != 0,
+                            first == 0 && vh.gso_type & GSO_ECN != 0
+                        );
                         let r = Gso::parse(&rvh, run).expect("a super-packet");
                         assert_eq!(r.segments(), end - first);
                         assert_eq!(r.wire_len(), g.run_wire_len(first, end));

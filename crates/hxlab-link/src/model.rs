@@ -926,7 +926,12 @@ mod tests {
                 for &id in &ids {
                     if runs.ingress(now, 1500) {
                         if !run.is_empty() {
-                            runs.on_survivor(now, Run { ids: std::mem::take(&mut run) });
+                            runs.on_survivor(
+                                now,
+                                Run {
+                                    ids: std::mem::take(&mut run),
+                                },
+                            );
                         }
                     } else {
                         run.push(id);

@@ -159,6 +159,12 @@ impl RelayCtx {
         let mut big = self.pool.large();
         let mut read = 0;
         while read < READ_BATCH {
+            if read > 0 {
+                // What the previous read brought may be due already (no delay): it leaves
+                // before this relay asks for more, so a lone packet does not wait for the
+                // read that finds the device empty.
+                self.write_due();
+            }
             // SAFETY: the buffer is data.len() bytes and exclusively borrowed.
             let n = unsafe {
                 libc::read(
