@@ -103,8 +103,19 @@ impl DirectionConfig {
             Loss::Random(p) => p == 0.0,
             Loss::GilbertElliott { .. } => false,
         };
-        lossless
-            && self.jitter.is_zero()
+        lossless && self.is_delay_and_loss()
+    }
+
+    /// True when this direction is a constant delay plus ingress loss (random or
+    /// Gilbert-Elliott) and nothing else: no jitter, no bottleneck, no CoDel, and a queue
+    /// limit that cannot drop (as for [`DirectionConfig::is_pure_delay`]).
+    ///
+    /// Then the segments of a GSO super-packet that survive the loss stage (drawn for each
+    /// segment in order, as if they had arrived one by one) are all delivered at the same
+    /// instant in the same order, so each unbroken run of survivors can travel as one
+    /// smaller super-packet: the shell keeps super-packets whole between lost segments.
+    pub fn is_delay_and_loss(&self) -> bool {
+        self.jitter.is_zero()
             && self.server == Server::Unlimited
             && self.aqm == Aqm::DropTail
             && match self.queue {
@@ -445,6 +456,51 @@ mod tests {
                 ..base.clone()
             }
             .is_pure_delay());
+        }
+    }
+
+    #[test]
+    fn delay_and_loss_is_a_pure_delay_that_may_lose() {
+        let base = DirectionConfig {
+            delay: Duration::from_millis(5),
+            ..DirectionConfig::default()
+        };
+        for loss in [
+            Loss::None,
+            Loss::Random(0.01),
+            parse_loss("ge:1%,10%,70%,0.1%").unwrap(),
+        ] {
+            let c = DirectionConfig {
+                loss,
+                ..base.clone()
+            };
+            assert!(c.is_delay_and_loss(), "{c:?}");
+            assert_eq!(c.is_pure_delay(), loss == Loss::None, "{c:?}");
+        }
+        let lossy = DirectionConfig {
+            loss: Loss::Random(0.01),
+            ..base.clone()
+        };
+        let not = [
+            DirectionConfig {
+                jitter: Duration::from_millis(1),
+                ..lossy.clone()
+            },
+            DirectionConfig {
+                server: Server::Rate(10_000_000),
+                ..lossy.clone()
+            },
+            DirectionConfig {
+                aqm: Aqm::Codel,
+                ..lossy.clone()
+            },
+            DirectionConfig {
+                queue: QueueLimit::Bytes(64 * 1024),
+                ..lossy.clone()
+            },
+        ];
+        for c in not {
+            assert!(!c.is_delay_and_loss(), "{c:?}");
         }
     }
 

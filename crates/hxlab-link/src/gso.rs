@@ -118,6 +118,8 @@ pub struct Gso<'a> {
     hdr_len: usize,
     /// Payload bytes per segment.
     mss: usize,
+    /// The vnet header's `gso_type` (ECN bit included).
+    gso_type: u8,
 }
 
 impl<'a> Gso<'a> {
@@ -161,6 +163,7 @@ impl<'a> Gso<'a> {
             ip_len,
             hdr_len,
             mss,
+            gso_type: hdr.gso_type,
         })
     }
 
@@ -184,21 +187,64 @@ impl<'a> Gso<'a> {
         self.hdr_len + self.mss.min(self.payload().saturating_sub(off))
     }
 
+    /// Bytes on the wire of segments `first..end` together, each with its own headers.
+    pub fn run_wire_len(&self, first: u32, end: u32) -> usize {
+        (first..end).map(|i| self.segment_len(i)).sum()
+    }
+
+    /// Length of the IP packet that carries segments `first..end` as one unit.
+    pub fn run_len(&self, first: u32, end: u32) -> usize {
+        let off = first as usize * self.mss;
+        let plen = self
+            .payload()
+            .saturating_sub(off)
+            .min((end - first) as usize * self.mss);
+        self.hdr_len + plen
+    }
+
     /// Writes a vnet header (`GSO_NONE`) followed by segment `i` into `out`, which must hold
     /// `VNET_HDR_LEN + segment_len(i)` bytes; returns that length.
     pub fn write_segment(&self, i: u32, out: &mut [u8], csum: Csum) -> usize {
-        let last = i + 1 == self.segments();
-        let off = i as usize * self.mss;
-        let seg_len = self.segment_len(i);
-        let plen = seg_len - self.hdr_len;
+        self.write_run(i, i + 1, out, csum)
+    }
+
+    /// Writes segments `first..end` (at least one) as one unit with its vnet header into
+    /// `out`, which must hold `VNET_HDR_LEN + run_len(first, end)` bytes; returns that length.
+    ///
+    /// One segment is an ordinary packet, exactly as [`Gso::write_segment`] describes. Several
+    /// are a smaller super-packet of the same kind and `gso_size`: the headers of segment
+    /// `first` (IPv4 ID advanced by `first`, TCP sequence by its payload offset, CWR kept only
+    /// when `first` is 0, FIN and PSH only when the run ends the super-packet) with the
+    /// lengths of the run, and the payload of those segments. A super-packet always leaves the
+    /// L4 checksum partial (`csum` is then ignored): the receiving TUN's stack cuts it (or
+    /// takes it whole) the way it cuts the kernel's own, and its segments are then byte for
+    /// byte the ones [`Gso::write_segment`] would have written.
+    pub fn write_run(&self, first: u32, end: u32, out: &mut [u8], csum: Csum) -> usize {
+        let whole = end == self.segments();
+        let off = first as usize * self.mss;
+        let len = self.run_len(first, end);
+        let plen = len - self.hdr_len;
         let (l4_csum_offset, proto) = if self.tcp {
             (16, PROTO_TCP)
         } else {
             (6, PROTO_UDP)
         };
-        let vh = match csum {
-            Csum::Full => VnetHdr::default(),
-            Csum::Partial => VnetHdr {
+        let gso = end - first > 1;
+        let vh = match (csum, gso) {
+            (Csum::Full, false) => VnetHdr::default(),
+            (_, true) => VnetHdr {
+                flags: F_NEEDS_CSUM,
+                gso_type: if first == 0 {
+                    self.gso_type
+                } else {
+                    self.gso_type & !GSO_ECN
+                },
+                hdr_len: self.hdr_len as u16,
+                gso_size: self.mss as u16,
+                csum_start: self.ip_len as u16,
+                csum_offset: l4_csum_offset as u16,
+            },
+            (Csum::Partial, false) => VnetHdr {
                 flags: F_NEEDS_CSUM,
                 gso_type: GSO_NONE,
                 hdr_len: self.hdr_len as u16,
@@ -207,17 +253,18 @@ impl<'a> Gso<'a> {
                 csum_offset: l4_csum_offset as u16,
             },
         };
+        let csum = if gso { Csum::Partial } else { csum };
         vh.write(out);
-        let seg = &mut out[VNET_HDR_LEN..VNET_HDR_LEN + seg_len];
+        let seg = &mut out[VNET_HDR_LEN..VNET_HDR_LEN + len];
         seg[..self.hdr_len].copy_from_slice(&self.pkt[..self.hdr_len]);
         let from = self.hdr_len + off;
         seg[self.hdr_len..].copy_from_slice(&self.pkt[from..from + plen]);
         let (ip, l4) = seg.split_at_mut(self.ip_len);
         if self.v6 {
-            put16(ip, 4, (seg_len - 40) as u16);
+            put16(ip, 4, (len - 40) as u16);
         } else {
-            put16(ip, 2, seg_len as u16);
-            put16(ip, 4, get16(ip, 4).wrapping_add(i as u16));
+            put16(ip, 2, len as u16);
+            put16(ip, 4, get16(ip, 4).wrapping_add(first as u16));
             put16(ip, 10, 0);
             let c = !fold(sum16(ip, 0));
             put16(ip, 10, c);
@@ -225,10 +272,10 @@ impl<'a> Gso<'a> {
         if self.tcp {
             let seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
             l4[4..8].copy_from_slice(&seq.wrapping_add(off as u32).to_be_bytes());
-            if !last {
+            if !whole {
                 l4[13] &= !(0x01 | 0x08); // FIN, PSH
             }
-            if i != 0 {
+            if first != 0 {
                 l4[13] &= !0x80; // CWR
             }
         } else {
@@ -244,7 +291,7 @@ impl<'a> Gso<'a> {
             },
         };
         put16(l4, l4_csum_offset, c);
-        VNET_HDR_LEN + seg_len
+        VNET_HDR_LEN + len
     }
 }
 
@@ -523,6 +570,71 @@ mod tests {
             assert_eq!(u16::from_be_bytes([s[24], s[25]]) as usize, 8 + plen);
             assert_eq!(inet_checksum(&s[..20]), 0);
             assert!(l4_checksum_ok(s));
+        }
+    }
+
+    /// A run rebuilt as a smaller super-packet, cut again, gives exactly the original's
+    /// segments of that run (every header field, checksum and payload byte); a run of one is
+    /// that segment itself.
+    #[test]
+    fn runs_cut_again_are_the_original_segments() {
+        let uso = {
+            let mut p = vec![0u8; 28];
+            p[0] = 0x45;
+            p[8] = 64;
+            p[9] = PROTO_UDP;
+            p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+            p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+            p.extend((0..1200 * 3 + 7).map(|i| (i % 253) as u8));
+            let total = p.len() as u16;
+            p[2..4].copy_from_slice(&total.to_be_bytes());
+            p[24..26].copy_from_slice(&(total - 20).to_be_bytes());
+            let vh = VnetHdr {
+                flags: F_NEEDS_CSUM,
+                gso_type: GSO_UDP_L4,
+                gso_size: 1200,
+                csum_start: 20,
+                csum_offset: 6,
+                ..VnetHdr::default()
+            };
+            (vh, p)
+        };
+        let mut ecn = tso_v4(0x80 | 0x10 | 0x08 | 0x01);
+        ecn.0.gso_type |= GSO_ECN;
+        for (vh, p) in [ecn, tso_v6(0x80 | 0x18), uso] {
+            let g = Gso::parse(&vh, &p).unwrap();
+            let n = g.segments();
+            let original = segments(&vh, &p, Csum::Partial);
+            for first in 0..n {
+                for end in first + 1..=n {
+                    let mut out = vec![0u8; VNET_HDR_LEN + 65_535];
+                    let len = g.write_run(first, end, &mut out, Csum::Partial);
+                    assert_eq!(len, VNET_HDR_LEN + g.run_len(first, end));
+                    let rvh = VnetHdr::parse(&out);
+                    let run = &out[VNET_HDR_LEN..len];
+                    let again: Vec<(VnetHdr, Vec<u8>)> = if end - first == 1 {
+                        assert!(!rvh.is_gso(), "one segment is an ordinary packet");
+                        vec![(rvh, run.to_vec())]
+                    } else {
+                        assert!(rvh.is_gso());
+                        assert_eq!(rvh.gso_size, vh.gso_size);
+                        assert_eq!(
+                            rvh.gso_type & GSO_ECN != 0,
+                            first == 0 && vh.gso_type & GSO_ECN != 0
+                        );
+                        let r = Gso::parse(&rvh, run).expect("a super-packet");
+                        assert_eq!(r.segments(), end - first);
+                        assert_eq!(r.wire_len(), g.run_wire_len(first, end));
+                        segments(&rvh, run, Csum::Partial)
+                    };
+                    assert_eq!(again.len(), (end - first) as usize);
+                    for (j, (svh, seg)) in again.iter().enumerate() {
+                        let (ovh, oseg) = &original[first as usize + j];
+                        assert_eq!(seg, oseg, "run {first}..{end}, segment {j}");
+                        assert_eq!(svh, ovh, "run {first}..{end}, header {j}");
+                    }
+                }
+            }
         }
     }
 

@@ -298,6 +298,11 @@ impl<P: Packet> Pipe<P> {
     }
 
     /// A packet arrives at `now`. Dropped packets are simply dropped (and counted).
+    ///
+    /// A unit of several segments ([`Packet::segments`]) meets the loss stage once, as a
+    /// whole; a driver that wants each segment to meet it on its own (a super-packet kept
+    /// whole where it can be) uses [`Pipe::ingress`] per segment and then
+    /// [`Pipe::on_survivor`] for what is left.
     pub fn on_packet(&mut self, now: Duration, pkt: P) {
         self.advance(now);
         let len = pkt.wire_len();
@@ -308,6 +313,35 @@ impl<P: Packet> Pipe<P> {
             self.stats.dropped_loss += segs as u64;
             return;
         }
+        self.enqueue(now, pkt, len, segs);
+    }
+
+    /// One wire packet of `len` bytes arrives at `now` and meets the loss stage: counted in,
+    /// and true when it is lost (counted as a loss). Exactly what [`Pipe::on_packet`] does
+    /// before the queue, so a driver can draw the loss of each segment of a super-packet in
+    /// order (the same draws as for the segments one by one), then hand the segments that
+    /// survived to [`Pipe::on_survivor`] in as few units as it likes.
+    pub fn ingress(&mut self, now: Duration, len: usize) -> bool {
+        self.advance(now);
+        self.stats.packets_in += 1;
+        self.stats.bytes_in += len as u64;
+        let lost = self.loss.lose(&mut self.rng);
+        if lost {
+            self.stats.dropped_loss += 1;
+        }
+        lost
+    }
+
+    /// A unit whose segments all passed [`Pipe::ingress`] at `now` (and were counted there)
+    /// enters the queue: the rest of [`Pipe::on_packet`].
+    pub fn on_survivor(&mut self, now: Duration, pkt: P) {
+        self.advance(now);
+        let len = pkt.wire_len();
+        let segs = pkt.segments();
+        self.enqueue(now, pkt, len, segs);
+    }
+
+    fn enqueue(&mut self, now: Duration, pkt: P, len: usize, segs: u32) {
         let full = match self.limit {
             QueueLimit::Unlimited => false,
             QueueLimit::Packets(n) => self.queue.len() >= n,
@@ -843,6 +877,86 @@ mod tests {
         let lost = pipe.stats().dropped_loss;
         assert!((874..=1126).contains(&lost), "lost {lost}");
         assert_eq!(delivered, n as u64 - lost);
+    }
+
+    /// A unit of several wire packets.
+    #[derive(Debug)]
+    struct Run {
+        ids: Vec<u32>,
+    }
+
+    impl Packet for Run {
+        fn wire_len(&self) -> usize {
+            self.ids.len() * 1500
+        }
+        fn segments(&self) -> u32 {
+            self.ids.len() as u32
+        }
+    }
+
+    /// Loss drawn per segment through `ingress` with the survivors passed on in runs makes
+    /// exactly the decisions, counts and deliveries of the same segments passed one by one
+    /// (random and Gilbert-Elliott loss, 10 ms delay).
+    #[test]
+    fn ingress_per_segment_then_runs_equals_one_by_one() {
+        for loss in [
+            Loss::Random(0.05),
+            Loss::GilbertElliott {
+                p: 0.02,
+                r: 0.2,
+                loss_bad: 0.7,
+                loss_good: 0.001,
+            },
+        ] {
+            let c = DirectionConfig {
+                loss,
+                delay: ms(10),
+                ..cfg()
+            };
+            let mut single: Pipe<P> = Pipe::new(&c, 9);
+            let mut runs: Pipe<Run> = Pipe::new(&c, 9);
+            let (mut got_single, mut got_runs) = (Vec::new(), Vec::new());
+            for burst in 0..2000u32 {
+                let now = Duration::from_micros(burst as u64 * 50);
+                let ids: Vec<u32> = (burst * 45..burst * 45 + 45).collect();
+                for &id in &ids {
+                    single.on_packet(now, P { id, len: 1500 });
+                }
+                let mut run = Vec::new();
+                for &id in &ids {
+                    if runs.ingress(now, 1500) {
+                        if !run.is_empty() {
+                            runs.on_survivor(
+                                now,
+                                Run {
+                                    ids: std::mem::take(&mut run),
+                                },
+                            );
+                        }
+                    } else {
+                        run.push(id);
+                    }
+                }
+                if !run.is_empty() {
+                    runs.on_survivor(now, Run { ids: run });
+                }
+                while let Some(p) = single.poll_deliver(now) {
+                    got_single.push((p.id, now));
+                }
+                while let Some(r) = runs.poll_deliver(now) {
+                    got_runs.extend(r.ids.iter().map(|id| (*id, now)));
+                }
+            }
+            got_single.extend(drain(&mut single));
+            while let Some(t) = runs.next_wakeup() {
+                while let Some(r) = runs.poll_deliver(t) {
+                    got_runs.extend(r.ids.iter().map(|id| (*id, t)));
+                }
+            }
+            assert_eq!(got_runs, got_single, "{loss:?}");
+            assert_eq!(runs.stats(), single.stats(), "{loss:?}");
+            assert!(single.stats().dropped_loss > 1000, "{:?}", single.stats());
+        }
     }
 
     #[test]

@@ -8,7 +8,13 @@
 //!   whole with its own vnet header, so the receiving stack gets it as one GSO packet, as
 //!   from a NIC with GRO. This is exact: with nothing but a constant delay, the segments
 //!   (which arrived together) would leave together, in order, anyway.
-//! * **anything else** (loss, jitter, a rate or trace, a byte queue, CoDel): a super-packet is
+//! * **delay and loss** ([`DirectionConfig::is_delay_and_loss`]): each segment of a
+//!   super-packet meets the loss stage on its own, in order ([`Pipe::ingress`]: the same draws
+//!   and counts as if the segments had arrived one by one); when none is lost the super-packet
+//!   goes on whole, otherwise each unbroken run of survivors is rebuilt as a smaller
+//!   super-packet (one segment: an ordinary packet; [`Gso::write_run`]) and goes on as one
+//!   unit ([`Pipe::on_survivor`]). Exact for the same reason as pure delay.
+//! * **anything else** (jitter, a rate or trace, a byte queue, CoDel): a super-packet is
 //!   cut into its wire packets here, before the pipe, so every impairment sees each
 //!   ≤ 1500-byte packet on its own. Segments carry a partial checksum when the super-packet
 //!   did (the receiving TUN accepts it), so the payload is copied once and never summed.
@@ -17,6 +23,7 @@
 //! with its packet).
 //!
 //! [`DirectionConfig::is_pure_delay`]: crate::DirectionConfig::is_pure_delay
+//! [`DirectionConfig::is_delay_and_loss`]: crate::DirectionConfig::is_delay_and_loss
 
 use crate::gso::{Csum, Gso, VnetHdr, F_NEEDS_CSUM, VNET_HDR_LEN};
 use crate::model::{Direction, DirectionStats, Pipe};
@@ -41,12 +48,37 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// How a direction carries GSO super-packets (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carry {
+    /// Whole, as one unit: the direction is a constant delay only.
+    Whole,
+    /// Loss drawn per segment, the runs of survivors as units: delay and loss only.
+    Runs,
+    /// Cut into wire packets before the pipe.
+    Segments,
+}
+
+impl Carry {
+    pub fn for_direction(cfg: &crate::DirectionConfig) -> Carry {
+        if cfg.is_pure_delay() {
+            Carry::Whole
+        } else if cfg.is_delay_and_loss() {
+            Carry::Runs
+        } else {
+            Carry::Segments
+        }
+    }
+}
+
 /// Everything a relay thread needs.
 pub(crate) struct RelayCtx {
     pub dir: Direction,
     pub pipe: Pipe<Buf>,
-    /// The direction is a constant delay only: super-packets go through whole.
-    pub pure_delay: bool,
+    /// How super-packets travel through this direction.
+    pub carry: Carry,
+    /// Indices of the lost segments of the super-packet at hand ([`Carry::Runs`]).
+    pub lost: Vec<u32>,
     pub pool: Pool,
     pub rx: Arc<OwnedFd>,
     pub tx: Arc<OwnedFd>,
@@ -127,6 +159,12 @@ impl RelayCtx {
         let mut big = self.pool.large();
         let mut read = 0;
         while read < READ_BATCH {
+            if read > 0 {
+                // What the previous read brought may be due already (no delay): it leaves
+                // before this relay asks for more, so a lone packet does not wait for the
+                // read that finds the device empty.
+                self.write_due();
+            }
             // SAFETY: the buffer is data.len() bytes and exclusively borrowed.
             let n = unsafe {
                 libc::read(
@@ -155,7 +193,7 @@ impl RelayCtx {
                     std::mem::replace(&mut big, self.pool.large())
                 };
                 self.admit(now, pkt, 1, n - VNET_HDR_LEN);
-            } else if self.pure_delay {
+            } else if self.carry == Carry::Whole {
                 // Measured, not cut: one unit that counts as its segments. A super-packet
                 // this code cannot parse still goes through (nothing here needs its parts).
                 let (segs, wire) = Gso::parse(&hdr, &big.data[VNET_HDR_LEN..n])
@@ -163,12 +201,61 @@ impl RelayCtx {
                     .unwrap_or((1, n - VNET_HDR_LEN));
                 let pkt = std::mem::replace(&mut big, self.pool.large());
                 self.admit(now, pkt, segs, wire);
+            } else if self.carry == Carry::Runs && hdr.flags & F_NEEDS_CSUM != 0 {
+                if let Some(whole) = self.runs(now, &hdr, &big.data[VNET_HDR_LEN..n]) {
+                    let pkt = std::mem::replace(&mut big, self.pool.large());
+                    self.admit_survivor(now, pkt, whole.0, whole.1);
+                }
             } else {
                 self.segment(now, &hdr, &big.data[VNET_HDR_LEN..n]);
             }
         }
         self.pool.put(big);
         read
+    }
+
+    fn admit_survivor(&mut self, now: Duration, mut pkt: Buf, segs: u32, wire: usize) {
+        pkt.segs = segs;
+        pkt.wire = wire;
+        self.pipe.on_survivor(now, pkt);
+    }
+
+    /// Draws the loss of each segment of a super-packet in order; when none is lost, returns
+    /// its (segments, wire bytes) for the caller to pass it on whole, otherwise passes each
+    /// run of survivors on as one unit (rebuilt into a buffer of its own) and returns None.
+    /// One that cannot be parsed (or has segments over the MTU buffer) is dropped, as by
+    /// [`RelayCtx::segment`].
+    fn runs(&mut self, now: Duration, hdr: &VnetHdr, ip: &[u8]) -> Option<(u32, usize)> {
+        let g = Gso::parse(hdr, ip)?;
+        if VNET_HDR_LEN + g.segment_len(0) > SMALL_BUF {
+            return None;
+        }
+        let n = g.segments();
+        self.lost.clear();
+        for i in 0..n {
+            if self.pipe.ingress(now, g.segment_len(i)) {
+                self.lost.push(i);
+            }
+        }
+        if self.lost.is_empty() {
+            return Some((n, g.wire_len()));
+        }
+        let mut first = 0;
+        for k in 0..=self.lost.len() {
+            let end = self.lost.get(k).copied().unwrap_or(n);
+            if end > first {
+                let need = VNET_HDR_LEN + g.run_len(first, end);
+                let mut b = if need <= SMALL_BUF {
+                    self.pool.small()
+                } else {
+                    self.pool.large()
+                };
+                b.len = g.write_run(first, end, &mut b.data, Csum::Partial);
+                self.admit_survivor(now, b, end - first, g.run_wire_len(first, end));
+            }
+            first = end + 1;
+        }
+        None
     }
 
     fn admit(&mut self, now: Duration, mut pkt: Buf, segs: u32, wire: usize) {

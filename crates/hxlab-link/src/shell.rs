@@ -11,8 +11,9 @@
 //! pool bounded in bytes, so the steady state allocates nothing per packet.
 //!
 //! The TUN devices take TCP/UDP segmentation offload (see `tun`): the kernel hands the relay
-//! 64 KiB super-packets, which a pure-delay direction carries whole and any other direction
-//! cuts into ≤ 1500-byte wire packets before its impairments (see `relay` and [`crate::gso`]).
+//! 64 KiB super-packets, which a pure-delay direction carries whole, a direction of delay and
+//! loss carries whole between lost segments, and any other direction cuts into ≤ 1500-byte
+//! wire packets before its impairments (see `relay` and [`crate::gso`]).
 //!
 //! [`Pipe`]: crate::model::Pipe
 //!
@@ -22,7 +23,7 @@
 //! socket that the kernel releases when hxlab dies.
 
 use crate::model::{Direction, DirectionStats, Pipe};
-use crate::relay::{monotonic_ns, relay, RelayCtx};
+use crate::relay::{monotonic_ns, relay, Carry, RelayCtx};
 use crate::tun::{open_tun, tun_open_error, Pool};
 use crate::{LinkConfig, LinkError, LinkStats};
 use std::ffi::CString;
@@ -234,7 +235,8 @@ impl Link {
             let ctx = RelayCtx {
                 dir,
                 pipe: Pipe::new(dcfg, crate::model::direction_seed(cfg.seed, dir)),
-                pure_delay: dcfg.is_pure_delay(),
+                carry: Carry::for_direction(dcfg),
+                lost: Vec::new(),
                 pool: Pool::default(),
                 rx,
                 tx,

@@ -4,7 +4,8 @@
 mod common;
 
 use common::{hxlab, run_with_timeout};
-use hxlab_link::{Link, LinkConfig, Loss, Server};
+use hxlab_link::model::{direction_seed, Rng};
+use hxlab_link::{Direction, Link, LinkConfig, Loss, Server};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::process::{Command, Stdio};
@@ -757,4 +758,58 @@ fn bulk_tcp_through_a_lossy_rate_limited_link_is_intact_and_loss_is_per_segment(
         d.packets_in,
         6.0 * sd
     );
+}
+
+/// Asserts that `s.dropped_loss` is within ±6 standard deviations of a binomial draw of
+/// `s.packets_in` segments at probability `p` (cannot flake: ~2e-9 per side), and that every
+/// segment that came in is accounted for exactly once: delivered or dropped.
+fn assert_binomial_loss_in_segments(what: &str, s: &hxlab_link::DirectionStats, p: f64) {
+    let n = s.packets_in as f64;
+    let (mean, sd) = (n * p, (n * p * (1.0 - p)).sqrt());
+    let lost = s.dropped_loss as f64;
+    assert!(
+        (mean - 6.0 * sd..=mean + 6.0 * sd).contains(&lost),
+        "{what}: lost {lost} of {n} segments (expected {mean:.0} ± {:.0}): {s:?}",
+        6.0 * sd
+    );
+    assert_eq!(
+        s.packets_out + s.dropped(),
+        s.packets_in,
+        "{what}: segments delivered + dropped ≠ segments in: {s:?}"
+    );
+}
+
+#[test]
+fn bulk_tcp_through_1pct_random_loss_is_intact_and_loss_is_binomial_in_segments() {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
+        return;
+    }
+    // Loss only (no rate, no jitter): the link keeps super-packets whole between lost
+    // segments, and each segment still draws its own loss.
+    let mut cfg = LinkConfig::default();
+    cfg.down.loss = Loss::Random(0.01);
+    cfg.up.loss = Loss::Random(0.01);
+    cfg.seed = 29;
+    let link = Link::start(cfg).expect("start link");
+    const TOTAL: usize = 32 << 20;
+    let (n, h) = bulk_down(&link, TOTAL);
+    let stats = link.stop();
+    assert_eq!(n, TOTAL, "bytes delivered");
+    assert_eq!(h, expected_hash(TOTAL), "content hash");
+    assert_counts_wire_packets(&stats.down);
+    assert_counts_wire_packets(&stats.up);
+    assert!(stats.down.packets_in >= (TOTAL / 1500) as u64, "{stats:?}");
+    assert_binomial_loss_in_segments("down", &stats.down, 0.01);
+    assert_binomial_loss_in_segments("up", &stats.up, 0.01);
+    // With a seed and nothing else drawing from the generator, the drops are fixed by how
+    // many segments came in: one draw per segment, in order. A link that drew once per
+    // super-packet would have made far fewer draws.
+    for (dir, s) in [(Direction::Down, &stats.down), (Direction::Up, &stats.up)] {
+        let mut rng = Rng::new(direction_seed(29, dir));
+        let expected = (0..s.packets_in).filter(|_| rng.chance(0.01)).count() as u64;
+        assert_eq!(
+            s.dropped_loss, expected,
+            "{dir:?}: one loss draw per segment: {s:?}"
+        );
+    }
 }
