@@ -46,6 +46,8 @@ pub(crate) struct Conn {
     preface_left: usize,
     got_settings: bool,
     pub(super) decoder: Option<Box<Decoder>>,
+    /// Pseudo-header values of the request head being decoded.
+    pub(super) scratch: Vec<u8>,
     pub(super) peer: Peer,
     /// Our send window on the connection, and what we may still receive on it.
     pub(super) send_window: i64,
@@ -92,6 +94,7 @@ impl Conn {
             preface_left: PREFACE.len(),
             got_settings: false,
             decoder: None,
+            scratch: Vec::new(),
             send_window: 65_535,
             recv_window: CONN_WINDOW,
             recv_unacked: 0,

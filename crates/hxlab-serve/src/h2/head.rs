@@ -15,9 +15,10 @@ pub(super) struct Head {
     /// Regular header fields: kept only for routes that read them (`/headers`, a replay).
     pub headers: HeaderMap,
     pub content_length: Option<u64>,
-    /// `:scheme` and `:authority` (empty when absent), for the pushes of this request.
-    pub scheme: Vec<u8>,
-    pub authority: Vec<u8>,
+    /// Where `:scheme` and `:authority` are in the decoding scratch buffer (empty when
+    /// absent), for the pushes of this request.
+    pub scheme: std::ops::Range<usize>,
+    pub authority: std::ops::Range<usize>,
 }
 
 /// Why a header block is not a request we answer.
@@ -61,13 +62,11 @@ fn wants_headers(ctx: &Ctx, path: &[u8]) -> bool {
     ctx.replay.is_some() || path == b"/headers" || path.starts_with(b"/headers?")
 }
 
-/// Pseudo-header fields of a request and the decoding state, filled by the field callback.
-#[derive(Default)]
-struct Fields {
-    method: Option<Vec<u8>>,
-    scheme: Option<Vec<u8>>,
-    authority: Option<Vec<u8>>,
-    path: Option<Vec<u8>>,
+/// Pseudo-header fields of a request (ranges of `buf`, method, scheme, authority, path) and
+/// the decoding state, filled by the field callback.
+struct Fields<'a> {
+    buf: &'a mut Vec<u8>,
+    pseudo: [Option<std::ops::Range<usize>>; 4],
     regular_seen: bool,
     keep: bool,
     headers: HeaderMap,
@@ -76,7 +75,16 @@ struct Fields {
     error: Option<HeadError>,
 }
 
-impl Fields {
+const METHOD: usize = 0;
+const SCHEME: usize = 1;
+const AUTHORITY: usize = 2;
+const PATH: usize = 3;
+
+impl Fields<'_> {
+    fn get(&self, k: usize) -> Option<&[u8]> {
+        self.pseudo[k].clone().map(|r| &self.buf[r])
+    }
+
     fn field(&mut self, ctx: &Ctx, name: &[u8], value: &[u8], max: u64) {
         if self.error.is_some() {
             return;
@@ -96,25 +104,27 @@ impl Fields {
             if self.regular_seen {
                 return Err("pseudo-header after a regular field");
             }
-            let slot = match pseudo {
-                b"method" => &mut self.method,
-                b"scheme" => &mut self.scheme,
-                b"authority" => &mut self.authority,
-                b"path" => &mut self.path,
+            let k = match pseudo {
+                b"method" => METHOD,
+                b"scheme" => SCHEME,
+                b"authority" => AUTHORITY,
+                b"path" => PATH,
                 _ => return Err("unknown pseudo-header"),
             };
-            if slot.is_some() {
+            if self.pseudo[k].is_some() {
                 return Err("duplicate pseudo-header");
             }
             if !valid_value(value) {
                 return Err("pseudo-header value");
             }
-            *slot = Some(value.to_vec());
+            let at = self.buf.len();
+            self.buf.extend_from_slice(value);
+            self.pseudo[k] = Some(at..self.buf.len());
             return Ok(());
         }
         if !self.regular_seen {
             self.regular_seen = true;
-            self.keep = wants_headers(ctx, self.path.as_deref().unwrap_or(b""));
+            self.keep = wants_headers(ctx, self.get(PATH).unwrap_or(b""));
         }
         if !valid_name(name) {
             return Err("field name");
@@ -145,14 +155,26 @@ impl Fields {
     }
 }
 
-/// Decodes and validates one complete request header block.
+/// Decodes and validates one complete request header block; the pseudo-header values go to
+/// `scratch` (cleared first), which [`Head`] points into.
 pub(super) fn decode_request(
     ctx: &Ctx,
     block: &[u8],
     decoder: &mut Decoder,
+    scratch: &mut Vec<u8>,
 ) -> Result<Head, HeadError> {
     let max = u64::from(ctx.limits.max_header_size);
-    let mut f = Fields::default();
+    scratch.clear();
+    let mut f = Fields {
+        buf: scratch,
+        pseudo: Default::default(),
+        regular_seen: false,
+        keep: false,
+        headers: HeaderMap::new(),
+        content_length: None,
+        size: 0,
+        error: None,
+    };
     decoder
         .decode_fields(block, |field| f.field(ctx, field.name, field.value, max))
         .map_err(HeadError::Hpack)?;
@@ -165,8 +187,8 @@ pub(super) fn decode_request(
         uri,
         headers: f.headers,
         content_length: f.content_length,
-        scheme: f.scheme.unwrap_or_default(),
-        authority: f.authority.unwrap_or_default(),
+        scheme: f.pseudo[SCHEME].clone().unwrap_or_default(),
+        authority: f.pseudo[AUTHORITY].clone().unwrap_or_default(),
     })
 }
 
@@ -201,31 +223,27 @@ pub(super) fn decode_trailers(
 /// scheme and authority only when a route reads them; otherwise it is the path alone.
 fn request_target(f: &Fields) -> Result<(Method, Uri), HeadError> {
     let bad = HeadError::Malformed;
-    let m = f.method.as_deref().ok_or(bad("no :method"))?;
+    let m = f.get(METHOD).ok_or(bad("no :method"))?;
     let method = Method::from_bytes(m).map_err(|_| bad(":method"))?;
     if method == Method::CONNECT {
-        if f.scheme.is_some() || f.path.is_some() {
+        if f.get(SCHEME).is_some() || f.get(PATH).is_some() {
             return Err(bad("CONNECT with :scheme or :path"));
         }
-        let a = f
-            .authority
-            .as_deref()
-            .ok_or(bad("CONNECT without :authority"))?;
+        let a = f.get(AUTHORITY).ok_or(bad("CONNECT without :authority"))?;
         let uri = Uri::builder()
             .authority(a)
             .build()
             .map_err(|_| bad(":authority"))?;
         return Ok((method, uri));
     }
-    let scheme = f.scheme.as_deref().ok_or(bad("no :scheme"))?;
+    let scheme = f.get(SCHEME).ok_or(bad("no :scheme"))?;
     let path = f
-        .path
-        .as_deref()
+        .get(PATH)
         .filter(|p| !p.is_empty())
         .ok_or(bad("no :path"))?;
     let uri = if f.keep || path.first() != Some(&b'/') {
         let mut b = Uri::builder().scheme(scheme).path_and_query(path);
-        if let Some(a) = f.authority.as_deref() {
+        if let Some(a) = f.get(AUTHORITY) {
             b = b.authority(a);
         }
         b.build().map_err(|_| bad(":path"))?

@@ -25,12 +25,19 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    pub fn new(reply: Reply, head: Head) -> Pending {
+    /// `scratch`: the buffer `head` was decoded into.
+    pub fn new(reply: Reply, head: &Head, scratch: &[u8]) -> Pending {
+        // Only a reply that pushes needs the request's origin.
+        let pushes = !reply.push.is_empty();
+        let part = |r: &std::ops::Range<usize>| match pushes {
+            true => scratch.get(r.clone()).unwrap_or_default().to_vec(),
+            false => Vec::new(),
+        };
         Pending {
-            reply,
             head_only: head.method == http::Method::HEAD,
-            scheme: head.scheme,
-            authority: head.authority,
+            scheme: part(&head.scheme),
+            authority: part(&head.authority),
+            reply,
         }
     }
 

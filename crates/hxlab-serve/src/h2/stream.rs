@@ -198,7 +198,9 @@ impl Conn {
         }
         self.last_client_id = id;
         let ctx = self.ctx.clone();
-        let decoded = decode_request(&ctx, block, self.decoder());
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let decoded = decode_request(&ctx, block, self.decoder(), &mut scratch);
+        self.scratch = scratch;
         if self.goaway.is_some() {
             // After GOAWAY new streams are not taken (the client retries them elsewhere).
             return match decoded {
@@ -242,7 +244,7 @@ impl Conn {
             self.proto,
         );
         let content_length = head.content_length;
-        let pending = Pending::new(reply, head);
+        let pending = Pending::new(reply, &head, &self.scratch);
         if end_stream {
             if content_length.is_some_and(|n| n != 0) {
                 self.reset(id, code::PROTOCOL_ERROR);
