@@ -347,3 +347,81 @@ fn streams_over_the_limit_are_refused() {
         && f.2 == 1 + 2 * max
         && f.3 == code::REFUSED_STREAM.to_be_bytes()));
 }
+
+#[test]
+fn a_page_pushes_its_resources_and_sends_early_hints_first() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/page?n=2&size=10&push=1&early_hints=1"),
+    ));
+    fill(&mut c);
+    let f = frames(&c.out);
+    let kinds: Vec<(u8, u32)> = f.iter().map(|f| (f.0, f.2)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (frame::HEADERS, 1),
+            (frame::PUSH_PROMISE, 1),
+            (frame::PUSH_PROMISE, 1),
+            (frame::HEADERS, 1),
+            (frame::DATA, 1),
+            (frame::HEADERS, 2),
+            (frame::DATA, 2),
+            (frame::HEADERS, 4),
+            (frame::DATA, 4),
+        ]
+    );
+    assert_eq!(&f[1].3[..4], &2u32.to_be_bytes(), "promised stream 2");
+    assert!(c.streams.is_empty());
+    // A client that disabled push gets the page alone.
+    let mut c = open(&[0, 2, 0, 0, 0, 0]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/page?n=2&size=10&push=1"),
+    ));
+    assert!(frames(&c.out).iter().all(|f| f.0 != frame::PUSH_PROMISE));
+}
+
+#[test]
+fn a_window_made_negative_by_settings_waits_for_its_update() {
+    let mut enc = Encoder::new();
+    // Initial window 3: three bytes go, then the window drops to -1 (RFC 9113 §6.9.2).
+    let mut c = open(&[0, 4, 0, 0, 0, 3]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/bytes/10"),
+    ));
+    fill(&mut c);
+    assert_eq!(
+        frames(&c.out)
+            .iter()
+            .filter(|f| f.0 == frame::DATA)
+            .map(|f| f.3.len())
+            .sum::<usize>(),
+        3
+    );
+    c.out.clear();
+    c.receive(&raw(frame::SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 2]));
+    c.receive(&raw(frame::WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes()));
+    fill(&mut c);
+    assert!(
+        frames(&c.out).iter().all(|f| f.0 != frame::DATA),
+        "window 0: nothing"
+    );
+    c.receive(&raw(frame::WINDOW_UPDATE, 0, 1, &2u32.to_be_bytes()));
+    fill(&mut c);
+    let data: Vec<usize> = frames(&c.out)
+        .iter()
+        .filter(|f| f.0 == frame::DATA)
+        .map(|f| f.3.len())
+        .collect();
+    assert_eq!(data, [2]);
+}
