@@ -231,7 +231,7 @@ impl Conn {
             }
             return Ok(());
         }
-        if payload.len() % 6 != 0 {
+        if !payload.len().is_multiple_of(6) {
             return Err(ConnError(
                 code::FRAME_SIZE_ERROR,
                 "SETTINGS length not a multiple of 6",

@@ -88,7 +88,7 @@ impl Conn {
 
     pub(super) fn on_headers(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
         let id = h.stream_id;
-        if id == 0 || id % 2 == 0 {
+        if id == 0 || id.is_multiple_of(2) {
             return Err(ConnError(
                 code::PROTOCOL_ERROR,
                 "HEADERS on stream 0 or an even stream",
