@@ -279,6 +279,11 @@ impl Conn {
         s.window -= n as i64;
         s.blocked_since = None;
         self.send_window -= n as i64;
+        if self.out.capacity() - self.out.len() < n + 9 {
+            // Straight to the batch's full size: doubling up to it would copy it over and over.
+            let want = HIGH_WATER + MAX_FRAME + 64;
+            self.out.reserve(want.saturating_sub(self.out.len()));
+        }
         write_head(
             &mut self.out,
             n,
