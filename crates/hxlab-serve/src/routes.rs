@@ -154,12 +154,29 @@ impl Reply {
         Reply::text(StatusCode::BAD_REQUEST, format!("bad request: {reason}\n"))
     }
 
-    /// True when the whole response can be written at once: no wait, no push, small body.
-    pub fn is_immediate(&self) -> bool {
-        self.delay.is_zero()
-            && self.early_hints.is_none()
-            && self.push.is_empty()
-            && self.body.in_memory().is_some()
+    /// Calls `field` with every header field of the response head, in the order and with the
+    /// values [`Reply::head`] gives them (lower-case names), without building a header map:
+    /// the HTTP/2 server encodes them straight into HPACK.
+    pub fn each_field(&self, ctx: &Ctx, tcp: bool, mut field: impl FnMut(&[u8], &[u8])) {
+        field(b"date", http_date().as_bytes());
+        if !self.content_type.is_empty() {
+            field(b"content-type", self.content_type.as_bytes());
+        }
+        if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
+            let mut digits = [0u8; 20];
+            field(b"content-length", decimal(self.body.len(), &mut digits));
+        }
+        if let Some(s) = self.max_age {
+            field(b"cache-control", format!("max-age={s}").as_bytes());
+        }
+        if tcp {
+            if let Some(a) = &ctx.alt_svc {
+                field(b"alt-svc", a.as_bytes());
+            }
+        }
+        for (name, value) in &self.headers {
+            field(name.as_str().as_bytes(), value.as_bytes());
+        }
     }
 
     /// The response head (status and headers); `tcp` adds Alt-Svc.
@@ -188,6 +205,19 @@ impl Reply {
             h.append(name, value.clone());
         }
         r
+    }
+}
+
+/// `n` in decimal, written into the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
     }
 }
 

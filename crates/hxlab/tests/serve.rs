@@ -450,8 +450,9 @@ fn h2spec_passes_fully_on_tls_and_h2c() {
     }
     let s = Server::start(&[]);
     let (t, p) = (tls_port(&s), plain_port(&s));
-    h2spec(&["-t", "-k", "-p", &t, "-h", "127.0.0.1", "-o", "5"]);
-    h2spec(&["-p", &p, "-h", "127.0.0.1", "-o", "5"]);
+    // Strict (-S): the RFC's SHOULDs too, 146 cases.
+    h2spec(&["-S", "-t", "-k", "-p", &t, "-h", "127.0.0.1", "-o", "5"]);
+    h2spec(&["-S", "-p", &p, "-h", "127.0.0.1", "-o", "5"]);
 }
 
 #[test]

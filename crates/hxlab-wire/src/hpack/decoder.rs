@@ -198,7 +198,9 @@ impl Decoder {
     pub fn new(limit: usize) -> Decoder {
         Decoder {
             table: Table {
-                entries: VecDeque::with_capacity(limit.min(4096) / ENTRY_OVERHEAD + 1),
+                // Grown as entries come: an HTTP/2 server keeps one decoder per connection, and
+                // most connections insert a handful of fields.
+                entries: VecDeque::with_capacity(8),
                 spare: Vec::new(),
                 size: 0,
                 max: limit.min(4096),

@@ -1,0 +1,350 @@
+//! Responses: the head (an optional 103, PUSH_PROMISEs, HEADERS), then the body as DATA
+//! frames within the client's windows. A small in-memory body that fits the windows goes out
+//! with its head at once and leaves no stream behind; anything else (a delay, a large or
+//! file body, no window) stays as a stream the connection drives: [`Conn::fill`] sends what
+//! the windows allow, [`Conn::on_timer`] ends delays and gives up stalled streams.
+
+use super::conn::{Conn, MAX_FRAME};
+use super::head::{early_hints_block, push_request_block, put_response_block, Head};
+use super::stream::{Phase, Sending, Stream};
+use crate::body::BodySpec;
+use crate::routes::{route, Reply};
+use hxlab_wire::h2::{code, flag, frame, write_head};
+use std::task::{Context, Poll};
+use tokio::time::Instant;
+
+/// Output buffered beyond this waits for the socket before more is produced or read.
+pub(crate) const HIGH_WATER: usize = 256 << 10;
+
+/// A reply not started yet, with what its push promises need of the request.
+pub(super) struct Pending {
+    reply: Reply,
+    head_only: bool,
+    scheme: Vec<u8>,
+    authority: Vec<u8>,
+}
+
+impl Pending {
+    /// `scratch`: the buffer `head` was decoded into.
+    pub fn new(reply: Reply, head: &Head, scratch: &[u8]) -> Pending {
+        // Only a reply that pushes needs the request's origin.
+        let pushes = !reply.push.is_empty();
+        let part = |r: &std::ops::Range<usize>| match pushes {
+            true => scratch.get(r.clone()).unwrap_or_default().to_vec(),
+            false => Vec::new(),
+        };
+        Pending {
+            head_only: head.method == http::Method::HEAD,
+            scheme: part(&head.scheme),
+            authority: part(&head.authority),
+            reply,
+        }
+    }
+
+    /// A reply to a request we did not route.
+    pub fn bare(reply: Reply) -> Pending {
+        Pending {
+            reply,
+            head_only: false,
+            scheme: Vec::new(),
+            authority: Vec::new(),
+        }
+    }
+}
+
+impl Conn {
+    /// Answers stream `id`, whose request is complete: at once, or after its delay.
+    /// `window`: the stream's send window if it was open already.
+    pub(super) fn respond(&mut self, id: u32, p: Pending, window: Option<i64>) {
+        let window = window.unwrap_or(self.peer.initial_window);
+        if !p.reply.delay.is_zero() {
+            let until = self.now() + p.reply.delay;
+            self.streams.push(Stream {
+                id,
+                recv_open: false,
+                content_length: None,
+                received: 0,
+                recv_window: 0,
+                recv_unacked: 0,
+                phase: Phase::Delayed(Box::new(p)),
+                window,
+                deadline: Some(until),
+                blocked_since: None,
+            });
+            return;
+        }
+        self.start(id, p, window);
+    }
+
+    /// Sends the response head (and what of the body fits) for stream `id`.
+    fn start(&mut self, id: u32, p: Pending, window: i64) {
+        let Pending {
+            mut reply,
+            head_only,
+            scheme,
+            authority,
+        } = p;
+        if let Some(link) = &reply.early_hints {
+            let mut block = Vec::with_capacity(64);
+            early_hints_block(link, &mut block);
+            self.write_headers(id, 0, &block);
+        }
+        let promised = self.promise(id, &reply.push, &scheme, &authority);
+        let mut block = Vec::new();
+        let ctx = self.ctx.clone();
+        put_response_block(&ctx, &reply, &mut block);
+        let body = std::mem::replace(&mut reply.body, BodySpec::Empty);
+        let body = if head_only { BodySpec::Empty } else { body };
+        let len = body.len();
+        let counted = reply.counted;
+        if len == 0 {
+            self.write_headers(id, flag::END_STREAM, &block);
+            self.completed(counted);
+        } else {
+            self.write_headers(id, 0, &block);
+            // The fast path: a small body in memory that the windows and one frame take.
+            let fits =
+                len as i64 <= window.min(self.send_window) && len as usize <= self.peer.max_frame;
+            match body.in_memory() {
+                Some(bytes) if fits && self.out.len() < HIGH_WATER => {
+                    write_head(
+                        &mut self.out,
+                        bytes.len(),
+                        frame::DATA,
+                        flag::END_STREAM,
+                        id,
+                    );
+                    self.out.extend_from_slice(&bytes);
+                    self.send_window -= len as i64;
+                    if counted {
+                        self.ctx.stats.body_bytes(self.proto, len);
+                    }
+                    self.completed(counted);
+                }
+                _ => self.queue_body(id, body, counted, window),
+            }
+        }
+        for (pid, r) in promised {
+            self.start(pid, Pending::bare(r), self.peer.initial_window);
+        }
+    }
+
+    fn queue_body(&mut self, id: u32, body: BodySpec, counted: bool, window: i64) {
+        self.streams.push(Stream {
+            id,
+            recv_open: false,
+            content_length: None,
+            received: 0,
+            recv_window: 0,
+            recv_unacked: 0,
+            phase: Phase::Sending(Box::new(Sending {
+                source: body.into_source(),
+                counted,
+            })),
+            window,
+            deadline: None,
+            blocked_since: None,
+        });
+        self.sending.push_back(id);
+    }
+
+    /// A response went out whole.
+    fn completed(&mut self, counted: bool) {
+        self.cancels = self.cancels.saturating_sub(1);
+        if counted {
+            self.ctx.stats.request_done(self.proto);
+        }
+    }
+
+    /// PUSH_PROMISEs for `paths` on stream `id`, as far as the client allows pushes; the
+    /// pushed streams and their replies.
+    fn promise(
+        &mut self,
+        id: u32,
+        paths: &[String],
+        scheme: &[u8],
+        authority: &[u8],
+    ) -> Vec<(u32, Reply)> {
+        let mut promised = Vec::new();
+        if paths.is_empty() || !self.peer.push || scheme.is_empty() {
+            return promised;
+        }
+        let pushed_open = self.streams.iter().filter(|s| s.id % 2 == 0).count() as u32;
+        for path in paths {
+            if pushed_open + promised.len() as u32 >= self.peer.max_streams
+                || self.next_push_id > hxlab_wire::h2::MAX_STREAM_ID - 1
+            {
+                break;
+            }
+            let Ok(uri) = path.parse::<http::Uri>() else {
+                continue;
+            };
+            let pid = self.next_push_id;
+            self.next_push_id += 2;
+            let mut block = pid.to_be_bytes().to_vec();
+            push_request_block(scheme, authority, path.as_bytes(), &mut block);
+            self.write_frames(id, frame::PUSH_PROMISE, 0, &block);
+            let r = route(
+                &self.ctx,
+                &http::Method::GET,
+                &uri,
+                &http::HeaderMap::new(),
+                self.proto,
+            );
+            promised.push((pid, r));
+        }
+        promised
+    }
+
+    /// A HEADERS frame (and CONTINUATIONs when the block is over the peer's frame size).
+    fn write_headers(&mut self, id: u32, flags: u8, block: &[u8]) {
+        self.write_frames(id, frame::HEADERS, flags, block);
+    }
+
+    fn write_frames(&mut self, id: u32, kind: u8, flags: u8, block: &[u8]) {
+        let max = self.peer.max_frame.min(MAX_FRAME);
+        let mut chunks = block.chunks(max).peekable();
+        let first = chunks.next().unwrap_or(&[]);
+        let end = if chunks.peek().is_none() {
+            flag::END_HEADERS
+        } else {
+            0
+        };
+        write_head(&mut self.out, first.len(), kind, flags | end, id);
+        self.out.extend_from_slice(first);
+        while let Some(c) = chunks.next() {
+            let end = if chunks.peek().is_none() {
+                flag::END_HEADERS
+            } else {
+                0
+            };
+            write_head(&mut self.out, c.len(), frame::CONTINUATION, end, id);
+            self.out.extend_from_slice(c);
+        }
+    }
+
+    /// Sends DATA for the streams that have some, in turn, within the windows and until
+    /// `out` reaches [`HIGH_WATER`]. A file body that is not read yet wakes `cx`.
+    pub(crate) fn fill(&mut self, cx: &mut Context<'_>) {
+        // Turns in a row that sent nothing (bodies not read yet); a full round of them ends it.
+        let mut idle_turns = 0;
+        while self.out.len() < HIGH_WATER && idle_turns < self.sending.len() {
+            let Some(id) = self.sending.pop_front() else {
+                break;
+            };
+            let Some(i) = self.stream_index(id) else {
+                continue;
+            };
+            if self.send_window <= 0 || self.streams[i].window <= 0 {
+                // Woken again by WINDOW_UPDATE or SETTINGS; --send-timeout counts from now.
+                let now = self.now();
+                self.streams[i].blocked_since.get_or_insert(now);
+                continue;
+            }
+            match self.send_some(i, cx) {
+                Some(true) => {
+                    idle_turns = 0;
+                    self.sending.push_back(id);
+                }
+                Some(false) => idle_turns = 0,
+                // Waiting for the file: tried again when `cx` is woken.
+                None => {
+                    idle_turns += 1;
+                    self.sending.push_back(id);
+                }
+            }
+        }
+    }
+
+    /// One DATA frame for `streams[i]`: Some(more to send), or None when its body is not
+    /// ready yet.
+    fn send_some(&mut self, i: usize, cx: &mut Context<'_>) -> Option<bool> {
+        let max = (self.send_window.min(self.streams[i].window) as usize).min(self.peer.max_frame);
+        let s = &mut self.streams[i];
+        let id = s.id;
+        let Phase::Sending(body) = &mut s.phase else {
+            return Some(false);
+        };
+        let chunk = match body.source.poll_chunk(cx, max) {
+            Poll::Pending => return None,
+            Poll::Ready(Ok(Some(c))) => c,
+            Poll::Ready(Ok(None) | Err(_)) => {
+                self.reset(id, code::INTERNAL_ERROR);
+                return Some(false);
+            }
+        };
+        let n = chunk.len();
+        let end = body.source.remaining() == 0;
+        let counted = body.counted;
+        s.window -= n as i64;
+        s.blocked_since = None;
+        self.send_window -= n as i64;
+        if self.out.capacity() - self.out.len() < n + 9 {
+            // Straight to the batch's full size: doubling up to it would copy it over and over.
+            let want = HIGH_WATER + MAX_FRAME + 64;
+            self.out.reserve(want.saturating_sub(self.out.len()));
+        }
+        write_head(
+            &mut self.out,
+            n,
+            frame::DATA,
+            if end { flag::END_STREAM } else { 0 },
+            id,
+        );
+        self.out.extend_from_slice(&chunk);
+        if counted {
+            self.ctx.stats.body_bytes(self.proto, n as u64);
+        }
+        if end {
+            self.streams.swap_remove(i);
+            self.completed(counted);
+        }
+        Some(!end)
+    }
+
+    /// The earliest time a stream waits for: a delay's end, a stalled body's or window's
+    /// limit.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let send_timeout = self.ctx.limits.send_timeout;
+        self.streams
+            .iter()
+            .filter_map(|s| match s.blocked_since {
+                Some(b) => Some(b + send_timeout),
+                None => s.deadline,
+            })
+            .min()
+    }
+
+    /// Acts on every stream whose time came: delays end, stalled request bodies and
+    /// responses without window for --send-timeout are reset (CANCEL) and freed.
+    pub(crate) fn on_timer(&mut self, now: Instant) {
+        self.now = Some(now);
+        let send_timeout = self.ctx.limits.send_timeout;
+        let mut i = 0;
+        while i < self.streams.len() {
+            let s = &self.streams[i];
+            let id = s.id;
+            if s.blocked_since.is_some_and(|b| now >= b + send_timeout) {
+                self.reset(id, code::CANCEL);
+                continue;
+            }
+            if s.deadline.is_some_and(|d| now >= d) {
+                match &s.phase {
+                    Phase::Body(_) => {
+                        self.reset(id, code::CANCEL);
+                        continue;
+                    }
+                    Phase::Delayed(_) => {
+                        let s = self.streams.swap_remove(i);
+                        if let Phase::Delayed(p) = s.phase {
+                            self.start(id, *p, s.window);
+                        }
+                        continue;
+                    }
+                    Phase::Sending(_) => {}
+                }
+            }
+            i += 1;
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! The connection fed bytes directly, no socket: frame parsing, stream states and flow
+//! control edge cases.
+
+use super::conn::{Conn, CANCEL_BUDGET};
+use crate::routes::{Ctx, Limits};
+use crate::stats::Protocol;
+use hxlab_wire::h2::{code, flag, frame, write_head, FrameHead, PREFACE};
+use hxlab_wire::hpack::Encoder;
+use std::sync::Arc;
+use std::task::Context;
+
+fn ctx() -> Arc<Ctx> {
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let limits = Limits::of(&hxlab_contract::ServeConfig::default());
+    let a: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+    Arc::new(Ctx::new(limits, None, a, a, None, rx))
+}
+
+fn raw(kind: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    write_head(&mut v, payload.len(), kind, flags, id);
+    v.extend_from_slice(payload);
+    v
+}
+
+fn get(enc: &mut Encoder, path: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    enc.encode(
+        [
+            (&b":method"[..], &b"GET"[..]),
+            (b":scheme", b"http"),
+            (b":authority", b"x"),
+            (b":path", path.as_bytes()),
+        ],
+        &mut b,
+    );
+    b
+}
+
+/// Frames in `out`: (type, flags, stream, payload).
+fn frames(out: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut v = Vec::new();
+    let mut at = 0;
+    while let Some(h) = FrameHead::parse(&out[at..]) {
+        v.push((
+            h.kind,
+            h.flags,
+            h.stream_id,
+            out[at + 9..at + 9 + h.len].to_vec(),
+        ));
+        at += 9 + h.len;
+    }
+    assert_eq!(at, out.len(), "output ends on a frame boundary");
+    v
+}
+
+/// A connection past its preface and SETTINGS (our own SETTINGS, WINDOW_UPDATE and the ACK
+/// already taken out of `out`).
+fn open(settings: &[u8]) -> Conn {
+    let mut c = Conn::new(ctx(), Protocol::H2c);
+    let mut wire = PREFACE.to_vec();
+    wire.extend(raw(frame::SETTINGS, 0, 0, settings));
+    assert_eq!(c.receive(&wire), wire.len());
+    assert!(!c.failed);
+    c.out.clear();
+    c
+}
+
+fn fill(c: &mut Conn) {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    c.fill(&mut cx);
+}
+
+fn goaway_code(out: &[u8]) -> Option<u32> {
+    frames(out)
+        .into_iter()
+        .find(|f| f.0 == frame::GOAWAY)
+        .map(|f| u32::from_be_bytes([f.3[4], f.3[5], f.3[6], f.3[7]]))
+}
+
+#[test]
+fn a_get_is_answered_in_the_same_batch_and_leaves_no_stream() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    let wire = raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/bytes/100"),
+    );
+    c.receive(&wire);
+    let f = frames(&c.out);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!((f[0].0, f[0].2), (frame::HEADERS, 1));
+    assert_eq!(f[0].3[0], 0x88, ":status 200 indexed");
+    assert_eq!(
+        (f[1].0, f[1].1, f[1].3.len()),
+        (frame::DATA, flag::END_STREAM, 100)
+    );
+    assert!(c.streams.is_empty());
+}
+
+#[test]
+fn input_split_at_every_byte_gives_the_same_answer() {
+    let mut enc = Encoder::new();
+    let mut wire = PREFACE.to_vec();
+    wire.extend(raw(frame::SETTINGS, 0, 0, &[]));
+    wire.extend(raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/bytes/10"),
+    ));
+    wire.extend(raw(frame::PING, 0, 0, &[7; 8]));
+    let whole = {
+        let mut c = Conn::new(ctx(), Protocol::H2c);
+        c.receive(&wire);
+        frames(&c.out).len()
+    };
+    for split in 1..wire.len() {
+        let mut c = Conn::new(ctx(), Protocol::H2c);
+        let used = c.receive(&wire[..split]);
+        let mut rest = wire[used..split].to_vec();
+        rest.extend_from_slice(&wire[split..]);
+        assert_eq!(c.receive(&rest), rest.len(), "split at {split}");
+        assert!(!c.failed, "split at {split}");
+        assert_eq!(frames(&c.out).len(), whole, "split at {split}");
+    }
+}
+
+#[test]
+fn a_zero_window_holds_data_until_window_update_and_settings() {
+    let mut enc = Encoder::new();
+    // SETTINGS_INITIAL_WINDOW_SIZE 0.
+    let mut c = open(&[0, 4, 0, 0, 0, 0]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/bytes/100"),
+    ));
+    fill(&mut c);
+    let f = frames(&c.out);
+    assert_eq!(
+        f.iter().filter(|f| f.0 == frame::DATA).count(),
+        0,
+        "no DATA without window"
+    );
+    assert_eq!(c.streams.len(), 1);
+    c.out.clear();
+    c.receive(&raw(frame::WINDOW_UPDATE, 0, 1, &10u32.to_be_bytes()));
+    fill(&mut c);
+    let f = frames(&c.out);
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].0, f[0].1, f[0].3.len()), (frame::DATA, 0, 10));
+    c.out.clear();
+    // A larger initial window opens the rest (RFC 9113 §6.9.2).
+    c.receive(&raw(frame::SETTINGS, 0, 0, &[0, 4, 0, 0, 1, 0]));
+    fill(&mut c);
+    let f = frames(&c.out);
+    let data: Vec<_> = f.iter().filter(|f| f.0 == frame::DATA).collect();
+    assert_eq!(data.len(), 1);
+    assert_eq!((data[0].1, data[0].3.len()), (flag::END_STREAM, 90));
+    assert!(c.streams.is_empty());
+}
+
+#[test]
+fn a_reset_stream_is_freed_at_once_whatever_the_window() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[0, 4, 0, 0, 0, 0]);
+    for id in [1, 3, 5] {
+        c.receive(&raw(
+            frame::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            id,
+            &get(&mut enc, "/bytes/100000"),
+        ));
+    }
+    fill(&mut c);
+    assert_eq!(c.streams.len(), 3);
+    c.receive(&raw(frame::RST_STREAM, 0, 3, &code::CANCEL.to_be_bytes()));
+    assert_eq!(c.streams.len(), 2);
+    assert!(c.streams.iter().all(|s| s.id != 3));
+    // Frames for it that were on their way are not errors.
+    c.receive(&raw(frame::WINDOW_UPDATE, 0, 3, &5u32.to_be_bytes()));
+    assert!(!c.failed);
+}
+
+#[test]
+fn rapid_reset_gets_enhance_your_calm() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    let budget = c.ctx.limits.max_streams + CANCEL_BUDGET;
+    let mut id = 1;
+    for _ in 0..=budget {
+        let mut wire = raw(
+            frame::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            id,
+            &get(&mut enc, "/delay/1000"),
+        );
+        wire.extend(raw(frame::RST_STREAM, 0, id, &code::CANCEL.to_be_bytes()));
+        c.receive(&wire);
+        assert!(c.streams.len() <= 1);
+        id += 2;
+    }
+    assert!(c.failed);
+    assert_eq!(goaway_code(&c.out), Some(code::ENHANCE_YOUR_CALM));
+}
+
+#[test]
+fn protocol_errors_get_goaway_with_their_code() {
+    let mut enc = Encoder::new();
+    let block = get(&mut enc, "/");
+    let cases: Vec<(&str, Vec<u8>, u32)> = vec![
+        (
+            "DATA on an idle stream",
+            raw(frame::DATA, 0, 1, b"x"),
+            code::PROTOCOL_ERROR,
+        ),
+        (
+            "even stream",
+            raw(frame::HEADERS, 5, 2, &block),
+            code::PROTOCOL_ERROR,
+        ),
+        (
+            "PING of 7 bytes",
+            raw(frame::PING, 0, 0, &[0; 7]),
+            code::FRAME_SIZE_ERROR,
+        ),
+        (
+            "SETTINGS on a stream",
+            raw(frame::SETTINGS, 0, 1, &[]),
+            code::PROTOCOL_ERROR,
+        ),
+        (
+            "window of 2^31",
+            [raw(
+                frame::WINDOW_UPDATE,
+                0,
+                0,
+                &0x7fff_ffffu32.to_be_bytes(),
+            )]
+            .concat(),
+            code::FLOW_CONTROL_ERROR,
+        ),
+        (
+            "CONTINUATION alone",
+            raw(frame::CONTINUATION, 4, 1, &block),
+            code::PROTOCOL_ERROR,
+        ),
+        (
+            "interrupted block",
+            [
+                raw(frame::HEADERS, 1, 1, &block),
+                raw(frame::PING, 0, 0, &[0; 8]),
+            ]
+            .concat(),
+            code::PROTOCOL_ERROR,
+        ),
+        (
+            "bad HPACK",
+            raw(frame::HEADERS, 5, 1, &[0xff; 8]),
+            code::COMPRESSION_ERROR,
+        ),
+        (
+            "frame too large",
+            raw(frame::DATA, 0, 1, &vec![0; 16_385]),
+            code::FRAME_SIZE_ERROR,
+        ),
+        (
+            "PUSH_PROMISE",
+            raw(frame::PUSH_PROMISE, 4, 1, &[0, 0, 0, 2]),
+            code::PROTOCOL_ERROR,
+        ),
+    ];
+    for (what, wire, want) in cases {
+        let mut c = open(&[]);
+        c.receive(&wire);
+        assert!(c.failed, "{what}");
+        assert_eq!(goaway_code(&c.out), Some(want), "{what}");
+    }
+    let mut c = Conn::new(ctx(), Protocol::H2c);
+    c.receive(b"GET / HTTP/1.1\r\n\r\n");
+    assert!(c.failed, "a bad preface");
+}
+
+#[test]
+fn request_bodies_are_checked_and_credited() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    let mut block = get(&mut enc, "/bytes/5");
+    enc.encode([(&b"content-length"[..], &b"4"[..])], &mut block);
+    c.receive(&raw(frame::HEADERS, flag::END_HEADERS, 1, &block));
+    assert_eq!(c.streams.len(), 1);
+    // Five bytes where four were announced: a stream error, not a connection error.
+    c.receive(&raw(frame::DATA, flag::END_STREAM, 1, b"12345"));
+    assert!(!c.failed);
+    let f = frames(&c.out);
+    assert!(f.iter().any(|f| f.0 == frame::RST_STREAM
+        && f.2 == 1
+        && f.3 == code::PROTOCOL_ERROR.to_be_bytes()));
+    assert!(c.streams.is_empty());
+    // A large body gives its window back as it comes.
+    c.out.clear();
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS,
+        3,
+        &get(&mut enc, "/bytes/1"),
+    ));
+    let chunk = vec![0u8; 16_384];
+    for _ in 0..20 {
+        c.receive(&raw(frame::DATA, 0, 3, &chunk));
+    }
+    assert!(!c.failed);
+    let updates: Vec<_> = frames(&c.out)
+        .into_iter()
+        .filter(|f| f.0 == frame::WINDOW_UPDATE)
+        .collect();
+    assert!(updates.iter().any(|f| f.2 == 3), "stream credit returned");
+    c.out.clear();
+    c.receive(&raw(frame::DATA, flag::END_STREAM, 3, b""));
+    let f = frames(&c.out);
+    assert_eq!(
+        f.last().map(|f| (f.0, f.1)),
+        Some((frame::DATA, flag::END_STREAM))
+    );
+}
+
+#[test]
+fn streams_over_the_limit_are_refused() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    let max = c.ctx.limits.max_streams;
+    for i in 0..=max {
+        c.receive(&raw(
+            frame::HEADERS,
+            flag::END_HEADERS,
+            1 + 2 * i,
+            &get(&mut enc, "/"),
+        ));
+    }
+    assert_eq!(c.streams.len(), max as usize);
+    let f = frames(&c.out);
+    assert!(f.iter().any(|f| f.0 == frame::RST_STREAM
+        && f.2 == 1 + 2 * max
+        && f.3 == code::REFUSED_STREAM.to_be_bytes()));
+}
+
+#[test]
+fn a_page_pushes_its_resources_and_sends_early_hints_first() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/page?n=2&size=10&push=1&early_hints=1"),
+    ));
+    fill(&mut c);
+    let f = frames(&c.out);
+    let kinds: Vec<(u8, u32)> = f.iter().map(|f| (f.0, f.2)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (frame::HEADERS, 1),
+            (frame::PUSH_PROMISE, 1),
+            (frame::PUSH_PROMISE, 1),
+            (frame::HEADERS, 1),
+            (frame::DATA, 1),
+            (frame::HEADERS, 2),
+            (frame::DATA, 2),
+            (frame::HEADERS, 4),
+            (frame::DATA, 4),
+        ]
+    );
+    assert_eq!(&f[1].3[..4], &2u32.to_be_bytes(), "promised stream 2");
+    assert!(c.streams.is_empty());
+    // A client that disabled push gets the page alone.
+    let mut c = open(&[0, 2, 0, 0, 0, 0]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/page?n=2&size=10&push=1"),
+    ));
+    assert!(frames(&c.out).iter().all(|f| f.0 != frame::PUSH_PROMISE));
+}
+
+#[test]
+fn a_window_made_negative_by_settings_waits_for_its_update() {
+    let mut enc = Encoder::new();
+    // Initial window 3: three bytes go, then the window drops to -1 (RFC 9113 §6.9.2).
+    let mut c = open(&[0, 4, 0, 0, 0, 3]);
+    c.receive(&raw(
+        frame::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &get(&mut enc, "/bytes/10"),
+    ));
+    fill(&mut c);
+    assert_eq!(
+        frames(&c.out)
+            .iter()
+            .filter(|f| f.0 == frame::DATA)
+            .map(|f| f.3.len())
+            .sum::<usize>(),
+        3
+    );
+    c.out.clear();
+    c.receive(&raw(frame::SETTINGS, 0, 0, &[0, 4, 0, 0, 0, 2]));
+    c.receive(&raw(frame::WINDOW_UPDATE, 0, 1, &1u32.to_be_bytes()));
+    fill(&mut c);
+    assert!(
+        frames(&c.out).iter().all(|f| f.0 != frame::DATA),
+        "window 0: nothing"
+    );
+    c.receive(&raw(frame::WINDOW_UPDATE, 0, 1, &2u32.to_be_bytes()));
+    fill(&mut c);
+    let data: Vec<usize> = frames(&c.out)
+        .iter()
+        .filter(|f| f.0 == frame::DATA)
+        .map(|f| f.3.len())
+        .collect();
+    assert_eq!(data, [2]);
+}
