@@ -27,6 +27,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The origin's HTTP/2 connection over an in-memory pipe, for fuzzing.
+pub use h2::peer as h2_peer;
 /// The origin's HTTP/3 request-head and control-stream parsing without QUIC, for fuzzing.
 pub use h3::peer as h3_peer;
 pub use hxlab_core::cc::CongestionControl;

@@ -412,6 +412,12 @@ impl Conn {
         self.failed || ((self.goaway.is_some() || self.peer_goaway) && self.streams.is_empty())
     }
 
+    /// The client's input ended: a header block it left unfinished can never complete, so
+    /// it no longer keeps the connection (nor the idle check) busy.
+    pub(crate) fn input_ended(&mut self) {
+        self.block = None;
+    }
+
     /// Whether any stream is open (the idle check).
     pub(crate) fn busy(&self) -> bool {
         !self.streams.is_empty() || self.block.is_some()

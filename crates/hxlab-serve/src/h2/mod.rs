@@ -8,6 +8,7 @@
 
 mod conn;
 mod head;
+pub mod peer;
 mod send;
 mod stream;
 #[cfg(test)]
@@ -156,6 +157,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Driver<IO> {
         let got = rb.filled();
         if got.is_empty() {
             self.read_closed = true;
+            self.conn.input_ended();
             return Poll::Ready(Ok(()));
         }
         if self.conn.failed {

@@ -4,7 +4,7 @@
 //! file body, no window) stays as a stream the connection drives: [`Conn::fill`] sends what
 //! the windows allow, [`Conn::on_timer`] ends delays and gives up stalled streams.
 
-use super::conn::{Conn, MAX_FRAME};
+use super::conn::{Conn, ConnError, MAX_FRAME};
 use super::head::{early_hints_block, push_request_block, put_response_block, Head};
 use super::stream::{Phase, Sending, Stream};
 use crate::body::BodySpec;
@@ -306,19 +306,40 @@ impl Conn {
     /// limit.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let send_timeout = self.ctx.limits.send_timeout;
+        let head = self
+            .block
+            .as_ref()
+            .map(|b| b.since + self.ctx.limits.head_timeout);
         self.streams
             .iter()
             .filter_map(|s| match s.blocked_since {
                 Some(b) => Some(b + send_timeout),
                 None => s.deadline,
             })
+            .chain(head)
             .min()
     }
 
     /// Acts on every stream whose time came: delays end, stalled request bodies and
-    /// responses without window for --send-timeout are reset (CANCEL) and freed.
+    /// responses without window for --send-timeout are reset (CANCEL) and freed; a header
+    /// block not ended within --head-timeout closes the connection (GOAWAY
+    /// ENHANCE_YOUR_CALM).
     pub(crate) fn on_timer(&mut self, now: Instant) {
         self.now = Some(now);
+        if self
+            .block
+            .as_ref()
+            .is_some_and(|b| now >= b.since + self.ctx.limits.head_timeout)
+        {
+            // A client in the middle of a header block holds the whole connection (nothing
+            // but its CONTINUATION may come next), so the connection goes, as an HTTP/3
+            // stream whose head does not come is reset.
+            self.fail(ConnError(
+                code::ENHANCE_YOUR_CALM,
+                "request head not complete within --head-timeout",
+            ));
+            return;
+        }
         let send_timeout = self.ctx.limits.send_timeout;
         let mut i = 0;
         while i < self.streams.len() {

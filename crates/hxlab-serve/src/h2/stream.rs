@@ -52,6 +52,8 @@ pub(super) struct Block {
     pub stream: u32,
     pub end_stream: bool,
     pub bytes: Vec<u8>,
+    /// When its HEADERS came: the block must end within --head-timeout.
+    pub since: Instant,
 }
 
 /// Error raised when a stream error ends the handling of a frame (the RST_STREAM is queued).
@@ -120,10 +122,12 @@ impl Conn {
         let end_stream = h.flags & flag::END_STREAM != 0;
         if h.flags & flag::END_HEADERS == 0 {
             self.check_block_size(frag.len())?;
+            let since = self.now();
             self.block = Some(Block {
                 stream: id,
                 end_stream,
                 bytes: frag.to_vec(),
+                since,
             });
             return Ok(());
         }

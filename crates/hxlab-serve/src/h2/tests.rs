@@ -78,6 +78,32 @@ fn goaway_code(out: &[u8]) -> Option<u32> {
         .map(|f| u32::from_be_bytes([f.3[4], f.3[5], f.3[6], f.3[7]]))
 }
 
+/// A HEADERS without END_HEADERS whose CONTINUATION never comes holds the whole connection:
+/// it is closed (GOAWAY ENHANCE_YOUR_CALM) at --head-timeout, which the connection's timer is
+/// due by; and when the client's input ends mid-block, the block no longer keeps it busy
+/// (the fuzz target found a connection that stayed open after its client closed).
+#[test]
+fn an_unfinished_header_block_ends_at_the_head_timeout() {
+    let mut enc = Encoder::new();
+    let mut c = open(&[]);
+    let block = get(&mut enc, "/bytes/100");
+    c.receive(&raw(frame::HEADERS, flag::END_STREAM, 1, &block[..2]));
+    assert!(c.busy() && c.out.is_empty(), "waiting for CONTINUATION");
+    let due = c.next_deadline().expect("a head deadline");
+    let head_timeout = c.ctx.limits.head_timeout;
+    c.on_timer(due - std::time::Duration::from_millis(1));
+    assert!(!c.failed, "not before --head-timeout");
+    c.on_timer(due);
+    assert!(c.failed);
+    assert_eq!(goaway_code(&c.out), Some(code::ENHANCE_YOUR_CALM));
+    assert!(due >= tokio::time::Instant::now() + head_timeout - std::time::Duration::from_secs(1));
+
+    let mut c = open(&[]);
+    c.receive(&raw(frame::HEADERS, flag::END_STREAM, 1, &block[..2]));
+    c.input_ended();
+    assert!(!c.busy(), "a block that can never end keeps nothing busy");
+}
+
 #[test]
 fn a_get_is_answered_in_the_same_batch_and_leaves_no_stream() {
     let mut enc = Encoder::new();
