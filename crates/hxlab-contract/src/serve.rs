@@ -84,8 +84,9 @@ pub struct ServeConfig {
     #[serde(with = "duration_text")]
     pub body_timeout: Duration,
     /// An HTTP/3 request head must be complete this long after its stream opened, else the
-    /// stream is reset (HTTP/1.1 closes a connection whose head has not come after 15–30 s
-    /// of silence).
+    /// stream is reset; an HTTP/2 header block this long after its HEADERS, else the
+    /// connection is closed (HTTP/1.1 closes a connection whose head has not come after
+    /// 15–30 s of silence).
     #[serde(with = "duration_text")]
     pub head_timeout: Duration,
     /// A connection with no request in flight (h1, h2, h3) is closed after one to two of

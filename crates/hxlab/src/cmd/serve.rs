@@ -86,7 +86,8 @@ pub struct Options {
     #[arg(long, default_value = "60s", value_name = "DUR")]
     pub body_timeout: String,
     /// An HTTP/3 request head not complete this long after its stream opened: the stream is
-    /// reset.
+    /// reset; an HTTP/2 header block not ended this long after its HEADERS: the connection
+    /// is closed (GOAWAY ENHANCE_YOUR_CALM).
     #[arg(long, default_value = "30s", value_name = "DUR")]
     pub head_timeout: String,
     /// Close a connection (h1, h2, h3) with no request in flight after one to two of these
