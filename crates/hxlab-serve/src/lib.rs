@@ -4,7 +4,7 @@
 //! with push and early hints, `/delay`, `/status`, `/headers`, `/static`, `/stats`, `/`) over
 //! HTTP/1.1, HTTP/1.1+TLS, HTTP/2 (ALPN), h2c (prior knowledge) and HTTP/3 (QUIC on the TLS
 //! port), with streamed bodies, limits, per-protocol counters and a graceful shutdown.
-//! Layout: `routes` decides what to answer (protocol-free), `h1` (hyper), `h2` (the raw `h2`
+//! Layout: `routes` decides what to answer (protocol-free), `h1` (our own HTTP/1.1 on hxlab-wire's request framer), `h2` (the raw `h2`
 //! crate, for push and identical GOAWAY on TLS and h2c) and `h3` (our own HTTP/3 on quinn
 //! streams, QPACK from hxlab-wire) only carry the
 //! answer; `listen` owns sockets and accept loops; `tls` owns certificates.
@@ -13,7 +13,6 @@
 mod body;
 mod early;
 mod h1;
-mod h1_framing;
 mod h2;
 mod h3;
 mod listen;

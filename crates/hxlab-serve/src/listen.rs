@@ -297,7 +297,7 @@ async fn wait_for_more(tcp: &TcpStream, have: usize) -> std::io::Result<()> {
 }
 
 /// An HTTP/1 request line ends in ` HTTP/1.x`; when the first line is already complete and
-/// does not, the peer speaks something else. An incomplete line is left to hyper.
+/// does not, the peer speaks something else. An incomplete line is left to the HTTP/1.1 server.
 fn classify_h1(seen: &[u8]) -> Cleartext {
     match seen.windows(2).position(|w| w == b"\r\n") {
         Some(end) => {

@@ -25,6 +25,7 @@
 //! What it is not: a connection state machine (those live with the clients that drive them).
 
 pub mod h1;
+pub mod h1_request;
 pub mod h2;
 pub mod h3;
 pub mod hpack;
