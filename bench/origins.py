@@ -85,7 +85,11 @@ def main():
         # Warm every server once (page cache, allocator, TLS): 1 s of h2 per server and size.
         for size in SIZE_LIST:
             for s in tcp_servers:
-                h2load(s, url(s, "tls", size), ["-m", "10"], 1)
+                if ROW_LIST is None:
+                    h2load(s, url(s, "tls", size), ["-m", "10"], 1)
+                else:  # only some rows: warm with the first of them
+                    _, kind, args = TCP_ROWS[0]
+                    h2load(s, url(s, kind, size), args, 1)
             for s in (hx3, caddy) if H3_ROWS else ():
                 hxload(s, "h3", url(s, "h3", size), 1, tmp)
         res = {}  # (server, row, size) -> [(rps, cpu)]
@@ -96,7 +100,7 @@ def main():
                     for s in tcp_servers[k:] + tcp_servers[:k]:
                         res.setdefault((s.name, label, size), []).append(h2load(s, url(s, kind, size), args, DUR))
                 h3_runs = [(hx3, "h2"), (hx3, "h3"), (caddy, "h2"), (caddy, "h3")] if H3_ROWS else []
-                k = rep % len(h3_runs)
+                k = rep % max(len(h3_runs), 1)
                 for s, proto in h3_runs[k:] + h3_runs[:k]:
                     kind = "h3" if proto == "h3" else "tls"
                     res.setdefault((s.name, f"{proto} (hxlab load)", size), []).append(
