@@ -15,12 +15,13 @@ need_two_cores() {
   [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores (server on core 1, client on core 0)" >&2; exit 1; }
 }
 
-# Builds the release binary unless $1 is 0, and sets BIN to it.
+# Builds the release binary unless $1 is 0, and sets BIN to it (under $CARGO_TARGET_DIR when
+# that is set, as cargo builds it there).
 release_bin() {
   if [ "$1" = 1 ]; then
     nice cargo build --release -q -p hxlab
   fi
-  BIN="$PWD/target/release/hxlab"
+  BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/hxlab"
   [ -x "$BIN" ] || { echo "no release binary at $BIN (run without --no-build)" >&2; exit 1; }
 }
 

@@ -14,6 +14,8 @@ from benchlib import Lab, SIZES, fmt, hx_path, median, parse_h2load, parse_hxlab
 
 BIN, REPS, DUR, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 SIZE_LIST = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else list(SIZES)
+# --rows: the TCP rows to run (by label) and "h3" for the h3 rows; all when not given.
+ROW_LIST = sys.argv[6].split(",") if len(sys.argv) > 6 and sys.argv[6] else None
 
 TCP_ROWS = [  # label, URL kind, h2load args
     ("h1", "plain", ["--h1"]),
@@ -21,6 +23,9 @@ TCP_ROWS = [  # label, URL kind, h2load args
     ("h2 TLS -m10", "tls", ["-m", "10"]),
     ("h2c -m10", "h2c", ["-m", "10"]),
 ]
+if ROW_LIST is not None:
+    TCP_ROWS = [r for r in TCP_ROWS if r[0] in ROW_LIST]
+H3_ROWS = ROW_LIST is None or "h3" in ROW_LIST
 # What a peer cannot do, said in the output rather than skipped silently.
 CANNOT = {}
 
@@ -70,16 +75,22 @@ def main():
     tmp = tempfile.mkdtemp(prefix="origins-")
     try:
         hx = lab.hxlab(BIN, h3=False)   # the h1/h2 rows: no Alt-Svc, as nginx and h2o send none
-        hx3 = lab.hxlab(BIN, h3=True)   # the h3 rows, and their h2 reference
-        hx3.name = "hxlab"
-        ng, h2o, caddy = lab.nginx(), lab.h2o(), lab.caddy()
+        if H3_ROWS:
+            hx3 = lab.hxlab(BIN, h3=True)   # the h3 rows, and their h2 reference
+            hx3.name = "hxlab"
+            caddy = lab.caddy()
+        ng, h2o = lab.nginx(), lab.h2o()
         tcp_servers = [hx, ng, h2o]
         time.sleep(0.5)
         # Warm every server once (page cache, allocator, TLS): 1 s of h2 per server and size.
         for size in SIZE_LIST:
             for s in tcp_servers:
-                h2load(s, url(s, "tls", size), ["-m", "10"], 1)
-            for s in (hx3, caddy):
+                if ROW_LIST is None:
+                    h2load(s, url(s, "tls", size), ["-m", "10"], 1)
+                else:  # only some rows: warm with the first of them
+                    _, kind, args = TCP_ROWS[0]
+                    h2load(s, url(s, kind, size), args, 1)
+            for s in (hx3, caddy) if H3_ROWS else ():
                 hxload(s, "h3", url(s, "h3", size), 1, tmp)
         res = {}  # (server, row, size) -> [(rps, cpu)]
         for rep in range(REPS):
@@ -88,8 +99,8 @@ def main():
                     k = rep % len(tcp_servers)
                     for s in tcp_servers[k:] + tcp_servers[:k]:
                         res.setdefault((s.name, label, size), []).append(h2load(s, url(s, kind, size), args, DUR))
-                h3_runs = [(hx3, "h2"), (hx3, "h3"), (caddy, "h2"), (caddy, "h3")]
-                k = rep % len(h3_runs)
+                h3_runs = [(hx3, "h2"), (hx3, "h3"), (caddy, "h2"), (caddy, "h3")] if H3_ROWS else []
+                k = rep % max(len(h3_runs), 1)
                 for s, proto in h3_runs[k:] + h3_runs[:k]:
                     kind = "h3" if proto == "h3" else "tls"
                     res.setdefault((s.name, f"{proto} (hxlab load)", size), []).append(
@@ -130,6 +141,10 @@ def main():
                     print(f"{label:<13}{size:>7}{hr:>13.0f}{pr:>13.0f}{hc:>10.2f}{pc:>10.2f}"
                           f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x  {goal}")
 
+        if not H3_ROWS:
+            print("\nrows run: " + ", ".join(r[0] for r in TCP_ROWS) + " (--rows); not run: the other rows")
+            print("goals not met: " + ("; ".join(verdict) if verdict else "none"))
+            return
         print("\n== h3 (client: hxlab load -c %d -m 10; h2load here has no h3): hxlab vs Caddy, and h3 vs h2 on "
               "the same server" % CONNS)
         print(f"{'server':<8}{'size':>7}{'h2 req/s':>11}{'h3 req/s':>11}{'h2 µs':>9}{'h3 µs':>9}{'h3/h2 cpu':>11}")

@@ -11,8 +11,8 @@
 #         hxlab ≤ 1.5x).
 # Results are appended to bench/origins-results.txt (a header line with date and commit).
 #
-# usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB]
-#        defaults: --reps 3 --duration 5 --conns 50 --sizes 100,100KiB
+# usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB] [--rows h1,h1+TLS,h3]
+#        defaults: --reps 3 --duration 5 --conns 50 --sizes 100,100KiB, every row
 # Run it under the machine's benchmark lock if it has one: flock /work/bench.lock bench/origins.sh
 # needs: nginx, h2o, caddy, h2load, taskset, openssl, python3 (all from .ci/run on Debian 12),
 #        2 cores. Traffic stays on 127.0.0.1; every process it starts is ended by PID.
@@ -24,6 +24,7 @@ REPS=3
 DUR=5
 CONNS=50
 SIZES=100,100KiB
+ROWS=
 BUILD=1
 usage() { sed -n '14,15p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     --duration) DUR="$2"; shift ;;
     --conns) CONNS="$2"; shift ;;
     --sizes) SIZES="$2"; shift ;;
+    --rows) ROWS="$2"; shift ;;
     *) usage ;;
   esac
   shift
@@ -44,7 +46,7 @@ release_bin "$BUILD"
 
 RESULTS=bench/origins-results.txt
 {
-  results_header "bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES"
+  results_header "bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES${ROWS:+ --rows $ROWS}"
   echo "# versions: $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), caddy $(caddy version | cut -d' ' -f1), $(h2load --version | head -1)"
 } | tee -a "$RESULTS"
-python3 -u bench/origins.py "$BIN" "$REPS" "$DUR" "$CONNS" "$SIZES" | tee -a "$RESULTS"
+python3 -u bench/origins.py "$BIN" "$REPS" "$DUR" "$CONNS" "$SIZES" "$ROWS" | tee -a "$RESULTS"

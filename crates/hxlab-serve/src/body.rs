@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 pub(crate) const CHUNK: usize = 64 * 1024;
 
 /// The filler of generated bodies (`/bytes`, `/option`, page sub-resources).
-static FILLER: [u8; CHUNK] = [b'x'; CHUNK];
+pub(crate) static FILLER: [u8; CHUNK] = [b'x'; CHUNK];
 
 /// What a response body is made of, decided by the router.
 pub(crate) enum BodySpec {

@@ -4,16 +4,16 @@
 //! with push and early hints, `/delay`, `/status`, `/headers`, `/static`, `/stats`, `/`) over
 //! HTTP/1.1, HTTP/1.1+TLS, HTTP/2 (ALPN), h2c (prior knowledge) and HTTP/3 (QUIC on the TLS
 //! port), with streamed bodies, limits, per-protocol counters and a graceful shutdown.
-//! Layout: `routes` decides what to answer (protocol-free), `h1` (hyper), `h2` (our own
-//! HTTP/2 connection, frames and HPACK from hxlab-wire, one task per connection, the same on
-//! TLS and h2c) and `h3` (our own HTTP/3 on quinn streams, QPACK from hxlab-wire) only carry the
+//! Layout: `routes` decides what to answer (protocol-free), `h1` (our own HTTP/1.1 on
+//! hxlab-wire's request framer), `h2` (our own HTTP/2 connection, frames and HPACK from
+//! hxlab-wire, one task per connection, the same on TLS and h2c) and `h3` (our own HTTP/3 on
+//! quinn streams, QPACK from hxlab-wire) only carry the
 //! answer; `listen` owns sockets and accept loops; `tls` owns certificates.
 //! What it is not: no load generation, no link emulation, no reverse proxying, no caching.
 
 mod body;
 mod early;
 mod h1;
-mod h1_framing;
 mod h2;
 mod h3;
 mod listen;

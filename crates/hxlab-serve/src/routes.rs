@@ -222,8 +222,8 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 }
 
 /// The `Date` header value, formatted at most once per second per thread, so every protocol
-/// sends the same header set (hyper's own Date header is switched off).
-fn http_date() -> HeaderValue {
+/// sends the same header set.
+pub(crate) fn http_date() -> HeaderValue {
     use std::cell::RefCell;
     use std::time::{SystemTime, UNIX_EPOCH};
     thread_local! {
@@ -264,16 +264,42 @@ pub(crate) fn route(
     headers: &HeaderMap,
     proto: Protocol,
 ) -> Reply {
-    let path = uri.path();
-    let query = uri.query();
+    let target = Target {
+        method,
+        path: uri.path(),
+        query: uri.query(),
+        host: uri
+            .host()
+            .or_else(|| headers.get(http::header::HOST)?.to_str().ok()),
+    };
+    route_target(ctx, &target, proto, || {
+        headers_endpoint(method, uri, headers, proto)
+    })
+}
+
+/// What the router reads of a request, borrowed from whichever protocol carried it, so a
+/// protocol that does not hold `http` types (HTTP/1.1) routes without building them.
+pub(crate) struct Target<'a> {
+    pub method: &'a Method,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    /// The target's authority, else the Host field (the replay matches on it).
+    pub host: Option<&'a str>,
+}
+
+/// Routes one request; `echo` answers `/headers` (the only route that reads every field).
+pub(crate) fn route_target(
+    ctx: &Ctx,
+    target: &Target<'_>,
+    proto: Protocol,
+    echo: impl FnOnce() -> Reply,
+) -> Reply {
+    let (method, path, query) = (target.method, target.path, target.query);
     if path == "/replay-stats" {
         return replay_stats(ctx, query);
     }
     if let (Some(replay), false) = (&ctx.replay, path == "/stats") {
-        let host = uri
-            .host()
-            .or_else(|| headers.get(http::header::HOST)?.to_str().ok())
-            .unwrap_or("");
+        let host = target.host.unwrap_or("");
         // `Host: a.test:8443` and `[::1]:8443` name the host without the port.
         let host = match host.strip_prefix('[') {
             Some(v6) => v6.split(']').next().unwrap_or(""),
@@ -294,7 +320,7 @@ pub(crate) fn route(
     } else if let Some(code) = path.strip_prefix("/status/") {
         status_endpoint(code)
     } else if path == "/headers" {
-        headers_endpoint(method, uri, headers, proto)
+        echo()
     } else if let Some(rest) = path.strip_prefix("/static/") {
         static_endpoint(ctx, rest)
     } else if path == "/page" {
@@ -529,7 +555,12 @@ fn status_endpoint(code: &str) -> Reply {
     )
 }
 
-fn headers_endpoint(method: &Method, uri: &Uri, headers: &HeaderMap, proto: Protocol) -> Reply {
+pub(crate) fn headers_endpoint(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    proto: Protocol,
+) -> Reply {
     let mut map: BTreeMap<String, String> = BTreeMap::new();
     for (name, value) in headers {
         let v = String::from_utf8_lossy(value.as_bytes());

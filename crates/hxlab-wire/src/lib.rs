@@ -3,10 +3,13 @@
 //! What it is for: one copy of each codec and each table that more than one part of hxlab
 //! needs. The load generator's clients encode and parse with it on their hot path, the
 //! frame view (`hxlab trace`) decodes what those same clients sent and received with it, and
-//! the origin's HTTP/3 server reads request heads with it.
+//! the origin's HTTP/1.1 and HTTP/3 servers read request heads with it.
 //! - [`h1`]: HTTP/1.1 response framing (RFC 9112): heads, status, Content-Length, chunked and
 //!   until-close bodies, fed any split of the bytes; the load client counts with it and the
 //!   frame view shows what it framed.
+//! - [`h1_request`]: HTTP/1.1 request framing (RFC 9112), strict: heads read in place, bodies
+//!   (Content-Length, chunked) stepped over, every ambiguous framing refused; the origin's one
+//!   request framer, tested at every split point.
 //! - [`varint`]: QUIC variable-length integers (RFC 9000 §16).
 //! - [`prefix`]: the prefix integers of HPACK and QPACK (RFC 7541 §5.1), read and written once.
 //! - [`h2`]: HTTP/2 frame types, flags, error codes, SETTINGS identifiers and the 9-byte frame
@@ -25,6 +28,7 @@
 //! What it is not: a connection state machine (those live with the clients that drive them).
 
 pub mod h1;
+pub mod h1_request;
 pub mod h2;
 pub mod h3;
 pub mod hpack;

@@ -1,0 +1,157 @@
+//! What an HTTP/1.1 request means to the router, and the response head written straight into
+//! the connection's output: the same fields [`Reply::head`] gives h2 and h3 (Date, type,
+//! length, Cache-Control, Alt-Svc, a replay's own), without building a header map.
+
+use crate::routes::{headers_endpoint, http_date, route_target, Ctx, Reply, Target};
+use crate::stats::Protocol;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use hxlab_wire::h1_request::RequestHead;
+
+/// Routes a request read by the framer. Origin-form targets (`/path?query`, nearly all) are
+/// split in place; other forms go through `Uri`.
+pub(super) fn route(ctx: &Ctx, head: &RequestHead<'_>, method: &Method, proto: Protocol) -> Reply {
+    let host = head.host.and_then(|h| std::str::from_utf8(h).ok());
+    let echo = || headers_endpoint(method, &uri_of(head), &header_map(head), proto);
+    if head.target.starts_with('/') {
+        let (path, query) = match head.target.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (head.target, None),
+        };
+        let target = Target {
+            method,
+            path,
+            query,
+            host,
+        };
+        return route_target(ctx, &target, proto, echo);
+    }
+    let Ok(uri) = head.target.parse::<Uri>() else {
+        let msg = format!(
+            "bad request: request target {:?} is not a URI\n",
+            head.target
+        );
+        return Reply::text(StatusCode::BAD_REQUEST, msg);
+    };
+    let target = Target {
+        method,
+        path: uri.path(),
+        query: uri.query(),
+        host: uri.host().or(host),
+    };
+    route_target(ctx, &target, proto, echo)
+}
+
+fn uri_of(head: &RequestHead<'_>) -> Uri {
+    head.target
+        .parse()
+        .unwrap_or_else(|_| Uri::from_static("/"))
+}
+
+/// Every field of the request, for `/headers`.
+fn header_map(head: &RequestHead<'_>) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in head.fields() {
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value)) {
+            map.append(n, v);
+        }
+    }
+    map
+}
+
+/// How the connection goes on after a response.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum After {
+    /// HTTP/1.1 keep-alive: nothing to say.
+    KeepAlive,
+    /// An HTTP/1.0 client that asked for keep-alive: `Connection: keep-alive`.
+    KeepAlive10,
+    /// `Connection: close`, then the connection closes.
+    Close,
+}
+
+/// Appends the head of `reply` to `out`.
+pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, body_len: u64, after: After) {
+    status_line(out, reply.status);
+    out.extend_from_slice(b"date: ");
+    out.extend_from_slice(http_date().as_bytes());
+    if !reply.content_type.is_empty() {
+        out.extend_from_slice(b"\r\ncontent-type: ");
+        out.extend_from_slice(reply.content_type.as_bytes());
+    }
+    if reply.status != StatusCode::NO_CONTENT && reply.status != StatusCode::NOT_MODIFIED {
+        out.extend_from_slice(b"\r\ncontent-length: ");
+        decimal(out, body_len);
+    }
+    if let Some(s) = reply.max_age {
+        out.extend_from_slice(b"\r\ncache-control: max-age=");
+        decimal(out, s);
+    }
+    if let Some(a) = &ctx.alt_svc {
+        out.extend_from_slice(b"\r\nalt-svc: ");
+        out.extend_from_slice(a.as_bytes());
+    }
+    for (name, value) in &reply.headers {
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+    }
+    out.extend_from_slice(match after {
+        After::KeepAlive => b"\r\n\r\n".as_slice(),
+        After::KeepAlive10 => b"\r\nconnection: keep-alive\r\n\r\n",
+        After::Close => b"\r\nconnection: close\r\n\r\n",
+    });
+}
+
+/// The interim answer to `Expect: 100-continue`.
+pub(super) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+fn status_line(out: &mut Vec<u8>, status: StatusCode) {
+    let line: &[u8] = match status.as_u16() {
+        200 => b"HTTP/1.1 200 OK\r\n",
+        404 => b"HTTP/1.1 404 Not Found\r\n",
+        400 => b"HTTP/1.1 400 Bad Request\r\n",
+        _ => {
+            out.extend_from_slice(b"HTTP/1.1 ");
+            out.extend_from_slice(status.as_str().as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+            out.extend_from_slice(b"\r\n");
+            return;
+        }
+    };
+    out.extend_from_slice(line);
+}
+
+/// `n` in decimal, without allocating.
+fn decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_and_status_lines_are_written_as_http_says() {
+        let mut out = Vec::new();
+        for n in [0u64, 7, 10, 102_400, u64::MAX] {
+            out.clear();
+            decimal(&mut out, n);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
+        out.clear();
+        status_line(&mut out, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+        assert_eq!(out, b"HTTP/1.1 431 Request Header Fields Too Large\r\n");
+    }
+}

@@ -1,0 +1,554 @@
+//! HTTP/1.1 request framing (RFC 9112), sans-IO: the origin's one request framer. It finds
+//! where a request head ends, reads it in place (method, target, version, Host, how the body
+//! is framed, keep-alive) and then steps over the body (Content-Length or chunked), fed any
+//! split of the bytes.
+//!
+//! Strict on purpose: a measurement origin must not read a request differently from a proxy
+//! in front of it, so every ambiguous framing is refused (RFC 9112 §2.2, §3, §3.2, §5, §6.1,
+//! §6.3): a bare LF or bare CR, obs-fold, whitespace before a colon or before the first field,
+//! a field name that is not a token, a control character in a value, a request line that is
+//! not `method SP target SP HTTP/1.x`, no Host on HTTP/1.1 or more than one, Content-Length
+//! next to Transfer-Encoding, a Content-Length that is not one decimal number (or two that
+//! differ), a Transfer-Encoding other than exactly one `chunked` (none on HTTP/1.0), a
+//! malformed chunk. The caller answers 400 (431 for [`Refusal::TooLarge`]) and closes.
+//!
+//! Costs: no allocation; a head that arrives in pieces is scanned once (the search resumes
+//! where it stopped), then read in one pass when its empty line is there.
+//!
+//! What it is not: a request model. Field values are bytes; only the fields that frame a
+//! request or its connection are interpreted, the rest are handed out by [`RequestHead::fields`].
+
+/// Why a request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A line ended in LF without CR (RFC 9112 §2.2).
+    BareLf,
+    /// A CR not followed by LF (RFC 9112 §2.2).
+    BareCr,
+    /// A field line starting with whitespace: obs-fold, or whitespace before the first field
+    /// (RFC 9112 §5.2, §2.2).
+    ObsFold,
+    /// A field line without a colon, with whitespace before it, or a name that is not a token
+    /// (RFC 9112 §5.1).
+    BadFieldLine,
+    /// A control character in a field value (RFC 9110 §5.5).
+    BadFieldValue,
+    /// A request line that is not `method SP request-target SP HTTP-version` (RFC 9112 §3).
+    BadRequestLine,
+    /// A version other than HTTP/1.1 and HTTP/1.0.
+    BadVersion,
+    /// An HTTP/1.1 request without Host (RFC 9112 §3.2).
+    NoHost,
+    /// More than one Host field line (RFC 9112 §3.2).
+    TwoHosts,
+    /// Content-Length together with Transfer-Encoding (RFC 9112 §6.1, §6.3).
+    LengthAndEncoding,
+    /// A Content-Length that is not one decimal number, or two that differ (RFC 9112 §6.3).
+    BadLength,
+    /// A Transfer-Encoding other than exactly `chunked`, repeated, or on HTTP/1.0.
+    BadEncoding,
+    /// A chunk-size line that is not hex digits with an optional extension, chunk data not
+    /// followed by CRLF, or a chunk line or trailer section over its bound.
+    BadChunk,
+    /// The head is larger than the limit given to [`HeadReader::read`].
+    TooLarge,
+}
+
+impl Refusal {
+    /// The status to answer with: 431 for a head over the limit, 400 otherwise.
+    pub fn status(self) -> u16 {
+        match self {
+            Refusal::TooLarge => 431,
+            _ => 400,
+        }
+    }
+
+    /// One line saying what was wrong.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::BareLf => "a line ends in LF without CR",
+            Refusal::BareCr => "a CR is not followed by LF",
+            Refusal::ObsFold => "a field line starts with whitespace (obs-fold)",
+            Refusal::BadFieldLine => "a field line is not `name: value`",
+            Refusal::BadFieldValue => "a field value holds a control character",
+            Refusal::BadRequestLine => "the request line is not `METHOD TARGET HTTP/1.1`",
+            Refusal::BadVersion => "an HTTP version other than 1.1 and 1.0",
+            Refusal::NoHost => "no Host field (required since HTTP/1.1)",
+            Refusal::TwoHosts => "more than one Host",
+            Refusal::LengthAndEncoding => "Content-Length together with Transfer-Encoding",
+            Refusal::BadLength => "Content-Length is not one decimal number",
+            Refusal::BadEncoding => "Transfer-Encoding is not exactly one `chunked`",
+            Refusal::BadChunk => "malformed chunked body",
+            Refusal::TooLarge => "request head over --max-header-size",
+        }
+    }
+}
+
+/// The HTTP version of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// HTTP/1.0.
+    Http10,
+    /// HTTP/1.1.
+    Http11,
+}
+
+/// How a request's body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyLength {
+    /// No body.
+    None,
+    /// Exactly this many bytes (never 0: that is `None`).
+    Length(u64),
+    /// Chunked transfer coding.
+    Chunked,
+}
+
+/// A complete request head, borrowed from the bytes it was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestHead<'a> {
+    /// The method token.
+    pub method: &'a str,
+    /// The request target as sent (origin-form `/p?q`, absolute-form, authority-form or `*`).
+    pub target: &'a str,
+    /// HTTP/1.1 or HTTP/1.0.
+    pub version: Version,
+    /// The Host field's value, trimmed.
+    pub host: Option<&'a [u8]>,
+    /// How the body is framed.
+    pub body: BodyLength,
+    /// The connection may carry another request after this one (HTTP/1.1 without
+    /// `Connection: close`, HTTP/1.0 with `Connection: keep-alive`).
+    pub keep_alive: bool,
+    /// `Expect: 100-continue`.
+    pub expect_continue: bool,
+    /// The field lines, each ending in CRLF.
+    fields: &'a [u8],
+}
+
+impl<'a> RequestHead<'a> {
+    /// Every field line as (name, value), in order; values trimmed of whitespace.
+    pub fn fields(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+        self.fields.split(|&b| b == b'\n').filter_map(|line| {
+            let line = line.strip_suffix(b"\r")?;
+            let colon = line.iter().position(|&b| b == b':')?;
+            Some((&line[..colon], trim(&line[colon + 1..])))
+        })
+    }
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// A token character (RFC 9110 §5.6.2).
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A byte allowed in a field value: HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5).
+fn is_value_byte(b: u8) -> bool {
+    b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80
+}
+
+/// Finds request heads in a connection's bytes. The scan for a head's end resumes where the
+/// last call stopped, so a head that trickles in is scanned once; call [`HeadReader::read`]
+/// with the same buffer grown (the bytes already given unchanged at its start), and after a
+/// head is returned, with the bytes that follow it (its body first, if any).
+#[derive(Debug, Clone, Default)]
+pub struct HeadReader {
+    /// Bytes already scanned (every CR in them followed by LF, no bare LF).
+    scanned: usize,
+    /// Where the current line starts.
+    line_start: usize,
+    /// Where the request line starts (after the empty lines allowed before it, §2.2).
+    start: Option<usize>,
+}
+
+impl HeadReader {
+    /// The request head at the start of `buf`: `Ok(Some((consumed, head)))` once it is
+    /// complete (`consumed` includes empty lines before it), `Ok(None)` while more bytes are
+    /// needed, `Err` when the request is refused (then the connection must close). `max`
+    /// bounds the head (empty lines before it included).
+    pub fn read<'a>(
+        &mut self,
+        buf: &'a [u8],
+        max: usize,
+    ) -> Result<Option<(usize, RequestHead<'a>)>, Refusal> {
+        let Some(end) = self.find_end(buf)? else {
+            if buf.len() > max {
+                return Err(Refusal::TooLarge);
+            }
+            return Ok(None);
+        };
+        if end > max {
+            return Err(Refusal::TooLarge);
+        }
+        let start = self.start.unwrap_or(0);
+        *self = HeadReader::default();
+        Ok(Some((end, parse_head(&buf[start..end])?)))
+    }
+
+    /// The offset just past the empty line that ends the head, once it is in `buf`.
+    fn find_end(&mut self, buf: &[u8]) -> Result<Option<usize>, Refusal> {
+        let mut i = self.scanned;
+        while let Some(k) = memchr::memchr2(b'\r', b'\n', &buf[i.min(buf.len())..]) {
+            let p = i + k;
+            // Every CR seen so far was followed by LF and both were stepped over.
+            if buf[p] == b'\n' {
+                return Err(Refusal::BareLf);
+            }
+            match buf.get(p + 1) {
+                None => {
+                    self.scanned = p;
+                    return Ok(None);
+                }
+                Some(b'\n') => {}
+                Some(_) => return Err(Refusal::BareCr),
+            }
+            let line = self.line_start;
+            i = p + 2;
+            self.line_start = i;
+            if p == line {
+                // An empty line: the end of the head, or one allowed before the request line.
+                if self.start.is_some() {
+                    return Ok(Some(i));
+                }
+            } else if self.start.is_none() {
+                self.start = Some(line);
+            }
+        }
+        self.scanned = buf.len();
+        Ok(None)
+    }
+}
+
+/// Reads a complete head (request line, field lines, empty line; all CRLF-terminated).
+fn parse_head(head: &[u8]) -> Result<RequestHead<'_>, Refusal> {
+    let line_end = memchr::memchr(b'\r', head).unwrap_or(head.len());
+    let (method, target, version) = request_line(&head[..line_end])?;
+    // Field lines: after the request line's CRLF, before the final empty line's CRLF.
+    let fields = &head[(line_end + 2).min(head.len())..head.len().saturating_sub(2)];
+    let mut seen = Seen::default();
+    for line in fields.split(|&b| b == b'\n') {
+        if let Some(line) = line.strip_suffix(b"\r") {
+            seen.field(line)?;
+        }
+    }
+    seen.finish(version).map(|(body, keep_alive)| RequestHead {
+        method,
+        target,
+        version,
+        host: seen.host,
+        body,
+        keep_alive,
+        expect_continue: seen.expect_continue,
+        fields,
+    })
+}
+
+fn request_line(line: &[u8]) -> Result<(&str, &str, Version), Refusal> {
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Refusal::BadRequestLine);
+    };
+    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
+        return Err(Refusal::BadRequestLine);
+    }
+    if target.is_empty() || !target.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+        return Err(Refusal::BadRequestLine);
+    }
+    let version = match version {
+        b"HTTP/1.1" => Version::Http11,
+        b"HTTP/1.0" => Version::Http10,
+        v if v.starts_with(b"HTTP/") && !v.contains(&b' ') => return Err(Refusal::BadVersion),
+        _ => return Err(Refusal::BadRequestLine),
+    };
+    // Both are ASCII (checked above), so these never fail.
+    let method = std::str::from_utf8(method).map_err(|_| Refusal::BadRequestLine)?;
+    let target = std::str::from_utf8(target).map_err(|_| Refusal::BadRequestLine)?;
+    Ok((method, target, version))
+}
+
+/// What the field lines said so far.
+#[derive(Default)]
+struct Seen<'a> {
+    host: Option<&'a [u8]>,
+    hosts: u32,
+    length: Option<u64>,
+    encodings: u32,
+    close: bool,
+    keep_alive: bool,
+    expect_continue: bool,
+    /// The first refusal found in a value; reported after the Host and framing checks.
+    refusal: Option<Refusal>,
+}
+
+impl<'a> Seen<'a> {
+    fn field(&mut self, line: &'a [u8]) -> Result<(), Refusal> {
+        match line.first() {
+            Some(b' ' | b'\t') => return Err(Refusal::ObsFold),
+            None => return Err(Refusal::BadFieldLine),
+            _ => {}
+        }
+        let colon = line
+            .iter()
+            .position(|&b| !is_tchar(b))
+            .ok_or(Refusal::BadFieldLine)?;
+        if colon == 0 || line[colon] != b':' {
+            return Err(Refusal::BadFieldLine);
+        }
+        let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
+        if !value.iter().all(|&b| is_value_byte(b)) {
+            return Err(Refusal::BadFieldValue);
+        }
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => {
+                self.hosts += 1;
+                self.host = Some(value);
+            }
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                self.expect_continue |= value.eq_ignore_ascii_case(b"100-continue");
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for token in value.split(|&b| b == b',').map(trim) {
+                    self.close |= token.eq_ignore_ascii_case(b"close");
+                    self.keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+            14 if name.eq_ignore_ascii_case(b"content-length") => self.length_field(value),
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                self.encodings += 1;
+                if !value.eq_ignore_ascii_case(b"chunked") {
+                    self.refusal.get_or_insert(Refusal::BadEncoding);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn length_field(&mut self, value: &[u8]) {
+        let parsed =
+            (!value.is_empty() && value.len() <= 19 && value.iter().all(u8::is_ascii_digit))
+                .then(|| value.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')));
+        match (parsed, self.length) {
+            (Some(n), Some(m)) if n != m => {
+                self.refusal.get_or_insert(Refusal::BadLength);
+            }
+            (Some(n), _) => self.length = Some(n),
+            (None, _) => {
+                self.refusal.get_or_insert(Refusal::BadLength);
+            }
+        }
+    }
+
+    /// The body framing and keep-alive, or why the head is refused.
+    fn finish(&self, version: Version) -> Result<(BodyLength, bool), Refusal> {
+        let http10 = version == Version::Http10;
+        if self.hosts > 1 {
+            return Err(Refusal::TwoHosts);
+        }
+        if self.hosts == 0 && !http10 {
+            return Err(Refusal::NoHost);
+        }
+        if self.encodings > 0 && self.length.is_some() {
+            return Err(Refusal::LengthAndEncoding);
+        }
+        if let Some(why) = self.refusal {
+            return Err(why);
+        }
+        if self.encodings > 1 || (self.encodings == 1 && http10) {
+            return Err(Refusal::BadEncoding);
+        }
+        let body = match self.length {
+            _ if self.encodings == 1 => BodyLength::Chunked,
+            Some(n) if n > 0 => BodyLength::Length(n),
+            _ => BodyLength::None,
+        };
+        let keep_alive = !self.close && (!http10 || self.keep_alive);
+        Ok((body, keep_alive))
+    }
+}
+
+/// Longest chunk-size line (size, whitespace, extensions) taken.
+pub const MAX_CHUNK_LINE: u32 = 4096;
+/// Largest trailer section taken.
+pub const MAX_TRAILERS: u32 = 64 * 1024;
+
+/// Where in a body the next byte belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    /// `n` more bytes of a Content-Length body.
+    Length(u64),
+    /// The digits of a chunk size.
+    ChunkSize,
+    /// Whitespace after the chunk size (allowed before `;` or CRLF).
+    ChunkSpace,
+    ChunkExtension,
+    /// `n` more bytes of chunk data.
+    ChunkData(u64),
+    /// The CR after chunk data.
+    ChunkDataEnd,
+    /// At the start of a trailer line, or of the empty line ending the body.
+    TrailerStart,
+    TrailerLine,
+    /// A CR was seen; LF must follow, then `then`.
+    Cr(AfterCr),
+    Done,
+}
+
+/// What follows the LF of a CRLF in a chunked body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterCr {
+    /// A chunk-size line: chunk data (or the trailers after the last chunk) follow.
+    SizeLine,
+    /// Chunk data: the next chunk-size line follows.
+    Data,
+    /// A trailer line: another one, or the empty line.
+    TrailerLine,
+    /// The empty line ending the body.
+    LastLine,
+}
+
+/// Steps over one request body; the bytes themselves are not kept.
+#[derive(Debug, Clone)]
+pub struct BodyReader {
+    state: Body,
+    chunk: u64,
+    /// Bytes of the current chunk line, or of the trailers, against their bounds.
+    line: u32,
+}
+
+impl BodyReader {
+    /// A reader for a body framed as `length` (done at once for [`BodyLength::None`]).
+    pub fn new(length: BodyLength) -> BodyReader {
+        let state = match length {
+            BodyLength::None => Body::Done,
+            BodyLength::Length(n) => Body::Length(n),
+            BodyLength::Chunked => Body::ChunkSize,
+        };
+        BodyReader {
+            state,
+            chunk: 0,
+            line: 0,
+        }
+    }
+
+    /// True once the whole body was read.
+    pub fn done(&self) -> bool {
+        self.state == Body::Done
+    }
+
+    /// Steps over body bytes at the start of `buf`; returns how many belonged to the body
+    /// (the rest is the next request). Once it refuses, the connection must close.
+    pub fn feed(&mut self, buf: &[u8]) -> Result<usize, Refusal> {
+        let mut i = 0;
+        while i < buf.len() {
+            match self.state {
+                Body::Done => break,
+                Body::Length(n) | Body::ChunkData(n) => {
+                    let take = n.min((buf.len() - i) as u64);
+                    i += take as usize;
+                    let left = n - take;
+                    self.state = match (self.state, left) {
+                        (Body::Length(_), 0) => Body::Done,
+                        (Body::Length(_), _) => Body::Length(left),
+                        (_, 0) => Body::ChunkDataEnd,
+                        _ => Body::ChunkData(left),
+                    };
+                }
+                _ => {
+                    self.step(buf[i])?;
+                    i += 1;
+                }
+            }
+        }
+        Ok(i)
+    }
+
+    /// One byte of a chunk-size line, the CRLF after chunk data, or the trailers.
+    fn step(&mut self, b: u8) -> Result<(), Refusal> {
+        self.line += 1;
+        let bound = match self.state {
+            Body::TrailerStart | Body::TrailerLine | Body::Cr(AfterCr::TrailerLine) => MAX_TRAILERS,
+            _ => MAX_CHUNK_LINE,
+        };
+        if self.line > bound {
+            return Err(Refusal::BadChunk);
+        }
+        self.state = match (self.state, b) {
+            (Body::Cr(then), b'\n') => self.after_crlf(then),
+            (Body::Cr(_), _) => return Err(Refusal::BareCr),
+            (_, b'\n') => return Err(Refusal::BareLf),
+            (Body::ChunkSize, _) => self.chunk_size_byte(b)?,
+            (Body::ChunkSpace, b' ' | b'\t') => Body::ChunkSpace,
+            (Body::ChunkSpace, b';') => Body::ChunkExtension,
+            (Body::ChunkSpace | Body::ChunkExtension, b'\r') => Body::Cr(AfterCr::SizeLine),
+            (Body::ChunkSpace, _) => return Err(Refusal::BadChunk),
+            (Body::ChunkExtension, _) => Body::ChunkExtension,
+            (Body::ChunkDataEnd, b'\r') => Body::Cr(AfterCr::Data),
+            (Body::ChunkDataEnd, _) => return Err(Refusal::BadChunk),
+            (Body::TrailerStart, b'\r') => Body::Cr(AfterCr::LastLine),
+            (Body::TrailerLine, b'\r') => Body::Cr(AfterCr::TrailerLine),
+            (Body::TrailerStart | Body::TrailerLine, _) => Body::TrailerLine,
+            // Data and the end are handled in `feed`.
+            (s @ (Body::Length(_) | Body::ChunkData(_) | Body::Done), _) => s,
+        };
+        Ok(())
+    }
+
+    /// A byte of a chunk-size line before any whitespace or extension.
+    fn chunk_size_byte(&mut self, b: u8) -> Result<Body, Refusal> {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            b'\r' | b' ' | b'\t' | b';' if self.line > 1 => {
+                return Ok(match b {
+                    b'\r' => Body::Cr(AfterCr::SizeLine),
+                    b';' => Body::ChunkExtension,
+                    _ => Body::ChunkSpace,
+                })
+            }
+            _ => return Err(Refusal::BadChunk),
+        };
+        self.chunk = self
+            .chunk
+            .checked_mul(16)
+            .and_then(|c| c.checked_add(u64::from(digit)))
+            .ok_or(Refusal::BadChunk)?;
+        Ok(Body::ChunkSize)
+    }
+
+    /// The state after the LF of a CRLF.
+    fn after_crlf(&mut self, then: AfterCr) -> Body {
+        match then {
+            AfterCr::SizeLine => {
+                let size = std::mem::take(&mut self.chunk);
+                self.line = 0;
+                if size == 0 {
+                    Body::TrailerStart
+                } else {
+                    Body::ChunkData(size)
+                }
+            }
+            AfterCr::Data => {
+                self.line = 0;
+                Body::ChunkSize
+            }
+            AfterCr::TrailerLine => Body::TrailerStart,
+            AfterCr::LastLine => Body::Done,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,284 @@
+use super::*;
+
+/// Frames a connection's bytes as the origin does, fed in the pieces given: each head is read
+/// from a buffer that grows until it is complete, then its body is stepped over. Returns
+/// "METHOD target" of every request, or the refusal.
+fn frame_pieces(pieces: &[&[u8]]) -> Result<Vec<String>, Refusal> {
+    let mut seen = Vec::new();
+    let mut held: Vec<u8> = Vec::new();
+    let mut reader = HeadReader::default();
+    let mut body: Option<BodyReader> = None;
+    for piece in pieces {
+        held.extend_from_slice(piece);
+        loop {
+            if let Some(b) = &mut body {
+                let used = b.feed(&held)?;
+                held.drain(..used);
+                if !b.done() {
+                    break;
+                }
+                body = None;
+            }
+            match reader.read(&held, 64 * 1024)? {
+                None => break,
+                Some((used, head)) => {
+                    seen.push(format!("{} {}", head.method, head.target));
+                    let b = BodyReader::new(head.body);
+                    held.drain(..used);
+                    if !b.done() {
+                        body = Some(b);
+                    }
+                }
+            }
+        }
+    }
+    Ok(seen)
+}
+
+/// Frames `input` whole, split at every position, and byte by byte; all must agree.
+fn check(input: &[u8]) -> Result<Vec<String>, Refusal> {
+    let whole = frame_pieces(&[input]);
+    for cut in 0..=input.len() {
+        let got = frame_pieces(&[&input[..cut], &input[cut..]]);
+        assert_eq!(got, whole, "split at {cut}");
+    }
+    let bytes: Vec<&[u8]> = input.chunks(1).collect();
+    assert_eq!(frame_pieces(&bytes), whole, "byte by byte");
+    whole
+}
+
+#[test]
+fn pipelined_requests_with_bodies_are_framed_at_every_split() {
+    let input = b"\r\nGET / HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n\
+        POST /a HTTP/1.1\r\nhost: x\r\nContent-Length: 5\r\n\r\nab\r\nc\
+        POST /b HTTP/1.1\r\nHOST: x\r\nTransfer-Encoding:  Chunked \r\n\r\n\
+        3;ext=\"q\"\r\nab\n\r\nA \r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n\
+        GET /old HTTP/1.0\r\n\r\n\
+        POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\ncontent-length: 0\r\n\r\n\
+        GET /d?q=1 HTTP/1.1\r\nHost:\r\nX-Long-Header-Name-Here: 1\r\n\r\n";
+    assert_eq!(
+        check(input),
+        Ok(vec![
+            "GET /".to_string(),
+            "POST /a".into(),
+            "POST /b".into(),
+            "GET /old".into(),
+            "POST /c".into(),
+            "GET /d?q=1".into(),
+        ])
+    );
+}
+
+#[test]
+fn ambiguous_requests_are_refused_at_every_split() {
+    let cases: &[(&[u8], Refusal)] = &[
+        (b"GET / HTTP/1.1\nHost: x\n\n", Refusal::BareLf),
+        (b"GET / HTTP/1.1\r\nHost: x\n\r\n", Refusal::BareLf),
+        (b"GET / HTTP/1.1\r\nHost: x\r\r\n\r\n", Refusal::BareCr),
+        (b"\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BareLf),
+        (b"GET / HTTP/1.1\r\n\r\n", Refusal::NoHost),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", Refusal::TwoHosts),
+        (b"GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", Refusal::TwoHosts),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            Refusal::LengthAndEncoding,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+            Refusal::LengthAndEncoding,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            Refusal::BadLength,
+        ),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n", Refusal::BadLength),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n", Refusal::BadLength),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", Refusal::BadLength),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n", Refusal::BadLength),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 123456789012345678901234567\r\n\r\n",
+            Refusal::BadLength,
+        ),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", Refusal::BadEncoding),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            Refusal::BadEncoding,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            Refusal::BadEncoding,
+        ),
+        (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", Refusal::BadEncoding),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n folded\r\n\r\n", Refusal::ObsFold),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\tfolded\r\n\r\n", Refusal::ObsFold),
+        (b"GET / HTTP/1.1\r\n Host: x\r\n\r\n", Refusal::ObsFold),
+        (b"GET / HTTP/1.1\r\nHost : x\r\n\r\n", Refusal::BadFieldLine),
+        (b"GET / HTTP/1.1\r\nHost\r\n\r\n", Refusal::BadFieldLine),
+        (b"GET / HTTP/1.1\r\n: x\r\n\r\n", Refusal::BadFieldLine),
+        (b"GET / HTTP/1.1\r\nBad Name: x\r\nHost: x\r\n\r\n", Refusal::BadFieldLine),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\x00\x01\x02\r\n\r\n", Refusal::BadFieldLine),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", Refusal::BadFieldValue),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x7fb\r\n\r\n", Refusal::BadFieldValue),
+        (b"GET  / HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"GET / HTTP/1.1 \r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"GET\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"G(T / HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"GET /\x80 HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", Refusal::BadVersion),
+        (b"GET / http/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nz\r\n",
+            Refusal::BadChunk,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n;x\r\n",
+            Refusal::BadChunk,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc",
+            Refusal::BareLf,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naX\r\n",
+            Refusal::BadChunk,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1 x\r\na\r\n",
+            Refusal::BadChunk,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nT: 1\n\r\n",
+            Refusal::BareLf,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n11111111111111111\r\n",
+            Refusal::BadChunk,
+        ),
+    ];
+    for (input, why) in cases {
+        assert_eq!(
+            check(input),
+            Err(*why),
+            "{}",
+            String::from_utf8_lossy(input)
+        );
+    }
+}
+
+#[test]
+fn requests_before_a_refused_one_are_framed_first() {
+    // The server answers each head as it is read; the stream's refusal comes after both.
+    let input = b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\nHost: x\r\n\r\n";
+    let mut reader = HeadReader::default();
+    let (used, head) = reader.read(input, 1024).expect("valid").expect("complete");
+    assert_eq!(head.target, "/1");
+    assert_eq!(reader.read(&input[used..], 1024), Err(Refusal::BareLf));
+}
+
+#[test]
+fn head_fields_and_connection_flags_are_read() {
+    let input = b"POST http://a.test/up?x=1 HTTP/1.1\r\nHost:  a.test:8080 \r\n\
+        Connection: Upgrade, close\r\nExpect: 100-Continue\r\nContent-Length: 7\r\n\
+        X-Empty:\r\n\r\nabcdefgGET";
+    let (used, head) = HeadReader::default()
+        .read(input, 1024)
+        .expect("valid")
+        .expect("complete");
+    assert_eq!(&input[used..], b"abcdefgGET");
+    assert_eq!(head.method, "POST");
+    assert_eq!(head.target, "http://a.test/up?x=1");
+    assert_eq!(head.version, Version::Http11);
+    assert_eq!(head.host, Some(&b"a.test:8080"[..]));
+    assert_eq!(head.body, BodyLength::Length(7));
+    assert!(!head.keep_alive);
+    assert!(head.expect_continue);
+    let fields: Vec<(&[u8], &[u8])> = head.fields().collect();
+    assert_eq!(fields.len(), 5);
+    assert_eq!(fields[0], (&b"Host"[..], &b"a.test:8080"[..]));
+    assert_eq!(fields[4], (&b"X-Empty"[..], &b""[..]));
+
+    let keep = |input: &[u8]| {
+        HeadReader::default()
+            .read(input, 1024)
+            .expect("valid")
+            .expect("complete")
+            .1
+            .keep_alive
+    };
+    assert!(keep(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert!(!keep(b"GET / HTTP/1.0\r\n\r\n"));
+    assert!(keep(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
+    assert!(!keep(
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n"
+    ));
+}
+
+#[test]
+fn heads_over_the_limit_are_refused_complete_or_not() {
+    let mut head = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    head.extend_from_slice(&[b'a'; 200]);
+    assert_eq!(
+        HeadReader::default().read(&head, 100),
+        Err(Refusal::TooLarge),
+        "incomplete"
+    );
+    let complete = b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 0123456789\r\n\r\n";
+    assert_eq!(
+        HeadReader::default().read(complete, 30),
+        Err(Refusal::TooLarge)
+    );
+    assert!(HeadReader::default().read(complete, 64).is_ok());
+    // Empty lines before the request line count too: they cannot go on forever.
+    assert_eq!(
+        HeadReader::default().read(&b"\r\n".repeat(100), 100),
+        Err(Refusal::TooLarge)
+    );
+}
+
+#[test]
+fn a_trickling_head_is_scanned_once() {
+    // Grown a byte at a time, the reader resumes where it stopped: the bytes it looks at
+    // across all calls stay linear in the head's size.
+    let mut input = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..500 {
+        input.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+    }
+    input.extend_from_slice(b"\r\n");
+    let mut reader = HeadReader::default();
+    for end in 1..input.len() {
+        assert_eq!(reader.read(&input[..end], 64 * 1024), Ok(None), "at {end}");
+        assert!(
+            end - reader.scanned <= 1,
+            "rescanning from {}",
+            reader.scanned
+        );
+    }
+    let (used, head) = reader
+        .read(&input, 64 * 1024)
+        .expect("valid")
+        .expect("complete");
+    assert_eq!(used, input.len());
+    assert_eq!(head.fields().count(), 501);
+}
+
+#[test]
+fn bodies_are_skipped_whatever_they_hold_and_bounded_where_unframed() {
+    let mut input = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n\n\n\r\r: ".to_vec();
+    input.extend_from_slice(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(check(&input), Ok(vec!["POST /".into(), "GET /".into()]));
+    // An endless chunk extension or trailer section is refused at its bound.
+    let mut ext = BodyReader::new(BodyLength::Chunked);
+    let mut line = b"1;".to_vec();
+    line.extend(std::iter::repeat_n(b'e', MAX_CHUNK_LINE as usize));
+    assert_eq!(ext.feed(&line), Err(Refusal::BadChunk));
+    let mut trailers = BodyReader::new(BodyLength::Chunked);
+    let mut body = b"0\r\n".to_vec();
+    for _ in 0..MAX_TRAILERS / 8 + 1 {
+        body.extend_from_slice(b"T: 123\r\n");
+    }
+    assert_eq!(trailers.feed(&body), Err(Refusal::BadChunk));
+    let mut fine = BodyReader::new(BodyLength::Chunked);
+    assert_eq!(fine.feed(b"0\r\nT: 1\r\n\r\nNEXT"), Ok(11));
+    assert!(fine.done());
+}

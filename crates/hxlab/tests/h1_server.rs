@@ -1,0 +1,275 @@
+//! The origin's own HTTP/1.1 (crates/hxlab-serve/src/h1, on hxlab-wire's request framer)
+//! against raw sockets: the framing cases tests/hostile.rs does not cover get 400 and a close,
+//! requests split anywhere across writes are answered in order (bodies, HEAD, HTTP/1.0
+//! keep-alive, `Expect: 100-continue`), a head over --max-header-size gets 431, and an
+//! unfinished head does not hold a connection past --idle-timeout.
+
+mod common;
+
+use common::Server;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn plain(server: &Server) -> String {
+    server.ready["plain"].as_str().expect("plain").to_string()
+}
+
+/// Sends `request` on a fresh connection and reads until the server closes it (None when it
+/// kept the connection open for 10 s).
+fn exchange(addr: &str, request: &[u8]) -> Option<String> {
+    let mut c = TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(request).expect("send");
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).ok()?;
+    Some(String::from_utf8_lossy(&got).into_owned())
+}
+
+/// One response read off `c`: (status line, lower-cased head, body). `head_request`: no body.
+fn response(c: &mut TcpStream, head_request: bool) -> (String, String, Vec<u8>) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let n = c.read(&mut byte).expect("read head");
+        assert_eq!(
+            n,
+            1,
+            "closed inside a head: {}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let status = head.lines().next().unwrap_or("").to_string();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; if head_request { 0 } else { len }];
+    c.read_exact(&mut body).expect("read body");
+    (status, head, body)
+}
+
+#[test]
+fn every_other_ambiguous_framing_gets_400_and_a_close() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = plain(&server);
+    let cases: &[(&str, &[u8])] = &[
+        ("bare CR", b"GET /bytes/1 HTTP/1.1\r\nHost: x\rX-A: 1\r\n\r\n"),
+        ("space before the colon", b"GET /bytes/1 HTTP/1.1\r\nHost : x\r\n\r\n"),
+        ("space before the first field", b"GET /bytes/1 HTTP/1.1\r\n Host: x\r\n\r\n"),
+        ("obs-fold with a tab", b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\t2\r\n\r\n"),
+        ("a field line without a colon", b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\nX-A\r\n\r\n"),
+        ("NUL in a value", b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n"),
+        ("DEL in a value", b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\nX-A: a\x7fb\r\n\r\n"),
+        ("two spaces in the request line", b"GET  /bytes/1 HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("a non-ASCII target", b"GET /bytes/\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (
+            "Transfer-Encoding gzip",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+        ),
+        (
+            "Transfer-Encoding gzip, chunked",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "Transfer-Encoding twice",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "Transfer-Encoding on HTTP/1.0",
+            b"POST /bytes/1 HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "Transfer-Encoding before Content-Length",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+        ),
+        (
+            "a Content-Length list",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 1, 1\r\n\r\na",
+        ),
+        ("a signed Content-Length", b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\na"),
+        (
+            "chunk data not followed by CRLF",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naXY0\r\n\r\n",
+        ),
+        (
+            "a chunk size with junk after it",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1 x\r\na\r\n0\r\n\r\n",
+        ),
+        (
+            "a bare LF in the trailers",
+            b"POST /bytes/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\n\r\n",
+        ),
+    ];
+    for (what, request) in cases {
+        let reply = exchange(&addr, request)
+            .unwrap_or_else(|| panic!("{what}: the connection was kept open"));
+        assert!(reply.starts_with("HTTP/1.1 400"), "{what}: {reply}");
+        assert_eq!(reply.matches("HTTP/1.1 ").count(), 1, "{what}: {reply}");
+        assert!(reply.contains("connection: close"), "{what}: {reply}");
+    }
+    // Not counted as requests; the server goes on serving.
+    let stats = common::serve_stats(&addr);
+    assert_eq!(
+        stats["by_protocol"]["h1"]["requests"].as_u64(),
+        Some(0),
+        "{stats}"
+    );
+    let reply = exchange(
+        &addr,
+        b"GET /bytes/2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(reply.is_some_and(|r| r.starts_with("HTTP/1.1 200") && r.ends_with("xx")));
+}
+
+/// Requests pipelined on one connection and written a few bytes at a time, split inside
+/// heads, chunk lines and bodies: every one is answered, in order, with the right body.
+#[test]
+fn requests_split_anywhere_are_answered_in_order() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = plain(&server);
+    let requests: &[u8] = b"GET /bytes/5 HTTP/1.1\r\nHost: x\r\n\r\n\
+        POST /bytes/3 HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world\
+        POST /bytes/4 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+        5;name=v\r\nabcde\r\n10\r\n0123456789abcdef\r\n0\r\nX-Trailer: 1\r\n\r\n\
+        HEAD /bytes/100 HTTP/1.1\r\nHost: x\r\n\r\n\
+        GET /bytes/70000 HTTP/1.1\r\nHost: x\r\n\r\n\
+        \r\nGET /bytes/1?delay=20 HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut c = TcpStream::connect(&addr).expect("connect");
+    c.set_nodelay(true).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for piece in requests.chunks(7) {
+        c.write_all(piece).expect("send");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let want: &[(usize, bool)] = &[
+        (5, false),
+        (3, false),
+        (4, false),
+        (0, true),
+        (70000, false),
+        (1, false),
+    ];
+    for (i, &(len, head_request)) in want.iter().enumerate() {
+        let (status, head, body) = response(&mut c, head_request);
+        assert_eq!(status, "http/1.1 200 ok", "response {i}: {head}");
+        assert_eq!(body.len(), len, "response {i}: {head}");
+        assert!(body.iter().all(|&b| b == b'x'), "response {i}");
+        if head_request {
+            assert!(head.contains("content-length: 100\r\n"), "HEAD: {head}");
+        }
+    }
+    // Still open: one more request on the same connection.
+    c.write_all(b"GET /bytes/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    assert_eq!(response(&mut c, false).2, b"xx");
+    let stats = common::serve_stats(&addr);
+    assert_eq!(
+        stats["by_protocol"]["h1"]["requests"].as_u64(),
+        Some(7),
+        "{stats}"
+    );
+}
+
+/// `Expect: 100-continue` gets `100 Continue` before the body is sent; HTTP/1.0 keep-alive
+/// is kept (and said), HTTP/1.0 without it and `Connection: close` close after the answer.
+#[test]
+fn continue_and_connection_rules() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = plain(&server);
+    let mut c = TcpStream::connect(&addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(
+        b"PUT /bytes/2 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+    )
+    .unwrap();
+    let mut interim = [0u8; 25];
+    c.read_exact(&mut interim).expect("100 Continue");
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    c.write_all(b"data").unwrap();
+    assert_eq!(response(&mut c, false).2, b"xx");
+
+    let mut c = TcpStream::connect(&addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for _ in 0..2 {
+        c.write_all(b"GET /bytes/3 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .unwrap();
+        let (_, head, body) = response(&mut c, false);
+        assert!(head.contains("connection: keep-alive"), "{head}");
+        assert_eq!(body, b"xxx");
+    }
+    let reply = exchange(&addr, b"GET /bytes/3 HTTP/1.0\r\n\r\n").expect("HTTP/1.0 closes");
+    assert!(
+        reply.contains("connection: close") && reply.ends_with("xxx"),
+        "{reply}"
+    );
+}
+
+#[test]
+fn a_head_over_max_header_size_gets_431() {
+    let server = Server::start(&["--no-h3", "--max-header-size", "1KiB"]);
+    let addr = plain(&server);
+    let mut request = b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\n".to_vec();
+    request.extend_from_slice(format!("X-Big: {}\r\n\r\n", "a".repeat(1100)).as_bytes());
+    let reply = exchange(&addr, &request).expect("closed");
+    assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
+    // Within the limit: served.
+    let reply = exchange(
+        &addr,
+        format!(
+            "GET /bytes/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-A: {}\r\n\r\n",
+            "a".repeat(800)
+        )
+        .as_bytes(),
+    );
+    assert!(reply.is_some_and(|r| r.starts_with("HTTP/1.1 200")));
+}
+
+/// A head that never completes is closed after --idle-timeout, like an idle connection (its
+/// bytes do not count as activity); a connection with a request in flight is not.
+#[test]
+fn an_unfinished_head_does_not_outlive_the_idle_timeout() {
+    let server = Server::start(&["--no-h3", "--idle-timeout", "1s"]);
+    let addr = plain(&server);
+    let t0 = Instant::now();
+    let mut partial = TcpStream::connect(&addr).expect("connect");
+    partial
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut slow = TcpStream::connect(&addr).expect("connect");
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    slow.write_all(b"GET /bytes/1?delay=2500 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    // A byte every 200 ms, never the end of the head.
+    let head = b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    let mut closed = None;
+    for i in 0..40 {
+        if partial.write_all(&[*head.get(i).unwrap_or(&b'a')]).is_err() {
+            closed = Some(t0.elapsed());
+            break;
+        }
+        partial
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        match partial.read(&mut buf) {
+            Ok(0) => {
+                closed = Some(t0.elapsed());
+                break;
+            }
+            Ok(_) => panic!("an unfinished head got an answer"),
+            Err(_) => {}
+        }
+    }
+    let closed = closed.expect("the unfinished head was held for 8 s");
+    assert!(
+        closed >= Duration::from_millis(900) && closed < Duration::from_secs(3),
+        "closed after {closed:?}"
+    );
+    let (status, _, body) = response(&mut slow, false);
+    assert_eq!((status.as_str(), body.len()), ("http/1.1 200 ok", 1));
+}
