@@ -181,15 +181,16 @@ impl HeadReader {
         buf: &'a [u8],
         max: usize,
     ) -> Result<Option<(usize, RequestHead<'a>)>, Refusal> {
-        let Some(end) = self.find_end(buf)? else {
+        // Only the first `max` bytes can hold the head: what lies past them is never judged,
+        // so a head over the limit is refused as too large however its bytes arrive (a bare
+        // LF at byte 5,000 of a 4 KiB-limited head must not be a different refusal when the
+        // bytes come at once than when they trickle in).
+        let Some(end) = self.find_end(&buf[..buf.len().min(max)])? else {
             if buf.len() > max {
                 return Err(Refusal::TooLarge);
             }
             return Ok(None);
         };
-        if end > max {
-            return Err(Refusal::TooLarge);
-        }
         let start = self.start.unwrap_or(0);
         *self = HeadReader::default();
         Ok(Some((end, parse_head(&buf[start..end])?)))

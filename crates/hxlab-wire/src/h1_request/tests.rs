@@ -234,6 +234,21 @@ fn heads_over_the_limit_are_refused_complete_or_not() {
         HeadReader::default().read(&b"\r\n".repeat(100), 100),
         Err(Refusal::TooLarge)
     );
+    // A fault past the limit is not judged: too large, whether the bytes come at once or one
+    // by one (found by the fuzz target h1_request).
+    let mut late_lf = b"GET / HTTP/1.1\r\nX: ".to_vec();
+    late_lf.extend_from_slice(&[b'a'; 200]);
+    late_lf.extend_from_slice(b"\n\r\n");
+    assert_eq!(
+        HeadReader::default().read(&late_lf, 100),
+        Err(Refusal::TooLarge),
+        "at once"
+    );
+    let mut r = HeadReader::default();
+    let trickled = (1..=late_lf.len())
+        .map(|n| r.read(&late_lf[..n], 100))
+        .find(|x| *x != Ok(None));
+    assert_eq!(trickled, Some(Err(Refusal::TooLarge)), "byte by byte");
 }
 
 #[test]
