@@ -6,9 +6,9 @@
 #         nginx and h2o (client: h2load, --h1 for HTTP/1.1); h3 and h2 -m10 against Caddy and
 #         against hxlab (client: `hxlab load`, h2load here has no h3).
 #   prints: req/s each, server CPU µs/request (user+sys of the server's process tree: every
-#         thread, nginx's master+worker, h2o's helpers), peer/hx and hx/peer CPU ratios (goal:
-#         hx/peer ≤ 0.80 on every row), and h3 vs h2 CPU/request on the same server (goal for
-#         hxlab ≤ 1.5x).
+#         thread, nginx's master+worker, h2o's helpers), peer/hx and hx/peer CPU ratios (goals,
+#         issue 29: hx/peer ≤ 0.80 against nginx and ≤ 1.00 against h2o on every row, h3 ≤ 0.20
+#         against Caddy), and h3 vs h2 CPU/request on the same server (for information).
 # Results are appended to bench/origins-results.txt (a header line with date and commit).
 #
 # usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB] [--rows h1,h1+TLS,h3]
