@@ -59,18 +59,12 @@ impl Conn {
         let window = window.unwrap_or(self.peer.initial_window);
         if !p.reply.delay.is_zero() {
             let until = self.now() + p.reply.delay;
-            self.streams.push(Stream {
+            self.streams.push(Stream::answering(
                 id,
-                recv_open: false,
-                content_length: None,
-                received: 0,
-                recv_window: 0,
-                recv_unacked: 0,
-                phase: Phase::Delayed(Box::new(p)),
+                Phase::Delayed(Box::new(p)),
                 window,
-                deadline: Some(until),
-                blocked_since: None,
-            });
+                Some(until),
+            ));
             return;
         }
         self.start(id, p, window);
@@ -130,21 +124,12 @@ impl Conn {
     }
 
     fn queue_body(&mut self, id: u32, body: BodySpec, counted: bool, window: i64) {
-        self.streams.push(Stream {
-            id,
-            recv_open: false,
-            content_length: None,
-            received: 0,
-            recv_window: 0,
-            recv_unacked: 0,
-            phase: Phase::Sending(Box::new(Sending {
-                source: body.into_source(),
-                counted,
-            })),
-            window,
-            deadline: None,
-            blocked_since: None,
-        });
+        let phase = Phase::Sending(Box::new(Sending {
+            source: body.into_source(),
+            counted,
+        }));
+        self.streams
+            .push(Stream::answering(id, phase, window, None));
         self.sending.push_back(id);
     }
 

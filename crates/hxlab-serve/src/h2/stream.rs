@@ -47,6 +47,30 @@ pub(super) struct Stream {
     pub blocked_since: Option<Instant>,
 }
 
+impl Stream {
+    /// A stream whose request is complete (nothing more may come on it) and whose answer is
+    /// in `phase`, with our send window `window`.
+    pub(super) fn answering(
+        id: u32,
+        phase: Phase,
+        window: i64,
+        deadline: Option<Instant>,
+    ) -> Stream {
+        Stream {
+            id,
+            recv_open: false,
+            content_length: None,
+            received: 0,
+            recv_window: 0,
+            recv_unacked: 0,
+            phase,
+            window,
+            deadline,
+            blocked_since: None,
+        }
+    }
+}
+
 /// A header block waiting for CONTINUATION frames.
 pub(super) struct Block {
     pub stream: u32,
