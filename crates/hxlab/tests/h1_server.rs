@@ -6,24 +6,13 @@
 
 mod common;
 
-use common::Server;
+use common::{h1_exchange, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 fn plain(server: &Server) -> String {
     server.ready["plain"].as_str().expect("plain").to_string()
-}
-
-/// Sends `request` on a fresh connection and reads until the server closes it (None when it
-/// kept the connection open for 10 s).
-fn exchange(addr: &str, request: &[u8]) -> Option<String> {
-    let mut c = TcpStream::connect(addr).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.write_all(request).expect("send");
-    let mut got = Vec::new();
-    c.read_to_end(&mut got).ok()?;
-    Some(String::from_utf8_lossy(&got).into_owned())
 }
 
 /// One response read off `c`: (status line, lower-cased head, body). `head_request`: no body.
@@ -105,7 +94,7 @@ fn every_other_ambiguous_framing_gets_400_and_a_close() {
         ),
     ];
     for (what, request) in cases {
-        let reply = exchange(&addr, request)
+        let reply = h1_exchange(&addr, request)
             .unwrap_or_else(|| panic!("{what}: the connection was kept open"));
         assert!(reply.starts_with("HTTP/1.1 400"), "{what}: {reply}");
         assert_eq!(reply.matches("HTTP/1.1 ").count(), 1, "{what}: {reply}");
@@ -118,7 +107,7 @@ fn every_other_ambiguous_framing_gets_400_and_a_close() {
         Some(0),
         "{stats}"
     );
-    let reply = exchange(
+    let reply = h1_exchange(
         &addr,
         b"GET /bytes/2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
@@ -201,7 +190,7 @@ fn continue_and_connection_rules() {
         assert!(head.contains("connection: keep-alive"), "{head}");
         assert_eq!(body, b"xxx");
     }
-    let reply = exchange(&addr, b"GET /bytes/3 HTTP/1.0\r\n\r\n").expect("HTTP/1.0 closes");
+    let reply = h1_exchange(&addr, b"GET /bytes/3 HTTP/1.0\r\n\r\n").expect("HTTP/1.0 closes");
     assert!(
         reply.contains("connection: close") && reply.ends_with("xxx"),
         "{reply}"
@@ -214,10 +203,10 @@ fn a_head_over_max_header_size_gets_431() {
     let addr = plain(&server);
     let mut request = b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\n".to_vec();
     request.extend_from_slice(format!("X-Big: {}\r\n\r\n", "a".repeat(1100)).as_bytes());
-    let reply = exchange(&addr, &request).expect("closed");
+    let reply = h1_exchange(&addr, &request).expect("closed");
     assert!(reply.starts_with("HTTP/1.1 431"), "{reply}");
     // Within the limit: served.
-    let reply = exchange(
+    let reply = h1_exchange(
         &addr,
         format!(
             "GET /bytes/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-A: {}\r\n\r\n",

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{h2_frame, hxlab, run_with_timeout, PeerProcess, Server};
+use common::{h1_exchange, h2_frame, hxlab, run_with_timeout, PeerProcess, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -990,17 +990,6 @@ fn http3_streams_opened_and_reset_stay_bounded() {
     let grown = rss(pid).saturating_sub(before);
     assert!(grown < 200 << 20, "the server grew by {} MB", grown >> 20);
     h3_requests_answered(&tls, 10, "h3 after the attack");
-}
-
-/// Sends `request` on a fresh HTTP/1.1 connection and reads until the server closes it
-/// (None when it kept the connection open for 10 s).
-fn h1_exchange(addr: &str, request: &[u8]) -> Option<String> {
-    let mut c = TcpStream::connect(addr).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.write_all(request).expect("send");
-    let mut got = Vec::new();
-    c.read_to_end(&mut got).ok()?;
-    Some(String::from_utf8_lossy(&got).into_owned())
 }
 
 /// Ambiguous HTTP/1.1 framing (RFC 9112 §2.2, §3.2, §5.2, §6.3) gets 400 and a close, each

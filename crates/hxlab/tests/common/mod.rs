@@ -515,3 +515,15 @@ pub fn h3_client_endpoint(local: std::net::SocketAddr) -> quinn::Endpoint {
     ep.set_default_client_config(client);
     ep
 }
+
+/// Sends `request` on a fresh HTTP/1.1 connection and reads until the server closes it
+/// (None when it kept the connection open for 10 s).
+pub fn h1_exchange(addr: &str, request: &[u8]) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(request).expect("send");
+    let mut got = Vec::new();
+    c.read_to_end(&mut got).ok()?;
+    Some(String::from_utf8_lossy(&got).into_owned())
+}
