@@ -543,15 +543,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn uso_v4_segments() {
+    /// A UDP-over-IPv4 super-packet (USO, 1200-byte segments) carrying `payload`.
+    fn uso_v4(payload: impl IntoIterator<Item = u8>) -> (VnetHdr, Vec<u8>) {
         let mut p = vec![0u8; 28];
         p[0] = 0x45;
         p[8] = 64;
         p[9] = PROTO_UDP;
         p[12..16].copy_from_slice(&[10, 0, 0, 1]);
         p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-        p.extend(std::iter::repeat_n(0xab, 1200 * 2 + 7));
+        p.extend(payload);
         let total = p.len() as u16;
         p[2..4].copy_from_slice(&total.to_be_bytes());
         p[24..26].copy_from_slice(&(total - 20).to_be_bytes());
@@ -563,6 +563,12 @@ mod tests {
             csum_offset: 6,
             ..VnetHdr::default()
         };
+        (vh, p)
+    }
+
+    #[test]
+    fn uso_v4_segments() {
+        let (vh, p) = uso_v4(std::iter::repeat_n(0xab, 1200 * 2 + 7));
         let segs = segments(&vh, &p, Csum::Full);
         assert_eq!(segs.len(), 3);
         for (s, plen) in segs.iter().map(|x| &x.1).zip([1200, 1200, 7]) {
@@ -578,27 +584,7 @@ mod tests {
     /// that segment itself.
     #[test]
     fn runs_cut_again_are_the_original_segments() {
-        let uso = {
-            let mut p = vec![0u8; 28];
-            p[0] = 0x45;
-            p[8] = 64;
-            p[9] = PROTO_UDP;
-            p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-            p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-            p.extend((0..1200 * 3 + 7).map(|i| (i % 253) as u8));
-            let total = p.len() as u16;
-            p[2..4].copy_from_slice(&total.to_be_bytes());
-            p[24..26].copy_from_slice(&(total - 20).to_be_bytes());
-            let vh = VnetHdr {
-                flags: F_NEEDS_CSUM,
-                gso_type: GSO_UDP_L4,
-                gso_size: 1200,
-                csum_start: 20,
-                csum_offset: 6,
-                ..VnetHdr::default()
-            };
-            (vh, p)
-        };
+        let uso = uso_v4((0..1200 * 3 + 7).map(|i| (i % 253) as u8));
         let mut ecn = tso_v4(0x80 | 0x10 | 0x08 | 0x01);
         ecn.0.gso_type |= GSO_ECN;
         for (vh, p) in [ecn, tso_v6(0x80 | 0x18), uso] {
