@@ -747,23 +747,12 @@ fn bulk_tcp_through_a_lossy_rate_limited_link_is_intact_and_loss_is_per_segment(
     assert_counts_wire_packets(d);
     assert!(d.packets_in >= (TOTAL / 1500) as u64, "{stats:?}");
     // Loss is drawn once per wire packet: binomial on packets_in, ±6 sd.
-    let (np, sd) = (
-        d.packets_in as f64 * 0.01,
-        (d.packets_in as f64 * 0.01 * 0.99).sqrt(),
-    );
-    let lost = d.dropped_loss as f64;
-    assert!(
-        (np - 6.0 * sd..=np + 6.0 * sd).contains(&lost),
-        "lost {lost} of {} (expected {np:.0} ± {:.0}): {stats:?}",
-        d.packets_in,
-        6.0 * sd
-    );
+    assert_binomial_loss("down", d, 0.01);
 }
 
 /// Asserts that `s.dropped_loss` is within ±6 standard deviations of a binomial draw of
-/// `s.packets_in` segments at probability `p` (cannot flake: ~2e-9 per side), and that every
-/// segment that came in is accounted for exactly once: delivered or dropped.
-fn assert_binomial_loss_in_segments(what: &str, s: &hxlab_link::DirectionStats, p: f64) {
+/// `s.packets_in` segments at probability `p` (cannot flake: ~2e-9 per side).
+fn assert_binomial_loss(what: &str, s: &hxlab_link::DirectionStats, p: f64) {
     let n = s.packets_in as f64;
     let (mean, sd) = (n * p, (n * p * (1.0 - p)).sqrt());
     let lost = s.dropped_loss as f64;
@@ -772,6 +761,12 @@ fn assert_binomial_loss_in_segments(what: &str, s: &hxlab_link::DirectionStats, 
         "{what}: lost {lost} of {n} segments (expected {mean:.0} ± {:.0}): {s:?}",
         6.0 * sd
     );
+}
+
+/// [`assert_binomial_loss`], and every segment that came in is accounted for exactly once:
+/// delivered or dropped.
+fn assert_binomial_loss_in_segments(what: &str, s: &hxlab_link::DirectionStats, p: f64) {
+    assert_binomial_loss(what, s, p);
     assert_eq!(
         s.packets_out + s.dropped(),
         s.packets_in,
