@@ -156,7 +156,8 @@ impl Reply {
 
     /// Calls `field` with every header field of the response head, in the order and with the
     /// values [`Reply::head`] gives them (lower-case names), without building a header map:
-    /// the HTTP/2 server encodes them straight into HPACK.
+    /// the HTTP/2 server encodes them straight into HPACK, the HTTP/1.1 server writes them
+    /// straight into its output.
     pub fn each_field(&self, ctx: &Ctx, tcp: bool, mut field: impl FnMut(&[u8], &[u8])) {
         field(b"date", http_date().as_bytes());
         if !self.content_type.is_empty() {
@@ -209,7 +210,7 @@ impl Reply {
 }
 
 /// `n` in decimal, written into the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;

@@ -2,7 +2,7 @@
 //! the connection's output: the same fields [`Reply::head`] gives h2 and h3 (Date, type,
 //! length, Cache-Control, Alt-Svc, a replay's own), without building a header map.
 
-use crate::routes::{headers_endpoint, http_date, route_target, Ctx, Reply, Target};
+use crate::routes::{headers_endpoint, route_target, Ctx, Reply, Target};
 use crate::stats::Protocol;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use hxlab_wire::h1_request::RequestHead;
@@ -69,37 +69,20 @@ pub(super) enum After {
     Close,
 }
 
-/// Appends the head of `reply` to `out`.
-pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, body_len: u64, after: After) {
+/// Appends the head of `reply` to `out`: its status line and the fields every protocol
+/// sends ([`Reply::each_field`]), then what `after` says of the connection.
+pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, after: After) {
     status_line(out, reply.status);
-    out.extend_from_slice(b"date: ");
-    out.extend_from_slice(http_date().as_bytes());
-    if !reply.content_type.is_empty() {
-        out.extend_from_slice(b"\r\ncontent-type: ");
-        out.extend_from_slice(reply.content_type.as_bytes());
-    }
-    if reply.status != StatusCode::NO_CONTENT && reply.status != StatusCode::NOT_MODIFIED {
-        out.extend_from_slice(b"\r\ncontent-length: ");
-        decimal(out, body_len);
-    }
-    if let Some(s) = reply.max_age {
-        out.extend_from_slice(b"\r\ncache-control: max-age=");
-        decimal(out, s);
-    }
-    if let Some(a) = &ctx.alt_svc {
-        out.extend_from_slice(b"\r\nalt-svc: ");
-        out.extend_from_slice(a.as_bytes());
-    }
-    for (name, value) in &reply.headers {
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(name.as_str().as_bytes());
+    reply.each_field(ctx, true, |name, value| {
+        out.extend_from_slice(name);
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-    }
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    });
     out.extend_from_slice(match after {
-        After::KeepAlive => b"\r\n\r\n".as_slice(),
-        After::KeepAlive10 => b"\r\nconnection: keep-alive\r\n\r\n",
-        After::Close => b"\r\nconnection: close\r\n\r\n",
+        After::KeepAlive => b"\r\n".as_slice(),
+        After::KeepAlive10 => b"connection: keep-alive\r\n\r\n",
+        After::Close => b"connection: close\r\n\r\n",
     });
 }
 
@@ -123,34 +106,17 @@ fn status_line(out: &mut Vec<u8>, status: StatusCode) {
     out.extend_from_slice(line);
 }
 
-/// `n` in decimal, without allocating.
-fn decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::routes::decimal;
 
     #[test]
     fn decimals_and_status_lines_are_written_as_http_says() {
         let mut out = Vec::new();
         for n in [0u64, 7, 10, 102_400, u64::MAX] {
-            out.clear();
-            decimal(&mut out, n);
-            assert_eq!(out, n.to_string().as_bytes());
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes());
         }
-        out.clear();
         status_line(&mut out, StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
         assert_eq!(out, b"HTTP/1.1 431 Request Header Fields Too Large\r\n");
     }

@@ -441,8 +441,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
         } else {
             after
         };
-        let len = reply.body.len();
-        head::write(batch, &self.ctx, &reply, len, after);
+        head::write(batch, &self.ctx, &reply, after);
         self.closing |= after == After::Close;
         self.counted = reply.counted;
         let stats = &self.ctx.stats;
