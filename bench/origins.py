@@ -6,11 +6,14 @@ h1/h2 rows: h2load (--h1 for HTTP/1.1) against hxlab, nginx and h2o, one after a
 order rotating each repetition. h3 rows: `hxlab load` (h2load here has no h3) against hxlab
 and Caddy, h3 and h2 on the same server. CPU = user+sys of the server's whole process tree
 (every thread, nginx's master and worker, h2o's helper processes) over the run, divided by
-the requests that succeeded. Medians of the repetitions."""
+the requests that succeeded. Medians of the repetitions.
+The h1 row also measures bench/floor-h1.c (the least an HTTP/1.1 origin can do per request:
+one recv and one send, nothing parsed but the end of each head) for objects up to 64 KiB, in
+the same rotation: what every server pays the kernel, so how far a ratio can go at all."""
 import os, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Lab, SIZES, fmt, hx_path, median, parse_h2load, parse_hxlab_json, peer_path, run  # noqa: E402
+from benchlib import Lab, SIZES, free_port, fmt, hx_path, median, parse_h2load, parse_hxlab_json, peer_path, run  # noqa: E402
 
 BIN, REPS, DUR, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 SIZE_LIST = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else list(SIZES)
@@ -75,6 +78,24 @@ def hxload(server, proto, u, dur, tmp):
     return rps, cpu * 1e6 / ok
 
 
+def start_floors(lab, tmp):
+    """bench/floor-h1.c on core 1, one per object size it can serve (≤ 64 KiB), for the h1 row."""
+    if ROW_LIST is not None and "h1" not in ROW_LIST:
+        return {}
+    exe = os.path.join(tmp, "floor-h1")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor-h1.c")
+    rc, out = run(["gcc", "-O2", "-o", exe, src])
+    if rc != 0:
+        sys.exit(f"bench/floor-h1.c does not build:\n{out}")
+    floors = {}
+    for size in SIZE_LIST:
+        if SIZES[size] <= 65536:
+            port = free_port()
+            p = lab._spawn("floor", [exe, str(port), str(SIZES[size])])
+            floors[size] = lab._started("floor", p, {"plain": port}, wait=(port,))
+    return floors
+
+
 def main():
     lab = Lab(core=1)
     tmp = tempfile.mkdtemp(prefix="origins-")
@@ -86,6 +107,7 @@ def main():
             caddy = lab.caddy()
         ng, h2o = lab.nginx(), lab.h2o()
         tcp_servers = [hx, ng, h2o]
+        floors = start_floors(lab, tmp)
         time.sleep(0.5)
         # Warm every server once (page cache, allocator, TLS): 1 s of h2 per server and size.
         for size in SIZE_LIST:
@@ -101,8 +123,9 @@ def main():
         for rep in range(REPS):
             for size in SIZE_LIST:
                 for label, kind, args in TCP_ROWS:
-                    k = rep % len(tcp_servers)
-                    for s in tcp_servers[k:] + tcp_servers[:k]:
+                    servers = tcp_servers + ([floors[size]] if label == "h1" and size in floors else [])
+                    k = rep % len(servers)
+                    for s in servers[k:] + servers[:k]:
                         res.setdefault((s.name, label, size), []).append(h2load(s, url(s, kind, size), args, DUR))
                 h3_runs = [(hx3, "h2"), (hx3, "h3"), (caddy, "h2"), (caddy, "h3")] if H3_ROWS else []
                 k = rep % max(len(h3_runs), 1)
@@ -146,6 +169,14 @@ def main():
                         verdict.append(f"{peer} {label} {size}: hx/peer {hc / pc:.2f}")
                     print(f"{label:<13}{size:>7}{hr:>13.0f}{pr:>13.0f}{hc:>10.2f}{pc:>10.2f}"
                           f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x  {goal}")
+
+        for size in SIZE_LIST:
+            fr, fc = med("floor", "h1", size)
+            hr, hc = med("hxlab", "h1", size)
+            nr, nc = med("nginx", "h1", size)
+            if fc and hc and nc:
+                print(f"\nfloor, h1 {size}: bench/floor-h1.c {fc:.2f} µs/req ({fr:.0f} req/s) = {fc / nc:.2f}x nginx; "
+                      f"hxlab = {hc / fc:.2f}x the floor (the kernel's share every server pays)")
 
         if not H3_ROWS:
             print("\nrows run: " + ", ".join(r[0] for r in TCP_ROWS) + " (--rows); not run: the other rows")

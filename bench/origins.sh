@@ -5,6 +5,7 @@
 #   rows: h1, h1+TLS, h2 TLS -m10, h2c -m10 — each for a 100-byte and a 100 KiB object — against
 #         nginx and h2o (client: h2load, --h1 for HTTP/1.1); h3 and h2 -m10 against Caddy and
 #         against hxlab (client: `hxlab load`, h2load here has no h3).
+#   also: bench/floor-h1.c (the least an HTTP/1.1 origin can do) in the h1 row, objects ≤ 64 KiB.
 #   prints: req/s each, server CPU µs/request (user+sys of the server's process tree: every
 #         thread, nginx's master+worker, h2o's helpers), peer/hx and hx/peer CPU ratios (goals,
 #         issue 29: hx/peer ≤ 0.80 against nginx and ≤ 1.00 against h2o on every row, h3 ≤ 0.20
@@ -14,7 +15,7 @@
 # usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB] [--rows h1,h1+TLS,h3]
 #        defaults: --reps 3 --duration 5 --conns 50 --sizes 100,100KiB, every row
 # Run it under the machine's benchmark lock if it has one: flock /work/bench.lock bench/origins.sh
-# needs: nginx, h2o, caddy, h2load, taskset, openssl, python3 (all from .ci/run on Debian 12),
+# needs: nginx, h2o, caddy, h2load, taskset, openssl, python3, gcc (all from .ci/run on Debian 12),
 #        2 cores. Traffic stays on 127.0.0.1; every process it starts is ended by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-need_tools nginx h2o caddy h2load taskset openssl python3
+need_tools nginx h2o caddy h2load taskset openssl python3 gcc
 need_two_cores
 release_bin "$BUILD"
 

@@ -50,6 +50,13 @@ fn split_number<'a>(what: &'static str, input: &'a str) -> Result<(f64, &'a str)
 
 /// Parses a byte size: `100`, `5k` (5000), `10KiB` (10240), `1M`, `1MiB`, `2G`, `1.5MB`.
 pub fn parse_size(input: &str) -> Result<u64, UnitError> {
+    // Plain digits (the common case, e.g. every `/bytes/N` request): read exactly as the
+    // general path would (up to 15 digits, every value is exact in an f64), without it.
+    if (1..=15).contains(&input.len()) && input.bytes().all(|b| b.is_ascii_digit()) {
+        return input
+            .parse()
+            .map_err(|_| err("size", input, "not a number"));
+    }
     let (value, unit) = split_number("size", input)?;
     let mult: f64 = match unit {
         "" | "B" | "b" => 1.0,
@@ -162,6 +169,14 @@ mod tests {
     #[test]
     fn sizes() {
         assert_eq!(parse_size("100").unwrap(), 100);
+        // Plain digits take a shortcut that must read as the general path does.
+        for d in ["0", "007", "4096", "999999999999999"] {
+            assert_eq!(parse_size(d).unwrap(), d.parse::<u64>().unwrap());
+        }
+        assert_eq!(
+            parse_size("9999999999999999").unwrap(),
+            10_000_000_000_000_000
+        );
         assert_eq!(parse_size("5k").unwrap(), 5000);
         assert_eq!(parse_size("10KiB").unwrap(), 10240);
         assert_eq!(parse_size("1M").unwrap(), 1_000_000);

@@ -126,6 +126,9 @@ struct Conn<IO> {
     serving: Option<Box<Serving>>,
     /// Last progress: a response finished, a body byte came, a write went out.
     last: Instant,
+    /// The clock, read once each time the connection is polled (progress within one poll
+    /// is stamped with it: a clock read per wake-up, not three per request).
+    now: Instant,
     /// The connection ends once its output is written.
     closing: bool,
     /// ... and, a request having been refused, lingers.
@@ -156,6 +159,7 @@ where
         flush: false,
         serving: None,
         last: Instant::now(),
+        now: Instant::now(),
         closing: false,
         refused: false,
         draining: false,
@@ -185,6 +189,7 @@ where
 
 impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
     fn poll(&mut self, cx: &mut Context<'_>, mut timer: Pin<&mut Sleep>) -> Poll<End> {
+        self.now = Instant::now();
         loop {
             if !self.draining && self.ctx.shutdown.has_changed().unwrap_or(true) {
                 self.draining = true;
@@ -325,7 +330,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
                 }
             }
             if at > 0 {
-                self.last = Instant::now();
+                self.last = self.now;
             }
             if !serving.body.done() {
                 return (at, Stop::NeedMore);
@@ -398,7 +403,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
             after,
             until: None,
         }));
-        self.last = Instant::now();
+        self.last = self.now;
         if done {
             self.body_read(batch);
         }
@@ -483,7 +488,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
         if self.counted {
             self.ctx.stats.request_done(self.proto);
         }
-        self.last = Instant::now();
+        self.last = self.now;
     }
 
     /// An error answer that ends the connection (not counted as a request).
@@ -597,7 +602,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
             return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
         }
         self.flush = true;
-        self.last = Instant::now();
+        self.last = self.now;
         let from_head = wrote.min(head.len());
         self.body_sent((wrote - from_head) as u64);
         Poll::Ready(Ok(from_head))
