@@ -85,10 +85,10 @@ def stop(p):
 def client_cmd(tool, proto, url, state, n):
     if tool == "h2load":
         args = ["h2load", "-n", str(n), "-c", str(n)]
-        if proto == "h1":
+        if proto.startswith("h1"):
             args.append("--h1")
         return args + [url]
-    base = [BIN, "load", "--no-progress", "-q", "-k", "--proto", proto, "--connect-timeout", "60s",
+    base = [BIN, "load", "--no-progress", "-q", "-k", "--proto", proto.split("+")[0], "--connect-timeout", "60s",
             "--timeout", "300s", "-c", str(n)]
     if state == "open":
         # -D must reach connection N-1's first request (due at (N-1)/0.001 s), else that
@@ -115,7 +115,7 @@ def one(lab, server_kind, proto, state, tool, n):
         base = settle([s.pid], None, 0, limit=5)[0]
         if proto == "h1":
             scheme, port = "http", s.ports["plain"]
-        elif proto == "h2":
+        elif proto in ("h2", "h1+TLS"):
             scheme, port = "https", s.ports["tls"]
         else:
             scheme, port = "https", s.ports["h3"]
@@ -148,8 +148,11 @@ def memory(lab):
     print("   per connection = (RSS at N − baseline) / N; server baseline: freshly started, no connection; "
           "client baseline: the same command at -c 1")
     rows = []
-    for proto, n in (("h1", N_TCP), ("h2", N_TCP), ("h3", N_H3)):
-        for state in ("open", "idle", "inflight"):
+    # h1+TLS: the idle state only (what an idle keep-alive connection costs once rustls holds
+    # its session; no goal of its own, the peer's figure beside it).
+    for proto, n, states in (("h1", N_TCP, ("open", "idle", "inflight")), ("h1+TLS", N_TCP, ("idle",)),
+                             ("h2", N_TCP, ("open", "idle", "inflight")), ("h3", N_H3, ("open", "idle", "inflight"))):
+        for state in states:
             peer = "nginx" if proto != "h3" else "caddy"
             tools = ["hxlab"] + (["h2load"] if state == "inflight" and proto != "h3" else [])
             # Server side: hxlab serve vs the peer, both loaded by hxlab load.
@@ -177,7 +180,7 @@ def memory(lab):
         if a is None or b is None or b <= 0:
             return f"{'-':>7}", ""
         return f"{a / b:>6.2f}x", ("met" if a <= b else "NOT met")
-    print(f"\n{'proto':<6}{'N':>6} {'state':<9}| {'server':>9}{'peer':>9}{'ours/peer':>11} goal   | "
+    print(f"\n{'proto':<7}{'N':>6} {'state':<9}| {'server':>9}{'peer':>9}{'ours/peer':>11} goal   | "
           f"{'client':>9}{'h2load':>9}{'ours/h2load':>12} goal")
     for proto, n, state, hs, ps, peer, pnote, cl in rows:
         sr, sg = r(hs, ps)
@@ -186,15 +189,15 @@ def memory(lab):
         # h1 open has no goal of its own.
         if proto == "h1" and state == "idle" and hs is not None:
             sg = "met" if hs <= 2.0 else "NOT met"
-        elif proto == "h1" and state == "open":
+        elif (proto == "h1" and state == "open") or proto == "h1+TLS":
             sg = "-"
         elif proto == "h2" and hs is not None and ps:
             sg = "met" if hs <= 0.8 * ps else "NOT met"
         cr, cg = r(cl.get("hxlab"), cl.get("h2load"))
         h2l = f(cl["h2load"]) if "h2load" in cl else f"{'n/a':>9}"
-        print(f"{proto:<6}{n:>6} {state:<9}| {f(hs)}{f(ps)}{sr:>11} {sg:<7}| {f(cl['hxlab'])}{h2l}{cr:>12} {cg}"
+        print(f"{proto:<7}{n:>6} {state:<9}| {f(hs)}{f(ps)}{sr:>11} {sg:<7}| {f(cl['hxlab'])}{h2l}{cr:>12} {cg}"
               f"   (peer: {peer}{'; ' + pnote if pnote else ''})")
-    print("  server = hxlab serve; peer = nginx (h1, h2 over TLS) or Caddy (h3); client = hxlab load; "
+    print("  server = hxlab serve; peer = nginx (h1, h1+TLS, h2 over TLS) or Caddy (h3); client = hxlab load; "
           "h2load: inflight only (it cannot hold idle connections), no h3")
     print("  server goals (issue 29): h1 idle ≤ 2 KiB per connection, h1 inflight ≤ 1x nginx, "
           "h2 ≤ 0.8x nginx; elsewhere ours ≤ peer")
