@@ -5,8 +5,8 @@
 use crate::body::BodySpec;
 use crate::stats::{Protocol, Stats};
 use bytes::Bytes;
-use http::header::{HeaderValue, ALT_SVC, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, DATE};
-use http::{HeaderMap, Method, Response, StatusCode, Uri};
+use http::header::HeaderValue;
+use http::{HeaderMap, Method, StatusCode, Uri};
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -154,10 +154,10 @@ impl Reply {
         Reply::text(StatusCode::BAD_REQUEST, format!("bad request: {reason}\n"))
     }
 
-    /// Calls `field` with every header field of the response head, in the order and with the
-    /// values [`Reply::head`] gives them (lower-case names), without building a header map:
-    /// the HTTP/2 server encodes them straight into HPACK, the HTTP/1.1 server writes them
-    /// straight into its output.
+    /// Calls `field` with every header field of the response head (lower-case names; `tcp`
+    /// adds Alt-Svc), without building a header map: the one field list of every protocol.
+    /// The HTTP/2 server encodes them straight into HPACK, the HTTP/3 server into QPACK, the
+    /// HTTP/1.1 server writes them straight into its output.
     pub fn each_field(&self, ctx: &Ctx, tcp: bool, mut field: impl FnMut(&[u8], &[u8])) {
         field(b"date", http_date().as_bytes());
         if !self.content_type.is_empty() {
@@ -178,34 +178,6 @@ impl Reply {
         for (name, value) in &self.headers {
             field(name.as_str().as_bytes(), value.as_bytes());
         }
-    }
-
-    /// The response head (status and headers); `tcp` adds Alt-Svc.
-    pub fn head(&self, ctx: &Ctx, tcp: bool) -> Response<()> {
-        let mut r = Response::new(());
-        *r.status_mut() = self.status;
-        let h = r.headers_mut();
-        h.insert(DATE, http_date());
-        if !self.content_type.is_empty() {
-            h.insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
-        }
-        if self.status != StatusCode::NO_CONTENT && self.status != StatusCode::NOT_MODIFIED {
-            h.insert(CONTENT_LENGTH, HeaderValue::from(self.body.len()));
-        }
-        if let Some(s) = self.max_age {
-            if let Ok(v) = HeaderValue::from_str(&format!("max-age={s}")) {
-                h.insert(CACHE_CONTROL, v);
-            }
-        }
-        if tcp {
-            if let Some(a) = &ctx.alt_svc {
-                h.insert(ALT_SVC, a.clone());
-            }
-        }
-        for (name, value) in &self.headers {
-            h.append(name, value.clone());
-        }
-        r
     }
 }
 
@@ -247,14 +219,6 @@ pub(crate) fn http_date() -> HeaderValue {
             }
         }
     })
-}
-
-/// The 103 response carrying `link`.
-pub(crate) fn early_hints_head(link: &HeaderValue) -> Response<()> {
-    let mut r = Response::new(());
-    *r.status_mut() = StatusCode::EARLY_HINTS;
-    r.headers_mut().insert(http::header::LINK, link.clone());
-    r
 }
 
 /// Routes one request.
@@ -863,10 +827,17 @@ mod tests {
         let c = ctx(None);
         let r = get(&c, "/bytes/10?delay=5&max_age=3600");
         assert_eq!((r.max_age, r.delay), (Some(3600), Duration::from_millis(5)));
-        let head = r.head(&c, true);
-        assert_eq!(head.headers()[CACHE_CONTROL], "max-age=3600");
-        let plain = get(&c, "/bytes/10").head(&c, true);
-        assert!(plain.headers().get(CACHE_CONTROL).is_none());
+        let cache_control = |r: &Reply| {
+            let mut found = Vec::new();
+            r.each_field(&c, true, |n, v| {
+                if n == b"cache-control" {
+                    found.push(v.to_vec());
+                }
+            });
+            found
+        };
+        assert_eq!(cache_control(&r), [b"max-age=3600".to_vec()]);
+        assert!(cache_control(&get(&c, "/bytes/10")).is_empty());
     }
 
     #[test]

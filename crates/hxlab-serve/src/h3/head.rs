@@ -2,7 +2,7 @@
 //! to and from `http` types, with RFC 9114 §4.3's rules for a well-formed request.
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use hxlab_wire::h3::frame::{DATA, HEADERS};
 use hxlab_wire::h3::write_frame_head;
 use hxlab_wire::qpack::{encode_field_section, FieldDecoder, QpackError};
@@ -163,26 +163,31 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
 }
 
-/// Appends a HEADERS frame carrying `resp`'s status and header fields to `out`.
-pub(super) fn put_response_head(resp: &Response<()>, out: &mut Vec<u8>) {
+/// Appends a HEADERS frame carrying `status` and the fields `fields` hands to its visitor
+/// (for a routed answer, [`crate::routes::Reply::each_field`]: the field list every protocol
+/// sends).
+pub(super) fn put_response_head(
+    status: StatusCode,
+    fields: impl FnOnce(&mut dyn FnMut(&[u8], &[u8])),
+    out: &mut Vec<u8>,
+) {
     LAST_HEAD.with_borrow_mut(|(key, frame, scratch)| {
-        // The key: every field as name, 0, value, 0 (neither may contain a NUL).
+        // The key: the status, then every field as 0, name, 0, value (no name or value may
+        // contain a NUL, so it splits back into them).
         scratch.clear();
-        scratch.extend_from_slice(resp.status().as_str().as_bytes());
-        for (n, v) in resp.headers() {
+        scratch.extend_from_slice(status.as_str().as_bytes());
+        fields(&mut |n, v| {
             scratch.push(0);
-            scratch.extend_from_slice(n.as_str().as_bytes());
+            scratch.extend_from_slice(n);
             scratch.push(0);
-            scratch.extend_from_slice(v.as_bytes());
-        }
+            scratch.extend_from_slice(v);
+        });
         if scratch != key {
             std::mem::swap(scratch, key);
-            let code = resp.status();
-            let fields = std::iter::once((&b":status"[..], code.as_str().as_bytes())).chain(
-                resp.headers()
-                    .iter()
-                    .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-            );
+            let mut parts = key.split(|&b| b == 0);
+            let code = parts.next().unwrap_or_default();
+            let pairs = std::iter::from_fn(|| Some((parts.next()?, parts.next()?)));
+            let fields = std::iter::once((&b":status"[..], code)).chain(pairs);
             let mut section = Vec::new();
             encode_field_section(fields, &mut section);
             frame.clear();
@@ -281,16 +286,16 @@ mod tests {
 
     #[test]
     fn a_response_head_round_trips_through_the_decoder() {
-        let mut r = Response::new(());
-        *r.status_mut() = http::StatusCode::NOT_FOUND;
-        r.headers_mut()
-            .insert("content-length", HeaderValue::from(9u64));
-        r.headers_mut().insert("x-a", HeaderValue::from_static("b"));
+        let fields = |f: &mut dyn FnMut(&[u8], &[u8])| {
+            f(b"content-length", b"9");
+            f(b"x-a", b"b");
+            f(b"x-empty", b"");
+        };
         let mut out = Vec::new();
-        put_response_head(&r, &mut out);
+        put_response_head(StatusCode::NOT_FOUND, fields, &mut out);
         // Twice: the second comes from the cache and must be the same frame.
         let mut again = Vec::new();
-        put_response_head(&r, &mut again);
+        put_response_head(StatusCode::NOT_FOUND, fields, &mut again);
         assert_eq!(out, again);
         let (kind, len, used) = hxlab_wire::h3::parse_frame_head(&out).unwrap();
         assert_eq!((kind, len as usize), (HEADERS, out.len() - used));
@@ -300,7 +305,19 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(got[0], (b":status".to_vec(), b"404".to_vec()));
-        assert_eq!(got.len(), 3);
+        let want: Vec<(Vec<u8>, Vec<u8>)> = [
+            (":status", "404"),
+            ("content-length", "9"),
+            ("x-a", "b"),
+            ("x-empty", ""),
+        ]
+        .iter()
+        .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+        assert_eq!(got, want);
+        // Another status with the same fields is another frame, not the cached one.
+        let mut other = Vec::new();
+        put_response_head(StatusCode::OK, fields, &mut other);
+        assert_ne!(other, out);
     }
 }

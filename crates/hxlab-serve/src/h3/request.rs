@@ -9,7 +9,7 @@
 use super::control::close;
 use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
 use crate::body::{BodySpec, CHUNK};
-use crate::routes::{early_hints_head, route, Ctx};
+use crate::routes::{route, Ctx};
 use crate::stats::Protocol;
 use bytes::Bytes;
 use http::Method;
@@ -97,12 +97,12 @@ pub(super) async fn serve(
         }
         Err(Fail::TooLarge) => {
             let _ = recv.stop(vi(code::H3_REQUEST_REJECTED));
-            let mut r = http::Response::new(());
-            *r.status_mut() = http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
-            r.headers_mut()
-                .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(0u32));
             let mut out = Vec::new();
-            put_response_head(&r, &mut out);
+            put_response_head(
+                http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                |f| f(b"content-length", b"0"),
+                &mut out,
+            );
             if send.write_all_chunks(&mut [Bytes::from(out)]).await.is_ok() {
                 let _ = send.finish();
             }
@@ -321,9 +321,13 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
     }
     let mut out = Vec::with_capacity(256);
     if let Some(link) = &reply.early_hints {
-        put_response_head(&early_hints_head(link), &mut out);
+        put_response_head(
+            http::StatusCode::EARLY_HINTS,
+            |f| f(b"link", link.as_bytes()),
+            &mut out,
+        );
     }
-    put_response_head(&reply.head(ctx, false), &mut out);
+    put_response_head(reply.status, |f| reply.each_field(ctx, false, f), &mut out);
     let body = if head.method == Method::HEAD {
         BodySpec::Empty
     } else {
