@@ -597,7 +597,14 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
         if n == 0 {
             return Poll::Ready(Ok(0));
         }
-        let wrote = ready!(Pin::new(&mut self.io).poll_write_vectored(cx, &slices[..n]))?;
+        // One buffer (the common small response): a plain send, which the kernel takes with
+        // less work than a one-element writev.
+        let io = Pin::new(&mut self.io);
+        let wrote = ready!(if n == 1 {
+            io.poll_write(cx, &slices[0])
+        } else {
+            io.poll_write_vectored(cx, &slices[..n])
+        })?;
         if wrote == 0 {
             return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
         }
