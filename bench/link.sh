@@ -46,7 +46,15 @@ ip addr add 100.127.255.253/30 dev "$VO"; ip link set "$VO" up
 ip -n "$NS" addr add 100.127.255.254/30 dev "$VI"; ip -n "$NS" link set "$VI" up; ip -n "$NS" link set lo up
 VHOST=100.127.255.253
 
-port() { echo $((20000 + RANDOM % 20000)); }
+# A random port that no TCP or UDP socket here uses yet (a bounded number of tries).
+port() {
+  local p
+  for _ in $(seq 20); do
+    p=$((20000 + RANDOM % 20000))
+    ss -Htuan "( sport = :$p )" 2>/dev/null | grep -q . || break
+  done
+  echo "$p"
+}
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 bg() { "$@" & PIDS+=($!); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ printf "%.3f", a/b }'; }
