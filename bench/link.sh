@@ -6,12 +6,15 @@
 # Prints its report and appends it to bench/link-results.txt under a header line naming the
 # date, commit, load and NOTE. Run it alone (`flock /work/bench.lock bash bench/link.sh`).
 # HXLAB_BENCH_BIN=PATH measures that hxlab binary instead of building one (say so in NOTE).
+# Section 6 also measures bench/floor-relay.c (built here with gcc), the least a user-space
+# relay between two TUN devices can do, on the same path as hxlab link.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "bench/link.sh needs root (network namespaces, TUN, veth)" >&2; exit 1; }
 . bench/lib.sh
 [ -n "${HXLAB_BENCH_BIN:-}" ] || nice cargo build -q --release -p hxlab
 nice cargo build -q --release -p hxlab-link --example link_probe
+command -v gcc >/dev/null || { echo "bench/link.sh needs gcc (for bench/floor-relay.c)" >&2; exit 1; }
 T=${CARGO_TARGET_DIR:-$PWD/target}
 H=${HXLAB_BENCH_BIN:-$T/release/hxlab}
 P=$T/release/examples/link_probe
@@ -22,11 +25,15 @@ export HXLAB_LINK_QUIET=1
 TMP=$(mktemp -d)
 NS=hxlab-bench-$$
 VO=hxbv-o-$$; VI=hxbv-i-$$
+NSF=hxlab-floor-$$; FO=hxbf-o-$$; FI=hxbf-i-$$
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   ip link del "$VO" 2>/dev/null || true
+  ip link del "$FO" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
+  ip netns del "$NSF" 2>/dev/null || true
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -39,7 +46,15 @@ ip addr add 100.127.255.253/30 dev "$VO"; ip link set "$VO" up
 ip -n "$NS" addr add 100.127.255.254/30 dev "$VI"; ip -n "$NS" link set "$VI" up; ip -n "$NS" link set lo up
 VHOST=100.127.255.253
 
-port() { echo $((20000 + RANDOM % 20000)); }
+# A random port that no TCP or UDP socket here uses yet (a bounded number of tries).
+port() {
+  local p
+  for _ in $(seq 20); do
+    p=$((20000 + RANDOM % 20000))
+    ss -Htuan "( sport = :$p )" 2>/dev/null | grep -q . || break
+  done
+  echo "$p"
+}
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 bg() { "$@" & PIDS+=($!); }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ printf "%.3f", a/b }'; }
@@ -116,11 +131,30 @@ for LP in 0.1% 1%; do
   echo "throughput_loss_$LP: down $LLD Mbit/s (down drops $DROPS), up $LLU Mbit/s (congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control); target ≥ 5000 Mbit/s: down $(verdict "$LLD" 5000), up $(verdict "$LLU" 5000))"
 done
 
-# 6. No impairment: added latency at p50 (UDP echo RTT), hxlab link vs veth, interleaved twice.
+# 6. No impairment: added latency at p50 (UDP echo RTT), hxlab link vs veth, interleaved twice,
+#    with the floor relay (bench/floor-relay.c) on hxlab link's path in the same rounds: a TUN
+#    on the host with 100.127.255.249 peer .250, one in a namespace of its own with .250 peer
+#    .249 and the default route, as hxlab link wires its /30 (shell.rs). What the floor adds
+#    over veth is what any user-space relay pays here (TUN reads and writes, and a relay
+#    thread woken per packet); hxlab link minus floor is hxlab's own part.
+gcc -O2 -o "$TMP/floor-relay" bench/floor-relay.c
+ip netns add "$NSF"
+"$TMP/floor-relay" "$FO" "$FI" "/run/netns/$NSF" 40 > "$TMP/floor.out" & PIDS+=($!)
+for _ in $(seq 50); do grep -q ready "$TMP/floor.out" && break; sleep 0.1; done
+grep -q ready "$TMP/floor.out" || { echo "floor-relay did not start" >&2; exit 1; }
+ip link set dev "$FO" addrgenmode none; ip link set dev "$FO" mtu 1500 up
+ip addr add 100.127.255.249 peer 100.127.255.250/32 dev "$FO"
+ip -n "$NSF" link set dev lo up; ip -n "$NSF" link set dev "$FI" addrgenmode none
+ip -n "$NSF" link set dev "$FI" mtu 1500 up
+ip -n "$NSF" addr add 100.127.255.250 peer 100.127.255.249/32 dev "$FI"
+ip -n "$NSF" route add default dev "$FI"
+echo "latency setup: cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo '?'), governor $(cat /sys/devices/system/cpu/cpuidle/current_governor_ro 2>/dev/null || cat /sys/devices/system/cpu/cpuidle/current_governor 2>/dev/null || echo '?')"
 PT=$(port); bg "$P" udp-echo "$PT" 40; sleep 0.2
 for round in 1 2; do
   L=$("$H" link -- sh -c "$P udp-rtt \$HXLAB_LINK_HOST $PT 1000" | field p50_us)
   V=$(ip netns exec "$NS" "$P" udp-rtt "$VHOST" "$PT" 1000 | field p50_us)
+  F=$(ip netns exec "$NSF" "$P" udp-rtt 100.127.255.249 "$PT" 1000 | field p50_us)
   A=$(awk -v l="$L" -v v="$V" 'BEGIN{printf "%.1f", l-v}')
   echo "latency_p50 (round $round): hxlab link $L µs, veth $V µs → added $A µs per RTT (target ≤ 50 µs: $(awk -v a="$A" 'BEGIN{ print (a <= 50 ? "met" : "NOT met") }'))"
+  echo "latency_p50_floor (round $round): floor relay $F µs → added $(awk -v f="$F" -v v="$V" 'BEGIN{printf "%.1f", f-v}') µs vs veth; hxlab link added $A µs, hxlab link − floor relay $(awk -v l="$L" -v f="$F" 'BEGIN{printf "%+.1f", l-f}') µs"
 done
