@@ -339,8 +339,11 @@ impl Link {
     /// Runs `cmd` (built with [`Link::command`]) to completion, forwarding SIGINT and SIGTERM
     /// that hxlab receives to it meanwhile, and returns its status.
     pub fn run(&self, cmd: &mut Command) -> std::io::Result<ExitStatus> {
+        // Installed before the spawn: a signal that comes while the command starts is held
+        // and passed on once it has a PID (else it would end hxlab with the command running).
+        let forward = SignalForward::install();
         let mut child = cmd.spawn()?;
-        let _forward = SignalForward::install(child.id() as libc::pid_t);
+        forward.target(child.id() as libc::pid_t);
         loop {
             match child.wait() {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -492,23 +495,39 @@ unsafe fn relay_until_exit(child: libc::pid_t, reap_all: bool) -> ! {
 }
 
 static FORWARD_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// A signal that came before the command had a PID (0: none).
+static PENDING_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 extern "C" fn forward_signal(sig: libc::c_int) {
     let pid = FORWARD_PID.load(std::sync::atomic::Ordering::SeqCst);
     if pid > 0 {
         // SAFETY: kill is async-signal-safe.
         unsafe { libc::kill(pid, sig) };
+    } else {
+        PENDING_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
-/// While alive, SIGINT/SIGTERM/SIGHUP to hxlab are passed on to the command.
+/// While alive, SIGINT/SIGTERM/SIGHUP to hxlab are passed on to the command; one that comes
+/// before the command has a PID ([`SignalForward::target`]) is held until then.
 struct SignalForward {
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl SignalForward {
-    fn install(pid: libc::pid_t) -> SignalForward {
+    /// Passes signals on to `pid` from now on, and the one held meanwhile, if any.
+    fn target(&self, pid: libc::pid_t) {
         FORWARD_PID.store(pid, std::sync::atomic::Ordering::SeqCst);
+        let held = PENDING_SIGNAL.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if held != 0 {
+            // SAFETY: kill has no memory preconditions.
+            unsafe { libc::kill(pid, held) };
+        }
+    }
+
+    fn install() -> SignalForward {
+        FORWARD_PID.store(0, std::sync::atomic::Ordering::SeqCst);
+        PENDING_SIGNAL.store(0, std::sync::atomic::Ordering::SeqCst);
         let mut old = Vec::new();
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: sigaction structs are plain data; the handler only calls kill.
@@ -534,6 +553,12 @@ impl Drop for SignalForward {
             unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
         }
         FORWARD_PID.store(0, std::sync::atomic::Ordering::SeqCst);
+        // Held and never passed on (the command did not start): it is ours after all.
+        let held = PENDING_SIGNAL.swap(0, std::sync::atomic::Ordering::SeqCst);
+        if held != 0 {
+            // SAFETY: raise has no memory preconditions.
+            unsafe { libc::raise(held) };
+        }
     }
 }
 
