@@ -252,7 +252,8 @@ impl H3Session {
 
     /// Opens the stream of the request waiting for one, if there is stream credit.
     fn try_open(&mut self, ctx: &mut ClientCtx, now: Instant) {
-        if self.opening.is_none() {
+        // On a lost connection the request is not sent: `finish` gives it back.
+        if self.opening.is_none() || self.lost().is_some() {
             return;
         }
         if let Some(id) = self.conn.with(|q| q.streams().open(quinn_proto::Dir::Bi)) {
