@@ -8,6 +8,27 @@ use hxlab_wire::tap::Channel;
 use hxlab_wire::Dir;
 use quinn_proto::{ReadError, StreamEvent, StreamId, WriteError};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes stream ids (one `u64` each) with a multiply instead of SipHash: the ids are
+/// ours, nothing to defend against.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // The product's high bits are the mixed ones: fold them into the low bits too.
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
 
 /// A request in flight.
 struct Slot {
@@ -64,7 +85,7 @@ pub struct H3Session {
     ready: Vec<bool>,
     slots: Vec<Option<Slot>>,
     /// Request stream → slot.
-    by_stream: HashMap<StreamId, usize>,
+    by_stream: HashMap<StreamId, usize, BuildHasherDefault<IdHasher>>,
     parsers: Vec<ResponseParser>,
     free: Vec<usize>,
     dec: qpack::Decoder,
@@ -101,7 +122,7 @@ impl H3Session {
             depth,
             ready: vec![false; depth],
             slots: (0..depth).map(|_| None).collect(),
-            by_stream: HashMap::with_capacity(depth),
+            by_stream: HashMap::with_capacity_and_hasher(depth, Default::default()),
             parsers: (0..depth).map(|_| ResponseParser::default()).collect(),
             free: (0..depth).rev().collect(),
             dec: qpack::Decoder::new(),
@@ -125,8 +146,10 @@ impl H3Session {
     fn release(&mut self, i: usize, code: Option<u64>) {
         if let Some(s) = self.slots[i].take() {
             self.by_stream.remove(&s.id);
+            // Nothing to tell quinn-proto about a stream answered and fully sent (the usual
+            // case), nor about streams that are gone.
             let gone = s.zero_rtt && self.rejected();
-            if !gone {
+            if !gone && (code.is_some() || s.sending) {
                 self.conn.with(|q| {
                     if let Some(code) = code {
                         let _ = q.recv_stream(s.id).stop(varint_code(code));
