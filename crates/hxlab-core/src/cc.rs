@@ -281,7 +281,13 @@ pub mod quic {
     /// The controller a live QUIC connection runs, found by the type of its controller
     /// (`"other"` for one hxlab does not know).
     pub fn of(conn: &quinn::Connection) -> &'static str {
-        let any = conn.congestion_state().into_any();
+        of_controller(&*conn.congestion_state())
+    }
+
+    /// The name of a congestion controller, by its type (`"other"` for one hxlab does not
+    /// know): what [`of`] says of a connection driven by quinn-proto directly.
+    pub fn of_controller(controller: &dyn quinn::congestion::Controller) -> &'static str {
+        let any = controller.clone_box().into_any();
         if any.is::<quinn::congestion::NewReno>() {
             "reno"
         } else if any.is::<quinn::congestion::Cubic>() {

@@ -1,11 +1,12 @@
 //! EXPERIMENT, not part of hxlab load (issue 29, goal 3): a closed-loop HTTP/3 client that
 //! drives quinn-proto directly on one thread and one UDP socket (quinn-udp with GSO/GRO; no
-//! quinn async layer, no tokio), reusing hxlab-load's request template, TLS/QUIC config and
-//! `ResponseParser`. It measures what `hxlab load --proto h3` would cost per request without
-//! quinn's endpoint and connection driver tasks, their channels, locks and per-stream wakers,
-//! and with the ACK of a batch of responses riding in the packet that carries the next
-//! requests (the event loop transmits after the application ran, as TCP piggybacks its ACKs;
-//! `--ack-first` transmits before, as quinn's connection driver does: the same wire as today).
+//! tokio), reusing hxlab-load's request template, TLS/QUIC config and `ResponseParser`. It
+//! was the evidence for moving `hxlab load --proto h3` off quinn's async layer onto its own
+//! quinn-proto driver (`hxlab_load::h3::Driver`, which transmits after the sessions ran, so
+//! the ACK of a batch of responses rides in the packet that carries the next requests;
+//! `--ack-first` transmits before, as quinn's connection driver did). It is kept as the
+//! floor of that design: what quinn-proto alone costs per request, without tokio, the
+//! recorder, timeouts or error handling, to compare the real client with in the same run.
 //! It is not a load generator: no timeouts, no error handling (it panics), no 0-RTT, no
 //! GOAWAY, no latency figures, 1 URL; one run in six at 100 KiB stalled until the idle
 //! timeout (not investigated).

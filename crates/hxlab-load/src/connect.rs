@@ -304,7 +304,7 @@ async fn tcp_connection(
 /// run the h3 session. `None` when connecting failed (counted).
 async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Option<SessionEnd> {
     let dialer = dialer?;
-    let mut qc = match dialer.dial().await {
+    let qc = match dialer.dial().await {
         Ok(c) => c,
         Err(e) => {
             ctx.rec.borrow_mut().connect_failed(e.kind, &e);
@@ -315,39 +315,38 @@ async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Op
     if let Some(tap) = &ctx.tap {
         tell_quic_facts(tap, &qc, dialer, resumed);
     }
-    match qc.zero_rtt.take() {
-        None => ctx.rec.borrow_mut().connected(
+    if !qc.zero_rtt {
+        ctx.rec.borrow_mut().connected(
             None,
             Some(qc.handshake),
             resumed,
             "h3",
             Some("TLSv1.3"),
-            Some(hxlab_core::cc::quic::of(&qc.conn)),
-        ),
-        Some(accepted) => {
-            // 0-RTT: requests go out at once; whether the server took them is known later,
-            // and the connection is counted then. Accepted 0-RTT is a resumption; rejected
-            // 0-RTT may still have resumed the session (the handshake is complete by then,
-            // unless the connection died).
-            let rec = ctx.rec.clone();
-            let t0 = Instant::now() - qc.handshake;
-            let conn = qc.conn.clone();
-            let check = qc.cert_check.clone();
-            tokio::task::spawn_local(async move {
-                let ok = accepted.await;
-                let resumed =
-                    ok || (conn.close_reason().is_none() && check.is_some_and(|c| !c.verified()));
-                rec.borrow_mut().early_data("h3", ok);
-                rec.borrow_mut().connected(
-                    None,
-                    Some(t0.elapsed()),
-                    resumed,
-                    "h3",
-                    Some("TLSv1.3"),
-                    Some(hxlab_core::cc::quic::of(&conn)),
-                );
-            });
-        }
+            Some(qc.conn.congestion_controller()),
+        );
+    } else {
+        // 0-RTT: requests go out at once; whether the server took them is known later,
+        // and the connection is counted then. Accepted 0-RTT is a resumption; rejected
+        // 0-RTT may still have resumed the session (the handshake is complete by then,
+        // unless the connection died).
+        let rec = ctx.rec.clone();
+        let t0 = Instant::now() - qc.handshake;
+        let conn = qc.conn.clone();
+        let check = qc.cert_check.clone();
+        tokio::task::spawn_local(async move {
+            let ok = conn.zero_rtt_accepted().await;
+            let resumed =
+                ok || (conn.close_reason().is_none() && check.is_some_and(|c| !c.verified()));
+            rec.borrow_mut().early_data("h3", ok);
+            rec.borrow_mut().connected(
+                None,
+                Some(t0.elapsed()),
+                resumed,
+                "h3",
+                Some("TLSv1.3"),
+                Some(conn.congestion_controller()),
+            );
+        });
     }
     Some(crate::h3::session(ctx, qc.conn).await)
 }

@@ -3,8 +3,8 @@
 //! [`Session`] is the protocol side of one connection: whether another request may go now,
 //! submitting one, what is in flight (and since when), how it ends. [`H1Session`] and
 //! [`H2Session`] are sans-IO (they take received bytes and leave bytes to write, the
-//! [`ByteSession`] part); the h3 session ([`crate::h3::H3Session`]) drives quinn streams
-//! with a waker per request slot. A [`Transport`] moves a session's input and output: [`Tcp`]
+//! [`ByteSession`] part); the h3 session ([`crate::h3::H3Session`]) drives quinn-proto
+//! streams, woken by the worker's QUIC driver with its connection's stream events. A [`Transport`] moves a session's input and output: [`Tcp`]
 //! (reads, the session's one write buffer, one write per loop turn) for h1 and h2,
 //! [`crate::h3::Quic`] for h3.
 //!

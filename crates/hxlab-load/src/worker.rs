@@ -322,7 +322,7 @@ fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
     let endpoint =
         crate::h3::client_endpoint(bind).map_err(|e| format!("UDP socket for QUIC: {e}"))?;
     Ok(Some(QuicDialer {
-        endpoint,
+        driver: endpoint,
         configs: configs.clone(),
         addr,
         server_name: server_name.clone(),
@@ -437,7 +437,7 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
         rec.borrow_mut().requests_abandoned(left);
     }
     if let Some(q) = &quic {
-        q.endpoint.close(quinn::VarInt::from_u32(0), b"");
+        q.driver.close();
     }
     // The recorder stays with this thread (its tasks still hold it); its figures travel.
     let rec = rec.borrow();

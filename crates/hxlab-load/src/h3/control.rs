@@ -1,10 +1,15 @@
-//! The control streams: ours (SETTINGS), and the server's unidirectional streams, read in a
-//! helper task that reports SETTINGS errors and GOAWAY to the session.
+//! The control streams: ours (SETTINGS), and the server's unidirectional streams, read by
+//! the session as they become readable ([`UniReader`]): SETTINGS errors and GOAWAY reach the
+//! session through [`ControlState`].
 
 use super::*;
 use crate::net::with_tap;
 use hxlab_wire::tap::Channel;
 use hxlab_wire::Dir;
+use quinn_proto::{ReadError, StreamId};
+
+/// Most bytes taken from a server unidirectional stream per read.
+const UNI_CHUNK: usize = 64 * 1024;
 
 /// What the server's unidirectional streams told the session.
 #[derive(Default)]
@@ -18,150 +23,155 @@ pub(super) struct ControlState {
     pub(super) decoder_seen: bool,
 }
 
-pub(super) struct Shared {
-    pub(super) state: RefCell<ControlState>,
-    /// An observer of the connection's streams (`hxlab trace`).
-    pub(super) tap: Option<crate::net::SharedTap>,
-    /// Wakes the session (the control index of the ready set).
-    pub(super) wake: Waker,
-}
-
-impl Shared {
-    pub(super) fn fail(&self, code: u64, message: String) {
-        let mut s = self.state.borrow_mut();
-        if s.error.is_none() {
-            s.error = Some((code, message));
+impl ControlState {
+    /// A connection error found on the server's streams (the first one is kept).
+    pub(super) fn fail(&mut self, code: u64, message: &str) {
+        if self.error.is_none() {
+            self.error = Some((code, message.to_string()));
         }
-        drop(s);
-        self.wake.wake_by_ref();
     }
 }
 
-/// Accepts the server's unidirectional streams for the connection's lifetime (the task is
-/// aborted when the session ends, which aborts the readers it started).
-pub(super) async fn accept_uni(conn: quinn::Connection, shared: Rc<Shared>) {
-    let mut readers = tokio::task::JoinSet::new();
-    while let Ok(recv) = conn.accept_uni().await {
-        readers.spawn_local(read_uni(recv, shared.clone()));
-        // Reap finished readers so the set stays small.
-        while readers.try_join_next().is_some() {}
-    }
+/// One server unidirectional stream: its type, then the control stream's frames, or QPACK
+/// instructions (discarded: with capacity 0 there is nothing to insert).
+pub(super) struct UniReader {
+    pub(super) id: StreamId,
+    head: [u8; 8],
+    have: usize,
+    kind: Option<u64>,
+    control: ControlParser,
+    /// Finished with (ended, failed or stopped).
+    pub(super) done: bool,
 }
 
-/// Reads one server unidirectional stream: its type, then the control stream's frames, or
-/// QPACK instructions (discarded: with capacity 0 there is nothing to insert).
-pub(super) async fn read_uni(mut recv: quinn::RecvStream, shared: Rc<Shared>) {
-    let mut head = [0u8; 8];
-    let mut have = 0usize;
-    let mut kind: Option<u64> = None;
-    let mut control = ControlParser::default();
-    loop {
-        let chunk = match recv.read_chunk(64 * 1024, true).await {
-            Ok(Some(c)) => {
-                if let Some(tap) = &shared.tap {
-                    let id = Channel::Quic(u64::from(recv.id()));
-                    with_tap(tap, |t| t.bytes(Dir::Recv, id, &c.bytes));
-                }
-                c.bytes
-            }
-            Ok(None) => {
-                if let Some(tap) = &shared.tap {
-                    let id = Channel::Quic(u64::from(recv.id()));
-                    with_tap(tap, |t| t.stream_end(Dir::Recv, id));
-                }
-                if kind == Some(0x00) {
-                    shared.fail(
-                        H3_CLOSED_CRITICAL_STREAM,
-                        "h3: the server closed its control stream (H3_CLOSED_CRITICAL_STREAM)"
-                            .into(),
-                    );
-                }
-                return;
-            }
-            Err(quinn::ReadError::Reset(_)) if kind == Some(0x00) => {
-                shared.fail(
-                    H3_CLOSED_CRITICAL_STREAM,
-                    "h3: the server reset its control stream (H3_CLOSED_CRITICAL_STREAM)".into(),
-                );
-                return;
-            }
-            // The connection ended (the session sees that on its own streams).
-            Err(_) => return,
+impl UniReader {
+    pub(super) fn new(id: StreamId) -> UniReader {
+        UniReader {
+            id,
+            head: [0; 8],
+            have: 0,
+            kind: None,
+            control: ControlParser::default(),
+            done: false,
+        }
+    }
+
+    /// Reads what the stream has; what it says goes into `st` (errors: the first one kept).
+    pub(super) fn read(
+        &mut self,
+        q: &mut quinn_proto::Connection,
+        st: &mut ControlState,
+        tap: Option<&crate::net::SharedTap>,
+    ) {
+        if self.done {
+            return;
+        }
+        let mut rs = q.recv_stream(self.id);
+        let Ok(mut chunks) = rs.read(true) else {
+            self.done = true;
+            return;
         };
-        let mut data: &[u8] = &chunk;
-        if kind.is_none() {
+        // Bounded: every chunk consumes stream data, and the stream's window is finite.
+        loop {
+            let chunk = match chunks.next(UNI_CHUNK) {
+                Ok(Some(c)) => c.bytes,
+                Ok(None) => {
+                    if let Some(tap) = tap {
+                        let id = Channel::Quic(u64::from(self.id));
+                        with_tap(tap, |t| t.stream_end(Dir::Recv, id));
+                    }
+                    if self.kind == Some(0x00) {
+                        st.fail(
+                            H3_CLOSED_CRITICAL_STREAM,
+                            "h3: the server closed its control stream (H3_CLOSED_CRITICAL_STREAM)",
+                        );
+                    }
+                    self.done = true;
+                    break;
+                }
+                Err(ReadError::Reset(_)) => {
+                    if self.kind == Some(0x00) {
+                        st.fail(
+                            H3_CLOSED_CRITICAL_STREAM,
+                            "h3: the server reset its control stream (H3_CLOSED_CRITICAL_STREAM)",
+                        );
+                    }
+                    self.done = true;
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+            };
+            if let Some(tap) = tap {
+                let id = Channel::Quic(u64::from(self.id));
+                with_tap(tap, |t| t.bytes(Dir::Recv, id, &chunk));
+            }
+            if !self.take(&chunk, st) {
+                self.done = true;
+                break;
+            }
+        }
+        let _ = chunks.finalize();
+        if self.done && self.kind.is_some_and(|k| !matches!(k, 0x00 | 0x02 | 0x03)) {
+            // Unknown or reserved stream type: not read (RFC 9114 §6.2).
+            let _ = q
+                .recv_stream(self.id)
+                .stop(quinn::VarInt::from_u32(H3_STREAM_CREATION_ERROR as u32));
+        }
+    }
+
+    /// Takes one chunk; false when the stream is not read further.
+    fn take(&mut self, chunk: &[u8], st: &mut ControlState) -> bool {
+        let mut data = chunk;
+        if self.kind.is_none() {
+            let have = self.have;
             let n = (8 - have).min(data.len());
-            head[have..have + n].copy_from_slice(&data[..n]);
-            let Some((t, used)) = varint(&head[..have + n]) else {
-                have += n;
-                continue;
+            self.head[have..have + n].copy_from_slice(&data[..n]);
+            let Some((t, used)) = varint(&self.head[..have + n]) else {
+                self.have += n;
+                return true;
             };
             data = &data[used - have..];
-            kind = Some(t);
-            let mut st = shared.state.borrow_mut();
+            self.kind = Some(t);
             let seen = match t {
-                0x00 => Some(&mut st.control_seen),
-                0x02 => Some(&mut st.encoder_seen),
-                0x03 => Some(&mut st.decoder_seen),
+                0x00 => &mut st.control_seen,
+                0x02 => &mut st.encoder_seen,
+                0x03 => &mut st.decoder_seen,
                 0x01 => {
-                    drop(st);
-                    shared.fail(
+                    st.fail(
                         H3_ID_ERROR,
-                        "h3: the server opened a push stream, but we allowed no push (H3_ID_ERROR)"
-                            .into(),
+                        "h3: the server opened a push stream, but we allowed no push (H3_ID_ERROR)",
                     );
-                    return;
+                    return false;
                 }
-                _ => None,
+                _ => return false,
             };
-            match seen {
-                Some(flag) if *flag => {
-                    drop(st);
-                    shared.fail(
-                        H3_STREAM_CREATION_ERROR,
-                        format!(
-                            "h3: a second server stream of type {t:#x} (H3_STREAM_CREATION_ERROR)"
-                        ),
-                    );
-                    return;
-                }
-                Some(flag) => *flag = true,
-                None => {
-                    // Unknown or reserved stream type: not read (RFC 9114 §6.2).
-                    drop(st);
-                    let _ = recv.stop(quinn::VarInt::from_u32(H3_STREAM_CREATION_ERROR as u32));
-                    return;
-                }
+            if *seen {
+                st.fail(
+                    H3_STREAM_CREATION_ERROR,
+                    &format!(
+                        "h3: a second server stream of type {t:#x} (H3_STREAM_CREATION_ERROR)"
+                    ),
+                );
+                return false;
+            }
+            *seen = true;
+        }
+        if self.kind == Some(0x00) {
+            if let Err(e) = self.control.feed(data) {
+                let (H3Error::Connection { code, message } | H3Error::Stream { code, message }) = e;
+                st.fail(code, &message);
+                return false;
+            }
+            if let Some(id) = self.control.goaway {
+                st.goaway = Some(id);
             }
         }
-        if kind == Some(0x00) {
-            if let Err(e) = control.feed(data) {
-                let (code, message) = match e {
-                    H3Error::Connection { code, message } | H3Error::Stream { code, message } => {
-                        (code, message)
-                    }
-                };
-                shared.fail(code, message);
-                return;
-            }
-            if let Some(id) = control.goaway {
-                let mut st = shared.state.borrow_mut();
-                if st.goaway != Some(id) {
-                    st.goaway = Some(id);
-                    drop(st);
-                    shared.wake.wake_by_ref();
-                }
-            }
-        }
+        true
     }
 }
 
-/// Opens our control stream and sends SETTINGS (shown to `tap`).
-pub(super) async fn open_control(
-    conn: &quinn::Connection,
-    tap: Option<&crate::net::SharedTap>,
-) -> Result<quinn::SendStream, String> {
-    let mut stream = conn.open_uni().await.map_err(|e| e.to_string())?;
+/// Our control stream's bytes: the stream type (control), then one SETTINGS frame.
+pub(super) fn control_stream_bytes() -> Vec<u8> {
     let mut payload = Vec::with_capacity(16);
     use hxlab_wire::h3::setting::{
         MAX_FIELD_SECTION_SIZE, QPACK_BLOCKED_STREAMS, QPACK_MAX_TABLE_CAPACITY,
@@ -174,14 +184,72 @@ pub(super) async fn open_control(
         put_varint(&mut payload, id);
         put_varint(&mut payload, v);
     }
-    // The stream type (control), then one SETTINGS frame.
     let mut out = vec![hxlab_wire::h3::stream::CONTROL as u8];
     hxlab_wire::h3::write_frame_head(&mut out, SETTINGS, payload.len() as u64);
     out.extend_from_slice(&payload);
-    stream.write_all(&out).await.map_err(|e| e.to_string())?;
-    if let Some(tap) = tap {
-        let id = Channel::Quic(u64::from(stream.id()));
-        with_tap(tap, |t| t.bytes(Dir::Send, id, &out));
+    out
+}
+
+/// Our control stream being opened and written (SETTINGS); retried as stream credit and
+/// flow control allow.
+pub(super) struct ControlOpener {
+    out: Bytes,
+    id: Option<StreamId>,
+}
+
+impl ControlOpener {
+    pub(super) fn new() -> ControlOpener {
+        ControlOpener {
+            out: Bytes::from(control_stream_bytes()),
+            id: None,
+        }
     }
-    Ok(stream)
+
+    /// Opens the stream if it is not yet and writes what is left: `Ok(Some(id))` once all of
+    /// SETTINGS is written, `Ok(None)` while waiting for credit.
+    pub(super) fn poll(
+        &mut self,
+        q: &mut quinn_proto::Connection,
+        tap: Option<&crate::net::SharedTap>,
+    ) -> Result<Option<StreamId>, String> {
+        let id = match self.id {
+            Some(id) => id,
+            None => match q.streams().open(quinn_proto::Dir::Uni) {
+                Some(id) => *self.id.insert(id),
+                None => return Ok(None),
+            },
+        };
+        let before = self.out.clone();
+        let mut bufs = [std::mem::take(&mut self.out)];
+        let r = q.send_stream(id).write_chunks(&mut bufs);
+        self.out = std::mem::take(&mut bufs[0]);
+        match r {
+            Ok(_) | Err(quinn_proto::WriteError::Blocked) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        if let Some(tap) = tap {
+            let sent = &before[..before.len() - self.out.len()];
+            if !sent.is_empty() {
+                with_tap(tap, |t| {
+                    t.bytes(Dir::Send, Channel::Quic(u64::from(id)), sent)
+                });
+            }
+        }
+        Ok(self.out.is_empty().then_some(id))
+    }
+}
+
+/// Opens our control stream and sends SETTINGS (shown to `tap`).
+pub(super) async fn open_control(
+    conn: &QuicConn,
+    tap: Option<&crate::net::SharedTap>,
+) -> Result<StreamId, String> {
+    let mut opener = ControlOpener::new();
+    conn.until(|s| {
+        if let Some(e) = &s.lost {
+            return Some(Err(e.to_string()));
+        }
+        opener.poll(&mut s.q, tap).transpose()
+    })
+    .await
 }

@@ -5,11 +5,11 @@ use super::*;
 /// Receive buffer asked for on the client's UDP socket: the same as the origin's.
 pub const UDP_RECV_BUFFER: usize = hxlab_core::QUIC_UDP_RECV_BUFFER;
 
-/// The worker's client endpoint: what [`quinn::Endpoint::client`] makes (a socket2 UDP
-/// socket, dual-stack on IPv6, wrapped by quinn's runtime, so quinn-udp's GSO and GRO are
-/// used), with a larger receive buffer ([`UDP_RECV_BUFFER`]). Nothing of it is seen on the
-/// wire.
-pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+/// The worker's QUIC driver ([`Driver`]) on a new UDP socket: a socket2 UDP socket as
+/// quinn's `Endpoint::client` makes it (dual-stack on IPv6), with a larger receive buffer
+/// ([`UDP_RECV_BUFFER`]), driven through quinn-udp (GSO, GRO). Nothing of it is seen on the
+/// wire. Must be called on the worker's `LocalSet` (the driver task starts there).
+pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<Driver> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
     if bind.is_ipv6() {
@@ -18,19 +18,15 @@ pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
     // Best effort: a smaller buffer only means more drops under load.
     let _ = socket.set_recv_buffer_size(UDP_RECV_BUFFER);
     socket.bind(&bind.into())?;
-    quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        None,
-        socket.into(),
-        Arc::new(quinn::TokioRuntime),
-    )
+    socket.set_nonblocking(true)?;
+    Driver::new(socket.into())
 }
 
 /// What opening a QUIC connection needs.
 #[derive(Clone)]
 pub struct QuicDialer {
-    /// The worker's endpoint (one UDP socket per worker).
-    pub endpoint: quinn::Endpoint,
+    /// The worker's QUIC driver (one UDP socket per worker).
+    pub driver: Driver,
     /// Client configs (TLS 1.3, ALPN h3, congestion controller; one per connection when
     /// resumption is on, to tell resumed handshakes).
     pub configs: crate::tls::QuicConfigs,
@@ -47,11 +43,11 @@ pub struct QuicDialer {
 /// An established QUIC connection and what its setup measured.
 pub struct QuicConnection {
     /// The connection.
-    pub conn: quinn::Connection,
+    pub conn: QuicConn,
     /// Handshake time (to 1-RTT keys, or until 0-RTT could start).
     pub handshake: Duration,
-    /// 0-RTT was used (acceptance is only known later).
-    pub zero_rtt: Option<quinn::ZeroRttAccepted>,
+    /// 0-RTT was used (acceptance is only known later: [`QuicConn::zero_rtt_accepted`]).
+    pub zero_rtt: bool,
     /// With resumption on: whether the handshake verified a certificate.
     pub cert_check: Option<crate::tls::CertCheck>,
 }
@@ -86,29 +82,25 @@ impl QuicDialer {
     pub async fn dial(&self) -> Result<QuicConnection, ConnectError> {
         let t0 = Instant::now();
         let (config, cert_check) = self.configs.for_connection();
-        let connecting = self
-            .endpoint
-            .connect_with(config, self.addr, &self.server_name)
+        let conn = self
+            .driver
+            .connect(config, self.addr, &self.server_name)
             .map_err(|e| ConnectError {
                 kind: ErrorKind::Connect,
                 message: format!("QUIC connect to {}: {e}", self.addr),
             })?;
-        let connecting = if self.zero_rtt {
-            match connecting.into_0rtt() {
-                Ok((conn, accepted)) => {
-                    return Ok(QuicConnection {
-                        conn,
-                        handshake: t0.elapsed(),
-                        zero_rtt: Some(accepted),
-                        cert_check,
-                    })
-                }
-                Err(c) => c,
-            }
-        } else {
-            connecting
-        };
-        match tokio::time::timeout(self.limit, connecting).await {
+        // 0-RTT keys exist from the start when the ticket allows early data (quinn's
+        // `into_0rtt` asks the same).
+        if self.zero_rtt && conn.state().q.has_0rtt() {
+            return Ok(QuicConnection {
+                conn,
+                handshake: t0.elapsed(),
+                zero_rtt: true,
+                cert_check,
+            });
+        }
+        match tokio::time::timeout(self.limit, conn.established()).await {
+            // Dropping `conn` closes the connection.
             Err(_) => Err(ConnectError {
                 kind: ErrorKind::Timeout,
                 message: format!(
@@ -117,10 +109,10 @@ impl QuicDialer {
                 ),
             }),
             Ok(Err(e)) => Err(quic_error(self.addr, &e, self.limit)),
-            Ok(Ok(conn)) => Ok(QuicConnection {
+            Ok(Ok(())) => Ok(QuicConnection {
                 conn,
                 handshake: t0.elapsed(),
-                zero_rtt: None,
+                zero_rtt: false,
                 cert_check,
             }),
         }

@@ -1,26 +1,36 @@
 //! HTTP/3: an own HTTP/3 client (RFC 9114, QPACK of RFC 9204 with the static table
-//! only) directly on quinn streams, up to `-m` requests in flight per connection.
+//! only) directly on quinn-proto, up to `-m` requests in flight per connection.
 //!
 //! Why not the `h3` crate: per request it Huffman-encoded our headers, decoded the response
 //! bit by bit, allocated frames and futures; this client sends each URL's request as one
 //! precomputed buffer ([`crate::target::RequestTemplate::h3_request`]: a HEADERS frame and,
-//! with `-d`, a DATA frame) and parses responses in place as quinn hands over chunks.
+//! with `-d`, a DATA frame) and parses responses in place as quinn-proto hands over chunks.
+//!
+//! Why not quinn's async layer (`quinn::Endpoint`, `Connection`, streams): its connection
+//! driver task handles incoming datagrams and transmits before the application runs, so each
+//! round of responses cost an ACK-only datagram of its own, and every stream operation went
+//! through a lock, a channel or a waker of its own. The worker's [`Driver`] (`driver.rs`)
+//! runs quinn-proto on the worker's thread: one UDP socket through quinn-udp (GSO, GRO, an
+//! 8 MiB receive buffer so the GRO batches of 50 connections are not dropped), one
+//! `quinn_proto::Endpoint`, the connections, one timer; each turn it receives, hands the
+//! connections' events to their sessions and lets them run, and only then transmits, so the
+//! ACK rides with the next requests (see its docs: quinn-proto's ACK policy and transport
+//! settings are unchanged, the wire stays like for like with h2).
 //!
 //! Pieces: [`ResponseParser`] (sans-IO: frames of one request stream, QPACK decode with
 //! [`crate::qpack::Decoder`], the last field section's decode remembered, interim 1xx
 //! heads, DATA counting, trailers) and
 //! [`ControlParser`] (the server's control stream: SETTINGS first, GOAWAY) are tested on
 //! their own (`parse.rs`). [`session`] opens our control stream (SETTINGS: dynamic table
-//! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE; `control.rs`), reads the server's
-//! unidirectional streams in a helper task (control parsed, QPACK encoder/decoder streams
-//! read and discarded, anything else stopped), and runs the requests of one connection as an
-//! [`H3Session`] through the client loop ([`crate::session::drive`] over [`Quic`]): each
-//! request slot has its own reusable waker (`wake.rs`), so a wake-up polls only the streams
-//! that have something to say, a slot's stream is read with `read_chunks` (up to 16 chunks
-//! per call, each call one lock of the connection), and nothing is allocated per request on
-//! our side. The dialer ([`QuicDialer`], 0-RTT, resumption) and the worker's endpoint
-//! ([`client_endpoint`]: quinn's own UDP socket setup, so quinn-udp's GSO/GRO, with an 8 MiB
-//! receive buffer so the GRO batches of 50 connections are not dropped) are in `dial.rs`.
+//! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE; `control.rs`), then runs the
+//! requests of one connection as an [`H3Session`] through the client loop
+//! ([`crate::session::drive`] over [`Quic`]): the driver queues the connection's stream
+//! events and wakes the session, which marks the request slots they concern and polls only
+//! those (a slot's stream is read chunk by chunk until quinn-proto has no more), reads the
+//! server's unidirectional streams as they become readable (control parsed, QPACK
+//! encoder/decoder streams read and discarded, anything else stopped), and allocates
+//! nothing per request on our side. The dialer ([`QuicDialer`]: 0-RTT, resumption,
+//! handshake limit) and the worker's driver ([`client_endpoint`]) are in `dial.rs`.
 //!
 //! Counting (docs/run-result.md): wire bytes are request-stream bytes (frames with their
 //! heads; control and QPACK streams are not counted), header bytes are HEADERS payloads (the
@@ -39,15 +49,13 @@ use crate::qpack;
 use crate::recorder::ErrorKind;
 use crate::session::{Fail, Outcome, Req, Session, Transport};
 use bytes::Bytes;
-use futures::task::AtomicWaker;
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use hxlab_wire::h3::code::{
@@ -104,11 +112,12 @@ fn stream_error(code: u64, what: &str) -> H3Error {
 
 mod control;
 mod dial;
+mod driver;
 mod parse;
 mod session;
-mod wake;
 
 pub use dial::{client_endpoint, QuicConnection, QuicDialer, UDP_RECV_BUFFER};
+pub use driver::{ConnState, Driver, QuicConn};
 pub use parse::{ControlParser, ResponseParser};
 pub use session::{session, H3Session, Quic};
 

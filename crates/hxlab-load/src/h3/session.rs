@@ -1,27 +1,48 @@
 //! [`H3Session`]: the [`Session`] of one QUIC connection, and the [`Quic`] transport that
 //! runs it through the client loop.
 
-use super::control::{accept_uni, open_control, ControlState, Shared};
-use super::wake::{ReadySet, SlotWaker};
+use super::control::{open_control, ControlOpener, ControlState, UniReader};
 use super::*;
 use crate::net::with_tap;
 use hxlab_wire::tap::Channel;
 use hxlab_wire::Dir;
+use quinn_proto::{ReadError, StreamEvent, StreamId, WriteError};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
-/// Most chunks taken from a stream per read call.
-const READ_CHUNKS: usize = 16;
+/// Hashes stream ids (one `u64` each) with a multiply instead of SipHash: the ids are
+/// ours, nothing to defend against.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        // The product's high bits are the mixed ones: fold them into the low bits too.
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
 
 /// A request in flight.
 struct Slot {
-    id: u64,
-    send: Option<quinn::SendStream>,
-    /// Request bytes not yet taken by quinn.
+    id: StreamId,
+    /// The request is still being sent (not finished or reset).
+    sending: bool,
+    /// Request bytes not yet taken by quinn-proto.
     pending: Bytes,
-    recv: quinn::RecvStream,
+    /// Opened in 0-RTT (refused if the server rejects early data).
+    zero_rtt: bool,
     req: Req,
 }
 
-/// A request whose stream is being opened (waiting for stream credit).
+/// A request waiting for stream credit.
 struct Opening {
     req: Req,
     url: usize,
@@ -55,116 +76,109 @@ fn varint_code(code: u64) -> quinn::VarInt {
     quinn::VarInt::from_u64(code).unwrap_or(quinn::VarInt::from_u32(0x102))
 }
 
-/// The HTTP/3 side of one QUIC connection: up to `depth` request slots, each with its own
-/// waker, so a wake-up polls only the streams quinn woke.
-pub struct H3Session<'c> {
-    conn: &'c quinn::Connection,
+/// The HTTP/3 side of one QUIC connection: up to `depth` request slots; the driver's stream
+/// events mark the slots they concern, and a wake-up polls only those.
+pub struct H3Session {
+    conn: QuicConn,
     depth: usize,
-    ready: Arc<ReadySet>,
-    /// Per slot (cloned per poll as an `Rc`, not per waker).
-    wakers: Rc<[Waker]>,
+    /// Slots with something to say (a stream event, or a request just started).
+    ready: Vec<bool>,
     slots: Vec<Option<Slot>>,
+    /// Request stream → slot.
+    by_stream: HashMap<StreamId, usize, BuildHasherDefault<IdHasher>>,
     parsers: Vec<ResponseParser>,
     free: Vec<usize>,
     dec: qpack::Decoder,
     opening: Option<Opening>,
-    /// The stream being opened for `opening` (boxed once per connection), and what it gave.
-    open: Pin<Box<Option<quinn::OpenBi<'c>>>>,
-    opened: Option<Result<(quinn::SendStream, quinn::RecvStream), quinn::ConnectionError>>,
     inflight: usize,
     /// A request was started since the slots were last polled.
     started_unpolled: bool,
     answered: u64,
     sent_any: bool,
     goaway: Option<u64>,
-    shared: Rc<Shared>,
-    /// Our control stream must be opened again (0-RTT was rejected).
-    reopen_control: bool,
-    /// The control stream opened after a 0-RTT rejection.
-    control: Rc<RefCell<Option<quinn::SendStream>>>,
-    connect_timeout: Duration,
-    /// The server's unidirectional streams (aborted when the session is dropped).
-    acceptor: tokio::task::JoinHandle<()>,
+    /// The server's unidirectional streams and what they said.
+    uni: Vec<UniReader>,
+    control_state: ControlState,
+    tap: Option<crate::net::SharedTap>,
+    /// The connection started in 0-RTT and its verdict has not been looked at yet.
+    early: bool,
+    /// Our control stream being opened again (0-RTT was rejected).
+    reopen_control: Option<ControlOpener>,
+    /// The driver's events, taken each wake-up (the buffer is kept).
+    events: Vec<StreamEvent>,
 }
 
-impl Drop for H3Session<'_> {
-    fn drop(&mut self) {
-        self.acceptor.abort();
-    }
-}
-
-impl<'c> H3Session<'c> {
-    /// A session on `conn` for `ctx`'s client; starts reading the server's unidirectional
-    /// streams.
-    pub fn new(ctx: &ClientCtx, conn: &'c quinn::Connection) -> H3Session<'c> {
+impl H3Session {
+    /// A session on `conn` for `ctx`'s client.
+    pub fn new(ctx: &ClientCtx, conn: QuicConn) -> H3Session {
         let depth = if ctx.no_keepalive {
             1
         } else {
             ctx.depth.max(1)
         };
-        let ready = Arc::new(ReadySet {
-            flags: (0..=depth).map(|_| AtomicBool::new(false)).collect(),
-            any: AtomicBool::new(false),
-            session: AtomicWaker::new(),
-        });
-        let shared = Rc::new(Shared {
-            state: RefCell::new(ControlState::default()),
-            tap: ctx.tap.clone(),
-            wake: Waker::from(Arc::new(SlotWaker {
-                set: ready.clone(),
-                index: depth,
-            })),
-        });
-        let acceptor = tokio::task::spawn_local(accept_uni(conn.clone(), shared.clone()));
-        let wakers = (0..depth)
-            .map(|index| {
-                Waker::from(Arc::new(SlotWaker {
-                    set: ready.clone(),
-                    index,
-                }))
-            })
-            .collect();
+        let early = conn.state().q.is_handshaking();
         H3Session {
             conn,
             depth,
-            ready,
-            wakers,
+            ready: vec![false; depth],
             slots: (0..depth).map(|_| None).collect(),
+            by_stream: HashMap::with_capacity_and_hasher(depth, Default::default()),
             parsers: (0..depth).map(|_| ResponseParser::default()).collect(),
             free: (0..depth).rev().collect(),
             dec: qpack::Decoder::new(),
             opening: None,
-            open: Box::pin(None),
-            opened: None,
             inflight: 0,
             started_unpolled: false,
             answered: 0,
             sent_any: false,
             goaway: None,
-            shared,
-            reopen_control: false,
-            control: Rc::new(RefCell::new(None)),
-            connect_timeout: ctx.connect_timeout,
-            acceptor,
+            uni: Vec::new(),
+            control_state: ControlState::default(),
+            tap: ctx.tap.clone(),
+            early,
+            reopen_control: None,
+            events: Vec::new(),
         }
     }
 
-    /// Frees slot `i` and resets what is left of its streams with `code`.
+    /// Frees slot `i` and resets what is left of its streams with `code` (not when the
+    /// streams are gone: rejected 0-RTT, whose ids quinn-proto hands out again).
     fn release(&mut self, i: usize, code: Option<u64>) {
-        if let Some(mut s) = self.slots[i].take() {
-            if let Some(code) = code {
-                let _ = s.recv.stop(varint_code(code));
-                if let Some(send) = &mut s.send {
-                    let _ = send.reset(varint_code(code));
-                }
-            } else if let Some(send) = &mut s.send {
-                // Answered before the whole request body was taken: stop sending it.
-                let _ = send.reset(varint_code(H3_NO_ERROR));
+        if let Some(s) = self.slots[i].take() {
+            self.by_stream.remove(&s.id);
+            // Nothing to tell quinn-proto about a stream answered and fully sent (the usual
+            // case), nor about streams that are gone.
+            let gone = s.zero_rtt && self.rejected();
+            if !gone && (code.is_some() || s.sending) {
+                self.conn.with(|q| {
+                    if let Some(code) = code {
+                        let _ = q.recv_stream(s.id).stop(varint_code(code));
+                        if s.sending {
+                            let _ = q.send_stream(s.id).reset(varint_code(code));
+                        }
+                    } else if s.sending {
+                        // Answered before the whole request body was taken: stop sending it.
+                        let _ = q.send_stream(s.id).reset(varint_code(H3_NO_ERROR));
+                    }
+                });
             }
             self.parsers[i].reset();
+            self.ready[i] = false;
             self.free.push(i);
             self.inflight -= 1;
         }
+    }
+
+    /// 0-RTT data was refused: the handshake is over and the server did not take it (or the
+    /// connection died during the handshake), as quinn's `check_0rtt` says.
+    fn rejected(&self) -> bool {
+        let st = self.conn.state();
+        !st.q.is_handshaking() && !st.q.accepted_0rtt()
+    }
+
+    /// Why the connection ended, if it did.
+    fn lost(&self) -> Option<quinn::ConnectionError> {
+        self.conn.state().lost.clone()
     }
 
     fn fail_slot(&mut self, ctx: &mut ClientCtx, i: usize, kind: ErrorKind, message: &str) {
@@ -188,36 +202,46 @@ impl<'c> H3Session<'c> {
     /// GOAWAY: requests at or above `id` were not processed; they go back to the plan.
     fn refuse_from(&mut self, ctx: &mut ClientCtx, id: u64) {
         for i in 0..self.depth {
-            if self.slots[i].as_ref().is_some_and(|s| s.id >= id) {
+            if self.slots[i]
+                .as_ref()
+                .is_some_and(|s| u64::from(s.id) >= id)
+            {
                 self.unsend(ctx, i);
             }
         }
     }
 
-    /// The server rejected 0-RTT: the streams sent in it are gone (our control stream
-    /// too). Their requests are sent again on this connection, now in 1-RTT.
-    fn early_data_rejected(&mut self, ctx: &mut ClientCtx, i: usize) -> SlotPoll {
-        self.unsend(ctx, i);
+    /// Once the handshake is over: if the server rejected 0-RTT, the streams sent in it are
+    /// gone (our control stream too). Their requests are sent again on this connection, now
+    /// in 1-RTT, and the control stream is opened again.
+    fn check_early_data(&mut self, ctx: &mut ClientCtx) {
+        if !self.early || self.conn.state().q.is_handshaking() {
+            return;
+        }
+        self.early = false;
+        if !self.rejected() {
+            return;
+        }
+        for i in 0..self.depth {
+            if self.slots[i].as_ref().is_some_and(|s| s.zero_rtt) {
+                self.unsend(ctx, i);
+            }
+        }
         self.sent_any = false;
-        self.reopen_control = true;
-        SlotPoll::Freed
+        if self.conn.state().lost.is_none() {
+            self.reopen_control = Some(ControlOpener::new());
+        }
     }
 
     /// The stream for request `o` is open: the request goes into a free slot.
-    fn start(
-        &mut self,
-        ctx: &mut ClientCtx,
-        o: Opening,
-        send: quinn::SendStream,
-        mut recv: quinn::RecvStream,
-        now: Instant,
-    ) {
-        let id = u64::from(send.id());
-        if self.goaway.is_some_and(|g| id >= g) {
+    fn start(&mut self, ctx: &mut ClientCtx, o: Opening, id: StreamId, now: Instant) {
+        let zero_rtt = self.conn.state().q.is_handshaking();
+        if self.goaway.is_some_and(|g| u64::from(id) >= g) {
             // Opened after a GOAWAY that excludes it: never sent.
-            let mut send = send;
-            let _ = send.reset(varint_code(H3_REQUEST_CANCELLED));
-            let _ = recv.stop(varint_code(H3_REQUEST_CANCELLED));
+            self.conn.with(|q| {
+                let _ = q.send_stream(id).reset(varint_code(H3_REQUEST_CANCELLED));
+                let _ = q.recv_stream(id).stop(varint_code(H3_REQUEST_CANCELLED));
+            });
             ctx.plan.give_back(o.req.ticket);
             return;
         }
@@ -237,64 +261,74 @@ impl<'c> H3Session<'c> {
         }
         self.slots[i] = Some(Slot {
             id,
-            send: Some(send),
+            sending: true,
             pending: t.h3_request.clone(),
-            recv,
+            zero_rtt,
             req: o.req,
         });
+        self.by_stream.insert(id, i);
         self.inflight += 1;
         self.sent_any = true;
-        self.ready.mark_for_this_pass(i);
+        self.ready[i] = true;
         self.started_unpolled = true;
     }
 
+    /// Opens the stream of the request waiting for one, if there is stream credit.
+    fn try_open(&mut self, ctx: &mut ClientCtx, now: Instant) {
+        // On a lost connection the request is not sent: `finish` gives it back.
+        if self.opening.is_none() || self.lost().is_some() {
+            return;
+        }
+        if let Some(id) = self.conn.with(|q| q.streams().open(quinn_proto::Dir::Bi)) {
+            if let Some(o) = self.opening.take() {
+                self.start(ctx, o, id, now);
+            }
+        }
+    }
+
     /// Writes what slot `i` still has to send; `Some` when the slot or the connection ended.
-    fn write_slot(
-        &mut self,
-        ctx: &mut ClientCtx,
-        i: usize,
-        cx: &mut Context<'_>,
-    ) -> Option<SlotPoll> {
+    fn write_slot(&mut self, ctx: &mut ClientCtx, i: usize) -> Option<SlotPoll> {
+        if !self.slots[i].as_ref()?.sending {
+            return None;
+        }
+        if let Some(e) = self.lost() {
+            let f = lost(&e);
+            self.fail_slot(ctx, i, f.kind, &f.message);
+            return Some(SlotPoll::Fail(f));
+        }
         let slot = self.slots[i].as_mut()?;
-        let send = slot.send.as_mut()?;
-        while !slot.pending.is_empty() {
-            let before = self.shared.tap.as_ref().map(|_| slot.pending.clone());
-            let mut bufs = [std::mem::take(&mut slot.pending)];
-            let r = pin!(send.write_chunks(&mut bufs)).poll(cx);
-            slot.pending = std::mem::take(&mut bufs[0]);
-            match r {
-                Poll::Ready(Ok(_)) => {
-                    if let (Some(tap), Some(b)) = (&self.shared.tap, before) {
-                        let sent = &b[..b.len() - slot.pending.len()];
-                        with_tap(tap, |t| t.bytes(Dir::Send, Channel::Quic(slot.id), sent));
-                    }
+        let (id, tap) = (slot.id, &self.tap);
+        let before = tap.as_ref().map(|_| slot.pending.clone());
+        let mut bufs = [std::mem::take(&mut slot.pending)];
+        let r = self
+            .conn
+            .with(|q| q.send_stream(id).write_chunks(&mut bufs));
+        slot.pending = std::mem::take(&mut bufs[0]);
+        match r {
+            Ok(_) => {
+                if let (Some(tap), Some(b)) = (tap, before) {
+                    let sent = &b[..b.len() - slot.pending.len()];
+                    with_tap(tap, |t| {
+                        t.bytes(Dir::Send, Channel::Quic(u64::from(id)), sent)
+                    });
                 }
-                Poll::Pending => break,
-                // The server stopped reading the request: its response may still come.
-                Poll::Ready(Err(quinn::WriteError::Stopped(_))) => {
-                    slot.pending = Bytes::new();
-                    break;
-                }
-                Poll::Ready(Err(quinn::WriteError::ZeroRttRejected)) => {
-                    return Some(self.early_data_rejected(ctx, i));
-                }
-                Poll::Ready(Err(quinn::WriteError::ConnectionLost(e))) => {
-                    let f = lost(&e);
-                    self.fail_slot(ctx, i, f.kind, &f.message);
-                    return Some(SlotPoll::Fail(f));
-                }
-                Poll::Ready(Err(e)) => {
-                    let message = format!("h3: request write: {e}");
-                    self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
-                    return Some(SlotPoll::Freed);
-                }
+            }
+            Err(WriteError::Blocked) => {}
+            // The server stopped reading the request: its response may still come.
+            Err(WriteError::Stopped(_)) => slot.pending = Bytes::new(),
+            Err(e @ WriteError::ClosedStream) => {
+                let message = format!("h3: request write: {e}");
+                self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                return Some(SlotPoll::Freed);
             }
         }
         if slot.pending.is_empty() {
-            let _ = send.finish();
-            slot.send = None;
-            if let Some(tap) = &self.shared.tap {
-                with_tap(tap, |t| t.stream_end(Dir::Send, Channel::Quic(slot.id)));
+            let _ = self.conn.with(|q| q.send_stream(id).finish());
+            slot.sending = false;
+            if let Some(tap) = tap {
+                with_tap(tap, |t| {
+                    t.stream_end(Dir::Send, Channel::Quic(u64::from(id)))
+                });
             }
         }
         None
@@ -302,50 +336,88 @@ impl<'c> H3Session<'c> {
 
     /// Writes what slot `i` still has to send and reads what arrived.
     fn poll_slot(&mut self, ctx: &mut ClientCtx, i: usize, now: Instant) -> SlotPoll {
-        let wakers = self.wakers.clone();
-        let mut cx = Context::from_waker(&wakers[i]);
-        if let Some(end) = self.write_slot(ctx, i, &mut cx) {
+        if let Some(end) = self.write_slot(ctx, i) {
             return end;
         }
-        // Every chunk quinn has for the stream in one call (one connection lock) a time.
-        let mut chunks: [Bytes; READ_CHUNKS] = Default::default();
-        loop {
-            let Some(slot) = self.slots[i].as_mut() else {
-                return SlotPoll::Freed;
+        let Some(slot) = self.slots[i].as_ref() else {
+            return SlotPoll::Freed;
+        };
+        let id = slot.id;
+        let (p, dec, tap) = (&mut self.parsers[i], &mut self.dec, &self.tap);
+        let mut result = Ok(());
+        let mut bytes = 0u64;
+        let mut end: Result<bool, Option<ReadError>> = Ok(false);
+        self.conn.with(|q| {
+            let mut rs = q.recv_stream(id);
+            let Ok(mut chunks) = rs.read(true) else {
+                end = Err(None);
+                return;
             };
-            let r = pin!(slot.recv.read_chunks(&mut chunks)).poll(&mut cx);
-            match r {
-                Poll::Pending => return SlotPoll::Pending,
-                Poll::Ready(Ok(Some(n))) => {
-                    let p = &mut self.parsers[i];
-                    let mut result = Ok(());
-                    let mut bytes = 0;
-                    for chunk in &mut chunks[..n] {
-                        let chunk = std::mem::take(chunk);
-                        if let Some(tap) = &self.shared.tap {
-                            let id = Channel::Quic(slot.id);
-                            with_tap(tap, |t| t.bytes(Dir::Recv, id, &chunk));
+            // Bounded: every chunk consumes received data.
+            loop {
+                match chunks.next(usize::MAX) {
+                    Ok(Some(chunk)) => {
+                        if let Some(tap) = tap {
+                            with_tap(tap, |t| {
+                                t.bytes(Dir::Recv, Channel::Quic(id.into()), &chunk.bytes)
+                            });
                         }
-                        bytes += chunk.len() as u64;
-                        result = p.feed(&mut self.dec, &chunk, now);
+                        bytes += chunk.bytes.len() as u64;
+                        result = p.feed(dec, &chunk.bytes, now);
                         if result.is_err() {
                             break;
                         }
                     }
-                    let header = std::mem::take(&mut p.header_bytes);
-                    ctx.rec.borrow_mut().received(now, bytes, header, 0);
-                    if let Err(e) = result {
-                        return self.h3_error(ctx, i, e);
+                    Ok(None) => {
+                        end = Ok(true);
+                        break;
+                    }
+                    Err(e) => {
+                        end = Err(Some(e));
+                        break;
                     }
                 }
-                Poll::Ready(Ok(None)) => {
-                    if let Some(tap) = &self.shared.tap {
-                        let id = Channel::Quic(slot.id);
-                        with_tap(tap, |t| t.stream_end(Dir::Recv, id));
-                    }
-                    return self.response_done(ctx, i, now);
+            }
+            let _ = chunks.finalize();
+        });
+        if bytes > 0 {
+            let header = std::mem::take(&mut p.header_bytes);
+            ctx.rec.borrow_mut().received(now, bytes, header, 0);
+        }
+        if let Err(e) = result {
+            return self.h3_error(ctx, i, e);
+        }
+        match end {
+            Ok(false) => SlotPoll::Pending,
+            Ok(true) => {
+                if let Some(tap) = &self.tap {
+                    with_tap(tap, |t| t.stream_end(Dir::Recv, Channel::Quic(id.into())));
                 }
-                Poll::Ready(Err(e)) => return self.read_error(ctx, i, e),
+                self.response_done(ctx, i, now)
+            }
+            Err(Some(ReadError::Blocked)) => match self.lost() {
+                None => SlotPoll::Pending,
+                Some(e) => {
+                    let f = lost(&e);
+                    self.fail_slot(ctx, i, f.kind, &f.message);
+                    SlotPoll::Fail(f)
+                }
+            },
+            Err(Some(ReadError::Reset(code))) => {
+                let code = code.into_inner();
+                let message = format!("h3: stream reset by the server ({})", code_name(code));
+                self.fail_slot(ctx, i, ErrorKind::Reset, &message);
+                SlotPoll::Freed
+            }
+            Err(None) => {
+                if let Some(e) = self.lost() {
+                    let f = lost(&e);
+                    self.fail_slot(ctx, i, f.kind, &f.message);
+                    return SlotPoll::Fail(f);
+                }
+                let message = "h3: response read: closed stream".to_string();
+                self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
+                SlotPoll::Freed
             }
         }
     }
@@ -368,29 +440,6 @@ impl<'c> H3Session<'c> {
         self.answered += 1;
         self.release(i, None);
         SlotPoll::Freed
-    }
-
-    /// Reading slot `i`'s response failed.
-    fn read_error(&mut self, ctx: &mut ClientCtx, i: usize, e: quinn::ReadError) -> SlotPoll {
-        match e {
-            quinn::ReadError::ConnectionLost(e) => {
-                let f = lost(&e);
-                self.fail_slot(ctx, i, f.kind, &f.message);
-                SlotPoll::Fail(f)
-            }
-            quinn::ReadError::ZeroRttRejected => self.early_data_rejected(ctx, i),
-            quinn::ReadError::Reset(code) => {
-                let code = code.into_inner();
-                let message = format!("h3: stream reset by the server ({})", code_name(code));
-                self.fail_slot(ctx, i, ErrorKind::Reset, &message);
-                SlotPoll::Freed
-            }
-            e => {
-                let message = format!("h3: response read: {e}");
-                self.fail_slot(ctx, i, ErrorKind::Protocol, &message);
-                SlotPoll::Freed
-            }
-        }
     }
 
     fn h3_error(&mut self, ctx: &mut ClientCtx, i: usize, e: H3Error) -> SlotPoll {
@@ -417,105 +466,107 @@ impl<'c> H3Session<'c> {
         }
     }
 
-    /// Ready when something woke the session: the stream being opened, a slot, the control
-    /// streams.
-    fn poll_wake(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        self.ready.session.register(cx.waker());
-        if let Some(f) = self.open.as_mut().as_pin_mut() {
-            if let Poll::Ready(r) = f.poll(cx) {
-                self.open.set(None);
-                self.opened = Some(r);
-                return Poll::Ready(());
+    /// Takes the driver's events: marks the slots they concern, reads the server's
+    /// unidirectional streams.
+    fn take_events(&mut self) {
+        let mut events = std::mem::take(&mut self.events);
+        std::mem::swap(&mut events, &mut self.conn.state().events);
+        for ev in events.drain(..) {
+            let id = match ev {
+                StreamEvent::Readable { id }
+                | StreamEvent::Writable { id }
+                | StreamEvent::Stopped { id, .. } => id,
+                StreamEvent::Opened {
+                    dir: quinn_proto::Dir::Uni,
+                } => {
+                    self.conn.with(|q| {
+                        while let Some(id) = q.streams().accept(quinn_proto::Dir::Uni) {
+                            self.uni.push(UniReader::new(id));
+                        }
+                    });
+                    self.read_uni(None);
+                    continue;
+                }
+                // Server-initiated bidirectional streams are not used by HTTP/3 (never
+                // accepted, as before); credit is looked at by `try_open`; acknowledged
+                // streams need nothing.
+                _ => continue,
+            };
+            if id.initiator() == quinn_proto::Side::Server {
+                self.read_uni(Some(id));
+            } else if let Some(&i) = self.by_stream.get(&id) {
+                self.ready[i] = true;
             }
         }
-        if self.ready.any() {
-            return Poll::Ready(());
-        }
-        Poll::Pending
+        self.events = events;
     }
 
-    /// Handles one wake-up: control events, the opened stream, the slots quinn woke.
+    /// Reads the server's unidirectional stream `id` (all of them with `None`).
+    fn read_uni(&mut self, id: Option<StreamId>) {
+        let (uni, st, tap) = (&mut self.uni, &mut self.control_state, self.tap.as_ref());
+        self.conn.with(|q| {
+            for r in uni.iter_mut().filter(|r| id.is_none_or(|id| r.id == id)) {
+                r.read(q, st, tap);
+            }
+        });
+        // Finished readers go, but the control stream's stays (its end is an error once).
+        self.uni.retain(|r| !r.done);
+    }
+
+    /// Handles one wake-up: the driver's events, control streams, the stream being opened,
+    /// the slots that have something to say.
     fn on_wake(&mut self, ctx: &mut ClientCtx, now: Instant) -> Result<(), Fail> {
-        // A waker that fires from here on is seen on the next turn.
-        self.ready.begin_pass();
-        if self.ready.take(self.depth) {
-            let (error, goaway) = {
-                let mut st = self.shared.state.borrow_mut();
-                (st.error.take(), st.goaway)
-            };
-            if let Some((code, message)) = error {
-                return Err(Fail {
-                    kind: ErrorKind::Protocol,
-                    message,
-                    code,
-                });
-            }
-            if let Some(id) = goaway {
-                if self.goaway.is_none_or(|g| id < g) {
-                    self.goaway = Some(id);
-                    self.refuse_from(ctx, id);
-                }
+        self.check_early_data(ctx);
+        self.take_events();
+        if let Some((code, message)) = self.control_state.error.take() {
+            return Err(Fail {
+                kind: ErrorKind::Protocol,
+                message,
+                code,
+            });
+        }
+        if let Some(id) = self.control_state.goaway {
+            if self.goaway.is_none_or(|g| id < g) {
+                self.goaway = Some(id);
+                self.refuse_from(ctx, id);
             }
         }
-        if let Some(r) = self.opened.take() {
-            if let Some(o) = self.opening.take() {
-                match r {
-                    Ok((send, recv)) => self.start(ctx, o, send, recv, now),
-                    Err(e) => {
-                        ctx.plan.give_back(o.req.ticket);
-                        return Err(lost(&e));
-                    }
-                }
-            }
-        }
+        self.try_open(ctx, now);
         for i in 0..self.depth {
-            if self.slots[i].is_some() && self.ready.take(i) {
+            if self.ready[i] && self.slots[i].is_some() {
+                self.ready[i] = false;
                 if let SlotPoll::Fail(f) = self.poll_slot(ctx, i, now) {
                     return Err(f);
                 }
             }
         }
         self.started_unpolled = false;
-        if self.reopen_control {
-            self.reopen_control = false;
-            let (conn, holder) = (self.conn.clone(), self.control.clone());
-            let (limit, tap) = (self.connect_timeout, self.shared.tap.clone());
-            tokio::task::spawn_local(async move {
-                let open = open_control(&conn, tap.as_ref());
-                if let Ok(Ok(s)) = tokio::time::timeout(limit, open).await {
-                    *holder.borrow_mut() = Some(s);
-                }
-            });
+        if let Some(e) = self.lost() {
+            return Err(lost(&e));
+        }
+        if let Some(opener) = &mut self.reopen_control {
+            let tap = self.tap.as_ref();
+            if !matches!(self.conn.with(|q| opener.poll(q, tap)), Ok(None)) {
+                self.reopen_control = None;
+            }
         }
         Ok(())
     }
 }
 
-impl Session for H3Session<'_> {
+impl Session for H3Session {
     #[inline]
     fn can_submit(&self) -> bool {
         self.opening.is_none() && self.goaway.is_none() && self.inflight < self.depth
     }
 
     fn submit(&mut self, ctx: &mut ClientCtx, url: usize, req: Req) {
+        // A stream id rejected 0-RTT used is handed out again: settle that first.
+        self.check_early_data(ctx);
         self.opening = Some(Opening { req, url });
-        self.open.set(Some(self.conn.open_bi()));
         // With stream credit the stream opens at once: the request starts in this turn and
-        // the flush writes it. Otherwise the control waker wakes the loop when credit comes
-        // (and the loop's wait then polls the opening with its own waker).
-        let mut cx = Context::from_waker(&self.shared.wake);
-        let Some(Poll::Ready(r)) = self.open.as_mut().as_pin_mut().map(|f| f.poll(&mut cx)) else {
-            return;
-        };
-        self.open.set(None);
-        match (r, self.opening.take()) {
-            (Ok((send, recv)), Some(o)) => self.start(ctx, o, send, recv, req.sent),
-            // Handled (the session ends) by the flush that follows.
-            (r, o) => {
-                self.opening = o;
-                self.opened = Some(r);
-            }
-        }
+        // the flush writes it. Otherwise it opens when the driver reports credit.
+        self.try_open(ctx, req.sent);
     }
 
     fn inflight(&self) -> usize {
@@ -549,7 +600,6 @@ impl Session for H3Session<'_> {
         if let Some(o) = self.opening.take() {
             ctx.plan.give_back(o.req.ticket);
         }
-        self.open.set(None);
         match result {
             Ok(end) => end,
             Err(f) => {
@@ -568,32 +618,33 @@ impl Session for H3Session<'_> {
 
 /// The QUIC side of an [`H3Session`]: requests are written and responses read as their
 /// slots are polled; the flush polls the slots of the requests started in the turn, a
-/// wake-up comes from the slot wakers (or the stream being opened).
+/// wake-up comes from the driver (stream events of the connection).
 pub struct Quic;
 
-impl<'c> Transport<H3Session<'c>> for Quic {
+impl Transport<H3Session> for Quic {
     type Input = ();
 
-    /// Requests started in this turn are written (their slots polled) now.
+    /// Requests started in this turn are written (their slots polled) now; the driver sends
+    /// them after the sessions it woke have run.
     async fn flush(
         &mut self,
-        s: &mut H3Session<'c>,
+        s: &mut H3Session,
         ctx: &mut ClientCtx,
         now: Instant,
     ) -> Result<(), Fail> {
-        if s.started_unpolled || s.opened.is_some() {
+        if s.started_unpolled {
             s.on_wake(ctx, now)?;
         }
         Ok(())
     }
 
-    async fn wait(&mut self, s: &mut H3Session<'c>) {
-        std::future::poll_fn(|cx| s.poll_wake(cx)).await
+    async fn wait(&mut self, s: &mut H3Session) {
+        std::future::poll_fn(|cx| s.conn.poll_changed(cx)).await
     }
 
     fn on_input(
         &mut self,
-        s: &mut H3Session<'c>,
+        s: &mut H3Session,
         ctx: &mut ClientCtx,
         _input: (),
         now: Instant,
@@ -603,7 +654,7 @@ impl<'c> Transport<H3Session<'c>> for Quic {
 
     async fn close(
         &mut self,
-        s: &mut H3Session<'c>,
+        s: &mut H3Session,
         ctx: &mut ClientCtx,
         result: Outcome,
     ) -> SessionEnd {
@@ -611,40 +662,37 @@ impl<'c> Transport<H3Session<'c>> for Quic {
             Err(f) if f.code != 0 => f.code,
             _ => H3_NO_ERROR,
         };
-        s.conn.close(varint_code(code), b"");
+        s.conn.close(varint_code(code));
         s.finish(ctx, result)
     }
 }
 
 /// Runs requests on one HTTP/3 connection until the plan is done or the connection fails:
 /// opens our control stream, then the client loop drives an [`H3Session`].
-pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd {
-    let control = match tokio::time::timeout(
-        ctx.connect_timeout,
-        open_control(&conn, ctx.tap.as_ref()),
-    )
-    .await
-    {
+pub async fn session(ctx: &mut ClientCtx, conn: QuicConn) -> SessionEnd {
+    match tokio::time::timeout(ctx.connect_timeout, open_control(&conn, ctx.tap.as_ref())).await {
         Err(_) => return setup_failed(ctx, ErrorKind::Timeout, "h3 setup timed out".into()),
         Ok(Err(e)) => return setup_failed(ctx, ErrorKind::Protocol, format!("h3 setup: {e}")),
-        Ok(Ok(s)) => s,
-    };
-    let mut s = H3Session::new(ctx, &conn);
+        Ok(Ok(_)) => {}
+    }
+    let mut s = H3Session::new(ctx, conn.clone());
     let end = crate::session::drive(ctx, &mut s, &mut Quic).await;
     if ctx.tap.is_some() {
         // A trace shows the server's control stream too, which a server may open only after
         // answering: wait for it a little (bounded) before closing.
         let until = Instant::now() + ctx.connect_timeout.min(Duration::from_millis(500));
-        while !s.shared.state.borrow().control_seen
-            && conn.close_reason().is_none()
-            && Instant::now() < until
-        {
+        loop {
+            s.take_events();
+            if s.control_state.control_seen
+                || conn.close_reason().is_some()
+                || Instant::now() >= until
+            {
+                break;
+            }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        tokio::task::yield_now().await;
     }
     drop(s);
-    drop(control);
     if let Some(tap) = &ctx.tap {
         tell_closed(tap, &conn);
     }
@@ -652,7 +700,7 @@ pub async fn session(ctx: &mut ClientCtx, conn: quinn::Connection) -> SessionEnd
 }
 
 /// Tells the tap how the connection closed and what its path counted.
-fn tell_closed(tap: &crate::net::SharedTap, conn: &quinn::Connection) {
+fn tell_closed(tap: &crate::net::SharedTap, conn: &QuicConn) {
     let reason = match conn.close_reason() {
         Some(quinn::ConnectionError::LocallyClosed) | None => {
             "closing the QUIC connection (H3_NO_ERROR)".to_string()

@@ -1,0 +1,583 @@
+//! The worker's QUIC driver: one UDP socket (quinn-udp, so GSO and GRO), one
+//! [`quinn_proto::Endpoint`], the worker's connections, one timer, all on the worker's
+//! thread (`Rc`/`RefCell`; no locks, no channels). It replaces quinn's async layer (its
+//! endpoint driver, one connection driver task per connection, their channels and locks).
+//!
+//! One turn of the driver task:
+//! 1. receive: every datagram the socket has (GRO batches, bounded), each handed to the
+//!    endpoint and its connection;
+//! 2. the connections that got input are polled for their events (stream readable, writable,
+//!    opened, connected, lost), which are queued for their session and wake it;
+//! 3. the driver yields once, so the sessions it woke run in the same tick of the worker's
+//!    `LocalSet` (they were queued before it): they read the responses and write the next
+//!    requests;
+//! 4. only then every connection touched since the last transmit is asked for its packets
+//!    ([`quinn_proto::Connection::poll_transmit`], GSO batches of up to 10 datagrams, as
+//!    quinn sends them);
+//! 5. timers that are due are handled (and their packets sent).
+//!
+//! Why this order: quinn's connection driver handles incoming datagrams and transmits in the
+//! same poll, before the application ran, so a client that answers responses with new
+//! requests sends an ACK-only datagram first and the requests in another. Transmitting after
+//! the application ran lets the ACK ride in the packet that carries the next requests, as a
+//! TCP client's ACK rides with its next request (and as event-loop QUIC clients on ngtcp2 or
+//! quiche do: read, let the application react, write). This is like for like with h2: what
+//! is acknowledged and when is still decided by quinn-proto with the same
+//! [`quinn_proto::TransportConfig`] (ACK thresholds, delays, MTU, windows and congestion
+//! controller untouched); only the order of work within one event-loop turn changes.
+
+use super::*;
+use bytes::BytesMut;
+use quinn::udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
+use quinn_proto::{
+    ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent,
+};
+use std::cell::Cell;
+use std::io::IoSliceMut;
+use tokio::io::Interest;
+
+/// Most datagrams per GSO send (quinn's `MAX_TRANSMIT_SEGMENTS`).
+const MAX_SEGMENTS: usize = 10;
+/// Most datagrams one connection sends before the others get their turn (quinn's
+/// `MAX_TRANSMIT_DATAGRAMS`); it goes on in the next pass of the same turn.
+const MAX_DATAGRAMS_PER_PASS: usize = 20;
+/// Most receive calls per turn (quinn's `IO_LOOP_BOUND`); the rest waits for the next turn.
+const RECV_CALLS: usize = 160;
+/// Largest (GRO) datagram one receive buffer takes.
+const RECV_BUF: usize = 64 * 1024;
+
+/// One connection as the driver and its session share it.
+pub struct ConnState {
+    /// The quinn-proto connection.
+    pub q: quinn_proto::Connection,
+    ch: ConnectionHandle,
+    /// The application touched it: it may have something to send.
+    dirty: bool,
+    /// Stream events for the session, in order.
+    pub(super) events: Vec<StreamEvent>,
+    /// Something happened since the session last looked (events, connected, lost).
+    pub(super) changed: bool,
+    /// The handshake completed.
+    pub(super) connected: bool,
+    /// Why the connection ended, once it did.
+    pub(super) lost: Option<ConnectionError>,
+    /// The session's task.
+    session: Option<Waker>,
+    /// Others waiting for a change (the dialer, the 0-RTT verdict, the control stream).
+    watchers: Vec<Waker>,
+    /// quinn-proto's next timeout.
+    timeout: Option<Instant>,
+}
+
+impl ConnState {
+    fn wake(&mut self) {
+        self.changed = true;
+        if let Some(w) = &self.session {
+            w.wake_by_ref();
+        }
+        for w in self.watchers.drain(..) {
+            w.wake();
+        }
+    }
+
+    /// Hands the connection's pending endpoint events to `ep` and its events to the session;
+    /// true when the connection is drained (the endpoint forgot it).
+    fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
+        let mut drained = false;
+        while let Some(ev) = self.q.poll_endpoint_events() {
+            drained |= ev.is_drained();
+            if let Some(back) = ep.handle_event(self.ch, ev) {
+                self.q.handle_event(back);
+            }
+        }
+        let mut woke = false;
+        while let Some(ev) = self.q.poll() {
+            match ev {
+                Event::Connected => self.connected = true,
+                Event::ConnectionLost { reason } => {
+                    self.lost.get_or_insert(reason);
+                }
+                Event::Stream(e) => self.events.push(e),
+                Event::HandshakeDataReady | Event::DatagramReceived | Event::DatagramsUnblocked => {
+                    continue
+                }
+            }
+            woke = true;
+        }
+        if woke {
+            self.wake();
+        }
+        self.timeout = self.q.poll_timeout();
+        drained
+    }
+}
+
+type Shared = Rc<RefCell<ConnState>>;
+
+struct Inner {
+    socket: tokio::net::UdpSocket,
+    udp: UdpSocketState,
+    endpoint: RefCell<quinn_proto::Endpoint>,
+    /// Live connections, by their quinn-proto handle.
+    conns: RefCell<Vec<Option<Shared>>>,
+    /// The driver task, and whether it was woken by the application.
+    waker: RefCell<Option<Waker>>,
+    kicked: Cell<bool>,
+    closing: Cell<bool>,
+    recv_buf: RefCell<Box<[u8]>>,
+    send_buf: RefCell<Vec<u8>>,
+    /// A transmit the socket would not take yet (destination, ecn, segment, source, length).
+    blocked: Cell<Option<BlockedTransmit>>,
+    segments: usize,
+}
+
+#[derive(Clone, Copy)]
+struct BlockedTransmit {
+    destination: SocketAddr,
+    ecn: Option<quinn::udp::EcnCodepoint>,
+    segment_size: Option<usize>,
+    src_ip: Option<std::net::IpAddr>,
+    size: usize,
+}
+
+/// The worker's QUIC driver (cheap to clone; the driver task holds one too).
+#[derive(Clone)]
+pub struct Driver {
+    inner: Rc<Inner>,
+}
+
+/// A connection of the driver, as a session holds it; dropping the last one closes the
+/// connection (error code 0) unless it is closed already, as quinn does.
+#[derive(Clone)]
+pub struct QuicConn {
+    driver: Driver,
+    state: Shared,
+}
+
+impl Drop for QuicConn {
+    fn drop(&mut self) {
+        if Rc::strong_count(&self.state) <= 2 {
+            let mut s = self.state.borrow_mut();
+            if !s.q.is_closed() {
+                s.q.close(
+                    Instant::now(),
+                    quinn_proto::VarInt::from_u32(0),
+                    Bytes::new(),
+                );
+                s.dirty = true;
+                drop(s);
+                self.driver.kick();
+            }
+        }
+    }
+}
+
+impl QuicConn {
+    /// Runs `f` on the connection and has the driver transmit what it queued.
+    #[inline]
+    pub fn with<R>(&self, f: impl FnOnce(&mut quinn_proto::Connection) -> R) -> R {
+        let mut s = self.state.borrow_mut();
+        let r = f(&mut s.q);
+        s.dirty = true;
+        drop(s);
+        self.driver.kick();
+        r
+    }
+
+    /// Reads the shared state (no transmit).
+    #[inline]
+    pub fn state(&self) -> std::cell::RefMut<'_, ConnState> {
+        self.state.borrow_mut()
+    }
+
+    /// Ready when the driver queued something for the session since it last looked (it
+    /// then clears the flag); `cx`'s waker is woken at the next change.
+    pub(super) fn poll_changed(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.state.borrow_mut();
+        if s.changed {
+            s.changed = false;
+            return Poll::Ready(());
+        }
+        if !s.session.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            s.session = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// Waits until `f` says something (checked at once and after every change).
+    pub async fn until<R>(&self, mut f: impl FnMut(&mut ConnState) -> Option<R>) -> R {
+        std::future::poll_fn(|cx| {
+            let mut s = self.state.borrow_mut();
+            let r = f(&mut s);
+            // `f` may have written (the control stream): the driver sends it.
+            s.dirty = true;
+            if r.is_none() && !s.watchers.iter().any(|w| w.will_wake(cx.waker())) {
+                s.watchers.push(cx.waker().clone());
+            }
+            drop(s);
+            self.driver.kick();
+            r.map_or(Poll::Pending, Poll::Ready)
+        })
+        .await
+    }
+
+    /// Ready when the handshake completed (`Ok`) or the connection ended first.
+    pub async fn established(&self) -> Result<(), ConnectionError> {
+        self.until(|s| match (&s.lost, s.connected) {
+            (_, true) => Some(Ok(())),
+            (Some(e), false) => Some(Err(e.clone())),
+            (None, false) => None,
+        })
+        .await
+    }
+
+    /// The 0-RTT verdict: true when the handshake completed and the server took the early
+    /// data, false when it refused it or the connection ended first.
+    pub async fn zero_rtt_accepted(&self) -> bool {
+        self.until(|s| {
+            if s.connected {
+                Some(s.q.accepted_0rtt())
+            } else {
+                s.lost.as_ref().map(|_| false)
+            }
+        })
+        .await
+    }
+
+    /// Closes the connection with `code` (sent by the driver).
+    pub fn close(&self, code: quinn_proto::VarInt) {
+        self.with(|q| q.close(Instant::now(), code, Bytes::new()));
+    }
+
+    /// Why the connection ended, if it did (as quinn's `close_reason`).
+    pub fn close_reason(&self) -> Option<ConnectionError> {
+        let s = self.state.borrow();
+        match &s.lost {
+            Some(e) => Some(e.clone()),
+            None if s.q.is_closed() => Some(ConnectionError::LocallyClosed),
+            None => None,
+        }
+    }
+
+    /// The connection's counters.
+    pub fn stats(&self) -> quinn_proto::ConnectionStats {
+        self.state.borrow().q.stats()
+    }
+
+    /// The congestion controller's name (`"reno"`, `"cubic"`, `"bbr"`).
+    pub fn congestion_controller(&self) -> &'static str {
+        hxlab_core::cc::quic::of_controller(self.state.borrow().q.congestion_state())
+    }
+
+    /// Smoothed RTT.
+    pub fn rtt(&self) -> Duration {
+        self.state.borrow().q.rtt()
+    }
+
+    /// The TLS handshake's data (ALPN, server name), once there.
+    pub fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
+        self.state.borrow().q.crypto_session().handshake_data()
+    }
+}
+
+impl Driver {
+    /// A driver on a bound, non-blocking UDP socket; starts its task on the current
+    /// `LocalSet`.
+    pub fn new(socket: std::net::UdpSocket) -> std::io::Result<Driver> {
+        let udp = UdpSocketState::new((&socket).into())?;
+        let socket = tokio::net::UdpSocket::from_std(socket)?;
+        let endpoint = quinn_proto::Endpoint::new(
+            Arc::new(quinn_proto::EndpointConfig::default()),
+            None,
+            !udp.may_fragment(),
+            None,
+        );
+        let segments = udp.max_gso_segments().clamp(1, MAX_SEGMENTS);
+        let inner = Rc::new(Inner {
+            socket,
+            endpoint: RefCell::new(endpoint),
+            conns: RefCell::new(Vec::new()),
+            waker: RefCell::new(None),
+            kicked: Cell::new(false),
+            closing: Cell::new(false),
+            recv_buf: RefCell::new(vec![0u8; RECV_BUF * BATCH_SIZE].into_boxed_slice()),
+            send_buf: RefCell::new(Vec::with_capacity(segments * 1500)),
+            blocked: Cell::new(None),
+            segments,
+            udp,
+        });
+        tokio::task::spawn_local(run(inner.clone()));
+        Ok(Driver { inner })
+    }
+
+    fn kick(&self) {
+        if !self.inner.kicked.replace(true) {
+            if let Some(w) = &*self.inner.waker.borrow() {
+                w.wake_by_ref();
+            }
+        }
+    }
+
+    /// Starts a connection (its first flight goes out in the driver's next turn).
+    pub fn connect(
+        &self,
+        config: quinn_proto::ClientConfig,
+        addr: SocketAddr,
+        server_name: &str,
+    ) -> Result<QuicConn, quinn_proto::ConnectError> {
+        let (ch, q) =
+            self.inner
+                .endpoint
+                .borrow_mut()
+                .connect(Instant::now(), config, addr, server_name)?;
+        let state = Rc::new(RefCell::new(ConnState {
+            q,
+            ch,
+            dirty: true,
+            events: Vec::new(),
+            changed: false,
+            connected: false,
+            lost: None,
+            session: None,
+            watchers: Vec::new(),
+            timeout: None,
+        }));
+        {
+            let mut conns = self.inner.conns.borrow_mut();
+            if conns.len() <= ch.0 {
+                conns.resize_with(ch.0 + 1, || None);
+            }
+            conns[ch.0] = Some(state.clone());
+        }
+        self.kick();
+        Ok(QuicConn {
+            driver: self.clone(),
+            state,
+        })
+    }
+
+    /// Closes every connection (code 0), sends what that queued, and stops the driver task.
+    pub fn close(&self) {
+        let now = Instant::now();
+        for c in self.inner.conns.borrow().iter().flatten() {
+            let mut s = c.borrow_mut();
+            s.q.close(now, quinn_proto::VarInt::from_u32(0), Bytes::new());
+            s.dirty = true;
+        }
+        self.inner.transmit(now);
+        self.inner.closing.set(true);
+        self.kick();
+    }
+}
+
+/// The driver task (see the module docs for the turn order).
+async fn run(inner: Rc<Inner>) {
+    let mut timer = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    let mut armed: Option<Instant> = None;
+    while !inner.closing.get() {
+        let readable = std::future::poll_fn(|cx| {
+            let kicked = inner.kicked.replace(false);
+            let readable = inner.socket.poll_recv_ready(cx).is_ready();
+            let fired = armed.is_some() && timer.as_mut().poll(cx).is_ready();
+            if fired {
+                armed = None;
+            }
+            if kicked || readable || fired {
+                return Poll::Ready(readable);
+            }
+            let mut w = inner.waker.borrow_mut();
+            if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *w = Some(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await;
+        if readable && inner.receive(Instant::now()) {
+            // The woken sessions run now (they were queued before this task), and write.
+            tokio::task::yield_now().await;
+        }
+        if inner.blocked.get().is_some() {
+            let _ = inner.socket.writable().await;
+        }
+        let now = Instant::now();
+        inner.kicked.set(false);
+        let next = inner.transmit(now);
+        if let Some(t) = next {
+            if armed != Some(t) {
+                timer.as_mut().reset(t.into());
+                armed = Some(t);
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Receives what the socket has (bounded) and hands it to the connections; true when a
+    /// session was woken.
+    fn receive(&self, now: Instant) -> bool {
+        let mut buf = self.recv_buf.borrow_mut();
+        let mut metas = [RecvMeta::default(); BATCH_SIZE];
+        let mut response = Vec::new();
+        let mut touched = false;
+        for _ in 0..RECV_CALLS {
+            let mut chunks = buf.chunks_mut(RECV_BUF).map(IoSliceMut::new);
+            let mut iovs: [IoSliceMut; BATCH_SIZE] =
+                std::array::from_fn(|_| chunks.next().expect("BATCH_SIZE chunks"));
+            let n = match self.socket.try_io(Interest::READABLE, || {
+                self.udp.recv((&self.socket).into(), &mut iovs, &mut metas)
+            }) {
+                Ok(n) => n,
+                // WouldBlock: drained; other errors (ICMP unreachable) are per datagram.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => continue,
+            };
+            let mut endpoint = self.endpoint.borrow_mut();
+            let conns = self.conns.borrow();
+            for (meta, iov) in metas.iter().zip(iovs.iter()).take(n) {
+                let mut data: BytesMut = iov[..meta.len].into();
+                while !data.is_empty() {
+                    let d = data.split_to(meta.stride.min(data.len()));
+                    let ecn = meta.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8));
+                    match endpoint.handle(now, meta.addr, meta.dst_ip, ecn, d, &mut response) {
+                        Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                            if let Some(Some(c)) = conns.get(ch.0) {
+                                let mut c = c.borrow_mut();
+                                c.q.handle_event(ev);
+                                c.dirty = true;
+                                touched = true;
+                            }
+                        }
+                        Some(DatagramEvent::Response(t)) => {
+                            self.send_now(&t, &response);
+                            response.clear();
+                        }
+                        Some(DatagramEvent::NewConnection(incoming)) => endpoint.ignore(incoming),
+                        None => {}
+                    }
+                }
+            }
+        }
+        if !touched {
+            return false;
+        }
+        // Hand the input's events to the sessions (they run before anything is sent).
+        let mut woke = false;
+        let mut endpoint = self.endpoint.borrow_mut();
+        for c in self.conns.borrow().iter().flatten() {
+            let mut c = c.borrow_mut();
+            if c.dirty {
+                c.poll_events(&mut endpoint);
+                woke |= c.changed;
+            }
+        }
+        woke
+    }
+
+    /// An endpoint's stateless answer: sent if the socket takes it now, else dropped.
+    fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
+        let tr = Transmit {
+            destination: t.destination,
+            ecn: t
+                .ecn
+                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
+            contents: &buf[..t.size],
+            segment_size: t.segment_size,
+            src_ip: t.src_ip,
+        };
+        let _ = self.socket.try_io(Interest::WRITABLE, || {
+            self.udp.send((&self.socket).into(), &tr)
+        });
+    }
+
+    /// Sends one transmit; false when the socket would block (kept for the next turn).
+    fn send(&self, b: BlockedTransmit, buf: &[u8]) -> bool {
+        let tr = Transmit {
+            destination: b.destination,
+            ecn: b.ecn,
+            contents: &buf[..b.size],
+            segment_size: b.segment_size,
+            src_ip: b.src_ip,
+        };
+        match self.socket.try_io(Interest::WRITABLE, || {
+            self.udp.send((&self.socket).into(), &tr)
+        }) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.blocked.set(Some(b));
+                false
+            }
+            // Other errors lose the datagrams: quinn-proto's recovery sends them again.
+            _ => true,
+        }
+    }
+
+    /// Timers, events and packets of every touched connection; drained connections are
+    /// forgotten. Returns the next timeout.
+    fn transmit(&self, now: Instant) -> Option<Instant> {
+        let mut buf = self.send_buf.borrow_mut();
+        if let Some(b) = self.blocked.take() {
+            if !self.send(b, &buf) {
+                return Some(now + Duration::from_millis(1));
+            }
+        }
+        let mut endpoint = self.endpoint.borrow_mut();
+        let mut conns = self.conns.borrow_mut();
+        let mut next: Option<Instant> = None;
+        let mut more = true;
+        // Passes: each connection sends up to MAX_DATAGRAMS_PER_PASS a pass (bounded).
+        for _ in 0..1000 {
+            if !more {
+                break;
+            }
+            more = false;
+            next = None;
+            for slot in conns.iter_mut() {
+                let Some(c) = slot else { continue };
+                let mut c = c.borrow_mut();
+                if c.timeout.is_some_and(|t| t <= now) {
+                    c.q.handle_timeout(now);
+                    c.dirty = true;
+                }
+                if c.dirty {
+                    c.dirty = false;
+                    let drained = c.poll_events(&mut endpoint);
+                    let mut sent = 0;
+                    while sent < MAX_DATAGRAMS_PER_PASS {
+                        buf.clear();
+                        let Some(t) = c.q.poll_transmit(now, self.segments, &mut buf) else {
+                            break;
+                        };
+                        sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
+                        let b = BlockedTransmit {
+                            destination: t.destination,
+                            ecn: t
+                                .ecn
+                                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
+                            segment_size: t.segment_size,
+                            src_ip: t.src_ip,
+                            size: t.size,
+                        };
+                        if !self.send(b, &buf) {
+                            c.dirty = true;
+                            return Some(now + Duration::from_millis(1));
+                        }
+                    }
+                    if sent >= MAX_DATAGRAMS_PER_PASS {
+                        c.dirty = true;
+                        more = true;
+                    }
+                    // Sending may have armed timers (loss detection, idle, draining).
+                    c.timeout = c.q.poll_timeout();
+                    if drained {
+                        drop(c);
+                        *slot = None;
+                        continue;
+                    }
+                }
+                if let Some(t) = c.timeout {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+        }
+        next
+    }
+}
