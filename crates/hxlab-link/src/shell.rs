@@ -605,3 +605,26 @@ pub fn enter_user_namespace() -> Result<(), LinkError> {
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
     ip(&["link", "set", "dev", "lo", "up"])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A SIGTERM that comes after the forwarding is installed but before the command has a
+    /// PID is held, and passed on once it has one (it neither ends us nor is lost).
+    #[test]
+    fn a_signal_before_the_command_has_a_pid_reaches_it_once_it_has_one() {
+        let forward = SignalForward::install();
+        // SAFETY: raise has no memory preconditions; the handler installed above takes it.
+        unsafe { libc::raise(libc::SIGTERM) };
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        forward.target(child.id() as libc::pid_t);
+        let status = child.wait().expect("wait for sleep");
+        drop(forward);
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    }
+}
