@@ -111,7 +111,7 @@ def main():
         time.sleep(0.5)
         # Warm every server once (page cache, allocator, TLS): 1 s of h2 per server and size.
         for size in SIZE_LIST:
-            for s in tcp_servers:
+            for s in tcp_servers if TCP_ROWS else ():  # `--rows h3` alone: no TCP row to warm
                 if ROW_LIST is None:
                     h2load(s, url(s, "tls", size), ["-m", "10"], 1)
                 else:  # only some rows: warm with the first of them
