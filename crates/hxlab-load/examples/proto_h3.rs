@@ -105,15 +105,7 @@ fn main() {
         let Some(t) = conn.c.poll_transmit(now, gso, txbuf) else {
             break;
         };
-        let tr = quinn::udp::Transmit {
-            destination: t.destination,
-            ecn: t
-                .ecn
-                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
-            contents: &txbuf[..t.size],
-            segment_size: t.segment_size,
-            src_ip: t.src_ip,
-        };
+        let tr = hxlab_load::h3::udp_transmit(&t, txbuf);
         loop {
             match state.send((&sock).into(), &tr) {
                 Ok(()) => break,

@@ -131,6 +131,8 @@ struct Inner {
     segments: usize,
 }
 
+/// A batch of datagrams to send: quinn-proto's transmit without its bytes (kept as the
+/// blocked one when the socket would not take it).
 #[derive(Clone, Copy)]
 struct BlockedTransmit {
     destination: SocketAddr,
@@ -138,6 +140,38 @@ struct BlockedTransmit {
     segment_size: Option<usize>,
     src_ip: Option<std::net::IpAddr>,
     size: usize,
+}
+
+impl BlockedTransmit {
+    /// What quinn-proto asked to send (its bytes stay in the caller's buffer).
+    fn of(t: &quinn_proto::Transmit) -> BlockedTransmit {
+        BlockedTransmit {
+            destination: t.destination,
+            ecn: t
+                .ecn
+                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
+            segment_size: t.segment_size,
+            src_ip: t.src_ip,
+            size: t.size,
+        }
+    }
+
+    /// As quinn-udp sends it, `buf` holding its bytes.
+    fn udp<'a>(&self, buf: &'a [u8]) -> Transmit<'a> {
+        Transmit {
+            destination: self.destination,
+            ecn: self.ecn,
+            contents: &buf[..self.size],
+            segment_size: self.segment_size,
+            src_ip: self.src_ip,
+        }
+    }
+}
+
+/// quinn-proto's `t` as quinn-udp sends it, `buf` holding its bytes (what the driver sends;
+/// public for the `proto_h3` experiment).
+pub fn udp_transmit<'a>(t: &quinn_proto::Transmit, buf: &'a [u8]) -> Transmit<'a> {
+    BlockedTransmit::of(t).udp(buf)
 }
 
 /// The worker's QUIC driver (cheap to clone; the driver task holds one too).
@@ -475,15 +509,7 @@ impl Inner {
 
     /// An endpoint's stateless answer: sent if the socket takes it now, else dropped.
     fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
-        let tr = Transmit {
-            destination: t.destination,
-            ecn: t
-                .ecn
-                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
-            contents: &buf[..t.size],
-            segment_size: t.segment_size,
-            src_ip: t.src_ip,
-        };
+        let tr = udp_transmit(t, buf);
         let _ = self.socket.try_io(Interest::WRITABLE, || {
             self.udp.send((&self.socket).into(), &tr)
         });
@@ -491,13 +517,7 @@ impl Inner {
 
     /// Sends one transmit; false when the socket would block (kept for the next turn).
     fn send(&self, b: BlockedTransmit, buf: &[u8]) -> bool {
-        let tr = Transmit {
-            destination: b.destination,
-            ecn: b.ecn,
-            contents: &buf[..b.size],
-            segment_size: b.segment_size,
-            src_ip: b.src_ip,
-        };
+        let tr = b.udp(buf);
         match self.socket.try_io(Interest::WRITABLE, || {
             self.udp.send((&self.socket).into(), &tr)
         }) {
@@ -547,16 +567,7 @@ impl Inner {
                             break;
                         };
                         sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                        let b = BlockedTransmit {
-                            destination: t.destination,
-                            ecn: t
-                                .ecn
-                                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
-                            segment_size: t.segment_size,
-                            src_ip: t.src_ip,
-                            size: t.size,
-                        };
-                        if !self.send(b, &buf) {
+                        if !self.send(BlockedTransmit::of(&t), &buf) {
                             c.dirty = true;
                             return Some(now + Duration::from_millis(1));
                         }

@@ -117,7 +117,7 @@ mod parse;
 mod session;
 
 pub use dial::{client_endpoint, QuicConnection, QuicDialer, UDP_RECV_BUFFER};
-pub use driver::{ConnState, Driver, QuicConn};
+pub use driver::{udp_transmit, ConnState, Driver, QuicConn};
 pub use parse::{ControlParser, ResponseParser};
 pub use session::{session, H3Session, Quic};
 
