@@ -4,8 +4,10 @@
 # `hxlab load --proto h2`, `hxlab load --proto h3`, the bare quinn-proto client
 # (crates/hxlab-load/examples/proto_h3.rs) and a bare client on Cloudflare's quiche
 # (bench/floor-quiche, a standalone Cargo project with BoringSSL, not part of the workspace),
-# against the same `hxlab serve --threads 1` (core 1), clients on core 0, 50 connections × 10
-# requests in flight, for a 100-byte and a 100 KiB object, the order rotating each repetition.
+# — and the same quiche floor built on a copy of quiche patched to coalesce STREAM frames (see
+# below) — against the same `hxlab serve --threads 1` (core 1), clients on core 0, 50
+# connections × 10 requests in flight, for a 100-byte and a 100 KiB object, the order rotating
+# each repetition.
 #   prints: client µs/request (user+sys of the client process), req/s, the server's µs/request,
 #           the floors' datagrams per request, and the ratio of each h3 client to our h2 client.
 # Results are appended to bench/client-h3-results.txt (a header line with date and commit).
@@ -27,7 +29,7 @@ CONNS=50
 SIZES=100,100KiB
 BUILD=1
 BUILD_ONLY=0
-usage() { sed -n '13,14p' "$0" >&2; exit 2; }
+usage() { sed -n '15,16p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
