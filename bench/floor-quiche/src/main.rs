@@ -251,8 +251,12 @@ fn main() {
     }
     let url = parse_url(&args[1]);
     let total: u64 = args[2].parse().unwrap_or_else(|_| die("TOTAL: a number"));
-    let nconns: usize = args.get(3).map_or(50, |s| s.parse().unwrap_or_else(|_| die("CONNS")));
-    let depth: usize = args.get(4).map_or(10, |s| s.parse().unwrap_or_else(|_| die("DEPTH")));
+    let nconns: usize = args
+        .get(3)
+        .map_or(50, |s| s.parse().unwrap_or_else(|_| die("CONNS")));
+    let depth: usize = args
+        .get(4)
+        .map_or(10, |s| s.parse().unwrap_or_else(|_| die("DEPTH")));
     let gso = std::env::var_os("FLOOR_NO_GSO").is_none();
 
     let mut cfg = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
@@ -435,9 +439,9 @@ fn main() {
                     loop {
                         match h3.poll(&mut c.q) {
                             Ok((_, quiche::h3::Event::Headers { list, .. })) => {
-                                let st = list.iter().find(|h| {
-                                    quiche::h3::NameValue::name(*h) == b":status"
-                                });
+                                let st = list
+                                    .iter()
+                                    .find(|h| quiche::h3::NameValue::name(*h) == b":status");
                                 if st.map(quiche::h3::NameValue::value) != Some(&b"200"[..]) {
                                     die("a response that is not 200");
                                 }
