@@ -159,7 +159,7 @@ impl Reply {
     /// The HTTP/2 server encodes them straight into HPACK, the HTTP/3 server into QPACK, the
     /// HTTP/1.1 server writes them straight into its output.
     pub fn each_field(&self, ctx: &Ctx, tcp: bool, mut field: impl FnMut(&[u8], &[u8])) {
-        field(b"date", http_date().as_bytes());
+        field(b"date", &http_date());
         if !self.content_type.is_empty() {
             field(b"content-type", self.content_type.as_bytes());
         }
@@ -194,31 +194,47 @@ pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// The `Date` header value, formatted at most once per second per thread, so every protocol
-/// sends the same header set.
-pub(crate) fn http_date() -> HeaderValue {
-    use std::cell::RefCell;
-    use std::time::{SystemTime, UNIX_EPOCH};
+/// The `Date` header value (IMF-fixdate, always 29 bytes), formatted at most once per second
+/// per thread, so every protocol sends the same header set. Handed out by value: no shared
+/// buffer to count references on per response.
+pub(crate) fn http_date() -> [u8; 29] {
+    use std::cell::Cell;
+    use std::time::UNIX_EPOCH;
     thread_local! {
-        static CACHE: RefCell<(u64, Option<HeaderValue>)> = const { RefCell::new((0, None)) };
+        static CACHE: Cell<(u64, [u8; 29])> = const { Cell::new((u64::MAX, [0; 29])) };
     }
-    let now = SystemTime::now();
-    let secs = now
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs = wall_seconds();
     CACHE.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        match &cache.1 {
-            Some(v) if cache.0 == secs => v.clone(),
-            _ => {
-                let v = HeaderValue::from_str(&httpdate::fmt_http_date(now))
-                    .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
-                *cache = (secs, Some(v.clone()));
-                v
-            }
+        let (at, value) = cache.get();
+        if at == secs {
+            return value;
         }
+        let mut value = *b"Thu, 01 Jan 1970 00:00:00 GMT";
+        let text = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs));
+        if text.len() == value.len() {
+            value.copy_from_slice(text.as_bytes());
+        }
+        cache.set((secs, value));
+        value
     })
+}
+
+/// Seconds since the Unix epoch from the kernel's coarse wall clock: the time of the last
+/// clock tick (a few ms at most behind), read without the TSC, which is all a one-second
+/// Date needs and costs a fraction of a precise read on every response.
+fn wall_seconds() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec passed, which lives on this frame.
+    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) } == 0 {
+        return u64::try_from(ts.tv_sec).unwrap_or(0);
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// Routes one request.
@@ -432,7 +448,12 @@ fn filler(n: u64, delay: Duration) -> Reply {
 }
 
 fn bytes_endpoint(ctx: &Ctx, n: &str, query: Option<&str>) -> Reply {
-    let decoded = percent_decode_str(n).decode_utf8_lossy();
+    // Plain digits (every size a load generator asks for) need no decoding.
+    let decoded = if n.contains('%') {
+        percent_decode_str(n).decode_utf8_lossy()
+    } else {
+        Cow::Borrowed(n)
+    };
     let n = match parse_size_param(ctx, &decoded) {
         Ok(n) => n,
         Err(e) => return Reply::bad(e),
@@ -859,6 +880,21 @@ mod tests {
         assert!(r.early_hints.is_some());
         let html = r.body.in_memory().expect("html");
         assert!(String::from_utf8_lossy(&html).contains("/bytes/2000?r=2"));
+    }
+
+    #[test]
+    fn date_is_an_imf_fixdate_of_now() {
+        let text = http_date();
+        let text = std::str::from_utf8(&text).unwrap();
+        let at = httpdate::parse_http_date(text).unwrap();
+        let now = std::time::SystemTime::now();
+        let behind = now.duration_since(at).unwrap_or_default();
+        let ahead = at.duration_since(now).unwrap_or_default();
+        assert!(
+            behind <= Duration::from_secs(2) && ahead.is_zero(),
+            "{text}"
+        );
+        assert_eq!(&text[26..], "GMT");
     }
 
     #[test]

@@ -147,14 +147,54 @@ fn trim(mut s: &[u8]) -> &[u8] {
     s
 }
 
+/// Byte classes, one table lookup per byte of a head (every byte of a request line and of a
+/// field line is classified once).
+const TCHAR: u8 = 1;
+const VALUE: u8 = 2;
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        // A token character (RFC 9110 §5.6.2).
+        if c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            )
+        {
+            t[b] |= TCHAR;
+        }
+        // A byte allowed in a field value: HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5).
+        if c == b'\t' || (c >= b' ' && c <= b'~') || c >= 0x80 {
+            t[b] |= VALUE;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// A token character (RFC 9110 §5.6.2).
 fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+    CLASS[usize::from(b)] & TCHAR != 0
 }
 
 /// A byte allowed in a field value: HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5).
 fn is_value_byte(b: u8) -> bool {
-    b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80
+    CLASS[usize::from(b)] & VALUE != 0
 }
 
 /// Finds request heads in a connection's bytes. The scan for a head's end resumes where the

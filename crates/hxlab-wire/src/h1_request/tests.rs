@@ -297,3 +297,13 @@ fn bodies_are_skipped_whatever_they_hold_and_bounded_where_unframed() {
     assert_eq!(fine.feed(b"0\r\nT: 1\r\n\r\nNEXT"), Ok(11));
     assert!(fine.done());
 }
+
+#[test]
+fn byte_classes_are_the_rfcs_for_every_byte() {
+    for b in 0..=255u8 {
+        let tchar = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let value = b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80;
+        assert_eq!(is_tchar(b), tchar, "tchar {b:#04x}");
+        assert_eq!(is_value_byte(b), value, "field-value byte {b:#04x}");
+    }
+}
