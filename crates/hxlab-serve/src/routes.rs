@@ -362,7 +362,10 @@ type Param<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 fn params(query: Option<&str>) -> Result<Vec<Param<'_>>, String> {
     let mut out = Vec::new();
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+    let Some(query) = query.filter(|q| !q.is_empty()) else {
+        return Ok(out);
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let k = percent_decode_str(k)
             .decode_utf8()

@@ -169,13 +169,20 @@ where
     let changed = shutdown.changed();
     tokio::pin!(timer, changed);
     let mut watching = false;
+    // Whether the timer holds this task's waker for its current deadline (polled since it was
+    // last reset, not fired). Kept here, beside `watching`, where it costs the future no room.
+    let mut armed = false;
     let end = std::future::poll_fn(|cx| {
         if !watching {
             // Registers the task for the shutdown signal once; later wakes check the flag.
             watching = true;
             let _ = changed.as_mut().poll(cx);
         }
-        conn.poll(cx, timer.as_mut())
+        let mut timer = Timer {
+            sleep: timer.as_mut(),
+            armed: &mut armed,
+        };
+        conn.poll(cx, &mut timer)
     })
     .await;
     match end {
@@ -187,8 +194,35 @@ where
     }
 }
 
+/// The connection's one timer (see [`Conn::wait`]).
+struct Timer<'a> {
+    sleep: Pin<&'a mut Sleep>,
+    /// The sleep holds this task's waker for its current deadline: polled since it was last
+    /// reset, and not fired.
+    armed: &'a mut bool,
+}
+
+impl Timer<'_> {
+    fn reset(&mut self, deadline: Instant) {
+        self.sleep.as_mut().reset(deadline);
+        *self.armed = false;
+    }
+
+    /// Ready once the deadline has passed. A sleep polled once keeps this task's waker until
+    /// it fires or is reset, so a wake-up before its deadline (the socket's) does not register
+    /// the waker again; `now` is the clock read at the start of this wake-up.
+    fn poll(&mut self, cx: &mut Context<'_>, now: Instant) -> Poll<()> {
+        if *self.armed && now < self.sleep.deadline() {
+            return Poll::Pending;
+        }
+        let p = self.sleep.as_mut().poll(cx);
+        *self.armed = p.is_pending();
+        p
+    }
+}
+
 impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
-    fn poll(&mut self, cx: &mut Context<'_>, mut timer: Pin<&mut Sleep>) -> Poll<End> {
+    fn poll(&mut self, cx: &mut Context<'_>, timer: &mut Timer<'_>) -> Poll<End> {
         self.now = Instant::now();
         loop {
             if !self.draining && self.ctx.shutdown.has_changed().unwrap_or(true) {
@@ -198,7 +232,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
                 match self.poll_send(cx) {
                     Poll::Ready(Ok(())) => {}
                     Poll::Ready(Err(_)) => return Poll::Ready(End::Drop),
-                    Poll::Pending => match self.wait(cx, timer.as_mut()) {
+                    Poll::Pending => match self.wait(cx, timer) {
                         Poll::Ready(Some(end)) => return Poll::Ready(end),
                         Poll::Ready(None) => continue,
                         Poll::Pending => return Poll::Pending,
@@ -214,7 +248,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
             }
             match &self.serving {
                 // Its delay is running.
-                Some(s) if s.body.done() => match self.wait(cx, timer.as_mut()) {
+                Some(s) if s.body.done() => match self.wait(cx, timer) {
                     Poll::Ready(Some(end)) => return Poll::Ready(end),
                     Poll::Ready(None) => continue,
                     Poll::Pending => return Poll::Pending,
@@ -239,7 +273,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
             match self.read(cx) {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(_)) => return Poll::Ready(End::Drop),
-                Poll::Pending => match self.wait(cx, timer.as_mut()) {
+                Poll::Pending => match self.wait(cx, timer) {
                     Poll::Ready(Some(end)) => return Poll::Ready(end),
                     Poll::Ready(None) => continue,
                     Poll::Pending => return Poll::Pending,
@@ -647,15 +681,15 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
     /// Waits for the deadline of whatever the connection is doing. Ready(Some) when the
     /// connection ends; Ready(None) when a delay ended or a stalled body was answered (the
     /// caller goes on).
-    fn wait(&mut self, cx: &mut Context<'_>, mut timer: Pin<&mut Sleep>) -> Poll<Option<End>> {
+    fn wait(&mut self, cx: &mut Context<'_>, timer: &mut Timer<'_>) -> Poll<Option<End>> {
         loop {
             let (deadline, what) = self.deadline();
-            if deadline < timer.deadline() {
-                timer.as_mut().reset(deadline);
+            if deadline < timer.sleep.deadline() {
+                timer.reset(deadline);
             }
-            ready!(timer.as_mut().poll(cx));
+            ready!(timer.poll(cx, self.now));
             if Instant::now() < deadline {
-                timer.as_mut().reset(deadline);
+                timer.reset(deadline);
                 continue;
             }
             return Poll::Ready(match what {
