@@ -141,18 +141,25 @@ def main():
                 return None, None
             return median([r[0] for r in runs]), median([r[1] for r in runs])
 
+        def spread(server, peer, row, size):
+            """hx/peer of each repetition (the two measured in the same rotation): 'lo–hi'."""
+            pairs = zip(res.get((server, row, size), []), res.get((peer, row, size), []))
+            r = [a[1] / b[1] for a, b in pairs if a and b]
+            return f"{min(r):.2f}–{max(r):.2f}" if r else "-"
+
         print(f"\nServer CPU per request (user+sys of the server's process tree, µs) and req/s; server on core 1 "
               f"(hxlab serve --threads 1, nginx 1 worker, h2o num-threads 1, Caddy GOMAXPROCS=1), client on core 0; "
               f"c={CONNS}, {DUR} s per run, median of {REPS}; objects: {', '.join(SIZE_LIST)} bytes "
               f"(100KiB = 102400).")
-        print("peer/hx = peer CPU/req ÷ hxlab CPU/req (above 1: hxlab cheaper); hx/peer = its inverse; "
+        print("peer/hx = peer CPU/req ÷ hxlab CPU/req (above 1: hxlab cheaper); hx/peer = its inverse (of the "
+              "medians), and its lowest and highest in single repetitions (reps); "
               "goals (issue 29): hx/peer ≤ 0.80 against nginx, ≤ 1.00 against h2o, on every row; "
               "h3 ≤ 0.20 against Caddy.")
         verdict = []
         for peer in ("nginx", "h2o"):
             print(f"\n== hxlab vs {peer} (client: h2load; h2 rows -m 10)")
             print(f"{'row':<13}{'size':>7}{'hxlab req/s':>13}{peer + ' req/s':>13}{'hxlab µs':>10}{peer + ' µs':>10}"
-                  f"{'peer/hx':>9}{'hx/peer':>9}  goal")
+                  f"{'peer/hx':>9}{'hx/peer':>9}{'reps':>12}  goal")
             for size in SIZE_LIST:
                 for label, kind, _ in TCP_ROWS:
                     hr, hc = med("hxlab", label, size)
@@ -168,15 +175,17 @@ def main():
                     if goal != "met":
                         verdict.append(f"{peer} {label} {size}: hx/peer {hc / pc:.2f}")
                     print(f"{label:<13}{size:>7}{hr:>13.0f}{pr:>13.0f}{hc:>10.2f}{pc:>10.2f}"
-                          f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x  {goal}")
+                          f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x{spread('hxlab', peer, label, size):>12}  {goal}")
 
         for size in SIZE_LIST:
             fr, fc = med("floor", "h1", size)
             hr, hc = med("hxlab", "h1", size)
             nr, nc = med("nginx", "h1", size)
             if fc and hc and nc:
-                print(f"\nfloor, h1 {size}: bench/floor-h1.c {fc:.2f} µs/req ({fr:.0f} req/s) = {fc / nc:.2f}x nginx; "
-                      f"hxlab = {hc / fc:.2f}x the floor (the kernel's share every server pays)")
+                print(f"\nfloor, h1 {size}: bench/floor-h1.c {fc:.2f} µs/req ({fr:.0f} req/s) = {fc / nc:.2f}x nginx "
+                      f"(reps {spread('floor', 'nginx', 'h1', size)}); hxlab = {hc / fc:.2f}x the floor "
+                      f"(reps {spread('hxlab', 'floor', 'h1', size)}; the floor pays only the kernel's share every "
+                      f"server pays)")
 
         if not H3_ROWS:
             print("\nrows run: " + ", ".join(r[0] for r in TCP_ROWS) + " (--rows); not run: the other rows")
@@ -193,7 +202,7 @@ def main():
                 print(f"{s:<8}{size:>7}{fmt(r2, '.0f', 11)}{fmt(r3, '.0f', 11)}{fmt(c2, '.2f', 9)}{fmt(c3, '.2f', 9)}"
                       f"{ratio}")
         print(f"\n{'h3 row':<13}{'size':>7}{'hxlab req/s':>13}{'caddy req/s':>13}{'hxlab µs':>10}{'caddy µs':>10}"
-              f"{'peer/hx':>9}{'hx/peer':>9}  goal")
+              f"{'peer/hx':>9}{'hx/peer':>9}{'reps':>12}  goal")
         for size in SIZE_LIST:
             for proto in ("h3", "h2"):
                 hr, hc = med("hxlab", f"{proto} (hxlab load)", size)
@@ -206,8 +215,9 @@ def main():
                     goal = "  met" if hc <= H3_GOAL * pc else "  NOT met"
                     if hc > H3_GOAL * pc:
                         verdict.append(f"caddy h3 {size}: hx/peer {hc / pc:.2f}")
+                row = f"{proto} (hxlab load)"
                 print(f"{proto + ' -m10':<13}{size:>7}{hr:>13.0f}{pr:>13.0f}{hc:>10.2f}{pc:>10.2f}"
-                      f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x{goal}")
+                      f"{pc / hc:>8.2f}x{hc / pc:>8.2f}x{spread('hxlab', 'caddy', row, size):>12}{goal}")
         print("\nnot measured: h3 against nginx and h2o (nginx-light 1.22 and h2o 2.2.5 in Debian 12 have no QUIC); "
               "h1/h2c against Caddy (not asked; Caddy is the h3 peer)")
         print("goals not met: " + ("; ".join(verdict) if verdict else "none"))
