@@ -2,15 +2,16 @@
 # The HTTP/3 server floor on quinn-proto (issue 29, goal 1: "h3 ≤ 0.2× Caddy's server CPU per
 # request" — is it within reach of an HTTP/3 server on quinn-proto at all?): server CPU per
 # request and req/s of `hxlab serve --threads 1` (h3), the bare quinn-proto server
-# (crates/hxlab-serve/examples/proto_h3_server.rs: one thread, GSO up to what the socket takes,
-# 64 segments) and the same floor with GSO capped at 10 segments (`--segments 10`, as quinn's
+# (crates/hxlab-serve/examples/proto_h3_server.rs: one thread, GSO up to 45 segments, what
+# fits in one 64 KiB UDP send) and the same floor with GSO capped at 10 segments (`--segments 10`, as quinn's
 # connection driver caps it), and Caddy (GOMAXPROCS=1), each pinned to core 1, the client
 # `hxlab load --proto h3 -c 50 -m 10` pinned to core 0, for a 100-byte and a 100 KiB object;
 # the order rotates each repetition. Server CPU = user+sys of the server's process tree over
 # the run ÷ requests that succeeded (as bench/origins.sh); medians of the repetitions.
-#   prints: req/s and µs/request of each server, and the ratios floor/Caddy, hxlab/Caddy,
-#           hxlab/floor (for both floors).
-#   --perf: instead, `perf record` the floor (64 segments) at 100 KiB for one run under the
+#   prints: req/s and µs/request of each server, UDP receive-buffer drops per 1000 requests,
+#           the ratios floor/Caddy, hxlab/Caddy, hxlab/floor (for both floors), and the floors'
+#           own counts (sendmsg calls and datagrams per request, packets lost).
+#   --perf: instead, `perf record` the floor (45 segments) at 100 KiB for one run under the
 #           same load and print a rough breakdown of its CPU (quinn-proto, crypto, kernel,
 #           malloc, memcpy, ...), the perf.data kept under $TMPDIR.
 # Results are appended to bench/server-h3-floor-results.txt (a header line with date and commit).

@@ -52,13 +52,23 @@ def url(server, size):
     return f"https://127.0.0.1:{server.ports['h3']}{path}"
 
 
+def udp_rcvbuf_errors():
+    """The kernel's count of UDP datagrams dropped for a full receive buffer (any socket)."""
+    with open("/proc/net/snmp") as f:
+        rows = [l.split() for l in f if l.startswith("Udp:")]
+    return int(rows[1][rows[0].index("RcvbufErrors")])
+
+
 def hxload(server, u, dur, tmp):
-    """One `hxlab load --proto h3` run: (req/s, server µs/request), None when it failed."""
+    """One `hxlab load --proto h3` run: (req/s, server µs/request, UDP datagrams dropped for a
+    full receive buffer per 1000 requests), None when it failed."""
     js = os.path.join(tmp, "load.json")
+    drops = udp_rcvbuf_errors()
     before = server.cpu()
     rc, out = run([BIN, "load", "--no-progress", "-q", "-k", "--proto", "h3", "-D", f"{dur}s",
                    "-c", str(CONNS), "-m", "10", "--json", js, u], timeout=dur + 120)
     cpu = server.cpu() - before
+    drops = udp_rcvbuf_errors() - drops
     if rc != 0 or not os.path.exists(js):
         print(f"  ! hxlab load {u} against {server.name} failed ({rc}):\n    {out[-500:]}", flush=True)
         return None
@@ -68,7 +78,7 @@ def hxload(server, u, dur, tmp):
         print(f"  ! hxlab load {u} against {server.name}: {ok} ok, {r.get('requests_failed')} failed; "
               f"{r.get('error_samples')}", flush=True)
         return None
-    return rps, cpu * 1e6 / ok
+    return rps, cpu * 1e6 / ok, drops * 1000 / ok
 
 
 def bucket(dso, sym):
@@ -114,7 +124,8 @@ def perf_run(lab, tmp):
             rec.terminate()
             rec.wait()
     if got:
-        print(f"floor at {size} under perf: {got[0]:.0f} req/s, {got[1]:.2f} µs/request (perf's overhead included)")
+        print(f"floor at {size} under perf: {got[0]:.0f} req/s, {got[1]:.2f} µs/request (perf's overhead "
+              f"included), {got[2]:.1f} UDP drops per 1000 requests")
     print(f"floor totals (warm-up included): {floor_totals(fl)}")
     out = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym", "--stdio", "-q"],
                          capture_output=True, text=True, timeout=600).stdout
@@ -167,21 +178,23 @@ def main():
         def med(name, size):
             runs = [r for r in res.get((name, size), []) if r]
             if not runs:
-                return None, None, ""
+                return None, None, "", None
             cpus = [r[1] for r in runs]
-            return median([r[0] for r in runs]), median(cpus), f"{min(cpus):.1f}–{max(cpus):.1f}"
+            return (median([r[0] for r in runs]), median(cpus), f"{min(cpus):.1f}–{max(cpus):.1f}",
+                    median([r[2] for r in runs]))
 
         names = ["hxlab", "floor", "floor/10", "caddy"]
         print(f"\nServer CPU per request (user+sys of the server's process tree, µs) and req/s; server on core 1 "
-              f"(hxlab serve --threads 1; proto_h3_server: floor = GSO up to the socket's 64 segments, "
+              f"(hxlab serve --threads 1; proto_h3_server: floor = GSO up to 45 segments (64 KiB), "
               f"floor/10 = GSO capped at 10 as quinn's driver; Caddy GOMAXPROCS=1), client hxlab load --proto h3 "
               f"-c {CONNS} -m 10 on core 0; {DUR} s per run, median of {REPS} (min–max µs); "
               f"objects: {', '.join(SIZE_LIST)} bytes (100KiB = 102400).")
-        print(f"\n{'server':<10}{'size':>8}{'req/s':>10}{'µs/req':>10}  {'min–max':<14}")
+        print("drops: UDP datagrams the kernel dropped for a full receive buffer (either end) per 1000 requests.")
+        print(f"\n{'server':<10}{'size':>8}{'req/s':>10}{'µs/req':>10}  {'min–max':<14}{'drops':>8}")
         for size in SIZE_LIST:
             for n in names:
-                r, c, span = med(n, size)
-                print(f"{n:<10}{size:>8}{fmt(r, '.0f', 10)}{fmt(c, '.2f', 10)}  {span:<14}")
+                r, c, span, d = med(n, size)
+                print(f"{n:<10}{size:>8}{fmt(r, '.0f', 10)}{fmt(c, '.2f', 10)}  {span:<14}{fmt(d, '.1f', 8)}")
         print(f"\nratios of CPU per request (goal, issue 29: hxlab/caddy ≤ {H3_GOAL:.2f})")
         print(f"{'size':>8}{'floor/caddy':>13}{'floor10/caddy':>15}{'hxlab/caddy':>13}{'hxlab/floor':>13}"
               f"{'hxlab/floor10':>15}{'floor10/floor':>15}")
