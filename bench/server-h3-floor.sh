@@ -13,7 +13,7 @@
 #           own counts (sendmsg calls and datagrams per request, packets lost).
 #   --perf: instead, `perf record` the floor (45 segments) at 100 KiB for one run under the
 #           same load and print a rough breakdown of its CPU (quinn-proto, crypto, kernel,
-#           malloc, memcpy, ...), the perf.data kept under $TMPDIR.
+#           malloc, memcpy, ...), the perf.data kept under $TMPDIR (also appended to the results).
 # Results are appended to bench/server-h3-floor-results.txt (a header line with date and commit).
 #
 # usage: bench/server-h3-floor.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB] [--perf]
@@ -56,10 +56,12 @@ fi
 FLOOR="${CARGO_TARGET_DIR:-$PWD/target}/release/examples/proto_h3_server"
 [ -x "$FLOOR" ] || { echo "no binary at $FLOOR (run without --no-build)" >&2; exit 1; }
 
-if [ "$PERF" = 1 ]; then
-  exec python3 -u bench/server_h3_floor.py "$BIN" "$FLOOR" perf "$DUR" "$CONNS" 100KiB
-fi
 RESULTS=bench/server-h3-floor-results.txt
+if [ "$PERF" = 1 ]; then
+  results_header "bench/server-h3-floor.sh --perf --duration $DUR --conns $CONNS" | tee -a "$RESULTS"
+  python3 -u bench/server_h3_floor.py "$BIN" "$FLOOR" perf "$DUR" "$CONNS" 100KiB | tee -a "$RESULTS"
+  exit 0
+fi
 {
   results_header "bench/server-h3-floor.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES"
   echo "# versions: quinn $(grep -A1 '^name = "quinn"' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p'), quinn-proto $(grep -A1 '^name = "quinn-proto"' Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p'), caddy $(caddy version | cut -d' ' -f1)"
