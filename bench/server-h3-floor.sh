@@ -32,7 +32,7 @@ CONNS=50
 SIZES=100,100KiB
 BUILD=1
 PERF=0
-usage() { sed -n '18,19p' "$0" >&2; exit 2; }
+usage() { sed -n '19,20p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
