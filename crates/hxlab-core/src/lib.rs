@@ -13,16 +13,11 @@
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
 //! [`page`] is what a browser page load measured and what a series of loads adds up to.
+//! [`udp`] gives every HTTP/3 socket of the lab, client's and origin's, the same receive buffer.
 //! What it is not: no other I/O, no protocol code, no async runtime.
 
 pub mod atomic_file;
 
-/// Receive buffer asked for on every UDP socket that carries HTTP/3, the load client's and
-/// the origin's alike (the kernel caps it at `net.core.rmem_max`). The default (about
-/// 208 KiB) holds only a few of the GRO batches 50 connections' packets arrive in, and a full
-/// buffer drops datagrams, which then cost a loss recovery on both ends; TCP's receive buffer
-/// autotunes up to `tcp_rmem`'s maximum instead. Nothing of it is seen on the wire.
-pub const QUIC_UDP_RECV_BUFFER: usize = 8 << 20;
 pub mod cc;
 pub mod files;
 pub mod har;
@@ -34,6 +29,7 @@ pub mod ready;
 pub mod result;
 pub mod shard;
 pub mod stats;
+pub mod udp;
 pub mod units;
 pub mod waterfall;
 
@@ -43,4 +39,5 @@ pub use histogram::LatencyHistogram;
 pub use protocol::{Proto, Protocol};
 pub use ready::ReadyFile;
 pub use result::RunResult;
+pub use udp::{set_quic_recv_buffer, QUIC_UDP_RECV_BUFFER};
 pub use units::{parse_duration, parse_rate, parse_size, UnitError};

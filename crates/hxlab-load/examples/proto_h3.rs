@@ -51,6 +51,8 @@ fn main() {
     let addr = target.addr;
 
     let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // The receive buffer `hxlab load` gives its socket.
+    hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&sock));
     sock.set_nonblocking(true).unwrap();
     let state = quinn::udp::UdpSocketState::new((&sock).into()).unwrap();
     let gso = state.max_gso_segments();

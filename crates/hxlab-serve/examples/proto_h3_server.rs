@@ -122,7 +122,7 @@ fn main() {
     let response = response_chunks(size);
 
     let sock = UdpSocket::bind(SocketAddr::from(([127, 0, 0, 1], port))).expect("bind");
-    set_recv_buffer(&sock, hxlab_core::QUIC_UDP_RECV_BUFFER);
+    hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&sock));
     sock.set_nonblocking(true).expect("nonblocking");
     let state = quinn::udp::UdpSocketState::new((&sock).into()).expect("udp state");
     let segments = state
@@ -543,19 +543,4 @@ fn generate_identity() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)
         .expect("self-signed certificate");
     let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).expect("key");
     (vec![made.cert.der().clone()], key)
-}
-
-/// The receive buffer `hxlab serve` asks for (SO_RCVBUF; the kernel caps it at rmem_max).
-fn set_recv_buffer(sock: &UdpSocket, bytes: usize) {
-    let v = bytes as libc::c_int;
-    // SAFETY: a valid fd and a c_int option value that lives across the call.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
 }

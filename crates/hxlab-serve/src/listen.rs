@@ -22,20 +22,6 @@ pub(crate) struct Sockets {
 
 /// Asks for `bytes` of receive buffer on `udp` (the load client asks the same of its
 /// socket). Best effort: a smaller buffer only means more drops under load.
-fn set_recv_buffer(udp: &std::net::UdpSocket, bytes: usize) {
-    let v = bytes as libc::c_int;
-    // SAFETY: a valid fd and a c_int option value that lives across the call.
-    unsafe {
-        libc::setsockopt(
-            udp.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-}
-
 fn tcp_listener(addr: SocketAddr, cc: Option<CongestionControl>) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
@@ -77,7 +63,7 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
         let udp_addr = SocketAddr::new(cfg.bind, port);
         match std::net::UdpSocket::bind(udp_addr) {
             Ok(udp) => {
-                set_recv_buffer(&udp, hxlab_core::QUIC_UDP_RECV_BUFFER);
+                hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&udp));
                 pair = Some((tls, Some(udp)));
                 break;
             }

@@ -2,13 +2,11 @@
 
 use super::*;
 
-/// Receive buffer asked for on the client's UDP socket: the same as the origin's.
-pub const UDP_RECV_BUFFER: usize = hxlab_core::QUIC_UDP_RECV_BUFFER;
-
 /// The worker's QUIC driver ([`Driver`]) on a new UDP socket: a socket2 UDP socket as
-/// quinn's `Endpoint::client` makes it (dual-stack on IPv6), with a larger receive buffer
-/// ([`UDP_RECV_BUFFER`]), driven through quinn-udp (GSO, GRO). Nothing of it is seen on the
-/// wire. Must be called on the worker's `LocalSet` (the driver task starts there).
+/// quinn's `Endpoint::client` makes it (dual-stack on IPv6), with the origin's larger receive
+/// buffer ([`hxlab_core::set_quic_recv_buffer`]), driven through quinn-udp (GSO, GRO).
+/// Nothing of it is seen on the wire. Must be called on the worker's `LocalSet` (the driver
+/// task starts there).
 pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<Driver> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
@@ -16,7 +14,7 @@ pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<Driver> {
         let _ = socket.set_only_v6(false);
     }
     // Best effort: a smaller buffer only means more drops under load.
-    let _ = socket.set_recv_buffer_size(UDP_RECV_BUFFER);
+    hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&socket));
     socket.bind(&bind.into())?;
     socket.set_nonblocking(true)?;
     Driver::new(socket.into())

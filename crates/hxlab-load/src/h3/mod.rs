@@ -116,7 +116,7 @@ mod driver;
 mod parse;
 mod session;
 
-pub use dial::{client_endpoint, QuicConnection, QuicDialer, UDP_RECV_BUFFER};
+pub use dial::{client_endpoint, QuicConnection, QuicDialer};
 pub use driver::{udp_transmit, ConnState, Driver, QuicConn};
 pub use parse::{ControlParser, ResponseParser};
 pub use session::{session, H3Session, Quic};
