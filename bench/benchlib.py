@@ -313,6 +313,37 @@ def parse_hxlab_json(path):
     return (r["requests_done"] / dur if dur else 0.0), r["requests_succeeded"], r
 
 
+def udp_rcvbuf_errors():
+    """The kernel's count of UDP receive-buffer drops (any socket; one per GRO batch dropped)."""
+    with open("/proc/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Udp:")]
+    return int(rows[1][rows[0].index("RcvbufErrors")])
+
+
+def hxload_server_cpu(binary, server, proto, u, dur, tmp, conns, streams=10):
+    """One `hxlab load --proto PROTO -D DUR -c CONNS -m STREAMS` run against `server`:
+    (req/s, the server's CPU µs per request, UDP receive-buffer drops per 1000 requests), or
+    None when it failed (said on stdout)."""
+    js = os.path.join(tmp, "load.json")
+    drops = udp_rcvbuf_errors()
+    before = server.cpu()
+    rc, out = run([binary, "load", "--no-progress", "-q", "-k", "--proto", proto, "-D", f"{dur}s",
+                   "-c", str(conns), "-m", str(streams), "--json", js, u], timeout=dur + 120)
+    cpu = server.cpu() - before
+    drops = udp_rcvbuf_errors() - drops
+    if rc != 0 or not os.path.exists(js):
+        print(f"  ! hxlab load --proto {proto} {u} against {server.name} failed ({rc}):\n    {out[-500:]}",
+              flush=True)
+        return None
+    rps, ok, r = parse_hxlab_json(js)
+    os.unlink(js)
+    if ok == 0 or r.get("requests_failed"):
+        print(f"  ! hxlab load --proto {proto} {u} against {server.name}: {ok} ok, "
+              f"{r.get('requests_failed')} failed; {r.get('error_samples')}", flush=True)
+        return None
+    return rps, cpu * 1e6 / ok, drops * 1000 / ok
+
+
 def have(tool):
     return shutil.which(tool) is not None
 

@@ -13,7 +13,7 @@ the same rotation: what every server pays the kernel, so how far a ratio can go 
 import os, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Lab, SIZES, free_port, fmt, hx_path, median, parse_h2load, parse_hxlab_json, peer_path, run  # noqa: E402
+from benchlib import Lab, SIZES, free_port, fmt, hx_path, hxload_server_cpu, median, parse_h2load, peer_path, run  # noqa: E402
 
 BIN, REPS, DUR, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 SIZE_LIST = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else list(SIZES)
@@ -61,21 +61,8 @@ def h2load(server, u, args, dur):
 
 
 def hxload(server, proto, u, dur, tmp):
-    js = os.path.join(tmp, "load.json")
-    before = server.cpu()
-    rc, out = run([BIN, "load", "--no-progress", "-q", "-k", "--proto", proto, "-D", f"{dur}s",
-                   "-c", str(CONNS), "-m", "10", "--json", js, u])
-    cpu = server.cpu() - before
-    if rc != 0 or not os.path.exists(js):
-        print(f"  ! hxlab load --proto {proto} {u} against {server.name} failed ({rc}):\n    {out[-500:]}", flush=True)
-        return None
-    rps, ok, r = parse_hxlab_json(js)
-    os.unlink(js)
-    if ok == 0 or r.get("requests_failed"):
-        print(f"  ! hxlab load --proto {proto} {u} against {server.name}: {ok} ok, "
-              f"{r.get('requests_failed')} failed; {r.get('error_samples')}", flush=True)
-        return None
-    return rps, cpu * 1e6 / ok
+    got = hxload_server_cpu(BIN, server, proto, u, dur, tmp, CONNS)
+    return got[:2] if got else None
 
 
 def start_floors(lab, tmp):

@@ -14,7 +14,7 @@ usage: server_h3_floor.py HXLAB FLOOR REPS DURATION CONNS SIZES
 import collections, os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Lab, SIZES, free_port, fmt, hx_path, median, parse_hxlab_json, peer_path, run  # noqa: E402
+from benchlib import Lab, SIZES, free_port, fmt, hx_path, hxload_server_cpu, median, peer_path, run  # noqa: E402
 
 BIN, FLOOR = sys.argv[1], sys.argv[2]
 PERF = sys.argv[3] == "perf"
@@ -52,33 +52,10 @@ def url(server, size):
     return f"https://127.0.0.1:{server.ports['h3']}{path}"
 
 
-def udp_rcvbuf_errors():
-    """The kernel's count of UDP datagrams dropped for a full receive buffer (any socket)."""
-    with open("/proc/net/snmp") as f:
-        rows = [l.split() for l in f if l.startswith("Udp:")]
-    return int(rows[1][rows[0].index("RcvbufErrors")])
-
-
 def hxload(server, u, dur, tmp):
-    """One `hxlab load --proto h3` run: (req/s, server µs/request, UDP datagrams dropped for a
-    full receive buffer per 1000 requests), None when it failed."""
-    js = os.path.join(tmp, "load.json")
-    drops = udp_rcvbuf_errors()
-    before = server.cpu()
-    rc, out = run([BIN, "load", "--no-progress", "-q", "-k", "--proto", "h3", "-D", f"{dur}s",
-                   "-c", str(CONNS), "-m", "10", "--json", js, u], timeout=dur + 120)
-    cpu = server.cpu() - before
-    drops = udp_rcvbuf_errors() - drops
-    if rc != 0 or not os.path.exists(js):
-        print(f"  ! hxlab load {u} against {server.name} failed ({rc}):\n    {out[-500:]}", flush=True)
-        return None
-    rps, ok, r = parse_hxlab_json(js)
-    os.unlink(js)
-    if ok == 0 or r.get("requests_failed"):
-        print(f"  ! hxlab load {u} against {server.name}: {ok} ok, {r.get('requests_failed')} failed; "
-              f"{r.get('error_samples')}", flush=True)
-        return None
-    return rps, cpu * 1e6 / ok, drops * 1000 / ok
+    """One `hxlab load --proto h3` run: (req/s, server µs/request, UDP receive-buffer drops per
+    1000 requests), None when it failed."""
+    return hxload_server_cpu(BIN, server, "h3", u, dur, tmp, CONNS)
 
 
 def bucket(dso, sym):
