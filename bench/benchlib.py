@@ -313,6 +313,44 @@ def parse_hxlab_json(path):
     return (r["requests_done"] / dur if dur else 0.0), r["requests_succeeded"], r
 
 
+def measure_clients(tools, sizes, reps, server, js, timeout=900):
+    """Client CPU per request of several clients against one `server`, as bench/client_h3.py
+    and bench/client_h3_floors.py measure it. `tools(size)` gives (n, [(name, cmd, parse)]);
+    `parse(out)` gives (req/s, completed, *extra) or None. Each client runs once as a warm-up
+    (n cut to 2000, not counted), then `reps` times per size in rotating order. Returns
+    {(name, size): [(client µs/req, req/s, server µs/req, *extra) or None]}: None for a run
+    that failed, hung past `timeout` or completed fewer than n (said on stdout). `js` (the
+    JSON file an hxlab client writes) is removed before each run."""
+    res = {}
+    for size in sizes:
+        n, ts = tools(size)
+        for name, cmd, parse in ts:
+            run_measured([c if c != str(n) else str(min(n, 2000)) for c in cmd], timeout=timeout)
+    for rep in range(reps):
+        for size in sizes:
+            n, ts = tools(size)
+            k = rep % len(ts)
+            for name, cmd, parse in ts[k:] + ts[:k]:
+                if os.path.exists(js):
+                    os.unlink(js)
+                s0 = server.cpu()
+                try:
+                    rc, cpu, wall, out = run_measured(cmd, timeout=timeout)
+                except Exception as e:  # a client that hangs: counted as failed, not fatal
+                    rc, cpu, wall, out = -1, 0, 0, f"{e}"
+                scpu = server.cpu() - s0
+                got = parse(out) if rc == 0 else None
+                if not got or got[1] < n:
+                    print(f"  ! {name} {size}: rc {rc}, {got[1] if got else 0}/{n} done:\n    "
+                          + "\n    ".join(out.strip().splitlines()[-4:]), flush=True)
+                    res.setdefault((name, size), []).append(None)
+                    continue
+                rps, ok, *extra = got
+                res.setdefault((name, size), []).append((cpu * 1e6 / ok, rps, scpu * 1e6 / ok, *extra))
+        print(f"repetition {rep + 1}/{reps} done", file=sys.stderr, flush=True)
+    return res
+
+
 def udp_rcvbuf_errors():
     """The kernel's count of UDP receive-buffer drops (any socket; one per GRO batch dropped)."""
     with open("/proc/net/snmp") as f:

@@ -9,7 +9,7 @@ import os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import (Lab, SIZES, find_oha, hx_path, median, parse_h2load, parse_hxlab_json,  # noqa: E402
-                      parse_oha_json, run_measured)
+                      measure_clients, parse_oha_json)
 
 BIN, REPS, N, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 SIZE_LIST = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else list(SIZES)
@@ -44,31 +44,7 @@ def main():
         if not oha:
             print("(oha not available: no oha rows — install it with `cargo install oha --features http3 --locked` "
                   "or set OHA=path)")
-        res = {}
-        # Warm-up: one short run of each tool, not counted.
-        for size in SIZE_LIST:
-            n, ts = tools(size)
-            for name, cmd, parse in ts:
-                run_measured([c if c != str(n) else str(min(n, 2000)) for c in cmd])
-        for rep in range(REPS):
-            for size in SIZE_LIST:
-                n, ts = tools(size)
-                k = rep % len(ts)
-                for name, cmd, parse in ts[k:] + ts[:k]:
-                    if os.path.exists(js):
-                        os.unlink(js)
-                    s0 = hx.cpu()
-                    rc, cpu, wall, out = run_measured(cmd)
-                    scpu = hx.cpu() - s0
-                    got = parse(out) if rc == 0 else None
-                    if not got or got[1] < n:
-                        print(f"  ! {name} {size}: rc {rc}, {got[1] if got else 0}/{n} succeeded:\n    "
-                              + "\n    ".join(out.strip().splitlines()[-4:]), flush=True)
-                        res.setdefault((name, size), []).append(None)
-                        continue
-                    rps, ok = got
-                    res.setdefault((name, size), []).append((cpu * 1e6 / ok, rps, scpu * 1e6 / ok))
-            print(f"repetition {rep + 1}/{REPS} done", file=sys.stderr, flush=True)
+        res = measure_clients(tools, SIZE_LIST, REPS, hx, js)
 
         print(f"\nClient CPU per request (user+sys of the client, µs) against one `hxlab serve --threads 1` (core 1), "
               f"client on core 0, -c {CONNS}, {M} streams per connection, median of {REPS} (min–max); "

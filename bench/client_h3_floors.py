@@ -17,7 +17,7 @@ usage: client_h3_floors.py HXLAB PROTO_H3 FLOOR_QUICHE FLOOR_QUICHE_COALESCE REP
 import os, re, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Lab, SIZES, hx_path, median, parse_hxlab_json, run_measured  # noqa: E402
+from benchlib import Lab, SIZES, hx_path, measure_clients, median, parse_hxlab_json  # noqa: E402
 
 BIN, PROTO_H3, QUICHE, QUICHE_CO = sys.argv[1:5]
 REPS, N, CONNS = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
@@ -59,34 +59,7 @@ def main():
                  ("quiche+coalesce", [QUICHE_CO, "URL", str(n), str(CONNS), str(M)], parse_floor)]
             return n, [(name, [u if c == "URL" else c for c in cmd], parse) for name, cmd, parse in t]
 
-        res = {}
-        # Warm-up: one short run of each client, not counted.
-        for size in SIZE_LIST:
-            n, ts = tools(size)
-            for name, cmd, parse in ts:
-                run_measured([c if c != str(n) else str(min(n, 2000)) for c in cmd], timeout=300)
-        for rep in range(REPS):
-            for size in SIZE_LIST:
-                n, ts = tools(size)
-                k = rep % len(ts)
-                for name, cmd, parse in ts[k:] + ts[:k]:
-                    if os.path.exists(js):
-                        os.unlink(js)
-                    s0 = hx.cpu()
-                    try:
-                        rc, cpu, wall, out = run_measured(cmd, timeout=300)
-                    except Exception as e:  # a floor that hangs: counted as failed, not fatal
-                        rc, cpu, wall, out = -1, 0, 0, f"{e}"
-                    scpu = hx.cpu() - s0
-                    got = parse(out) if rc == 0 else None
-                    if not got or got[1] < n:
-                        print(f"  ! {name} {size}: rc {rc}, {got[1] if got else 0}/{n} done:\n    "
-                              + "\n    ".join(out.strip().splitlines()[-4:]), flush=True)
-                        res.setdefault((name, size), []).append(None)
-                        continue
-                    rps, ok, dg = got
-                    res.setdefault((name, size), []).append((cpu * 1e6 / ok, rps, scpu * 1e6 / ok, dg))
-            print(f"repetition {rep + 1}/{REPS} done", file=sys.stderr, flush=True)
+        res = measure_clients(tools, SIZE_LIST, REPS, hx, js, timeout=300)
 
         print(f"\nClient CPU per request (user+sys of the client process, µs) against one `hxlab serve --threads 1` "
               f"(core 1), client on core 0, {CONNS} connections, {M} requests in flight on each, median of {REPS} "
