@@ -4,9 +4,9 @@
 //! submitting one, what is in flight (and since when), how it ends. [`H1Session`] and
 //! [`H2Session`] are sans-IO (they take received bytes and leave bytes to write, the
 //! [`ByteSession`] part); the h3 session ([`crate::h3::H3Session`]) drives quinn-proto
-//! streams, woken by the worker's QUIC driver with its connection's stream events. A [`Transport`] moves a session's input and output: [`Tcp`]
-//! (reads, the session's one write buffer, one write per loop turn) for h1 and h2,
-//! [`crate::h3::Quic`] for h3.
+//! streams, woken by the worker's QUIC driver with its connection's stream events. A
+//! [`Transport`] moves a session's input and output: [`Tcp`] (reads, the session's one write
+//! buffer, one write per loop turn) for h1 and h2, [`crate::h3::Quic`] for h3.
 //!
 //! Memory per connection: a connection with nothing buffered reads into its worker thread's
 //! one shared read buffer (borrowed only inside the read's poll, and handed to the session

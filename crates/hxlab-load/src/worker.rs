@@ -303,7 +303,7 @@ fn side_tasks(setup: &Setup, spec: &WorkerSpec, rec: &SharedRecorder, cpu0: &Rc<
     }
 }
 
-/// The worker's QUIC dialer (one UDP endpoint per worker); `None` on TCP.
+/// The worker's QUIC dialer (one UDP socket and driver per worker); `None` on TCP.
 fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
     let Transport::Quic {
         configs,
@@ -319,10 +319,10 @@ fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
     } else {
         ([0u16; 8], 0).into()
     };
-    let endpoint =
+    let driver =
         crate::h3::client_endpoint(bind).map_err(|e| format!("UDP socket for QUIC: {e}"))?;
     Ok(Some(QuicDialer {
-        driver: endpoint,
+        driver,
         configs: configs.clone(),
         addr,
         server_name: server_name.clone(),

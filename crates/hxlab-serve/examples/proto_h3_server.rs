@@ -1,7 +1,8 @@
 //! EXPERIMENT, not part of hxlab serve (issue 29, goal 1): the floor of an HTTP/3 server on
 //! quinn-proto. One thread, no tokio, one UDP socket (quinn-udp, GSO and GRO, the server's
-//! 8 MiB receive buffer), one `quinn_proto::Endpoint` driven directly, with the QUIC and TLS
-//! configuration `hxlab serve` builds (crates/hxlab-serve/src/tls.rs: TLS 1.3 on ring, ALPN
+//! receive buffer, `hxlab_core::set_quic_recv_buffer`), one `quinn_proto::Endpoint` driven
+//! directly, with the QUIC and TLS configuration `hxlab serve` builds for its defaults
+//! (`hxlab_serve::experiment`, from crates/hxlab-serve/src/tls.rs: TLS 1.3 on ring, ALPN
 //! h3, 0-RTT accepted; 100 bidirectional streams, 4 MiB windows each way, 30 s idle timeout,
 //! quinn's default congestion controller, MTU discovery and ACK settings). It answers every
 //! request stream, once read to its end (nothing of it is parsed), with the same response
@@ -21,19 +22,17 @@
 //!
 //! usage: proto_h3_server PORT SIZE [CERT KEY] [--segments N]
 //!   listens on 127.0.0.1:PORT (UDP) until killed; answers every request with SIZE body bytes
-//!   (at most 448 KiB); CERT/KEY: a PEM certificate chain and key (without them, a fresh
-//!   self-signed certificate for localhost and 127.0.0.1); `--segments N` caps the datagrams
+//!   (at most 448 KiB); CERT/KEY: a PEM certificate chain and key (without them, the
+//!   self-signed certificate `hxlab serve` makes); `--segments N` caps the datagrams
 //!   of one GSO send at N (quinn's connection driver caps them at 10; default: what the socket
 //!   takes, 64 on Linux, but at most 45, what fits in one 64 KiB UDP send at quinn-proto's
 //!   largest datagram size). Prints one line when it listens, nothing per request; on SIGTERM or
 //!   SIGINT, one line of totals (requests answered, sendmsg calls, datagrams each way) and exits.
 use bytes::{Bytes, BytesMut};
-use hxlab_wire::h3::{frame, setting, stream as stream_type, write_frame_head};
-use hxlab_wire::varint;
+use hxlab_wire::h3::{frame, stream as stream_type, write_frame_head};
 use quinn_proto::{
     ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, StreamEvent, StreamId,
 };
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::collections::HashMap;
 use std::io::{IoSliceMut, Write};
 use std::net::{SocketAddr, UdpSocket};
@@ -114,11 +113,15 @@ fn main() {
         "SIZE at most {} bytes",
         (MAX_CHUNKS - 1) / 2 * CHUNK
     );
-    let (certs, key) = match (pos.get(2), pos.get(3)) {
-        (Some(c), Some(k)) => load_identity(c, k),
-        _ => generate_identity(),
+    // What `hxlab serve` runs with its defaults and this certificate: its QUIC and TLS
+    // configuration, and its control stream's SETTINGS.
+    let cfg = hxlab_serve::ServeConfig {
+        cert: pos.get(2).map(Into::into),
+        key: pos.get(3).map(Into::into),
+        ..Default::default()
     };
-    let server_config = Arc::new(server_config(certs, key));
+    let server_config =
+        Arc::new(hxlab_serve::experiment::quic_server_config(&cfg).expect("QUIC server config"));
     let response = response_chunks(size);
 
     let sock = UdpSocket::bind(SocketAddr::from(([127, 0, 0, 1], port))).expect("bind");
@@ -156,7 +159,7 @@ fn main() {
     let mut metas = [quinn::udp::RecvMeta::default(); BATCH];
     let mut txbuf: Vec<u8> = Vec::with_capacity(segments * 1500);
     let mut respbuf: Vec<u8> = Vec::new();
-    let control = control_preamble(64 * 1024);
+    let control = hxlab_serve::experiment::h3_control_preamble(&cfg);
 
     while !STOP.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -475,72 +478,4 @@ fn response_chunks(size: usize) -> Vec<Bytes> {
         left -= n;
     }
     out
-}
-
-/// Our control stream's first bytes: its type and SETTINGS (QPACK dynamic table 0, no blocked
-/// streams, MAX_FIELD_SECTION_SIZE), as `hxlab serve` sends them.
-fn control_preamble(max_field_section: u64) -> Vec<u8> {
-    let mut payload = Vec::new();
-    for (id, v) in [
-        (setting::QPACK_MAX_TABLE_CAPACITY, 0),
-        (setting::QPACK_BLOCKED_STREAMS, 0),
-        (setting::MAX_FIELD_SECTION_SIZE, max_field_section),
-    ] {
-        varint::put(&mut payload, id);
-        varint::put(&mut payload, v);
-    }
-    let mut out = Vec::new();
-    varint::put(&mut out, stream_type::CONTROL);
-    write_frame_head(&mut out, frame::SETTINGS, payload.len() as u64);
-    out.extend_from_slice(&payload);
-    out
-}
-
-/// The QUIC server configuration `hxlab serve` builds with its defaults (tls.rs,
-/// `quic_server_config`: --max-streams 100, --quic-window 4 MiB, no --cc).
-fn server_config(
-    certs: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
-) -> quinn_proto::ServerConfig {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("TLS 1.3")
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .expect("certificate");
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    tls.max_early_data_size = u32::MAX;
-    let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
-    let mut config = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
-    let mut transport = quinn_proto::TransportConfig::default();
-    let window: u64 = 4 << 20;
-    transport.max_concurrent_bidi_streams(100u32.into());
-    transport.send_window(window);
-    transport.receive_window(quinn_proto::VarInt::from_u64(window).expect("window"));
-    transport.stream_receive_window(quinn_proto::VarInt::from_u64(window).expect("window"));
-    transport.max_idle_timeout(Some(quinn_proto::IdleTimeout::from(
-        quinn_proto::VarInt::from_u32(30_000),
-    )));
-    config.transport_config(Arc::new(transport));
-    config
-}
-
-fn load_identity(cert: &str, key: &str) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
-    let cert_pem = std::fs::read(cert).expect("read CERT");
-    let key_pem = std::fs::read(key).expect("read KEY");
-    let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())
-        .collect::<Result<Vec<_>, _>>()
-        .expect("CERT: PEM certificates");
-    let key = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .expect("KEY: PEM")
-        .expect("KEY: a private key");
-    (certs, key)
-}
-
-fn generate_identity() -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
-    let made = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-        .expect("self-signed certificate");
-    let key = PrivateKeyDer::try_from(made.signing_key.serialize_der()).expect("key");
-    (vec![made.cert.der().clone()], key)
 }

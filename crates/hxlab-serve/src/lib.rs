@@ -157,6 +157,43 @@ fn check(cfg: &ServeConfig) -> Result<(), ServeError> {
     cfg.validate().map_err(|e| ServeError::Config(e.0))
 }
 
+/// The QUIC server configuration for `cfg`: TLS with `identity`, its stream limit, windows
+/// and congestion controller.
+fn quic_server_config(
+    identity: &tls::Identity,
+    cfg: &ServeConfig,
+) -> Result<quinn::ServerConfig, ServeError> {
+    identity.quic_server_config(
+        tls::QuicLimits {
+            max_streams: cfg.max_streams,
+            window: cfg.quic_window,
+        },
+        cfg.cc,
+    )
+}
+
+/// For experiments that drive quinn-proto themselves (`examples/proto_h3_server.rs`, the
+/// HTTP/3 server floor of bench/server-h3-floor.sh), so that they run what `hxlab serve`
+/// runs rather than a copy of it. Not a stable interface.
+#[doc(hidden)]
+pub mod experiment {
+    use super::*;
+
+    /// The QUIC server configuration `hxlab serve` builds for `cfg` (the certificate loaded,
+    /// or made for localhost, TLS, stream limit, windows, controller).
+    pub fn quic_server_config(cfg: &ServeConfig) -> Result<quinn::ServerConfig, ServeError> {
+        let identity =
+            tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref(), &[])?;
+        super::quic_server_config(&identity, cfg)
+    }
+
+    /// The first bytes of the HTTP/3 control stream `hxlab serve` opens for `cfg`: its type
+    /// and SETTINGS.
+    pub fn h3_control_preamble(cfg: &ServeConfig) -> Vec<u8> {
+        h3::control_preamble(u64::from(cfg.max_header_size))
+    }
+}
+
 /// Binds every listener, makes or loads the certificate and starts serving on the current
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
@@ -232,13 +269,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), cfg.cc));
     let mut endpoint = None;
     if let Some(udp) = sockets.udp {
-        let quic_config = identity.quic_server_config(
-            tls::QuicLimits {
-                max_streams: cfg.max_streams,
-                window: cfg.quic_window,
-            },
-            cfg.cc,
-        )?;
+        let quic_config = quic_server_config(&identity, &cfg)?;
         let ep = quinn::Endpoint::new(
             quinn::EndpointConfig::default(),
             Some(quic_config),

@@ -20,8 +20,6 @@ pub(crate) struct Sockets {
     pub udp: Option<std::net::UdpSocket>,
 }
 
-/// Asks for `bytes` of receive buffer on `udp` (the load client asks the same of its
-/// socket). Best effort: a smaller buffer only means more drops under load.
 fn tcp_listener(addr: SocketAddr, cc: Option<CongestionControl>) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?

@@ -147,6 +147,9 @@ fn trim(mut s: &[u8]) -> &[u8] {
     s
 }
 
+/// The token characters that are not letters or digits (RFC 9110 §5.6.2).
+const TCHAR_PUNCTUATION: &[u8] = b"!#$%&'*+-.^_`|~";
+
 /// Byte classes, one table lookup per byte of a head (every byte of a request line and of a
 /// field line is classified once).
 const TCHAR: u8 = 1;
@@ -156,26 +159,7 @@ const CLASS: [u8; 256] = {
     let mut b = 0;
     while b < 256 {
         let c = b as u8;
-        // A token character (RFC 9110 §5.6.2).
-        if c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            )
-        {
+        if c.is_ascii_alphanumeric() {
             t[b] |= TCHAR;
         }
         // A byte allowed in a field value: HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5).
@@ -183,6 +167,11 @@ const CLASS: [u8; 256] = {
             t[b] |= VALUE;
         }
         b += 1;
+    }
+    let mut i = 0;
+    while i < TCHAR_PUNCTUATION.len() {
+        t[TCHAR_PUNCTUATION[i] as usize] |= TCHAR;
+        i += 1;
     }
     t
 };

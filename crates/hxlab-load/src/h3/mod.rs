@@ -10,8 +10,8 @@
 //! driver task handles incoming datagrams and transmits before the application runs, so each
 //! round of responses cost an ACK-only datagram of its own, and every stream operation went
 //! through a lock, a channel or a waker of its own. The worker's [`Driver`] (`driver.rs`)
-//! runs quinn-proto on the worker's thread: one UDP socket through quinn-udp (GSO, GRO, an
-//! 8 MiB receive buffer so the GRO batches of 50 connections are not dropped), one
+//! runs quinn-proto on the worker's thread: one UDP socket through quinn-udp (GSO, GRO, the
+//! lab's receive buffer, [`hxlab_core::QUIC_UDP_RECV_BUFFER`]), one
 //! `quinn_proto::Endpoint`, the connections, one timer; each turn it receives, hands the
 //! connections' events to their sessions and lets them run, and only then transmits, so the
 //! ACK rides with the next requests (see its docs: quinn-proto's ACK policy and transport

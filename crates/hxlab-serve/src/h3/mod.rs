@@ -127,7 +127,7 @@ impl Drop for InFlightGuard {
 
 /// Our control stream's first bytes: its type and SETTINGS. A dynamic table capacity of 0
 /// and no blocked streams are the defaults; MAX_FIELD_SECTION_SIZE is our limit.
-fn control_preamble(max_field_section: u64) -> Vec<u8> {
+pub(crate) fn control_preamble(max_field_section: u64) -> Vec<u8> {
     let mut payload = Vec::new();
     varint::put(&mut payload, setting::QPACK_MAX_TABLE_CAPACITY);
     varint::put(&mut payload, 0);
