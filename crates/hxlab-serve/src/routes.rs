@@ -452,7 +452,7 @@ fn filler(n: u64, delay: Duration) -> Reply {
 
 fn bytes_endpoint(ctx: &Ctx, n: &str, query: Option<&str>) -> Reply {
     // Plain digits (every size a load generator asks for) need no decoding.
-    let decoded = if n.contains('%') {
+    let decoded = if n.bytes().any(|b| b == b'%') {
         percent_decode_str(n).decode_utf8_lossy()
     } else {
         Cow::Borrowed(n)

@@ -186,6 +186,29 @@ fn is_value_byte(b: u8) -> bool {
     CLASS[usize::from(b)] & VALUE != 0
 }
 
+/// Whether every byte of `value` is a field-value byte ([`is_value_byte`]). Eight bytes at a
+/// time: a word with no control byte (below 0x20) and no DEL (0x7F) is all value bytes
+/// (0x20–0x7E and obs-text); a word with either, or the tail, is judged byte by byte (HTAB is
+/// a control byte that is allowed).
+fn all_value_bytes(value: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let mut words = value.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_ne_bytes(word.try_into().unwrap_or([0; 8]));
+        // A byte below 0x20 (a byte under 0x80 whose subtraction borrows) or equal to 0x7F
+        // (a zero byte of w ^ 0x7F..) sets its high bit here; false alarms only cost the
+        // byte-by-byte look.
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let d = w ^ (ONES * 0x7f);
+        let del = d.wrapping_sub(ONES) & !d & HIGH;
+        if below_space | del != 0 && !word.iter().all(|&b| is_value_byte(b)) {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|&b| is_value_byte(b))
+}
+
 /// Finds request heads in a connection's bytes. The scan for a head's end resumes where the
 /// last call stopped, so a head that trickles in is scanned once; call [`HeadReader::read`]
 /// with the same buffer grown (the bytes already given unchanged at its start), and after a
@@ -266,10 +289,11 @@ fn parse_head(head: &[u8]) -> Result<RequestHead<'_>, Refusal> {
     // Field lines: after the request line's CRLF, before the final empty line's CRLF.
     let fields = &head[(line_end + 2).min(head.len())..head.len().saturating_sub(2)];
     let mut seen = Seen::default();
-    for line in fields.split(|&b| b == b'\n') {
-        if let Some(line) = line.strip_suffix(b"\r") {
-            seen.field(line)?;
-        }
+    // Every line ends in CRLF (the scan for the head's end refused bare CRs and LFs).
+    let mut at = 0;
+    for lf in memchr::memchr_iter(b'\n', fields) {
+        seen.field(&fields[at..lf.saturating_sub(1).max(at)])?;
+        at = lf + 1;
     }
     seen.finish(version).map(|(body, keep_alive)| RequestHead {
         method,
@@ -336,7 +360,7 @@ impl<'a> Seen<'a> {
             return Err(Refusal::BadFieldLine);
         }
         let (name, value) = (&line[..colon], trim(&line[colon + 1..]));
-        if !value.iter().all(|&b| is_value_byte(b)) {
+        if !all_value_bytes(value) {
             return Err(Refusal::BadFieldValue);
         }
         match name.len() {

@@ -10,11 +10,16 @@ use hxlab_wire::h1_request::RequestHead;
 /// Routes a request read by the framer. Origin-form targets (`/path?query`, nearly all) are
 /// split in place; other forms go through `Uri`.
 pub(super) fn route(ctx: &Ctx, head: &RequestHead<'_>, method: &Method, proto: Protocol) -> Reply {
-    let host = head.host.and_then(|h| std::str::from_utf8(h).ok());
+    // Only a replay looks at the host.
+    let host = match ctx.replay {
+        Some(_) => head.host.and_then(|h| std::str::from_utf8(h).ok()),
+        None => None,
+    };
     let echo = || headers_endpoint(method, &uri_of(head), &header_map(head), proto);
     if head.target.starts_with('/') {
-        let (path, query) = match head.target.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
+        // '?' is ASCII, so the split falls between characters.
+        let (path, query) = match head.target.bytes().position(|b| b == b'?') {
+            Some(q) => (&head.target[..q], Some(&head.target[q + 1..])),
             None => (head.target, None),
         };
         let target = Target {

@@ -307,3 +307,28 @@ fn byte_classes_are_the_rfcs_for_every_byte() {
         assert_eq!(is_value_byte(b), value, "field-value byte {b:#04x}");
     }
 }
+
+#[test]
+fn field_values_are_judged_word_at_a_time_as_byte_by_byte() {
+    // Every byte value at every position of values 1 to 17 bytes long (two words and a
+    // tail), among allowed bytes of both kinds (ASCII and obs-text).
+    for len in 1..=17 {
+        for at in 0..len {
+            for b in 0..=255u8 {
+                for fill in [b'a', 0xe9, b' '] {
+                    let mut v = vec![fill; len];
+                    v[at] = b;
+                    assert_eq!(
+                        all_value_bytes(&v),
+                        v.iter().all(|&b| is_value_byte(b)),
+                        "byte {b:#04x} at {at} of {len} among {fill:#04x}"
+                    );
+                }
+            }
+        }
+    }
+    // Two bad bytes in one word, and a bad byte right after a borrow-prone one.
+    assert!(!all_value_bytes(b"ab\x00cd\x7fgh"));
+    assert!(!all_value_bytes(b"\x20\x1fabcdef"));
+    assert!(all_value_bytes(b"\t\x20\x7e\x80\xff\x21\x09\x7e"));
+}
