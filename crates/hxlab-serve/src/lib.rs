@@ -7,8 +7,8 @@
 //! Layout: `routes` decides what to answer (protocol-free), `h1` (our own HTTP/1.1 on
 //! hxlab-wire's request framer), `h2` (our own HTTP/2 connection, frames and HPACK from
 //! hxlab-wire, one task per connection, the same on TLS and h2c) and `h3` (our own HTTP/3 on
-//! quinn streams, QPACK from hxlab-wire) only carry the
-//! answer; `listen` owns sockets and accept loops; `tls` owns certificates.
+//! our own QUIC driver over quinn-proto, on a thread of its own, QPACK from hxlab-wire) only
+//! carry the answer; `listen` owns sockets and accept loops; `tls` owns certificates.
 //! What it is not: no load generation, no link emulation, no reverse proxying, no caching.
 
 mod body;
@@ -78,7 +78,7 @@ pub struct RunningServer {
     ctx: Arc<routes::Ctx>,
     shutdown_tx: tokio::sync::watch::Sender<bool>,
     accept_loops: Vec<tokio::task::JoinHandle<()>>,
-    endpoint: Option<quinn::Endpoint>,
+    quic: Option<h3::QuicThread>,
 }
 
 impl RunningServer {
@@ -119,7 +119,7 @@ impl RunningServer {
     }
 
     /// Stops accepting, sends GOAWAY on h2/h3, lets in-flight requests finish (up to the
-    /// drain timeout) and closes the QUIC endpoint.
+    /// drain timeout), closes the QUIC endpoint and ends its thread.
     pub async fn shutdown(self) {
         let _ = self.shutdown_tx.send(true);
         for h in self.accept_loops {
@@ -134,9 +134,8 @@ impl RunningServer {
                 self.ctx.tracker.len()
             );
         }
-        if let Some(ep) = self.endpoint {
-            ep.close(quinn::VarInt::from_u32(0x100), b"shutdown");
-            let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
+        if let Some(quic) = self.quic {
+            quic.close().await;
         }
     }
 }
@@ -267,22 +266,18 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         cfg.cc,
     ));
     accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), cfg.cc));
-    let mut endpoint = None;
+    let mut quic = None;
     if let Some(udp) = sockets.udp {
         let quic_config = quic_server_config(&identity, &cfg)?;
-        let ep = quinn::Endpoint::new(
-            quinn::EndpointConfig::default(),
-            Some(quic_config),
-            udp,
-            Arc::new(quinn::TokioRuntime),
-        )
-        .map_err(|source| ServeError::Bind {
-            what: "h3",
-            addr: tls_addr,
-            source,
-        })?;
-        accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
-        endpoint = Some(ep);
+        quic = Some(
+            h3::QuicThread::spawn(udp, quic_config, ctx.clone()).map_err(|source| {
+                ServeError::Bind {
+                    what: "h3",
+                    addr: tls_addr,
+                    source,
+                }
+            })?,
+        );
     }
     accept_loops.push(tokio::spawn(give_back_memory(ctx.clone())));
     Ok(RunningServer {
@@ -293,7 +288,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         ctx,
         shutdown_tx,
         accept_loops,
-        endpoint,
+        quic,
     })
 }
 
