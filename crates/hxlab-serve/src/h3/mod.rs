@@ -115,7 +115,10 @@ impl QuicThread {
             let _ = stop.send(());
         }
         let done = std::mem::replace(&mut self.done, oneshot::channel().1);
-        if tokio::time::timeout(Duration::from_secs(5), done).await.is_ok() {
+        if tokio::time::timeout(Duration::from_secs(5), done)
+            .await
+            .is_ok()
+        {
             if let Some(t) = self.thread.take() {
                 let _ = t.join();
             }

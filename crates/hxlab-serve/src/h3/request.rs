@@ -7,6 +7,7 @@
 //! frame in one write, followed by the FIN.
 
 use super::control::close;
+use super::driver::{Conn, RecvStream, SendStream};
 use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
 use crate::body::{BodySpec, CHUNK};
 use crate::routes::{route, Ctx};
@@ -15,7 +16,6 @@ use bytes::Bytes;
 use http::Method;
 use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
 use hxlab_wire::qpack::FieldDecoder;
-use super::driver::{Conn, RecvStream, SendStream};
 use quinn_proto::VarInt;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
