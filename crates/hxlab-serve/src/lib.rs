@@ -369,6 +369,7 @@ mod tests {
         let stats = server.stats();
         assert_eq!(stats.by_protocol["h1"].requests, 1);
         assert_eq!(stats.by_protocol["h1"].body_bytes, 10);
+        assert_eq!(quic_threads(), 1, "one QUIC thread per server");
         let plain = server.plain_addr();
         tokio::time::timeout(Duration::from_secs(15), server.shutdown())
             .await
@@ -377,5 +378,30 @@ mod tests {
             tokio::net::TcpStream::connect(plain).await.is_err(),
             "listener closed"
         );
+        assert_eq!(quic_threads(), 0, "shutdown ends the QUIC thread");
+        // A server dropped without shutdown ends its QUIC thread too.
+        let cfg = ServeConfig {
+            tls_port: 0,
+            plain_port: 0,
+            ..ServeConfig::default()
+        };
+        drop(start(cfg).await.expect("start"));
+        for _ in 0..100 {
+            if quic_threads() == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the QUIC thread of a dropped server is still there");
+    }
+
+    /// Threads of this process named as the QUIC thread (this is the only test here that
+    /// starts a server).
+    fn quic_threads() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .expect("/proc/self/task")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim() == "hxlab-h3")
+            .count()
     }
 }
