@@ -750,49 +750,18 @@ impl Inner {
                         }
                         Some(DatagramEvent::Response(t)) => self.send_now(&t, &response),
                         Some(DatagramEvent::NewConnection(incoming)) => {
-                            let admitted = match admit {
-                                Some((acceptor, admission)) => {
-                                    self.admit(&mut endpoint, incoming, acceptor, admission)
-                                }
-                                None => {
-                                    response.clear();
-                                    let t = endpoint.refuse(incoming, &mut response);
-                                    self.send_now(&t, &response);
-                                    None
-                                }
-                            };
-                            let Some((incoming, admitted)) = admitted else {
+                            let Some(new) =
+                                self.new_connection(&mut endpoint, incoming, now, admit)
+                            else {
                                 continue;
                             };
-                            response.clear();
-                            match endpoint.accept(incoming, now, &mut response, None) {
-                                Ok((ch, q)) => {
-                                    let state = Rc::new(RefCell::new(ConnState {
-                                        q,
-                                        ch,
-                                        dirty: true,
-                                        connected: false,
-                                        lost: None,
-                                        readers: HashMap::new(),
-                                        writers: HashMap::new(),
-                                        accept_bi: None,
-                                        accept_uni: None,
-                                        watchers: Vec::new(),
-                                        timeout: None,
-                                    }));
-                                    if conns.len() <= ch.0 {
-                                        conns.resize_with(ch.0 + 1, || None);
-                                    }
-                                    conns[ch.0] = Some(state.clone());
-                                    touched = true;
-                                    accepted.push((state, admitted));
-                                }
-                                Err(e) => {
-                                    if let Some(t) = e.response {
-                                        self.send_now(&t, &response);
-                                    }
-                                }
+                            let ch = new.0.borrow().ch;
+                            if conns.len() <= ch.0 {
+                                conns.resize_with(ch.0 + 1, || None);
                             }
+                            conns[ch.0] = Some(new.0.clone());
+                            touched = true;
+                            accepted.push(new);
                         }
                         None => {}
                     }
@@ -811,6 +780,48 @@ impl Inner {
             }
         }
         (true, accepted)
+    }
+
+    /// A new connection attempt: admitted (`admit`; refused without one) and accepted, or
+    /// answered with a Retry or a refusal.
+    fn new_connection(
+        &self,
+        endpoint: &mut quinn_proto::Endpoint,
+        incoming: quinn_proto::Incoming,
+        now: Instant,
+        admit: Option<(&Acceptor, &Arc<super::admit::Admission>)>,
+    ) -> Option<Accepted> {
+        let mut response = Vec::new();
+        let Some((acceptor, admission)) = admit else {
+            let t = endpoint.refuse(incoming, &mut response);
+            self.send_now(&t, &response);
+            return None;
+        };
+        let (incoming, admitted) = self.admit(endpoint, incoming, acceptor, admission)?;
+        match endpoint.accept(incoming, now, &mut response, None) {
+            Ok((ch, q)) => {
+                let state = Rc::new(RefCell::new(ConnState {
+                    q,
+                    ch,
+                    dirty: true,
+                    connected: false,
+                    lost: None,
+                    readers: HashMap::new(),
+                    writers: HashMap::new(),
+                    accept_bi: None,
+                    accept_uni: None,
+                    watchers: Vec::new(),
+                    timeout: None,
+                }));
+                Some((state, admitted))
+            }
+            Err(e) => {
+                if let Some(t) = e.response {
+                    self.send_now(&t, &response);
+                }
+                None
+            }
+        }
     }
 
     /// Admission control for one connection attempt (`admit.rs`): a Retry or a refusal is
