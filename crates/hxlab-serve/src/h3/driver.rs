@@ -24,7 +24,8 @@
 
 use crate::routes::Ctx;
 use bytes::{Bytes, BytesMut};
-use quinn::udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
+use hxlab_core::udp::quic::{gso_segments, Datagrams};
+use quinn::udp::{RecvMeta, UdpSocketState, BATCH_SIZE};
 use quinn_proto::{
     ConnectionError, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Event, StreamEvent,
     StreamId, VarInt,
@@ -33,7 +34,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::io::IoSliceMut;
-use std::net::SocketAddr;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -41,11 +41,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::Interest;
 
-/// Largest UDP payload of one send (an IPv4 datagram's): a GSO send's datagrams together
-/// must fit, and quinn-udp takes the kernel's EMSGSIZE for a lost MTU probe (silently Ok), so
-/// a larger batch would be lost and sent again.
-const MAX_GSO_BYTES: usize = 65_507;
-/// Most datagrams of one GSO send: 45 × 1,452 bytes (quinn-proto's largest datagram) fit.
+/// Most datagrams of one GSO send: 45 × 1,452 bytes (quinn-proto's largest datagram) fit
+/// in one UDP send ([`gso_segments`] caps a send at what fits at the current MTU).
 const MAX_SEGMENTS: usize = 45;
 /// Most datagrams one connection sends before the others get their turn; it goes on in the
 /// next pass of the same turn.
@@ -160,7 +157,7 @@ struct Inner {
     recv_buf: RefCell<Box<[u8]>>,
     send_buf: RefCell<Vec<u8>>,
     /// A transmit the socket would not take yet; its bytes are still in `send_buf`.
-    blocked: Cell<Option<BlockedTransmit>>,
+    blocked: Cell<Option<Datagrams>>,
     /// Datagrams of one GSO send at most, as the socket and [`MAX_SEGMENTS`] allow.
     segments: usize,
 }
@@ -173,46 +170,6 @@ impl Inner {
             }
         }
     }
-}
-
-/// A batch of datagrams to send: quinn-proto's transmit without its bytes.
-#[derive(Clone, Copy)]
-struct BlockedTransmit {
-    destination: SocketAddr,
-    ecn: Option<quinn::udp::EcnCodepoint>,
-    segment_size: Option<usize>,
-    src_ip: Option<std::net::IpAddr>,
-    size: usize,
-}
-
-impl BlockedTransmit {
-    fn of(t: &quinn_proto::Transmit) -> BlockedTransmit {
-        BlockedTransmit {
-            destination: t.destination,
-            ecn: t
-                .ecn
-                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
-            segment_size: t.segment_size,
-            src_ip: t.src_ip,
-            size: t.size,
-        }
-    }
-
-    fn udp<'a>(&self, buf: &'a [u8]) -> Transmit<'a> {
-        Transmit {
-            destination: self.destination,
-            ecn: self.ecn,
-            contents: &buf[..self.size],
-            segment_size: self.segment_size,
-            src_ip: self.src_ip,
-        }
-    }
-}
-
-/// Datagrams of one GSO send for a connection whose datagrams are `mtu` bytes: as many as
-/// fit in [`MAX_GSO_BYTES`], at most `cap`.
-fn segments_for(mtu: u16, cap: usize) -> usize {
-    (MAX_GSO_BYTES / usize::from(mtu.max(1200))).clamp(1, cap)
 }
 
 /// A connection, as its tasks hold it (cheap to clone). When the last handle goes, the
@@ -869,14 +826,14 @@ impl Inner {
 
     /// An endpoint's stateless answer: sent if the socket takes it now, else dropped.
     fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
-        let tr = BlockedTransmit::of(t).udp(buf);
+        let tr = Datagrams::of(t).udp(buf);
         let _ = self.socket.try_io(Interest::WRITABLE, || {
             self.udp.send((&self.socket).into(), &tr)
         });
     }
 
     /// Sends one transmit; false when the socket would block (kept for the next turn).
-    fn send(&self, b: BlockedTransmit, buf: &[u8]) -> bool {
+    fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
         let tr = b.udp(buf);
         match self.socket.try_io(Interest::WRITABLE, || {
             self.udp.send((&self.socket).into(), &tr)
@@ -923,12 +880,12 @@ impl Inner {
                     let mut sent = 0;
                     while sent < MAX_DATAGRAMS_PER_PASS {
                         buf.clear();
-                        let segments = segments_for(c.q.current_mtu(), self.segments);
+                        let segments = gso_segments(c.q.current_mtu(), self.segments);
                         let Some(t) = c.q.poll_transmit(now, segments, &mut buf) else {
                             break;
                         };
                         sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                        if !self.send(BlockedTransmit::of(&t), &buf) {
+                        if !self.send(Datagrams::of(&t), &buf) {
                             c.dirty = true;
                             return Some(now + Duration::from_millis(1));
                         }
@@ -951,22 +908,5 @@ impl Inner {
             }
         }
         next
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_gso_send_fits_one_udp_datagram_at_any_mtu() {
-        for mtu in [1200u16, 1280, 1350, 1452, 1500, 9000] {
-            let n = segments_for(mtu, MAX_SEGMENTS);
-            assert!(n * usize::from(mtu) <= MAX_GSO_BYTES, "mtu {mtu}: {n}");
-            assert!(n >= 1);
-        }
-        assert_eq!(segments_for(1452, MAX_SEGMENTS), 45);
-        assert_eq!(segments_for(1200, MAX_SEGMENTS), 45, "capped");
-        assert_eq!(segments_for(1452, 10), 10, "the socket's cap");
     }
 }
