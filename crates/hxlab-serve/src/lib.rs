@@ -68,8 +68,9 @@ pub enum ServeError {
     Config(String),
 }
 
-/// A server that is accepting on every listener; dropped without `shutdown` it keeps running
-/// until the runtime stops.
+/// A server that is accepting on every listener. Dropped without `shutdown`, its TCP
+/// listeners keep running until the runtime stops; its QUIC thread closes its connections and
+/// ends.
 pub struct RunningServer {
     tls_addr: SocketAddr,
     plain_addr: SocketAddr,

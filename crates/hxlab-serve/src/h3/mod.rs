@@ -8,9 +8,10 @@
 //! its stream in place (`request.rs`), decodes the head with one reused scratch buffer
 //! (`head.rs`) and writes HEADERS, DATA and FIN in one go when the body is in memory.
 //!
-//! Why not quinn's async layer: its endpoint driver task, a connection driver task per
-//! connection, and the mutexes and channels between them and the streams cost a quarter of
-//! the server's CPU per request, and it sends at most 10 datagrams per GSO send. `driver.rs`
+//! Why not quinn's async layer: with its endpoint driver task, a connection driver task per
+//! connection, and the mutexes and channels between them and the streams, the server cost
+//! 1.3–1.6× a bare quinn-proto server at 100 KiB, and it sends at most 10 datagrams per GSO
+//! send (docs/serve.md, "Performance"). `driver.rs`
 //! drives quinn-proto itself on one thread of its own (the QUIC thread: a current-thread
 //! tokio runtime and a `LocalSet`; `--threads` sizes the TCP runtime only): one socket with
 //! GSO and GRO, connections in `Rc`/`RefCell`, packets sent after the tasks the input woke
