@@ -33,8 +33,9 @@ pub struct ServeConfig {
     pub dir: Option<PathBuf>,
     /// Concurrent streams per HTTP/2 or HTTP/3 connection.
     pub max_streams: u32,
-    /// Worker threads for the runtime the CLI builds (1 = single-threaded runtime). `start`
-    /// runs on the caller's runtime and ignores it.
+    /// Worker threads for the runtime the CLI builds (1 = single-threaded runtime), which
+    /// serves TCP (h1, h2, h2c); `start` runs on the caller's runtime and ignores it. HTTP/3
+    /// always runs on one QUIC thread of its own.
     pub threads: usize,
     /// Longest server think time a request may ask for (`delay=`).
     #[serde(with = "duration_text")]

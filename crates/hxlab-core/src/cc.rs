@@ -278,14 +278,9 @@ pub mod quic {
         };
     }
 
-    /// The controller a live QUIC connection runs, found by the type of its controller
-    /// (`"other"` for one hxlab does not know).
-    pub fn of(conn: &quinn::Connection) -> &'static str {
-        of_controller(&*conn.congestion_state())
-    }
-
     /// The name of a congestion controller, by its type (`"other"` for one hxlab does not
-    /// know): what [`of`] says of a connection driven by quinn-proto directly.
+    /// know): what a live QUIC connection runs, read back from quinn-proto's
+    /// `Connection::congestion_state` (hxlab's client and server both drive quinn-proto).
     pub fn of_controller(controller: &dyn quinn::congestion::Controller) -> &'static str {
         let any = controller.clone_box().into_any();
         if any.is::<quinn::congestion::NewReno>() {

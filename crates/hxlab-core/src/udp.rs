@@ -1,4 +1,7 @@
-//! The receive buffer of the lab's UDP sockets (HTTP/3: the load client's and the origin's).
+//! The receive buffer of the lab's UDP sockets (HTTP/3: the load client's and the origin's),
+//! and (feature `quic`) what both QUIC drivers, the client's and the server's, send through
+//! them: quinn-proto's transmits as quinn-udp takes them, and how many datagrams fit in one
+//! GSO send.
 
 /// Receive buffer given to every UDP socket that carries HTTP/3, the load client's and the
 /// origin's alike ([`set_quic_recv_buffer`]). A full UDP buffer drops datagrams, which then
@@ -83,5 +86,82 @@ mod tests {
             got >= want,
             "receive buffer {got} bytes, wanted at least {want} (root: {root}, rmem_max {cap})"
         );
+    }
+}
+
+/// quinn-proto's transmits as quinn-udp sends them, for the two QUIC drivers on quinn-proto
+/// (the load client's, crates/hxlab-load/src/h3/driver.rs, and the origin's,
+/// crates/hxlab-serve/src/h3/driver.rs).
+#[cfg(feature = "quic")]
+pub mod quic {
+    use quinn::udp::{EcnCodepoint, Transmit};
+    use std::net::{IpAddr, SocketAddr};
+
+    /// Largest UDP payload of one send (an IPv4 datagram's): a GSO send's datagrams together
+    /// must fit. quinn-proto does not know this limit, and quinn-udp takes the kernel's
+    /// EMSGSIZE for a lost MTU probe (silently Ok), so a larger batch is lost and sent again.
+    pub const MAX_GSO_BYTES: usize = 65_507;
+
+    /// Datagrams of one GSO send for a connection whose datagrams are `mtu` bytes (quinn-proto's
+    /// `Connection::current_mtu`): as many as fit in [`MAX_GSO_BYTES`], at least 1, at most
+    /// `cap`.
+    #[inline]
+    pub fn gso_segments(mtu: u16, cap: usize) -> usize {
+        (MAX_GSO_BYTES / usize::from(mtu.max(1200))).clamp(1, cap)
+    }
+
+    /// A batch of datagrams to send: quinn-proto's transmit without its bytes (which stay in
+    /// the driver's send buffer), so a send the socket would not take can wait for the next
+    /// turn.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Datagrams {
+        destination: SocketAddr,
+        ecn: Option<EcnCodepoint>,
+        segment_size: Option<usize>,
+        src_ip: Option<IpAddr>,
+        size: usize,
+    }
+
+    impl Datagrams {
+        /// What quinn-proto asked to send.
+        #[inline]
+        pub fn of(t: &quinn_proto::Transmit) -> Datagrams {
+            Datagrams {
+                destination: t.destination,
+                ecn: t.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8)),
+                segment_size: t.segment_size,
+                src_ip: t.src_ip,
+                size: t.size,
+            }
+        }
+
+        /// As quinn-udp sends it, `buf` holding its bytes.
+        #[inline]
+        pub fn udp<'a>(&self, buf: &'a [u8]) -> Transmit<'a> {
+            Transmit {
+                destination: self.destination,
+                ecn: self.ecn,
+                contents: &buf[..self.size],
+                segment_size: self.segment_size,
+                src_ip: self.src_ip,
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_gso_send_fits_one_udp_datagram_at_any_mtu() {
+            for mtu in [1200u16, 1280, 1350, 1452, 1500, 9000] {
+                let n = gso_segments(mtu, 64);
+                assert!(n * usize::from(mtu) <= MAX_GSO_BYTES, "mtu {mtu}: {n}");
+                assert!(n >= 1);
+            }
+            assert_eq!(gso_segments(1452, 64), 45);
+            assert_eq!(gso_segments(1200, 45), 45, "capped");
+            assert_eq!(gso_segments(1452, 10), 10, "the caller's cap");
+        }
     }
 }

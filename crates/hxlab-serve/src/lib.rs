@@ -7,8 +7,8 @@
 //! Layout: `routes` decides what to answer (protocol-free), `h1` (our own HTTP/1.1 on
 //! hxlab-wire's request framer), `h2` (our own HTTP/2 connection, frames and HPACK from
 //! hxlab-wire, one task per connection, the same on TLS and h2c) and `h3` (our own HTTP/3 on
-//! quinn streams, QPACK from hxlab-wire) only carry the
-//! answer; `listen` owns sockets and accept loops; `tls` owns certificates.
+//! our own QUIC driver over quinn-proto, on a thread of its own, QPACK from hxlab-wire) only
+//! carry the answer; `listen` owns sockets and accept loops; `tls` owns certificates.
 //! What it is not: no load generation, no link emulation, no reverse proxying, no caching.
 
 mod body;
@@ -68,8 +68,9 @@ pub enum ServeError {
     Config(String),
 }
 
-/// A server that is accepting on every listener; dropped without `shutdown` it keeps running
-/// until the runtime stops.
+/// A server that is accepting on every listener. Dropped without `shutdown`, its TCP
+/// listeners keep running until the runtime stops; its QUIC thread closes its connections and
+/// ends.
 pub struct RunningServer {
     tls_addr: SocketAddr,
     plain_addr: SocketAddr,
@@ -78,7 +79,7 @@ pub struct RunningServer {
     ctx: Arc<routes::Ctx>,
     shutdown_tx: tokio::sync::watch::Sender<bool>,
     accept_loops: Vec<tokio::task::JoinHandle<()>>,
-    endpoint: Option<quinn::Endpoint>,
+    quic: Option<h3::QuicThread>,
 }
 
 impl RunningServer {
@@ -119,7 +120,7 @@ impl RunningServer {
     }
 
     /// Stops accepting, sends GOAWAY on h2/h3, lets in-flight requests finish (up to the
-    /// drain timeout) and closes the QUIC endpoint.
+    /// drain timeout), closes the QUIC endpoint and ends its thread.
     pub async fn shutdown(self) {
         let _ = self.shutdown_tx.send(true);
         for h in self.accept_loops {
@@ -134,9 +135,8 @@ impl RunningServer {
                 self.ctx.tracker.len()
             );
         }
-        if let Some(ep) = self.endpoint {
-            ep.close(quinn::VarInt::from_u32(0x100), b"shutdown");
-            let _ = tokio::time::timeout(Duration::from_secs(2), ep.wait_idle()).await;
+        if let Some(quic) = self.quic {
+            quic.close().await;
         }
     }
 }
@@ -267,22 +267,18 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         cfg.cc,
     ));
     accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), cfg.cc));
-    let mut endpoint = None;
+    let mut quic = None;
     if let Some(udp) = sockets.udp {
         let quic_config = quic_server_config(&identity, &cfg)?;
-        let ep = quinn::Endpoint::new(
-            quinn::EndpointConfig::default(),
-            Some(quic_config),
-            udp,
-            Arc::new(quinn::TokioRuntime),
-        )
-        .map_err(|source| ServeError::Bind {
-            what: "h3",
-            addr: tls_addr,
-            source,
-        })?;
-        accept_loops.push(h3::spawn_accept(ep.clone(), ctx.clone()));
-        endpoint = Some(ep);
+        quic = Some(
+            h3::QuicThread::spawn(udp, quic_config, ctx.clone()).map_err(|source| {
+                ServeError::Bind {
+                    what: "h3",
+                    addr: tls_addr,
+                    source,
+                }
+            })?,
+        );
     }
     accept_loops.push(tokio::spawn(give_back_memory(ctx.clone())));
     Ok(RunningServer {
@@ -293,7 +289,7 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         ctx,
         shutdown_tx,
         accept_loops,
-        endpoint,
+        quic,
     })
 }
 
@@ -374,6 +370,7 @@ mod tests {
         let stats = server.stats();
         assert_eq!(stats.by_protocol["h1"].requests, 1);
         assert_eq!(stats.by_protocol["h1"].body_bytes, 10);
+        assert_eq!(quic_threads(), 1, "one QUIC thread per server");
         let plain = server.plain_addr();
         tokio::time::timeout(Duration::from_secs(15), server.shutdown())
             .await
@@ -382,5 +379,30 @@ mod tests {
             tokio::net::TcpStream::connect(plain).await.is_err(),
             "listener closed"
         );
+        assert_eq!(quic_threads(), 0, "shutdown ends the QUIC thread");
+        // A server dropped without shutdown ends its QUIC thread too.
+        let cfg = ServeConfig {
+            tls_port: 0,
+            plain_port: 0,
+            ..ServeConfig::default()
+        };
+        drop(start(cfg).await.expect("start"));
+        for _ in 0..100 {
+            if quic_threads() == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the QUIC thread of a dropped server is still there");
+    }
+
+    /// Threads of this process named as the QUIC thread (this is the only test here that
+    /// starts a server).
+    fn quic_threads() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .expect("/proc/self/task")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim() == "hxlab-h3")
+            .count()
     }
 }

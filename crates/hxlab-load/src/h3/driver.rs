@@ -28,6 +28,7 @@
 
 use super::*;
 use bytes::BytesMut;
+use hxlab_core::udp::quic::Datagrams;
 use quinn::udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
 use quinn_proto::{
     ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent,
@@ -127,51 +128,14 @@ struct Inner {
     recv_buf: RefCell<Box<[u8]>>,
     send_buf: RefCell<Vec<u8>>,
     /// A transmit the socket would not take yet (destination, ecn, segment, source, length).
-    blocked: Cell<Option<BlockedTransmit>>,
+    blocked: Cell<Option<Datagrams>>,
     segments: usize,
-}
-
-/// A batch of datagrams to send: quinn-proto's transmit without its bytes (kept as the
-/// blocked one when the socket would not take it).
-#[derive(Clone, Copy)]
-struct BlockedTransmit {
-    destination: SocketAddr,
-    ecn: Option<quinn::udp::EcnCodepoint>,
-    segment_size: Option<usize>,
-    src_ip: Option<std::net::IpAddr>,
-    size: usize,
-}
-
-impl BlockedTransmit {
-    /// What quinn-proto asked to send (its bytes stay in the caller's buffer).
-    fn of(t: &quinn_proto::Transmit) -> BlockedTransmit {
-        BlockedTransmit {
-            destination: t.destination,
-            ecn: t
-                .ecn
-                .and_then(|e| quinn::udp::EcnCodepoint::from_bits(e as u8)),
-            segment_size: t.segment_size,
-            src_ip: t.src_ip,
-            size: t.size,
-        }
-    }
-
-    /// As quinn-udp sends it, `buf` holding its bytes.
-    fn udp<'a>(&self, buf: &'a [u8]) -> Transmit<'a> {
-        Transmit {
-            destination: self.destination,
-            ecn: self.ecn,
-            contents: &buf[..self.size],
-            segment_size: self.segment_size,
-            src_ip: self.src_ip,
-        }
-    }
 }
 
 /// quinn-proto's `t` as quinn-udp sends it, `buf` holding its bytes (what the driver sends;
 /// public for the `proto_h3` experiment).
 pub fn udp_transmit<'a>(t: &quinn_proto::Transmit, buf: &'a [u8]) -> Transmit<'a> {
-    BlockedTransmit::of(t).udp(buf)
+    Datagrams::of(t).udp(buf)
 }
 
 /// The worker's QUIC driver (cheap to clone; the driver task holds one too).
@@ -516,7 +480,7 @@ impl Inner {
     }
 
     /// Sends one transmit; false when the socket would block (kept for the next turn).
-    fn send(&self, b: BlockedTransmit, buf: &[u8]) -> bool {
+    fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
         let tr = b.udp(buf);
         match self.socket.try_io(Interest::WRITABLE, || {
             self.udp.send((&self.socket).into(), &tr)
@@ -567,7 +531,7 @@ impl Inner {
                             break;
                         };
                         sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                        if !self.send(BlockedTransmit::of(&t), &buf) {
+                        if !self.send(Datagrams::of(&t), &buf) {
                             c.dirty = true;
                             return Some(now + Duration::from_millis(1));
                         }

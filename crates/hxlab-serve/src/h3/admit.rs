@@ -1,6 +1,6 @@
-//! Who gets a QUIC handshake. Every new connection attempt (quinn's [`quinn::Incoming`]) is
-//! either accepted, asked to prove its address with a Retry, or refused, before the server
-//! keeps any state for it:
+//! Who gets a QUIC handshake. Every new connection attempt (a [`quinn_proto::Incoming`], as
+//! the driver, `driver.rs`, receives it) is either accepted, asked to prove its address with
+//! a Retry, or refused, before the server keeps any state for it:
 //! - past `--quic-retry-threshold` handshakes in progress, a client that has not proved its
 //!   address gets a Retry (stateless: quinn encodes everything in the token), so a flood of
 //!   spoofed or abandoned Initials costs one small packet each instead of a handshake and a
@@ -14,7 +14,7 @@
 
 use crate::routes::Limits;
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -68,23 +68,25 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    /// Decides on `incoming` and carries the decision out: Retry and refusal are sent (and
-    /// counted in `/stats`) here; an accepted attempt comes back with its slots held.
+    /// Decides on an attempt from `remote` (`validated`: it proved its address) while
+    /// `open` connections are open; Retry and refusal are counted in `/stats` here (the
+    /// driver sends them), an accepted attempt comes back with its slots held.
     pub fn admit(
         self: &Arc<Self>,
-        incoming: quinn::Incoming,
+        remote: SocketAddr,
+        validated: bool,
         open: u64,
         limits: &Limits,
         stats: &crate::stats::Stats,
-    ) -> Option<(quinn::Incoming, Admitted)> {
-        let key = address_key(incoming.remote_address().ip());
+    ) -> Result<Admitted, Verdict> {
+        let key = address_key(remote.ip());
         // Held across the decision and the increment so two attempts from one address
-        // cannot both take its last slot; only the single accept loop and ending
-        // connections take it, for a hash map lookup.
+        // cannot both take its last slot (the driver's thread and ending connections take
+        // it, for a hash map lookup).
         let mut by_address = self.by_address.lock().unwrap_or_else(|e| e.into_inner());
         let from_address = by_address.get(&key).copied().unwrap_or(0);
         let verdict = decide(
-            incoming.remote_address_validated(),
+            validated,
             self.half_open.load(Ordering::Acquire),
             open,
             from_address,
@@ -92,30 +94,21 @@ impl Admission {
         );
         match verdict {
             Verdict::Retry => {
-                drop(by_address);
                 stats.retried(crate::stats::Protocol::H3);
-                // Only fails for an attempt that already carries a Retry token, which
-                // `decide` never retries; refuse it then rather than keep it.
-                if let Err(e) = incoming.retry() {
-                    e.into_incoming().refuse();
-                }
-                None
+                Err(verdict)
             }
             Verdict::Refuse => {
-                drop(by_address);
                 stats.refused(crate::stats::Protocol::H3);
-                incoming.refuse();
-                None
+                Err(verdict)
             }
             Verdict::Accept => {
                 *by_address.entry(key).or_insert(0) += 1;
                 self.half_open.fetch_add(1, Ordering::AcqRel);
-                let admitted = Admitted {
+                Ok(Admitted {
                     admission: self.clone(),
                     key,
                     handshaking: true,
-                };
-                Some((incoming, admitted))
+                })
             }
         }
     }

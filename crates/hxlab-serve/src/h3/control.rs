@@ -6,40 +6,41 @@
 //! streams (a client may not open them: H3_STREAM_CREATION_ERROR) and reserved or unknown
 //! types, which are stopped and ignored.
 
+use super::driver::{Conn, ReadError, RecvStream};
 use hxlab_wire::h3::{code, frame, parse_frame_head, stream as stream_type};
 use hxlab_wire::varint;
-use quinn::VarInt;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use quinn_proto::VarInt;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// Largest control frame we buffer (SETTINGS, GOAWAY, ... are a few bytes; unknown frames
 /// are skipped, not buffered).
 const MAX_CONTROL_FRAME: u64 = 16 << 10;
 
 /// Closes the connection with an HTTP/3 error code.
-pub(super) fn close(conn: &quinn::Connection, err: u64, why: &'static str) {
+pub(super) fn close(conn: &Conn, err: u64, why: &'static str) {
     conn.close(VarInt::from_u64(err).unwrap_or(VarInt::MAX), why.as_bytes());
 }
 
 /// Accepts the client's unidirectional streams until the connection ends; each critical
 /// stream is read by a task of its own.
-pub(super) async fn read_uni_streams(conn: quinn::Connection) {
+pub(super) async fn read_uni_streams(conn: Conn) {
     // Bits: which critical stream types (control, encoder, decoder) were opened already.
-    let seen = Arc::new(AtomicU8::new(0));
+    let seen = Rc::new(Cell::new(0u8));
     while let Ok(recv) = conn.accept_uni().await {
-        tokio::spawn(uni_stream(conn.clone(), recv, seen.clone()));
+        tokio::task::spawn_local(uni_stream(conn.clone(), recv, seen.clone()));
     }
 }
 
-async fn uni_stream(conn: quinn::Connection, mut recv: quinn::RecvStream, seen: Arc<AtomicU8>) {
+async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>) {
     let mut buf: Vec<u8> = Vec::new();
     let kind = loop {
         if let Some((t, used)) = varint::read(&buf) {
             buf.drain(..used);
             break t;
         }
-        match recv.read_chunk(8, true).await {
-            Ok(Some(c)) => buf.extend_from_slice(&c.bytes),
+        match recv.read_chunk(8).await {
+            Ok(Some(c)) => buf.extend_from_slice(&c),
             // Ended or reset before its type: nothing to act on.
             _ => return,
         }
@@ -56,11 +57,11 @@ async fn uni_stream(conn: quinn::Connection, mut recv: quinn::RecvStream, seen: 
             );
         }
         _ => {
-            let _ = recv.stop(VarInt::from_u32(code::H3_STREAM_CREATION_ERROR as u32));
+            recv.stop(VarInt::from_u32(code::H3_STREAM_CREATION_ERROR as u32));
             return;
         }
     };
-    if seen.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
+    if seen.replace(seen.get() | bit) & bit != 0 {
         return close(
             &conn,
             code::H3_STREAM_CREATION_ERROR,
@@ -72,7 +73,7 @@ async fn uni_stream(conn: quinn::Connection, mut recv: quinn::RecvStream, seen: 
     } else {
         // QPACK streams: read and discard until the connection ends.
         loop {
-            match recv.read_chunk(usize::MAX, true).await {
+            match recv.read_chunk(usize::MAX).await {
                 Ok(Some(_)) => continue,
                 Ok(None) => break Err((code::H3_CLOSED_CRITICAL_STREAM, "QPACK stream closed")),
                 Err(_) => break Ok(()),
@@ -87,16 +88,16 @@ async fn uni_stream(conn: quinn::Connection, mut recv: quinn::RecvStream, seen: 
 /// Frames of the client's control stream, after its type; `Ok` when the connection went
 /// away under it, `Err` with the connection error to close with.
 async fn control_stream(
-    recv: &mut quinn::RecvStream,
+    recv: &mut RecvStream,
     mut buf: Vec<u8>,
 ) -> Result<(), (u64, &'static str)> {
     let mut frames = ControlFrames::default();
     loop {
         frames.take(&mut buf)?;
-        match recv.read_chunk(usize::MAX, true).await {
-            Ok(Some(c)) => buf.extend_from_slice(&c.bytes),
+        match recv.read_chunk(usize::MAX).await {
+            Ok(Some(c)) => buf.extend_from_slice(&c),
             Ok(None) => return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream closed")),
-            Err(quinn::ReadError::Reset(_)) => {
+            Err(ReadError::Reset) => {
                 return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream reset"))
             }
             Err(_) => return Ok(()),

@@ -1,6 +1,6 @@
-//! HTTP/3 over QUIC v1 on the UDP twin of the TLS port: our own HTTP/3 (RFC 9114) on quinn
-//! streams, with QPACK (RFC 9204) from [`hxlab_wire::qpack`], static table only, the same
-//! core the load generator's client and the frame view use.
+//! HTTP/3 over QUIC v1 on the UDP twin of the TLS port: our own HTTP/3 (RFC 9114) on our
+//! own QUIC driver over quinn-proto, with QPACK (RFC 9204) from [`hxlab_wire::qpack`],
+//! static table only, the same core the load generator's client and the frame view use.
 //!
 //! Why not the `h3` crate: per request it spawned a large future, Huffman-coded every
 //! response field, decoded request heads bit by bit and allocated its frames; it made our h3
@@ -8,94 +8,146 @@
 //! its stream in place (`request.rs`), decodes the head with one reused scratch buffer
 //! (`head.rs`) and writes HEADERS, DATA and FIN in one go when the body is in memory.
 //!
+//! Why not quinn's async layer: with its endpoint driver task, a connection driver task per
+//! connection, and the mutexes and channels between them and the streams, the server cost
+//! 1.3–1.6× a bare quinn-proto server at 100 KiB, and it sends at most 10 datagrams per GSO
+//! send (docs/serve.md, "Performance"). `driver.rs`
+//! drives quinn-proto itself on one thread of its own (the QUIC thread: a current-thread
+//! tokio runtime and a `LocalSet`; `--threads` sizes the TCP runtime only): one socket with
+//! GSO and GRO, connections in `Rc`/`RefCell`, packets sent after the tasks the input woke
+//! have run, in GSO sends of up to 45 datagrams.
+//!
 //! Pieces: `admit.rs` decides who gets a handshake (Retry under a handshake flood, a cap per
-//! address and on the table); this module accepts connections (0-RTT, the congestion
-//! controller read back) and runs each one ([`serve_h3`]: control stream with SETTINGS, GOAWAY on shutdown);
-//! `control.rs` reads the client's unidirectional streams (its control stream: SETTINGS
-//! first, at most one; QPACK streams read and discarded; push streams refused; unknown
-//! types stopped). Every request stream is read to its end before it is answered (dropping
-//! a stream with unread data makes quinn send STOP_SENDING, and some clients then fail the
-//! request). Errors follow RFC 9114 §8: frame-level violations close the connection with
-//! their code, malformed requests reset the stream with H3_MESSAGE_ERROR.
+//! address and on the table); this module starts the QUIC thread ([`QuicThread`]), serves
+//! each accepted connection (0-RTT, the congestion controller read back) and runs HTTP/3 on
+//! it ([`serve_h3`]: control stream with SETTINGS, GOAWAY on shutdown); `control.rs` reads
+//! the client's unidirectional streams (its control stream: SETTINGS first, at most one;
+//! QPACK streams read and discarded; push streams refused; unknown types stopped). Every
+//! request stream is read to its end before it is answered (a stream dropped with unread
+//! data is stopped, and some clients then fail the request). Errors follow RFC 9114 §8:
+//! frame-level violations close the connection with their code, malformed requests reset
+//! the stream with H3_MESSAGE_ERROR.
 
 mod admit;
 mod control;
+mod driver;
 mod head;
 pub mod peer;
 mod request;
 
 use crate::routes::Ctx;
 use crate::stats::Protocol;
+use driver::{Conn, SendStream};
 use hxlab_wire::h3::{code, frame, setting, stream as stream_type, write_frame_head};
 use hxlab_wire::varint;
-use quinn::VarInt;
+use quinn_proto::VarInt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 
-/// Accepts QUIC connections until shutdown.
-pub(crate) fn spawn_accept(
-    endpoint: quinn::Endpoint,
-    ctx: Arc<Ctx>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut shutdown = ctx.shutdown.clone();
-        let admission = Arc::new(admit::Admission::default());
-        loop {
-            tokio::select! {
-                incoming = endpoint.accept() => match incoming {
-                    Some(incoming) => {
-                        let open = ctx.stats.open(Protocol::H3);
-                        let Some((incoming, admitted)) =
-                            admission.admit(incoming, open, &ctx.limits, &ctx.stats)
-                        else {
-                            continue;
-                        };
-                        let ctx2 = ctx.clone();
-                        ctx.tracker.spawn(serve_connection(incoming, admitted, ctx2));
-                    }
-                    None => break,
-                },
-                _ = shutdown.changed() => break,
-            }
-        }
-    })
+/// The QUIC thread: the HTTP/3 server's driver and every HTTP/3 connection and request task.
+/// It ends when [`QuicThread::close`] is called or the handle is dropped.
+pub(crate) struct QuicThread {
+    stop: Option<oneshot::Sender<()>>,
+    done: oneshot::Receiver<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
-async fn serve_connection(incoming: quinn::Incoming, mut admitted: admit::Admitted, ctx: Arc<Ctx>) {
-    let Ok(connecting) = incoming.accept() else {
-        return;
-    };
+impl QuicThread {
+    /// Serves HTTP/3 on `socket` (bound) with `config` on a new thread, until shutdown.
+    pub(crate) fn spawn(
+        socket: std::net::UdpSocket,
+        config: quinn_proto::ServerConfig,
+        ctx: Arc<Ctx>,
+    ) -> std::io::Result<QuicThread> {
+        socket.set_nonblocking(true)?;
+        let udp = quinn::udp::UdpSocketState::new((&socket).into())?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let socket = {
+            let _in_rt = rt.enter();
+            tokio::net::UdpSocket::from_std(socket)?
+        };
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let (done_tx, done_rx) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("hxlab-h3".into())
+            .spawn(move || {
+                let local = tokio::task::LocalSet::new();
+                local.block_on(&rt, async move {
+                    let driver = driver::Driver::new(socket, udp, config);
+                    let ctx2 = ctx.clone();
+                    let acceptor = driver::Acceptor {
+                        ctx,
+                        serve: Box::new(move |conn, admitted| {
+                            let ctx = ctx2.clone();
+                            ctx2.tracker
+                                .spawn_local(serve_connection(conn, admitted, ctx));
+                        }),
+                    };
+                    // Closed with 0x100 (H3_NO_ERROR) once shutdown has drained the
+                    // connections (or given up on them), or when the server is dropped.
+                    let stop = async {
+                        let _ = stop_rx.await;
+                    };
+                    let code = VarInt::from_u32(code::H3_NO_ERROR as u32);
+                    driver
+                        .run(acceptor, stop, code, b"shutdown", Duration::from_secs(2))
+                        .await;
+                });
+                // The tasks still there (connections the drain gave up on) go with it.
+                drop(local);
+                drop(rt);
+                let _ = done_tx.send(());
+            })?;
+        Ok(QuicThread {
+            stop: Some(stop_tx),
+            done: done_rx,
+            thread: Some(thread),
+        })
+    }
+
+    /// Closes every connection, waits until they are gone (at most about 2 s) and ends the
+    /// thread.
+    pub(crate) async fn close(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let done = std::mem::replace(&mut self.done, oneshot::channel().1);
+        if tokio::time::timeout(Duration::from_secs(5), done)
+            .await
+            .is_ok()
+        {
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// Serves one accepted connection: once it may be served, HTTP/3 ([`serve_h3`]).
+async fn serve_connection(conn: Conn, mut admitted: admit::Admitted, ctx: Arc<Ctx>) {
     // A client that sent 0-RTT requests is served at once (its answers leave as 0.5-RTT
     // data), as TCP's early data is; every other connection is served once the handshake is
-    // complete. Serving every connection at once (quinn's server-side into_0rtt) stalled
-    // Chromium's HTTP/3 page loads behind a delayed, rate-limited link (tests/page.rs), so
-    // the 0.5-RTT path is taken only when the connection has already received STREAM frames,
-    // which before the handshake completes can only be 0-RTT data.
-    let conn = match connecting.into_0rtt() {
-        Ok((conn, accepted)) => {
-            if !sent_0rtt_streams(&conn).await {
-                // Resolves when the handshake completes (its value only means something
-                // on a client); the connection is then served as without into_0rtt.
-                match tokio::time::timeout(Duration::from_secs(10), accepted).await {
-                    Ok(_) if conn.close_reason().is_none() => {}
-                    _ => return,
-                }
-            }
-            conn
+    // complete. Serving every connection at once stalled Chromium's HTTP/3 page loads behind
+    // a delayed, rate-limited link (tests/page.rs), so the 0.5-RTT path is taken only when
+    // the connection has received STREAM frames before the handshake completed, which can
+    // only be 0-RTT data.
+    match tokio::time::timeout(Duration::from_secs(10), conn.serveable()).await {
+        Ok(true) => {}
+        _ => {
+            conn.close(VarInt::from_u32(0), b"");
+            return;
         }
-        Err(connecting) => match tokio::time::timeout(Duration::from_secs(10), connecting).await {
-            Ok(Ok(c)) => c,
-            _ => return,
-        },
-    };
+    }
     // Counted open before it stops counting as half-open, so the table is never undercounted.
     let _guard = ctx.stats.connection(Protocol::H3);
     admitted.handshake_done();
     ctx.stats.cc(
         Protocol::H3,
-        crate::stats::cc_slot(hxlab_core::cc::quic::of(&conn)),
+        crate::stats::cc_slot(conn.congestion_controller()),
     );
     serve_h3(conn, ctx).await;
 }
@@ -147,7 +199,7 @@ pub(crate) fn control_preamble(max_field_section: u64) -> Vec<u8> {
 /// Shutdown sends GOAWAY naming the first request stream not accepted, refuses later
 /// streams with H3_REQUEST_REJECTED, lets those in flight finish and closes with
 /// H3_NO_ERROR.
-async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
+async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
     let Ok(mut control) = conn.open_uni().await else {
         return;
     };
@@ -172,7 +224,7 @@ async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
         }
         qpack_streams.push(s);
     }
-    ctx.tracker.spawn(control::read_uni_streams(conn.clone()));
+    tokio::task::spawn_local(control::read_uni_streams(conn.clone()));
     let inflight = Arc::new(InFlight::default());
     let heads = Arc::new(request::HeadBytes::default());
     // Idle: no request accepted during a whole period and none in flight at its end.
@@ -204,14 +256,14 @@ async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
                     let id = recv.id().index() * 4;
                     if goaway.is_some_and(|g| id >= g) {
                         let c = VarInt::from_u32(code::H3_REQUEST_REJECTED as u32);
-                        let _ = send.reset(c);
-                        let _ = recv.stop(c);
+                        send.reset(c);
+                        recv.stop(c);
                         continue;
                     }
                     next_id = id + 4;
                     let guard = inflight.enter();
                     let (ctx2, conn2, heads2) = (ctx.clone(), conn.clone(), heads.clone());
-                    ctx.tracker.spawn(async move {
+                    ctx.tracker.spawn_local(async move {
                         request::serve(ctx2, conn2, send, recv, heads2).await;
                         drop(guard);
                     });
@@ -241,24 +293,11 @@ async fn serve_h3(conn: quinn::Connection, ctx: Arc<Ctx>) {
 }
 
 /// Writes GOAWAY(`id`) on our control stream; `Some(id)` once written.
-async fn send_goaway(control: &mut quinn::SendStream, id: u64) -> Option<u64> {
+async fn send_goaway(control: &mut SendStream, id: u64) -> Option<u64> {
     let mut payload = Vec::new();
     varint::put(&mut payload, id);
     let mut out = Vec::new();
     write_frame_head(&mut out, frame::GOAWAY, payload.len() as u64);
     out.extend_from_slice(&payload);
     control.write_all(&out).await.ok().map(|_| id)
-}
-
-/// Whether the client's first flight carried 0-RTT STREAM frames. They come in the datagrams
-/// right behind the Initial; the endpoint may still be processing those, so look again after
-/// one short timer tick.
-async fn sent_0rtt_streams(conn: &quinn::Connection) -> bool {
-    for _ in 0..2 {
-        if conn.stats().frame_rx.stream > 0 {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    conn.stats().frame_rx.stream > 0
 }

@@ -2,11 +2,12 @@
 //! and discarded, optional trailers), route it, answer it (an optional 103, the response
 //! HEADERS, DATA, FIN), counting as every other protocol does.
 //!
-//! Frames are parsed in place from the chunks quinn hands over; only a HEADERS frame split
+//! Frames are parsed in place from the chunks quinn-proto hands over; only a HEADERS frame split
 //! across chunks is gathered into a buffer. A small in-memory body leaves with its HEADERS
 //! frame in one write, followed by the FIN.
 
 use super::control::close;
+use super::driver::{Conn, RecvStream, SendStream};
 use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
 use crate::body::{BodySpec, CHUNK};
 use crate::routes::{route, Ctx};
@@ -15,7 +16,7 @@ use bytes::Bytes;
 use http::Method;
 use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
 use hxlab_wire::qpack::FieldDecoder;
-use quinn::{RecvStream, SendStream, VarInt};
+use quinn_proto::VarInt;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -82,7 +83,7 @@ fn vi(c: u64) -> VarInt {
 /// Serves one request stream to its end.
 pub(super) async fn serve(
     ctx: Arc<Ctx>,
-    conn: quinn::Connection,
+    conn: Conn,
     mut send: SendStream,
     mut recv: RecvStream,
     heads: Arc<HeadBytes>,
@@ -91,12 +92,12 @@ pub(super) async fn serve(
         Ok(h) => h,
         Err(Fail::Conn(c, why)) => return close(&conn, c, why),
         Err(Fail::Stream(c)) => {
-            let _ = recv.stop(vi(c));
-            let _ = send.reset(vi(c));
+            recv.stop(vi(c));
+            send.reset(vi(c));
             return;
         }
         Err(Fail::TooLarge) => {
-            let _ = recv.stop(vi(code::H3_REQUEST_REJECTED));
+            recv.stop(vi(code::H3_REQUEST_REJECTED));
             let mut out = Vec::new();
             put_response_head(
                 http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -109,8 +110,8 @@ pub(super) async fn serve(
             return;
         }
         Err(Fail::Gone) => {
-            let _ = recv.stop(vi(code::H3_REQUEST_CANCELLED));
-            let _ = send.reset(vi(code::H3_REQUEST_CANCELLED));
+            recv.stop(vi(code::H3_REQUEST_CANCELLED));
+            send.reset(vi(code::H3_REQUEST_CANCELLED));
             return;
         }
     };
@@ -130,7 +131,7 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream, heads: &HeadBytes) -> Re
     let mut r = Reader::default();
     loop {
         // Most reads are ready at once; only one that waits gets a timer.
-        let mut read = pin!(recv.read_chunk(usize::MAX, true));
+        let mut read = pin!(recv.read_chunk(usize::MAX));
         let got = match futures::poll!(read.as_mut()) {
             Poll::Ready(r) => r,
             Poll::Pending => {
@@ -146,7 +147,7 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream, heads: &HeadBytes) -> Re
             }
         };
         let chunk = match got {
-            Ok(Some(c)) => c.bytes,
+            Ok(Some(c)) => c,
             Ok(None) => break,
             Err(_) => return Err(Fail::Gone),
         };
@@ -395,7 +396,7 @@ async fn send_streamed(
             }
             Ok(None) => return true,
             Err(_) => {
-                let _ = send.reset(vi(code::H3_INTERNAL_ERROR));
+                send.reset(vi(code::H3_INTERNAL_ERROR));
                 return false;
             }
         }
@@ -418,7 +419,7 @@ async fn send_chunks(ctx: &Ctx, send: &mut SendStream, chunks: &mut [Bytes]) -> 
         Some(Ok(())) => true,
         Some(Err(_)) => false,
         None => {
-            let _ = send.reset(vi(code::H3_REQUEST_CANCELLED));
+            send.reset(vi(code::H3_REQUEST_CANCELLED));
             false
         }
     }

@@ -94,7 +94,8 @@ pub struct Options {
     /// periods, whatever keeps it alive below HTTP (QUIC PINGs).
     #[arg(long, default_value = "15s", value_name = "DUR")]
     pub idle_timeout: String,
-    /// Worker threads (1 = single-threaded runtime); default: the number of cores.
+    /// Worker threads of the TCP listeners (1 = single-threaded runtime); default: the number
+    /// of cores. HTTP/3 runs on one QUIC thread of its own.
     #[arg(long)]
     pub threads: Option<usize>,
     /// Longest delay a request may ask for (e.g. 60s, 500ms).

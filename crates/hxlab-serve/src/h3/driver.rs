@@ -1,0 +1,912 @@
+//! The HTTP/3 server's QUIC driver: one UDP socket (quinn-udp, so GSO and GRO), one
+//! [`quinn_proto::Endpoint`], every connection, one timer, all on the server's QUIC thread
+//! (`Rc`/`RefCell`; no locks, no channels per packet). It replaces quinn's async layer (its
+//! endpoint driver task, one connection driver task per connection, their mutexes and
+//! channels), as the load client's driver (crates/hxlab-load/src/h3/driver.rs) does on its
+//! side; this one adds what a server needs: new connections through admission control
+//! (accept, Retry, refuse), and streams as small futures ([`RecvStream`], [`SendStream`]) so
+//! that a request stays one small task (`request.rs`).
+//!
+//! One turn of the driver task:
+//! 1. receive: what the socket has (GRO batches, at most [`RECV_CALLS`] receive calls), each
+//!    datagram handed to the endpoint and its connection; new connection attempts go through
+//!    admission (`admit.rs`), and an accepted one gets its connection task;
+//! 2. the connections that got input are polled for their events, which wake the tasks
+//!    waiting on them (a stream readable or writable, a stream opened, the handshake done,
+//!    the connection lost);
+//! 3. the driver yields twice, so the tasks it woke run in the same turn (connection tasks
+//!    accept new streams and spawn their request tasks, which read the requests and write the
+//!    answers);
+//! 4. only then every connection touched since the last transmit is asked for its packets,
+//!    in GSO sends of as many datagrams as fit in one 64 KiB UDP send at the connection's
+//!    current MTU (at most 45), so the ACKs ride with the answers;
+//! 5. timers that are due are handled (and their packets sent).
+
+use crate::routes::Ctx;
+use bytes::{Bytes, BytesMut};
+use hxlab_core::udp::quic::{gso_segments, Datagrams};
+use quinn::udp::{RecvMeta, UdpSocketState, BATCH_SIZE};
+use quinn_proto::{
+    ConnectionError, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Event, StreamEvent,
+    StreamId, VarInt,
+};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::io::IoSliceMut;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use tokio::io::Interest;
+
+/// Most datagrams of one GSO send: 45 × 1,452 bytes (quinn-proto's largest datagram) fit
+/// in one UDP send ([`gso_segments`] caps a send at what fits at the current MTU).
+const MAX_SEGMENTS: usize = 45;
+/// Most datagrams one connection sends before the others get their turn; it goes on in the
+/// next pass of the same turn.
+const MAX_DATAGRAMS_PER_PASS: usize = 2 * MAX_SEGMENTS;
+/// Most receive calls per turn, so answers and ACKs go out under any load.
+const RECV_CALLS: usize = 16;
+/// Largest (GRO) datagram one receive buffer takes.
+const RECV_BUF: usize = 64 * 1024;
+
+/// One connection as the driver and the connection's tasks share it.
+pub(super) struct ConnState {
+    q: quinn_proto::Connection,
+    ch: ConnectionHandle,
+    /// Something touched it: it may have something to send.
+    dirty: bool,
+    /// The handshake completed.
+    connected: bool,
+    /// Why the connection ended, once it did.
+    lost: Option<ConnectionError>,
+    /// Tasks waiting for a stream to become readable, or writable (or stopped, finished).
+    readers: HashMap<StreamId, Waker>,
+    writers: HashMap<StreamId, Waker>,
+    /// The tasks accepting bidirectional and unidirectional streams.
+    accept_bi: Option<Waker>,
+    accept_uni: Option<Waker>,
+    /// Others waiting for any change (the handshake, a stream credit, the end).
+    watchers: Vec<Waker>,
+    /// quinn-proto's next timeout.
+    timeout: Option<Instant>,
+}
+
+fn wake(w: Option<Waker>) {
+    if let Some(w) = w {
+        w.wake();
+    }
+}
+
+impl ConnState {
+    fn wake_watchers(&mut self) {
+        for w in self.watchers.drain(..) {
+            w.wake();
+        }
+    }
+
+    fn wake_all(&mut self) {
+        self.wake_watchers();
+        for (_, w) in self.readers.drain().chain(self.writers.drain()) {
+            w.wake();
+        }
+        wake(self.accept_bi.take());
+        wake(self.accept_uni.take());
+    }
+
+    /// Hands the connection's endpoint events to `ep` and its events to the tasks waiting on
+    /// them; true when the connection is drained (the endpoint forgot it).
+    fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
+        let mut drained = false;
+        while let Some(ev) = self.q.poll_endpoint_events() {
+            drained |= ev.is_drained();
+            if let Some(back) = ep.handle_event(self.ch, ev) {
+                self.q.handle_event(back);
+            }
+        }
+        while let Some(ev) = self.q.poll() {
+            match ev {
+                Event::Connected => {
+                    self.connected = true;
+                    self.wake_watchers();
+                }
+                Event::ConnectionLost { reason } => {
+                    self.lost.get_or_insert(reason);
+                    self.wake_all();
+                }
+                Event::Stream(StreamEvent::Readable { id }) => wake(self.readers.remove(&id)),
+                Event::Stream(
+                    StreamEvent::Writable { id }
+                    | StreamEvent::Finished { id }
+                    | StreamEvent::Stopped { id, .. },
+                ) => wake(self.writers.remove(&id)),
+                Event::Stream(StreamEvent::Opened { dir }) => {
+                    match dir {
+                        Dir::Bi => wake(self.accept_bi.take()),
+                        Dir::Uni => wake(self.accept_uni.take()),
+                    }
+                    // Stream data before the handshake completed is 0-RTT (mod.rs).
+                    if !self.connected {
+                        self.wake_watchers();
+                    }
+                }
+                Event::Stream(StreamEvent::Available { .. }) => self.wake_watchers(),
+                Event::HandshakeDataReady | Event::DatagramReceived | Event::DatagramsUnblocked => {
+                }
+            }
+        }
+        self.timeout = self.q.poll_timeout();
+        drained
+    }
+}
+
+type Shared = Rc<RefCell<ConnState>>;
+
+/// The driver's state, shared by its task and every connection handle.
+struct Inner {
+    socket: tokio::net::UdpSocket,
+    udp: UdpSocketState,
+    endpoint: RefCell<quinn_proto::Endpoint>,
+    /// Live connections, by their quinn-proto handle.
+    conns: RefCell<Vec<Option<Shared>>>,
+    /// The driver task, and whether something woke it since its last turn.
+    waker: RefCell<Option<Waker>>,
+    kicked: Cell<bool>,
+    recv_buf: RefCell<Box<[u8]>>,
+    send_buf: RefCell<Vec<u8>>,
+    /// A transmit the socket would not take yet; its bytes are still in `send_buf`.
+    blocked: Cell<Option<Datagrams>>,
+    /// Datagrams of one GSO send at most, as the socket and [`MAX_SEGMENTS`] allow.
+    segments: usize,
+}
+
+impl Inner {
+    fn kick(&self) {
+        if !self.kicked.replace(true) {
+            if let Some(w) = &*self.waker.borrow() {
+                w.wake_by_ref();
+            }
+        }
+    }
+}
+
+/// A connection, as its tasks hold it (cheap to clone). When the last handle goes, the
+/// connection is closed (code 0) unless it is closed already, as quinn does.
+#[derive(Clone)]
+pub(super) struct Conn {
+    driver: Rc<Inner>,
+    state: Shared,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // This handle and the driver's slot (or this one alone once the driver forgot it).
+        if Rc::strong_count(&self.state) <= 2 {
+            let mut s = self.state.borrow_mut();
+            if !s.q.is_closed() {
+                s.q.close(Instant::now(), VarInt::from_u32(0), Bytes::new());
+                s.dirty = true;
+                drop(s);
+                self.driver.kick();
+            }
+        }
+    }
+}
+
+/// Why a stream could not be read.
+#[derive(Debug)]
+pub(super) enum ReadError {
+    /// The peer reset the stream.
+    Reset,
+    /// The connection is gone (or the stream is).
+    Gone,
+}
+
+/// The connection ended or the stream was stopped or reset: nothing more can be written.
+#[derive(Debug)]
+pub(super) struct WriteError;
+
+impl Conn {
+    /// Runs `f` on the connection and has the driver transmit what it queued.
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&mut ConnState) -> R) -> R {
+        let mut s = self.state.borrow_mut();
+        let r = f(&mut s);
+        s.dirty = true;
+        drop(s);
+        self.driver.kick();
+        r
+    }
+
+    /// Waits until `f` says something (checked at once and after every change it watches).
+    pub async fn until<R>(&self, mut f: impl FnMut(&mut ConnState) -> Option<R>) -> R {
+        poll_fn(|cx| {
+            let mut s = self.state.borrow_mut();
+            match f(&mut s) {
+                Some(r) => Poll::Ready(r),
+                None => {
+                    if !s.watchers.iter().any(|w| w.will_wake(cx.waker())) {
+                        s.watchers.push(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
+    /// Ready when the connection should be served: the handshake completed (`true`), or the
+    /// client sent 0-RTT STREAM frames before it did (`true`, served at once with 0.5-RTT
+    /// data); `false` when the connection ended first.
+    pub async fn serveable(&self) -> bool {
+        self.until(|s| {
+            if s.lost.is_some() {
+                Some(false)
+            } else if s.connected || s.q.stats().frame_rx.stream > 0 {
+                Some(true)
+            } else {
+                None
+            }
+        })
+        .await
+    }
+
+    /// Ready when the connection has ended.
+    pub async fn closed(&self) {
+        self.until(|s| s.lost.as_ref().map(|_| ())).await
+    }
+
+    /// Closes the connection with `code` and `reason` (sent by the driver); every task
+    /// waiting on it is woken.
+    pub fn close(&self, code: VarInt, reason: &[u8]) {
+        self.with(|s| {
+            if !s.q.is_closed() {
+                s.q.close(Instant::now(), code, Bytes::copy_from_slice(reason));
+            }
+            s.lost.get_or_insert(ConnectionError::LocallyClosed);
+            s.wake_all();
+        });
+    }
+
+    /// The congestion controller running (`"reno"`, `"cubic"`, `"bbr"`).
+    pub fn congestion_controller(&self) -> &'static str {
+        hxlab_core::cc::quic::of_controller(self.state.borrow().q.congestion_state())
+    }
+
+    fn send_stream(&self, id: StreamId) -> SendStream {
+        SendStream {
+            conn: self.clone(),
+            id,
+            done: false,
+        }
+    }
+
+    fn recv_stream(&self, id: StreamId) -> RecvStream {
+        RecvStream {
+            conn: self.clone(),
+            id,
+            done: false,
+        }
+    }
+
+    /// The next request stream the client opened.
+    pub async fn accept_bi(&self) -> Result<(SendStream, RecvStream), WriteError> {
+        let id = poll_fn(|cx| {
+            let mut s = self.state.borrow_mut();
+            if s.lost.is_some() {
+                return Poll::Ready(Err(WriteError));
+            }
+            if let Some(id) = s.q.streams().accept(Dir::Bi) {
+                // Accepting may give the client more stream credit.
+                s.dirty = true;
+                drop(s);
+                self.driver.kick();
+                return Poll::Ready(Ok(id));
+            }
+            s.accept_bi = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Ok((self.send_stream(id), self.recv_stream(id)))
+    }
+
+    /// The next unidirectional stream the client opened.
+    pub async fn accept_uni(&self) -> Result<RecvStream, WriteError> {
+        let id = poll_fn(|cx| {
+            let mut s = self.state.borrow_mut();
+            if s.lost.is_some() {
+                return Poll::Ready(Err(WriteError));
+            }
+            if let Some(id) = s.q.streams().accept(Dir::Uni) {
+                s.dirty = true;
+                drop(s);
+                self.driver.kick();
+                return Poll::Ready(Ok(id));
+            }
+            s.accept_uni = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Ok(self.recv_stream(id))
+    }
+
+    /// Opens a unidirectional stream of ours (waits for the client's credit).
+    pub async fn open_uni(&self) -> Result<SendStream, WriteError> {
+        let id = self
+            .until(|s| {
+                if s.lost.is_some() {
+                    Some(None)
+                } else {
+                    s.q.streams().open(Dir::Uni).map(Some)
+                }
+            })
+            .await
+            .ok_or(WriteError)?;
+        Ok(self.send_stream(id))
+    }
+}
+
+/// The receiving half of a stream. Dropped before its end, it is stopped (code 0).
+pub(super) struct RecvStream {
+    conn: Conn,
+    id: StreamId,
+    /// Read to its end, stopped, reset or gone: nothing more to do on drop.
+    done: bool,
+}
+
+impl RecvStream {
+    /// The stream's id.
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// The next chunk of at most `max` bytes, `None` at the stream's end.
+    pub async fn read_chunk(&mut self, max: usize) -> Result<Option<Bytes>, ReadError> {
+        poll_fn(|cx| self.poll_read(cx, max)).await
+    }
+
+    fn poll_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+    ) -> Poll<Result<Option<Bytes>, ReadError>> {
+        let conn = &self.conn;
+        let mut s = conn.state.borrow_mut();
+        if s.lost.is_some() {
+            self.done = true;
+            return Poll::Ready(Err(ReadError::Gone));
+        }
+        let mut stream = s.q.recv_stream(self.id);
+        let Ok(mut chunks) = stream.read(true) else {
+            self.done = true;
+            return Poll::Ready(Err(ReadError::Gone));
+        };
+        let r = chunks.next(max);
+        let transmit = chunks.finalize().should_transmit();
+        let out = match r {
+            Ok(Some(c)) => Poll::Ready(Ok(Some(c.bytes))),
+            Ok(None) => {
+                self.done = true;
+                Poll::Ready(Ok(None))
+            }
+            Err(quinn_proto::ReadError::Blocked) => {
+                s.readers.insert(self.id, cx.waker().clone());
+                Poll::Pending
+            }
+            Err(quinn_proto::ReadError::Reset(_)) => {
+                self.done = true;
+                Poll::Ready(Err(ReadError::Reset))
+            }
+        };
+        if transmit {
+            s.dirty = true;
+            drop(s);
+            conn.driver.kick();
+        }
+        out
+    }
+
+    /// Asks the client to stop sending, with `code`.
+    pub fn stop(&mut self, code: VarInt) {
+        if !std::mem::replace(&mut self.done, true) {
+            let id = self.id;
+            self.conn.with(|s| {
+                let _ = s.q.recv_stream(id).stop(code);
+            });
+        }
+    }
+}
+
+impl Drop for RecvStream {
+    fn drop(&mut self) {
+        let id = self.id;
+        let done = self.done;
+        self.conn.with(|s| {
+            s.readers.remove(&id);
+            if !done && s.lost.is_none() {
+                let _ = s.q.recv_stream(id).stop(VarInt::from_u32(0));
+            }
+        });
+    }
+}
+
+/// The sending half of a stream. Dropped before it was finished or reset, it is finished.
+pub(super) struct SendStream {
+    conn: Conn,
+    id: StreamId,
+    /// Finished or reset.
+    done: bool,
+}
+
+impl SendStream {
+    /// Writes all of `chunks` (each emptied as it goes), waiting for flow-control credit.
+    pub async fn write_all_chunks(&mut self, chunks: &mut [Bytes]) -> Result<(), WriteError> {
+        let mut next = 0;
+        poll_fn(|cx| {
+            let mut s = self.conn.state.borrow_mut();
+            if s.lost.is_some() {
+                return Poll::Ready(Err(WriteError));
+            }
+            let mut wrote = false;
+            let out = loop {
+                while next < chunks.len() && chunks[next].is_empty() {
+                    next += 1;
+                }
+                if next == chunks.len() {
+                    break Poll::Ready(Ok(()));
+                }
+                match s.q.send_stream(self.id).write_chunks(&mut chunks[next..]) {
+                    Ok(w) => {
+                        wrote = true;
+                        next += w.chunks;
+                    }
+                    Err(quinn_proto::WriteError::Blocked) => {
+                        s.writers.insert(self.id, cx.waker().clone());
+                        break Poll::Pending;
+                    }
+                    Err(_) => break Poll::Ready(Err(WriteError)),
+                }
+            };
+            if wrote {
+                s.dirty = true;
+                drop(s);
+                self.conn.driver.kick();
+            }
+            out
+        })
+        .await
+    }
+
+    /// Writes all of `bytes`.
+    pub async fn write_all(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
+        self.write_all_chunks(&mut [Bytes::copy_from_slice(bytes)])
+            .await
+    }
+
+    /// Ends the stream (FIN after what was written).
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        self.done = true;
+        let id = self.id;
+        self.conn
+            .with(|s| s.q.send_stream(id).finish().map_err(|_| WriteError))
+    }
+
+    /// Abandons the stream with `code`.
+    pub fn reset(&mut self, code: VarInt) {
+        if !std::mem::replace(&mut self.done, true) {
+            let id = self.id;
+            self.conn.with(|s| {
+                let _ = s.q.send_stream(id).reset(code);
+            });
+        }
+    }
+}
+
+impl Drop for SendStream {
+    fn drop(&mut self) {
+        let id = self.id;
+        let done = self.done;
+        self.conn.with(|s| {
+            s.writers.remove(&id);
+            if !done && s.lost.is_none() {
+                let _ = s.q.send_stream(id).finish();
+            }
+        });
+    }
+}
+
+/// What the driver task is given to decide on new connections and start them.
+pub(super) struct Acceptor {
+    /// The server's settings and counters.
+    pub ctx: Arc<Ctx>,
+    /// Called with each accepted connection (on the driver's thread, in its `LocalSet`).
+    pub serve: Box<dyn Fn(Conn, super::admit::Admitted)>,
+}
+
+/// The QUIC driver of the HTTP/3 server, started on the current `LocalSet` by [`Driver::run`].
+pub(super) struct Driver {
+    inner: Rc<Inner>,
+}
+
+impl Driver {
+    /// A driver on a bound UDP socket (registered with the thread's runtime; its quinn-udp
+    /// state made by the caller), serving with `config`.
+    pub fn new(
+        socket: tokio::net::UdpSocket,
+        udp: UdpSocketState,
+        config: quinn_proto::ServerConfig,
+    ) -> Driver {
+        // As quinn's endpoint: MTU discovery when the socket never fragments.
+        let endpoint = quinn_proto::Endpoint::new(
+            Arc::new(quinn_proto::EndpointConfig::default()),
+            Some(Arc::new(config)),
+            !udp.may_fragment(),
+            None,
+        );
+        let segments = udp.max_gso_segments().clamp(1, MAX_SEGMENTS);
+        Driver {
+            inner: Rc::new(Inner {
+                socket,
+                endpoint: RefCell::new(endpoint),
+                conns: RefCell::new(Vec::new()),
+                waker: RefCell::new(None),
+                kicked: Cell::new(false),
+                recv_buf: RefCell::new(vec![0u8; RECV_BUF * BATCH_SIZE].into_boxed_slice()),
+                send_buf: RefCell::new(Vec::with_capacity(segments * 1500)),
+                blocked: Cell::new(None),
+                segments,
+                udp,
+            }),
+        }
+    }
+
+    /// Drives the endpoint until `stop` resolves; then closes every connection with
+    /// `code` and `reason`, and goes on until they are all gone (at most `linger`).
+    pub async fn run(
+        self,
+        acceptor: Acceptor,
+        stop: impl Future<Output = ()>,
+        code: VarInt,
+        reason: &'static [u8],
+        linger: Duration,
+    ) {
+        let inner = self.inner;
+        let mut stop = pin!(stop);
+        let mut timer = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+        let mut armed: Option<Instant> = None;
+        let mut deadline: Option<Instant> = None;
+        let admission = Arc::new(super::admit::Admission::default());
+        let mut shutdown = acceptor.ctx.shutdown.clone();
+        loop {
+            let (readable, stopping) = poll_fn(|cx| {
+                let stopping = deadline.is_none() && stop.as_mut().poll(cx).is_ready();
+                let kicked = inner.kicked.replace(false);
+                let readable = inner.socket.poll_recv_ready(cx).is_ready();
+                let fired = armed.is_some() && timer.as_mut().poll(cx).is_ready();
+                if fired {
+                    armed = None;
+                }
+                if kicked || readable || fired || stopping {
+                    return Poll::Ready((readable, stopping));
+                }
+                let mut w = inner.waker.borrow_mut();
+                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *w = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            })
+            .await;
+            if stopping {
+                let now = Instant::now();
+                deadline = Some(now + linger);
+                let conns: Vec<Shared> = inner.conns.borrow().iter().flatten().cloned().collect();
+                for c in conns {
+                    let mut s = c.borrow_mut();
+                    if !s.q.is_closed() {
+                        s.q.close(now, code, Bytes::from_static(reason));
+                    }
+                    s.lost.get_or_insert(ConnectionError::LocallyClosed);
+                    s.wake_all();
+                    s.dirty = true;
+                }
+            }
+            if readable {
+                // Refused once the server shuts down: it takes no new connections.
+                let accepting = deadline.is_none() && !*shutdown.borrow_and_update();
+                let admit = accepting.then_some((&acceptor, &admission));
+                let (woke, new) = inner.receive(Instant::now(), admit);
+                for (state, admitted) in new {
+                    (acceptor.serve)(
+                        Conn {
+                            driver: inner.clone(),
+                            state,
+                        },
+                        admitted,
+                    );
+                }
+                if woke {
+                    // The woken tasks run now (they were queued before this task): the
+                    // connections' tasks first, then the request tasks they spawned.
+                    tokio::task::yield_now().await;
+                    tokio::task::yield_now().await;
+                }
+            }
+            if inner.blocked.get().is_some() {
+                let _ = inner.socket.writable().await;
+            }
+            let now = Instant::now();
+            inner.kicked.set(false);
+            let next = inner.transmit(now);
+            if let Some(d) = deadline {
+                if now >= d || inner.conns.borrow().iter().all(Option::is_none) {
+                    return;
+                }
+            }
+            let next = match (next, deadline) {
+                (Some(t), Some(d)) => Some(t.min(d)),
+                (t, d) => t.or(d),
+            };
+            if let Some(t) = next {
+                if armed != Some(t) {
+                    timer.as_mut().reset(t.into());
+                    armed = Some(t);
+                }
+            }
+        }
+    }
+}
+
+/// A new connection the driver accepted: its shared state and its admission slots.
+type Accepted = (Shared, super::admit::Admitted);
+
+impl Inner {
+    /// Receives what the socket has (bounded) and hands it to the connections; new
+    /// connection attempts are decided by `admit` (refused without one). Returns whether a
+    /// task was woken, and the connections accepted.
+    fn receive(
+        &self,
+        now: Instant,
+        admit: Option<(&Acceptor, &Arc<super::admit::Admission>)>,
+    ) -> (bool, Vec<Accepted>) {
+        let mut buf = self.recv_buf.borrow_mut();
+        let mut metas = [RecvMeta::default(); BATCH_SIZE];
+        let mut response = Vec::new();
+        let mut touched = false;
+        let mut accepted = Vec::new();
+        for _ in 0..RECV_CALLS {
+            let mut chunks = buf.chunks_mut(RECV_BUF).map(IoSliceMut::new);
+            let mut iovs: [IoSliceMut; BATCH_SIZE] =
+                std::array::from_fn(|_| chunks.next().expect("BATCH_SIZE chunks"));
+            let n = match self.socket.try_io(Interest::READABLE, || {
+                self.udp.recv((&self.socket).into(), &mut iovs, &mut metas)
+            }) {
+                Ok(n) => n,
+                // WouldBlock: drained; other errors (ICMP unreachable) are per datagram.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => continue,
+            };
+            let mut endpoint = self.endpoint.borrow_mut();
+            let mut conns = self.conns.borrow_mut();
+            for (meta, iov) in metas.iter().zip(iovs.iter()).take(n) {
+                // One copy per GRO batch, as quinn's endpoint makes.
+                let mut data: BytesMut = iov[..meta.len].into();
+                while !data.is_empty() {
+                    let d = data.split_to(meta.stride.min(data.len()));
+                    let ecn = meta.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8));
+                    response.clear();
+                    match endpoint.handle(now, meta.addr, meta.dst_ip, ecn, d, &mut response) {
+                        Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                            if let Some(Some(c)) = conns.get(ch.0) {
+                                let mut c = c.borrow_mut();
+                                c.q.handle_event(ev);
+                                c.dirty = true;
+                                touched = true;
+                            }
+                        }
+                        Some(DatagramEvent::Response(t)) => self.send_now(&t, &response),
+                        Some(DatagramEvent::NewConnection(incoming)) => {
+                            let Some(new) =
+                                self.new_connection(&mut endpoint, incoming, now, admit)
+                            else {
+                                continue;
+                            };
+                            let ch = new.0.borrow().ch;
+                            if conns.len() <= ch.0 {
+                                conns.resize_with(ch.0 + 1, || None);
+                            }
+                            conns[ch.0] = Some(new.0.clone());
+                            touched = true;
+                            accepted.push(new);
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        if !touched {
+            return (false, accepted);
+        }
+        // Hand the input's events to the tasks (they run before anything is sent).
+        let mut endpoint = self.endpoint.borrow_mut();
+        for c in self.conns.borrow().iter().flatten() {
+            let mut c = c.borrow_mut();
+            if c.dirty {
+                c.poll_events(&mut endpoint);
+            }
+        }
+        (true, accepted)
+    }
+
+    /// A new connection attempt: admitted (`admit`; refused without one) and accepted, or
+    /// answered with a Retry or a refusal.
+    fn new_connection(
+        &self,
+        endpoint: &mut quinn_proto::Endpoint,
+        incoming: quinn_proto::Incoming,
+        now: Instant,
+        admit: Option<(&Acceptor, &Arc<super::admit::Admission>)>,
+    ) -> Option<Accepted> {
+        let mut response = Vec::new();
+        let Some((acceptor, admission)) = admit else {
+            let t = endpoint.refuse(incoming, &mut response);
+            self.send_now(&t, &response);
+            return None;
+        };
+        let (incoming, admitted) = self.admit(endpoint, incoming, acceptor, admission)?;
+        match endpoint.accept(incoming, now, &mut response, None) {
+            Ok((ch, q)) => {
+                let state = Rc::new(RefCell::new(ConnState {
+                    q,
+                    ch,
+                    dirty: true,
+                    connected: false,
+                    lost: None,
+                    readers: HashMap::new(),
+                    writers: HashMap::new(),
+                    accept_bi: None,
+                    accept_uni: None,
+                    watchers: Vec::new(),
+                    timeout: None,
+                }));
+                Some((state, admitted))
+            }
+            Err(e) => {
+                if let Some(t) = e.response {
+                    self.send_now(&t, &response);
+                }
+                None
+            }
+        }
+    }
+
+    /// Admission control for one connection attempt (`admit.rs`): a Retry or a refusal is
+    /// sent here; an accepted attempt comes back with its slots held.
+    fn admit(
+        &self,
+        endpoint: &mut quinn_proto::Endpoint,
+        incoming: quinn_proto::Incoming,
+        acceptor: &Acceptor,
+        admission: &Arc<super::admit::Admission>,
+    ) -> Option<(quinn_proto::Incoming, super::admit::Admitted)> {
+        use super::admit::Verdict;
+        let ctx = &acceptor.ctx;
+        let open = ctx.stats.open(crate::stats::Protocol::H3);
+        let mut buf = Vec::new();
+        let verdict = admission.admit(
+            incoming.remote_address(),
+            incoming.remote_address_validated(),
+            open,
+            &ctx.limits,
+            &ctx.stats,
+        );
+        match verdict {
+            Ok(admitted) => Some((incoming, admitted)),
+            Err(Verdict::Retry) => {
+                // Only fails for an attempt that already carries a Retry token, which
+                // admission never retries; refuse it then rather than keep it.
+                let t = match endpoint.retry(incoming, &mut buf) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        buf.clear();
+                        endpoint.refuse(e.into_incoming(), &mut buf)
+                    }
+                };
+                self.send_now(&t, &buf);
+                None
+            }
+            Err(_) => {
+                let t = endpoint.refuse(incoming, &mut buf);
+                self.send_now(&t, &buf);
+                None
+            }
+        }
+    }
+
+    /// An endpoint's stateless answer: sent if the socket takes it now, else dropped.
+    fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
+        let tr = Datagrams::of(t).udp(buf);
+        let _ = self.socket.try_io(Interest::WRITABLE, || {
+            self.udp.send((&self.socket).into(), &tr)
+        });
+    }
+
+    /// Sends one transmit; false when the socket would block (kept for the next turn).
+    fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
+        let tr = b.udp(buf);
+        match self.socket.try_io(Interest::WRITABLE, || {
+            self.udp.send((&self.socket).into(), &tr)
+        }) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                self.blocked.set(Some(b));
+                false
+            }
+            // Other errors lose the datagrams: quinn-proto's recovery sends them again.
+            _ => true,
+        }
+    }
+
+    /// Timers, events and packets of every touched connection; drained connections are
+    /// forgotten. Returns the next timeout.
+    fn transmit(&self, now: Instant) -> Option<Instant> {
+        let mut buf = self.send_buf.borrow_mut();
+        if let Some(b) = self.blocked.take() {
+            if !self.send(b, &buf) {
+                return Some(now + Duration::from_millis(1));
+            }
+        }
+        let mut endpoint = self.endpoint.borrow_mut();
+        let mut conns = self.conns.borrow_mut();
+        let mut next: Option<Instant> = None;
+        let mut more = true;
+        // Passes: each connection sends up to MAX_DATAGRAMS_PER_PASS a pass (bounded).
+        for _ in 0..1000 {
+            if !more {
+                break;
+            }
+            more = false;
+            next = None;
+            for slot in conns.iter_mut() {
+                let Some(c) = slot else { continue };
+                let mut c = c.borrow_mut();
+                if c.timeout.is_some_and(|t| t <= now) {
+                    c.q.handle_timeout(now);
+                    c.dirty = true;
+                }
+                if c.dirty {
+                    c.dirty = false;
+                    let drained = c.poll_events(&mut endpoint);
+                    let mut sent = 0;
+                    while sent < MAX_DATAGRAMS_PER_PASS {
+                        buf.clear();
+                        let segments = gso_segments(c.q.current_mtu(), self.segments);
+                        let Some(t) = c.q.poll_transmit(now, segments, &mut buf) else {
+                            break;
+                        };
+                        sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
+                        if !self.send(Datagrams::of(&t), &buf) {
+                            c.dirty = true;
+                            return Some(now + Duration::from_millis(1));
+                        }
+                    }
+                    if sent >= MAX_DATAGRAMS_PER_PASS {
+                        c.dirty = true;
+                        more = true;
+                    }
+                    // Sending may have armed timers (loss detection, idle, draining).
+                    c.timeout = c.q.poll_timeout();
+                    if drained {
+                        drop(c);
+                        *slot = None;
+                        continue;
+                    }
+                }
+                if let Some(t) = c.timeout {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+        }
+        next
+    }
+}
