@@ -94,8 +94,148 @@ mod tests {
 /// crates/hxlab-serve/src/h3/driver.rs).
 #[cfg(feature = "quic")]
 pub mod quic {
-    use quinn::udp::{EcnCodepoint, Transmit};
+    use bytes::BytesMut;
+    use quinn::udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
+    use std::cell::{Cell, RefCell};
+    use std::io::{ErrorKind, IoSliceMut};
     use std::net::{IpAddr, SocketAddr};
+    use std::task::{Context, Poll};
+    use tokio::io::Interest;
+
+    /// Largest (GRO) datagram one receive buffer takes.
+    const RECV_BUF: usize = 64 * 1024;
+
+    /// The UDP socket of a QUIC driver on one thread: quinn-udp's state (GSO, GRO, ECN), the
+    /// receive buffers, the send buffer and a send the socket would not take yet. Both
+    /// drivers (the load client's and the origin's) receive and send through it; what they
+    /// do with the datagrams is theirs.
+    pub struct QuicSocket {
+        socket: tokio::net::UdpSocket,
+        udp: UdpSocketState,
+        recv_buf: RefCell<Box<[u8]>>,
+        /// Where a connection's packets are built (`Connection::poll_transmit`) and sent from.
+        pub send_buf: RefCell<Vec<u8>>,
+        /// A send the socket would not take; its bytes are still in `send_buf`.
+        blocked: Cell<Option<Datagrams>>,
+        /// Datagrams of one GSO send at most, as the socket and the driver's cap allow.
+        segments: usize,
+    }
+
+    impl QuicSocket {
+        /// A bound socket registered with the thread's runtime, its quinn-udp state, and the
+        /// driver's cap on datagrams per GSO send.
+        pub fn new(socket: tokio::net::UdpSocket, udp: UdpSocketState, cap: usize) -> QuicSocket {
+            let segments = udp.max_gso_segments().clamp(1, cap.max(1));
+            QuicSocket {
+                socket,
+                recv_buf: RefCell::new(vec![0u8; RECV_BUF * BATCH_SIZE].into_boxed_slice()),
+                send_buf: RefCell::new(Vec::with_capacity(segments * 1500)),
+                blocked: Cell::new(None),
+                segments,
+                udp,
+            }
+        }
+
+        /// Datagrams of one GSO send at most (the socket's and the driver's cap).
+        pub fn segments(&self) -> usize {
+            self.segments
+        }
+
+        /// Whether datagrams may be fragmented (then no MTU discovery).
+        pub fn may_fragment(&self) -> bool {
+            self.udp.may_fragment()
+        }
+
+        /// Ready when the socket has datagrams (registers the task otherwise).
+        pub fn poll_recv_ready(&self, cx: &mut Context<'_>) -> bool {
+            matches!(self.socket.poll_recv_ready(cx), Poll::Ready(_))
+        }
+
+        /// Whether a send waits for the socket ([`QuicSocket::writable`]).
+        pub fn is_blocked(&self) -> bool {
+            self.blocked.get().is_some()
+        }
+
+        /// Waits until the socket takes sends again.
+        pub async fn writable(&self) {
+            let _ = self.socket.writable().await;
+        }
+
+        /// Receives what the socket has, at most `calls` receive calls (each a batch of GRO
+        /// datagrams), and hands every datagram to `each` (its source, the address it came
+        /// to, its ECN mark, its bytes: one copy per GRO batch, split per datagram).
+        pub fn receive(
+            &self,
+            calls: usize,
+            mut each: impl FnMut(
+                SocketAddr,
+                Option<IpAddr>,
+                Option<quinn_proto::EcnCodepoint>,
+                BytesMut,
+            ),
+        ) {
+            let mut buf = self.recv_buf.borrow_mut();
+            let mut metas = [RecvMeta::default(); BATCH_SIZE];
+            for _ in 0..calls {
+                let mut chunks = buf.chunks_mut(RECV_BUF).map(IoSliceMut::new);
+                let mut iovs: [IoSliceMut; BATCH_SIZE] =
+                    std::array::from_fn(|_| chunks.next().expect("BATCH_SIZE chunks"));
+                let n = match self.socket.try_io(Interest::READABLE, || {
+                    self.udp.recv((&self.socket).into(), &mut iovs, &mut metas)
+                }) {
+                    Ok(n) => n,
+                    // WouldBlock: drained; other errors (ICMP unreachable) are per datagram.
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => continue,
+                };
+                for (meta, iov) in metas.iter().zip(iovs.iter()).take(n) {
+                    let mut data: BytesMut = iov[..meta.len].into();
+                    let ecn = meta
+                        .ecn
+                        .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8));
+                    while !data.is_empty() {
+                        let d = data.split_to(meta.stride.min(data.len()));
+                        each(meta.addr, meta.dst_ip, ecn, d);
+                    }
+                }
+            }
+        }
+
+        /// An endpoint's stateless answer (`buf` holding its bytes): sent if the socket takes
+        /// it now, else dropped (the peer tries again).
+        pub fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
+            let tr = Datagrams::of(t).udp(buf);
+            let _ = self.socket.try_io(Interest::WRITABLE, || {
+                self.udp.send((&self.socket).into(), &tr)
+            });
+        }
+
+        /// Sends `b` (its bytes in `buf`, the send buffer); false when the socket would
+        /// block: it is kept, and [`QuicSocket::send_blocked`] sends it when the socket is
+        /// writable again. Other errors lose the datagrams; quinn-proto's recovery sends them
+        /// again.
+        pub fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
+            let tr = b.udp(buf);
+            match self.socket.try_io(Interest::WRITABLE, || {
+                self.udp.send((&self.socket).into(), &tr)
+            }) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.blocked.set(Some(b));
+                    false
+                }
+                _ => true,
+            }
+        }
+
+        /// Sends the send that was kept (`buf`: the send buffer, untouched since); false when
+        /// the socket still would not take it.
+        pub fn send_blocked(&self, buf: &[u8]) -> bool {
+            match self.blocked.take() {
+                Some(b) => self.send(b, buf),
+                None => true,
+            }
+        }
+    }
 
     /// Largest UDP payload of one send (an IPv4 datagram's): a GSO send's datagrams together
     /// must fit. quinn-proto does not know this limit, and quinn-udp takes the kernel's

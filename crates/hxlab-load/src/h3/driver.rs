@@ -27,15 +27,10 @@
 //! controller untouched); only the order of work within one event-loop turn changes.
 
 use super::*;
-use bytes::BytesMut;
-use hxlab_core::udp::quic::Datagrams;
-use quinn::udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
-use quinn_proto::{
-    ConnectionError, ConnectionHandle, DatagramEvent, EcnCodepoint, Event, StreamEvent,
-};
+use hxlab_core::udp::quic::{Datagrams, QuicSocket};
+use quinn::udp::{Transmit, UdpSocketState};
+use quinn_proto::{ConnectionError, ConnectionHandle, DatagramEvent, Event, StreamEvent};
 use std::cell::Cell;
-use std::io::IoSliceMut;
-use tokio::io::Interest;
 
 /// Most datagrams per GSO send (quinn's `MAX_TRANSMIT_SEGMENTS`).
 const MAX_SEGMENTS: usize = 10;
@@ -44,8 +39,6 @@ const MAX_SEGMENTS: usize = 10;
 const MAX_DATAGRAMS_PER_PASS: usize = 20;
 /// Most receive calls per turn (quinn's `IO_LOOP_BOUND`); the rest waits for the next turn.
 const RECV_CALLS: usize = 160;
-/// Largest (GRO) datagram one receive buffer takes.
-const RECV_BUF: usize = 64 * 1024;
 
 /// One connection as the driver and its session share it.
 pub struct ConnState {
@@ -116,8 +109,8 @@ impl ConnState {
 type Shared = Rc<RefCell<ConnState>>;
 
 struct Inner {
-    socket: tokio::net::UdpSocket,
-    udp: UdpSocketState,
+    /// The socket (GSO sends of up to [`MAX_SEGMENTS`] datagrams).
+    sock: QuicSocket,
     endpoint: RefCell<quinn_proto::Endpoint>,
     /// Live connections, by their quinn-proto handle.
     conns: RefCell<Vec<Option<Shared>>>,
@@ -125,11 +118,6 @@ struct Inner {
     waker: RefCell<Option<Waker>>,
     kicked: Cell<bool>,
     closing: Cell<bool>,
-    recv_buf: RefCell<Box<[u8]>>,
-    send_buf: RefCell<Vec<u8>>,
-    /// A transmit the socket would not take yet (destination, ecn, segment, source, length).
-    blocked: Cell<Option<Datagrams>>,
-    segments: usize,
 }
 
 /// quinn-proto's `t` as quinn-udp sends it, `buf` holding its bytes (what the driver sends;
@@ -284,25 +272,20 @@ impl Driver {
     pub fn new(socket: std::net::UdpSocket) -> std::io::Result<Driver> {
         let udp = UdpSocketState::new((&socket).into())?;
         let socket = tokio::net::UdpSocket::from_std(socket)?;
+        let sock = QuicSocket::new(socket, udp, MAX_SEGMENTS);
         let endpoint = quinn_proto::Endpoint::new(
             Arc::new(quinn_proto::EndpointConfig::default()),
             None,
-            !udp.may_fragment(),
+            !sock.may_fragment(),
             None,
         );
-        let segments = udp.max_gso_segments().clamp(1, MAX_SEGMENTS);
         let inner = Rc::new(Inner {
-            socket,
+            sock,
             endpoint: RefCell::new(endpoint),
             conns: RefCell::new(Vec::new()),
             waker: RefCell::new(None),
             kicked: Cell::new(false),
             closing: Cell::new(false),
-            recv_buf: RefCell::new(vec![0u8; RECV_BUF * BATCH_SIZE].into_boxed_slice()),
-            send_buf: RefCell::new(Vec::with_capacity(segments * 1500)),
-            blocked: Cell::new(None),
-            segments,
-            udp,
         });
         tokio::task::spawn_local(run(inner.clone()));
         Ok(Driver { inner })
@@ -375,7 +358,7 @@ async fn run(inner: Rc<Inner>) {
     while !inner.closing.get() {
         let readable = std::future::poll_fn(|cx| {
             let kicked = inner.kicked.replace(false);
-            let readable = inner.socket.poll_recv_ready(cx).is_ready();
+            let readable = inner.sock.poll_recv_ready(cx);
             let fired = armed.is_some() && timer.as_mut().poll(cx).is_ready();
             if fired {
                 armed = None;
@@ -394,8 +377,8 @@ async fn run(inner: Rc<Inner>) {
             // The woken sessions run now (they were queued before this task), and write.
             tokio::task::yield_now().await;
         }
-        if inner.blocked.get().is_some() {
-            let _ = inner.socket.writable().await;
+        if inner.sock.is_blocked() {
+            inner.sock.writable().await;
         }
         let now = Instant::now();
         inner.kicked.set(false);
@@ -413,54 +396,34 @@ impl Inner {
     /// Receives what the socket has (bounded) and hands it to the connections; true when a
     /// session was woken.
     fn receive(&self, now: Instant) -> bool {
-        let mut buf = self.recv_buf.borrow_mut();
-        let mut metas = [RecvMeta::default(); BATCH_SIZE];
         let mut response = Vec::new();
         let mut touched = false;
-        for _ in 0..RECV_CALLS {
-            let mut chunks = buf.chunks_mut(RECV_BUF).map(IoSliceMut::new);
-            let mut iovs: [IoSliceMut; BATCH_SIZE] =
-                std::array::from_fn(|_| chunks.next().expect("BATCH_SIZE chunks"));
-            let n = match self.socket.try_io(Interest::READABLE, || {
-                self.udp.recv((&self.socket).into(), &mut iovs, &mut metas)
-            }) {
-                Ok(n) => n,
-                // WouldBlock: drained; other errors (ICMP unreachable) are per datagram.
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => continue,
-            };
-            let mut endpoint = self.endpoint.borrow_mut();
-            let conns = self.conns.borrow();
-            for (meta, iov) in metas.iter().zip(iovs.iter()).take(n) {
-                let mut data: BytesMut = iov[..meta.len].into();
-                while !data.is_empty() {
-                    let d = data.split_to(meta.stride.min(data.len()));
-                    let ecn = meta.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8));
-                    match endpoint.handle(now, meta.addr, meta.dst_ip, ecn, d, &mut response) {
-                        Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
-                            if let Some(Some(c)) = conns.get(ch.0) {
-                                let mut c = c.borrow_mut();
-                                c.q.handle_event(ev);
-                                c.dirty = true;
-                                touched = true;
-                            }
-                        }
-                        Some(DatagramEvent::Response(t)) => {
-                            self.send_now(&t, &response);
-                            response.clear();
-                        }
-                        Some(DatagramEvent::NewConnection(incoming)) => endpoint.ignore(incoming),
-                        None => {}
+        let mut endpoint = self.endpoint.borrow_mut();
+        let conns = self.conns.borrow();
+        self.sock.receive(RECV_CALLS, |from, to, ecn, d| {
+            match endpoint.handle(now, from, to, ecn, d, &mut response) {
+                Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                    if let Some(Some(c)) = conns.get(ch.0) {
+                        let mut c = c.borrow_mut();
+                        c.q.handle_event(ev);
+                        c.dirty = true;
+                        touched = true;
                     }
                 }
+                Some(DatagramEvent::Response(t)) => {
+                    self.sock.send_now(&t, &response);
+                    response.clear();
+                }
+                Some(DatagramEvent::NewConnection(incoming)) => endpoint.ignore(incoming),
+                None => {}
             }
-        }
+        });
+        drop(conns);
         if !touched {
             return false;
         }
         // Hand the input's events to the sessions (they run before anything is sent).
         let mut woke = false;
-        let mut endpoint = self.endpoint.borrow_mut();
         for c in self.conns.borrow().iter().flatten() {
             let mut c = c.borrow_mut();
             if c.dirty {
@@ -471,37 +434,12 @@ impl Inner {
         woke
     }
 
-    /// An endpoint's stateless answer: sent if the socket takes it now, else dropped.
-    fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
-        let tr = udp_transmit(t, buf);
-        let _ = self.socket.try_io(Interest::WRITABLE, || {
-            self.udp.send((&self.socket).into(), &tr)
-        });
-    }
-
-    /// Sends one transmit; false when the socket would block (kept for the next turn).
-    fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
-        let tr = b.udp(buf);
-        match self.socket.try_io(Interest::WRITABLE, || {
-            self.udp.send((&self.socket).into(), &tr)
-        }) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                self.blocked.set(Some(b));
-                false
-            }
-            // Other errors lose the datagrams: quinn-proto's recovery sends them again.
-            _ => true,
-        }
-    }
-
     /// Timers, events and packets of every touched connection; drained connections are
     /// forgotten. Returns the next timeout.
     fn transmit(&self, now: Instant) -> Option<Instant> {
-        let mut buf = self.send_buf.borrow_mut();
-        if let Some(b) = self.blocked.take() {
-            if !self.send(b, &buf) {
-                return Some(now + Duration::from_millis(1));
-            }
+        let mut buf = self.sock.send_buf.borrow_mut();
+        if !self.sock.send_blocked(&buf) {
+            return Some(now + Duration::from_millis(1));
         }
         let mut endpoint = self.endpoint.borrow_mut();
         let mut conns = self.conns.borrow_mut();
@@ -527,11 +465,11 @@ impl Inner {
                     let mut sent = 0;
                     while sent < MAX_DATAGRAMS_PER_PASS {
                         buf.clear();
-                        let Some(t) = c.q.poll_transmit(now, self.segments, &mut buf) else {
+                        let Some(t) = c.q.poll_transmit(now, self.sock.segments(), &mut buf) else {
                             break;
                         };
                         sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                        if !self.send(Datagrams::of(&t), &buf) {
+                        if !self.sock.send(Datagrams::of(&t), &buf) {
                             c.dirty = true;
                             return Some(now + Duration::from_millis(1));
                         }

@@ -23,23 +23,20 @@
 //! 5. timers that are due are handled (and their packets sent).
 
 use crate::routes::Ctx;
-use bytes::{Bytes, BytesMut};
-use hxlab_core::udp::quic::{gso_segments, Datagrams};
-use quinn::udp::{RecvMeta, UdpSocketState, BATCH_SIZE};
+use bytes::Bytes;
+use hxlab_core::udp::quic::{gso_segments, Datagrams, QuicSocket};
+use quinn::udp::UdpSocketState;
 use quinn_proto::{
-    ConnectionError, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Event, StreamEvent,
-    StreamId, VarInt,
+    ConnectionError, ConnectionHandle, DatagramEvent, Dir, Event, StreamEvent, StreamId, VarInt,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
-use std::io::IoSliceMut;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::io::Interest;
 
 /// Most datagrams of one GSO send: 45 × 1,452 bytes (quinn-proto's largest datagram) fit
 /// in one UDP send ([`gso_segments`] caps a send at what fits at the current MTU).
@@ -49,8 +46,6 @@ const MAX_SEGMENTS: usize = 45;
 const MAX_DATAGRAMS_PER_PASS: usize = 2 * MAX_SEGMENTS;
 /// Most receive calls per turn, so answers and ACKs go out under any load.
 const RECV_CALLS: usize = 16;
-/// Largest (GRO) datagram one receive buffer takes.
-const RECV_BUF: usize = 64 * 1024;
 
 /// One connection as the driver and the connection's tasks share it.
 pub(super) struct ConnState {
@@ -146,20 +141,14 @@ type Shared = Rc<RefCell<ConnState>>;
 
 /// The driver's state, shared by its task and every connection handle.
 struct Inner {
-    socket: tokio::net::UdpSocket,
-    udp: UdpSocketState,
+    /// The socket (GSO sends of up to [`MAX_SEGMENTS`] datagrams).
+    sock: QuicSocket,
     endpoint: RefCell<quinn_proto::Endpoint>,
     /// Live connections, by their quinn-proto handle.
     conns: RefCell<Vec<Option<Shared>>>,
     /// The driver task, and whether something woke it since its last turn.
     waker: RefCell<Option<Waker>>,
     kicked: Cell<bool>,
-    recv_buf: RefCell<Box<[u8]>>,
-    send_buf: RefCell<Vec<u8>>,
-    /// A transmit the socket would not take yet; its bytes are still in `send_buf`.
-    blocked: Cell<Option<Datagrams>>,
-    /// Datagrams of one GSO send at most, as the socket and [`MAX_SEGMENTS`] allow.
-    segments: usize,
 }
 
 impl Inner {
@@ -538,26 +527,21 @@ impl Driver {
         udp: UdpSocketState,
         config: quinn_proto::ServerConfig,
     ) -> Driver {
+        let sock = QuicSocket::new(socket, udp, MAX_SEGMENTS);
         // As quinn's endpoint: MTU discovery when the socket never fragments.
         let endpoint = quinn_proto::Endpoint::new(
             Arc::new(quinn_proto::EndpointConfig::default()),
             Some(Arc::new(config)),
-            !udp.may_fragment(),
+            !sock.may_fragment(),
             None,
         );
-        let segments = udp.max_gso_segments().clamp(1, MAX_SEGMENTS);
         Driver {
             inner: Rc::new(Inner {
-                socket,
+                sock,
                 endpoint: RefCell::new(endpoint),
                 conns: RefCell::new(Vec::new()),
                 waker: RefCell::new(None),
                 kicked: Cell::new(false),
-                recv_buf: RefCell::new(vec![0u8; RECV_BUF * BATCH_SIZE].into_boxed_slice()),
-                send_buf: RefCell::new(Vec::with_capacity(segments * 1500)),
-                blocked: Cell::new(None),
-                segments,
-                udp,
             }),
         }
     }
@@ -583,7 +567,7 @@ impl Driver {
             let (readable, stopping) = poll_fn(|cx| {
                 let stopping = deadline.is_none() && stop.as_mut().poll(cx).is_ready();
                 let kicked = inner.kicked.replace(false);
-                let readable = inner.socket.poll_recv_ready(cx).is_ready();
+                let readable = inner.sock.poll_recv_ready(cx);
                 let fired = armed.is_some() && timer.as_mut().poll(cx).is_ready();
                 if fired {
                     armed = None;
@@ -633,8 +617,8 @@ impl Driver {
                     tokio::task::yield_now().await;
                 }
             }
-            if inner.blocked.get().is_some() {
-                let _ = inner.socket.writable().await;
+            if inner.sock.is_blocked() {
+                inner.sock.writable().await;
             }
             let now = Instant::now();
             inner.kicked.set(false);
@@ -670,66 +654,43 @@ impl Inner {
         now: Instant,
         admit: Option<(&Acceptor, &Arc<super::admit::Admission>)>,
     ) -> (bool, Vec<Accepted>) {
-        let mut buf = self.recv_buf.borrow_mut();
-        let mut metas = [RecvMeta::default(); BATCH_SIZE];
         let mut response = Vec::new();
         let mut touched = false;
         let mut accepted = Vec::new();
-        for _ in 0..RECV_CALLS {
-            let mut chunks = buf.chunks_mut(RECV_BUF).map(IoSliceMut::new);
-            let mut iovs: [IoSliceMut; BATCH_SIZE] =
-                std::array::from_fn(|_| chunks.next().expect("BATCH_SIZE chunks"));
-            let n = match self.socket.try_io(Interest::READABLE, || {
-                self.udp.recv((&self.socket).into(), &mut iovs, &mut metas)
-            }) {
-                Ok(n) => n,
-                // WouldBlock: drained; other errors (ICMP unreachable) are per datagram.
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => continue,
-            };
-            let mut endpoint = self.endpoint.borrow_mut();
-            let mut conns = self.conns.borrow_mut();
-            for (meta, iov) in metas.iter().zip(iovs.iter()).take(n) {
-                // One copy per GRO batch, as quinn's endpoint makes.
-                let mut data: BytesMut = iov[..meta.len].into();
-                while !data.is_empty() {
-                    let d = data.split_to(meta.stride.min(data.len()));
-                    let ecn = meta.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8));
-                    response.clear();
-                    match endpoint.handle(now, meta.addr, meta.dst_ip, ecn, d, &mut response) {
-                        Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
-                            if let Some(Some(c)) = conns.get(ch.0) {
-                                let mut c = c.borrow_mut();
-                                c.q.handle_event(ev);
-                                c.dirty = true;
-                                touched = true;
-                            }
-                        }
-                        Some(DatagramEvent::Response(t)) => self.send_now(&t, &response),
-                        Some(DatagramEvent::NewConnection(incoming)) => {
-                            let Some(new) =
-                                self.new_connection(&mut endpoint, incoming, now, admit)
-                            else {
-                                continue;
-                            };
-                            let ch = new.0.borrow().ch;
-                            if conns.len() <= ch.0 {
-                                conns.resize_with(ch.0 + 1, || None);
-                            }
-                            conns[ch.0] = Some(new.0.clone());
-                            touched = true;
-                            accepted.push(new);
-                        }
-                        None => {}
+        let mut endpoint = self.endpoint.borrow_mut();
+        let mut conns = self.conns.borrow_mut();
+        self.sock.receive(RECV_CALLS, |from, to, ecn, d| {
+            response.clear();
+            match endpoint.handle(now, from, to, ecn, d, &mut response) {
+                Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                    if let Some(Some(c)) = conns.get(ch.0) {
+                        let mut c = c.borrow_mut();
+                        c.q.handle_event(ev);
+                        c.dirty = true;
+                        touched = true;
                     }
                 }
+                Some(DatagramEvent::Response(t)) => self.sock.send_now(&t, &response),
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    let Some(new) = self.new_connection(&mut endpoint, incoming, now, admit) else {
+                        return;
+                    };
+                    let ch = new.0.borrow().ch;
+                    if conns.len() <= ch.0 {
+                        conns.resize_with(ch.0 + 1, || None);
+                    }
+                    conns[ch.0] = Some(new.0.clone());
+                    touched = true;
+                    accepted.push(new);
+                }
+                None => {}
             }
-        }
+        });
+        drop(conns);
         if !touched {
             return (false, accepted);
         }
         // Hand the input's events to the tasks (they run before anything is sent).
-        let mut endpoint = self.endpoint.borrow_mut();
         for c in self.conns.borrow().iter().flatten() {
             let mut c = c.borrow_mut();
             if c.dirty {
@@ -751,7 +712,7 @@ impl Inner {
         let mut response = Vec::new();
         let Some((acceptor, admission)) = admit else {
             let t = endpoint.refuse(incoming, &mut response);
-            self.send_now(&t, &response);
+            self.sock.send_now(&t, &response);
             return None;
         };
         let (incoming, admitted) = self.admit(endpoint, incoming, acceptor, admission)?;
@@ -774,7 +735,7 @@ impl Inner {
             }
             Err(e) => {
                 if let Some(t) = e.response {
-                    self.send_now(&t, &response);
+                    self.sock.send_now(&t, &response);
                 }
                 None
             }
@@ -813,48 +774,23 @@ impl Inner {
                         endpoint.refuse(e.into_incoming(), &mut buf)
                     }
                 };
-                self.send_now(&t, &buf);
+                self.sock.send_now(&t, &buf);
                 None
             }
             Err(_) => {
                 let t = endpoint.refuse(incoming, &mut buf);
-                self.send_now(&t, &buf);
+                self.sock.send_now(&t, &buf);
                 None
             }
-        }
-    }
-
-    /// An endpoint's stateless answer: sent if the socket takes it now, else dropped.
-    fn send_now(&self, t: &quinn_proto::Transmit, buf: &[u8]) {
-        let tr = Datagrams::of(t).udp(buf);
-        let _ = self.socket.try_io(Interest::WRITABLE, || {
-            self.udp.send((&self.socket).into(), &tr)
-        });
-    }
-
-    /// Sends one transmit; false when the socket would block (kept for the next turn).
-    fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
-        let tr = b.udp(buf);
-        match self.socket.try_io(Interest::WRITABLE, || {
-            self.udp.send((&self.socket).into(), &tr)
-        }) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                self.blocked.set(Some(b));
-                false
-            }
-            // Other errors lose the datagrams: quinn-proto's recovery sends them again.
-            _ => true,
         }
     }
 
     /// Timers, events and packets of every touched connection; drained connections are
     /// forgotten. Returns the next timeout.
     fn transmit(&self, now: Instant) -> Option<Instant> {
-        let mut buf = self.send_buf.borrow_mut();
-        if let Some(b) = self.blocked.take() {
-            if !self.send(b, &buf) {
-                return Some(now + Duration::from_millis(1));
-            }
+        let mut buf = self.sock.send_buf.borrow_mut();
+        if !self.sock.send_blocked(&buf) {
+            return Some(now + Duration::from_millis(1));
         }
         let mut endpoint = self.endpoint.borrow_mut();
         let mut conns = self.conns.borrow_mut();
@@ -880,12 +816,12 @@ impl Inner {
                     let mut sent = 0;
                     while sent < MAX_DATAGRAMS_PER_PASS {
                         buf.clear();
-                        let segments = gso_segments(c.q.current_mtu(), self.segments);
+                        let segments = gso_segments(c.q.current_mtu(), self.sock.segments());
                         let Some(t) = c.q.poll_transmit(now, segments, &mut buf) else {
                             break;
                         };
                         sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                        if !self.send(Datagrams::of(&t), &buf) {
+                        if !self.sock.send(Datagrams::of(&t), &buf) {
                             c.dirty = true;
                             return Some(now + Duration::from_millis(1));
                         }
