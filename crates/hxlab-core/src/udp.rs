@@ -214,7 +214,7 @@ pub mod quic {
         /// block: it is kept, and [`QuicSocket::send_blocked`] sends it when the socket is
         /// writable again. Other errors lose the datagrams; quinn-proto's recovery sends them
         /// again.
-        pub fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
+        fn send(&self, b: Datagrams, buf: &[u8]) -> bool {
             let tr = b.udp(buf);
             match self.socket.try_io(Interest::WRITABLE, || {
                 self.udp.send((&self.socket).into(), &tr)
@@ -229,12 +229,95 @@ pub mod quic {
 
         /// Sends the send that was kept (`buf`: the send buffer, untouched since); false when
         /// the socket still would not take it.
-        pub fn send_blocked(&self, buf: &[u8]) -> bool {
+        fn send_blocked(&self, buf: &[u8]) -> bool {
             match self.blocked.take() {
                 Some(b) => self.send(b, buf),
                 None => true,
             }
         }
+
+        /// Timers, events and packets of every touched connection of `conns` (a driver's
+        /// table, by quinn-proto handle); drained connections are forgotten. A connection
+        /// sends at most `per_pass` datagrams before the others get their turn, then goes on
+        /// in the next pass (bounded). Returns the next timeout; when the socket would not
+        /// take a send, a time 1 ms away (the driver waits for [`QuicSocket::writable`]).
+        pub fn transmit<C: DriverConn>(
+            &self,
+            now: std::time::Instant,
+            endpoint: &mut quinn_proto::Endpoint,
+            conns: &mut [Option<std::rc::Rc<RefCell<C>>>],
+            per_pass: usize,
+        ) -> Option<std::time::Instant> {
+            let blocked = Some(now + std::time::Duration::from_millis(1));
+            let mut buf = self.send_buf.borrow_mut();
+            if !self.send_blocked(&buf) {
+                return blocked;
+            }
+            let mut next = None;
+            let mut more = true;
+            for _ in 0..1000 {
+                if !more {
+                    break;
+                }
+                more = false;
+                next = None;
+                for slot in conns.iter_mut() {
+                    let Some(c) = slot else { continue };
+                    let mut c = c.borrow_mut();
+                    if c.timeout().is_some_and(|t| t <= now) {
+                        c.quic().handle_timeout(now);
+                        c.set_dirty();
+                    }
+                    if c.take_dirty() {
+                        let drained = c.poll_events(endpoint);
+                        let mut sent = 0;
+                        while sent < per_pass {
+                            buf.clear();
+                            let segments = gso_segments(c.quic().current_mtu(), self.segments);
+                            let Some(t) = c.quic().poll_transmit(now, segments, &mut buf) else {
+                                break;
+                            };
+                            sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
+                            if !self.send(Datagrams::of(&t), &buf) {
+                                c.set_dirty();
+                                return blocked;
+                            }
+                        }
+                        if sent >= per_pass {
+                            c.set_dirty();
+                            more = true;
+                        }
+                        // Sending may have armed timers (loss detection, idle, draining).
+                        let t = c.quic().poll_timeout();
+                        *c.timeout() = t;
+                        if drained {
+                            drop(c);
+                            *slot = None;
+                            continue;
+                        }
+                    }
+                    if let Some(t) = *c.timeout() {
+                        next = Some(next.map_or(t, |n: std::time::Instant| n.min(t)));
+                    }
+                }
+            }
+            next
+        }
+    }
+
+    /// A connection as a QUIC driver holds it: what [`QuicSocket::transmit`] needs of it.
+    pub trait DriverConn {
+        /// The quinn-proto connection.
+        fn quic(&mut self) -> &mut quinn_proto::Connection;
+        /// Whether something touched it since its packets were last asked for; cleared.
+        fn take_dirty(&mut self) -> bool;
+        /// Marks it touched (it has more to send, or a timer fired).
+        fn set_dirty(&mut self);
+        /// quinn-proto's next timeout, as last read.
+        fn timeout(&mut self) -> &mut Option<std::time::Instant>;
+        /// Hands the connection's endpoint events to `ep` and its events to whoever waits on
+        /// them (which reads the next timeout); true when the connection is drained.
+        fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool;
     }
 
     /// Largest UDP payload of one send (an IPv4 datagram's): a GSO send's datagrams together

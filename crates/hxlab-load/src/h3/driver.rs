@@ -27,7 +27,7 @@
 //! controller untouched); only the order of work within one event-loop turn changes.
 
 use super::*;
-use hxlab_core::udp::quic::{Datagrams, QuicSocket};
+use hxlab_core::udp::quic::{Datagrams, DriverConn, QuicSocket};
 use quinn::udp::{Transmit, UdpSocketState};
 use quinn_proto::{ConnectionError, ConnectionHandle, DatagramEvent, Event, StreamEvent};
 use std::cell::Cell;
@@ -103,6 +103,24 @@ impl ConnState {
         }
         self.timeout = self.q.poll_timeout();
         drained
+    }
+}
+
+impl DriverConn for ConnState {
+    fn quic(&mut self) -> &mut quinn_proto::Connection {
+        &mut self.q
+    }
+    fn take_dirty(&mut self) -> bool {
+        std::mem::replace(&mut self.dirty, false)
+    }
+    fn set_dirty(&mut self) {
+        self.dirty = true;
+    }
+    fn timeout(&mut self) -> &mut Option<Instant> {
+        &mut self.timeout
+    }
+    fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
+        ConnState::poll_events(self, ep)
     }
 }
 
@@ -437,60 +455,9 @@ impl Inner {
     /// Timers, events and packets of every touched connection; drained connections are
     /// forgotten. Returns the next timeout.
     fn transmit(&self, now: Instant) -> Option<Instant> {
-        let mut buf = self.sock.send_buf.borrow_mut();
-        if !self.sock.send_blocked(&buf) {
-            return Some(now + Duration::from_millis(1));
-        }
         let mut endpoint = self.endpoint.borrow_mut();
         let mut conns = self.conns.borrow_mut();
-        let mut next: Option<Instant> = None;
-        let mut more = true;
-        // Passes: each connection sends up to MAX_DATAGRAMS_PER_PASS a pass (bounded).
-        for _ in 0..1000 {
-            if !more {
-                break;
-            }
-            more = false;
-            next = None;
-            for slot in conns.iter_mut() {
-                let Some(c) = slot else { continue };
-                let mut c = c.borrow_mut();
-                if c.timeout.is_some_and(|t| t <= now) {
-                    c.q.handle_timeout(now);
-                    c.dirty = true;
-                }
-                if c.dirty {
-                    c.dirty = false;
-                    let drained = c.poll_events(&mut endpoint);
-                    let mut sent = 0;
-                    while sent < MAX_DATAGRAMS_PER_PASS {
-                        buf.clear();
-                        let Some(t) = c.q.poll_transmit(now, self.sock.segments(), &mut buf) else {
-                            break;
-                        };
-                        sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
-                        if !self.sock.send(Datagrams::of(&t), &buf) {
-                            c.dirty = true;
-                            return Some(now + Duration::from_millis(1));
-                        }
-                    }
-                    if sent >= MAX_DATAGRAMS_PER_PASS {
-                        c.dirty = true;
-                        more = true;
-                    }
-                    // Sending may have armed timers (loss detection, idle, draining).
-                    c.timeout = c.q.poll_timeout();
-                    if drained {
-                        drop(c);
-                        *slot = None;
-                        continue;
-                    }
-                }
-                if let Some(t) = c.timeout {
-                    next = Some(next.map_or(t, |n| n.min(t)));
-                }
-            }
-        }
-        next
+        self.sock
+            .transmit(now, &mut endpoint, &mut conns, MAX_DATAGRAMS_PER_PASS)
     }
 }
