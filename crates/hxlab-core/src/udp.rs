@@ -315,9 +315,28 @@ pub mod quic {
         fn set_dirty(&mut self);
         /// quinn-proto's next timeout, as last read.
         fn timeout(&mut self) -> &mut Option<std::time::Instant>;
-        /// Hands the connection's endpoint events to `ep` and its events to whoever waits on
-        /// them (which reads the next timeout); true when the connection is drained.
-        fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool;
+        /// The connection's handle at the endpoint.
+        fn handle(&self) -> quinn_proto::ConnectionHandle;
+        /// Hands the connection's own events (`Connection::poll`) to whoever waits on them.
+        fn deliver_events(&mut self);
+
+        /// Hands the connection's endpoint events to `ep` and its own events to whoever waits
+        /// on them, then reads the next timeout; true when the connection is drained (the
+        /// endpoint forgot it).
+        fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
+            let ch = self.handle();
+            let mut drained = false;
+            while let Some(ev) = self.quic().poll_endpoint_events() {
+                drained |= ev.is_drained();
+                if let Some(back) = ep.handle_event(ch, ev) {
+                    self.quic().handle_event(back);
+                }
+            }
+            self.deliver_events();
+            let t = self.quic().poll_timeout();
+            *self.timeout() = t;
+            drained
+        }
     }
 
     /// Largest UDP payload of one send (an IPv4 datagram's): a GSO send's datagrams together

@@ -73,17 +73,25 @@ impl ConnState {
             w.wake();
         }
     }
+}
 
-    /// Hands the connection's pending endpoint events to `ep` and its events to the session;
-    /// true when the connection is drained (the endpoint forgot it).
-    fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
-        let mut drained = false;
-        while let Some(ev) = self.q.poll_endpoint_events() {
-            drained |= ev.is_drained();
-            if let Some(back) = ep.handle_event(self.ch, ev) {
-                self.q.handle_event(back);
-            }
-        }
+impl DriverConn for ConnState {
+    fn quic(&mut self) -> &mut quinn_proto::Connection {
+        &mut self.q
+    }
+    fn take_dirty(&mut self) -> bool {
+        std::mem::replace(&mut self.dirty, false)
+    }
+    fn set_dirty(&mut self) {
+        self.dirty = true;
+    }
+    fn timeout(&mut self) -> &mut Option<Instant> {
+        &mut self.timeout
+    }
+    fn handle(&self) -> ConnectionHandle {
+        self.ch
+    }
+    fn deliver_events(&mut self) {
         let mut woke = false;
         while let Some(ev) = self.q.poll() {
             match ev {
@@ -101,26 +109,6 @@ impl ConnState {
         if woke {
             self.wake();
         }
-        self.timeout = self.q.poll_timeout();
-        drained
-    }
-}
-
-impl DriverConn for ConnState {
-    fn quic(&mut self) -> &mut quinn_proto::Connection {
-        &mut self.q
-    }
-    fn take_dirty(&mut self) -> bool {
-        std::mem::replace(&mut self.dirty, false)
-    }
-    fn set_dirty(&mut self) {
-        self.dirty = true;
-    }
-    fn timeout(&mut self) -> &mut Option<Instant> {
-        &mut self.timeout
-    }
-    fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
-        ConnState::poll_events(self, ep)
     }
 }
 
