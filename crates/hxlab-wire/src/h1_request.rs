@@ -237,7 +237,13 @@ impl HeadReader {
         // so a head over the limit is refused as too large however its bytes arrive (a bare
         // LF at byte 5,000 of a 4 KiB-limited head must not be a different refusal when the
         // bytes come at once than when they trickle in).
-        let Some(end) = self.find_end(&buf[..buf.len().min(max)])? else {
+        let limited = &buf[..buf.len().min(max)];
+        if self.scanned == 0 {
+            if let Some(found) = whole_head(limited) {
+                return Ok(Some(found));
+            }
+        }
+        let Some(end) = self.find_end(limited)? else {
             if buf.len() > max {
                 return Err(Refusal::TooLarge);
             }
@@ -282,6 +288,44 @@ impl HeadReader {
     }
 }
 
+/// The common case in one pass: a head that starts with its request line and is all in
+/// `buf`, every line CRLF-terminated with no other CR or LF in it (each line's bytes are
+/// judged by [`request_line`] and [`Seen::field`], which take neither). Returns the bytes
+/// used and the head; `None` for anything else (unfinished, empty lines before it, any
+/// refusal), which [`HeadReader::read`] then frames the incremental way. So this path only
+/// ever accepts what that way accepts, with the same result, and every refusal is reported
+/// by that way alone (which one, when a head has several faults, stays the same).
+fn whole_head(buf: &[u8]) -> Option<(usize, RequestHead<'_>)> {
+    let mut lines = memchr::memchr_iter(b'\n', buf);
+    let first = lines.next()?;
+    let (method, target, version) = request_line(buf[..first].strip_suffix(b"\r")?).ok()?;
+    let fields_start = first + 1;
+    let mut seen = Seen::default();
+    let mut at = fields_start;
+    for lf in lines {
+        let line = buf[at..lf].strip_suffix(b"\r")?;
+        if line.is_empty() {
+            let (body, keep_alive) = seen.finish(version).ok()?;
+            return Some((
+                lf + 1,
+                RequestHead {
+                    method,
+                    target,
+                    version,
+                    host: seen.host,
+                    body,
+                    keep_alive,
+                    expect_continue: seen.expect_continue,
+                    fields: &buf[fields_start..at],
+                },
+            ));
+        }
+        seen.field(line).ok()?;
+        at = lf + 1;
+    }
+    None
+}
+
 /// Reads a complete head (request line, field lines, empty line; all CRLF-terminated).
 fn parse_head(head: &[u8]) -> Result<RequestHead<'_>, Refusal> {
     let line_end = memchr::memchr(b'\r', head).unwrap_or(head.len());
@@ -308,17 +352,24 @@ fn parse_head(head: &[u8]) -> Result<RequestHead<'_>, Refusal> {
 }
 
 fn request_line(line: &[u8]) -> Result<(&str, &str, Version), Refusal> {
-    let mut parts = line.splitn(3, |&b| b == b' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Refusal::BadRequestLine);
-    };
-    if method.is_empty() || !method.iter().all(|&b| is_tchar(b)) {
-        return Err(Refusal::BadRequestLine);
-    }
-    if target.is_empty() || !target.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+    // The method: one or more token characters, then SP; the target: one or more visible
+    // characters, then SP; the rest is the version (one pass over each).
+    let m = line
+        .iter()
+        .position(|&b| !is_tchar(b))
+        .unwrap_or(line.len());
+    if m == 0 || line.get(m) != Some(&b' ') {
         return Err(Refusal::BadRequestLine);
     }
+    let (method, rest) = (&line[..m], &line[m + 1..]);
+    let t = rest
+        .iter()
+        .position(|b| !(b'!'..=b'~').contains(b))
+        .unwrap_or(rest.len());
+    if t == 0 || rest.get(t) != Some(&b' ') {
+        return Err(Refusal::BadRequestLine);
+    }
+    let (target, version) = (&rest[..t], &rest[t + 1..]);
     let version = match version {
         b"HTTP/1.1" => Version::Http11,
         b"HTTP/1.0" => Version::Http10,
