@@ -9,7 +9,10 @@ and Caddy, h3 and h2 on the same server. CPU = user+sys of the server's whole pr
 the requests that succeeded. Medians of the repetitions.
 The h1 row also measures bench/floor-h1.c (the least an HTTP/1.1 origin can do per request:
 one recv and one send, nothing parsed but the end of each head) for objects up to 64 KiB, in
-the same rotation: what every server pays the kernel, so how far a ratio can go at all."""
+the same rotation: what every server pays the kernel, so how far a ratio can go at all; and
+the same floor on tokio (crates/hxlab-serve/examples/floor_h1_tokio.rs: a task per
+connection, as hxlab serve runs HTTP/1.1), which splits hxlab's distance from the floor into
+what tokio costs and what our request path costs."""
 import os, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -65,8 +68,13 @@ def hxload(server, proto, u, dur, tmp):
     return got[:2] if got else None
 
 
+# The tokio floor, built by bench/origins.sh beside the release binary.
+TOKIO_FLOOR = os.path.join(os.path.dirname(BIN), "examples", "floor_h1_tokio")
+
+
 def start_floors(lab, tmp):
-    """bench/floor-h1.c on core 1, one per object size it can serve (≤ 64 KiB), for the h1 row."""
+    """The floors of the h1 row on core 1, one per object size they can serve (≤ 64 KiB):
+    bench/floor-h1.c ("floor") and the same on tokio ("floor-tokio"). Returns size -> servers."""
     if ROW_LIST is not None and "h1" not in ROW_LIST:
         return {}
     exe = os.path.join(tmp, "floor-h1")
@@ -74,12 +82,19 @@ def start_floors(lab, tmp):
     rc, out = run(["gcc", "-O2", "-o", exe, src])
     if rc != 0:
         sys.exit(f"bench/floor-h1.c does not build:\n{out}")
+    kinds = [("floor", exe)]
+    if os.access(TOKIO_FLOOR, os.X_OK):
+        kinds.append(("floor-tokio", TOKIO_FLOOR))
+    else:
+        print(f"! no tokio floor at {TOKIO_FLOOR} (run bench/origins.sh without --no-build): "
+              "the h1 row has the C floor only", flush=True)
     floors = {}
     for size in SIZE_LIST:
         if SIZES[size] <= 65536:
-            port = free_port()
-            p = lab._spawn("floor", [exe, str(port), str(SIZES[size])])
-            floors[size] = lab._started("floor", p, {"plain": port}, wait=(port,))
+            for name, path in kinds:
+                port = free_port()
+                p = lab._spawn(name, [path, str(port), str(SIZES[size])])
+                floors.setdefault(size, []).append(lab._started(name, p, {"plain": port}, wait=(port,)))
     return floors
 
 
@@ -110,7 +125,7 @@ def main():
         for rep in range(REPS):
             for size in SIZE_LIST:
                 for label, kind, args in TCP_ROWS:
-                    servers = tcp_servers + ([floors[size]] if label == "h1" and size in floors else [])
+                    servers = tcp_servers + (floors.get(size, []) if label == "h1" else [])
                     k = rep % len(servers)
                     for s in servers[k:] + servers[:k]:
                         res.setdefault((s.name, label, size), []).append(h2load(s, url(s, kind, size), args, DUR))
@@ -173,6 +188,13 @@ def main():
                       f"(reps {spread('floor', 'nginx', 'h1', size)}); hxlab = {hc / fc:.2f}x the floor "
                       f"(reps {spread('hxlab', 'floor', 'h1', size)}; the floor pays only the kernel's share every "
                       f"server pays)")
+            tr, tc = med("floor-tokio", "h1", size)
+            if tc and fc and hc and nc:
+                print(f"floor on tokio, h1 {size}: floor_h1_tokio {tc:.2f} µs/req ({tr:.0f} req/s) = {tc / fc:.2f}x "
+                      f"the floor (reps {spread('floor-tokio', 'floor', 'h1', size)}), {tc / nc:.2f}x nginx; "
+                      f"hxlab = {hc / tc:.2f}x the tokio floor (reps {spread('hxlab', 'floor-tokio', 'h1', size)}): "
+                      f"tokio's task per connection costs {tc - fc:.2f} µs/req over epoll, our request path "
+                      f"{hc - tc:.2f} over tokio")
 
         if not H3_ROWS:
             print("\nrows run: " + ", ".join(r[0] for r in TCP_ROWS) + " (--rows); not run: the other rows")

@@ -5,7 +5,8 @@
 #   rows: h1, h1+TLS, h2 TLS -m10, h2c -m10 — each for a 100-byte and a 100 KiB object — against
 #         nginx and h2o (client: h2load, --h1 for HTTP/1.1); h3 and h2 -m10 against Caddy and
 #         against hxlab (client: `hxlab load`, h2load here has no h3).
-#   also: bench/floor-h1.c (the least an HTTP/1.1 origin can do) in the h1 row, objects ≤ 64 KiB.
+#   also: bench/floor-h1.c (the least an HTTP/1.1 origin can do) and the same floor on tokio
+#         (crates/hxlab-serve/examples/floor_h1_tokio.rs) in the h1 row, objects ≤ 64 KiB.
 #   prints: req/s each, server CPU µs/request (user+sys of the server's process tree: every
 #         thread, nginx's master+worker, h2o's helpers), peer/hx and hx/peer CPU ratios (goals,
 #         issue 29: hx/peer ≤ 0.80 against nginx and ≤ 1.00 against h2o on every row, h3 ≤ 0.20
@@ -44,6 +45,9 @@ done
 need_tools nginx h2o caddy h2load taskset openssl python3 gcc
 need_two_cores
 release_bin "$BUILD"
+if [ "$BUILD" = 1 ]; then
+  nice cargo build --release -q -p hxlab-serve --example floor_h1_tokio
+fi
 
 RESULTS=bench/origins-results.txt
 {
