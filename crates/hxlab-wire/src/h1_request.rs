@@ -305,20 +305,8 @@ fn whole_head(buf: &[u8]) -> Option<(usize, RequestHead<'_>)> {
     for lf in lines {
         let line = buf[at..lf].strip_suffix(b"\r")?;
         if line.is_empty() {
-            let (body, keep_alive) = seen.finish(version).ok()?;
-            return Some((
-                lf + 1,
-                RequestHead {
-                    method,
-                    target,
-                    version,
-                    host: seen.host,
-                    body,
-                    keep_alive,
-                    expect_continue: seen.expect_continue,
-                    fields: &buf[fields_start..at],
-                },
-            ));
+            let head = seen.head((method, target, version), &buf[fields_start..at]);
+            return Some((lf + 1, head.ok()?));
         }
         seen.field(line).ok()?;
         at = lf + 1;
@@ -339,16 +327,7 @@ fn parse_head(head: &[u8]) -> Result<RequestHead<'_>, Refusal> {
         seen.field(&fields[at..lf.saturating_sub(1).max(at)])?;
         at = lf + 1;
     }
-    seen.finish(version).map(|(body, keep_alive)| RequestHead {
-        method,
-        target,
-        version,
-        host: seen.host,
-        body,
-        keep_alive,
-        expect_continue: seen.expect_continue,
-        fields,
-    })
+    seen.head((method, target, version), fields)
 }
 
 fn request_line(line: &[u8]) -> Result<(&str, &str, Version), Refusal> {
@@ -453,6 +432,27 @@ impl<'a> Seen<'a> {
                 self.refusal.get_or_insert(Refusal::BadLength);
             }
         }
+    }
+
+    /// The head these field lines complete (`line`: the request line's method, target and
+    /// version; `fields`: the field lines), or why it is refused.
+    fn head(
+        &self,
+        line: (&'a str, &'a str, Version),
+        fields: &'a [u8],
+    ) -> Result<RequestHead<'a>, Refusal> {
+        let (method, target, version) = line;
+        let (body, keep_alive) = self.finish(version)?;
+        Ok(RequestHead {
+            method,
+            target,
+            version,
+            host: self.host,
+            body,
+            keep_alive,
+            expect_continue: self.expect_continue,
+            fields,
+        })
     }
 
     /// The body framing and keep-alive, or why the head is refused.
