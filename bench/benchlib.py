@@ -200,9 +200,12 @@ class Lab:
         # `limit_req_zone ... zone=slow` in extra_http).
         site = f"root {self.www};" + (f" location /slow/ {{ limit_req zone=slow burst=1000000; alias {self.www}/; }}"
                                       if slow_location else "")
+        # sendfile and tcp_nopush as Debian's /etc/nginx/nginx.conf ships them (and as the lab's
+        # own nginx origin, crates/hxlab-lab/origins/nginx.toml): the peer as it is deployed.
         conf = f"""worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid; {rlimit}
 events {{ worker_connections {worker_connections}; }}
 http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s; http2_max_concurrent_streams 128;
+  sendfile on; tcp_nopush on;
   default_type application/octet-stream; open_file_cache max=100 inactive=60s;
   client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u;
   scgi_temp_path {d}/s; http2_idle_timeout 600s; client_header_timeout 600s; send_timeout 600s; {extra_http}

@@ -19,6 +19,7 @@
 //! the requests before it.
 
 mod head;
+mod splice;
 
 use crate::body::{BodySpec, Source, CHUNK, FILLER};
 use crate::routes::{Ctx, Reply};
@@ -27,6 +28,7 @@ use bytes::{Buf, Bytes};
 use head::After;
 use http::{Method, StatusCode};
 use hxlab_wire::h1_request::{BodyReader, HeadReader, RequestHead, Version};
+use splice::PlainTcp;
 use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, IoSlice};
@@ -141,7 +143,7 @@ struct Conn<IO> {
 /// it finishes the response in progress and closes).
 pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Protocol)
 where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    IO: AsyncRead + AsyncWrite + PlainTcp + Unpin + Send + 'static,
 {
     let _guard = ctx.stats.connection(proto);
     let mut shutdown = ctx.shutdown.clone();
@@ -221,7 +223,7 @@ impl Timer<'_> {
     }
 }
 
-impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
+impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
     fn poll(&mut self, cx: &mut Context<'_>, timer: &mut Timer<'_>) -> Poll<End> {
         self.now = Instant::now();
         loop {
@@ -601,6 +603,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
                 }
             }
         }
+        if let Some(wrote) = self.splice_filler(cx, head) {
+            return wrote;
+        }
         let mut slices = [IoSlice::new(&[]); FILLER_SLICES + 1];
         let mut n = 0;
         if !head.is_empty() {
@@ -647,6 +652,39 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Conn<IO> {
         let from_head = wrote.min(head.len());
         self.body_sent((wrote - from_head) as u64);
         Poll::Ready(Ok(from_head))
+    }
+
+    /// A generated body on plain TCP ([`splice`]): `head` sent held back for the body, then the
+    /// body from the filler file, in separate calls. Returns the bytes of `head` written, as
+    /// [`Conn::write_some`]; None when this body or socket is not spliced.
+    fn splice_filler(
+        &mut self,
+        cx: &mut Context<'_>,
+        head: &[u8],
+    ) -> Option<Poll<io::Result<usize>>> {
+        let Some(SendBody::Filler(left)) = self.body else {
+            return None;
+        };
+        if !splice::available() {
+            return None;
+        }
+        let tcp = self.io.plain_tcp()?;
+        let wrote = if head.is_empty() {
+            splice::poll_send_filler(tcp, cx, left)
+        } else {
+            splice::poll_send_more(tcp, cx, head)
+        };
+        let n = match wrote {
+            Poll::Ready(Ok(n)) => n,
+            other => return Some(other),
+        };
+        self.flush = true;
+        self.last = self.now;
+        if !head.is_empty() {
+            return Some(Poll::Ready(Ok(n)));
+        }
+        self.body_sent(n as u64);
+        Some(Poll::Ready(Ok(0)))
     }
 
     /// `n` body bytes went out.
