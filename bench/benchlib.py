@@ -190,8 +190,11 @@ class Lab:
             ports["h3"] = tls
         return self._started("hxlab", p, ports)
 
-    def nginx(self, extra_http="", worker_connections=4096, slow_location=False):
-        """nginx, 1 worker (plus its master); ports: plain (h1), h2c, tls (h1+h2 by ALPN)."""
+    def nginx(self, extra_http="", worker_connections=4096, slow_location=False, sendfile=False):
+        """nginx, 1 worker (plus its master); ports: plain (h1), h2c, tls (h1+h2 by ALPN).
+        sendfile: `sendfile on; tcp_nopush on;` as Debian's /etc/nginx/nginx.conf ships them (and
+        as the lab's nginx origin, crates/hxlab-lab/origins/nginx.toml); off by default, nginx's
+        own default, which issue 29's figures and goals were measured with."""
         plain, h2c, tls = free_port(), free_port(), free_port()
         d = os.path.join(self.tmp, "nginx")
         os.makedirs(d, exist_ok=True)
@@ -200,12 +203,11 @@ class Lab:
         # `limit_req_zone ... zone=slow` in extra_http).
         site = f"root {self.www};" + (f" location /slow/ {{ limit_req zone=slow burst=1000000; alias {self.www}/; }}"
                                       if slow_location else "")
-        # sendfile and tcp_nopush as Debian's /etc/nginx/nginx.conf ships them (and as the lab's
-        # own nginx origin, crates/hxlab-lab/origins/nginx.toml): the peer as it is deployed.
+        deployed = "sendfile on; tcp_nopush on;" if sendfile else ""
         conf = f"""worker_processes 1; daemon off; error_log {d}/error.log; pid {d}/nginx.pid; {rlimit}
 events {{ worker_connections {worker_connections}; }}
 http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s; http2_max_concurrent_streams 128;
-  sendfile on; tcp_nopush on;
+  {deployed}
   default_type application/octet-stream; open_file_cache max=100 inactive=60s;
   client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u;
   scgi_temp_path {d}/s; http2_idle_timeout 600s; client_header_timeout 600s; send_timeout 600s; {extra_http}

@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import Lab, SIZES, free_port, fmt, hx_path, hxload_server_cpu, median, parse_h2load, peer_path, run  # noqa: E402
 
 BIN, REPS, DUR, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+# `--nginx-sendfile`: nginx with sendfile and tcp_nopush on, as Debian ships it (see Lab.nginx).
+NGINX_SENDFILE = os.environ.get("NGINX_SENDFILE") == "1"
 SIZE_LIST = sys.argv[5].split(",") if len(sys.argv) > 5 and sys.argv[5] else list(SIZES)
 # --rows: the TCP rows to run (by label) and "h3" for the h3 rows; all when not given.
 ROW_LIST = sys.argv[6].split(",") if len(sys.argv) > 6 and sys.argv[6] else None
@@ -107,7 +109,7 @@ def main():
             hx3 = lab.hxlab(BIN, h3=True)   # the h3 rows, and their h2 reference
             hx3.name = "hxlab"
             caddy = lab.caddy()
-        ng, h2o = lab.nginx(), lab.h2o()
+        ng, h2o = lab.nginx(sendfile=NGINX_SENDFILE), lab.h2o()
         tcp_servers = [hx, ng, h2o]
         floors = start_floors(lab, tmp)
         time.sleep(0.5)
@@ -150,7 +152,8 @@ def main():
             return f"{min(r):.2f}–{max(r):.2f}" if r else "-"
 
         print(f"\nServer CPU per request (user+sys of the server's process tree, µs) and req/s; server on core 1 "
-              f"(hxlab serve --threads 1, nginx 1 worker, h2o num-threads 1, Caddy GOMAXPROCS=1), client on core 0; "
+              f"(hxlab serve --threads 1, nginx 1 worker{', sendfile and tcp_nopush on' if NGINX_SENDFILE else ''}, "
+              f"h2o num-threads 1, Caddy GOMAXPROCS=1), client on core 0; "
               f"c={CONNS}, {DUR} s per run, median of {REPS}; objects: {', '.join(SIZE_LIST)} bytes "
               f"(100KiB = 102400).")
         print("peer/hx = peer CPU/req ÷ hxlab CPU/req (above 1: hxlab cheaper); hx/peer = its inverse (of the "

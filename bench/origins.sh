@@ -13,8 +13,10 @@
 #         against Caddy), and h3 vs h2 CPU/request on the same server (for information).
 # Results are appended to bench/origins-results.txt (a header line with date and commit).
 #
-# usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB] [--rows h1,h1+TLS,h3]
-#        defaults: --reps 3 --duration 5 --conns 50 --sizes 100,100KiB, every row
+# usage: bench/origins.sh [--no-build] [--reps N] [--duration SECONDS] [--conns N] [--sizes 100,100KiB] [--rows h1,h1+TLS,h3] [--nginx-sendfile]
+#        defaults: --reps 3 --duration 5 --conns 50 --sizes 100,100KiB, every row, nginx with its own
+#        defaults (sendfile off, as issue 29's goals were measured); --nginx-sendfile: nginx with
+#        sendfile and tcp_nopush on, as Debian's nginx.conf ships them
 # Run it under the machine's benchmark lock if it has one: flock /work/bench.lock bench/origins.sh
 # needs: nginx, h2o, caddy, h2load, taskset, openssl, python3, gcc (all from .ci/run on Debian 12),
 #        2 cores. Traffic stays on 127.0.0.1; every process it starts is ended by PID.
@@ -28,7 +30,7 @@ CONNS=50
 SIZES=100,100KiB
 ROWS=
 BUILD=1
-usage() { sed -n '14,15p' "$0" >&2; exit 2; }
+usage() { sed -n '16,19p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) BUILD=0 ;;
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --conns) CONNS="$2"; shift ;;
     --sizes) SIZES="$2"; shift ;;
     --rows) ROWS="$2"; shift ;;
+    --nginx-sendfile) export NGINX_SENDFILE=1 ;;
     *) usage ;;
   esac
   shift
@@ -51,7 +54,7 @@ fi
 
 RESULTS=bench/origins-results.txt
 {
-  results_header "bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES${ROWS:+ --rows $ROWS}"
+  results_header "bench/origins.sh --reps $REPS --duration $DUR --conns $CONNS --sizes $SIZES${ROWS:+ --rows $ROWS}${NGINX_SENDFILE:+ --nginx-sendfile}"
   echo "# versions: $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), caddy $(caddy version | cut -d' ' -f1), $(h2load --version | head -1)"
 } | tee -a "$RESULTS"
 python3 -u bench/origins.py "$BIN" "$REPS" "$DUR" "$CONNS" "$SIZES" "$ROWS" | tee -a "$RESULTS"

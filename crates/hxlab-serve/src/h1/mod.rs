@@ -7,7 +7,8 @@
 //! and only response bytes the socket refused. Answers that need nothing awaited (a small
 //! in-memory body, no delay) are gathered head and body in one buffer and written with one
 //! call; larger bodies go out with vectored writes from where they lie (generated bodies from
-//! the one static filler), files chunk by chunk. One timer per connection serves every limit
+//! the one static filler; on plain TCP, with `sendfile` from a memory file of it, see
+//! [`splice`]), files chunk by chunk. One timer per connection serves every limit
 //! (idle, head, body, send, delay), moved only when a deadline comes closer.
 //!
 //! Limits (docs/serve.md "Limits and defences"): a connection with no request in flight is
