@@ -264,39 +264,40 @@ pub mod quic {
                 for slot in conns.iter_mut() {
                     let Some(c) = slot else { continue };
                     let mut c = c.borrow_mut();
-                    if c.timeout().is_some_and(|t| t <= now) {
-                        c.quic().handle_timeout(now);
-                        c.set_dirty();
+                    let d = c.driven();
+                    if d.timeout.is_some_and(|t| t <= now) {
+                        d.q.handle_timeout(now);
+                        d.dirty = true;
                     }
-                    if c.take_dirty() {
+                    if std::mem::take(&mut d.dirty) {
                         let drained = c.poll_events(endpoint);
+                        let d = c.driven();
                         let mut sent = 0;
                         while sent < per_pass {
                             buf.clear();
-                            let segments = gso_segments(c.quic().current_mtu(), self.segments);
-                            let Some(t) = c.quic().poll_transmit(now, segments, &mut buf) else {
+                            let segments = gso_segments(d.q.current_mtu(), self.segments);
+                            let Some(t) = d.q.poll_transmit(now, segments, &mut buf) else {
                                 break;
                             };
                             sent += t.segment_size.map_or(1, |s| t.size.div_ceil(s));
                             if !self.send(Datagrams::of(&t), &buf) {
-                                c.set_dirty();
+                                d.dirty = true;
                                 return blocked;
                             }
                         }
                         if sent >= per_pass {
-                            c.set_dirty();
+                            d.dirty = true;
                             more = true;
                         }
                         // Sending may have armed timers (loss detection, idle, draining).
-                        let t = c.quic().poll_timeout();
-                        *c.timeout() = t;
+                        d.timeout = d.q.poll_timeout();
                         if drained {
                             drop(c);
                             *slot = None;
                             continue;
                         }
                     }
-                    if let Some(t) = *c.timeout() {
+                    if let Some(t) = c.driven().timeout {
                         next = Some(next.map_or(t, |n: std::time::Instant| n.min(t)));
                     }
                 }
@@ -305,18 +306,42 @@ pub mod quic {
         }
     }
 
+    /// What [`QuicSocket::transmit`] keeps of every connection, the same in each driver: the
+    /// quinn-proto connection, its handle, whether it was touched, and its next timeout.
+    pub struct Driven {
+        /// The quinn-proto connection.
+        pub q: quinn_proto::Connection,
+        /// The connection's handle at the endpoint.
+        pub ch: quinn_proto::ConnectionHandle,
+        /// Something touched it since its packets were last asked for (it may have something
+        /// to send, or a timer fired).
+        pub dirty: bool,
+        /// quinn-proto's next timeout, as last read.
+        pub timeout: Option<std::time::Instant>,
+    }
+
+    impl Driven {
+        /// A connection the endpoint just made (touched: its first packets are due).
+        pub fn new(ch: quinn_proto::ConnectionHandle, q: quinn_proto::Connection) -> Driven {
+            Driven {
+                q,
+                ch,
+                dirty: true,
+                timeout: None,
+            }
+        }
+
+        /// Hands it an event the endpoint routed to it (a datagram of its own); it is touched.
+        pub fn handle_event(&mut self, ev: quinn_proto::ConnectionEvent) {
+            self.q.handle_event(ev);
+            self.dirty = true;
+        }
+    }
+
     /// A connection as a QUIC driver holds it: what [`QuicSocket::transmit`] needs of it.
     pub trait DriverConn {
-        /// The quinn-proto connection.
-        fn quic(&mut self) -> &mut quinn_proto::Connection;
-        /// Whether something touched it since its packets were last asked for; cleared.
-        fn take_dirty(&mut self) -> bool;
-        /// Marks it touched (it has more to send, or a timer fired).
-        fn set_dirty(&mut self);
-        /// quinn-proto's next timeout, as last read.
-        fn timeout(&mut self) -> &mut Option<std::time::Instant>;
-        /// The connection's handle at the endpoint.
-        fn handle(&self) -> quinn_proto::ConnectionHandle;
+        /// Its [`Driven`] part.
+        fn driven(&mut self) -> &mut Driven;
         /// Hands the connection's own events (`Connection::poll`) to whoever waits on them.
         fn deliver_events(&mut self);
 
@@ -324,17 +349,17 @@ pub mod quic {
         /// on them, then reads the next timeout; true when the connection is drained (the
         /// endpoint forgot it).
         fn poll_events(&mut self, ep: &mut quinn_proto::Endpoint) -> bool {
-            let ch = self.handle();
+            let d = self.driven();
             let mut drained = false;
-            while let Some(ev) = self.quic().poll_endpoint_events() {
+            while let Some(ev) = d.q.poll_endpoint_events() {
                 drained |= ev.is_drained();
-                if let Some(back) = ep.handle_event(ch, ev) {
-                    self.quic().handle_event(back);
+                if let Some(back) = ep.handle_event(d.ch, ev) {
+                    d.q.handle_event(back);
                 }
             }
             self.deliver_events();
-            let t = self.quic().poll_timeout();
-            *self.timeout() = t;
+            let d = self.driven();
+            d.timeout = d.q.poll_timeout();
             drained
         }
     }

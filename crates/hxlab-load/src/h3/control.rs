@@ -249,7 +249,7 @@ pub(super) async fn open_control(
         if let Some(e) = &s.lost {
             return Some(Err(e.to_string()));
         }
-        opener.poll(&mut s.q, tap).transpose()
+        opener.poll(&mut s.quic.q, tap).transpose()
     })
     .await
 }

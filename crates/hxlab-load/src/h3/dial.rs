@@ -89,7 +89,7 @@ impl QuicDialer {
             })?;
         // 0-RTT keys exist from the start when the ticket allows early data (quinn's
         // `into_0rtt` asks the same).
-        if self.zero_rtt && conn.state().q.has_0rtt() {
+        if self.zero_rtt && conn.state().quic.q.has_0rtt() {
             return Ok(QuicConnection {
                 conn,
                 handshake: t0.elapsed(),

@@ -27,9 +27,9 @@
 //! controller untouched); only the order of work within one event-loop turn changes.
 
 use super::*;
-use hxlab_core::udp::quic::{Datagrams, DriverConn, QuicSocket};
+use hxlab_core::udp::quic::{Datagrams, Driven, DriverConn, QuicSocket};
 use quinn::udp::{Transmit, UdpSocketState};
-use quinn_proto::{ConnectionError, ConnectionHandle, DatagramEvent, Event, StreamEvent};
+use quinn_proto::{ConnectionError, DatagramEvent, Event, StreamEvent};
 use std::cell::Cell;
 
 /// Most datagrams per GSO send (quinn's `MAX_TRANSMIT_SEGMENTS`).
@@ -42,11 +42,8 @@ const RECV_CALLS: usize = 160;
 
 /// One connection as the driver and its session share it.
 pub struct ConnState {
-    /// The quinn-proto connection.
-    pub q: quinn_proto::Connection,
-    ch: ConnectionHandle,
-    /// The application touched it: it may have something to send.
-    dirty: bool,
+    /// The quinn-proto connection, and what the transmit pass keeps of it.
+    pub quic: Driven,
     /// Stream events for the session, in order.
     pub(super) events: Vec<StreamEvent>,
     /// Something happened since the session last looked (events, connected, lost).
@@ -59,8 +56,6 @@ pub struct ConnState {
     session: Option<Waker>,
     /// Others waiting for a change (the dialer, the 0-RTT verdict, the control stream).
     watchers: Vec<Waker>,
-    /// quinn-proto's next timeout.
-    timeout: Option<Instant>,
 }
 
 impl ConnState {
@@ -76,24 +71,12 @@ impl ConnState {
 }
 
 impl DriverConn for ConnState {
-    fn quic(&mut self) -> &mut quinn_proto::Connection {
-        &mut self.q
-    }
-    fn take_dirty(&mut self) -> bool {
-        std::mem::replace(&mut self.dirty, false)
-    }
-    fn set_dirty(&mut self) {
-        self.dirty = true;
-    }
-    fn timeout(&mut self) -> &mut Option<Instant> {
-        &mut self.timeout
-    }
-    fn handle(&self) -> ConnectionHandle {
-        self.ch
+    fn driven(&mut self) -> &mut Driven {
+        &mut self.quic
     }
     fn deliver_events(&mut self) {
         let mut woke = false;
-        while let Some(ev) = self.q.poll() {
+        while let Some(ev) = self.quic.q.poll() {
             match ev {
                 Event::Connected => self.connected = true,
                 Event::ConnectionLost { reason } => {
@@ -150,13 +133,13 @@ impl Drop for QuicConn {
     fn drop(&mut self) {
         if Rc::strong_count(&self.state) <= 2 {
             let mut s = self.state.borrow_mut();
-            if !s.q.is_closed() {
-                s.q.close(
+            if !s.quic.q.is_closed() {
+                s.quic.q.close(
                     Instant::now(),
                     quinn_proto::VarInt::from_u32(0),
                     Bytes::new(),
                 );
-                s.dirty = true;
+                s.quic.dirty = true;
                 drop(s);
                 self.driver.kick();
             }
@@ -169,8 +152,8 @@ impl QuicConn {
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&mut quinn_proto::Connection) -> R) -> R {
         let mut s = self.state.borrow_mut();
-        let r = f(&mut s.q);
-        s.dirty = true;
+        let r = f(&mut s.quic.q);
+        s.quic.dirty = true;
         drop(s);
         self.driver.kick();
         r
@@ -202,7 +185,7 @@ impl QuicConn {
             let mut s = self.state.borrow_mut();
             let r = f(&mut s);
             // `f` may have written (the control stream): the driver sends it.
-            s.dirty = true;
+            s.quic.dirty = true;
             if r.is_none() && !s.watchers.iter().any(|w| w.will_wake(cx.waker())) {
                 s.watchers.push(cx.waker().clone());
             }
@@ -228,7 +211,7 @@ impl QuicConn {
     pub async fn zero_rtt_accepted(&self) -> bool {
         self.until(|s| {
             if s.connected {
-                Some(s.q.accepted_0rtt())
+                Some(s.quic.q.accepted_0rtt())
             } else {
                 s.lost.as_ref().map(|_| false)
             }
@@ -246,29 +229,29 @@ impl QuicConn {
         let s = self.state.borrow();
         match &s.lost {
             Some(e) => Some(e.clone()),
-            None if s.q.is_closed() => Some(ConnectionError::LocallyClosed),
+            None if s.quic.q.is_closed() => Some(ConnectionError::LocallyClosed),
             None => None,
         }
     }
 
     /// The connection's counters.
     pub fn stats(&self) -> quinn_proto::ConnectionStats {
-        self.state.borrow().q.stats()
+        self.state.borrow().quic.q.stats()
     }
 
     /// The congestion controller's name (`"reno"`, `"cubic"`, `"bbr"`).
     pub fn congestion_controller(&self) -> &'static str {
-        hxlab_core::cc::quic::of_controller(self.state.borrow().q.congestion_state())
+        hxlab_core::cc::quic::of_controller(self.state.borrow().quic.q.congestion_state())
     }
 
     /// Smoothed RTT.
     pub fn rtt(&self) -> Duration {
-        self.state.borrow().q.rtt()
+        self.state.borrow().quic.q.rtt()
     }
 
     /// The TLS handshake's data (ALPN, server name), once there.
     pub fn handshake_data(&self) -> Option<Box<dyn std::any::Any>> {
-        self.state.borrow().q.crypto_session().handshake_data()
+        self.state.borrow().quic.q.crypto_session().handshake_data()
     }
 }
 
@@ -318,16 +301,13 @@ impl Driver {
                 .borrow_mut()
                 .connect(Instant::now(), config, addr, server_name)?;
         let state = Rc::new(RefCell::new(ConnState {
-            q,
-            ch,
-            dirty: true,
+            quic: Driven::new(ch, q),
             events: Vec::new(),
             changed: false,
             connected: false,
             lost: None,
             session: None,
             watchers: Vec::new(),
-            timeout: None,
         }));
         {
             let mut conns = self.inner.conns.borrow_mut();
@@ -348,8 +328,10 @@ impl Driver {
         let now = Instant::now();
         for c in self.inner.conns.borrow().iter().flatten() {
             let mut s = c.borrow_mut();
-            s.q.close(now, quinn_proto::VarInt::from_u32(0), Bytes::new());
-            s.dirty = true;
+            s.quic
+                .q
+                .close(now, quinn_proto::VarInt::from_u32(0), Bytes::new());
+            s.quic.dirty = true;
         }
         self.inner.transmit(now);
         self.inner.closing.set(true);
@@ -410,9 +392,7 @@ impl Inner {
             match endpoint.handle(now, from, to, ecn, d, &mut response) {
                 Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
                     if let Some(Some(c)) = conns.get(ch.0) {
-                        let mut c = c.borrow_mut();
-                        c.q.handle_event(ev);
-                        c.dirty = true;
+                        c.borrow_mut().quic.handle_event(ev);
                         touched = true;
                     }
                 }
@@ -432,7 +412,7 @@ impl Inner {
         let mut woke = false;
         for c in self.conns.borrow().iter().flatten() {
             let mut c = c.borrow_mut();
-            if c.dirty {
+            if c.quic.dirty {
                 c.poll_events(&mut endpoint);
                 woke |= c.changed;
             }

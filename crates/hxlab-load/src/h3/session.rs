@@ -116,7 +116,7 @@ impl H3Session {
         } else {
             ctx.depth.max(1)
         };
-        let early = conn.state().q.is_handshaking();
+        let early = conn.state().quic.q.is_handshaking();
         H3Session {
             conn,
             depth,
@@ -173,7 +173,7 @@ impl H3Session {
     /// connection died during the handshake), as quinn's `check_0rtt` says.
     fn rejected(&self) -> bool {
         let st = self.conn.state();
-        !st.q.is_handshaking() && !st.q.accepted_0rtt()
+        !st.quic.q.is_handshaking() && !st.quic.q.accepted_0rtt()
     }
 
     /// Why the connection ended, if it did.
@@ -215,7 +215,7 @@ impl H3Session {
     /// gone (our control stream too). Their requests are sent again on this connection, now
     /// in 1-RTT, and the control stream is opened again.
     fn check_early_data(&mut self, ctx: &mut ClientCtx) {
-        if !self.early || self.conn.state().q.is_handshaking() {
+        if !self.early || self.conn.state().quic.q.is_handshaking() {
             return;
         }
         self.early = false;
@@ -235,7 +235,7 @@ impl H3Session {
 
     /// The stream for request `o` is open: the request goes into a free slot.
     fn start(&mut self, ctx: &mut ClientCtx, o: Opening, id: StreamId, now: Instant) {
-        let zero_rtt = self.conn.state().q.is_handshaking();
+        let zero_rtt = self.conn.state().quic.q.is_handshaking();
         if self.goaway.is_some_and(|g| u64::from(id) >= g) {
             // Opened after a GOAWAY that excludes it: never sent.
             self.conn.with(|q| {

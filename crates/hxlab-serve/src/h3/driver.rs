@@ -24,11 +24,9 @@
 
 use crate::routes::Ctx;
 use bytes::Bytes;
-use hxlab_core::udp::quic::{DriverConn, QuicSocket};
+use hxlab_core::udp::quic::{Driven, DriverConn, QuicSocket};
 use quinn::udp::UdpSocketState;
-use quinn_proto::{
-    ConnectionError, ConnectionHandle, DatagramEvent, Dir, Event, StreamEvent, StreamId, VarInt,
-};
+use quinn_proto::{ConnectionError, DatagramEvent, Dir, Event, StreamEvent, StreamId, VarInt};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
@@ -49,10 +47,8 @@ const RECV_CALLS: usize = 16;
 
 /// One connection as the driver and the connection's tasks share it.
 pub(super) struct ConnState {
-    q: quinn_proto::Connection,
-    ch: ConnectionHandle,
-    /// Something touched it: it may have something to send.
-    dirty: bool,
+    /// The quinn-proto connection, and what the transmit pass keeps of it.
+    quic: Driven,
     /// The handshake completed.
     connected: bool,
     /// Why the connection ended, once it did.
@@ -65,8 +61,6 @@ pub(super) struct ConnState {
     accept_uni: Option<Waker>,
     /// Others waiting for any change (the handshake, a stream credit, the end).
     watchers: Vec<Waker>,
-    /// quinn-proto's next timeout.
-    timeout: Option<Instant>,
 }
 
 fn wake(w: Option<Waker>) {
@@ -93,23 +87,11 @@ impl ConnState {
 }
 
 impl DriverConn for ConnState {
-    fn quic(&mut self) -> &mut quinn_proto::Connection {
-        &mut self.q
-    }
-    fn take_dirty(&mut self) -> bool {
-        std::mem::replace(&mut self.dirty, false)
-    }
-    fn set_dirty(&mut self) {
-        self.dirty = true;
-    }
-    fn timeout(&mut self) -> &mut Option<Instant> {
-        &mut self.timeout
-    }
-    fn handle(&self) -> ConnectionHandle {
-        self.ch
+    fn driven(&mut self) -> &mut Driven {
+        &mut self.quic
     }
     fn deliver_events(&mut self) {
-        while let Some(ev) = self.q.poll() {
+        while let Some(ev) = self.quic.q.poll() {
             match ev {
                 Event::Connected => {
                     self.connected = true;
@@ -180,9 +162,11 @@ impl Drop for Conn {
         // This handle and the driver's slot (or this one alone once the driver forgot it).
         if Rc::strong_count(&self.state) <= 2 {
             let mut s = self.state.borrow_mut();
-            if !s.q.is_closed() {
-                s.q.close(Instant::now(), VarInt::from_u32(0), Bytes::new());
-                s.dirty = true;
+            if !s.quic.q.is_closed() {
+                s.quic
+                    .q
+                    .close(Instant::now(), VarInt::from_u32(0), Bytes::new());
+                s.quic.dirty = true;
                 drop(s);
                 self.driver.kick();
             }
@@ -209,7 +193,7 @@ impl Conn {
     fn with<R>(&self, f: impl FnOnce(&mut ConnState) -> R) -> R {
         let mut s = self.state.borrow_mut();
         let r = f(&mut s);
-        s.dirty = true;
+        s.quic.dirty = true;
         drop(s);
         self.driver.kick();
         r
@@ -239,7 +223,7 @@ impl Conn {
         self.until(|s| {
             if s.lost.is_some() {
                 Some(false)
-            } else if s.connected || s.q.stats().frame_rx.stream > 0 {
+            } else if s.connected || s.quic.q.stats().frame_rx.stream > 0 {
                 Some(true)
             } else {
                 None
@@ -257,8 +241,10 @@ impl Conn {
     /// waiting on it is woken.
     pub fn close(&self, code: VarInt, reason: &[u8]) {
         self.with(|s| {
-            if !s.q.is_closed() {
-                s.q.close(Instant::now(), code, Bytes::copy_from_slice(reason));
+            if !s.quic.q.is_closed() {
+                s.quic
+                    .q
+                    .close(Instant::now(), code, Bytes::copy_from_slice(reason));
             }
             s.lost.get_or_insert(ConnectionError::LocallyClosed);
             s.wake_all();
@@ -267,7 +253,7 @@ impl Conn {
 
     /// The congestion controller running (`"reno"`, `"cubic"`, `"bbr"`).
     pub fn congestion_controller(&self) -> &'static str {
-        hxlab_core::cc::quic::of_controller(self.state.borrow().q.congestion_state())
+        hxlab_core::cc::quic::of_controller(self.state.borrow().quic.q.congestion_state())
     }
 
     fn send_stream(&self, id: StreamId) -> SendStream {
@@ -293,9 +279,9 @@ impl Conn {
             if s.lost.is_some() {
                 return Poll::Ready(Err(WriteError));
             }
-            if let Some(id) = s.q.streams().accept(Dir::Bi) {
+            if let Some(id) = s.quic.q.streams().accept(Dir::Bi) {
                 // Accepting may give the client more stream credit.
-                s.dirty = true;
+                s.quic.dirty = true;
                 drop(s);
                 self.driver.kick();
                 return Poll::Ready(Ok(id));
@@ -314,8 +300,8 @@ impl Conn {
             if s.lost.is_some() {
                 return Poll::Ready(Err(WriteError));
             }
-            if let Some(id) = s.q.streams().accept(Dir::Uni) {
-                s.dirty = true;
+            if let Some(id) = s.quic.q.streams().accept(Dir::Uni) {
+                s.quic.dirty = true;
                 drop(s);
                 self.driver.kick();
                 return Poll::Ready(Ok(id));
@@ -334,7 +320,7 @@ impl Conn {
                 if s.lost.is_some() {
                     Some(None)
                 } else {
-                    s.q.streams().open(Dir::Uni).map(Some)
+                    s.quic.q.streams().open(Dir::Uni).map(Some)
                 }
             })
             .await
@@ -373,7 +359,7 @@ impl RecvStream {
             self.done = true;
             return Poll::Ready(Err(ReadError::Gone));
         }
-        let mut stream = s.q.recv_stream(self.id);
+        let mut stream = s.quic.q.recv_stream(self.id);
         let Ok(mut chunks) = stream.read(true) else {
             self.done = true;
             return Poll::Ready(Err(ReadError::Gone));
@@ -396,7 +382,7 @@ impl RecvStream {
             }
         };
         if transmit {
-            s.dirty = true;
+            s.quic.dirty = true;
             drop(s);
             conn.driver.kick();
         }
@@ -408,7 +394,7 @@ impl RecvStream {
         if !std::mem::replace(&mut self.done, true) {
             let id = self.id;
             self.conn.with(|s| {
-                let _ = s.q.recv_stream(id).stop(code);
+                let _ = s.quic.q.recv_stream(id).stop(code);
             });
         }
     }
@@ -421,7 +407,7 @@ impl Drop for RecvStream {
         self.conn.with(|s| {
             s.readers.remove(&id);
             if !done && s.lost.is_none() {
-                let _ = s.q.recv_stream(id).stop(VarInt::from_u32(0));
+                let _ = s.quic.q.recv_stream(id).stop(VarInt::from_u32(0));
             }
         });
     }
@@ -452,7 +438,12 @@ impl SendStream {
                 if next == chunks.len() {
                     break Poll::Ready(Ok(()));
                 }
-                match s.q.send_stream(self.id).write_chunks(&mut chunks[next..]) {
+                match s
+                    .quic
+                    .q
+                    .send_stream(self.id)
+                    .write_chunks(&mut chunks[next..])
+                {
                     Ok(w) => {
                         wrote = true;
                         next += w.chunks;
@@ -465,7 +456,7 @@ impl SendStream {
                 }
             };
             if wrote {
-                s.dirty = true;
+                s.quic.dirty = true;
                 drop(s);
                 self.conn.driver.kick();
             }
@@ -485,7 +476,7 @@ impl SendStream {
         self.done = true;
         let id = self.id;
         self.conn
-            .with(|s| s.q.send_stream(id).finish().map_err(|_| WriteError))
+            .with(|s| s.quic.q.send_stream(id).finish().map_err(|_| WriteError))
     }
 
     /// Abandons the stream with `code`.
@@ -493,7 +484,7 @@ impl SendStream {
         if !std::mem::replace(&mut self.done, true) {
             let id = self.id;
             self.conn.with(|s| {
-                let _ = s.q.send_stream(id).reset(code);
+                let _ = s.quic.q.send_stream(id).reset(code);
             });
         }
     }
@@ -506,7 +497,7 @@ impl Drop for SendStream {
         self.conn.with(|s| {
             s.writers.remove(&id);
             if !done && s.lost.is_none() {
-                let _ = s.q.send_stream(id).finish();
+                let _ = s.quic.q.send_stream(id).finish();
             }
         });
     }
@@ -594,12 +585,12 @@ impl Driver {
                 let conns: Vec<Shared> = inner.conns.borrow().iter().flatten().cloned().collect();
                 for c in conns {
                     let mut s = c.borrow_mut();
-                    if !s.q.is_closed() {
-                        s.q.close(now, code, Bytes::from_static(reason));
+                    if !s.quic.q.is_closed() {
+                        s.quic.q.close(now, code, Bytes::from_static(reason));
                     }
                     s.lost.get_or_insert(ConnectionError::LocallyClosed);
                     s.wake_all();
-                    s.dirty = true;
+                    s.quic.dirty = true;
                 }
             }
             if readable {
@@ -670,9 +661,7 @@ impl Inner {
             match endpoint.handle(now, from, to, ecn, d, &mut response) {
                 Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
                     if let Some(Some(c)) = conns.get(ch.0) {
-                        let mut c = c.borrow_mut();
-                        c.q.handle_event(ev);
-                        c.dirty = true;
+                        c.borrow_mut().quic.handle_event(ev);
                         touched = true;
                     }
                 }
@@ -681,7 +670,7 @@ impl Inner {
                     let Some(new) = self.new_connection(&mut endpoint, incoming, now, admit) else {
                         return;
                     };
-                    let ch = new.0.borrow().ch;
+                    let ch = new.0.borrow().quic.ch;
                     if conns.len() <= ch.0 {
                         conns.resize_with(ch.0 + 1, || None);
                     }
@@ -699,7 +688,7 @@ impl Inner {
         // Hand the input's events to the tasks (they run before anything is sent).
         for c in self.conns.borrow().iter().flatten() {
             let mut c = c.borrow_mut();
-            if c.dirty {
+            if c.quic.dirty {
                 c.poll_events(&mut endpoint);
             }
         }
@@ -725,9 +714,7 @@ impl Inner {
         match endpoint.accept(incoming, now, &mut response, None) {
             Ok((ch, q)) => {
                 let state = Rc::new(RefCell::new(ConnState {
-                    q,
-                    ch,
-                    dirty: true,
+                    quic: Driven::new(ch, q),
                     connected: false,
                     lost: None,
                     readers: HashMap::new(),
@@ -735,7 +722,6 @@ impl Inner {
                     accept_bi: None,
                     accept_uni: None,
                     watchers: Vec::new(),
-                    timeout: None,
                 }));
                 Some((state, admitted))
             }
