@@ -53,9 +53,10 @@ pub fn parse_size(input: &str) -> Result<u64, UnitError> {
     // Plain digits (the common case, e.g. every `/bytes/N` request): read exactly as the
     // general path would (up to 15 digits, every value is exact in an f64), without it.
     if (1..=15).contains(&input.len()) && input.bytes().all(|b| b.is_ascii_digit()) {
-        return input
-            .parse()
-            .map_err(|_| err("size", input, "not a number"));
+        // At most 15 digits: no overflow.
+        return Ok(input
+            .bytes()
+            .fold(0u64, |n, d| n * 10 + u64::from(d - b'0')));
     }
     let (value, unit) = split_number("size", input)?;
     let mult: f64 = match unit {

@@ -321,7 +321,27 @@ pub(crate) fn spawn_plain(
     ctx: Arc<Ctx>,
     cc: Option<CongestionControl>,
 ) -> JoinHandle<()> {
-    accept_loop(listener, ctx, cc, |tcp, ctx, seen| async move {
+    // HTTP/1.1 between requests lives in epoll sets, one per worker thread (h1::Sets); a
+    // replaying origin, whose answers are counted, keeps a task per connection.
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let sets = match ctx.replay {
+        None => crate::h1::Sets::start(&ctx, workers).ok().map(Arc::new),
+        Some(_) => None,
+    };
+    accept_loop(listener, ctx, cc, move |tcp, ctx, seen| {
+        let sets = sets.clone();
+        async move { serve_cleartext(tcp, ctx, seen, sets).await }
+    })
+}
+
+/// One cleartext connection: told h2c from HTTP/1.1 (30 s limit), then served.
+async fn serve_cleartext(
+    tcp: TcpStream,
+    ctx: Arc<Ctx>,
+    seen: Accepted,
+    sets: Option<Arc<crate::h1::Sets>>,
+) {
+    {
         match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
             Ok(Ok(Cleartext::H2c)) => {
                 seen.count(&ctx, Protocol::H2c);
@@ -330,12 +350,15 @@ pub(crate) fn spawn_plain(
             }
             Ok(Ok(Cleartext::H1)) => {
                 seen.count(&ctx, Protocol::H1);
-                crate::h1::serve(tcp, ctx, Protocol::H1).await
+                match sets {
+                    Some(sets) => sets.adopt(tcp, ctx.stats.connection(Protocol::H1)),
+                    None => crate::h1::serve(tcp, ctx, Protocol::H1).await,
+                }
             }
             Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,
             _ => {}
         }
-    })
+    }
 }
 
 #[cfg(test)]

@@ -20,11 +20,14 @@
 //! the requests before it.
 
 mod head;
+mod set;
 mod splice;
+
+pub(crate) use set::Sets;
 
 use crate::body::{BodySpec, Source, CHUNK, FILLER};
 use crate::routes::{Ctx, Reply};
-use crate::stats::Protocol;
+use crate::stats::{ConnectionGuard, Protocol};
 use bytes::{Buf, Bytes};
 use head::After;
 use http::{Method, StatusCode};
@@ -74,6 +77,17 @@ fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
         }
         r
     })
+}
+
+/// A body small and in memory, written beside its head in one buffer (empty included); None
+/// for one sent after the head.
+fn inline_body(spec: &BodySpec) -> Option<&[u8]> {
+    match spec {
+        BodySpec::Empty => Some(&[]),
+        BodySpec::Bytes(b) if b.len() <= COPY_BODY => Some(b),
+        BodySpec::Filler(n) if *n <= COPY_BODY as u64 => Some(&FILLER[..*n as usize]),
+        _ => None,
+    }
 }
 
 /// A response body still to be written.
@@ -142,24 +156,47 @@ struct Conn<IO> {
 
 /// Serves one HTTP/1.1 connection until it closes, idles out or the server shuts down (then
 /// it finishes the response in progress and closes).
-pub(crate) async fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Protocol)
+pub(crate) fn serve<IO>(io: IO, ctx: Arc<Ctx>, proto: Protocol) -> impl Future<Output = ()> + Send
 where
     IO: AsyncRead + AsyncWrite + PlainTcp + Unpin + Send + 'static,
 {
-    let _guard = ctx.stats.connection(proto);
-    let mut shutdown = ctx.shutdown.clone();
-    let mut conn = Conn {
+    let guard = ctx.stats.connection(proto);
+    serve_from(io, ctx, proto, guard, Taken::default())
+}
+
+/// What a connection brings when [`set::Sets`] hands it over: request bytes not handled yet
+/// and response bytes the socket has not taken, both in order.
+#[derive(Default)]
+pub(super) struct Taken {
+    held: Vec<u8>,
+    out: Vec<u8>,
+}
+
+/// [`serve`] for a connection already counted (`guard`) and perhaps served for a while
+/// elsewhere: `taken`'s output is written first, then its input is read as if just received.
+/// (The connection is built here, outside the future, so the future holds it once.)
+pub(super) fn serve_from<IO>(
+    io: IO,
+    ctx: Arc<Ctx>,
+    proto: Protocol,
+    guard: ConnectionGuard,
+    taken: Taken,
+) -> impl Future<Output = ()> + Send
+where
+    IO: AsyncRead + AsyncWrite + PlainTcp + Unpin + Send + 'static,
+{
+    let conn = Conn {
         io,
         ctx,
         proto,
         reader: HeadReader::default(),
-        held: Vec::new(),
-        resume: false,
-        out: Vec::new(),
+        resume: !taken.held.is_empty(),
+        held: taken.held,
+        flush: !taken.out.is_empty(),
+        out: taken.out,
         out_at: 0,
         body: None,
         counted: false,
-        flush: false,
         serving: None,
         last: Instant::now(),
         now: Instant::now(),
@@ -168,32 +205,47 @@ where
         draining: false,
         eof: false,
     };
-    let timer = tokio::time::sleep_until(conn.last + conn.ctx.limits.idle_timeout);
-    let changed = shutdown.changed();
-    tokio::pin!(timer, changed);
-    let mut watching = false;
-    // Whether the timer holds this task's waker for its current deadline (polled since it was
-    // last reset, not fired). Kept here, beside `watching`, where it costs the future no room.
-    let mut armed = false;
-    let end = std::future::poll_fn(|cx| {
-        if !watching {
-            // Registers the task for the shutdown signal once; later wakes check the flag.
-            watching = true;
-            let _ = changed.as_mut().poll(cx);
+    drive(conn, guard)
+}
+
+/// Runs a connection to its end. (An async block, not an async fn: the connection is kept
+/// where it was captured, not copied into a second place of the future; the size test below
+/// holds it.)
+#[allow(clippy::manual_async_fn)]
+fn drive<IO>(mut conn: Conn<IO>, guard: ConnectionGuard) -> impl Future<Output = ()> + Send
+where
+    IO: AsyncRead + AsyncWrite + PlainTcp + Unpin + Send + 'static,
+{
+    async move {
+        let _guard = guard;
+        let mut shutdown = conn.ctx.shutdown.clone();
+        let timer = tokio::time::sleep_until(conn.last + conn.ctx.limits.idle_timeout);
+        let changed = shutdown.changed();
+        tokio::pin!(timer, changed);
+        let mut watching = false;
+        // Whether the timer holds this task's waker for its current deadline (polled since it was
+        // last reset, not fired). Kept here, beside `watching`, where it costs the future no room.
+        let mut armed = false;
+        let end = std::future::poll_fn(|cx| {
+            if !watching {
+                // Registers the task for the shutdown signal once; later wakes check the flag.
+                watching = true;
+                let _ = changed.as_mut().poll(cx);
+            }
+            let mut timer = Timer {
+                sleep: timer.as_mut(),
+                armed: &mut armed,
+            };
+            conn.poll(cx, &mut timer)
+        })
+        .await;
+        match end {
+            End::Drop => {}
+            End::Close => {
+                let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
+            }
+            End::Linger => conn.linger().await,
         }
-        let mut timer = Timer {
-            sleep: timer.as_mut(),
-            armed: &mut armed,
-        };
-        conn.poll(cx, &mut timer)
-    })
-    .await;
-    match end {
-        End::Drop => {}
-        End::Close => {
-            let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
-        }
-        End::Linger => conn.linger().await,
     }
 }
 
@@ -492,28 +544,21 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         } else {
             reply.body
         };
-        match spec {
-            BodySpec::Empty => {}
-            BodySpec::Bytes(b) if b.len() <= COPY_BODY => {
-                batch.extend_from_slice(&b);
-                if self.counted {
-                    stats.body_bytes(self.proto, b.len() as u64);
-                }
+        if let Some(body) = inline_body(&spec) {
+            batch.extend_from_slice(body);
+            if self.counted {
+                stats.body_bytes(self.proto, body.len() as u64);
             }
-            BodySpec::Filler(n) if n <= COPY_BODY as u64 => {
-                batch.extend_from_slice(&FILLER[..n as usize]);
-                if self.counted {
-                    stats.body_bytes(self.proto, n);
-                }
-            }
-            BodySpec::Bytes(b) => self.body = Some(SendBody::Bytes(b)),
-            BodySpec::Filler(n) => self.body = Some(SendBody::Filler(n)),
-            file @ BodySpec::File(..) => {
-                self.body = Some(SendBody::Stream(Box::new((
+        } else {
+            self.body = match spec {
+                BodySpec::Empty => None,
+                BodySpec::Bytes(b) => Some(SendBody::Bytes(b)),
+                BodySpec::Filler(n) => Some(SendBody::Filler(n)),
+                file @ BodySpec::File(..) => Some(SendBody::Stream(Box::new((
                     Bytes::new(),
                     file.into_source(),
-                ))))
-            }
+                )))),
+            };
         }
         if self.body.is_none() {
             self.finished();
