@@ -262,3 +262,100 @@ fn an_unfinished_head_does_not_outlive_the_idle_timeout() {
     let (status, _, body) = response(&mut slow, false);
     assert_eq!((status.as_str(), body.len()), ("http/1.1 200 ok", 1));
 }
+
+/// Plain HTTP/1.1 between requests is served from the server's epoll sets (h1::Sets); a
+/// request they do not answer themselves (here a 100 KiB body, sent after the head) hands the
+/// connection to the task server with the requests behind it and the answers before it, and
+/// the client sees one ordered stream: every answer, in order, whole, then the close it asked
+/// for. Every request is counted once, and connections reuse the set's slots.
+#[test]
+fn a_pipeline_handed_over_mid_way_is_answered_in_order_and_counted_once() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = plain(&server);
+    let mut c = TcpStream::connect(&addr).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let asks: &[(&str, usize)] = &[
+        ("GET /bytes/5", 5),
+        ("HEAD /bytes/7", 0),
+        ("GET /bytes/102400", 102_400),
+        ("GET /bytes/3", 3),
+        ("GET /bytes/1?delay=50", 1),
+        ("GET /bytes/2", 2),
+    ];
+    let mut pipeline = Vec::new();
+    for (line, _) in asks {
+        pipeline.extend_from_slice(format!("{line} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+    }
+    pipeline.extend_from_slice(b"GET /bytes/4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    c.write_all(&pipeline).expect("send the pipeline");
+    for (line, len) in asks {
+        let (status, head, body) = response(&mut c, line.starts_with("HEAD"));
+        assert_eq!(status, "http/1.1 200 ok", "{line}");
+        assert_eq!(body.len(), *len, "{line}: body");
+        let declared = if line.starts_with("HEAD") { 7 } else { *len };
+        assert!(
+            head.contains(&format!("content-length: {declared}\r\n")),
+            "{line}: {head}"
+        );
+    }
+    let (status, head, body) = response(&mut c, false);
+    assert_eq!((status.as_str(), body.len()), ("http/1.1 200 ok", 4));
+    assert!(head.contains("connection: close"), "{head}");
+    assert_eq!(c.read(&mut [0u8; 16]).expect("read the close"), 0);
+
+    // 40 connections one after another, 25 requests each, one at a time: the set's slots
+    // are taken and given back; every answer comes.
+    for _ in 0..40 {
+        let mut c = TcpStream::connect(&addr).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        for _ in 0..25 {
+            c.write_all(b"GET /bytes/10 HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            let (status, _, body) = response(&mut c, false);
+            assert_eq!((status.as_str(), body.len()), ("http/1.1 200 ok", 10));
+        }
+    }
+    let stats = common::serve_stats(&addr);
+    assert_eq!(
+        stats["by_protocol"]["h1"]["requests"].as_u64(),
+        Some(7 + 40 * 25),
+        "each request counted once: {stats}"
+    );
+}
+
+/// A connection idle in an epoll set is closed after --idle-timeout, counted from its last
+/// answer; one that keeps asking is not.
+#[test]
+fn an_idle_connection_in_a_set_is_closed_after_the_idle_timeout() {
+    let server = Server::start(&["--no-h3", "--idle-timeout", "1s"]);
+    let addr = plain(&server);
+    let mut idle = TcpStream::connect(&addr).expect("connect");
+    let mut busy = TcpStream::connect(&addr).expect("connect");
+    for c in [&mut idle, &mut busy] {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        assert_eq!(response(c, false).0, "http/1.1 200 ok");
+    }
+    let answered = Instant::now();
+    let watcher = std::thread::spawn(move || {
+        let n = idle.read(&mut [0u8; 16]).expect("read the close");
+        (n, answered.elapsed())
+    });
+    // The busy one asks every 250 ms for 2 s: it outlives the timeout twice over.
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(250));
+        busy.write_all(b"GET /bytes/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        assert_eq!(response(&mut busy, false).0, "http/1.1 200 ok");
+    }
+    let (n, closed) = watcher.join().expect("the watcher");
+    assert_eq!(n, 0, "the idle connection got bytes, not a close");
+    assert!(
+        closed >= Duration::from_millis(950) && closed < Duration::from_secs(2),
+        "closed {closed:?} after its answer"
+    );
+    let open = common::serve_stats(&addr)["by_protocol"]["h1"]["open_connections"].as_u64();
+    // The busy connection and the one asking for the stats.
+    assert_eq!(open, Some(2));
+}
