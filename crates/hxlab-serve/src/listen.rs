@@ -341,23 +341,21 @@ async fn serve_cleartext(
     seen: Accepted,
     sets: Option<Arc<crate::h1::Sets>>,
 ) {
-    {
-        match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
-            Ok(Ok(Cleartext::H2c)) => {
-                seen.count(&ctx, Protocol::H2c);
-                // Boxed, as on the TLS port: an idle HTTP/1.1 connection's task stays small.
-                Box::pin(crate::h2::serve(tcp, ctx, Protocol::H2c)).await
-            }
-            Ok(Ok(Cleartext::H1)) => {
-                seen.count(&ctx, Protocol::H1);
-                match sets {
-                    Some(sets) => sets.adopt(tcp, ctx.stats.connection(Protocol::H1)),
-                    None => crate::h1::serve(tcp, ctx, Protocol::H1).await,
-                }
-            }
-            Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,
-            _ => {}
+    match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
+        Ok(Ok(Cleartext::H2c)) => {
+            seen.count(&ctx, Protocol::H2c);
+            // Boxed, as on the TLS port: an idle HTTP/1.1 connection's task stays small.
+            Box::pin(crate::h2::serve(tcp, ctx, Protocol::H2c)).await
         }
+        Ok(Ok(Cleartext::H1)) => {
+            seen.count(&ctx, Protocol::H1);
+            match sets {
+                Some(sets) => sets.adopt(tcp, ctx.stats.connection(Protocol::H1)),
+                None => crate::h1::serve(tcp, ctx, Protocol::H1).await,
+            }
+        }
+        Ok(Ok(Cleartext::Garbage)) => close_quietly(tcp).await,
+        _ => {}
     }
 }
 

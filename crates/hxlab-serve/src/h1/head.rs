@@ -5,7 +5,7 @@
 use crate::routes::{headers_endpoint, route_target, Ctx, Reply, Target};
 use crate::stats::Protocol;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
-use hxlab_wire::h1_request::RequestHead;
+use hxlab_wire::h1_request::{RequestHead, Version};
 
 /// Routes a request read by the framer. Origin-form targets (`/path?query`, nearly all) are
 /// split in place; other forms go through `Uri`.
@@ -72,6 +72,26 @@ pub(super) enum After {
     KeepAlive10,
     /// `Connection: close`, then the connection closes.
     Close,
+}
+
+impl After {
+    /// What a request's head asks of the connection after its answer.
+    pub(super) fn of(head: &RequestHead<'_>) -> After {
+        match (head.keep_alive, head.version) {
+            (false, _) => After::Close,
+            (true, Version::Http10) => After::KeepAlive10,
+            (true, Version::Http11) => After::KeepAlive,
+        }
+    }
+}
+
+/// The request's method (GET and HEAD, nearly every request, without a lookup).
+pub(super) fn method(head: &RequestHead<'_>) -> Method {
+    match head.method {
+        "GET" => Method::GET,
+        "HEAD" => Method::HEAD,
+        m => Method::from_bytes(m.as_bytes()).unwrap_or(Method::GET),
+    }
 }
 
 /// Appends the head of `reply` to `out`: its status line and the fields every protocol

@@ -31,7 +31,7 @@ use crate::stats::{ConnectionGuard, Protocol};
 use bytes::{Buf, Bytes};
 use head::After;
 use http::{Method, StatusCode};
-use hxlab_wire::h1_request::{BodyReader, HeadReader, RequestHead, Version};
+use hxlab_wire::h1_request::{BodyReader, HeadReader, RequestHead};
 use splice::PlainTcp;
 use std::cell::RefCell;
 use std::future::Future;
@@ -192,7 +192,7 @@ where
         reader: HeadReader::default(),
         resume: !taken.held.is_empty(),
         held: taken.held,
-        flush: !taken.out.is_empty(),
+        flush: false,
         out: taken.out,
         out_at: 0,
         body: None,
@@ -457,13 +457,9 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
     /// Routes one request and answers it into `batch`, or parks it in `serving` when its
     /// body is not all here or it has a delay. Returns the body bytes used from `rest`.
     fn request(&mut self, head: &RequestHead<'_>, rest: &[u8], batch: &mut Vec<u8>) -> usize {
-        let method = Method::from_bytes(head.method.as_bytes()).unwrap_or(Method::GET);
+        let method = head::method(head);
         let reply = head::route(&self.ctx, head, &method, self.proto);
-        let after = match (head.keep_alive, head.version) {
-            (false, _) => After::Close,
-            (true, Version::Http10) => After::KeepAlive10,
-            (true, Version::Http11) => After::KeepAlive,
-        };
+        let after = After::of(head);
         let mut body = BodyReader::new(head.body);
         let used = match body.feed(rest) {
             Ok(n) => n,

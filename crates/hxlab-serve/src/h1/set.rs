@@ -26,7 +26,7 @@ use super::{head, inline_body, serve_from, After, Taken};
 use crate::routes::Ctx;
 use crate::stats::{ConnectionGuard, Protocol};
 use http::Method;
-use hxlab_wire::h1_request::{BodyLength, HeadReader, Version};
+use hxlab_wire::h1_request::{BodyLength, HeadReader};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -189,9 +189,7 @@ impl Set {
         let changed = shutdown.changed();
         tokio::pin!(timer, changed);
         loop {
-            if self.ctx.shutdown.has_changed().unwrap_or(true) {
-                break;
-            }
+            // Biased: a shutdown (or a dropped sender) ends the loop before any other turn.
             tokio::select! {
                 biased;
                 _ = &mut changed => break,
@@ -433,30 +431,19 @@ impl Set {
             let Ok(Some((used, head))) = HeadReader::default().read(&input[at..], max) else {
                 return at;
             };
-            if head.body != BodyLength::None || !head.keep_alive {
+            let after = After::of(&head);
+            if head.body != BodyLength::None || after == After::Close {
                 return at;
             }
-            let method = match head.method {
-                "GET" => Method::GET,
-                "HEAD" => Method::HEAD,
-                m => Method::from_bytes(m.as_bytes()).unwrap_or(Method::GET),
-            };
+            let method = head::method(&head);
             let reply = head::route(ctx, &head, &method, Protocol::H1);
-            let spec = if method == Method::HEAD {
-                None
+            let body = if method == Method::HEAD {
+                Some(&[][..])
             } else {
-                Some(&reply.body)
-            };
-            let body = match spec {
-                None => Some(&[][..]),
-                Some(spec) => inline_body(spec),
+                inline_body(&reply.body)
             };
             let Some(body) = body.filter(|_| reply.delay.is_zero()) else {
                 return at;
-            };
-            let after = match head.version {
-                Version::Http10 => After::KeepAlive10,
-                Version::Http11 => After::KeepAlive,
             };
             head::write(out, ctx, &reply, after);
             out.extend_from_slice(body);
@@ -474,12 +461,14 @@ impl Set {
         let Some(slot) = self.take(index) else {
             return;
         };
-        let Slot { tcp, _guard, .. } = slot;
+        let Slot {
+            tcp, _guard: guard, ..
+        } = slot;
         if let Ok(tcp) = tokio::net::TcpStream::from_std(tcp) {
             let ctx = self.ctx.clone();
             self.ctx
                 .tracker
-                .spawn(serve_from(tcp, ctx, Protocol::H1, _guard, taken));
+                .spawn(serve_from(tcp, ctx, Protocol::H1, guard, taken));
         }
     }
 }
