@@ -19,7 +19,9 @@ mod h3;
 mod listen;
 mod replay;
 mod routes;
+mod static_file;
 mod stats;
+mod tcp_admit;
 mod tls;
 
 use std::net::SocketAddr;
@@ -198,37 +200,19 @@ pub mod experiment {
 /// tokio runtime. Returns once all listeners accept.
 pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     check(&cfg)?;
-    let replay = load_replay(&cfg)?;
-    let names = replay
-        .as_ref()
-        .map(replay::Replay::hosts)
-        .unwrap_or_default();
-    let identity =
-        tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref(), &names)?;
-    if let Some(out) = &cfg.cert_out {
-        hxlab_core::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
-            ServeError::File {
-                path: out.clone(),
-                source,
-            }
-        })?;
-    }
-    let dir = match &cfg.dir {
-        Some(d) => {
-            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File {
-                path: d.clone(),
-                source,
-            })?;
-            if !canon.is_dir() {
-                return Err(ServeError::Config(format!(
-                    "--dir {}: not a directory",
-                    d.display()
-                )));
-            }
-            Some(canon)
-        }
-        None => None,
-    };
+    // Files are read and written (and a certificate made) on the blocking pool, never on a
+    // runtime thread: a slow file system must not stall the caller's other tasks.
+    let (cfg, files) = tokio::task::spawn_blocking(move || {
+        let files = read_files(&cfg);
+        (cfg, files)
+    })
+    .await
+    .map_err(|e| ServeError::Config(format!("reading the server's files failed: {e}")))?;
+    let Files {
+        replay,
+        identity,
+        dir,
+    } = files?;
     let sockets = listen::bind_all(&cfg)?;
     let tls_addr = sockets
         .tls
@@ -259,14 +243,22 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     let ctx = Arc::new(ctx);
 
     let tls_config = Arc::new(identity.tcp_server_config(cfg.early_data)?);
+    let file_limit = tcp_admit::raise_file_limit();
+    let tcp_ports = listen::TcpPorts {
+        cc: cfg.cc,
+        admission: tcp_admit::TcpAdmission::new(
+            tcp_admit::connection_cap(cfg.tcp_max_connections, file_limit),
+            cfg.tcp_max_per_address,
+        ),
+    };
     let mut accept_loops = Vec::new();
     accept_loops.push(listen::spawn_tls(
         sockets.tls,
         tls_config,
         ctx.clone(),
-        cfg.cc,
+        tcp_ports.clone(),
     ));
-    accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), cfg.cc));
+    accept_loops.push(listen::spawn_plain(sockets.plain, ctx.clone(), tcp_ports));
     let mut quic = None;
     if let Some(udp) = sockets.udp {
         let quic_config = quic_server_config(&identity, &cfg)?;
@@ -290,6 +282,54 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
         shutdown_tx,
         accept_loops,
         quic,
+    })
+}
+
+/// What a server reads from files before it starts: the archive it replays, its identity
+/// (and the certificate written out), the directory it serves, resolved.
+struct Files {
+    replay: Option<replay::Replay>,
+    identity: tls::Identity,
+    dir: Option<std::path::PathBuf>,
+}
+
+/// Reads [`Files`] (blocking).
+fn read_files(cfg: &ServeConfig) -> Result<Files, ServeError> {
+    let replay = load_replay(cfg)?;
+    let names = replay
+        .as_ref()
+        .map(replay::Replay::hosts)
+        .unwrap_or_default();
+    let identity =
+        tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref(), &names)?;
+    if let Some(out) = &cfg.cert_out {
+        hxlab_core::write_atomically(out, identity.cert_pem.as_bytes()).map_err(|source| {
+            ServeError::File {
+                path: out.clone(),
+                source,
+            }
+        })?;
+    }
+    let dir = match &cfg.dir {
+        Some(d) => {
+            let canon = std::fs::canonicalize(d).map_err(|source| ServeError::File {
+                path: d.clone(),
+                source,
+            })?;
+            if !canon.is_dir() {
+                return Err(ServeError::Config(format!(
+                    "--dir {}: not a directory",
+                    d.display()
+                )));
+            }
+            Some(canon)
+        }
+        None => None,
+    };
+    Ok(Files {
+        replay,
+        identity,
+        dir,
     })
 }
 

@@ -4,6 +4,7 @@
 
 use crate::routes::Ctx;
 use crate::stats::{cc_slot, Protocol};
+use crate::tcp_admit::{TcpAdmission, Ticket};
 use crate::{ServeConfig, ServeError};
 use hxlab_core::cc::CongestionControl;
 use std::net::SocketAddr;
@@ -128,16 +129,26 @@ fn accepted_cc(tcp: &TcpStream, want: Option<CongestionControl>) -> usize {
     cc_slot(&now)
 }
 
+/// The TCP ports' shared state: the congestion controller to set, and the connection caps.
+#[derive(Clone)]
+pub(crate) struct TcpPorts {
+    pub cc: Option<CongestionControl>,
+    pub admission: Arc<TcpAdmission>,
+}
+
 /// Accepts until shutdown; `serve` runs each accepted connection as a tracked task, told
-/// which congestion controller (a [`cc_slot`]) the socket runs.
+/// which congestion controller (a [`cc_slot`]) the socket runs and holding its admission
+/// [`Ticket`]. A connection over a cap is closed at once (counted as refused under `port`,
+/// the port's HTTP/1.1: what it would have spoken is not known yet).
 fn accept_loop<F, Fut>(
     listener: TcpListener,
     ctx: Arc<Ctx>,
-    cc: Option<CongestionControl>,
+    tcp_ports: TcpPorts,
+    port: Protocol,
     serve: F,
 ) -> JoinHandle<()>
 where
-    F: Fn(TcpStream, Arc<Ctx>, Accepted) -> Fut + Send + 'static,
+    F: Fn(TcpStream, Arc<Ctx>, Accepted, Ticket) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     tokio::spawn(async move {
@@ -145,11 +156,15 @@ where
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((tcp, _)) => {
+                    Ok((tcp, peer)) => {
+                        let Ok(ticket) = tcp_ports.admission.admit(peer.ip()) else {
+                            ctx.stats.refused(port);
+                            continue;
+                        };
                         // Small responses must not wait for Nagle.
                         let _ = tcp.set_nodelay(true);
-                        let seen = read_back(&tcp, cc);
-                        ctx.tracker.spawn(serve(tcp, ctx.clone(), seen));
+                        let seen = read_back(&tcp, tcp_ports.cc);
+                        ctx.tracker.spawn(serve(tcp, ctx.clone(), seen, ticket));
                     }
                     // Out of descriptors and similar: back off a little instead of spinning.
                     Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -165,34 +180,41 @@ pub(crate) fn spawn_tls(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     ctx: Arc<Ctx>,
-    cc: Option<CongestionControl>,
+    tcp_ports: TcpPorts,
 ) -> JoinHandle<()> {
-    accept_loop(listener, ctx, cc, move |tcp, ctx, seen| {
-        let config = config.clone();
-        async move {
-            let accept = crate::early::accept(tcp, config);
-            let mut tls = match tokio::time::timeout(Duration::from_secs(10), accept).await {
-                Ok(Ok(t)) => t,
-                _ => return,
-            };
-            let proto = if tls.rustls().alpn_protocol() == Some(b"h2") {
-                Protocol::H2
-            } else {
-                Protocol::H1Tls
-            };
-            if tls.early_data_accepted() {
-                ctx.stats.early_data_accepted(proto);
+    accept_loop(
+        listener,
+        ctx,
+        tcp_ports,
+        Protocol::H1Tls,
+        move |tcp, ctx, seen, ticket| {
+            let config = config.clone();
+            async move {
+                let _ticket = ticket;
+                let accept = crate::early::accept(tcp, config);
+                let mut tls = match tokio::time::timeout(Duration::from_secs(10), accept).await {
+                    Ok(Ok(t)) => t,
+                    _ => return,
+                };
+                let proto = if tls.rustls().alpn_protocol() == Some(b"h2") {
+                    Protocol::H2
+                } else {
+                    Protocol::H1Tls
+                };
+                if tls.early_data_accepted() {
+                    ctx.stats.early_data_accepted(proto);
+                }
+                seen.count(&ctx, proto);
+                if proto == Protocol::H2 {
+                    // Boxed: inline, the HTTP/2 connection's future would size every
+                    // connection's task, HTTP/1.1 ones included.
+                    Box::pin(crate::h2::serve(tls, ctx, Protocol::H2)).await;
+                } else {
+                    crate::h1::serve(tls, ctx, Protocol::H1Tls).await;
+                }
             }
-            seen.count(&ctx, proto);
-            if proto == Protocol::H2 {
-                // Boxed: inline, the HTTP/2 connection's future would size every
-                // connection's task, HTTP/1.1 ones included.
-                Box::pin(crate::h2::serve(tls, ctx, Protocol::H2)).await;
-            } else {
-                crate::h1::serve(tls, ctx, Protocol::H1Tls).await;
-            }
-        }
-    })
+        },
+    )
 }
 
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -282,19 +304,31 @@ async fn wait_for_more(tcp: &TcpStream, have: usize) -> std::io::Result<()> {
     waited.and(reset)
 }
 
-/// An HTTP/1 request line ends in ` HTTP/1.x`; when the first line is already complete and
-/// does not, the peer speaks something else. An incomplete line is left to the HTTP/1.1 server.
+/// An HTTP/1 request line ends in its version; when the first line is complete and its last
+/// word does not start with `HTTP/` (in any case), the peer speaks something else. One empty
+/// line before it is skipped (RFC 9112 §2.2). A line that does end in something like a version
+/// goes to the HTTP/1.1 server even when the version is malformed or not 1.x, so the framer
+/// answers it (400, or 505 for another major version) instead of a silent close; an
+/// incomplete line goes there too.
 fn classify_h1(seen: &[u8]) -> Cleartext {
-    match seen.windows(2).position(|w| w == b"\r\n") {
-        Some(end) => {
-            let line = &seen[..end];
-            if line.ends_with(b" HTTP/1.1") || line.ends_with(b" HTTP/1.0") {
-                Cleartext::H1
-            } else {
-                Cleartext::Garbage
-            }
-        }
-        None => Cleartext::H1,
+    let seen = seen.strip_prefix(b"\r\n").unwrap_or(seen);
+    let Some(end) = seen.windows(2).position(|w| w == b"\r\n") else {
+        return Cleartext::H1;
+    };
+    let line = &seen[..end];
+    // The preface's own first line with the rest wrong is a bad HTTP/2 preface, closed
+    // without an answer (RFC 9113 §3.4), not an HTTP/1 request for HTTP/2.0.
+    if line == b"PRI * HTTP/2.0" {
+        return Cleartext::Garbage;
+    }
+    // Trailing spaces do not hide the version: the framer refuses such a line with 400.
+    let last = line
+        .split(|&b| b == b' ')
+        .rfind(|word| !word.is_empty())
+        .unwrap_or_default();
+    match last.get(..5) {
+        Some(name) if name.eq_ignore_ascii_case(b"HTTP/") => Cleartext::H1,
+        _ => Cleartext::Garbage,
     }
 }
 
@@ -319,7 +353,7 @@ async fn close_quietly(mut tcp: TcpStream) {
 pub(crate) fn spawn_plain(
     listener: TcpListener,
     ctx: Arc<Ctx>,
-    cc: Option<CongestionControl>,
+    tcp_ports: TcpPorts,
 ) -> JoinHandle<()> {
     // HTTP/1.1 between requests lives in epoll sets, one per worker thread (h1::Sets); a
     // replaying origin, whose answers are counted, keeps a task per connection.
@@ -328,10 +362,16 @@ pub(crate) fn spawn_plain(
         None => crate::h1::Sets::start(&ctx, workers).ok().map(Arc::new),
         Some(_) => None,
     };
-    accept_loop(listener, ctx, cc, move |tcp, ctx, seen| {
-        let sets = sets.clone();
-        async move { serve_cleartext(tcp, ctx, seen, sets).await }
-    })
+    accept_loop(
+        listener,
+        ctx,
+        tcp_ports,
+        Protocol::H1,
+        move |tcp, ctx, seen, ticket| {
+            let sets = sets.clone();
+            async move { serve_cleartext(tcp, ctx, seen, sets, ticket).await }
+        },
+    )
 }
 
 /// One cleartext connection: told h2c from HTTP/1.1 (30 s limit), then served.
@@ -340,7 +380,11 @@ async fn serve_cleartext(
     ctx: Arc<Ctx>,
     seen: Accepted,
     sets: Option<Arc<crate::h1::Sets>>,
+    ticket: Ticket,
 ) {
+    // An HTTP/1.1 connection handed to a set carries its ticket there; any other holds it
+    // here, for as long as this future runs it.
+    let mut ticket = Some(ticket);
     match tokio::time::timeout(Duration::from_secs(30), classify(&tcp)).await {
         Ok(Ok(Cleartext::H2c)) => {
             seen.count(&ctx, Protocol::H2c);
@@ -350,7 +394,10 @@ async fn serve_cleartext(
         Ok(Ok(Cleartext::H1)) => {
             seen.count(&ctx, Protocol::H1);
             match sets {
-                Some(sets) => sets.adopt(tcp, ctx.stats.connection(Protocol::H1)),
+                Some(sets) => {
+                    let guard = ctx.stats.connection(Protocol::H1).holding(ticket.take());
+                    sets.adopt(tcp, guard)
+                }
                 None => crate::h1::serve(tcp, ctx, Protocol::H1).await,
             }
         }
@@ -374,5 +421,59 @@ mod tests {
             classify_h1(b"INVALID CONNECTION PREFACE\r\n\r\n"),
             Cleartext::Garbage
         );
+    }
+
+    #[test]
+    fn lines_ending_in_an_http_version_go_to_the_http1_server() {
+        // The framer answers these (400 or 505); none may be closed silently.
+        for line in [
+            &b"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            b"GET / HTTP/1.2\r\nHost: x\r\n\r\n",
+            b"GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+            b"GET / HTTP/3.0\r\n",
+            b"GET / HTTP/9.9\r\n",
+            b"GET / http/1.1\r\n",
+            b"GET / Http/1.1\r\n",
+            b"GET / HTTP/1\r\n",
+            b"GET / HTTP/1.10\r\n",
+            b"GET / HTTP/x.y\r\n",
+            b"GET / HTTP/1.1 \r\n",
+            b"GET  /  HTTP/1.1\r\n",
+            b"HTTP/1.1\r\n",
+            b"\r\nGET / HTTP/1.1",
+            b"\r\n",
+            b"",
+        ] {
+            assert_eq!(
+                classify_h1(line),
+                Cleartext::H1,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    #[test]
+    fn lines_not_ending_in_an_http_version_are_garbage() {
+        for line in [
+            &b"INVALID CONNECTION PREFACE\r\n\r\n"[..],
+            b"\r\nINVALID CONNECTION PREFACE\r\n",
+            b"GET\r\n\r\n",
+            b"GET / HTTP\r\n",
+            b"GET / HTTPS/1.1\r\n",
+            b"GET / XHTTP/1.1\r\n",
+            // Only one empty line is skipped before the request line.
+            b"\r\n\r\nGET / HTTP/1.1\r\n",
+            b"\x00\x01\x02\x03\r\n\r\n",
+            // The h2 preface's first line, then something else: a bad preface.
+            b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
+        ] {
+            assert_eq!(
+                classify_h1(line),
+                Cleartext::Garbage,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 }

@@ -11,7 +11,7 @@ use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::task::TaskTracker;
@@ -120,10 +120,14 @@ pub(crate) struct Reply {
     pub headers: Vec<(http::header::HeaderName, HeaderValue)>,
     /// `Cache-Control: max-age=N` (seconds) for `/bytes/N?max_age=S`; `None`: no such header.
     pub max_age: Option<u64>,
+    /// A `/static/` file still to look up, off the runtime: until it is, this reply is a
+    /// placeholder, and the protocol answers with what the lookup gives
+    /// ([`crate::static_file`]).
+    pub lookup: Option<Box<crate::static_file::StaticFile>>,
 }
 
 impl Reply {
-    fn new(status: StatusCode, content_type: &'static str, body: BodySpec) -> Reply {
+    pub(crate) fn new(status: StatusCode, content_type: &'static str, body: BodySpec) -> Reply {
         Reply {
             status,
             content_type,
@@ -134,6 +138,20 @@ impl Reply {
             counted: true,
             headers: Vec::new(),
             max_age: None,
+            lookup: None,
+        }
+    }
+
+    /// Whether the reply can be answered now: no think time, no file still to look up.
+    pub(crate) fn ready_now(&self) -> bool {
+        self.delay.is_zero() && self.lookup.is_none()
+    }
+
+    /// The reply with its file looked up (off the runtime), if it had one to look up.
+    pub(crate) async fn looked_up(mut self) -> Reply {
+        match self.lookup.take() {
+            Some(file) => file.start().await,
+            None => self,
         }
     }
 
@@ -150,7 +168,7 @@ impl Reply {
         )
     }
 
-    fn bad(reason: impl std::fmt::Display) -> Reply {
+    pub(crate) fn bad(reason: impl std::fmt::Display) -> Reply {
         Reply::text(StatusCode::BAD_REQUEST, format!("bad request: {reason}\n"))
     }
 
@@ -303,7 +321,7 @@ pub(crate) fn route_target(
     } else if path == "/headers" {
         echo()
     } else if let Some(rest) = path.strip_prefix("/static/") {
-        static_endpoint(ctx, rest)
+        crate::static_file::route(ctx.dir.as_deref(), rest)
     } else if path == "/page" {
         page_endpoint(ctx, query)
     } else if path == "/stats" {
@@ -576,88 +594,6 @@ pub(crate) fn headers_endpoint(
     )
 }
 
-/// A path below `/static/` that stays inside the directory: no `..`, no absolute parts, no
-/// NUL, and after resolving symlinks still under the root.
-fn static_endpoint(ctx: &Ctx, rest: &str) -> Reply {
-    let Some(root) = &ctx.dir else {
-        return Reply::text(
-            StatusCode::NOT_FOUND,
-            "not found: no --dir given, /static/ is empty\n".into(),
-        );
-    };
-    let decoded = match percent_decode_str(rest).decode_utf8() {
-        Ok(d) => d,
-        Err(_) => return Reply::bad("static path is not UTF-8"),
-    };
-    if decoded.contains('\0') || decoded.contains('\\') {
-        return Reply::bad("static path contains a forbidden character");
-    }
-    let rel = Path::new(&*decoded);
-    if rel
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Reply::text(
-            StatusCode::FORBIDDEN,
-            "forbidden: static path leaves --dir\n".into(),
-        );
-    }
-    let candidate = root.join(rel);
-    let real = match std::fs::canonicalize(&candidate) {
-        Ok(p) => p,
-        Err(_) => {
-            return Reply::text(
-                StatusCode::NOT_FOUND,
-                format!("not found: /static/{decoded}\n"),
-            )
-        }
-    };
-    if !real.starts_with(root) {
-        return Reply::text(
-            StatusCode::FORBIDDEN,
-            "forbidden: static path leaves --dir\n".into(),
-        );
-    }
-    let file = match std::fs::File::open(&real) {
-        Ok(f) => f,
-        Err(_) => {
-            return Reply::text(
-                StatusCode::NOT_FOUND,
-                format!("not found: /static/{decoded}\n"),
-            )
-        }
-    };
-    match file.metadata() {
-        Ok(m) if m.is_file() => Reply::new(
-            StatusCode::OK,
-            content_type_of(&real),
-            BodySpec::File(file, m.len()),
-        ),
-        _ => Reply::text(
-            StatusCode::NOT_FOUND,
-            format!("not found: /static/{decoded} is not a file\n"),
-        ),
-    }
-}
-
-fn content_type_of(p: &Path) -> &'static str {
-    match p.extension().and_then(|e| e.to_str()).unwrap_or("") {
-        "html" | "htm" => "text/html; charset=utf-8",
-        "css" => "text/css",
-        "js" | "mjs" => "text/javascript",
-        "json" => "application/json",
-        "txt" | "md" => "text/plain; charset=utf-8",
-        "svg" => "image/svg+xml",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        "wasm" => "application/wasm",
-        "woff2" => "font/woff2",
-        _ => "application/octet-stream",
-    }
-}
-
 /// Most `Link` entries a 103 carries; a page of 1000 resources would otherwise make a header
 /// block larger than clients accept.
 const MAX_HINT_LINKS: u32 = 64;
@@ -898,23 +834,5 @@ mod tests {
             "{text}"
         );
         assert_eq!(&text[26..], "GMT");
-    }
-
-    #[test]
-    fn static_refuses_traversal() {
-        let dir = std::env::temp_dir().join(format!("hxlab-serve-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::write(dir.join("a.txt"), b"hello").expect("write");
-        let c = ctx(Some(std::fs::canonicalize(&dir).expect("canon")));
-        assert_eq!(get(&c, "/static/a.txt").body.len(), 5);
-        for u in [
-            "/static/../etc/passwd",
-            "/static/%2e%2e/etc/passwd",
-            "/static/%2Fetc%2Fpasswd",
-            "/static/x/../../a",
-        ] {
-            assert_ne!(get(&c, u).status, StatusCode::OK, "{u}");
-        }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

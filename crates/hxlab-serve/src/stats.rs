@@ -113,6 +113,7 @@ impl Stats {
         ConnectionGuard {
             stats: self.clone(),
             proto: p,
+            _ticket: None,
         }
     }
 
@@ -207,10 +208,22 @@ impl Stats {
     }
 }
 
-/// Marks a connection closed in the counters when dropped.
+/// Marks a connection closed in the counters when dropped, and gives back its admission
+/// slots (when it holds them: an HTTP/1.1 connection in an epoll set outlives the task that
+/// accepted it, so its slots travel with it here).
 pub(crate) struct ConnectionGuard {
     stats: std::sync::Arc<Stats>,
     proto: Protocol,
+    /// Boxed: the guard is part of every HTTP/1.1 connection's future.
+    _ticket: Option<Box<crate::tcp_admit::Ticket>>,
+}
+
+impl ConnectionGuard {
+    /// This guard, holding `ticket` for as long as the connection lives.
+    pub(crate) fn holding(mut self, ticket: Option<crate::tcp_admit::Ticket>) -> Self {
+        self._ticket = ticket.map(Box::new);
+        self
+    }
 }
 
 impl Drop for ConnectionGuard {

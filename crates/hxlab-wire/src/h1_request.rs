@@ -4,13 +4,18 @@
 //! split of the bytes.
 //!
 //! Strict on purpose: a measurement origin must not read a request differently from a proxy
-//! in front of it, so every ambiguous framing is refused (RFC 9112 §2.2, §3, §3.2, §5, §6.1,
-//! §6.3): a bare LF or bare CR, obs-fold, whitespace before a colon or before the first field,
-//! a field name that is not a token, a control character in a value, a request line that is
-//! not `method SP target SP HTTP/1.x`, no Host on HTTP/1.1 or more than one, Content-Length
-//! next to Transfer-Encoding, a Content-Length that is not one decimal number (or two that
-//! differ), a Transfer-Encoding other than exactly one `chunked` (none on HTTP/1.0), a
-//! malformed chunk. The caller answers 400 (431 for [`Refusal::TooLarge`]) and closes.
+//! in front of it, so every ambiguous framing is refused (RFC 9112 §2.2, §2.3, §3, §3.2, §5,
+//! §6.1, §6.3, §7.1): a bare LF or bare CR, obs-fold (in the head or the trailers), whitespace
+//! before a colon or before the first field, a field name that is not a token, a control
+//! character in a value, a request line that is not `method SP target SP HTTP/x.y`, a
+//! malformed version, no Host on HTTP/1.1 or more than one, a Host that is not
+//! `host[:port]`, Content-Length next to Transfer-Encoding, a Content-Length that is not one
+//! decimal number (or two that differ), a Transfer-Encoding other than exactly one `chunked`
+//! (none on HTTP/1.0), a chunk-size line that is not `1*HEXDIG [chunk-ext]`, a malformed chunk.
+//! One empty line before a request line is skipped (§2.2; more are too, up to the head's
+//! limit). HTTP/1.x above 1.1 is read as HTTP/1.1 (RFC 9110 §2.5). The caller answers
+//! [`Refusal::status`] (400; 431 for a head over its limit, 505 for another major version)
+//! and closes.
 //!
 //! Costs: no allocation; a head that arrives in pieces is scanned once (the search resumes
 //! where it stopped), then read in one pass when its empty line is there.
@@ -25,8 +30,8 @@ pub enum Refusal {
     BareLf,
     /// A CR not followed by LF (RFC 9112 §2.2).
     BareCr,
-    /// A field line starting with whitespace: obs-fold, or whitespace before the first field
-    /// (RFC 9112 §5.2, §2.2).
+    /// A field line of the head or the trailers starting with whitespace: obs-fold, or
+    /// whitespace before the first field (RFC 9112 §5.2, §2.2, §7.1.2).
     ObsFold,
     /// A field line without a colon, with whitespace before it, or a name that is not a token
     /// (RFC 9112 §5.1).
@@ -35,30 +40,41 @@ pub enum Refusal {
     BadFieldValue,
     /// A request line that is not `method SP request-target SP HTTP-version` (RFC 9112 §3).
     BadRequestLine,
-    /// A version other than HTTP/1.1 and HTTP/1.0.
+    /// A version that starts `HTTP/` in any case but is not `HTTP/` DIGIT `.` DIGIT (RFC 9112
+    /// §2.3), such as `http/1.1`, `HTTP/1` or `HTTP/1.10`.
     BadVersion,
+    /// A well-formed version whose major number is not 1, such as `HTTP/2.0` (RFC 9110
+    /// §15.6.6: 505).
+    VersionNotSupported,
     /// An HTTP/1.1 request without Host (RFC 9112 §3.2).
     NoHost,
     /// More than one Host field line (RFC 9112 §3.2).
     TwoHosts,
+    /// A Host value that is neither empty nor `uri-host [":" port]` (RFC 9112 §3.2, RFC 9110
+    /// §7.2, RFC 3986 §3.2.2): whitespace, userinfo, a character outside a reg-name, a bad
+    /// IP-literal or a port that is not digits.
+    BadHost,
     /// Content-Length together with Transfer-Encoding (RFC 9112 §6.1, §6.3).
     LengthAndEncoding,
     /// A Content-Length that is not one decimal number, or two that differ (RFC 9112 §6.3).
     BadLength,
     /// A Transfer-Encoding other than exactly `chunked`, repeated, or on HTTP/1.0.
     BadEncoding,
-    /// A chunk-size line that is not hex digits with an optional extension, chunk data not
-    /// followed by CRLF, or a chunk line or trailer section over its bound.
+    /// A chunk-size line that is not `1*HEXDIG [chunk-ext]` then CRLF (RFC 9112 §7.1,
+    /// §7.1.1), chunk data not followed by CRLF, or a chunk line or trailer section over its
+    /// bound.
     BadChunk,
     /// The head is larger than the limit given to [`HeadReader::read`].
     TooLarge,
 }
 
 impl Refusal {
-    /// The status to answer with: 431 for a head over the limit, 400 otherwise.
+    /// The status to answer with: 431 for a head over the limit, 505 for a major version
+    /// other than 1, 400 otherwise.
     pub fn status(self) -> u16 {
         match self {
             Refusal::TooLarge => 431,
+            Refusal::VersionNotSupported => 505,
             _ => 400,
         }
     }
@@ -72,9 +88,11 @@ impl Refusal {
             Refusal::BadFieldLine => "a field line is not `name: value`",
             Refusal::BadFieldValue => "a field value holds a control character",
             Refusal::BadRequestLine => "the request line is not `METHOD TARGET HTTP/1.1`",
-            Refusal::BadVersion => "an HTTP version other than 1.1 and 1.0",
+            Refusal::BadVersion => "the HTTP version is not `HTTP/` digit `.` digit",
+            Refusal::VersionNotSupported => "an HTTP major version other than 1",
             Refusal::NoHost => "no Host field (required since HTTP/1.1)",
             Refusal::TwoHosts => "more than one Host",
+            Refusal::BadHost => "the Host value is not `host[:port]`",
             Refusal::LengthAndEncoding => "Content-Length together with Transfer-Encoding",
             Refusal::BadLength => "Content-Length is not one decimal number",
             Refusal::BadEncoding => "Transfer-Encoding is not exactly one `chunked`",
@@ -89,7 +107,8 @@ impl Refusal {
 pub enum Version {
     /// HTTP/1.0.
     Http10,
-    /// HTTP/1.1.
+    /// HTTP/1.1, or HTTP/1.x with a higher minor version, which is answered as the highest
+    /// minor version we speak (RFC 9110 §2.5).
     Http11,
 }
 
@@ -111,9 +130,9 @@ pub struct RequestHead<'a> {
     pub method: &'a str,
     /// The request target as sent (origin-form `/p?q`, absolute-form, authority-form or `*`).
     pub target: &'a str,
-    /// HTTP/1.1 or HTTP/1.0.
+    /// HTTP/1.1 (or a higher HTTP/1 minor version) or HTTP/1.0.
     pub version: Version,
-    /// The Host field's value, trimmed.
+    /// The Host field's value, trimmed: empty, or a valid `uri-host [":" port]`.
     pub host: Option<&'a [u8]>,
     /// How the body is framed.
     pub body: BodyLength,
@@ -150,17 +169,22 @@ fn trim(mut s: &[u8]) -> &[u8] {
 /// The token characters that are not letters or digits (RFC 9110 §5.6.2).
 const TCHAR_PUNCTUATION: &[u8] = b"!#$%&'*+-.^_`|~";
 
+/// The characters of a reg-name besides letters, digits and pct-encoded triplets: the rest of
+/// unreserved and the sub-delims (RFC 3986 §2.2, §2.3, §3.2.2).
+const REG_NAME_PUNCTUATION: &[u8] = b"-._~!$&'()*+,;=";
+
 /// Byte classes, one table lookup per byte of a head (every byte of a request line and of a
 /// field line is classified once).
 const TCHAR: u8 = 1;
 const VALUE: u8 = 2;
+const REG_NAME: u8 = 4;
 const CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut b = 0;
     while b < 256 {
         let c = b as u8;
         if c.is_ascii_alphanumeric() {
-            t[b] |= TCHAR;
+            t[b] |= TCHAR | REG_NAME;
         }
         // A byte allowed in a field value: HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5).
         if c == b'\t' || (c >= b' ' && c <= b'~') || c >= 0x80 {
@@ -171,6 +195,11 @@ const CLASS: [u8; 256] = {
     let mut i = 0;
     while i < TCHAR_PUNCTUATION.len() {
         t[TCHAR_PUNCTUATION[i] as usize] |= TCHAR;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < REG_NAME_PUNCTUATION.len() {
+        t[REG_NAME_PUNCTUATION[i] as usize] |= REG_NAME;
         i += 1;
     }
     t
@@ -184,6 +213,82 @@ fn is_tchar(b: u8) -> bool {
 /// A byte allowed in a field value: HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5).
 fn is_value_byte(b: u8) -> bool {
     CLASS[usize::from(b)] & VALUE != 0
+}
+
+/// A reg-name character other than `%` (RFC 3986 §3.2.2: unreserved / sub-delims).
+fn is_reg_name_byte(b: u8) -> bool {
+    CLASS[usize::from(b)] & REG_NAME != 0
+}
+
+/// Whether a Host value is acceptable (RFC 9112 §3.2, RFC 9110 §7.2): empty (what a client
+/// sends when the target has no authority; we keep taking it whatever the target's form), or
+/// `uri-host [":" port]`. The host is an IP-literal in brackets or a non-empty reg-name (which
+/// takes in every IPv4address; RFC 9110 §4.2.1 forbids an empty host in an http URI); the
+/// port is `*DIGIT` as RFC 3986 §3.2.3 has it, so `a.test:` passes like `a.test`.
+fn valid_host(value: &[u8]) -> bool {
+    if value.is_empty() {
+        return true;
+    }
+    let port = if let Some(literal) = value.strip_prefix(b"[") {
+        let Some(close) = memchr::memchr(b']', literal) else {
+            return false;
+        };
+        if !ip_literal(&literal[..close]) {
+            return false;
+        }
+        &literal[close + 1..]
+    } else {
+        let end = memchr::memchr(b':', value).unwrap_or(value.len());
+        if end == 0 || !reg_name(&value[..end]) {
+            return false;
+        }
+        &value[end..]
+    };
+    match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// `*( unreserved / pct-encoded / sub-delims )` (RFC 3986 §3.2.2).
+fn reg_name(name: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = name.get(i) {
+        if b == b'%' {
+            // pct-encoded: exactly two hex digits follow.
+            let hex = |at: usize| name.get(at).is_some_and(u8::is_ascii_hexdigit);
+            if !(hex(i + 1) && hex(i + 2)) {
+                return false;
+            }
+            i += 3;
+        } else if is_reg_name_byte(b) {
+            i += 1;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// What is between an IP-literal's brackets: IPv6address or IPvFuture (RFC 3986 §3.2.2).
+fn ip_literal(inner: &[u8]) -> bool {
+    match inner {
+        // IPvFuture: "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ).
+        [b'v' | b'V', rest @ ..] => {
+            let digits = rest.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+            match rest[digits..].split_first() {
+                Some((b'.', tail)) if digits > 0 && !tail.is_empty() => tail
+                    .iter()
+                    .all(|&b| b == b':' || (b != b'%' && is_reg_name_byte(b))),
+                _ => false,
+            }
+        }
+        // std's parser takes exactly the textual IPv6 forms (no zone, no brackets).
+        _ => {
+            std::str::from_utf8(inner).is_ok_and(|text| text.parse::<std::net::Ipv6Addr>().is_ok())
+        }
+    }
 }
 
 /// Whether every byte of `value` is a field-value byte ([`is_value_byte`]). Eight bytes at a
@@ -349,10 +454,22 @@ fn request_line(line: &[u8]) -> Result<(&str, &str, Version), Refusal> {
         return Err(Refusal::BadRequestLine);
     }
     let (target, version) = (&rest[..t], &rest[t + 1..]);
-    let version = match version {
-        b"HTTP/1.1" => Version::Http11,
-        b"HTTP/1.0" => Version::Http10,
-        v if v.starts_with(b"HTTP/") && !v.contains(&b' ') => return Err(Refusal::BadVersion),
+    let version = match *version {
+        // HTTP-version = "HTTP" "/" DIGIT "." DIGIT, case-sensitive (RFC 9112 §2.3).
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            match (major, minor) {
+                (b'1', b'0') => Version::Http10,
+                // 1.1 and any later 1.x: answered as 1.1, the highest we speak (RFC 9110 §2.5).
+                (b'1', _) => Version::Http11,
+                _ => return Err(Refusal::VersionNotSupported),
+            }
+        }
+        // Meant as a version (one word, `HTTP/` in any case) but not one: 400, not 505.
+        ref v if v.len() >= 5 && v[..5].eq_ignore_ascii_case(b"HTTP/") && !v.contains(&b' ') => {
+            return Err(Refusal::BadVersion)
+        }
         _ => return Err(Refusal::BadRequestLine),
     };
     // SAFETY: both are ASCII, checked byte by byte above (token characters; '!'..='~'), and
@@ -469,6 +586,10 @@ impl<'a> Seen<'a> {
         if self.hosts == 0 && !http10 {
             return Err(Refusal::NoHost);
         }
+        // A Host with an invalid value gets 400 on any version (RFC 9112 §3.2).
+        if self.host.is_some_and(|host| !valid_host(host)) {
+            return Err(Refusal::BadHost);
+        }
         if self.encodings > 0 && self.length.is_some() {
             return Err(Refusal::LengthAndEncoding);
         }
@@ -488,7 +609,8 @@ impl<'a> Seen<'a> {
     }
 }
 
-/// Longest chunk-size line (size, whitespace, extensions) taken.
+/// Longest chunk-size line (size and extensions) taken: it bounds what a chunk extension
+/// can cost, as extensions are checked byte by byte but never kept.
 pub const MAX_CHUNK_LINE: u32 = 4096;
 /// Largest trailer section taken.
 pub const MAX_TRAILERS: u32 = 64 * 1024;
@@ -500,9 +622,8 @@ enum Body {
     Length(u64),
     /// The digits of a chunk size.
     ChunkSize,
-    /// Whitespace after the chunk size (allowed before `;` or CRLF).
-    ChunkSpace,
-    ChunkExtension,
+    /// A chunk extension, at the place given.
+    ChunkExt(Ext),
     /// `n` more bytes of chunk data.
     ChunkData(u64),
     /// The CR after chunk data.
@@ -513,6 +634,29 @@ enum Body {
     /// A CR was seen; LF must follow, then `then`.
     Cr(AfterCr),
     Done,
+}
+
+/// Where in `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )`
+/// (RFC 9112 §7.1.1) the next byte falls. Names are tokens, values tokens or quoted strings.
+/// BWS is the grammar's, so it is taken before `;` and around `=` (`3 ;a = 1`), but never
+/// before CRLF: `3 \r\n` and `3;a \r\n` are refused, as no chunk-ext ends in whitespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ext {
+    /// Whitespace after the size or a value: more of it or `;` must follow.
+    SpaceBeforeSemicolon,
+    /// After `;`: whitespace, then a name.
+    NameStart,
+    Name,
+    /// Whitespace after a name: more of it, `=` or `;` must follow.
+    SpaceAfterName,
+    /// After `=`: whitespace, then a token or a quoted string.
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash in a quoted string.
+    QuotedPair,
+    /// After a quoted string's closing quote.
+    QuotedEnd,
 }
 
 /// What follows the LF of a CRLF in a chunked body.
@@ -599,14 +743,12 @@ impl BodyReader {
             (Body::Cr(_), _) => return Err(Refusal::BareCr),
             (_, b'\n') => return Err(Refusal::BareLf),
             (Body::ChunkSize, _) => self.chunk_size_byte(b)?,
-            (Body::ChunkSpace, b' ' | b'\t') => Body::ChunkSpace,
-            (Body::ChunkSpace, b';') => Body::ChunkExtension,
-            (Body::ChunkSpace | Body::ChunkExtension, b'\r') => Body::Cr(AfterCr::SizeLine),
-            (Body::ChunkSpace, _) => return Err(Refusal::BadChunk),
-            (Body::ChunkExtension, _) => Body::ChunkExtension,
+            (Body::ChunkExt(at), _) => chunk_ext_byte(at, b)?,
             (Body::ChunkDataEnd, b'\r') => Body::Cr(AfterCr::Data),
             (Body::ChunkDataEnd, _) => return Err(Refusal::BadChunk),
             (Body::TrailerStart, b'\r') => Body::Cr(AfterCr::LastLine),
+            // A trailer line is a field line: no obs-fold, as in the head (RFC 9112 §7.1.2).
+            (Body::TrailerStart, b' ' | b'\t') => return Err(Refusal::ObsFold),
             (Body::TrailerLine, b'\r') => Body::Cr(AfterCr::TrailerLine),
             (Body::TrailerStart | Body::TrailerLine, _) => Body::TrailerLine,
             // Data and the end are handled in `feed`.
@@ -615,17 +757,19 @@ impl BodyReader {
         Ok(())
     }
 
-    /// A byte of a chunk-size line before any whitespace or extension.
+    /// A byte of a chunk-size line before any extension.
     fn chunk_size_byte(&mut self, b: u8) -> Result<Body, Refusal> {
         let digit = match b {
             b'0'..=b'9' => b - b'0',
             b'a'..=b'f' => b - b'a' + 10,
             b'A'..=b'F' => b - b'A' + 10,
+            // After at least one digit: the line's end, or an extension (whitespace can only
+            // be BWS before its `;`).
             b'\r' | b' ' | b'\t' | b';' if self.line > 1 => {
                 return Ok(match b {
                     b'\r' => Body::Cr(AfterCr::SizeLine),
-                    b';' => Body::ChunkExtension,
-                    _ => Body::ChunkSpace,
+                    b';' => Body::ChunkExt(Ext::NameStart),
+                    _ => Body::ChunkExt(Ext::SpaceBeforeSemicolon),
                 })
             }
             _ => return Err(Refusal::BadChunk),
@@ -658,6 +802,38 @@ impl BodyReader {
             AfterCr::LastLine => Body::Done,
         }
     }
+}
+
+/// The state after one byte (not LF, which the caller refused) of a chunk extension.
+fn chunk_ext_byte(at: Ext, b: u8) -> Result<Body, Refusal> {
+    let next = match (at, b) {
+        (Ext::Name | Ext::Token | Ext::QuotedEnd, b'\r') => return Ok(Body::Cr(AfterCr::SizeLine)),
+        (
+            Ext::SpaceBeforeSemicolon
+            | Ext::SpaceAfterName
+            | Ext::Name
+            | Ext::Token
+            | Ext::QuotedEnd,
+            b';',
+        ) => Ext::NameStart,
+        (Ext::Name | Ext::SpaceAfterName, b'=') => Ext::ValueStart,
+        (
+            Ext::SpaceBeforeSemicolon | Ext::NameStart | Ext::SpaceAfterName | Ext::ValueStart,
+            b' ' | b'\t',
+        ) => at,
+        (Ext::Name, b' ' | b'\t') => Ext::SpaceAfterName,
+        (Ext::Token | Ext::QuotedEnd, b' ' | b'\t') => Ext::SpaceBeforeSemicolon,
+        (Ext::NameStart | Ext::Name, _) if is_tchar(b) => Ext::Name,
+        (Ext::ValueStart | Ext::Token, _) if is_tchar(b) => Ext::Token,
+        (Ext::ValueStart, b'"') => Ext::Quoted,
+        (Ext::Quoted, b'"') => Ext::QuotedEnd,
+        (Ext::Quoted, b'\\') => Ext::QuotedPair,
+        // qdtext and the escaped byte of a quoted-pair: HTAB, SP, VCHAR, obs-text (RFC 9110
+        // §5.6.4), the field-value bytes; so a CR inside quotes is refused, never an end.
+        (Ext::Quoted | Ext::QuotedPair, _) if is_value_byte(b) => Ext::Quoted,
+        _ => return Err(Refusal::BadChunk),
+    };
+    Ok(Body::ChunkExt(next))
 }
 
 #[cfg(test)]

@@ -409,7 +409,6 @@ fn serve_closes_malformed_and_oversized_requests() {
     for bad in [
         &b"GARBAGE\r\n\r\n"[..],
         b"GET\r\n\r\n",
-        b"GET / HTTP/9.9\r\nHost: x\r\n\r\n",
         b"\x00\x01\x02\x03\r\n\r\n",
     ] {
         let mut c = connect(plain);
@@ -419,6 +418,25 @@ fn serve_closes_malformed_and_oversized_requests() {
         assert!(closed, "{what:?}: connection left open");
         assert!(
             got.is_empty() || got.starts_with(b"HTTP/1.1 400"),
+            "{what:?}: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+    // A request line with a version we do not speak, or a malformed one: answered, then
+    // closed (RFC 9110 section 15.6.6, RFC 9112 section 2.3), never closed silently.
+    let answered: [(&[u8], &[u8]); 3] = [
+        (b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", b"HTTP/1.1 505"),
+        (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", b"HTTP/1.1 505"),
+        (b"GET / http/1.1\r\nHost: x\r\n\r\n", b"HTTP/1.1 400"),
+    ];
+    for (bad, want) in answered {
+        let mut c = connect(plain);
+        let _ = c.write_all(bad);
+        let (got, closed) = read_until_closed(&mut c, Duration::from_secs(10), 1 << 16);
+        let what = String::from_utf8_lossy(bad);
+        assert!(closed, "{what:?}: connection left open");
+        assert!(
+            got.starts_with(want),
             "{what:?}: {:?}",
             String::from_utf8_lossy(&got)
         );

@@ -27,6 +27,7 @@ pub(crate) use set::Sets;
 
 use crate::body::{BodySpec, Source, CHUNK, FILLER};
 use crate::routes::{Ctx, Reply};
+use crate::static_file::Opening;
 use crate::stats::{ConnectionGuard, Protocol};
 use bytes::{Buf, Bytes};
 use head::After;
@@ -109,6 +110,8 @@ struct Serving {
     after: After,
     /// When the delay ends (set once the body is read).
     until: Option<Instant>,
+    /// The `/static/` file being looked up (started once the body is read).
+    opening: Option<Opening>,
 }
 
 /// Why a connection ends.
@@ -302,12 +305,17 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
                 });
             }
             match &self.serving {
-                // Its delay is running.
-                Some(s) if s.body.done() => match self.wait(cx, timer) {
-                    Poll::Ready(Some(end)) => return Poll::Ready(end),
-                    Poll::Ready(None) => continue,
-                    Poll::Pending => return Poll::Pending,
-                },
+                // Its file is being looked up, or its delay is running.
+                Some(s) if s.body.done() => {
+                    if self.poll_opening(cx) {
+                        continue;
+                    }
+                    match self.wait(cx, timer) {
+                        Poll::Ready(Some(end)) => return Poll::Ready(end),
+                        Poll::Ready(None) => continue,
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
                 Some(_) => {}
                 None if self.draining || (self.eof && !self.resume) => {
                     return Poll::Ready(End::Drop)
@@ -473,7 +481,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
             }
         };
         let head_only = method == Method::HEAD;
-        if body.done() && reply.delay.is_zero() {
+        if body.done() && reply.ready_now() {
             self.respond(batch, reply, head_only, after);
             return used;
         }
@@ -487,6 +495,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
             head_only,
             after,
             until: None,
+            opening: None,
         }));
         self.last = self.now;
         if done {
@@ -495,11 +504,19 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         used
     }
 
-    /// The request being served has its whole body: start its delay, or answer it now.
+    /// The request being served has its whole body: start its file's lookup, or its delay,
+    /// or answer it now.
     fn body_read(&mut self, batch: &mut Vec<u8>) {
         let Some(serving) = &mut self.serving else {
             return;
         };
+        if let Some(file) = serving.reply.lookup.take() {
+            serving.opening = Some(file.start());
+            return;
+        }
+        if serving.opening.is_some() {
+            return;
+        }
         if serving.reply.delay.is_zero() {
             self.answer_served(batch);
         } else if serving.until.is_none() {
@@ -559,6 +576,28 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         if self.body.is_none() {
             self.finished();
         }
+    }
+
+    /// When the served request's file lookup is done: its reply replaces the placeholder and
+    /// is answered (or its delay starts). True if so.
+    fn poll_opening(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(serving) = &mut self.serving else {
+            return false;
+        };
+        let Some(opening) = &mut serving.opening else {
+            return false;
+        };
+        let Poll::Ready(reply) = opening.poll(cx) else {
+            return false;
+        };
+        serving.opening = None;
+        serving.reply = reply;
+        self.last = self.now;
+        with_scratch(|s| {
+            self.body_read(&mut s.write);
+            self.write_batch(cx, &mut s.write);
+        });
+        true
     }
 
     /// A response is complete.
@@ -781,6 +820,18 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
                     });
                     None
                 }
+                Deadline::Lookup => {
+                    self.serving = None;
+                    let text = format!(
+                        "file lookup not done within {:?} (--send-timeout)\n",
+                        self.ctx.limits.send_timeout
+                    );
+                    with_scratch(|s| {
+                        self.refuse(&mut s.write, text, StatusCode::SERVICE_UNAVAILABLE);
+                        self.write_batch(cx, &mut s.write);
+                    });
+                    None
+                }
                 Deadline::Body => {
                     self.serving = None;
                     let text = format!(
@@ -805,6 +856,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         }
         match &self.serving {
             Some(s) if !s.body.done() => (self.last + limits.body_timeout, Deadline::Body),
+            Some(s) if s.opening.is_some() => (self.last + limits.send_timeout, Deadline::Lookup),
             Some(s) => (s.until.unwrap_or(self.last), Deadline::Delay),
             None => (self.last + limits.idle_timeout, Deadline::Idle),
         }
@@ -848,6 +900,8 @@ enum Deadline {
     Send,
     Body,
     Delay,
+    /// A `/static/` file lookup that does not end (a hung file system).
+    Lookup,
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! WINDOW_UPDATE, PRIORITY) handled here; streams are in `stream.rs`, responses and flow
 //! control of what we send in `send.rs`.
 
-use super::stream::{Block, Stream};
+use super::stream::{Block, Phase, Stream};
 use crate::routes::Ctx;
 use crate::stats::Protocol;
 use hxlab_wire::h2::{be32, code, flag, frame, setting, write_head, FrameHead, PREFACE};
@@ -413,9 +413,33 @@ impl Conn {
     }
 
     /// The client's input ended: a header block it left unfinished can never complete, so
-    /// it no longer keeps the connection (nor the idle check) busy.
+    /// it no longer keeps the connection (nor the idle check) busy; nor can any stream that
+    /// waits for the client ([`Conn::drop_unfinishable`]).
     pub(crate) fn input_ended(&mut self) {
         self.block = None;
+        self.drop_unfinishable();
+    }
+
+    /// After the client's FIN, frees (RST_STREAM CANCEL, for a client that half-closed and
+    /// still reads) every stream that needs something only the client could send: a request
+    /// body, or window for response data (no WINDOW_UPDATE can follow a FIN). Streams that
+    /// have window, or wait for their delay, go on: a half-closed client gets them whole.
+    /// Called on every pass after the FIN, since a stream that sends runs out of window later.
+    pub(crate) fn drop_unfinishable(&mut self) {
+        let mut i = 0;
+        while i < self.streams.len() {
+            let s = &self.streams[i];
+            let dead = match s.phase {
+                Phase::Body(_) => true,
+                Phase::Sending(_) => s.window <= 0 || self.send_window <= 0,
+                Phase::Delayed(_) | Phase::Opening(_) => false,
+            };
+            if dead {
+                self.reset(s.id, code::CANCEL);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Whether any stream is open (the idle check).

@@ -119,7 +119,15 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Driver<IO> {
                 }
             }
             if !self.conn.failed {
+                if self.conn.poll_opening(cx) {
+                    progress = true;
+                }
                 self.conn.fill(cx);
+                if self.read_closed {
+                    // What can no longer finish goes now, not after --send-timeout (issue 38:
+                    // 6,000 window-blocked connections sat in CLOSE-WAIT for a minute).
+                    self.conn.drop_unfinishable();
+                }
             }
             match self.write(cx) {
                 Poll::Ready(Ok(true)) => progress = true,

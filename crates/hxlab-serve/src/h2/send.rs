@@ -55,8 +55,16 @@ impl Pending {
 impl Conn {
     /// Answers stream `id`, whose request is complete: at once, or after its delay.
     /// `window`: the stream's send window if it was open already.
-    pub(super) fn respond(&mut self, id: u32, p: Pending, window: Option<i64>) {
+    pub(super) fn respond(&mut self, id: u32, mut p: Pending, window: Option<i64>) {
         let window = window.unwrap_or(self.peer.initial_window);
+        if let Some(file) = p.reply.lookup.take() {
+            let phase = Phase::Opening(Box::new((p, file.start())));
+            // A lookup that does not end (a hung file system) is given up like a stall.
+            let until = self.now() + self.ctx.limits.send_timeout;
+            self.streams
+                .push(Stream::answering(id, phase, window, Some(until)));
+            return;
+        }
         if !p.reply.delay.is_zero() {
             let until = self.now() + p.reply.delay;
             self.streams.push(Stream::answering(
@@ -119,7 +127,11 @@ impl Conn {
             }
         }
         for (pid, r) in promised {
-            self.start(pid, Pending::bare(r), self.peer.initial_window);
+            let window = self.peer.initial_window;
+            match r.lookup {
+                Some(_) => self.respond(pid, Pending::bare(r), Some(window)),
+                None => self.start(pid, Pending::bare(r), window),
+            }
         }
     }
 
@@ -206,6 +218,32 @@ impl Conn {
             write_head(&mut self.out, c.len(), frame::CONTINUATION, end, id);
             self.out.extend_from_slice(c);
         }
+    }
+
+    /// Starts the replies whose `/static/` file lookup is done; true if any was. A lookup
+    /// not done yet wakes `cx` when it is.
+    pub(crate) fn poll_opening(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut done = Vec::new();
+        for s in &mut self.streams {
+            if let Phase::Opening(o) = &mut s.phase {
+                if let Poll::Ready(reply) = o.1.poll(cx) {
+                    done.push((s.id, reply));
+                }
+            }
+        }
+        let any = !done.is_empty();
+        for (id, reply) in done {
+            let Some(i) = self.stream_index(id) else {
+                continue;
+            };
+            let s = self.streams.swap_remove(i);
+            if let Phase::Opening(o) = s.phase {
+                let (mut p, _) = *o;
+                p.reply = reply;
+                self.start(id, p, s.window);
+            }
+        }
+        any
     }
 
     /// Sends DATA for the streams that have some, in turn, within the windows and until
@@ -336,7 +374,7 @@ impl Conn {
             }
             if s.deadline.is_some_and(|d| now >= d) {
                 match &s.phase {
-                    Phase::Body(_) => {
+                    Phase::Body(_) | Phase::Opening(_) => {
                         self.reset(id, code::CANCEL);
                         continue;
                     }

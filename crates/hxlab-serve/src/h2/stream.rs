@@ -7,6 +7,7 @@ use super::head::{decode_request, decode_trailers, HeadError};
 use super::send::Pending;
 use crate::body::Source;
 use crate::routes::route;
+use crate::static_file::Opening;
 use hxlab_wire::h2::{be32, code, flag, frame, strip_padding, write_head, FrameHead, PaddingError};
 use hxlab_wire::hpack::Decoder;
 use tokio::time::Instant;
@@ -17,6 +18,8 @@ pub(super) enum Phase {
     Body(Box<Pending>),
     /// The reply waits for its delay (`Stream::deadline`).
     Delayed(Box<Pending>),
+    /// The reply waits for its `/static/` file, looked up off the runtime.
+    Opening(Box<(Pending, Opening)>),
     /// The response head went out; its body goes out under flow control.
     Sending(Box<Sending>),
 }

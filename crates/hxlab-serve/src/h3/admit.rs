@@ -49,7 +49,7 @@ pub(crate) fn decide(
 
 /// The key an address is counted under: an IPv4 address, or an IPv6 /64 (one host is
 /// usually given a whole /64, so counting single IPv6 addresses would bound nothing).
-fn address_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn address_key(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let prefix = u128::from(v6) & !((1u128 << 64) - 1);

@@ -29,6 +29,7 @@
 //! the stream with H3_MESSAGE_ERROR.
 
 mod admit;
+pub(crate) use admit::address_key;
 mod control;
 mod driver;
 mod head;

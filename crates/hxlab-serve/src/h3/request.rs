@@ -314,7 +314,11 @@ fn head_fail(e: HeadError) -> Fail {
 
 /// Routes and answers a complete request.
 async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
-    let reply = route(ctx, &head.method, &head.uri, &head.headers, Protocol::H3);
+    let mut reply = route(ctx, &head.method, &head.uri, &head.headers, Protocol::H3);
+    if reply.lookup.is_some() {
+        // A `/static/` file, looked up off the runtime (boxed, as below).
+        reply = Box::pin(reply.looked_up()).await;
+    }
     if !reply.delay.is_zero() {
         // Boxed, as every path that waits is here: the common request's future stays small,
         // and a small future is cheap to spawn (it is copied into its task).

@@ -52,7 +52,7 @@ fn pipelined_requests_with_bodies_are_framed_at_every_split() {
     let input = b"\r\nGET / HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n\
         POST /a HTTP/1.1\r\nhost: x\r\nContent-Length: 5\r\n\r\nab\r\nc\
         POST /b HTTP/1.1\r\nHOST: x\r\nTransfer-Encoding:  Chunked \r\n\r\n\
-        3;ext=\"q\"\r\nab\n\r\nA \r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n\
+        3;ext=\"q\"\r\nab\n\r\nA ; n = v\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\n\
         GET /old HTTP/1.0\r\n\r\n\
         POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\ncontent-length: 0\r\n\r\n\
         GET /d?q=1 HTTP/1.1\r\nHost:\r\nX-Long-Header-Name-Here: 1\r\n\r\n";
@@ -125,8 +125,8 @@ fn ambiguous_requests_are_refused_at_every_split() {
         (b"GET\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
         (b"G(T / HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
         (b"GET /\x80 HTTP/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
-        (b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", Refusal::BadVersion),
-        (b"GET / http/1.1\r\nHost: x\r\n\r\n", Refusal::BadRequestLine),
+        (b"GET / HTTP/9.9\r\nHost: x\r\n\r\n", Refusal::VersionNotSupported),
+        (b"GET / http/1.1\r\nHost: x\r\n\r\n", Refusal::BadVersion),
         (
             b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nz\r\n",
             Refusal::BadChunk,
@@ -303,7 +303,10 @@ fn byte_classes_are_the_rfcs_for_every_byte() {
     for b in 0..=255u8 {
         let tchar = b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         let value = b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80;
+        // RFC 3986 §2.2, §2.3: unreserved and sub-delims.
+        let reg_name = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b);
         assert_eq!(is_tchar(b), tchar, "tchar {b:#04x}");
+        assert_eq!(is_reg_name_byte(b), reg_name, "reg-name {b:#04x}");
         assert_eq!(is_value_byte(b), value, "field-value byte {b:#04x}");
     }
 }
@@ -331,4 +334,291 @@ fn field_values_are_judged_word_at_a_time_as_byte_by_byte() {
     assert!(!all_value_bytes(b"ab\x00cd\x7fgh"));
     assert!(!all_value_bytes(b"\x20\x1fabcdef"));
     assert!(all_value_bytes(b"\t\x20\x7e\x80\xff\x21\x09\x7e"));
+}
+
+/// `input` framed at every split, then its first head read whole.
+fn first_head(input: &[u8]) -> (Vec<String>, RequestHead<'_>) {
+    let framed = check(input).expect("valid");
+    let (_, head) = HeadReader::default()
+        .read(input, 64 * 1024)
+        .expect("valid")
+        .expect("complete");
+    (framed, head)
+}
+
+#[test]
+fn valid_host_values_are_taken_at_every_split() {
+    let hosts: &[&[u8]] = &[
+        b"a.test",
+        b"a.test:8080",
+        b"A-b_c~1.test",
+        b"127.0.0.1:80",
+        b"999.1.1.1",
+        b"%41b.test",
+        b"sub!$&'()*+,;=delims",
+        b"[::1]",
+        b"[::1]:443",
+        b"[2001:DB8::a:1]",
+        b"[::ffff:192.0.2.1]:8443",
+        b"[v1f.fe80:x~]",
+        // port = *DIGIT (RFC 3986 §3.2.3): an empty port is the same as none.
+        b"a.test:",
+        // Kept as before: an empty Host (RFC 9112 §3.2, a target without authority).
+        b"",
+    ];
+    for host in hosts {
+        let mut input = b"GET / HTTP/1.1\r\nHost: ".to_vec();
+        input.extend_from_slice(host);
+        input.extend_from_slice(b"\r\n\r\n");
+        let (framed, head) = first_head(&input);
+        assert_eq!(framed, ["GET /"], "{}", String::from_utf8_lossy(host));
+        assert_eq!(head.host, Some(*host));
+    }
+}
+
+#[test]
+fn invalid_host_values_get_400_at_every_split() {
+    let hosts: &[&[u8]] = &[
+        b"a b",
+        b"a\tb",
+        b"u@evil",
+        b"u:p@evil:80",
+        b"a.test:8o",
+        b"a.test:80:80",
+        b"a.test:-1",
+        b":80",
+        b"a/b",
+        b"a?b",
+        b"a#b",
+        b"a\"b",
+        b"a<b>",
+        b"a\\b",
+        b"%",
+        b"%4",
+        b"%zz.test",
+        b"a.test\x80",
+        b"[::1",
+        b"[::1]x",
+        b"[::1]:x",
+        b"[]",
+        b"[zz::1]",
+        b"[::1%25eth0]",
+        b"[1.2.3.4]",
+        b"[v.x]",
+        b"[v1.]",
+        b"[v1x]",
+        b"::1",
+    ];
+    for host in hosts {
+        // Any version: RFC 9112 §3.2 asks 400 for an invalid Host on every request.
+        for version in ["1.1", "1.0"] {
+            let mut input = format!("GET / HTTP/{version}\r\nHost: ").into_bytes();
+            input.extend_from_slice(host);
+            input.extend_from_slice(b"\r\n\r\n");
+            let what = String::from_utf8_lossy(&input).into_owned();
+            assert_eq!(check(&input), Err(Refusal::BadHost), "{what}");
+        }
+    }
+    assert_eq!(Refusal::BadHost.status(), 400);
+}
+
+/// A chunked POST whose one chunk ("abc") has the size line `line`, then a GET.
+fn chunked_post(line: &[u8]) -> Vec<u8> {
+    let mut input = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    input.extend_from_slice(line);
+    input.extend_from_slice(b"\r\nabc\r\n0\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+    input
+}
+
+#[test]
+fn chunk_size_lines_are_hex_digits_then_an_extension_at_every_split() {
+    // chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ) (RFC 9112 §7.1.1).
+    let taken: &[&[u8]] = &[
+        b"3",
+        b"0003",
+        b"3;ext=1",
+        b"3;a",
+        b"3;a;b=c",
+        b"3 ;ext=1",
+        b"3\t; a = 1 ;b",
+        b"3;a=\"q \\\" ; \\\\\"",
+        b"3;a=\"\"",
+        b"3;a=\"\xe9\t\"",
+        b"3;!#$%&'*+-.^_`|~=!#$%&'*+-.^_`|~",
+    ];
+    for line in taken {
+        let what = String::from_utf8_lossy(line).into_owned();
+        assert_eq!(
+            check(&chunked_post(line)),
+            Ok(vec!["POST /".to_string(), "GET /next".into()]),
+            "{what}"
+        );
+    }
+    let refused: &[&[u8]] = &[
+        // Whitespace that no `;` follows is not BWS of a chunk-ext: refused, not trimmed.
+        b"3 ",
+        b"3\t",
+        b"3;a ",
+        b"3;a=1 ",
+        b"3;a=\"v\" ",
+        b" 3",
+        b"",
+        b"0x3",
+        b"3x",
+        b"3 3",
+        b"3;",
+        b"3; ",
+        b"3;;a",
+        b"3;=1",
+        b"3;a=",
+        b"3;a=;b",
+        b"3;a b",
+        b"3;a=1 2",
+        b"3;a=b=c",
+        b"3;a(=1",
+        b"3;a=\"unterminated",
+        b"3;a=\"v\"x",
+        b"3;a=\"\x01\"",
+        b"3;a=\"\x7f\"",
+        b"3;a=\"\\\x00\"",
+        b"3;a=\"\r\"",
+    ];
+    for line in refused {
+        let what = String::from_utf8_lossy(line).into_owned();
+        assert_eq!(check(&chunked_post(line)), Err(Refusal::BadChunk), "{what}");
+    }
+    assert_eq!(check(&chunked_post(b"3\r")), Err(Refusal::BareCr));
+}
+
+#[test]
+fn a_chunk_extension_stays_bounded_in_every_state() {
+    // An endless name, token, quoted string or run of BWS is refused at the line's bound.
+    let max = MAX_CHUNK_LINE as usize;
+    for (prefix, fill) in [
+        (&b"1;"[..], b'e'),
+        (b"1;a=", b'e'),
+        (b"1;a=\"", b'q'),
+        (b"1 ", b' '),
+        (b"1;a ", b' '),
+        (b"1;a= ", b'\t'),
+    ] {
+        let mut line = prefix.to_vec();
+        line.resize(max + 1, fill);
+        let what = String::from_utf8_lossy(prefix).into_owned();
+        let mut reader = BodyReader::new(BodyLength::Chunked);
+        assert_eq!(reader.feed(&line), Err(Refusal::BadChunk), "{what}");
+        let mut reader = BodyReader::new(BodyLength::Chunked);
+        assert_eq!(
+            reader.feed(&line[..max]),
+            Ok(max),
+            "{what}: within the bound"
+        );
+    }
+}
+
+#[test]
+fn obs_fold_in_trailers_gets_400_at_every_split() {
+    let head = b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n";
+    for trailers in [
+        &b"X-T: 1\r\n folded\r\n\r\n"[..],
+        b"X-T: 1\r\n\tfolded\r\n\r\n",
+        b" X-T: 1\r\n\r\n",
+        b"\tX-T: 1\r\n\r\n",
+    ] {
+        let mut input = head.to_vec();
+        input.extend_from_slice(trailers);
+        let what = String::from_utf8_lossy(trailers).into_owned();
+        assert_eq!(check(&input), Err(Refusal::ObsFold), "{what}");
+    }
+    // Whitespace inside a trailer line belongs to its value, as in the head.
+    let mut input = head.to_vec();
+    input.extend_from_slice(b"X-T: a b\t\r\nX-U:\t1\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(check(&input), Ok(vec!["POST /".into(), "GET /".into()]));
+}
+
+#[test]
+fn one_leading_crlf_is_ignored_at_every_split() {
+    // RFC 9112 §2.2: at the start of a connection, and after a body of each framing.
+    assert_eq!(
+        check(b"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+        Ok(vec!["GET /".into()])
+    );
+    assert_eq!(
+        check(b"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n"),
+        Ok(vec!["GET /".into(), "GET /2".into()])
+    );
+    assert_eq!(
+        check(
+            b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab\r\n\
+              POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n\r\n\
+              GET /c HTTP/1.0\r\n\r\n"
+        ),
+        Ok(vec!["POST /a".into(), "POST /b".into(), "GET /c".into()])
+    );
+    // The empty line counts in the bytes consumed; a bare LF there is still refused.
+    let (used, head) = HeadReader::default()
+        .read(b"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\nNEXT", 1024)
+        .expect("valid")
+        .expect("complete");
+    assert_eq!((used, head.target), (29, "/"));
+    assert_eq!(
+        check(b"\r\n\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+        Err(Refusal::BareLf)
+    );
+}
+
+#[test]
+fn http_versions_are_read_as_1_1_refused_or_not_supported_at_every_split() {
+    // A higher HTTP/1 minor version is answered as HTTP/1.1 (RFC 9110 §2.5), Host required.
+    for version in ["HTTP/1.2", "HTTP/1.9"] {
+        let input = format!("GET / {version}\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (framed, head) = first_head(input.as_bytes());
+        assert_eq!(framed, ["GET /", "GET /2"], "{version}");
+        assert_eq!(head.version, Version::Http11, "{version}");
+        assert!(head.keep_alive, "{version}");
+        let no_host = format!("GET / {version}\r\n\r\n");
+        assert_eq!(check(no_host.as_bytes()), Err(Refusal::NoHost), "{version}");
+    }
+    // Well formed, another major version: 505 (RFC 9110 §15.6.6).
+    for version in ["HTTP/2.0", "HTTP/3.0", "HTTP/9.9", "HTTP/0.9", "HTTP/2.1"] {
+        let input = format!("GET / {version}\r\nHost: x\r\n\r\n");
+        assert_eq!(
+            check(input.as_bytes()),
+            Err(Refusal::VersionNotSupported),
+            "{version}"
+        );
+    }
+    // Malformed (RFC 9112 §2.3: "HTTP" "/" DIGIT "." DIGIT, case-sensitive): 400.
+    for version in [
+        "http/1.1",
+        "Http/1.1",
+        "HTTP/1",
+        "HTTP/2",
+        "HTTP/1.10",
+        "HTTP/11.1",
+        "HTTP/x.y",
+        "HTTP/1.x",
+        "HTTP/",
+        "HTTP/1.1.1",
+        "HTTP/1,1",
+        "HTTP/\u{e9}.1",
+    ] {
+        let input = format!("GET / {version}\r\nHost: x\r\n\r\n");
+        assert_eq!(
+            check(input.as_bytes()),
+            Err(Refusal::BadVersion),
+            "{version}"
+        );
+    }
+    // Not a version at all: the request line is malformed.
+    for line in ["GET / HTP/1.1", "GET / 1.1", "GET / HTTP/1.1 x"] {
+        let input = format!("{line}\r\nHost: x\r\n\r\n");
+        assert_eq!(
+            check(input.as_bytes()),
+            Err(Refusal::BadRequestLine),
+            "{line}"
+        );
+    }
+    assert_eq!(Refusal::VersionNotSupported.status(), 505);
+    assert_eq!(Refusal::BadVersion.status(), 400);
 }

@@ -23,7 +23,7 @@ pub struct Options {
     #[arg(long, value_name = "FILE|-", conflicts_with_all = [
         "bind", "tls_port", "plain_port", "no_h3", "cert", "key", "cert_out", "ready_file",
         "dir", "max_streams", "quic_window", "quic_max_connections", "quic_retry_threshold",
-        "quic_max_per_address", "send_timeout",
+        "quic_max_per_address", "tcp_max_connections", "tcp_max_per_address", "send_timeout",
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
         "max_header_size",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay",
@@ -77,6 +77,14 @@ pub struct Options {
     /// more connections than this.
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub quic_max_per_address: u32,
+    /// Most TCP connections (h1, h1+TLS, h2, h2c) open at once; more are closed at accept
+    /// (logged). 0 = below the file limit, which the server raises to its hard limit.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub tcp_max_connections: u32,
+    /// Most TCP connections from one client address (IPv4 address, IPv6 /64); more are
+    /// closed at accept (logged), so one host cannot take every slot.
+    #[arg(long, default_value_t = 16_384, value_name = "N")]
+    pub tcp_max_per_address: u32,
     /// Reset an HTTP/2 or HTTP/3 response stream that gets no flow-control window for this
     /// long (nginx's send_timeout).
     #[arg(long, default_value = "60s", value_name = "DUR")]
@@ -188,6 +196,8 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         quic_max_connections: args.quic_max_connections,
         quic_retry_threshold: args.quic_retry_threshold,
         quic_max_per_address: args.quic_max_per_address,
+        tcp_max_connections: args.tcp_max_connections,
+        tcp_max_per_address: args.tcp_max_per_address,
         ready_file: args.ready_file.clone(),
         head_timeout: duration("--head-timeout", &args.head_timeout)?,
         idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,
@@ -277,7 +287,11 @@ async fn serve(
             cert: cert_out.clone(),
             spki_sha256: server.spki_sha256().to_string(),
         };
-        hxlab_core::write_atomically(path, ready.to_json().as_bytes())
+        // Off the runtime that serves: a slow file system must not stall a worker.
+        let (to, json) = (path.clone(), ready.to_json());
+        tokio::task::spawn_blocking(move || hxlab_core::write_atomically(&to, json.as_bytes()))
+            .await
+            .context("the --ready-file writer failed")?
             .with_context(|| format!("cannot write --ready-file {}", path.display()))?;
     }
     tokio::select! {
