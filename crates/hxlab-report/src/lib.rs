@@ -46,14 +46,22 @@ pub enum ReportError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A line of results.jsonl or experiment.json is not what the lab writes.
-    #[error("{path}:{line}: not a result record: {reason}")]
+    /// A line of results.jsonl is not a record as the lab writes it.
+    #[error("{path} line {line}: not a result record: {reason}")]
     Parse {
         /// The file.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
-        /// The parser's explanation.
+        /// The parser's explanation, with the column.
+        reason: String,
+    },
+    /// experiment.json is not an experiment description as the lab writes it.
+    #[error("{path}: not an experiment description: {reason}")]
+    Meta {
+        /// The file.
+        path: PathBuf,
+        /// The parser's explanation, with the line and column.
         reason: String,
     },
     /// A chart could not be drawn.
@@ -81,9 +89,8 @@ pub fn load_dir(dir: &Path) -> Result<(ExperimentMeta, Vec<Record>), ReportError
             source,
         },
     )?;
-    let meta: ExperimentMeta = serde_json::from_str(&text).map_err(|e| ReportError::Parse {
+    let meta: ExperimentMeta = serde_json::from_str(&text).map_err(|e| ReportError::Meta {
         path: meta_path.clone(),
-        line: e.line(),
         reason: e.to_string(),
     })?;
     let records = read_records(&dir.join(RESULTS_FILE))?;
@@ -124,10 +131,21 @@ pub fn read_records_and_cut(path: &Path) -> Result<(Vec<Record>, Option<usize>),
                 return Err(ReportError::Parse {
                     path: path.to_path_buf(),
                     line: i + 1,
-                    reason: e.to_string(),
+                    reason: record_reason(&e),
                 })
             }
         }
     }
     Ok((records, cut))
+}
+
+/// serde_json's explanation of a bad line of results.jsonl, with only the column: each line
+/// is parsed alone, so the "line 1" serde_json puts in every message is not the file's line.
+fn record_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&place) {
+        Some(what) => format!("{what} (column {})", e.column()),
+        None => text,
+    }
 }

@@ -90,6 +90,21 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     let text = e.to_string();
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let first = first.trim_start_matches("error: ");
+    // clap lists missing arguments on the lines after its first, which is all that is kept.
+    if e.kind() == ErrorKind::MissingRequiredArgument {
+        if let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg) {
+            let noun = if missing.len() == 1 {
+                "argument"
+            } else {
+                "arguments"
+            };
+            eprintln!(
+                "hxlab: error: missing required {noun}: {}",
+                missing.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+    }
     // An unknown value names the ones that would do, on the same line.
     match e.get(ContextKind::ValidValue) {
         Some(ContextValue::Strings(valid)) if !first.contains("possible values") => {

@@ -1,8 +1,9 @@
 //! The origin's own HTTP/1.1 (crates/hxlab-serve/src/h1, on hxlab-wire's request framer)
 //! against raw sockets: the framing cases tests/hostile.rs does not cover get 400 and a close,
 //! requests split anywhere across writes are answered in order (bodies, HEAD, HTTP/1.0
-//! keep-alive, `Expect: 100-continue`), a head over --max-header-size gets 431, and an
-//! unfinished head does not hold a connection past --idle-timeout.
+//! keep-alive, `Expect: 100-continue`), a head over --max-header-size gets 431, an
+//! unfinished head does not hold a connection past --idle-timeout, and the Host, chunk-size,
+//! trailer, version and leading-CRLF rules hold on the cleartext and the TLS port alike.
 
 mod common;
 
@@ -358,4 +359,231 @@ fn an_idle_connection_in_a_set_is_closed_after_the_idle_timeout() {
     let open = common::serve_stats(&addr)["by_protocol"]["h1"]["open_connections"].as_u64();
     // The busy connection and the one asking for the stats.
     assert_eq!(open, Some(2));
+}
+
+/// How long a request may take to be answered, and a refused connection to be closed.
+const WITHIN: Duration = Duration::from_secs(5);
+
+/// A byte stream both ways: the cleartext port's TCP, or a TLS session over TCP.
+trait Conn: Read + Write {}
+impl<T: Read + Write> Conn for T {}
+
+/// The HTTP/1.1 ports: the cleartext one (classified, then epoll sets or the task server) and
+/// the TLS one (ALPN http/1.1, the task server), which reach the framer by different roads.
+const PORTS: [&str; 2] = ["plain", "tls"];
+
+/// A connection to `port` ("plain" or "tls") of `server`; over TLS the handshake is done and
+/// http/1.1 chosen, the server's own certificate trusted. Reads wait 250 ms at most, so the
+/// callers' deadlines hold.
+fn connect(server: &Server, port: &str) -> Box<dyn Conn> {
+    let addr = server.ready[port].as_str().expect("address");
+    let tcp = TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_millis(250)))
+        .expect("read timeout");
+    if port == "plain" {
+        return Box::new(tcp);
+    }
+    let pem = std::fs::read(server.cert()).expect("the server's certificate");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("a PEM certificate")).expect("a root");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("a name");
+    let client = rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("TLS");
+    let mut tls = rustls::StreamOwned::new(client, tcp);
+    let deadline = Instant::now() + WITHIN;
+    while tls.conn.is_handshaking() {
+        match tls.conn.complete_io(&mut tls.sock) {
+            Ok(_) => {}
+            Err(e) if waiting(&e) && Instant::now() < deadline => {}
+            Err(e) => panic!("TLS handshake: {e}"),
+        }
+    }
+    assert_eq!(tls.conn.alpn_protocol(), Some(&b"http/1.1"[..]), "ALPN");
+    Box::new(tls)
+}
+
+/// A read that timed out (nothing yet), not an end.
+fn waiting(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+    matches!(e.kind(), WouldBlock | TimedOut | Interrupted)
+}
+
+/// Everything `c` receives within [`WITHIN`], and whether the server closed it by then.
+fn read_until_closed(c: &mut dyn Conn) -> (String, bool) {
+    let deadline = Instant::now() + WITHIN;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16384];
+    let closed = loop {
+        match c.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if waiting(&e) => {}
+            // A close without TLS close_notify, or a reset after the answer: closed as well.
+            Err(_) => break true,
+        }
+        if Instant::now() >= deadline {
+            break false;
+        }
+    };
+    (String::from_utf8_lossy(&got).into_owned(), closed)
+}
+
+/// The responses in `text`, in order: (status line, lower-cased head, body), each body as
+/// long as its Content-Length says (or what is left).
+fn responses(mut text: &str) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    while let Some((head, rest)) = text.split_once("\r\n\r\n") {
+        let status = head.lines().next().unwrap_or("").to_string();
+        let head = head.to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+            .min(rest.len());
+        found.push((status, head, rest[..len].to_string()));
+        text = &rest[len..];
+    }
+    found
+}
+
+/// `request` on `port` gets one answer starting `want` (`HTTP/1.1 400 `), saying
+/// `Connection: close`, and the server closes the connection within [`WITHIN`].
+fn refused(server: &Server, port: &str, what: &str, request: &[u8], want: &str) {
+    let mut c = connect(server, port);
+    c.write_all(request).expect("send");
+    let (text, closed) = read_until_closed(&mut *c);
+    assert!(text.starts_with(want), "{port}: {what}: {text:?}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{port}: {what}: {text:?}"
+    );
+    assert!(closed, "{port}: {what}: left open after {text:?}");
+}
+
+/// `request` on `port` (keep-alive, no `Connection: close`) is answered `HTTP/1.1 200 OK` with
+/// `len` bytes, and the connection stays usable: a request pipelined behind it is answered
+/// too, then the close it asks for comes.
+fn answered(server: &Server, port: &str, what: &str, request: &[u8], len: usize) {
+    let mut c = connect(server, port);
+    c.write_all(request).expect("send");
+    c.write_all(b"GET /bytes/2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send the second request");
+    let (text, closed) = read_until_closed(&mut *c);
+    let got = responses(&text);
+    assert_eq!(got.len(), 2, "{port}: {what}: {text:?}");
+    assert_eq!(got[0].0, "HTTP/1.1 200 OK", "{port}: {what}: {text:?}");
+    assert_eq!(got[0].2, "x".repeat(len), "{port}: {what}: {text:?}");
+    assert_eq!(
+        (got[1].0.as_str(), got[1].2.as_str()),
+        ("HTTP/1.1 200 OK", "xx"),
+        "{port}: {what}: {text:?}"
+    );
+    assert!(
+        closed,
+        "{port}: {what}: not closed after `Connection: close`"
+    );
+}
+
+/// Host must be empty or `uri-host [":" port]` (RFC 9112 §3.2, RFC 3986 §3.2.2): whitespace
+/// and userinfo get 400 and a close; an IPv6 literal with a port and a name with a port are
+/// served.
+#[test]
+fn host_values_are_checked_on_both_ports() {
+    let server = Server::start(&["--no-h3"]);
+    for port in PORTS {
+        for (what, host) in [("a space", "a b"), ("userinfo", "u@evil")] {
+            let request = format!("GET /bytes/10 HTTP/1.1\r\nHost: {host}\r\n\r\n");
+            refused(&server, port, what, request.as_bytes(), "HTTP/1.1 400 ");
+        }
+        for (what, host) in [
+            ("an IPv6 literal and a port", "[::1]:8080"),
+            ("a name and a port", "example.com:80"),
+        ] {
+            let request = format!("GET /bytes/10 HTTP/1.1\r\nHost: {host}\r\n\r\n");
+            answered(&server, port, what, request.as_bytes(), 10);
+        }
+    }
+}
+
+/// A chunk-size line ending in whitespace (no chunk-ext ends so, RFC 9112 §7.1.1) and obs-fold
+/// in the trailers (§7.1.2) get 400 and a close; whitespace before a `;` and a plain trailer
+/// are taken, so it is those two the framer refuses, not extensions or trailers.
+#[test]
+fn chunk_size_whitespace_and_trailer_obs_fold_get_400_and_a_close() {
+    let server = Server::start(&["--no-h3"]);
+    let chunked = |body: &str| {
+        format!("POST /bytes/10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n{body}")
+    };
+    for port in PORTS {
+        for (what, body) in [
+            ("a chunk size then a space", "3 \r\nabc\r\n0\r\n\r\n"),
+            (
+                "a trailer continued on a line starting with a space",
+                "3\r\nabc\r\n0\r\nX-T: 1\r\n 2\r\n\r\n",
+            ),
+            (
+                "a first trailer line starting with a space",
+                "3\r\nabc\r\n0\r\n X-T: 1\r\n\r\n",
+            ),
+        ] {
+            refused(
+                &server,
+                port,
+                what,
+                chunked(body).as_bytes(),
+                "HTTP/1.1 400 ",
+            );
+        }
+        let body = "3 ;a=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n";
+        answered(
+            &server,
+            port,
+            "an extension after a space, a trailer",
+            chunked(body).as_bytes(),
+            10,
+        );
+    }
+}
+
+/// The request line: one empty line before it is skipped (RFC 9112 §2.2); HTTP/1.2 is served
+/// as HTTP/1.1, keep-alive included, and answered with HTTP/1.1 (RFC 9110 §2.5); another major
+/// version gets 505 and a close; a version that is not `HTTP/` DIGIT `.` DIGIT gets 400 and a
+/// close (RFC 9112 §2.3). On the cleartext port none of these is taken for the h2 preface.
+#[test]
+fn request_line_versions_and_a_leading_crlf_on_both_ports() {
+    let server = Server::start(&["--no-h3"]);
+    for port in PORTS {
+        answered(
+            &server,
+            port,
+            "one CRLF before the request line",
+            b"\r\nGET /bytes/10 HTTP/1.1\r\nHost: x\r\n\r\n",
+            10,
+        );
+        answered(
+            &server,
+            port,
+            "HTTP/1.2",
+            b"GET /bytes/10 HTTP/1.2\r\nHost: x\r\n\r\n",
+            10,
+        );
+        for (version, want) in [
+            ("HTTP/2.0", "HTTP/1.1 505 "),
+            ("HTTP/3.0", "HTTP/1.1 505 "),
+            ("http/1.1", "HTTP/1.1 400 "),
+            ("HTTP/1.10", "HTTP/1.1 400 "),
+        ] {
+            let request = format!("GET /bytes/10 {version}\r\nHost: x\r\n\r\n");
+            refused(&server, port, version, request.as_bytes(), want);
+        }
+    }
 }

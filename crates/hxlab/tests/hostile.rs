@@ -1753,3 +1753,454 @@ fn one_address_cannot_take_the_whole_http3_table() {
         .expect("refused");
     assert!(refused >= 1, "/stats counts the refused connection");
 }
+
+// Round three (issue 38): unread pipelines, HTTP/2 connections whose peer is gone, a FIFO in
+// --dir, one address holding every connection.
+
+/// The peak resident memory of `pid` while `f` runs (sampled every 50 ms), and `f`'s result.
+fn peak_rss_during<T>(pid: u32, f: impl FnOnce() -> T) -> (T, u64) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            // Bounded: at most 10 minutes of samples, whatever `f` does.
+            for _ in 0..12_000 {
+                peak = peak.max(rss(pid));
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak
+        })
+    };
+    let out = f();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    (out, sampler.join().expect("sampler"))
+}
+
+/// 64 KiB of pipelined `GET /bytes/N` (about 1,700 requests); each asks for a different size
+/// (14,000 + its index, all small enough to be answered beside their heads, as `/bytes/16k`
+/// is), so the answers tell which request they are. Returns the bytes and the sizes in order.
+fn numbered_pipeline() -> (Vec<u8>, Vec<u64>) {
+    let mut bytes = Vec::with_capacity(64 << 10);
+    let mut sizes = Vec::new();
+    loop {
+        let n = 14_000 + sizes.len() as u64;
+        let req = format!("GET /bytes/{n} HTTP/1.1\r\nHost: x\r\n\r\n");
+        if bytes.len() + req.len() > 64 << 10 {
+            return (bytes, sizes);
+        }
+        bytes.extend_from_slice(req.as_bytes());
+        sizes.push(n);
+    }
+}
+
+/// Memory returns to within `slack` of `idle` within `limit`; the last reading.
+fn rss_settles(pid: u32, idle: u64, slack: u64, limit: Duration) -> u64 {
+    let deadline = Instant::now() + limit;
+    loop {
+        let now = rss(pid);
+        if now <= idle + slack || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// 100 connections each write 64 KiB of pipelined `GET /bytes/16k…` and never read: the
+/// server answers one write batch a turn as the socket drains, so it holds about 150 KiB per
+/// connection, not every answer (it grew by 2.6 GB in 6 s, 28 MB a connection). A legitimate
+/// request is answered meanwhile, and the memory comes back once the clients leave.
+#[test]
+fn unread_pipelines_hold_a_write_batch_not_every_answer() {
+    let server = Server::start(&["--no-h3"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let pid = server.child.id();
+    assert!(
+        legit_get(&plain, Duration::from_secs(5)),
+        "before the attack"
+    );
+    let idle = rss(pid);
+    let (pipeline, _) = numbered_pipeline();
+    let ((clients, answered), peak) = peak_rss_during(pid, || {
+        let clients: Vec<TcpStream> = (0..100)
+            .map(|_| {
+                let mut c = TcpStream::connect(&plain).expect("connect");
+                c.set_write_timeout(Some(Duration::from_secs(10)))
+                    .expect("timeout");
+                c.write_all(&pipeline).expect("the pipeline");
+                c
+            })
+            .collect();
+        // Long enough for the server to answer all it would (it took 6 s to reach 2.6 GB).
+        std::thread::sleep(Duration::from_secs(4));
+        let answered = legit_get(&plain, Duration::from_secs(3));
+        std::thread::sleep(Duration::from_secs(2));
+        (clients, answered)
+    });
+    assert!(answered, "a legitimate request during the attack");
+    let grown = peak.saturating_sub(idle);
+    assert!(
+        grown <= 200 << 20,
+        "the server grew by {} MB (idle {} MB)",
+        grown >> 20,
+        idle >> 20
+    );
+    drop(clients);
+    let after = rss_settles(pid, idle, 40 << 20, Duration::from_secs(20));
+    assert!(
+        after <= idle + (40 << 20),
+        "after the clients left: {} MB (idle {} MB)",
+        after >> 20,
+        idle >> 20
+    );
+    assert!(
+        legit_get(&plain, Duration::from_secs(5)),
+        "after the attack"
+    );
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length body of filler; returns that length.
+fn read_filler_response(r: &mut impl std::io::BufRead) -> u64 {
+    let mut len = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = r.read_line(&mut line).expect("a response head line");
+        assert!(n > 0, "the connection ended inside a response head");
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some(v) = l
+            .to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().to_string())
+        {
+            len = v.parse().ok();
+        }
+    }
+    let len: u64 = len.expect("a Content-Length");
+    let mut body = vec![0u8; len as usize];
+    r.read_exact(&mut body).expect("the whole body");
+    assert!(body.iter().all(|&b| b == b'x'), "a body of filler");
+    len
+}
+
+/// A slow reader (1 KiB/s for 3 s, then at full speed) of the same pipeline gets every answer,
+/// whole and in order: the budget above holds answers back, it drops none.
+#[test]
+fn a_slow_reader_of_a_long_pipeline_gets_every_answer_in_order() {
+    let server = Server::start(&["--no-h3"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let (pipeline, sizes) = numbered_pipeline();
+    let mut c = TcpStream::connect(&plain).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut writer = c.try_clone().expect("clone");
+    let w = std::thread::spawn(move || writer.write_all(&pipeline));
+    let mut first = [0u8; 1024];
+    let mut slow = Vec::new();
+    for _ in 0..3 {
+        let n = c.read(&mut first).expect("a slow read");
+        slow.extend_from_slice(&first[..n]);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    w.join().expect("writer").expect("the pipeline");
+    let mut r = std::io::BufReader::new(std::io::Read::chain(slow.as_slice(), c));
+    for (i, want) in sizes.iter().enumerate() {
+        assert_eq!(
+            read_filler_response(&mut r),
+            *want,
+            "answer {i} of {}",
+            sizes.len()
+        );
+    }
+}
+
+/// The server's own TCP sockets on `port` in CLOSE-WAIT (the peer sent FIN, the server has
+/// not closed), from /proc/net/tcp and tcp6.
+fn close_wait_on(port: u16) -> usize {
+    let local = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|t| {
+            t.lines()
+                .skip(1)
+                .filter(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 3 && f[1].ends_with(&local) && f[3] == "08"
+                })
+                .count()
+        })
+        .sum::<usize>()
+}
+
+/// What a window-blocking attacker sends after the preface: SETTINGS with an initial window
+/// of 0, then HEADERS for `/bytes/1G` on 10 streams.
+fn zero_window_requests() -> Vec<u8> {
+    let mut b = h2_frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]);
+    for id in (1..20).step_by(2) {
+        b.extend(h2_frame(1, 0x5, id, &h2_request(2, "/bytes/1G", None)));
+    }
+    b
+}
+
+fn port_of(addr: &str) -> u16 {
+    addr.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port")
+}
+
+/// 2,000 h2c and 200 TLS connections whose streams wait for window then send FIN (and keep
+/// reading, as a half-closed client may): nothing they asked for can finish, so the server
+/// closes each at once (they sat in CLOSE-WAIT until --send-timeout, 60 s: 6,000 of them,
+/// then the file limit, and every TCP port stopped answering). Legitimate h1, h2 and h2c
+/// requests are answered during the attack.
+#[test]
+fn window_blocked_connections_close_at_the_peers_fin() {
+    let server = Server::start(&["--no-h3"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let mut h2c: Vec<TcpStream> = (0..2000)
+        .map(|_| {
+            let mut c = h2c_connect(&plain);
+            c.write_all(&zero_window_requests()).expect("requests");
+            c
+        })
+        .collect();
+    let mut over_tls: Vec<_> = (0..200)
+        .map(|_| {
+            let mut s = h2_tls_connect(&tls, &server.cert());
+            s.write_all(&zero_window_requests()).expect("requests");
+            s.flush().expect("flush");
+            s
+        })
+        .collect();
+    assert!(
+        legit_get(&plain, Duration::from_secs(5)),
+        "h1 during the attack"
+    );
+    for (proto, url) in [
+        ("h2", format!("https://{tls}/bytes/10")),
+        ("h2c", format!("http://{plain}/bytes/10")),
+    ] {
+        let (code, _, err) = run_with_timeout(
+            Command::new(hxlab()).args(["load", "-k", "--proto", proto, "-n", "5", "-q", &url]),
+            Duration::from_secs(20),
+        );
+        assert_eq!(code, Some(0), "{proto} during the attack: {err}");
+    }
+    // FIN on each (the sockets stay open: a reset would end them without the fix).
+    for c in &mut h2c {
+        c.shutdown(std::net::Shutdown::Write).expect("FIN");
+    }
+    for s in &mut over_tls {
+        s.sock.shutdown(std::net::Shutdown::Write).expect("FIN");
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let (on_plain, on_tls) = (close_wait_on(port_of(&plain)), close_wait_on(port_of(&tls)));
+    assert_eq!(
+        (on_plain, on_tls),
+        (0, 0),
+        "server sockets in CLOSE-WAIT 2 s after the last FIN (h2c, TLS)"
+    );
+    drop((h2c, over_tls));
+}
+
+/// A client that half-closes after its request but gave window for the whole response gets
+/// it whole, on h2c and HTTP/1.1: at FIN, only what can no longer finish is dropped.
+#[test]
+fn a_half_closed_client_with_window_gets_the_whole_response() {
+    let server = Server::start(&["--no-h3"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let mut c = h2c_connect(&plain);
+    let big = 16u32 << 20;
+    c.write_all(&h2_frame(4, 0, 0, &[0, 4, 1, 0, 0, 0]))
+        .expect("SETTINGS 16 MiB");
+    c.write_all(&h2_frame(8, 0, 0, &big.to_be_bytes()))
+        .expect("WINDOW_UPDATE");
+    c.write_all(&h2_frame(1, 0x5, 1, &h2_request(2, "/bytes/1000000", None)))
+        .expect("HEADERS");
+    c.shutdown(std::net::Shutdown::Write).expect("FIN");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let (mut got, mut ended) = (0usize, false);
+    let mut head = [0u8; 9];
+    while !ended && c.read_exact(&mut head).is_ok() {
+        let n = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+        let mut payload = vec![0u8; n];
+        c.read_exact(&mut payload).expect("a frame's payload");
+        let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        if head[3] == 0 && id == 1 {
+            got += n;
+            ended = head[4] & 1 != 0;
+        }
+    }
+    assert_eq!(
+        (got, ended),
+        (1_000_000, true),
+        "h2c: DATA bytes, END_STREAM"
+    );
+
+    let mut c = TcpStream::connect(&plain).expect("connect");
+    c.write_all(b"GET /bytes/1000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("request");
+    c.shutdown(std::net::Shutdown::Write).expect("FIN");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut r = std::io::BufReader::new(c);
+    assert_eq!(read_filler_response(&mut r), 1_000_000, "HTTP/1.1");
+}
+
+/// One request for `path` over cleartext HTTP/1.1: the status code and how long it took.
+fn h1_status(addr: &str, path: &str) -> (u16, Duration) {
+    let t0 = Instant::now();
+    let answer = h1_exchange(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap_or_default();
+    let code = answer.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, t0.elapsed())
+}
+
+/// A FIFO and a symlink to one in --dir: 403 at once on HTTP/1.1 and HTTP/2, and another file
+/// from the same server is answered meanwhile (opening the FIFO blocked a runtime thread
+/// until a writer came: the other file timed out on h1 and h2).
+#[test]
+fn a_fifo_in_dir_gets_403_and_stalls_nothing() {
+    let dir = common::tempfile_dir::TempDir::new("hxlab-fifo");
+    std::fs::write(dir.path().join("a.txt"), b"hello").expect("a file");
+    let fifo = std::ffi::CString::new(dir.path().join("fifo").to_string_lossy().as_bytes())
+        .expect("a path");
+    // SAFETY: a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0, "mkfifo");
+    std::os::unix::fs::symlink(dir.path().join("fifo"), dir.path().join("to-fifo"))
+        .expect("a symlink");
+    let d = dir.path().display().to_string();
+    let server = Server::start(&["--no-h3", "--dir", &d]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    for path in ["/static/fifo", "/static/to-fifo"] {
+        let waiting: Vec<_> = (0..4)
+            .map(|_| {
+                let (plain, path) = (plain.clone(), path.to_string());
+                std::thread::spawn(move || h1_status(&plain, &path))
+            })
+            .collect();
+        let (code, took) = h1_status(&plain, "/static/a.txt");
+        assert_eq!(code, 200, "another file meanwhile");
+        assert!(took < Duration::from_secs(1), "another file took {took:?}");
+        for w in waiting {
+            let (code, took) = w.join().expect("client");
+            assert_eq!(code, 403, "{path}");
+            assert!(took < Duration::from_secs(1), "{path} took {took:?}");
+        }
+        for (flag, url) in [
+            ("--http2-prior-knowledge", format!("http://{plain}{path}")),
+            ("--http2", format!("https://{tls}{path}")),
+        ] {
+            let t0 = Instant::now();
+            let (_, out, err) = run_with_timeout(
+                Command::new("curl").args([
+                    "-sk",
+                    flag,
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code} %{http_version}",
+                    &url,
+                ]),
+                Duration::from_secs(5),
+            );
+            assert_eq!(out.trim(), "403 2", "{url} over h2 ({flag}): {err}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "{url}: {:?}",
+                t0.elapsed()
+            );
+        }
+    }
+}
+
+/// A TCP connection to `to` from the local address `from` (another loopback address).
+fn connect_from(from: std::net::Ipv4Addr, to: &str) -> std::io::Result<TcpStream> {
+    use std::os::fd::FromRawFd;
+    let to: std::net::SocketAddrV4 = to.parse().expect("an IPv4 address");
+    let sa = |a: std::net::SocketAddrV4| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*a.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: a new socket, owned at once by the TcpStream (closed on every path).
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is ours and open.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let local = sa(std::net::SocketAddrV4::new(from, 0));
+    // SAFETY: a live sockaddr_in of `len` bytes.
+    if unsafe { libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let remote = sa(to);
+    // SAFETY: as above.
+    if unsafe { libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(stream)
+}
+
+/// One address (127.0.0.2) opening far more connections than --tcp-max-per-address gets that
+/// many, the rest closed at accept (counted, logged); a client on 127.0.0.1 is answered.
+#[test]
+fn one_address_cannot_take_every_tcp_connection() {
+    let mut server = Server::start(&["--no-h3", "--tcp-max-per-address", "50"]);
+    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let attacker = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let held: Vec<TcpStream> = (0..200)
+        .filter_map(|_| connect_from(attacker, &plain).ok())
+        .collect();
+    assert_eq!(held.len(), 200, "the kernel completes every handshake");
+    std::thread::sleep(Duration::from_millis(500));
+    // The ones over the cap were closed: a read sees EOF or a reset at once.
+    let closed = held
+        .iter()
+        .filter(|c| {
+            c.set_read_timeout(Some(Duration::from_millis(200)))
+                .expect("timeout");
+            let mut byte = [0u8; 1];
+            match (&mut &**c).read(&mut byte) {
+                Ok(0) => true,
+                Err(e) => !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                Ok(_) => false,
+            }
+        })
+        .count();
+    assert_eq!(closed, 150, "connections over the cap closed");
+    assert!(
+        legit_get(&plain, Duration::from_secs(5)),
+        "a client on 127.0.0.1"
+    );
+    let stats = common::serve_stats(&plain);
+    assert_eq!(
+        stats["by_protocol"]["h1"]["refused"], 150,
+        "refusals counted"
+    );
+    drop(held);
+    let log = server.child.stderr_text();
+    assert!(log.contains("--tcp-max-per-address"), "logged: {log}");
+}

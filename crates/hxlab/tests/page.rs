@@ -716,6 +716,30 @@ fn bad_flags_exit_2() {
     }
 }
 
+/// Without --proto (required unless --config), the one error line names it: clap lists
+/// missing arguments after its first line, which alone would name nothing.
+#[test]
+fn a_missing_proto_is_named_on_the_error_line() {
+    let tmp = TempDir::new("hxlab-page-noproto");
+    let har = tmp.path().join("site.har").display().to_string();
+    for args in [
+        vec!["page", "--replay", har.as_str()],
+        vec!["page", "https://127.0.0.1:9/"],
+        vec!["page", "--synthetic", "n=2"],
+        vec!["page"],
+    ] {
+        let (code, out, err) =
+            run_with_timeout(Command::new(hxlab()).args(&args), Duration::from_secs(20));
+        assert_eq!(code, Some(2), "{args:?}: stderr: {err}");
+        assert_eq!(
+            err.trim(),
+            "hxlab: error: missing required argument: --proto <PROTO>",
+            "{args:?}"
+        );
+        assert!(out.is_empty(), "{args:?}: stdout: {out}");
+    }
+}
+
 /// Behind `hxlab link` with 50 ms each way, the browser (in the link's namespace) still gets
 /// every resource over the protocol asked for, and the first byte takes at least the
 /// handshake and request round trips.

@@ -1164,11 +1164,29 @@ fn report_rejects_a_corrupt_results_line() {
     )
     .expect("records");
     let err = expect_failure(&["report", &d], 2);
-    assert!(err.contains("results.jsonl") && err.contains('1'), "{err}");
-    // A corrupt experiment.json.
+    assert!(
+        err.contains("results.jsonl line 1: not a result record: EOF while parsing"),
+        "{err}"
+    );
+    // A record of the wrong shape: the file, the line and what is wrong in it.
+    std::fs::write(
+        dir.path().join("results.jsonl"),
+        "{\"experiment\":\"robust\",\"cell\":3}\n",
+    )
+    .expect("records");
+    let err = expect_failure(&["report", &d], 2);
+    assert!(
+        err.contains("results.jsonl line 1: not a result record: invalid type: integer `3`"),
+        "{err}"
+    );
+    // A corrupt experiment.json is named as itself, not as a bad result record.
     std::fs::write(dir.path().join("experiment.json"), "{\"name\": ").expect("meta");
     let err = expect_failure(&["report", &d], 2);
-    assert!(err.contains("experiment.json"), "{err}");
+    assert!(
+        err.contains("experiment.json: not an experiment description: EOF while parsing"),
+        "{err}"
+    );
+    assert!(!err.contains("result record"), "{err}");
 }
 
 #[test]

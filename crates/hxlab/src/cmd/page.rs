@@ -150,7 +150,6 @@ fn link_config(args: &Args) -> anyhow::Result<Option<hxlab_link::LinkConfig>> {
     super::link::link_config(&link).map(Some)
 }
 
-/// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
 /// `--proto` of a page load: the protocols a browser can be made to speak (h2c is not one:
 /// browsers speak HTTP/2 over TLS only), listed in `--help`.
 fn browser_proto() -> impl clap::builder::TypedValueParser<Value = Proto> {
@@ -165,6 +164,7 @@ fn browser_proto() -> impl clap::builder::TypedValueParser<Value = Proto> {
     })
 }
 
+/// `--replay HAR`: the archive is readable and loadable over `proto`; says where the load
 /// starts when the recording redirects, and what it left out.
 fn check_replay(har: &Path, proto: Proto) -> anyhow::Result<()> {
     let (archive, start) = hxlab_page::replay::check_archive(har, proto).map_err(super::usage)?;
