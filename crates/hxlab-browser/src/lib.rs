@@ -152,6 +152,10 @@ pub enum BrowserError {
     /// The browser reported a navigation error (e.g. net::ERR_CONNECTION_REFUSED).
     #[error("navigation failed: {0}")]
     Navigation(String),
+    /// The browser refused the server's certificate (a `net::ERR_CERT*` navigation error):
+    /// the caller can say how to trust the server's key.
+    #[error("navigation failed: {0}")]
+    Certificate(String),
     /// The DevTools conversation went wrong.
     #[error("DevTools protocol: {0}")]
     Protocol(String),

@@ -69,6 +69,19 @@ pub(crate) struct ViewData {
     pub frames: Vec<(f64, String)>,
 }
 
+/// A failed navigation as its error: DevTools names the failure only by Chromium's net
+/// error name (`net::ERR_CERT_AUTHORITY_INVALID`), so the certificate errors are told apart
+/// here, once, by that name's `ERR_CERT` prefix.
+fn navigation_error(err: &str, url: &str) -> BrowserError {
+    let text = format!("{err} ({url})");
+    let name = err.strip_prefix("net::").unwrap_or(err);
+    if name.starts_with("ERR_CERT") {
+        BrowserError::Certificate(text)
+    } else {
+        BrowserError::Navigation(text)
+    }
+}
+
 /// Loads `cfg.url` in `tab` and collects everything one view measures.
 pub(crate) async fn load_view(
     cfg: &PageConfig,
@@ -88,7 +101,7 @@ pub(crate) async fn load_view(
         .await?;
     if let Some(err) = nav.get("errorText").and_then(Value::as_str) {
         if !err.is_empty() {
-            return Err(BrowserError::Navigation(format!("{err} ({})", cfg.url)));
+            return Err(navigation_error(err, &cfg.url));
         }
     }
     let mut seen = Collected::default();
@@ -287,4 +300,25 @@ pub(crate) fn add_page_metrics(run: &mut PageRun, perf: &Value, frames: &[(f64, 
     run.first_visual_change_ms = round(m.first_visual_change_ms);
     run.visually_complete_ms = round(m.visually_complete_ms);
     run.filmstrip = m.filmstrip;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_errors_are_their_own_variant() {
+        let url = "https://127.0.0.1:8443/";
+        for name in [
+            "net::ERR_CERT_AUTHORITY_INVALID",
+            "net::ERR_CERT_COMMON_NAME_INVALID",
+            "net::ERR_CERTIFICATE_TRANSPARENCY_REQUIRED",
+        ] {
+            let e = navigation_error(name, url);
+            assert!(matches!(e, BrowserError::Certificate(_)), "{name}: {e:?}");
+            assert_eq!(e.to_string(), format!("navigation failed: {name} ({url})"));
+        }
+        let e = navigation_error("net::ERR_CONNECTION_REFUSED", url);
+        assert!(matches!(e, BrowserError::Navigation(_)), "{e:?}");
+    }
 }

@@ -14,13 +14,24 @@
 pub mod job;
 pub mod load;
 pub mod page;
+pub mod page_report;
+pub mod ready;
+pub mod replay;
 pub mod serve;
+pub mod stats;
 pub mod text;
 
 pub use job::{JobDone, LoadJob};
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
 pub use page::{PageJob, Synthetic};
+pub use page_report::{
+    EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, Recording, ReplaySource,
+    SyntheticPage,
+};
+pub use ready::{ReadyError, ReadyFile};
+pub use replay::{NearMiss, NearMissRule, ReplayCounts};
 pub use serve::ServeConfig;
+pub use stats::{ProtoStats, StatsSnapshot};
 
 /// Why a configuration is refused: one line for the user (a usage error, exit 2, on the
 /// command line).

@@ -108,7 +108,7 @@ pub struct ServeConfig {
     /// `/replay-stats` stay); the self-signed certificate then also names every recorded
     /// host.
     pub replay: Option<PathBuf>,
-    /// Where the `hxlab serve` command writes its [`hxlab_core::ReadyFile`] once every
+    /// Where the `hxlab serve` command writes its [`ReadyFile`](crate::ReadyFile) once every
     /// listener accepts (the library's `start` does not write it).
     pub ready_file: Option<PathBuf>,
 }

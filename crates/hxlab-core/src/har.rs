@@ -177,9 +177,12 @@ pub fn resolve(base: &str, location: &str) -> Option<String> {
     Some(format!("{}://{authority}{dir}{location}", b.origin.scheme))
 }
 
-/// What one page load's replay answered, as the lab stores it per record.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
-pub struct ReplayOutcome {
+/// What a replay answered, counted: the counters `/replay-stats` serves (inside
+/// `hxlab_contract::ReplayCounts`) and the lab keeps per record (inside [`ReplayOutcome`]),
+/// defined once here because both the contract and the report (which does not depend on
+/// the contract) carry them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct ReplayTally {
     /// Requests answered by an exact match.
     pub hits: u64,
     /// Requests answered by a fallback rule (another query, or the path on another host).
@@ -193,6 +196,27 @@ pub struct ReplayOutcome {
     /// Answers whose recorded body the HAR lacks (served with an empty body).
     #[serde(default)]
     pub served_without_body: u64,
+}
+
+impl ReplayTally {
+    /// Adds another tally's counts to this one.
+    pub fn add(&mut self, other: &ReplayTally) {
+        self.hits += other.hits;
+        self.near_misses += other.near_misses;
+        self.misses += other.misses;
+        self.browser_own += other.browser_own;
+        self.served_without_body += other.served_without_body;
+    }
+}
+
+/// What one page load's replay answered, as the lab stores it per record: the counts and
+/// the first miss (built from the replay server's counts by
+/// `hxlab_contract::ReplayCounts::outcome`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct ReplayOutcome {
+    /// The counts (flattened: the record's JSON keeps them at this level).
+    #[serde(flatten)]
+    pub tally: ReplayTally,
     /// The first missed request, `METHOD URL`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_miss: Option<String>,

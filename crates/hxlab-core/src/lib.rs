@@ -8,7 +8,6 @@
 //! [`write_atomically`] is the one way any crate replaces a file others may be reading.
 //! [`Protocol`] (what a connection spoke) and [`Proto`] (what a client is asked to speak) are
 //! the one protocol vocabulary.
-//! [`ReadyFile`] is the file `hxlab serve` writes when it is ready, for whoever started it.
 //! [`interval`] holds a run's time series (one small histogram per interval).
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
@@ -25,7 +24,6 @@ pub mod histogram;
 pub mod interval;
 pub mod page;
 pub mod protocol;
-pub mod ready;
 pub mod result;
 pub mod shard;
 pub mod stats;
@@ -37,7 +35,6 @@ pub use atomic_file::write_atomically;
 pub use files::{read_capped, read_capped_string, read_lines_capped, Line};
 pub use histogram::LatencyHistogram;
 pub use protocol::{Proto, Protocol};
-pub use ready::ReadyFile;
 pub use result::RunResult;
 pub use udp::{set_quic_recv_buffer, QUIC_UDP_RECV_BUFFER};
 pub use units::{parse_duration, parse_rate, parse_size, UnitError};

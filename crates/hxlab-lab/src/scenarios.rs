@@ -3,7 +3,10 @@
 //! `hxlab compare`. They are ordinary experiment files, so `--set` and `--repetitions` work
 //! on them as on any file.
 
-use crate::spec::{parse, Experiment, Overrides, SpecError};
+use crate::spec::{
+    parse, Description, Experiment, FactorValue, Overrides, PageInput, Protocol, SpecError,
+};
+use hxlab_report::Workload;
 
 /// A built-in scenario.
 #[derive(Clone, Copy, Debug)]
@@ -127,29 +130,32 @@ pub const PAGE_NETWORKS: [&str; 5] = ["none", "wpt:Cable", "wpt:4G", "wpt:3G", "
 /// each in a fresh browser, judged on largest contentful paint (the load event beside it).
 /// The replay server runs one congestion controller, cubic, on TCP and QUIC alike; `--set`
 /// and `-r` apply as to any experiment.
-pub fn page_experiment(har: &std::path::Path, label: &str) -> String {
-    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-    let networks = PAGE_NETWORKS
-        .iter()
-        .map(|n| q(n))
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "name = \"compare-page\"\n\
-         title = {}\n\
-         description = {}\n\
-         workload = \"browser\"\nmetric = \"lcp\"\nrepetitions = 5\ncolumns = \"profile\"\n\
-         baseline = \"h1-tls\"\ntimeout = \"180s\"\nseed = 1\nhar = {}\n\
-         protocol = [\"h1-tls\", \"h2\", \"h3\"]\nprofile = [{networks}]\ncc_server = \"cubic\"\n",
-        q(&format!("hxlab compare --page: {label} over HTTP/1.1, HTTP/2 and HTTP/3")),
-        q(&format!(
+pub fn page_experiment(har: &std::path::Path, label: &str) -> Description {
+    let text = |s: &str| FactorValue::Text(s.to_string());
+    Description {
+        name: "compare-page".into(),
+        title: format!("hxlab compare --page: {label} over HTTP/1.1, HTTP/2 and HTTP/3"),
+        description: format!(
             "The page {label}, recorded once in Chromium, replayed from hxlab's own server over HTTP/1.1 (TLS), \
              HTTP/2 and HTTP/3 behind packet-level emulations of published networks (none, WebPageTest Cable, 4G \
              and 3G, Augmented Traffic Control's lossy Edge link). Each repetition is a fresh headless Chromium. \
              The server runs cubic on TCP and QUIC alike; Chromium's own controller is its default."
-        )),
-        q(&har.display().to_string()),
-    )
+        ),
+        workload: Workload::Browser,
+        repetitions: 5,
+        timeout: std::time::Duration::from_secs(180),
+        columns: Some("profile"),
+        baseline: Some(Protocol::H1Tls),
+        seed: Some(1),
+        page: Some(PageInput::Har(har.to_path_buf())),
+        metric: Some(hxlab_report::Metric::LcpS),
+        origins: Vec::new(),
+        factors: vec![
+            ("protocol", ["h1-tls", "h2", "h3"].map(text).to_vec()),
+            ("profile", PAGE_NETWORKS.iter().map(|n| text(n)).collect()),
+            ("cc_server", vec![text("cubic")]),
+        ],
+    }
 }
 
 /// Finds a scenario by name.
@@ -281,8 +287,11 @@ mod tests {
             {"request":{"method":"GET","url":"https://a.test/"},"response":{"status":200,"headers":[],"content":{"size":2,"text":"hi"}}}]}}"#,
         )
         .expect("har");
-        let src = page_experiment(&har, "https://a.test/");
-        let e = crate::spec::parse("compare --page", &src, &Overrides::default()).expect("parse");
+        let described = page_experiment(&har, "https://a.test/");
+        let e = described
+            .clone()
+            .build(&Overrides::default())
+            .expect("build");
         assert_eq!(e.cells.len(), 3 * PAGE_NETWORKS.len());
         assert_eq!(e.repetitions, 5);
         assert!(e
@@ -294,7 +303,7 @@ mod tests {
             repetitions: Some(2),
             ..Overrides::default()
         };
-        let e = crate::spec::parse("compare --page", &src, &set).expect("parse");
+        let e = described.clone().build(&set).expect("build");
         assert_eq!((e.cells.len(), e.repetitions), (6, 2));
         // An http:// recording whose redirects do not reach https cannot be HTTP/2 or 3:
         // refused before anything runs.
@@ -303,7 +312,8 @@ mod tests {
             r#"{"log":{"version":"1.2","entries":[{"request":{"method":"GET","url":"http://a.test/"},"response":{"status":200,"headers":[],"content":{"size":2,"text":"hi"}}}]}}"#,
         )
         .expect("har");
-        let err = crate::spec::parse("compare --page", &src, &Overrides::default())
+        let err = described
+            .build(&Overrides::default())
             .expect_err("no https page")
             .to_string();
         assert!(err.contains("needs an https:// page"), "{err}");

@@ -2,8 +2,8 @@
 //! child, known by its [`ReadyFile`], and the synthetic page both of them load.
 
 use crate::child::{tail, DieWithParent};
+use hxlab_contract::ReadyFile;
 use hxlab_core::cc::CongestionControl;
-use hxlab_core::ReadyFile;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

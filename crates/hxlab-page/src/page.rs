@@ -4,9 +4,11 @@
 
 use crate::origin::{loopback_to, synthetic_page_html_with, temp_dir, Origin, OriginOptions};
 use hxlab_browser::{Launcher, PageConfig, Proto};
-use hxlab_core::page::{Outcome, PageReport, PageRun, PageSummary, PUSH_REMOVED_IN};
+use hxlab_contract::{
+    EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, SyntheticPage,
+};
+use hxlab_core::page::{Outcome, PageRun, PageSummary, PageTotals, PUSH_REMOVED_IN};
 use hxlab_link::{Link, LinkConfig};
-use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,17 +190,10 @@ impl PageSession {
     /// the server read them back from each socket or QUIC connection (its `/stats`); None
     /// without an origin of ours or when `/stats` cannot be read.
     pub fn server_cc(&self) -> Option<std::collections::BTreeMap<String, u64>> {
-        let stats = crate::get_json(self.origin_stats?, "/stats")?;
+        let stats = crate::get_stats(self.origin_stats?)?;
         let mut out = std::collections::BTreeMap::new();
-        for proto in stats.get("by_protocol")?.as_object()?.values() {
-            for (cc, n) in proto
-                .get("cc")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                *out.entry(cc.clone()).or_insert(0) += n.as_u64().unwrap_or(0);
-            }
+        for proto in stats.by_protocol.values() {
+            hxlab_core::cc::add_counts(&mut out, &proto.cc);
         }
         Some(out)
     }
@@ -316,7 +311,7 @@ fn synthetic_origin(
 }
 
 /// Sums up the runs; left-out runs are numbered by their position among all runs.
-pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
+pub fn report(outcomes: &[Outcome], push: bool) -> PageTotals {
     let repeat_summary = repeat_summary(outcomes);
     let measured: Vec<PageRun> = outcomes
         .iter()
@@ -356,7 +351,7 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageReport {
     } else {
         Some(format!("push was requested and {browser} supports it"))
     };
-    PageReport {
+    PageTotals {
         summary,
         repeat_summary,
         browser,
@@ -401,57 +396,61 @@ fn repeat_summary(outcomes: &[Outcome]) -> Option<PageSummary> {
     Some(summary)
 }
 
-/// The JSON document of `hxlab page --json`: every run, the summary and what was asked.
+/// The document of `hxlab page --json`: every run, the summary and what was asked (the
+/// caller adds the replay's counts and the recording).
 pub fn report_json(
     session: &PageSession,
     opts: &PageOptions,
-    link_flags: Value,
     outcomes: &[Outcome],
-    rep: &PageReport,
-) -> Value {
-    let runs: Vec<Value> = outcomes
+    rep: &PageTotals,
+) -> PageReport {
+    let runs = outcomes
         .iter()
         .enumerate()
-        .map(|(i, o)| match o {
-            Outcome::Measured(r) => {
-                let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
-                v["run"] = json!(i + 1);
-                v["counted"] = json!(r.is_valid());
-                if let Some(rv) = &r.repeat_view {
-                    v["repeat_view"]["counted"] = json!(rv.is_valid());
-                }
-                v
-            }
-            Outcome::Failed(e) => json!({ "run": i + 1, "counted": false, "error": e }),
+        .map(|(i, o)| PageRunEntry {
+            run: i + 1,
+            outcome: o.clone(),
+            replay: None,
         })
         .collect();
-    let link = session.link.as_ref().map(|l| {
-        let mut v = link_flags;
-        v["host"] = json!(l.host_addr().to_string());
-        v["client"] = json!(l.client_addr().to_string());
-        v
+    let link = session.link.as_ref().map(|l| PageLink {
+        link: opts.link.clone(),
+        host: l.host_addr().to_string(),
+        client: l.client_addr().to_string(),
     });
-    json!({
-        "tool": "hxlab page",
-        "version": env!("CARGO_PKG_VERSION"),
-        "url": session.url,
-        "protocol": opts.proto,
-        "browser": rep.browser,
-        "browser_major": rep.browser_major,
-        "link": link,
-        "synthetic": opts.synthetic.as_ref().map(|s| json!({
-            "n": s.n, "size": s.size, "delay_ms": s.delay.as_secs_f64() * 1000.0,
-            "cache_s": s.cache.map(|d| d.as_secs()) })),
-        "cpu_slowdown": opts.cpu_slowdown,
-        "repeat_view": opts.repeat_view,
-        "server_cc": session.server_cc(),
-        "push": { "requested": opts.push, "ignored_by_browser": opts.push && rep.push_ignored, "note": rep.push_note },
-        "early_hints": { "requested": opts.early_hints, "runs_with_103": rep.early_hints_runs,
-            "resources_from_preloads": rep.preloads_used },
-        "runs": runs,
-        "summary": rep.summary,
-        "repeat_view_summary": rep.repeat_summary,
-    })
+    PageReport {
+        tool: PageReport::TOOL.to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        url: session.url.clone(),
+        protocol: opts.proto,
+        browser: rep.browser.clone(),
+        browser_major: rep.browser_major,
+        link,
+        synthetic: opts.synthetic.as_ref().map(|s| SyntheticPage {
+            n: s.n,
+            size: s.size,
+            delay_ms: s.delay.as_secs_f64() * 1000.0,
+            cache_s: s.cache.map(|d| d.as_secs()),
+        }),
+        cpu_slowdown: opts.cpu_slowdown,
+        repeat_view: opts.repeat_view,
+        server_cc: session.server_cc(),
+        push: PushReport {
+            requested: opts.push,
+            ignored_by_browser: opts.push && rep.push_ignored,
+            note: rep.push_note.clone(),
+        },
+        early_hints: EarlyHintsReport {
+            requested: opts.early_hints,
+            runs_with_103: rep.early_hints_runs,
+            resources_from_preloads: rep.preloads_used,
+        },
+        runs,
+        summary: rep.summary.clone(),
+        repeat_view_summary: rep.repeat_summary.clone(),
+        replay: None,
+        recorded: None,
+    }
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 
 use crate::origin::{Origin, OriginOptions};
 use crate::page::{Mapping, PageOptions, Started};
+use hxlab_contract::ReplayCounts;
 use hxlab_core::har::{Archive, HarOrigin};
 use hxlab_core::Proto;
-use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -149,14 +149,14 @@ pub(crate) fn replay_origin(
 
 /// `/replay-stats` of the replaying server; `reset` zeroes them and rewinds every recorded
 /// sequence (done before each page load, so each run's counts are its own).
-pub fn replay_counts(plain: SocketAddr, reset: bool) -> Result<Value, String> {
+pub fn replay_counts(plain: SocketAddr, reset: bool) -> Result<ReplayCounts, String> {
     let path = if reset {
         "/replay-stats?reset=1"
     } else {
         "/replay-stats"
     };
     crate::get_json(plain, path)
-        .filter(|v| v.get("misses").is_some())
+        .and_then(|v| serde_json::from_value(v).ok())
         .ok_or_else(|| format!("could not read {path} from the replay server at {plain}"))
 }
 
@@ -181,20 +181,16 @@ fn miss_key(method: &str, url: &str) -> Option<String> {
 /// stay in the counts but do not flag the run; when the server listed fewer misses than it
 /// counted, every miss flags it.
 pub fn replay_flag(
-    counts: &Value,
+    counts: &ReplayCounts,
     resources: &[hxlab_core::page::ResourceTiming],
 ) -> Option<String> {
-    let n = |k: &str| counts.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let listed: Vec<&str> = counts
-        .get("miss_urls")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let misses = counts.tally.misses;
+    let listed: Vec<&str> = counts.miss_urls.iter().map(String::as_str).collect();
     let page: Vec<String> = resources
         .iter()
         .filter_map(|r| miss_key("GET", &r.url))
         .collect();
-    let unlisted = (listed.len() as u64) < n("misses");
+    let unlisted = (listed.len() as u64) < misses;
     let page_misses: Vec<&str> = listed
         .iter()
         .copied()
@@ -203,7 +199,7 @@ pub fn replay_flag(
     let mut reasons = Vec::new();
     if unlisted || !page_misses.is_empty() {
         let count = if unlisted {
-            n("misses")
+            misses
         } else {
             page_misses.len() as u64
         };
@@ -212,10 +208,10 @@ pub fn replay_flag(
             page_misses.first().copied().unwrap_or("(not listed)")
         ));
     }
-    if n("served_without_body") > 0 {
+    if counts.tally.served_without_body > 0 {
         reasons.push(format!(
             "{} response(s) replayed without the body the HAR lacks",
-            n("served_without_body")
+            counts.tally.served_without_body
         ));
     }
     (!reasons.is_empty()).then(|| reasons.join("; "))
@@ -274,21 +270,32 @@ mod tests {
             resource("https://a.test:8443/"),
             resource("https://a.test:8443/x?v=1"),
         ];
-        let clean = serde_json::json!({ "hits": 3, "near_misses": 1, "misses": 0 });
+        let counts = |hits, misses, miss_urls: &[&str]| ReplayCounts {
+            tally: hxlab_core::har::ReplayTally {
+                hits,
+                misses,
+                ..Default::default()
+            },
+            miss_urls: miss_urls.iter().map(|u| u.to_string()).collect(),
+            ..Default::default()
+        };
+        let clean = counts(3, 0, &[]);
         assert_eq!(replay_flag(&clean, &page), None);
-        let missed = serde_json::json!({ "misses": 2,
-            "miss_urls": ["GET https://a.test/x?v=1", "GET https://a.test/favicon.ico"] });
+        let missed = counts(
+            0,
+            2,
+            &["GET https://a.test/x?v=1", "GET https://a.test/favicon.ico"],
+        );
         let f = replay_flag(&missed, &page).unwrap_or_default();
         assert!(
             f.contains("1 resource(s) missed") && f.contains("/x?v=1"),
             "{f}"
         );
         // The browser's own favicon request is counted, not held against the page.
-        let favicon = serde_json::json!({ "misses": 1,
-            "miss_urls": ["GET https://a.test/favicon.ico"] });
+        let favicon = counts(0, 1, &["GET https://a.test/favicon.ico"]);
         assert_eq!(replay_flag(&favicon, &page), None);
         // More misses than listed: every one counts.
-        let unlisted = serde_json::json!({ "misses": 5000, "miss_urls": [] });
+        let unlisted = counts(0, 5000, &[]);
         assert!(replay_flag(&unlisted, &page).is_some_and(|f| f.contains("5000")));
     }
 }

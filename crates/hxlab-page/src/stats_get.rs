@@ -1,12 +1,25 @@
-//! `GET` a small JSON document from an `hxlab serve`'s plain port (`/stats`,
-//! `/replay-stats`): one blocking HTTP/1.1 request, bounded in time and size.
+//! `GET` a small JSON document from an `hxlab serve`'s plain port (`/stats` as the typed
+//! [`StatsSnapshot`](hxlab_contract::StatsSnapshot), `/replay-stats`): one blocking HTTP/1.1
+//! request, bounded in time and size.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+/// `GET /stats` on a server's plain port, parsed into the contract's type; None when the
+/// server cannot be reached or the body is not a `/stats` document.
+pub fn get_stats(addr: SocketAddr) -> Option<hxlab_contract::StatsSnapshot> {
+    hxlab_contract::StatsSnapshot::from_json(&get_body(addr, "/stats")?).ok()
+}
+
 /// `GET path` on a server's plain port, its body as JSON (1 MiB at most, 2 s per step).
 pub fn get_json(addr: SocketAddr, path: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(&get_body(addr, path)?).ok()
+}
+
+/// `GET path` on a server's plain port, its body (de-chunked, trimmed; 1 MiB at most, 2 s
+/// per step).
+fn get_body(addr: SocketAddr, path: &str) -> Option<String> {
     let addr = addr.to_socket_addrs().ok()?.next()?;
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
@@ -25,7 +38,7 @@ pub fn get_json(addr: SocketAddr, path: &str) -> Option<serde_json::Value> {
     } else {
         body.to_string()
     };
-    serde_json::from_str(body.trim()).ok()
+    Some(body.trim().to_string())
 }
 
 fn dechunk(body: &str) -> Option<String> {

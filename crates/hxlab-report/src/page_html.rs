@@ -3,7 +3,7 @@
 //! and filmstrip per run and view.
 
 use crate::waterfall::{escape, waterfall_svg};
-use hxlab_core::page::{Outcome, PageReport, PageRun, PageSummary};
+use hxlab_core::page::{Outcome, PageRun, PageSummary, PageTotals};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;margin:1.5em;color:#111;max-width:1240px}\
@@ -26,7 +26,7 @@ fn ms(v: Option<f64>) -> String {
 }
 
 /// The whole page for `url` loaded over `proto`: heading, summary, runs, waterfalls.
-pub fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageReport) -> String {
+pub fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageTotals) -> String {
     let title = format!("hxlab page: {url} over {proto}");
     let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",

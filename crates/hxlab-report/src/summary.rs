@@ -285,10 +285,10 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
             s.fell_back = Some(other.join(", "));
         }
     }
-    if let Some(rp) = s.replay.as_ref().filter(|rp| rp.misses > 0) {
+    if let Some(rp) = s.replay.as_ref().filter(|rp| rp.tally.misses > 0) {
         s.warnings.push(format!(
             "the replayed recording missed {} request(s) in {} of {} repetitions (first: {})",
-            rp.misses,
+            rp.tally.misses,
             s.replay_missed_runs,
             records.len() - skipped,
             rp.first_miss.as_deref().unwrap_or("not listed")
@@ -316,15 +316,11 @@ fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
 /// Adds one repetition's replay counts to its cell's.
 fn add_replay(s: &mut CellSummary, rp: &hxlab_core::har::ReplayOutcome) {
     let sum = s.replay.get_or_insert_with(Default::default);
-    sum.hits += rp.hits;
-    sum.near_misses += rp.near_misses;
-    sum.misses += rp.misses;
-    sum.browser_own += rp.browser_own;
-    sum.served_without_body += rp.served_without_body;
+    sum.tally.add(&rp.tally);
     if sum.first_miss.is_none() {
         sum.first_miss.clone_from(&rp.first_miss);
     }
-    s.replay_missed_runs += usize::from(rp.misses > 0);
+    s.replay_missed_runs += usize::from(rp.tally.misses > 0);
 }
 
 /// A figure in a table: median with its interval, flagged when it should not be trusted.

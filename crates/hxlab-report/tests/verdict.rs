@@ -453,15 +453,20 @@ fn a_replay_that_missed_the_recording_is_named() {
     let mut records = browser_records(true);
     for r in &mut records {
         r.replay = Some(hxlab_core::har::ReplayOutcome {
-            hits: 12,
+            tally: hxlab_core::har::ReplayTally {
+                hits: 12,
+                ..Default::default()
+            },
             ..Default::default()
         });
     }
     records[7].replay = Some(hxlab_core::har::ReplayOutcome {
-        hits: 11,
-        misses: 1,
+        tally: hxlab_core::har::ReplayTally {
+            hits: 11,
+            misses: 1,
+            ..Default::default()
+        },
         first_miss: Some("GET https://static.test/app.js".into()),
-        ..Default::default()
     });
     let r = Report::build(browser_meta(hxlab_report::Metric::LcpS), records);
     let h3 = r
@@ -470,7 +475,7 @@ fn a_replay_that_missed_the_recording_is_named() {
         .find(|c| c.key == "protocol=h3")
         .expect("h3 cell");
     let replay = h3.replay.as_ref().expect("replay counts");
-    assert_eq!((replay.hits, replay.misses), (5 * 12 - 1, 1));
+    assert_eq!((replay.tally.hits, replay.tally.misses), (5 * 12 - 1, 1));
     assert_eq!(h3.replay_missed_runs, 1);
     let lines = texts(&r, Kind::Problem);
     assert_eq!(

@@ -34,8 +34,6 @@ pub use h2::peer as h2_peer;
 /// The origin's HTTP/3 request-head and control-stream parsing without QUIC, for fuzzing.
 pub use h3::peer as h3_peer;
 pub use hxlab_core::cc::CongestionControl;
-pub use replay::{NearMiss, ReplayCounts};
-pub use stats::{ProtoStats, StatsSnapshot};
 
 /// Everything `hxlab serve` can be told: the typed contract `hxlab serve --config` takes,
 /// with its one validator (hxlab-contract).
@@ -112,12 +110,12 @@ impl RunningServer {
     }
 
     /// The replay's counters so far (`/replay-stats`), when replaying.
-    pub fn replay_counts(&self) -> Option<ReplayCounts> {
+    pub fn replay_counts(&self) -> Option<hxlab_contract::ReplayCounts> {
         self.ctx.replay.as_ref().map(|r| r.counts(false))
     }
 
     /// Counters so far, the same numbers `/stats` serves.
-    pub fn stats(&self) -> StatsSnapshot {
+    pub fn stats(&self) -> hxlab_contract::StatsSnapshot {
         self.ctx.stats.snapshot()
     }
 

@@ -1,6 +1,7 @@
 //! Per-protocol counters behind `/stats`: plain relaxed atomics, no locks in the hot path.
+//! What `/stats` serves is hxlab-contract's [`StatsSnapshot`], built here.
 
-use serde::Serialize;
+use hxlab_contract::{ProtoStats, StatsSnapshot};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -37,52 +38,6 @@ struct Counters {
 pub(crate) struct Stats {
     started: Instant,
     by: [Counters; 5],
-}
-
-/// One protocol's counters as served by `/stats`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct ProtoStats {
-    /// Completed responses (the `/stats` requests themselves are not counted).
-    pub requests: u64,
-    /// Response body bytes handed to the protocol stack.
-    pub body_bytes: u64,
-    /// Connections accepted so far.
-    pub connections: u64,
-    /// Connections open now.
-    pub open_connections: u64,
-    /// TLS-over-TCP connections whose TLS 1.3 early data (0-RTT) this server accepted.
-    #[serde(default)]
-    pub early_data_accepted: u64,
-    /// TCP connections whose SYN carried data this server took (TCP Fast Open), read back
-    /// from each accepted socket (TCP_INFO).
-    #[serde(default)]
-    pub tfo_accepted: u64,
-    /// QUIC connection attempts answered with a Retry (asked to prove their address first,
-    /// because too many handshakes were in progress).
-    #[serde(default)]
-    pub retries: u64,
-    /// Connection attempts refused: the QUIC table full, or their address over its cap.
-    #[serde(default)]
-    pub refused: u64,
-    /// Connections served so far by congestion controller ("reno": n), read back from each
-    /// accepted TCP socket (getsockopt) or QUIC connection (quinn's controller).
-    #[serde(default)]
-    pub cc: BTreeMap<String, u64>,
-}
-
-/// The `/stats` document.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct StatsSnapshot {
-    /// Seconds since the server started.
-    pub uptime_s: f64,
-    /// User CPU time of the whole server process, seconds.
-    pub cpu_user_s: f64,
-    /// System CPU time of the whole server process, seconds.
-    pub cpu_sys_s: f64,
-    /// Counters keyed by "h1", "h1-tls", "h2", "h2c", "h3".
-    pub by_protocol: BTreeMap<String, ProtoStats>,
-    /// The sum over all protocols.
-    pub total: ProtoStats,
 }
 
 impl Stats {
@@ -195,7 +150,7 @@ impl Stats {
             total.retries += s.retries;
             total.refused += s.refused;
             hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
-            by_protocol.insert(p.name().to_string(), s);
+            by_protocol.insert(p.stats_key().to_string(), s);
         }
         let (cpu_user_s, cpu_sys_s) = cpu_times();
         StatsSnapshot {

@@ -17,10 +17,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 const LIMIT: Duration = Duration::from_secs(120);
 
 fn plain(s: &Server) -> String {
-    s.ready["plain"]
-        .as_str()
-        .expect("plain address")
-        .to_string()
+    s.ready.plain.to_string()
 }
 
 /// Renders a Job; panics on failure.
@@ -130,9 +127,7 @@ fn hist_count(v: &Value, name: &str) -> u64 {
 }
 
 fn served(addr: &str) -> u64 {
-    common::serve_stats(addr)["total"]["requests"]
-        .as_u64()
-        .expect("total requests")
+    common::serve_stats(addr).total.requests
 }
 
 /// The Job's own command, run per completion index, adds up to the asked run exactly:

@@ -8,12 +8,13 @@
 mod common;
 
 use common::{h1_exchange, Server};
+use hxlab_core::Protocol;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 fn plain(server: &Server) -> String {
-    server.ready["plain"].as_str().expect("plain").to_string()
+    server.ready.plain.to_string()
 }
 
 /// One response read off `c`: (status line, lower-cased head, body). `head_request`: no body.
@@ -104,9 +105,9 @@ fn every_other_ambiguous_framing_gets_400_and_a_close() {
     // Not counted as requests; the server goes on serving.
     let stats = common::serve_stats(&addr);
     assert_eq!(
-        stats["by_protocol"]["h1"]["requests"].as_u64(),
+        stats.protocol(Protocol::H1).map(|p| p.requests),
         Some(0),
-        "{stats}"
+        "{stats:?}"
     );
     let reply = h1_exchange(
         &addr,
@@ -158,9 +159,9 @@ fn requests_split_anywhere_are_answered_in_order() {
     assert_eq!(response(&mut c, false).2, b"xx");
     let stats = common::serve_stats(&addr);
     assert_eq!(
-        stats["by_protocol"]["h1"]["requests"].as_u64(),
+        stats.protocol(Protocol::H1).map(|p| p.requests),
         Some(7),
-        "{stats}"
+        "{stats:?}"
     );
 }
 
@@ -318,9 +319,9 @@ fn a_pipeline_handed_over_mid_way_is_answered_in_order_and_counted_once() {
     }
     let stats = common::serve_stats(&addr);
     assert_eq!(
-        stats["by_protocol"]["h1"]["requests"].as_u64(),
+        stats.protocol(Protocol::H1).map(|p| p.requests),
         Some(7 + 40 * 25),
-        "each request counted once: {stats}"
+        "each request counted once: {stats:?}"
     );
 }
 
@@ -356,7 +357,9 @@ fn an_idle_connection_in_a_set_is_closed_after_the_idle_timeout() {
         closed >= Duration::from_millis(950) && closed < Duration::from_secs(2),
         "closed {closed:?} after its answer"
     );
-    let open = common::serve_stats(&addr)["by_protocol"]["h1"]["open_connections"].as_u64();
+    let open = common::serve_stats(&addr)
+        .protocol(Protocol::H1)
+        .map(|p| p.open_connections);
     // The busy connection and the one asking for the stats.
     assert_eq!(open, Some(2));
 }
@@ -376,7 +379,11 @@ const PORTS: [&str; 2] = ["plain", "tls"];
 /// http/1.1 chosen, the server's own certificate trusted. Reads wait 250 ms at most, so the
 /// callers' deadlines hold.
 fn connect(server: &Server, port: &str) -> Box<dyn Conn> {
-    let addr = server.ready[port].as_str().expect("address");
+    let addr = if port == "plain" {
+        server.ready.plain
+    } else {
+        server.ready.tls
+    };
     let tcp = TcpStream::connect(addr).expect("connect");
     tcp.set_read_timeout(Some(Duration::from_millis(250)))
         .expect("read timeout");

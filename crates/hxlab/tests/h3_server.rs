@@ -89,11 +89,7 @@ async fn closed_with(conn: &quinn::Connection) -> u64 {
 }
 
 fn h3_addr(server: &Server) -> SocketAddr {
-    server.ready["h3"]
-        .as_str()
-        .expect("h3")
-        .parse()
-        .expect("addr")
+    server.ready.h3.expect("h3")
 }
 
 #[test]

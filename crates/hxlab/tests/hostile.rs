@@ -6,6 +6,7 @@
 mod common;
 
 use common::{h1_exchange, h2_frame, hxlab, run_with_timeout, PeerProcess, Server};
+use hxlab_core::Protocol;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -55,7 +56,7 @@ fn legit_get(addr: &str, limit: Duration) -> bool {
 #[test]
 fn a_partial_h2_preface_costs_no_cpu() {
     let server = Server::start(&["--no-h3"]);
-    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr = server.ready.plain.to_string();
     let pid = server.child.id();
     let mut held = Vec::new();
     for _ in 0..400 {
@@ -105,8 +106,8 @@ fn a_partial_h2_preface_costs_no_cpu() {
 #[test]
 fn trace_keeps_to_the_servers_stream_limit() {
     let server = Server::start(&["--no-h3", "--max-streams", "10"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready.plain.to_string();
+    let tls = server.ready.tls.to_string();
     for (proto, url) in [
         ("h2c", format!("http://{plain}/bytes/10")),
         ("h2", format!("https://{tls}/bytes/10")),
@@ -190,13 +191,17 @@ impl Frozen {
 #[test]
 fn http3_clients_that_stop_acknowledging_pin_only_the_quic_window() {
     let server = Server::start(&["--quic-window", "1MiB", "--quic-max-connections", "60"]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     let pid = server.child.id();
     let before = rss(pid);
     // The client is stopped once all 60 are established (bounded wait), however slowly a
     // loaded machine runs it: the 61st below must find the limit reached.
-    let open = || common::serve_stats(&plain)["by_protocol"]["h3"]["open_connections"].as_u64();
+    let open = || {
+        common::serve_stats(&plain)
+            .protocol(Protocol::H3)
+            .map(|p| p.open_connections)
+    };
     let frozen = Frozen::start_when(
         Command::new(hxlab())
             .args(["load", "-k", "--proto", "h3", "-c", "60", "-n", "60"])
@@ -293,7 +298,7 @@ fn h2_resets(c: &mut TcpStream, streams: &[u32], limit: Duration) -> Vec<u32> {
 #[test]
 fn stalled_streams_and_bodies_time_out() {
     let server = Server::start(&["--no-h3", "--send-timeout", "2s", "--body-timeout", "2s"]);
-    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr = server.ready.plain.to_string();
     let t0 = Instant::now();
     // Zero window: the responses' HEADERS go out, their DATA never can.
     let mut stall = TcpStream::connect(&addr).expect("connect");
@@ -349,7 +354,7 @@ fn stalled_streams_and_bodies_time_out() {
 #[test]
 fn http3_load_notices_a_dead_server() {
     let server = Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let tls = server.ready.tls.to_string();
     let pid = server.child.id();
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1500));
@@ -399,16 +404,20 @@ fn http3_load_notices_a_dead_server() {
 #[test]
 fn requests_in_flight_when_the_server_dies_fail_on_h1_as_on_h2() {
     for (proto, port, counted_as) in [
-        ("h1", "plain", "h1"),
-        ("h1", "tls", "h1-tls"),
-        ("h2", "tls", "h2"),
+        ("h1", "plain", Protocol::H1),
+        ("h1", "tls", Protocol::H1Tls),
+        ("h2", "tls", Protocol::H2),
     ] {
         let server = Server::start(&[]);
-        let plain = server.ready["plain"].as_str().expect("plain").to_string();
+        let plain = server.ready.plain.to_string();
         let scheme = if port == "tls" { "https" } else { "http" };
         let url = format!(
             "{scheme}://{}/delay/300",
-            server.ready[port].as_str().expect("addr")
+            if port == "tls" {
+                server.ready.tls
+            } else {
+                server.ready.plain
+            }
         );
         let load = std::thread::spawn(move || {
             run_with_timeout(
@@ -423,14 +432,12 @@ fn requests_in_flight_when_the_server_dies_fail_on_h1_as_on_h2() {
         });
         // Killed once every connection is open and some requests were answered (the /stats
         // request's own connection counts as open on the plain port).
-        let open_wanted = if counted_as == "h1" { 5 } else { 4 };
+        let open_wanted = if counted_as == Protocol::H1 { 5 } else { 4 };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let s = &common::serve_stats(&plain)["by_protocol"][counted_as];
-            let open = s["open_connections"].as_u64().unwrap_or(0);
-            if (open >= open_wanted && s["requests"].as_u64().unwrap_or(0) >= 8)
-                || Instant::now() > deadline
-            {
+            let stats = common::serve_stats(&plain);
+            let s = stats.protocol(counted_as).cloned().unwrap_or_default();
+            if (s.open_connections >= open_wanted && s.requests >= 8) || Instant::now() > deadline {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -472,7 +479,11 @@ fn a_keep_alive_connection_closed_while_idle_fails_nothing() {
         let scheme = if port == "tls" { "https" } else { "http" };
         let url = format!(
             "{scheme}://{}/bytes/10",
-            server.ready[port].as_str().expect("addr")
+            if port == "tls" {
+                server.ready.tls
+            } else {
+                server.ready.plain
+            }
         );
         let (code, out, err) = run_with_timeout(
             Command::new(hxlab())
@@ -568,7 +579,7 @@ fn h2c_connect(addr: &str) -> TcpStream {
 #[test]
 fn rapid_reset_and_control_frame_floods_stay_bounded() {
     let server = Server::start(&["--no-h3"]);
-    let addr = server.ready["plain"].as_str().expect("plain").to_string();
+    let addr = server.ready.plain.to_string();
     let pid = server.child.id();
     let before = rss(pid);
     let attack = |kind: &'static str| {
@@ -635,8 +646,8 @@ fn rapid_reset_and_control_frame_floods_stay_bounded() {
 #[test]
 fn abandoned_http3_connections_are_reclaimed() {
     let server = Server::start(&["--quic-window", "1MiB"]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     let pid = server.child.id();
     let url = |path: &str| format!("https://{tls}{path}");
     // One ordinary h3 request first, so what the runtime keeps anyway is in `before`.
@@ -660,7 +671,11 @@ fn abandoned_http3_connections_are_reclaimed() {
     std::thread::sleep(Duration::from_secs(1));
     let peak = rss(pid);
     drop(frozen);
-    let open = || common::serve_stats(&plain)["by_protocol"]["h3"]["open_connections"].as_u64();
+    let open = || {
+        common::serve_stats(&plain)
+            .protocol(Protocol::H3)
+            .map(|p| p.open_connections)
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
     while open() != Some(0) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
@@ -767,8 +782,12 @@ fn endless_interim_responses_end_at_the_request_timeout() {
 #[test]
 fn unread_pipelined_responses_do_not_hold_the_connection() {
     let server = Server::start(&["--no-h3", "--send-timeout", "2s"]);
-    let addr = server.ready["plain"].as_str().expect("plain").to_string();
-    let open = || common::serve_stats(&addr)["by_protocol"]["h1"]["open_connections"].as_u64();
+    let addr = server.ready.plain.to_string();
+    let open = || {
+        common::serve_stats(&addr)
+            .protocol(Protocol::H1)
+            .map(|p| p.open_connections)
+    };
     let base = open().expect("open connections");
     // Think time longer than --send-timeout is answered.
     let mut slow = TcpStream::connect(&addr).expect("connect");
@@ -887,8 +906,8 @@ impl TlsPipe {
 #[test]
 fn the_tls_port_resets_stalled_streams_and_survives_rapid_reset() {
     let server = Server::start(&["--no-h3", "--send-timeout", "2s"]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     let pid = server.child.id();
     let Some(mut stall) = TlsPipe::open(&tls) else {
         return;
@@ -955,7 +974,7 @@ fn h3_request(path: &str, authority: &str) -> Vec<u8> {
 #[test]
 fn http3_streams_opened_and_reset_stay_bounded() {
     let server = Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let tls = server.ready.tls.to_string();
     let addr: std::net::SocketAddr = tls.parse().expect("addr");
     let pid = server.child.id();
     let before = rss(pid);
@@ -999,7 +1018,7 @@ fn http3_streams_opened_and_reset_stay_bounded() {
 #[test]
 fn ambiguous_http1_framing_gets_400_and_a_close() {
     let server = Server::start(&["--no-h3"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let plain = server.ready.plain.to_string();
     let cases: &[(&str, &[u8])] = &[
         ("bare LF", b"GET /bytes/10 HTTP/1.1\nHost: x\n\n"),
         (
@@ -1087,7 +1106,7 @@ async fn h3_reset_within(recv: &mut quinn::RecvStream, limit: Duration) -> bool 
 #[test]
 fn http3_heads_that_never_complete_are_reset() {
     let server = Server::start(&["--head-timeout", "2s"]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let tls = server.ready.tls.to_string();
     let addr: std::net::SocketAddr = tls.parse().expect("addr");
     let pid = server.child.id();
     let before = rss(pid);
@@ -1152,7 +1171,7 @@ fn http3_heads_that_never_complete_are_reset() {
 #[test]
 fn http3_partial_heads_past_the_budget_close_the_connection() {
     let server = Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let tls = server.ready.tls.to_string();
     let addr: std::net::SocketAddr = tls.parse().expect("addr");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1206,8 +1225,8 @@ fn http3_worst_case_memory_stays_within_the_stated_bound() {
         "--idle-timeout",
         "120s",
     ]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     let addr: std::net::SocketAddr = tls.parse().expect("addr");
     let pid = server.child.id();
     let before = rss(pid);
@@ -1240,7 +1259,9 @@ fn http3_worst_case_memory_stays_within_the_stated_bound() {
     // Let the unread responses fill the server's send buffers.
     std::thread::sleep(Duration::from_secs(2));
     let grown = rss(pid).saturating_sub(before);
-    let open = common::serve_stats(&plain)["by_protocol"]["h3"]["open_connections"].as_u64();
+    let open = common::serve_stats(&plain)
+        .protocol(Protocol::H3)
+        .map(|p| p.open_connections);
     assert_eq!(open, Some(CONNS), "every attacking connection still open");
     assert!(
         held.iter().all(|h| h.1.close_reason().is_none()),
@@ -1273,7 +1294,7 @@ fn http3_worst_case_memory_stays_within_the_stated_bound() {
 #[test]
 fn idle_http3_connections_are_closed() {
     let server = Server::start(&["--idle-timeout", "1s", "--quic-max-connections", "20"]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let tls = server.ready.tls.to_string();
     let addr: std::net::SocketAddr = tls.parse().expect("addr");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1461,8 +1482,8 @@ fn reset_streams_without_window(c: &mut impl ReadWrite, pid: u32) -> (H2Seen, u3
 #[test]
 fn reset_streams_waiting_for_window_get_enhance_your_calm() {
     let server = Server::start(&["--no-h3"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready.plain.to_string();
+    let tls = server.ready.tls.to_string();
     let cert = server.cert();
     let pid = server.child.id();
     for port in ["h2c", "h2 over TLS"] {
@@ -1636,11 +1657,7 @@ fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
             "--quic-max-connections",
             "64",
         ]);
-        let addr: std::net::SocketAddr = server.ready["tls"]
-            .as_str()
-            .expect("tls")
-            .parse()
-            .expect("addr");
+        let addr: std::net::SocketAddr = server.ready.tls;
         let legit = rt.block_on(async {
             let _flood = flood(&initials, addr).await;
             common::h3_handshake(local, addr).await.map(|_| ())
@@ -1656,8 +1673,8 @@ fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
         "--quic-max-connections",
         "64",
     ]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     let addr: std::net::SocketAddr = tls.parse().expect("addr");
     let (flood_socket, took) = rt.block_on(async {
         let socket = flood(&initials, addr).await;
@@ -1673,8 +1690,9 @@ fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
     // A whole request too, while the flood's 8 half-open connections still wait for their
     // 10 s handshake timeout.
     h3_requests_answered(&tls, 5, "h3 during the flood");
-    let h3 = &common::serve_stats(&plain)["by_protocol"]["h3"];
-    let retries = h3["retries"].as_u64().expect("retries");
+    let stats = common::serve_stats(&plain);
+    let h3 = stats.protocol(Protocol::H3).expect("h3 counters");
+    let retries = h3.retries;
     eprintln!("handshake flood: {retries} Retries sent");
     // 292 flood Initials and the legitimate clients' first ones; half of that leaves
     // room for datagrams the loopback dropped.
@@ -1682,7 +1700,7 @@ fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
         retries >= 150,
         "{retries} Retries for 300 abandoned Initials"
     );
-    assert_eq!(h3["refused"].as_u64(), Some(0), "nothing refused");
+    assert_eq!(h3.refused, 0, "nothing refused");
     drop(flood_socket);
 }
 
@@ -1692,12 +1710,8 @@ fn a_handshake_flood_gets_retry_and_legitimate_clients_get_in() {
 #[test]
 fn one_address_cannot_take_the_whole_http3_table() {
     let server = Server::start(&["--quic-max-per-address", "4"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
-    let addr: std::net::SocketAddr = server.ready["tls"]
-        .as_str()
-        .expect("tls")
-        .parse()
-        .expect("addr");
+    let plain = server.ready.plain.to_string();
+    let addr: std::net::SocketAddr = server.ready.tls;
     let here: std::net::SocketAddr = "127.0.0.1:0".parse().expect("local");
     let elsewhere: std::net::SocketAddr = "127.0.0.2:0".parse().expect("local");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -1748,9 +1762,10 @@ fn one_address_cannot_take_the_whole_http3_table() {
     });
     assert_eq!(answer.first(), Some(&0x01), "a HEADERS frame first");
     assert!(again.is_ok(), "a slot freed by a close: {again:?}");
-    let refused = common::serve_stats(&plain)["by_protocol"]["h3"]["refused"]
-        .as_u64()
-        .expect("refused");
+    let refused = common::serve_stats(&plain)
+        .protocol(Protocol::H3)
+        .expect("h3 counters")
+        .refused;
     assert!(refused >= 1, "/stats counts the refused connection");
 }
 
@@ -1816,7 +1831,7 @@ fn rss_settles(pid: u32, idle: u64, slack: u64, limit: Duration) -> u64 {
 #[test]
 fn unread_pipelines_hold_a_write_batch_not_every_answer() {
     let server = Server::start(&["--no-h3"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let plain = server.ready.plain.to_string();
     let pid = server.child.id();
     assert!(
         legit_get(&plain, Duration::from_secs(5)),
@@ -1894,7 +1909,7 @@ fn read_filler_response(r: &mut impl std::io::BufRead) -> u64 {
 #[test]
 fn a_slow_reader_of_a_long_pipeline_gets_every_answer_in_order() {
     let server = Server::start(&["--no-h3"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let plain = server.ready.plain.to_string();
     let (pipeline, sizes) = numbered_pipeline();
     let mut c = TcpStream::connect(&plain).expect("connect");
     c.set_read_timeout(Some(Duration::from_secs(20)))
@@ -1964,8 +1979,8 @@ fn port_of(addr: &str) -> u16 {
 #[test]
 fn window_blocked_connections_close_at_the_peers_fin() {
     let server = Server::start(&["--no-h3"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready.plain.to_string();
+    let tls = server.ready.tls.to_string();
     let mut h2c: Vec<TcpStream> = (0..2000)
         .map(|_| {
             let mut c = h2c_connect(&plain);
@@ -2017,7 +2032,7 @@ fn window_blocked_connections_close_at_the_peers_fin() {
 #[test]
 fn a_half_closed_client_with_window_gets_the_whole_response() {
     let server = Server::start(&["--no-h3"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let plain = server.ready.plain.to_string();
     let mut c = h2c_connect(&plain);
     let big = 16u32 << 20;
     c.write_all(&h2_frame(4, 0, 0, &[0, 4, 1, 0, 0, 0]))
@@ -2084,8 +2099,8 @@ fn a_fifo_in_dir_gets_403_and_stalls_nothing() {
         .expect("a symlink");
     let d = dir.path().display().to_string();
     let server = Server::start(&["--no-h3", "--dir", &d]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
+    let plain = server.ready.plain.to_string();
+    let tls = server.ready.tls.to_string();
     for path in ["/static/fifo", "/static/to-fifo"] {
         let waiting: Vec<_> = (0..4)
             .map(|_| {
@@ -2166,7 +2181,7 @@ fn connect_from(from: std::net::Ipv4Addr, to: &str) -> std::io::Result<TcpStream
 #[test]
 fn one_address_cannot_take_every_tcp_connection() {
     let mut server = Server::start(&["--no-h3", "--tcp-max-per-address", "50"]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let plain = server.ready.plain.to_string();
     let attacker = std::net::Ipv4Addr::new(127, 0, 0, 2);
     let held: Vec<TcpStream> = (0..200)
         .filter_map(|_| connect_from(attacker, &plain).ok())
@@ -2197,7 +2212,8 @@ fn one_address_cannot_take_every_tcp_connection() {
     );
     let stats = common::serve_stats(&plain);
     assert_eq!(
-        stats["by_protocol"]["h1"]["refused"], 150,
+        stats.protocol(Protocol::H1).map(|p| p.refused),
+        Some(150),
         "refusals counted"
     );
     drop(held);

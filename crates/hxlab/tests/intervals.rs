@@ -50,10 +50,7 @@ fn assert_series_adds_up(r: &RunResult, width: f64) {
 #[test]
 fn closed_and_open_model_series_add_up_to_the_run() {
     let server = common::Server::start(&[]);
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
+    let plain = server.ready.plain.to_string();
     let url = format!("http://{plain}/bytes/1000");
 
     // Closed model, 3 s at 1 s: three whole intervals.
@@ -169,10 +166,7 @@ fn bad_intervals_are_one_line_and_exit_2() {
 #[test]
 fn shards_merge_their_series_index_by_index() {
     let server = common::Server::start(&[]);
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
+    let plain = server.ready.plain.to_string();
     let url = format!("http://{plain}/bytes/100");
     let dir = common::tempfile_dir::TempDir::new("hxlab-intervals-merge");
     let start_at = std::time::SystemTime::now()

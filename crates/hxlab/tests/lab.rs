@@ -1046,13 +1046,10 @@ fn report_rerenders_from_records() {
 #[test]
 fn ready_file_and_load_config_are_the_lab_contracts() {
     let server = common::Server::start(&[]);
-    let ready = hxlab_core::ReadyFile::read(&server.dir.path().join("ready.json"))
+    let ready = hxlab_contract::ReadyFile::read(&server.dir.path().join("ready.json"))
         .expect("the ready file reads as ReadyFile");
     assert_eq!(ready.pid, server.child.id());
-    assert_eq!(
-        ready.plain.to_string(),
-        server.ready["plain"].as_str().unwrap_or("")
-    );
+    assert_eq!(ready, server.ready);
     let dir = TempDir::new("hxlab-load-config");
     let config = hxlab_load::LoadConfig {
         urls: vec![format!("http://127.0.0.1:{}/bytes/100", ready.plain.port())],

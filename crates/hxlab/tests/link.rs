@@ -547,7 +547,7 @@ fn serve_outside(dir: &std::path::Path) -> (common::PeerProcess, u16) {
             .stdout(Stdio::null()),
     );
     let port = server.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
-        hxlab_core::ReadyFile::read(&ready)
+        hxlab_contract::ReadyFile::read(&ready)
             .ok()
             .map(|r| r.tls.port())
     });

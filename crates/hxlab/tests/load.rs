@@ -8,6 +8,8 @@ use common::{
     free_port, hxlab, make_cert, require_peer, run_with_timeout, serve_stats, start_nghttpd,
     tempfile_dir::TempDir, PeerProcess, Serving, ThreadServer,
 };
+use hxlab_contract::{ProtoStats, StatsSnapshot};
+use hxlab_core::Protocol;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -188,6 +190,14 @@ fn u(v: &Value, path: &[&str]) -> u64 {
     }
     x.as_u64()
         .unwrap_or_else(|| panic!("{path:?} is not a number in {v}"))
+}
+
+/// The `/stats` counters of the protocol named `key` ("h1-tls"); every protocol is listed.
+fn counters(s: &StatsSnapshot, key: &str) -> ProtoStats {
+    let p = Protocol::parse(key).unwrap_or_else(|| panic!("{key} is not a protocol"));
+    s.protocol(p)
+        .cloned()
+        .unwrap_or_else(|| panic!("/stats lists no {key}: {s:?}"))
 }
 
 fn hist_count(v: &Value, name: &str) -> u64 {
@@ -644,12 +654,9 @@ fn duration_warm_up_cc_and_summary() {
 #[test]
 fn hxlab_serve_every_protocol_agrees_with_its_stats() {
     let server = common::Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
-    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
+    let h3 = server.ready.h3.expect("h3 addr").to_string();
     let cacert = server.cert().display().to_string();
     let cases: [(&str, String, &str, &str, &[&str]); 5] = [
         (
@@ -697,10 +704,8 @@ fn hxlab_serve_every_protocol_agrees_with_its_stats() {
         assert_eq!(code, 0, "{proto}: {err}");
         let v = v.expect("json");
         let after = serve_stats(&plain);
-        let served = u(&after, &["by_protocol", key, "requests"])
-            - u(&before, &["by_protocol", key, "requests"]);
-        let bytes = u(&after, &["by_protocol", key, "body_bytes"])
-            - u(&before, &["by_protocol", key, "body_bytes"]);
+        let served = counters(&after, key).requests - counters(&before, key).requests;
+        let bytes = counters(&after, key).body_bytes - counters(&before, key).body_bytes;
         assert_eq!(u(&v, &["requests_done"]), 300, "{proto}");
         assert_eq!(served, 300, "{proto}: server counted {served}");
         assert_eq!(u(&v, &["status", "200"]), 300);
@@ -945,11 +950,8 @@ fn plain_get_body(addr: &str, path: &str) -> Vec<u8> {
 #[test]
 fn push_against_hxlab_serve_counts_pushed_streams() {
     let server = common::Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     let cacert = server.cert().display().to_string();
     let path = "/page?n=3&size=10k&push=1";
     let html = plain_get_body(&plain, path).len() as u64;
@@ -1136,10 +1138,7 @@ fn open_model_accounts_for_requests_a_silent_server_never_answers() {
 #[test]
 fn open_model_counts_requests_in_flight_at_the_deadline() {
     let server = common::Server::start(&[]);
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
+    let plain = server.ready.plain.to_string();
     // 50/s for 2 s, each answered after 500 ms, on enough streams: about the last 25 are in
     // flight when -D ends.
     let url = format!("http://{plain}/delay/500");
@@ -1188,7 +1187,7 @@ fn open_model_counts_requests_in_flight_at_the_deadline() {
 #[test]
 fn h3_tls_resume_without_0rtt_reports_resumed_handshakes() {
     let server = common::Server::start(&[]);
-    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let h3 = server.ready.h3.expect("h3 addr").to_string();
     let cacert = server.cert().display().to_string();
     let url = format!("https://{h3}/bytes/100");
     let cases: [&[&str]; 2] = [&["-k", "-c", "1"], &["--cacert", &cacert, "-c", "2"]];
@@ -1247,11 +1246,8 @@ fn h3_tls_resume_without_0rtt_reports_resumed_handshakes() {
 #[test]
 fn h3_statuses_request_bodies_and_interim_heads() {
     let server = common::Server::start(&[]);
-    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
+    let h3 = server.ready.h3.expect("h3 addr").to_string();
+    let plain = server.ready.plain.to_string();
     for status in ["404", "503"] {
         let url = format!("https://{h3}/status/{status}");
         let (code, v, err) = load(&[
@@ -1284,8 +1280,7 @@ fn h3_statuses_request_bodies_and_interim_heads() {
         assert_eq!(u(&v, &["status", "200"]), 50, "{v}");
         let after = serve_stats(&plain);
         assert_eq!(
-            u(&after, &["by_protocol", "h3", "requests"])
-                - u(&before, &["by_protocol", "h3", "requests"]),
+            counters(&after, "h3").requests - counters(&before, "h3").requests,
             50
         );
         sent.push(u(&v, &["bytes", "total_sent"]));
@@ -1338,9 +1333,9 @@ fn h3_statuses_request_bodies_and_interim_heads() {
 #[test]
 fn serve_cc_applies_to_every_protocol_and_both_ends_read_back() {
     let server = common::Server::start(&["--cc", "reno"]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
-    let h3 = server.ready["h3"].as_str().expect("h3").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
+    let h3 = server.ready.h3.expect("h3").to_string();
     let cases = [
         ("h1", format!("http://{plain}/bytes/100"), "h1"),
         ("h1", format!("https://{tls}/bytes/100"), "h1-tls"),
@@ -1364,9 +1359,9 @@ fn serve_cc_applies_to_every_protocol_and_both_ends_read_back() {
     }
     let stats = serve_stats(&plain);
     for (_, _, key) in &cases {
-        let cc = stats["by_protocol"][key]["cc"].as_object().expect("cc map");
+        let cc = counters(&stats, key).cc;
         assert_eq!(cc.keys().collect::<Vec<_>>(), ["reno"], "{key}: {cc:?}");
-        assert!(cc["reno"].as_u64().unwrap() >= 2, "{key}: {cc:?}");
+        assert!(cc["reno"] >= 2, "{key}: {cc:?}");
     }
     // Without --cc on the client: what the connection actually ran, whatever it is.
     let (code, v, err) = load(&["-n", "4", "--proto", "h3", "-k", &cases[4].1]);
@@ -1404,8 +1399,8 @@ fn serve_cc_refuses_what_the_kernel_does_not_offer() {
 #[test]
 fn tcp_0rtt_early_data_is_accepted_and_counted_by_both_ends() {
     let server = common::Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls").to_string();
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
     for (proto, key, negotiated) in [("h2", "h2", "h2"), ("h1", "h1-tls", "http/1.1")] {
         let url = format!("https://{tls}/bytes/1000");
         let before = serve_stats(&plain);
@@ -1426,15 +1421,15 @@ fn tcp_0rtt_early_data_is_accepted_and_counted_by_both_ends() {
         assert_eq!(u(&v, &["requests_succeeded"]), 12, "{proto}");
         let after = serve_stats(&plain);
         let accepted = v["early_data_accepted"][negotiated].as_u64().unwrap_or(0);
-        let served = u(&after, &["by_protocol", key, "early_data_accepted"])
-            - u(&before, &["by_protocol", key, "early_data_accepted"]);
+        let served =
+            counters(&after, key).early_data_accepted - counters(&before, key).early_data_accepted;
         assert!(accepted >= 1, "{proto}: no early data accepted: {v}");
         assert_eq!(accepted, served, "{proto}: client and server disagree");
         assert!(u(&v, &["resumed"]) >= accepted, "{proto}");
         assert!(err.contains("early data (0-RTT)"), "{err}");
     }
     let refusing = common::Server::start(&["--no-early-data"]);
-    let tls = refusing.ready["tls"].as_str().expect("tls").to_string();
+    let tls = refusing.ready.tls.to_string();
     let url = format!("https://{tls}/bytes/1000");
     let (code, v, err) = load(&[
         "-n",
@@ -1518,19 +1513,15 @@ fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
         .arg(&ready)
         .stdout(Stdio::null());
     let mut child = PeerProcess::spawn(&mut server);
-    let addrs: Value = child.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
-        std::fs::read_to_string(&ready)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
+    let addrs = child.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
+        hxlab_contract::ReadyFile::read(&ready).ok()
     });
-    let (plain, tls) = (
-        addrs["plain"].as_str().unwrap().to_string(),
-        addrs["tls"].as_str().unwrap().to_string(),
-    );
-    let stats = || -> Value {
+    let (plain, tls) = (addrs.plain.to_string(), addrs.tls.to_string());
+    let stats = || -> StatsSnapshot {
         let mut c = ns.exec(Path::new("curl"));
         c.args(["-s", &format!("http://{plain}/stats")]);
-        serde_json::from_slice(&c.output().expect("curl").stdout).expect("stats json")
+        let body = c.output().expect("curl").stdout;
+        StatsSnapshot::from_json(&String::from_utf8_lossy(&body)).expect("a /stats document")
     };
     for (proto, url, key, negotiated) in [
         ("h1", format!("http://{plain}/bytes/100"), "h1", "http/1.1"),
@@ -1565,8 +1556,7 @@ fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
             "{proto}: SYN data acknowledged on {acked} of 10"
         );
         let after = stats();
-        let served = u(&after, &["by_protocol", key, "tfo_accepted"])
-            - u(&before, &["by_protocol", key, "tfo_accepted"]);
+        let served = counters(&after, key).tfo_accepted - counters(&before, key).tfo_accepted;
         assert_eq!(acked, served, "{proto}: client and server disagree");
         assert!(err.contains("TCP Fast Open:"), "{err}");
     }
@@ -1578,12 +1568,9 @@ fn tcp_fast_open_carries_the_first_flight_and_both_ends_count_it() {
 #[test]
 fn timeout_counts_from_the_send_of_each_request_on_every_protocol() {
     let server = common::Server::start(&[]);
-    let tls = server.ready["tls"].as_str().expect("tls addr").to_string();
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
-    let h3 = server.ready["h3"].as_str().expect("h3 addr").to_string();
+    let tls = server.ready.tls.to_string();
+    let plain = server.ready.plain.to_string();
+    let h3 = server.ready.h3.expect("h3 addr").to_string();
     let cases = [
         ("h1", format!("http://{plain}")),
         ("h1", format!("https://{tls}")),
@@ -1660,11 +1647,7 @@ fn timeout_counts_from_the_send_of_each_request_on_every_protocol() {
 #[test]
 fn load_jobs_answer_each_line_in_turn() {
     let server = common::Server::start(&[]);
-    let port = server.ready["plain"]
-        .as_str()
-        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-        .expect("plain addr")
-        .port();
+    let port = server.ready.plain.port();
     let tmp = TempDir::new("hxlab-load-jobs");
     let job = |n: u32, path: &str, clients: u64, limit_ms: u64| {
         let config = hxlab_contract::LoadConfig {

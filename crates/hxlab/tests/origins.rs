@@ -274,13 +274,7 @@ fn compare_url_says_what_the_host_does_not_offer() {
     }
     // The same at hxlab serve: every protocol offered and measured.
     let server = Server::start(&[]);
-    let tls = server.ready["tls"]
-        .as_str()
-        .unwrap()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .to_string();
+    let tls = server.ready.tls.port().to_string();
     let out = tmp.path().join("out2");
     let (code, stdout, stderr) = run_with_timeout(
         hxlab_cmd()

@@ -33,7 +33,7 @@ fn hist(v: &Value, name: &str) -> hxlab_core::LatencyHistogram {
 #[test]
 fn open_model_sends_on_time_and_records_send_lag() {
     let server = common::Server::start(&[]);
-    let plain = server.ready["plain"].as_str().expect("plain").to_string();
+    let plain = server.ready.plain.to_string();
     let url = format!("http://{plain}/delay/0");
     let (code, v, err) = load(&["--rate", "1000", "-D", "3s", "--proto", "h1", &url]);
     assert_eq!(code, 0, "{err}");

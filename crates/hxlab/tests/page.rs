@@ -9,6 +9,9 @@ use common::{
     hxlab, make_cert, require_peer, run_with_timeout, start_nghttpd, tempfile_dir::TempDir,
     PeerProcess,
 };
+use hxlab_contract::{PageReport, PageRunEntry};
+use hxlab_core::page::{Outcome, PageRun, ResourceTiming};
+use hxlab_core::waterfall::Phase;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -73,20 +76,41 @@ fn assert_no_browser_left(tmp: &Path) {
     );
 }
 
-/// `hxlab page ARGS --json -` with TMPDIR=tmp; returns (exit code, JSON or Null, stderr).
-fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+/// `hxlab page ARGS --json -` with TMPDIR=tmp; returns (exit code, the report if one was
+/// written, stderr).
+fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Option<PageReport>, String) {
     let mut cmd = Command::new(hxlab());
     cmd.arg("page").args(args).env("TMPDIR", tmp);
     let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(80));
-    let json = serde_json::from_str(&out).unwrap_or(Value::Null);
-    (code, json, err)
+    (code, report_of(&out), err)
+}
+
+/// The `--json` document in `text` as a [`PageReport`] (None when `text` is no JSON),
+/// checked to write back the same JSON: a field the type drops, renames or turns from null
+/// into omitted fails here, on a real document.
+fn report_of(text: &str) -> Option<PageReport> {
+    let raw: Value = serde_json::from_str(text).ok()?;
+    let report = PageReport::from_json(text).expect("the --json document reads as a PageReport");
+    let back: Value =
+        serde_json::from_str(&report.to_json().expect("writes")).expect("writes JSON");
+    assert_eq!(back, raw, "PageReport does not write back what it read");
+    Some(report)
+}
+
+/// The figures of a run that measured (a test failure otherwise).
+fn measured(run: &PageRunEntry) -> &PageRun {
+    match &run.outcome {
+        Outcome::Measured(r) => r,
+        Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
+    }
 }
 
 /// Checks one counted run of a page of `n` sub-resources of at least `size` bytes each.
-fn check_run(run: &Value, want_protocol: &str, n: u64, size: u64) {
-    assert_eq!(run["counted"], true, "run not counted: {run}");
-    assert_eq!(run["protocol_ok"], true);
-    let protocols = run["protocols"].as_object().expect("protocols");
+fn check_run(entry: &PageRunEntry, want_protocol: &str, n: u32, size: u64) {
+    let run = measured(entry);
+    assert!(entry.counted(), "run not counted: {:?}", run.flag);
+    assert!(run.protocol_ok);
+    let protocols = &run.protocols;
     assert_eq!(
         protocols.keys().collect::<Vec<_>>(),
         vec![want_protocol],
@@ -97,22 +121,20 @@ fn check_run(run: &Value, want_protocol: &str, n: u64, size: u64) {
         n + 1,
         "document + {n} sub-resources"
     );
-    for r in run["resources"].as_array().expect("resources") {
-        assert_eq!(r["protocol"], want_protocol, "resource {}", r["url"]);
-        assert_eq!(r["status"], 200, "resource {}", r["url"]);
+    for r in &run.resources {
+        assert_eq!(r.protocol, want_protocol, "resource {}", r.url);
+        assert_eq!(r.status, 200, "resource {}", r.url);
     }
-    assert_eq!(run["resources_loaded"], n + 1);
-    assert_eq!(run["resources_failed"], 0);
-    let ttfb = run["ttfb_ms"].as_f64().expect("ttfb");
-    let dcl = run["dom_content_loaded_ms"].as_f64().expect("dcl");
-    let load = run["load_ms"].as_f64().expect("load");
+    assert_eq!(run.resources_loaded, n + 1);
+    assert_eq!(run.resources_failed, 0);
+    let (ttfb, dcl, load) = (run.ttfb_ms, run.dom_content_loaded_ms, run.load_ms);
     assert!(ttfb > 0.0, "ttfb {ttfb}");
     assert!(
         ttfb <= dcl && dcl <= load,
         "timings out of order: ttfb {ttfb} dcl {dcl} load {load}"
     );
-    assert_eq!(run["resources_incomplete"], 0);
-    let connections = run["connections"].as_u64().unwrap_or(0);
+    assert_eq!(run.resources_incomplete, 0);
+    let connections = run.connections;
     if want_protocol == "http/1.1" {
         // Chromium's pool: at most 6 connections per origin for HTTP/1.1.
         assert!((1..=6).contains(&connections), "connections {connections}");
@@ -122,9 +144,9 @@ fn check_run(run: &Value, want_protocol: &str, n: u64, size: u64) {
     // The browser's byte count can be a little under the bodies (it books some bytes of a
     // reused HTTP/1.1 connection elsewhere), so the bound is loose.
     assert!(
-        run["bytes"].as_u64().unwrap_or(0) >= n * size * 3 / 4,
+        run.bytes >= u64::from(n) * size * 3 / 4,
         "bytes {} for {n} × {size} B",
-        run["bytes"]
+        run.bytes
     );
 }
 
@@ -153,20 +175,19 @@ fn synthetic(proto: &str, want_protocol: &str) {
             "-",
         ],
     );
-    assert_eq!(code, Some(0), "stderr: {err}\njson: {json}");
-    assert_eq!(json["protocol"], proto);
-    assert!(json["browser"]
-        .as_str()
-        .unwrap_or("")
-        .starts_with("Chromium "));
-    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let json = json.expect("a --json document");
+    assert_eq!(json.protocol.name(), proto);
+    assert!(json.browser.starts_with("Chromium "));
+    let runs = &json.runs;
     assert_eq!(runs.len(), 1);
     check_run(&runs[0], want_protocol, 4, 4096);
-    assert_eq!(json["summary"]["valid_runs"], 1);
+    assert_eq!(json.summary.valid_runs, 1);
     assert!(
-        json["summary"]["metrics"]["load_ms"]["median"]
-            .as_f64()
-            .unwrap_or(-1.0)
+        json.summary
+            .metrics
+            .get("load_ms")
+            .map_or(-1.0, |m| m.median)
             > 0.0
     );
     // The HAR holds the same resources with the same protocol.
@@ -212,24 +233,18 @@ fn texts_of_class<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
 
 /// Checks one resource's phases as `--json` gives them: within the load, each one not
 /// ending before it starts, and in the order they happen.
-fn check_phases(r: &Value) {
-    let url = &r["url"];
+fn check_phases(r: &ResourceTiming) {
+    let url = &r.url;
     let mut last_start = 0.0;
-    for name in [
-        "queued", "dns", "connect", "tls", "request", "wait", "download",
-    ] {
-        let p = &r["phases"][name];
-        if p.is_null() {
+    for name in Phase::ALL {
+        let Some(p) = r.phases.get(name) else {
             continue;
-        }
-        let (s, e) = (
-            p["start_ms"].as_f64().expect("start"),
-            p["end_ms"].as_f64().expect("end"),
-        );
-        assert!(s >= 0.0 && e >= s, "{url}: {name} {s}..{e}");
+        };
+        let (s, e) = (p.start_ms, p.end_ms);
+        assert!(s >= 0.0 && e >= s, "{url}: {name:?} {s}..{e}");
         assert!(
             s >= last_start,
-            "{url}: {name} starts at {s}, before the phase before it ({last_start})"
+            "{url}: {name:?} starts at {s}, before the phase before it ({last_start})"
         );
         last_start = s;
     }
@@ -262,7 +277,8 @@ fn waterfall_html(proto: &str, want_protocol: &str) {
             "-",
         ],
     );
-    assert_eq!(code, Some(0), "stderr: {err}\njson: {json}");
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let json = json.expect("a --json document");
     let html = std::fs::read_to_string(&html_path).expect("HTML written");
     assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
     // Self-contained: nothing fetched, nothing run (the filmstrip's frames are data: URIs).
@@ -274,7 +290,7 @@ fn waterfall_html(proto: &str, want_protocol: &str) {
     for bad in ["<script", "src=", "href=", "url(", "@import"] {
         assert!(!without_frames.contains(bad), "the page holds {bad}");
     }
-    let runs = json["runs"].as_array().expect("runs");
+    let runs = &json.runs;
     assert_eq!(runs.len(), 2);
     let svgs: Vec<&str> = html.split("<svg ").skip(1).collect();
     assert_eq!(
@@ -290,7 +306,7 @@ fn waterfall_html(proto: &str, want_protocol: &str) {
             "title of run {}",
             i + 1
         );
-        let resources = run["resources"].as_array().expect("resources");
+        let resources = &measured(run).resources;
         assert_eq!(svg.matches("<g class=\"row").count(), resources.len());
         let conns = texts_of_class(svg, "conn");
         assert_eq!(conns.len(), resources.len());
@@ -307,23 +323,21 @@ fn waterfall_html(proto: &str, want_protocol: &str) {
         );
         for r in resources {
             check_phases(r);
-            for name in ["queued", "wait", "download"] {
+            for name in [Phase::Queued, Phase::Wait, Phase::Download] {
                 assert!(
-                    r["phases"][name].is_object(),
-                    "{}: no {name} phase: {r}",
-                    r["url"]
+                    r.phases.get(name).is_some(),
+                    "{}: no {name:?} phase: {:?}",
+                    r.url,
+                    r.phases
                 );
             }
         }
         // The document's request was sent and answered. (Its handshake is not always its own:
         // Chromium may preconnect while navigating, and the request then waits in the queue.)
-        let doc = &resources[0]["phases"];
-        assert!(doc["request"].is_object(), "document phases: {doc}");
+        let doc = &resources[0].phases;
+        assert!(doc.request.is_some(), "document phases: {doc:?}");
         let drawn = svg.matches("<rect class=\"phase ").count();
-        let phases: usize = resources
-            .iter()
-            .map(|r| r["phases"].as_object().map_or(0, |p| p.len()))
-            .sum();
+        let phases: usize = resources.iter().map(|r| r.phases.present().count()).sum();
         assert_eq!(drawn, phases, "one bar per phase");
     }
     assert_no_browser_left(tmp.path());
@@ -387,27 +401,21 @@ fn push_is_reported_as_ignored_and_early_hints_arrive() {
         ],
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    let major = json["browser_major"].as_u64().expect("major");
-    assert_eq!(json["push"]["requested"], true);
-    assert_eq!(json["push"]["ignored_by_browser"], major >= 106);
+    let json = json.expect("a --json document");
+    let major = json.browser_major;
+    assert!(json.push.requested);
+    assert_eq!(json.push.ignored_by_browser, major >= 106);
     if major >= 106 {
         assert!(err.contains("ignores HTTP/2 server push"), "stderr: {err}");
     }
-    check_run(&json["runs"][0], "h2", 2, 1024);
+    check_run(&json.runs[0], "h2", 2, 1024);
     // The origin answered with a 103 before the page, and the browser saw it.
-    let with_103 = json["early_hints"]["runs_with_103"].as_u64().unwrap_or(0);
-    assert!((1..=3).contains(&with_103), "{json}");
-    assert!(
-        json["early_hints"]["resources_from_preloads"].is_u64(),
-        "{json}"
-    );
-    let runs = json["runs"].as_array().expect("runs");
+    let hints = &json.early_hints;
+    assert!((1..=3).contains(&hints.runs_with_103), "{hints:?}");
+    let runs = &json.runs;
     assert_eq!(runs.len(), 3);
-    let seen = runs
-        .iter()
-        .filter(|r| r["early_hints"].as_u64().unwrap_or(0) >= 1)
-        .count() as u64;
-    assert_eq!(seen, with_103, "{json}");
+    let seen = runs.iter().filter(|r| measured(r).early_hints >= 1).count();
+    assert_eq!(seen, hints.runs_with_103, "{hints:?}");
     assert_no_browser_left(tmp.path());
 }
 
@@ -472,7 +480,7 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
         ],
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    check_run(&json["runs"][0], "h2", 3, 5000);
+    check_run(&json.expect("a --json document").runs[0], "h2", 3, 5000);
 
     // A TLS server without h2: asked for h2, the browser falls back to HTTP/1.1. The run is
     // flagged, left out of the figures, and with nothing left the command fails.
@@ -510,21 +518,25 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
     assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
     assert!(err.contains("no run counted"), "stderr: {err}");
     assert!(out.contains("left out"), "stdout: {out}");
-    let json: Value =
-        serde_json::from_slice(&std::fs::read(&json_file).expect("json written")).expect("json");
-    let run = &json["runs"][0];
-    assert_eq!(run["counted"], false);
-    assert_eq!(run["protocol_ok"], false);
-    assert_eq!(run["protocols"]["http/1.1"], 4, "{run}");
-    assert!(
-        run["flag"].as_str().unwrap_or("").contains("asked for h2"),
-        "{run}"
+    let json = report_of(&std::fs::read_to_string(&json_file).expect("json written"))
+        .expect("a --json document");
+    let entry = &json.runs[0];
+    let run = measured(entry);
+    assert!(!entry.counted());
+    assert!(!run.protocol_ok);
+    assert_eq!(
+        run.protocols.get("http/1.1"),
+        Some(&4),
+        "{:?}",
+        run.protocols
     );
-    assert_eq!(json["summary"]["valid_runs"], 0);
-    assert!(json["summary"]["metrics"]
-        .as_object()
-        .map(|m| m.is_empty())
-        .unwrap_or(false));
+    assert!(
+        run.flag.as_deref().unwrap_or("").contains("asked for h2"),
+        "{:?}",
+        run.flag
+    );
+    assert_eq!(json.summary.valid_runs, 0);
+    assert!(json.summary.metrics.is_empty());
     assert_no_browser_left(tmp.path());
 }
 
@@ -776,18 +788,19 @@ fn synthetic_page_behind_an_emulated_link() {
             ],
         );
         assert_eq!(code, Some(0), "{proto}: stderr: {err}");
-        let run = &json["runs"][0];
+        let json = json.expect("a --json document");
+        let run = &json.runs[0];
         check_run(run, want, 3, 4096);
         // TCP+TLS or QUIC handshake, then the request: at least two 100 ms round trips.
-        let ttfb = run["ttfb_ms"].as_f64().unwrap_or(0.0);
+        let ttfb = measured(run).ttfb_ms;
         assert!(
             ttfb >= 150.0,
             "{proto}: TTFB {ttfb} ms behind a 100 ms RTT link"
         );
         assert!(
-            !json["url"].as_str().unwrap_or("").contains("127.0.0.1"),
+            !json.url.contains("127.0.0.1"),
             "the page is served on the link's host address: {}",
-            json["url"]
+            json.url
         );
         assert_no_browser_left(tmp.path());
     }

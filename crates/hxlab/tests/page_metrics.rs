@@ -5,6 +5,8 @@
 mod common;
 
 use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use hxlab_contract::{PageReport, PageRunEntry};
+use hxlab_core::page::{Outcome, PageRun, View};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -18,16 +20,35 @@ fn browser_lock() -> std::sync::MutexGuard<'static, ()> {
     BROWSER.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `hxlab page ARGS --json -` with TMPDIR=tmp; returns (exit code, JSON or Null, stderr).
-fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+/// `hxlab page ARGS --json -` with TMPDIR=tmp; returns (exit code, the report if one was
+/// written, stderr).
+fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Option<PageReport>, String) {
     let mut cmd = Command::new(hxlab());
     cmd.arg("page")
         .args(args)
         .args(["--json", "-"])
         .env("TMPDIR", tmp);
     let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(120));
-    let json = serde_json::from_str(&out).unwrap_or(Value::Null);
-    (code, json, err)
+    (code, report_of(&out), err)
+}
+
+/// The `--json` document in `text` as a [`PageReport`] (None when `text` is no JSON),
+/// checked to write back the same JSON, repeat views and filmstrips included.
+fn report_of(text: &str) -> Option<PageReport> {
+    let raw: Value = serde_json::from_str(text).ok()?;
+    let report = PageReport::from_json(text).expect("the --json document reads as a PageReport");
+    let back: Value =
+        serde_json::from_str(&report.to_json().expect("writes")).expect("writes JSON");
+    assert_eq!(back, raw, "PageReport does not write back what it read");
+    Some(report)
+}
+
+/// The figures of a run that measured (a test failure otherwise).
+fn measured(run: &PageRunEntry) -> &PageRun {
+    match &run.outcome {
+        Outcome::Measured(r) => r,
+        Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
+    }
 }
 
 /// Asserts that no browser started with a profile under `tmp` is alive or left a profile.
@@ -63,21 +84,18 @@ fn assert_no_browser_left(tmp: &Path) {
     assert_eq!(profiles, 0, "profile dirs left behind in {}", tmp.display());
 }
 
-fn f(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} missing in {}", brief(v)))
+/// A metric the run must have.
+fn f(run: &PageRun, key: &str, v: Option<f64>) -> f64 {
+    v.unwrap_or_else(|| panic!("{key} missing in {}", brief(run)))
 }
 
 /// A run without its filmstrip and resources, for assertion messages.
-fn brief(run: &Value) -> String {
+fn brief(run: &PageRun) -> String {
     let mut r = run.clone();
-    if let Some(o) = r.as_object_mut() {
-        o.remove("filmstrip");
-        o.remove("resources");
-        o.remove("repeat_view");
-    }
-    r.to_string()
+    r.filmstrip.clear();
+    r.resources.clear();
+    r.repeat_view = None;
+    format!("{r:?}")
 }
 
 /// Frame times of a paint (screencast, compositor swap time) and the browser's paint timing
@@ -85,38 +103,38 @@ fn brief(run: &Value) -> String {
 const FRAME_SLACK_MS: f64 = 50.0;
 
 /// The filmstrip of a view: JPEG frames at ascending multiples of 100 ms, ending at 100 %.
-fn check_filmstrip(run: &Value) {
-    let strip = run["filmstrip"].as_array().expect("filmstrip");
+fn check_filmstrip(run: &PageRun) {
+    let strip = &run.filmstrip;
     assert!(!strip.is_empty(), "no filmstrip: {}", brief(run));
     let mut last = -1.0;
     for frame in strip {
-        let t = f(frame, "time_ms");
+        let t = frame.time_ms;
         assert!(t > last && t % 100.0 == 0.0, "tick {t} after {last}");
         last = t;
-        let jpeg = frame["jpeg_base64"].as_str().unwrap_or("");
+        let jpeg = &frame.jpeg_base64;
         assert!(jpeg.starts_with("/9j/"), "not a base64 JPEG: {:.20}", jpeg);
-        assert!(f(frame, "painted_ms") <= t);
+        assert!(frame.painted_ms <= t);
     }
-    assert_eq!(
-        f(strip.last().unwrap_or(&Value::Null), "progress_pct"),
-        100.0
-    );
+    assert_eq!(strip.last().map(|fr| fr.progress_pct), Some(100.0));
 }
 
 /// Paint metrics of a view that paints its content once, before its delayed resources.
-fn check_paint_metrics(run: &Value) {
-    let fcp = f(run, "fcp_ms");
-    let lcp = f(run, "lcp_ms");
-    let si = f(run, "speed_index_ms");
-    let load = f(run, "load_ms");
+fn check_paint_metrics(run: &PageRun) {
+    let fcp = f(run, "fcp_ms", run.fcp_ms);
+    let lcp = f(run, "lcp_ms", run.lcp_ms);
+    let si = f(run, "speed_index_ms", run.speed_index_ms);
+    let load = run.load_ms;
     assert!(lcp >= fcp, "LCP {lcp} before FCP {fcp}");
     assert!(
         si >= fcp - FRAME_SLACK_MS && si <= load,
         "Speed Index {si} not between FCP {fcp} and load {load}"
     );
-    assert!(f(run, "visually_complete_ms") >= f(run, "first_visual_change_ms"));
+    assert!(
+        f(run, "visually_complete_ms", run.visually_complete_ms)
+            >= f(run, "first_visual_change_ms", run.first_visual_change_ms)
+    );
     // The page does not move: the observer ran and saw no shift.
-    assert_eq!(run["cls"], 0.0, "{}", brief(run));
+    assert_eq!(run.cls, Some(0.0), "{}", brief(run));
 }
 
 #[test]
@@ -143,52 +161,55 @@ fn first_and_repeat_view_on_a_delayed_cacheable_origin() {
         ],
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    assert_eq!(json["repeat_view"], true);
-    let first = &json["runs"][0];
-    let repeat = &first["repeat_view"];
-    assert_eq!(
-        (&first["view"], &repeat["view"]),
-        (&Value::from("first"), &Value::from("repeat"))
-    );
-    assert_eq!(first["counted"], true, "{}", brief(first));
-    assert_eq!(repeat["counted"], true, "{}", brief(repeat));
+    let json = json.expect("a --json document");
+    assert!(json.repeat_view);
+    let entry = &json.runs[0];
+    let first = measured(entry);
+    let repeat = first.repeat_view.as_deref().expect("a repeat view");
+    assert_eq!((first.view, repeat.view), (View::First, View::Repeat));
+    assert!(entry.counted(), "{}", brief(first));
+    assert!(repeat.is_valid(), "{}", brief(repeat));
     check_paint_metrics(first);
     check_filmstrip(first);
     check_filmstrip(repeat);
-    assert!(f(first, "load_ms") >= 400.0, "{}", brief(first));
+    assert!(first.load_ms >= 400.0, "{}", brief(first));
 
     // The returning visitor takes the delayed resources from its cache, over the connection
     // it kept.
-    let (first_load, repeat_load) = (f(first, "load_ms"), f(repeat, "load_ms"));
+    let (first_load, repeat_load) = (first.load_ms, repeat.load_ms);
     assert!(
         repeat_load + 200.0 < first_load,
         "repeat view {repeat_load} ms not faster than first view {first_load} ms"
     );
-    let resources = repeat["resources"].as_array().expect("resources");
+    let resources = &repeat.resources;
     assert_eq!(resources.len(), 5);
     assert!(
-        resources[1..].iter().all(|r| r["from_cache"] == true),
+        resources[1..].iter().all(|r| r.from_cache),
         "sub-resources not from the cache: {resources:?}"
     );
-    assert_eq!(
-        resources[0]["from_cache"], false,
-        "the page itself is not cacheable"
-    );
-    assert_eq!(repeat["connections"], 1);
+    assert!(!resources[0].from_cache, "the page itself is not cacheable");
+    assert_eq!(repeat.connections, 1);
     assert!(
         resources
             .iter()
-            .all(|r| r["connection_reused"] == true || r["from_cache"] == true),
+            .all(|r| r.connection_reused || r.from_cache),
         "the repeat view opened a new connection: {resources:?}"
     );
 
-    let s = &json["summary"]["metrics"];
-    let rs = &json["repeat_view_summary"]["metrics"];
+    let s = &json.summary.metrics;
+    let rs = &json
+        .repeat_view_summary
+        .as_ref()
+        .expect("a repeat view summary")
+        .metrics;
     for key in ["lcp_ms", "speed_index_ms", "cls", "load_ms"] {
-        assert!(s[key]["median"].is_number(), "summary lacks {key}");
-        assert!(rs[key]["median"].is_number(), "repeat summary lacks {key}");
+        assert!(s.contains_key(key), "summary lacks {key}");
+        assert!(rs.contains_key(key), "repeat summary lacks {key}");
     }
-    assert!(rs["load_ms"]["median"].as_f64() < s["load_ms"]["median"].as_f64());
+    let median = |m: &std::collections::BTreeMap<String, hxlab_core::page::MetricSummary>| {
+        m.get("load_ms").map(|x| x.median)
+    };
+    assert!(median(rs) < median(s));
 
     // The HTML shows a filmstrip under each view's waterfall.
     let page = std::fs::read_to_string(&html).expect("HTML written");
@@ -224,22 +245,24 @@ fn proto_auto_finds_http3_through_alt_svc() {
         ],
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    assert_eq!(json["protocol"], "auto");
-    let first = &json["runs"][0];
-    let repeat = &first["repeat_view"];
-    assert_eq!(first["counted"], true, "{}", brief(first));
-    assert_eq!(repeat["counted"], true, "{}", brief(repeat));
+    let json = json.expect("a --json document");
+    assert_eq!(json.protocol, hxlab_core::Proto::Auto);
+    let entry = &json.runs[0];
+    let first = measured(entry);
+    let repeat = first.repeat_view.as_deref().expect("a repeat view");
+    assert!(entry.counted(), "{}", brief(first));
+    assert!(repeat.is_valid(), "{}", brief(repeat));
     // A first visit knows nothing of HTTP/3: the page comes over HTTP/2 and carries the
     // Alt-Svc header (sub-resources may already switch once the browser has a QUIC
     // connection).
-    let first_res = first["resources"].as_array().expect("resources");
-    assert_eq!(first_res[0]["protocol"], "h2", "{first_res:?}");
+    let first_res = &first.resources;
+    assert_eq!(first_res[0].protocol, "h2", "{first_res:?}");
     // The returning visitor uses what Alt-Svc advertised, for every resource.
-    let repeat_res = repeat["resources"].as_array().expect("resources");
+    let repeat_res = &repeat.resources;
     assert_eq!(repeat_res.len(), 5);
     for r in repeat_res {
-        assert_eq!(r["protocol"], "h3", "repeat view resource {}", r["url"]);
-        assert_eq!(r["from_cache"], false);
+        assert_eq!(r.protocol, "h3", "repeat view resource {}", r.url);
+        assert!(!r.from_cache);
     }
     assert_no_browser_left(tmp.path());
 }
@@ -286,14 +309,8 @@ fn cpu_slowdown_slows_the_page_script_and_bad_values_exit_2() {
     .expect("write the page");
     let www_arg = www.path().display().to_string();
     let server = common::Server::start(&["--dir", &www_arg]);
-    let url = format!(
-        "https://{}/static/busy.html",
-        server.ready["tls"].as_str().unwrap_or("")
-    );
-    let spki = server.ready["spki_sha256"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    let url = format!("https://{}/static/busy.html", server.ready.tls);
+    let spki = server.ready.spki_sha256.clone();
     let tmp = TempDir::new("hxlab-pagemetrics-cpu");
     let dcl = |slowdown: &str| {
         let (code, json, err) = page(
@@ -311,10 +328,11 @@ fn cpu_slowdown_slows_the_page_script_and_bad_values_exit_2() {
             ],
         );
         assert_eq!(code, Some(0), "stderr: {err}");
-        let run = &json["runs"][0];
-        assert_eq!(run["cpu_slowdown"], slowdown.parse::<f64>().unwrap_or(0.0));
-        assert!(run["repeat_view"].is_null());
-        f(run, "dom_content_loaded_ms")
+        let json = json.expect("a --json document");
+        let run = measured(&json.runs[0]);
+        assert_eq!(run.cpu_slowdown, slowdown.parse::<f64>().unwrap_or(0.0));
+        assert!(run.repeat_view.is_none());
+        run.dom_content_loaded_ms
     };
     let normal = dcl("1");
     let slowed = dcl("6");
@@ -347,25 +365,20 @@ fn a_page_painting_in_steps_has_speed_index_between_its_first_and_last_change() 
     std::fs::write(www.path().join("steps.html"), STEPS_PAGE).expect("write the page");
     let www_arg = www.path().display().to_string();
     let server = common::Server::start(&["--dir", &www_arg]);
-    let url = format!(
-        "https://{}/static/steps.html",
-        server.ready["tls"].as_str().unwrap_or("")
-    );
-    let spki = server.ready["spki_sha256"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    let url = format!("https://{}/static/steps.html", server.ready.tls);
+    let spki = server.ready.spki_sha256.clone();
     let tmp = TempDir::new("hxlab-pagemetrics-steps-run");
     let (code, json, err) = page(
         tmp.path(),
         &[&url, "--proto", "h2", "--spki", &spki, "--runs", "1"],
     );
     assert_eq!(code, Some(0), "stderr: {err}");
-    let run = &json["runs"][0];
-    let fcp = f(run, "fcp_ms");
-    let first_change = f(run, "first_visual_change_ms");
-    let complete = f(run, "visually_complete_ms");
-    let si = f(run, "speed_index_ms");
+    let json = json.expect("a --json document");
+    let run = measured(&json.runs[0]);
+    let fcp = f(run, "fcp_ms", run.fcp_ms);
+    let first_change = f(run, "first_visual_change_ms", run.first_visual_change_ms);
+    let complete = f(run, "visually_complete_ms", run.visually_complete_ms);
+    let si = f(run, "speed_index_ms", run.speed_index_ms);
     assert!(
         (first_change - fcp).abs() <= FRAME_SLACK_MS,
         "first visual change {first_change} ms, FCP {fcp} ms"
@@ -376,19 +389,14 @@ fn a_page_painting_in_steps_has_speed_index_between_its_first_and_last_change() 
         "Speed Index {si} not inside ({first_change}, {complete})"
     );
     // The filmstrip shows the steps with growing progress, ending complete.
-    let progress: Vec<f64> = run["filmstrip"]
-        .as_array()
-        .expect("filmstrip")
-        .iter()
-        .map(|fr| f(fr, "progress_pct"))
-        .collect();
+    let progress: Vec<f64> = run.filmstrip.iter().map(|fr| fr.progress_pct).collect();
     assert!(progress.len() >= 3, "filmstrip {progress:?}");
     assert_eq!(progress.last(), Some(&100.0));
     assert!(progress[0] < 100.0 && progress[1] < 100.0, "{progress:?}");
     // The inserted block moved the heading and the blocks: a layout shift without input.
-    let cls = f(run, "cls");
+    let cls = f(run, "cls", run.cls);
     assert!(cls > 0.05, "CLS {cls}");
-    assert!(f(run, "lcp_ms") >= fcp);
+    assert!(f(run, "lcp_ms", run.lcp_ms) >= fcp);
     drop(server);
     assert_no_browser_left(tmp.path());
 }

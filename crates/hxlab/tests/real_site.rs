@@ -12,6 +12,8 @@ use common::tempfile_dir::TempDir;
 use common::{
     free_port, hxlab, make_cert_for, require_peer, require_root, run_with_timeout, PeerProcess,
 };
+use hxlab_contract::{PageReport, PageRunEntry};
+use hxlab_core::page::{Outcome, PageRun};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -112,11 +114,25 @@ impl Site {
     }
 }
 
-fn hxlab_json(tmp: &Path, args: &[&str], limit: Duration) -> (Option<i32>, Value, String) {
+/// `hxlab page ARGS --json -` with TMPDIR=tmp; returns (exit code, the report if one was
+/// written, stderr).
+fn hxlab_page(
+    tmp: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> (Option<i32>, Option<PageReport>, String) {
     let mut cmd = Command::new(hxlab());
-    cmd.args(args).env("TMPDIR", tmp);
+    cmd.arg("page").args(args).env("TMPDIR", tmp);
     let (code, out, err) = run_with_timeout(&mut cmd, limit);
-    (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+    (code, PageReport::from_json(&out).ok(), err)
+}
+
+/// The figures of a run that measured (a test failure otherwise).
+fn measured(run: &PageRunEntry) -> &PageRun {
+    match &run.outcome {
+        Outcome::Measured(r) => r,
+        Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
+    }
 }
 
 /// A HAR entry's body, decoded.
@@ -170,10 +186,9 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
     let tmp = TempDir::new("hxlab-real-site-run");
     let har = tmp.path().join("python-doc.har");
     let start = format!("http://pages.localhost:{}/{PAGE}", site.plain);
-    let (code, json, err) = hxlab_json(
+    let (code, json, err) = hxlab_page(
         tmp.path(),
         &[
-            "page",
             "-k",
             &start,
             "--proto",
@@ -189,8 +204,9 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
         ],
         Duration::from_secs(120),
     );
-    assert_eq!(code, Some(0), "record: stderr: {err}\njson: {json}");
-    assert_eq!(json["runs"][0]["counted"], true, "{json}");
+    assert_eq!(code, Some(0), "record: stderr: {err}");
+    let json = json.expect("a --json document");
+    assert!(json.runs[0].counted(), "{:?}", measured(&json.runs[0]).flag);
     let recorded: Value =
         serde_json::from_slice(&std::fs::read(&har).expect("HAR written")).expect("JSON");
     let entries = recorded["log"]["entries"].as_array().expect("entries");
@@ -209,10 +225,9 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
     assert!(served >= 10, "only {served} bodies recorded");
     for (proto, want) in [("h1", "http/1.1"), ("h2", "h2"), ("h3", "h3")] {
         let again = tmp.path().join(format!("again-{proto}.har"));
-        let (code, json, err) = hxlab_json(
+        let (code, json, err) = hxlab_page(
             tmp.path(),
             &[
-                "page",
                 "--replay",
                 &har.display().to_string(),
                 "--proto",
@@ -228,20 +243,22 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
             ],
             Duration::from_secs(120),
         );
-        assert_eq!(code, Some(0), "{proto}: stderr: {err}\njson: {json}");
-        let run = &json["runs"][0];
-        assert_eq!(run["counted"], true, "{proto}: {run}");
-        let counts = &run["replay"];
-        assert_eq!(counts["misses"], 0, "{proto}: {counts}");
-        assert_eq!(counts["near_misses"], 0, "{proto}: {counts}");
-        assert!(
-            counts["hits"].as_u64().unwrap_or(0) >= served as u64,
-            "{proto}: {counts}"
-        );
-        for r in run["resources"].as_array().expect("resources") {
-            let url = r["url"].as_str().unwrap_or("");
-            if url.starts_with("https://") {
-                assert_eq!(r["protocol"], want, "{proto}: {url}");
+        assert_eq!(code, Some(0), "{proto}: stderr: {err}");
+        let json = json.expect("a --json document");
+        let entry = &json.runs[0];
+        let run = measured(entry);
+        assert!(entry.counted(), "{proto}: {:?}", run.flag);
+        let counts = entry
+            .replay
+            .clone()
+            .flatten()
+            .expect("the run's replay counts");
+        assert_eq!(counts.tally.misses, 0, "{proto}: {counts:?}");
+        assert_eq!(counts.tally.near_misses, 0, "{proto}: {counts:?}");
+        assert!(counts.tally.hits >= served as u64, "{proto}: {counts:?}");
+        for r in &run.resources {
+            if r.url.starts_with("https://") {
+                assert_eq!(r.protocol, want, "{proto}: {}", r.url);
             }
         }
         assert_eq!(
@@ -273,7 +290,7 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
     assert!(md.contains("## Verdict"), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     let results = std::fs::read_to_string(out.join("results.jsonl")).expect("results");
-    let records: Vec<Value> = results
+    let records: Vec<hxlab_report::Record> = results
         .lines()
         .map(|l| serde_json::from_str(l).expect("record"))
         .collect();
@@ -282,16 +299,12 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
         3 * 2 * 2,
         "3 protocols × 2 networks × 2 repetitions"
     );
-    let cells: std::collections::BTreeSet<&str> =
-        records.iter().filter_map(|r| r["cell"].as_str()).collect();
+    let cells: std::collections::BTreeSet<&str> = records.iter().map(|r| r.cell.as_str()).collect();
     for r in &records {
-        assert_eq!(r["replay"]["misses"], 0, "{}", r["cell"]);
-        assert!(
-            r["replay"]["hits"].as_u64().unwrap_or(0) > 0,
-            "{}",
-            r["cell"]
-        );
-        assert!(r.get("error").is_none_or(Value::is_null), "{r}");
+        let replay = r.replay.as_ref().map(|o| o.tally).unwrap_or_default();
+        assert_eq!(replay.misses, 0, "{}", r.cell);
+        assert!(replay.hits > 0, "{}", r.cell);
+        assert!(r.error.is_none(), "{}: {:?}", r.cell, r.error);
     }
     assert_eq!(cells.len(), 6, "{cells:?}");
     // One waterfall per cell: its median repetition.

@@ -7,6 +7,8 @@ mod common;
 
 use base64::Engine;
 use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
+use hxlab_contract::{NearMissRule, PageReport, ReplayCounts};
+use hxlab_core::page::Outcome;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -16,11 +18,13 @@ use std::time::Duration;
 /// Chromium is heavy on a 2-core machine: one browser test at a time.
 static BROWSER: Mutex<()> = Mutex::new(());
 
-fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+/// `hxlab page ARGS` with TMPDIR=tmp; returns (exit code, the `--json -` report if one was
+/// written, stderr).
+fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Option<PageReport>, String) {
     let mut cmd = Command::new(hxlab());
     cmd.arg("page").args(args).env("TMPDIR", tmp);
     let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(90));
-    (code, serde_json::from_str(&out).unwrap_or(Value::Null), err)
+    (code, PageReport::from_json(&out).ok(), err)
 }
 
 /// The body of a HAR entry, decoded.
@@ -36,8 +40,8 @@ fn body(e: &Value) -> Vec<u8> {
     }
 }
 
-/// Replays `har` over `proto`; returns the run's JSON, checked to be clean.
-fn replay(tmp: &Path, har: &Path, proto: &str, want: &str, entries: usize) -> Value {
+/// Replays `har` over `proto`; returns the report, its run checked to be clean.
+fn replay(tmp: &Path, har: &Path, proto: &str, want: &str, entries: usize) -> PageReport {
     let out = tmp.join(format!("replayed-{proto}"));
     std::fs::create_dir_all(&out).expect("dir");
     let (code, json, err) = page(
@@ -57,20 +61,29 @@ fn replay(tmp: &Path, har: &Path, proto: &str, want: &str, entries: usize) -> Va
             "-",
         ],
     );
-    assert_eq!(code, Some(0), "{proto}: stderr: {err}\njson: {json}");
-    let run = &json["runs"][0];
-    assert_eq!(run["counted"], true, "{proto}: {run}");
-    let counts = &run["replay"];
-    assert_eq!(counts["hits"], entries as u64, "{proto}: {counts}");
-    assert_eq!(counts["near_misses"], 0, "{proto}: {counts}");
-    assert_eq!(counts["served_without_body"], 0, "{proto}: {counts}");
+    assert_eq!(code, Some(0), "{proto}: stderr: {err}");
+    let json = json.expect("a --json document");
+    let entry = &json.runs[0];
+    let Outcome::Measured(run) = &entry.outcome else {
+        panic!("{proto}: the run failed: {:?}", entry.outcome);
+    };
+    assert!(entry.counted(), "{proto}: {:?}", run.flag);
+    let counts = entry
+        .replay
+        .clone()
+        .flatten()
+        .expect("the run's replay counts");
+    let t = counts.tally;
+    assert_eq!(t.hits, entries as u64, "{proto}: {counts:?}");
+    assert_eq!(t.near_misses, 0, "{proto}: {counts:?}");
+    assert_eq!(t.served_without_body, 0, "{proto}: {counts:?}");
     // The browser's own /favicon.ico is counted apart: a fresh recording has no miss.
-    assert_eq!(counts["misses"], 0, "{proto}: {counts}");
-    for r in run["resources"].as_array().expect("resources") {
-        assert_eq!(r["protocol"], want, "{proto}: {}", r["url"]);
-        assert_eq!(r["status"], 200, "{proto}: {}", r["url"]);
+    assert_eq!(t.misses, 0, "{proto}: {counts:?}");
+    for r in &run.resources {
+        assert_eq!(r.protocol, want, "{proto}: {}", r.url);
+        assert_eq!(r.status, 200, "{proto}: {}", r.url);
     }
-    assert_eq!(run["resources"].as_array().map(Vec::len), Some(entries));
+    assert_eq!(run.resources.len(), entries);
     json
 }
 
@@ -101,7 +114,12 @@ fn records_a_two_host_page_and_replays_it_over_h1_h2_h3() {
             "-",
         ],
     );
-    assert_eq!(code, Some(0), "stderr: {err}\njson: {json}");
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let recording = json.expect("a --json document").recorded;
+    assert_eq!(
+        recording.map(|r| (r.har, r.written)),
+        Some((har.clone(), true))
+    );
     let recorded: Value =
         serde_json::from_slice(&std::fs::read(&har).expect("HAR written")).expect("JSON");
     assert_eq!(recorded["log"]["version"], "1.2");
@@ -127,7 +145,10 @@ fn records_a_two_host_page_and_replays_it_over_h1_h2_h3() {
     }
     for (proto, want) in [("h1", "http/1.1"), ("h2", "h2"), ("h3", "h3")] {
         let json = replay(tmp.path(), &har, proto, want, entries.len());
-        assert_eq!(json["url"], recorded["log"]["pages"][0]["title"]);
+        assert_eq!(
+            Some(json.url.as_str()),
+            recorded["log"]["pages"][0]["title"].as_str()
+        );
         // What the browser got from the replay is what was recorded, byte for byte.
         let again: Value = serde_json::from_slice(
             &std::fs::read(tmp.path().join(format!("again-{proto}.har"))).expect("re-recorded"),
@@ -178,7 +199,7 @@ fn a_devtools_style_har_replays() {
     std::fs::write(&path, serde_json::to_vec(&har).expect("json")).expect("write");
     for (proto, want) in [("h2", "h2"), ("h3", "h3")] {
         let json = replay(tmp.path(), &path, proto, want, 3);
-        assert_eq!(json["url"], "https://shop.example.test/");
+        assert_eq!(json.url, "https://shop.example.test/");
         let again: Value = serde_json::from_slice(
             &std::fs::read(tmp.path().join(format!("again-{proto}.har"))).expect("re-recorded"),
         )
@@ -227,4 +248,66 @@ fn a_bad_har_is_one_line_and_exit_2() {
             assert!(lines[0].contains(says), "{sub}: {err}");
         }
     }
+}
+
+/// A HAR of one page on `shop.example.test` for the replay server alone.
+fn small_har(path: &Path) {
+    let har = serde_json::json!({ "log": {
+        "version": "1.2",
+        "creator": { "name": "WebInspector", "version": "537.36" },
+        "pages": [{ "startedDateTime": "2026-01-01T00:00:00.000Z", "id": "page_1",
+            "title": "https://shop.example.test/", "pageTimings": {} }],
+        "entries": [
+            { "request": { "method": "GET", "url": "https://shop.example.test/?v=1", "headers": [] },
+              "response": { "status": 200, "headers": [],
+                "content": { "size": 2, "mimeType": "text/html", "text": "ok" } } },
+            { "request": { "method": "GET", "url": "data:,x", "headers": [] },
+              "response": { "status": 200, "headers": [], "content": { "size": 0 } } }
+        ] } });
+    std::fs::write(path, serde_json::to_vec(&har).expect("json")).expect("write");
+}
+
+/// The body of `GET path` on the plain port `plain` (the replay server sends it whole, with
+/// a Content-Length).
+fn plain_get(plain: &str, path: &str, host: &str) -> String {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let text = common::h1_exchange(plain, request.as_bytes()).expect("an answer");
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .expect("a body")
+}
+
+/// A real `/replay-stats` body reads as [`ReplayCounts`] and writes back byte for byte: a
+/// near miss, a miss and the skipped entry are in it, so every field is filled.
+#[test]
+fn replay_stats_read_back_as_replay_counts() {
+    let tmp = TempDir::new("hxlab-replay-stats");
+    let har = tmp.path().join("shop.har");
+    small_har(&har);
+    let server = common::Server::start(&["--replay", &har.display().to_string()]);
+    let plain = server.ready.plain.to_string();
+    // No page on the plain port matches exactly (it was recorded over https): a near miss
+    // on the path, then a miss.
+    plain_get(&plain, "/?v=2", "shop.example.test");
+    plain_get(&plain, "/gone", "shop.example.test");
+    let body = plain_get(&plain, "/replay-stats", "127.0.0.1");
+    let counts = ReplayCounts::from_json(&body).expect("a /replay-stats document");
+    assert_eq!(
+        counts.to_json(),
+        body,
+        "ReplayCounts writes back what it read"
+    );
+    assert_eq!(counts.entries, 1);
+    assert_eq!(counts.tally.near_misses, 1, "{body}");
+    assert_eq!(counts.tally.misses, 1, "{body}");
+    assert_eq!(
+        counts.near_miss_urls.first().map(|n| n.rule),
+        Some(NearMissRule::Host),
+        "{body}"
+    );
+    assert_eq!(
+        counts.miss_urls,
+        vec!["GET http://shop.example.test/gone".to_string()]
+    );
+    assert!(counts.skipped.is_some(), "{body}");
 }

@@ -45,10 +45,7 @@ fn load_into(file: &Path, proto: &str, url: &str) {
 #[test]
 fn diff_of_real_runs_names_the_change_and_tests_repetitions() {
     let server = Server::start(&[]);
-    let plain = server.ready["plain"]
-        .as_str()
-        .expect("plain addr")
-        .to_string();
+    let plain = server.ready.plain.to_string();
     let url = format!("http://{plain}/bytes/100");
     let dir = TempDir::new("hxlab-diff");
     let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));

@@ -260,14 +260,6 @@ fn bad_flags_and_values_get_one_line_on_every_subcommand() {
 // ---------------------------------------------------------------------------------------
 // Raw clients against `hxlab serve`
 
-fn addr_of(s: &Server, key: &str) -> SocketAddr {
-    s.ready[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("ready file has no {key}: {}", s.ready))
-        .parse()
-        .expect("socket address")
-}
-
 fn connect(addr: SocketAddr) -> TcpStream {
     let c = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     c.set_read_timeout(Some(Duration::from_millis(500)))
@@ -346,7 +338,7 @@ fn serve_answers_bad_parameters_with_4xx_one_line() {
     std::fs::write(site.path().join("ok.txt"), "fine\n").expect("write");
     let dir = site.path().display().to_string();
     let server = Server::start(&["--dir", &dir]);
-    let plain = addr_of(&server, "plain");
+    let plain = server.ready.plain;
     let cases = [
         "/bytes/-1",
         "/bytes/99999999999T",
@@ -404,7 +396,7 @@ fn serve_answers_bad_parameters_with_4xx_one_line() {
 #[test]
 fn serve_closes_malformed_and_oversized_requests() {
     let server = Server::start(&[]);
-    let plain = addr_of(&server, "plain");
+    let plain = server.ready.plain;
     // Not HTTP at all: closed without an answer (RFC 9113 section 3.4 for a bad preface).
     for bad in [
         &b"GARBAGE\r\n\r\n"[..],
@@ -482,7 +474,7 @@ fn serve_closes_malformed_and_oversized_requests() {
     assert!(closed, "garbage on the plain port: connection left open");
     // Garbage datagrams on the HTTP/3 port, some shaped like QUIC Initial packets with a
     // version and connection IDs but no valid protection: dropped, the server lives on.
-    let h3 = addr_of(&server, "h3");
+    let h3 = server.ready.h3.expect("an h3 listener");
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bind");
     for i in 0..300u32 {
         let len = [1usize, 20, 1200, 1500][(i % 4) as usize];
@@ -513,7 +505,7 @@ fn serve_closes_malformed_and_oversized_requests() {
         "HTTP/3 after garbage datagrams:\n{out}\n{err}"
     );
     // Garbage on the TLS port: the handshake fails and the connection closes.
-    let tls = addr_of(&server, "tls");
+    let tls = server.ready.tls;
     let mut c = connect(tls);
     let _ = c.write_all(&garbage);
     let (_, closed) = read_until_closed(&mut c, Duration::from_secs(10), 1 << 16);
@@ -537,7 +529,7 @@ fn has_goaway(bytes: &[u8]) -> bool {
 #[test]
 fn serve_h2c_preface_then_garbage_frames_gets_goaway() {
     let server = Server::start(&[]);
-    let plain = addr_of(&server, "plain");
+    let plain = server.ready.plain;
     let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     let probes: Vec<(&str, Vec<u8>)> = vec![
         // HEADERS on stream 0 instead of the client's SETTINGS.
@@ -617,7 +609,7 @@ fn h2_get_block(path: &str) -> Vec<u8> {
 #[test]
 fn serve_h2c_bounds_header_blocks_and_continuation_floods() {
     let server = Server::start(&[]);
-    let plain = addr_of(&server, "plain");
+    let plain = server.ready.plain;
     let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     let before = rss_kib(server.child.id());
     // One request whose header block (100 KiB) is past the 64 KiB limit, in CONTINUATIONs:
@@ -704,7 +696,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn serve_memory_stays_bounded_when_clients_abandon_huge_bodies() {
     let server = Server::start(&[]);
-    let plain = addr_of(&server, "plain");
+    let plain = server.ready.plain;
     assert_serves_normally(plain);
     let before = rss_kib(server.child.id());
     assert!(before > 0, "no VmRSS for the server");
@@ -743,8 +735,8 @@ fn serve_memory_stays_bounded_when_clients_abandon_huge_bodies() {
 #[test]
 fn serve_closes_slowloris_stalled_h2_and_silent_tls_clients() {
     let server = Server::start(&[]);
-    let plain = addr_of(&server, "plain");
-    let tls = addr_of(&server, "tls");
+    let plain = server.ready.plain;
+    let tls = server.ready.tls;
     // A TLS client that never sends a ClientHello: the 10 s handshake limit closes it.
     let silent = std::thread::spawn(move || {
         let mut c = connect(tls);

@@ -5,22 +5,19 @@
 mod common;
 
 use common::{hxlab, require_peer, run_with_timeout, Server};
+use hxlab_contract::{ProtoStats, StatsSnapshot};
+use hxlab_core::Protocol;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn tls_port(s: &Server) -> String {
-    port_of(&s.ready["tls"])
+    s.ready.tls.port().to_string()
 }
 
 fn plain_port(s: &Server) -> String {
-    port_of(&s.ready["plain"])
-}
-
-fn port_of(v: &serde_json::Value) -> String {
-    let addr = v.as_str().expect("address string in ready file");
-    addr.rsplit(':').next().expect("port").to_string()
+    s.ready.plain.port().to_string()
 }
 
 /// curl with `args`, returning (http_version, status, size_download, body).
@@ -53,10 +50,17 @@ fn rand_suffix() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-fn stats(s: &Server) -> serde_json::Value {
+fn stats(s: &Server) -> StatsSnapshot {
     let (_, status, _, body) = curl(s, &[], &format!("http://127.0.0.1:{}/stats", plain_port(s)));
     assert_eq!(status, 200);
-    serde_json::from_str(&body).expect("stats JSON")
+    StatsSnapshot::from_json(&body).expect("a /stats document")
+}
+
+/// The `/stats` counters of `p` (every protocol is listed).
+fn counters(st: &StatsSnapshot, p: Protocol) -> ProtoStats {
+    st.protocol(p)
+        .cloned()
+        .unwrap_or_else(|| panic!("/stats lists no {}: {st:?}", p.name()))
 }
 
 #[test]
@@ -355,10 +359,11 @@ fn h2load_runs_clean_on_h1_h2_and_h2c() {
         &format!("http://127.0.0.1:{p}/bytes/1k"),
     );
     let st = stats(&s);
-    for proto in ["h1", "h1-tls", "h2", "h2c"] {
+    for proto in [Protocol::H1, Protocol::H1Tls, Protocol::H2, Protocol::H2c] {
         assert!(
-            st["by_protocol"][proto]["requests"].as_u64().unwrap_or(0) >= 2000,
-            "{proto}: {st}"
+            counters(&st, proto).requests >= 2000,
+            "{}: {st:?}",
+            proto.name()
         );
     }
 }
@@ -393,12 +398,9 @@ fn gtlsclient_gets_the_body_over_h3() {
     let page = std::fs::read_to_string(dl.join("page?n=2")).expect("downloaded /page?n=2");
     assert!(page.contains("/bytes/1000?r=1"), "{page}");
     let st = stats(&s);
-    assert_eq!(st["by_protocol"]["h3"]["requests"], 2, "{st}");
-    assert_eq!(
-        st["by_protocol"]["h3"]["body_bytes"].as_u64(),
-        Some(100_000 + page.len() as u64),
-        "{st}"
-    );
+    let h3 = counters(&st, Protocol::H3);
+    assert_eq!(h3.requests, 2, "{st:?}");
+    assert_eq!(h3.body_bytes, 100_000 + page.len() as u64, "{st:?}");
     // 103 Early Hints go out over HTTP/3 too, before the 200.
     let mut cmd = Command::new("gtlsclient");
     cmd.args([
@@ -480,28 +482,27 @@ fn stats_count_requests_bytes_and_connections_per_protocol() {
     );
     let first = stats(&s);
     let second = stats(&s);
-    let by = &second["by_protocol"];
-    assert_eq!(by["h1"]["requests"], 3, "{second}");
-    assert_eq!(by["h1"]["body_bytes"], 300);
-    assert_eq!(by["h2c"]["requests"], 2);
-    assert_eq!(by["h2c"]["body_bytes"], 2000);
-    assert_eq!(by["h2"]["requests"], 1);
-    assert_eq!(by["h2"]["body_bytes"], 7);
-    assert_eq!(by["h1-tls"]["requests"], 1);
-    assert_eq!(by["h3"]["requests"], 0);
-    assert_eq!(
-        second["total"]["requests"], 7,
-        "/stats does not count itself"
+    let (h1, h2c) = (
+        counters(&second, Protocol::H1),
+        counters(&second, Protocol::H2c),
     );
-    assert_eq!(first["total"]["requests"], second["total"]["requests"]);
-    assert!(
-        by["h1"]["connections"].as_u64().unwrap_or(0) >= 3,
-        "{second}"
-    );
-    assert_eq!(by["h2c"]["connections"], 2);
-    assert_eq!(by["h2"]["open_connections"], 0);
-    assert!(second["uptime_s"].as_f64().unwrap_or(0.0) > 0.0);
-    assert!(second["cpu_user_s"].as_f64().is_some() && second["cpu_sys_s"].as_f64().is_some());
+    let h2 = counters(&second, Protocol::H2);
+    assert_eq!(h1.requests, 3, "{second:?}");
+    assert_eq!(h1.body_bytes, 300);
+    assert_eq!(h2c.requests, 2);
+    assert_eq!(h2c.body_bytes, 2000);
+    assert_eq!(h2.requests, 1);
+    assert_eq!(h2.body_bytes, 7);
+    assert_eq!(counters(&second, Protocol::H1Tls).requests, 1);
+    assert_eq!(counters(&second, Protocol::H3).requests, 0);
+    assert_eq!(second.total.requests, 7, "/stats does not count itself");
+    assert_eq!(first.total.requests, second.total.requests);
+    assert!(h1.connections >= 3, "{second:?}");
+    assert_eq!(h2c.connections, 2);
+    assert_eq!(h2.open_connections, 0);
+    assert!(second.uptime_s > 0.0);
+    // Both CPU times are read (the type requires them); none runs backwards.
+    assert!(second.cpu_user_s >= 0.0 && second.cpu_sys_s >= 0.0);
 }
 
 #[test]

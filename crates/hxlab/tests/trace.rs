@@ -419,7 +419,7 @@ fn hxlab_serve_h2_push_page_and_h3() {
     let s = Server::start(&[]);
     let cert = s.cert();
     let cacert = cert.to_str().expect("utf-8");
-    let tls = s.ready["tls"].as_str().expect("tls address").to_string();
+    let tls = s.ready.tls.to_string();
 
     let url = format!("https://{tls}/bytes/20000");
     let ev = trace_json(&[&url, "-m", "2", "--cacert", cacert]);
@@ -455,7 +455,7 @@ fn hxlab_serve_h2_push_page_and_h3() {
     }
     assert_eq!(summary(&ev)["pushed"], 3);
 
-    let h3 = s.ready["h3"].as_str().expect("h3 address").to_string();
+    let h3 = s.ready.h3.expect("h3 address").to_string();
     let url = format!("https://{h3}/bytes/1000");
     let ev = trace_json(&[&url, "--proto", "h3", "-m", "2", "--cacert", cacert]);
     let hs = ev

@@ -1,6 +1,6 @@
 //! The page-load result model: what one browser page load measured ([`PageRun`], its
 //! resources and filmstrip), what a series of loads adds up to ([`PageSummary`],
-//! [`PageReport`]), and the two views every other part reads a run through: a
+//! [`PageTotals`]), and the two views every other part reads a run through: a
 //! [`Waterfall`] to draw and a [`RunResult`](crate::RunResult) to store
 //! (`record.rs`). hxlab-browser fills it from a real Chromium; hxlab-page runs the series;
 //! hxlab-report draws it. Plain data and pure functions: no browser, no I/O.
@@ -243,6 +243,7 @@ impl PageRun {
 }
 
 /// One run: figures, or why there are none.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// The page loaded (it may still be left out, see `PageRun::flag`).
     Measured(Box<PageRun>),
@@ -251,7 +252,7 @@ pub enum Outcome {
 }
 
 /// What a series of runs adds up to.
-pub struct PageReport {
+pub struct PageTotals {
     /// Medians and intervals of the counted runs (their first views).
     pub summary: PageSummary,
     /// The same over the repeat views, when they were asked for.

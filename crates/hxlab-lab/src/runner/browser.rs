@@ -6,8 +6,9 @@ use super::record::{new_records, run_child};
 use super::target::client_requests;
 use super::Runner;
 use crate::spec::{Cell, CellConfig, Experiment, PageSource, Protocol};
-use hxlab_contract::PageJob;
+use hxlab_contract::{PageJob, PageReport};
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::page::Outcome;
 use hxlab_core::Proto;
 use hxlab_page::child::last_line;
 use hxlab_page::origin::synthetic_page_html;
@@ -72,7 +73,8 @@ impl Runner {
         let limit = exp.timeout + Duration::from_secs(30);
         let stderr = run_child(&mut record, cmd, limit, Some((&target.meter, cfg.protocol)));
         let code = record.exit_code;
-        read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
+        let page = read_page_report(&json);
+        read_page_run(&mut record, page.as_ref(), code, &stderr, cfg.repeat_view);
         client_requests(&target.meter, &mut record);
         let _ = std::fs::remove_file(&json);
         let _ = std::fs::remove_file(json.with_extension("config.json"));
@@ -124,8 +126,14 @@ impl Runner {
             None,
         );
         let code = record.exit_code;
-        read_page_run(&mut record, &json, code, &stderr, cfg.repeat_view);
-        record.server_cc = read_server_cc(&json);
+        let page = read_page_report(&json);
+        read_page_run(&mut record, page.as_ref(), code, &stderr, cfg.repeat_view);
+        // The replay server's connections per congestion controller, as `hxlab page` read
+        // them back from its `/stats` (empty when unknown).
+        record.server_cc = page
+            .and_then(Result::ok)
+            .and_then(|p| p.server_cc)
+            .unwrap_or_default();
         let _ = std::fs::remove_file(&json);
         let _ = std::fs::remove_file(json.with_extension("config.json"));
         record
@@ -147,68 +155,67 @@ impl Runner {
     }
 }
 
+/// `hxlab page --json`'s document as the child wrote it; None when it wrote none.
+fn read_page_report(json: &Path) -> Option<Result<PageReport, String>> {
+    let text = std::fs::read_to_string(json).ok()?;
+    Some(
+        PageReport::from_json(&text)
+            .map_err(|e| format!("hxlab page wrote an unreadable report: {e}")),
+    )
+}
+
 /// Fills the record from `hxlab page --json`'s first run (or says why there is none): its
 /// RunResult and its waterfall, of the first view, or with `repeat` of the repeat view (the
-/// first view is then only the visit that warmed the browser).
-fn read_page_run(record: &mut Record, json: &Path, code: Option<i32>, stderr: &str, repeat: bool) {
-    let page: Option<serde_json::Value> = std::fs::read_to_string(json)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let run = page
-        .as_ref()
-        .and_then(|p| p.get("runs"))
-        .and_then(|r| r.get(0))
-        .cloned();
-    let run = match (run, repeat) {
-        (Some(first), true) if first.get("error").is_none() => match first.get("repeat_view") {
-            Some(rv) if !rv.is_null() => Some(rv.clone()),
-            _ => {
-                record.error = Some("hxlab page gave no repeat view".into());
-                return;
-            }
-        },
-        (run, _) => run,
+/// first view is then only the visit that warmed the browser, and the replay's counts, of
+/// both views, are not the repeat view's own, so they are not kept).
+fn read_page_run(
+    record: &mut Record,
+    page: Option<&Result<PageReport, String>>,
+    code: Option<i32>,
+    stderr: &str,
+    repeat: bool,
+) {
+    let first = match page {
+        Some(Ok(p)) => p.runs.first(),
+        Some(Err(e)) => {
+            record.error = Some(e.clone());
+            return;
+        }
+        None => None,
     };
-    let Some(run) = run else {
+    let Some(first) = first else {
         record.error = Some(format!(
             "hxlab page gave no result (exit {code:?}): {}",
             last_line(stderr)
         ));
         return;
     };
-    record.replay = run.get("replay").and_then(replay_outcome);
-    if let Some(e) = run.get("error").and_then(|e| e.as_str()) {
-        record.error = Some(format!("page load failed: {e}"));
-        return;
-    }
-    match serde_json::from_value::<hxlab_core::page::PageRun>(run) {
-        Ok(pr) => {
-            if let Some(flag) = &pr.flag {
-                record.error = Some(format!("page load left out by hxlab page: {flag}"));
-            }
-            record.result = Some(pr.to_run_result());
-            record.waterfall = Some(pr.waterfall());
+    let run = match &first.outcome {
+        Outcome::Failed(e) => {
+            record.error = Some(format!("page load failed: {e}"));
+            return;
         }
-        Err(e) => record.error = Some(format!("hxlab page wrote an unreadable run: {e}")),
+        Outcome::Measured(run) if !repeat => {
+            record.replay = first
+                .replay
+                .as_ref()
+                .and_then(Option::as_ref)
+                .map(hxlab_contract::ReplayCounts::outcome);
+            run.as_ref()
+        }
+        Outcome::Measured(run) => match &run.repeat_view {
+            Some(rv) => rv.as_ref(),
+            None => {
+                record.error = Some("hxlab page gave no repeat view".into());
+                return;
+            }
+        },
+    };
+    if let Some(flag) = &run.flag {
+        record.error = Some(format!("page load left out by hxlab page: {flag}"));
     }
-}
-
-/// A run's replay counts as `hxlab page --json` wrote them (the replay server's
-/// `/replay-stats` for that page load); None when the run was no replay.
-fn replay_outcome(v: &serde_json::Value) -> Option<hxlab_core::har::ReplayOutcome> {
-    let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
-    Some(hxlab_core::har::ReplayOutcome {
-        hits: n("hits")?,
-        near_misses: n("near_misses").unwrap_or(0),
-        misses: n("misses").unwrap_or(0),
-        browser_own: n("browser_own").unwrap_or(0),
-        served_without_body: n("served_without_body").unwrap_or(0),
-        first_miss: v
-            .get("miss_urls")
-            .and_then(|u| u.get(0))
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string),
-    })
+    record.result = Some(run.to_run_result());
+    record.waterfall = Some(run.waterfall());
 }
 
 /// What a browser is asked for a cell's protocol (it speaks h2 and h1 over TLS only).
@@ -243,14 +250,4 @@ fn page_command(bin: &Path, job: &PageJob, json: &Path) -> Result<Command, Strin
     let mut cmd = Command::new(bin);
     cmd.arg("page").arg("--config").arg(config);
     Ok(cmd)
-}
-
-/// The replay server's connections per congestion controller as `hxlab page --json` read
-/// them back from its `/stats` (empty when unknown).
-fn read_server_cc(json: &Path) -> std::collections::BTreeMap<String, u64> {
-    std::fs::read_to_string(json)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| serde_json::from_value(v.get("server_cc")?.clone()).ok())
-        .unwrap_or_default()
 }

@@ -1,6 +1,6 @@
 //! The runner: every repetition of every cell, driving `hxlab serve`, `hxlab load` and
 //! `hxlab link` as child processes of the same binary through typed contracts: the server's
-//! [`ReadyFile`](hxlab_core::ReadyFile), a [`LoadConfig`](hxlab_contract::LoadConfig) per
+//! [`ReadyFile`](hxlab_contract::ReadyFile), a [`LoadConfig`](hxlab_contract::LoadConfig) per
 //! repetition (`hxlab load --config`), and inside a link `hxlab load --jobs`, which
 //! takes them one by one as [`LoadJob`](hxlab_contract::LoadJob)s.
 //!
@@ -98,6 +98,9 @@ pub struct RunSummary {
     pub link_s: f64,
     /// Notes for the report (skipped networks and why).
     pub notes: Vec<String>,
+    /// Why this machine could not emulate a link, when a cell needed one and the probe failed
+    /// (None: no cell needed one, or it worked).
+    pub link_unavailable: Option<String>,
 }
 
 impl RunSummary {
@@ -242,6 +245,7 @@ impl Runner {
         self.server = None;
         self.commands.clear();
         summary.notes = meta.notes.clone();
+        summary.link_unavailable = self.link.as_ref().and_then(|l| l.as_ref().err().cloned());
         Ok(summary)
     }
 

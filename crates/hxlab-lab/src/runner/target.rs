@@ -2,7 +2,7 @@
 //! (its `/stats`), a command origin the lab started (its process tree in /proc), or a url
 //! origin the lab does not run (no server cost: unavailable, not zero).
 
-use super::stats::{server_cc, server_cost, server_stats, ServerStats};
+use super::stats::{server_cc, server_cost, server_stats};
 use super::{io_err, Runner, RunnerError};
 use crate::command::{fill_www, find_program, CommandServer, LabCert, StartArgs};
 use crate::spec::origins::{default_path, resource_url, CommandOrigin};
@@ -55,7 +55,7 @@ pub(crate) enum Meter {
 /// One reading of a [`Meter`].
 #[derive(Clone, Debug)]
 pub(crate) enum Reading {
-    Stats(Option<ServerStats>),
+    Stats(Option<hxlab_contract::StatsSnapshot>),
     Cpu(Option<f64>),
     Nothing,
 }

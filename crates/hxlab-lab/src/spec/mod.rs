@@ -6,10 +6,12 @@
 //! override some factors; the cells are the union of every block's product. Everything is
 //! checked before anything runs; errors name file:line:column and what was expected.
 
+pub mod describe;
 mod expand;
 pub mod origins;
 mod read;
 
+pub use describe::{Description, FactorValue, PageInput, UrlOriginInput};
 use expand::{expand, has_factor};
 use hxlab_core::cc::CongestionControl;
 use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};

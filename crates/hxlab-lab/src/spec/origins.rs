@@ -432,7 +432,7 @@ fn read_url(name: &str, t: &RawOrigin) -> Result<(UrlOrigin, Vec<Protocol>), Ref
 }
 
 /// A base URL: http(s)://host[:port][/prefix], nothing after the path. True for https.
-fn check_base(u: &str) -> Result<bool, String> {
+pub(super) fn check_base(u: &str) -> Result<bool, String> {
     let (https, rest) = if let Some(r) = u.strip_prefix("https://") {
         (true, r)
     } else if let Some(r) = u.strip_prefix("http://") {
@@ -454,7 +454,7 @@ fn check_base(u: &str) -> Result<bool, String> {
     Ok(https)
 }
 
-fn check_path(p: &str) -> Result<(), String> {
+pub(super) fn check_path(p: &str) -> Result<(), String> {
     if !p.starts_with('/') || p.contains([' ', '#', '\n']) {
         return Err(format!(
             "{p:?}: a path starts with `/` and has no spaces or fragment"

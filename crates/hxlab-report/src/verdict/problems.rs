@@ -36,12 +36,12 @@ pub(super) fn cell_problems(c: &CellSummary) -> Vec<(Problem, String)> {
     for w in &c.cc_mismatch {
         out.push((Problem::CcNotAsAsked, format!("{proto}: {w}")));
     }
-    if let Some(rp) = c.replay.as_ref().filter(|rp| rp.misses > 0) {
+    if let Some(rp) = c.replay.as_ref().filter(|rp| rp.tally.misses > 0) {
         out.push((
             Problem::ReplayMissed,
             format!(
                 "{proto}: the replay missed {} request(s) in {} of {} repetitions (first: {})",
-                rp.misses,
+                rp.tally.misses,
                 c.replay_missed_runs,
                 c.ran,
                 rp.first_miss.as_deref().unwrap_or("not listed")

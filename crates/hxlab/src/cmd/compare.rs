@@ -14,7 +14,10 @@ use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
 use hxlab_core::Protocol;
 use hxlab_lab::scenarios;
-use hxlab_load::probe::{probe, Found, Offer, Trust};
+use hxlab_lab::spec::{Description, FactorValue, UrlOriginInput};
+use hxlab_load::probe::{probe, Found, Trust};
+use hxlab_report::Workload;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -93,21 +96,24 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
                 String::new()
             },
             summary.setup_s,
-            if summary.notes.iter().any(|n| n.contains("link emulation is not available")) { "" } else { ", link probe" }
+            if summary.link_unavailable.is_some() { "" } else { ", link probe" }
         );
     }
     Ok(code)
 }
 
-/// A TOML basic string.
-fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
-/// The two experiments of `compare --url`: (name, TOML source).
-pub fn url_experiments(found: &Found, trust: &Trust) -> Vec<(&'static str, String)> {
-    let protocols: Vec<&str> = found.offers.iter().map(|o| o.proto.name()).collect();
-    let offered: Vec<&Offer> = found.offers.iter().filter(|o| o.base.is_ok()).collect();
+/// The two experiments of `compare --url`: (name, description).
+pub fn url_experiments(found: &Found, trust: &Trust) -> Vec<(&'static str, Description)> {
+    let protocols: Vec<FactorValue> = found
+        .offers
+        .iter()
+        .map(|o| FactorValue::Text(o.proto.name().into()))
+        .collect();
+    let urls: BTreeMap<Protocol, String> = found
+        .offers
+        .iter()
+        .filter_map(|o| Some((o.proto, o.base.as_ref().ok()?.clone())))
+        .collect();
     let baseline = [
         Protocol::H1Tls,
         Protocol::H1,
@@ -116,56 +122,56 @@ pub fn url_experiments(found: &Found, trust: &Trust) -> Vec<(&'static str, Strin
         Protocol::H3,
     ]
     .into_iter()
-    .find(|p| offered.iter().any(|o| o.proto == *p))
-    .map(|p| p.name())
-    .unwrap_or("h1-tls");
-    let mut origin = String::from("[origins.site]\n");
-    origin.push_str(&format!(
-        "protocols = [{}]\n",
-        offered
-            .iter()
-            .map(|o| quoted(o.proto.name()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    origin.push_str(&format!("path = {}\n", quoted(&found.path)));
-    if trust.insecure {
-        origin.push_str("insecure = true\n");
-    }
-    if let Some(c) = &trust.cacert {
-        origin.push_str(&format!("cacert = {}\n", quoted(&c.display().to_string())));
-    }
-    origin.push_str("[origins.site.urls]\n");
-    for o in &offered {
-        if let Ok(base) = &o.base {
-            origin.push_str(&format!("{} = {}\n", quoted(o.proto.name()), quoted(base)));
-        }
-    }
-    let plist = protocols
-        .iter()
-        .map(|p| quoted(p))
-        .collect::<Vec<_>>()
-        .join(", ");
+    .find(|p| urls.contains_key(p))
+    .unwrap_or(Protocol::H1Tls);
+    let origin = UrlOriginInput {
+        name: "site".into(),
+        urls,
+        path: found.path.clone(),
+        insecure: trust.insecure,
+        cacert: trust.cacert.clone(),
+    };
     let host = &found.authority;
-    let resources = format!(
-        "name = \"compare-url-resources\"\n\
-         title = {}\n\
-         description = {}\n\
-         workload = \"resources\"\nrepetitions = 5\ncolumns = \"resources\"\nbaseline = {}\ntimeout = \"60s\"\n\
-         origin = \"site\"\nprotocol = [{plist}]\nresources = [6, 30]\n\n{origin}",
-        quoted(&format!("hxlab compare --url: {host}{} — N requests as a browser makes them", found.path)),
-        quoted(&format!("The URL fetched N times as a browser would (HTTP/1.1 on at most 6 connections, HTTP/2 and HTTP/3 multiplexed on one), over the real network path to {host} (no emulation). The body is whatever the URL returns.")),
-        quoted(baseline),
+    let int = FactorValue::Int;
+    let experiment = |name: &str, title: String, description: String, workload, extra| {
+        let mut factors = vec![
+            ("origin", vec![FactorValue::Text("site".into())]),
+            ("protocol", protocols.clone()),
+        ];
+        factors.extend(extra);
+        Description {
+            name: name.into(),
+            title,
+            description,
+            workload,
+            repetitions: 5,
+            timeout: Duration::from_secs(60),
+            columns: (workload == Workload::Resources).then_some("resources"),
+            baseline: Some(baseline),
+            seed: None,
+            page: None,
+            metric: None,
+            origins: vec![origin.clone()],
+            factors,
+        }
+    };
+    let resources = experiment(
+        "compare-url-resources",
+        format!("hxlab compare --url: {host}{} — N requests as a browser makes them", found.path),
+        format!("The URL fetched N times as a browser would (HTTP/1.1 on at most 6 connections, HTTP/2 and HTTP/3 multiplexed on one), over the real network path to {host} (no emulation). The body is whatever the URL returns."),
+        Workload::Resources,
+        vec![("resources", vec![int(6), int(30)])],
     );
-    let throughput = format!(
-        "name = \"compare-url-throughput\"\n\
-         title = {}\n\
-         description = {}\n\
-         workload = \"throughput\"\nrepetitions = 5\nbaseline = {}\ntimeout = \"60s\"\n\
-         origin = \"site\"\nprotocol = [{plist}]\nrequests = 300\nclients = 2\nstreams = 10\n\n{origin}",
-        quoted(&format!("hxlab compare --url: {host}{} — requests per second", found.path)),
-        quoted(&format!("300 requests for the URL over 2 connections (10 streams each on HTTP/2 and HTTP/3), over the real network path to {host}.")),
-        quoted(baseline),
+    let throughput = experiment(
+        "compare-url-throughput",
+        format!("hxlab compare --url: {host}{} — requests per second", found.path),
+        format!("300 requests for the URL over 2 connections (10 streams each on HTTP/2 and HTTP/3), over the real network path to {host}."),
+        Workload::Throughput,
+        vec![
+            ("requests", vec![int(300)]),
+            ("clients", vec![int(2)]),
+            ("streams", vec![int(10)]),
+        ],
     );
     vec![("resources", resources), ("throughput", throughput)]
 }
@@ -223,8 +229,9 @@ fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| format!("hxlab-compare-url-{}", super::run::timestamp()).into());
     let mut code = ExitCode::SUCCESS;
-    for (name, src) in url_experiments(&found, &trust) {
-        let exp = hxlab_lab::spec::parse(&format!("compare --url ({name})"), &src, &overrides)
+    for (name, description) in url_experiments(&found, &trust) {
+        let exp = description
+            .build(&overrides)
             .map_err(|e| super::usage(e.to_string()))?;
         let mut common = CommonArgs {
             out: Some(root.join(name)),

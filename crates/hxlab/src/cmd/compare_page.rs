@@ -51,8 +51,8 @@ pub fn run(
     let har = std::path::absolute(&har).with_context(|| format!("resolving {}", har.display()))?;
     // The recording is read (once) and checked for every protocol by the experiment's parser;
     // the report's notes say what it holds and what it left out.
-    let src = hxlab_lab::scenarios::page_experiment(&har, &label);
-    let exp = hxlab_lab::spec::parse("compare --page", &src, &overrides)
+    let exp = hxlab_lab::scenarios::page_experiment(&har, &label)
+        .build(&overrides)
         .map_err(|e| super::usage(e.to_string()))?;
     if let Some(hxlab_lab::spec::PageSource::Har(_, start)) = &exp.page {
         if let Some(skipped) = &start.skipped {

@@ -5,13 +5,13 @@
 
 use anyhow::{bail, Context};
 use hxlab_browser::{BrowserError, PageConfig, Proto};
-use hxlab_contract::{PageJob, Synthetic};
+use hxlab_contract::{PageJob, PageReport, Recording, ReplayCounts, ReplaySource, Synthetic};
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::page::PageRun;
-use hxlab_core::page::{Outcome, PageReport};
+use hxlab_core::page::{Outcome, PageTotals};
 use hxlab_core::parse_duration;
 use hxlab_page::page::{PageOptions, PageSession};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -294,7 +294,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     header(&mut text, &job, &opts, &session)?;
     let mut outcomes: Vec<Outcome> = Vec::new();
-    let mut replays: Vec<Option<Value>> = Vec::new();
+    let mut replays: Vec<Option<ReplayCounts>> = Vec::new();
     let mut recorded = false;
     for i in 1..=job.runs {
         if let Some(plain) = session.replay_stats {
@@ -341,7 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(e @ BrowserError::NotFound(_)) => return Err(anyhow::Error::new(e)),
             Err(e) => {
                 let mut msg = e.to_string();
-                if msg.contains("ERR_CERT") && session.spki.is_empty() {
+                if matches!(e, BrowserError::Certificate(_)) && session.spki.is_empty() {
                     msg.push_str(" (trust the server's key with --spki BASE64)");
                 }
                 writeln!(text, "{i:>4}  FAILED: {msg}")?;
@@ -354,9 +354,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     footer(&mut text, &job, &opts, &rep)?;
     server_cc_line(&mut text, &session)?;
     if let Some(dest) = &job.json {
-        let flags = json!({ "link": job.link });
-        let mut doc = hxlab_page::page::report_json(&session, &opts, flags, &outcomes, &rep);
-        add_replay_json(&mut doc, &job, &replays, recorded);
+        let mut doc = hxlab_page::page::report_json(&session, &opts, &outcomes, &rep);
+        add_replay(&mut doc, &job, replays, recorded);
         write_json(dest, &doc)?;
     }
     if let Some(path) = &job.html {
@@ -431,7 +430,7 @@ fn footer(
     text: &mut dyn Write,
     job: &PageJob,
     opts: &PageOptions,
-    rep: &PageReport,
+    rep: &PageTotals,
 ) -> std::io::Result<()> {
     let summary = &rep.summary;
     let views = [
@@ -515,17 +514,23 @@ fn server_cc_line(text: &mut dyn Write, session: &PageSession) -> std::io::Resul
 }
 
 /// The replay's counts per run and the recording in the JSON document.
-fn add_replay_json(doc: &mut Value, job: &PageJob, replays: &[Option<Value>], recorded: bool) {
+fn add_replay(
+    doc: &mut PageReport,
+    job: &PageJob,
+    replays: Vec<Option<ReplayCounts>>,
+    recorded: bool,
+) {
     if let Some(har) = &job.replay {
-        doc["replay"] = json!({ "har": har });
-        if let Some(runs) = doc["runs"].as_array_mut() {
-            for (run, counts) in runs.iter_mut().zip(replays) {
-                run["replay"] = counts.clone().unwrap_or(Value::Null);
-            }
+        doc.replay = Some(ReplaySource { har: har.clone() });
+        for (run, counts) in doc.runs.iter_mut().zip(replays) {
+            run.replay = Some(counts);
         }
     }
     if let Some(path) = &job.record {
-        doc["recorded"] = json!({ "har": path, "written": recorded });
+        doc.recorded = Some(Recording {
+            har: path.clone(),
+            written: recorded,
+        });
     }
 }
 
@@ -541,7 +546,7 @@ fn record_run(path: &Path, run: &PageRun, text: &mut dyn Write) -> anyhow::Resul
 
 /// With --replay: the run's replay counts, and the run flagged when page resources missed
 /// the archive.
-fn replay_counts(session: &PageSession, run: &mut PageRun) -> anyhow::Result<Option<Value>> {
+fn replay_counts(session: &PageSession, run: &mut PageRun) -> anyhow::Result<Option<ReplayCounts>> {
     let Some(plain) = session.replay_stats else {
         return Ok(None);
     };
@@ -563,34 +568,30 @@ fn write_har(path: &Path, har: &Value) -> anyhow::Result<()> {
 }
 
 /// One run's replay counts in a line: hits, near misses, misses.
-fn replay_line(c: &Value) -> String {
-    let n = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+fn replay_line(c: &ReplayCounts) -> String {
+    let t = &c.tally;
     let mut line = format!(
         "{} from the archive, {} near miss(es), {} miss(es)",
-        n("hits"),
-        n("near_misses"),
-        n("misses")
+        t.hits, t.near_misses, t.misses
     );
-    if n("browser_own") > 0 {
+    if t.browser_own > 0 {
         line.push_str(&format!(
             " ({} request(s) the browser made on its own, e.g. /favicon.ico, not in the recording: answered 404, not counted as misses)",
-            n("browser_own")
+            t.browser_own
         ));
     }
-    if let Some(urls) = c.get("miss_urls").and_then(Value::as_array) {
-        for u in urls.iter().filter_map(Value::as_str).take(5) {
-            line.push_str(&format!("\n       missed: {u}"));
-        }
+    for u in c.miss_urls.iter().take(5) {
+        line.push_str(&format!("\n       missed: {u}"));
     }
     line
 }
 
-fn write_json(dest: &str, doc: &Value) -> anyhow::Result<()> {
-    let mut body = serde_json::to_vec_pretty(doc)?;
-    body.push(b'\n');
+/// Writes the `--json` document to `dest` (`-`: standard output).
+fn write_json(dest: &str, doc: &PageReport) -> anyhow::Result<()> {
+    let body = doc.to_json()?;
     if dest == "-" {
         let mut out = std::io::stdout().lock();
-        out.write_all(&body)?;
+        out.write_all(body.as_bytes())?;
         out.flush()?;
     } else {
         std::fs::write(Path::new(dest), body).with_context(|| format!("writing {dest}"))?;

@@ -279,7 +279,7 @@ async fn serve(
         );
     }
     if let Some(path) = &ready_file {
-        let ready = hxlab_core::ReadyFile {
+        let ready = hxlab_contract::ReadyFile {
             pid: std::process::id(),
             tls: server.tls_addr(),
             plain: server.plain_addr(),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// GET /stats from `hxlab serve` at `plain` (its cleartext address) over HTTP/1.1.
-pub fn serve_stats(plain: &str) -> serde_json::Value {
+pub fn serve_stats(plain: &str) -> hxlab_contract::StatsSnapshot {
     use std::io::{Read, Write};
     let mut conn = std::net::TcpStream::connect(plain).expect("connect to serve");
     conn.set_read_timeout(Some(Duration::from_secs(10)))
@@ -31,7 +31,7 @@ pub fn serve_stats(plain: &str) -> serde_json::Value {
         body.find('{').expect("json"),
         body.rfind('}').expect("json"),
     );
-    serde_json::from_str(&body[start..=end]).expect("stats json")
+    hxlab_contract::StatsSnapshot::from_json(&body[start..=end]).expect("a /stats document")
 }
 
 /// PIDs whose command line is exactly `argv` (read from /proc).
@@ -355,8 +355,8 @@ pub fn make_cert_for(dir: &Path, cn: &str, san: &str) -> Option<(PathBuf, PathBu
 pub struct Server {
     pub child: PeerProcess,
     pub dir: tempfile_dir::TempDir,
-    /// The ready file as written by the server (read as `hxlab_core::ReadyFile`).
-    pub ready: serde_json::Value,
+    /// The ready file as written by the server.
+    pub ready: hxlab_contract::ReadyFile,
 }
 
 impl Server {
@@ -385,11 +385,10 @@ impl Server {
         if let Some(out) = child.stdout.take() {
             std::thread::spawn(move || for _ in BufReader::new(out).lines() {});
         }
-        // Read through the one type `hxlab serve` writes it with; tests index the JSON.
+        // Read through the one type `hxlab serve` writes it with.
         let ready = child.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
-            hxlab_core::ReadyFile::read(&ready_path).ok()
+            hxlab_contract::ReadyFile::read(&ready_path).ok()
         });
-        let ready = serde_json::to_value(&ready).expect("a ReadyFile is JSON");
         Server { child, dir, ready }
     }
 

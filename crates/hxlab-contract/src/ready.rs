@@ -47,12 +47,12 @@ pub enum ReadyError {
 impl ReadyFile {
     /// Reads and parses a ready file.
     pub fn read(path: &Path) -> Result<ReadyFile, ReadyError> {
-        let text = crate::read_capped_string(path, crate::files::cap::SMALL).map_err(|source| {
-            ReadyError::Io {
+        let text = hxlab_core::read_capped_string(path, hxlab_core::files::cap::SMALL).map_err(
+            |source| ReadyError::Io {
                 path: path.to_path_buf(),
                 source,
-            }
-        })?;
+            },
+        )?;
         serde_json::from_str(&text).map_err(|source| ReadyError::Json {
             path: path.to_path_buf(),
             source,

@@ -1,0 +1,104 @@
+//! [`StatsSnapshot`]: what `hxlab serve` answers on `GET /stats` (its plain port), and what
+//! everyone who reads a server's counters (the lab, `hxlab page`, tests) parses it into.
+
+use hxlab_core::Protocol;
+use std::collections::BTreeMap;
+
+/// One protocol's counters as served by `/stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProtoStats {
+    /// Completed responses (the `/stats` requests themselves are not counted).
+    pub requests: u64,
+    /// Response body bytes handed to the protocol stack.
+    pub body_bytes: u64,
+    /// Connections accepted so far.
+    pub connections: u64,
+    /// Connections open now.
+    pub open_connections: u64,
+    /// TLS-over-TCP connections whose TLS 1.3 early data (0-RTT) this server accepted.
+    #[serde(default)]
+    pub early_data_accepted: u64,
+    /// TCP connections whose SYN carried data this server took (TCP Fast Open), read back
+    /// from each accepted socket (TCP_INFO).
+    #[serde(default)]
+    pub tfo_accepted: u64,
+    /// QUIC connection attempts answered with a Retry (asked to prove their address first,
+    /// because too many handshakes were in progress).
+    #[serde(default)]
+    pub retries: u64,
+    /// Connection attempts refused: the QUIC table full, or their address over its cap.
+    #[serde(default)]
+    pub refused: u64,
+    /// Connections served so far by congestion controller ("reno": n), read back from each
+    /// accepted TCP socket (getsockopt) or QUIC connection (quinn's controller); controllers
+    /// with no connection are left out.
+    #[serde(default)]
+    pub cc: BTreeMap<String, u64>,
+}
+
+/// The `/stats` document.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StatsSnapshot {
+    /// Seconds since the server started.
+    pub uptime_s: f64,
+    /// User CPU time of the whole server process, seconds.
+    pub cpu_user_s: f64,
+    /// System CPU time of the whole server process, seconds.
+    pub cpu_sys_s: f64,
+    /// Counters keyed by "h1", "h1-tls", "h2", "h2c", "h3" ([`Protocol::stats_key`]).
+    pub by_protocol: BTreeMap<String, ProtoStats>,
+    /// The sum over all protocols.
+    pub total: ProtoStats,
+}
+
+impl StatsSnapshot {
+    /// Parses a `/stats` body.
+    pub fn from_json(text: &str) -> Result<StatsSnapshot, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The `/stats` body (one line of JSON).
+    pub fn to_json(&self) -> String {
+        // Numbers and maps of strings to numbers always serialise (serde_json writes a
+        // non-finite float as null rather than failing).
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// User plus system CPU seconds of the whole server process.
+    pub fn cpu_s(&self) -> f64 {
+        self.cpu_user_s + self.cpu_sys_s
+    }
+
+    /// The counters of one protocol (under its [`Protocol::stats_key`]); None if this server
+    /// does not list it.
+    pub fn protocol(&self, p: Protocol) -> Option<&ProtoStats> {
+        self.by_protocol.get(p.stats_key())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body as `hxlab serve` writes it (key order, every field present, `cc` as a map).
+    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1}}}"#;
+
+    #[test]
+    fn a_body_round_trips_byte_for_byte() {
+        let s = StatsSnapshot::from_json(BODY).unwrap();
+        assert_eq!(s.to_json(), BODY);
+        assert_eq!(s.protocol(Protocol::H1).unwrap().refused, 2);
+        assert_eq!(s.protocol(Protocol::H1).unwrap().cc["cubic"], 1);
+        assert_eq!(s.cpu_s(), 0.375);
+        assert!(s.protocol(Protocol::H2).is_none());
+    }
+
+    #[test]
+    fn counters_an_older_server_does_not_send_read_as_zero() {
+        let old = r#"{"uptime_s":1,"cpu_user_s":0,"cpu_sys_s":0,"by_protocol":{},"total":{"requests":1,"body_bytes":2,"connections":3,"open_connections":4}}"#;
+        let s = StatsSnapshot::from_json(old).unwrap();
+        assert_eq!(s.total.requests, 1);
+        assert_eq!((s.total.refused, s.total.cc.len()), (0, 0));
+        assert!(StatsSnapshot::from_json(r#"{"uptime_s":1}"#).is_err());
+    }
+}
