@@ -8,8 +8,11 @@
 //! from. The lab builds these values and hands them to the child; the child parses them at
 //! the edge and never sees argv strings of another's making. Inside a link, the lab hands
 //! `hxlab load --jobs` one [`LoadJob`] per repetition and reads back a [`JobDone`].
-//! What it is not: no I/O beyond reading a config's text, no protocol stack, no async runtime
-//! (so hxlab-lab builds without quinn, rustls or the load engine).
+//! It also types what the children say back, the only way those outputs are written and
+//! read: `hxlab serve`'s [`ReadyFile`], its `/stats` ([`StatsSnapshot`]) and `/replay-stats`
+//! ([`ReplayCounts`]), and `hxlab page --json` ([`PageReport`]).
+//! What it is not: no I/O beyond reading a config's or a ready file's text, no protocol
+//! stack, no async runtime (so hxlab-lab builds without quinn, rustls or the load engine).
 
 pub mod job;
 pub mod load;
