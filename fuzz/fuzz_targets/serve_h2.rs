@@ -1,10 +1,10 @@
-//! The origin's own HTTP/2 server (`hxlab_serve::h2_peer`): the real connection loop fed a
+//! The origin's own HTTP/2 server (`hxlab_serve::h2_fuzz_entry`): the real connection loop fed a
 //! client's bytes through an in-memory pipe. Input: a split byte, then what the client sends
 //! after the connection preface, written in pieces of that many bytes (0 counts as 1). The
 //! server must not panic or hang, and must write whole frames only: its output is a sequence
 //! of frames, the first its SETTINGS (whatever the client sent, and in whatever pieces).
 #![no_main]
-use hxlab_serve::h2_peer::serve_bytes;
+use hxlab_serve::h2_fuzz_entry::serve_bytes;
 use hxlab_wire::h2::{frame, FrameHead, FRAME_HEAD, PREFACE};
 use libfuzzer_sys::fuzz_target;
 

@@ -1,4 +1,4 @@
-//! The origin's own HTTP/3 parsing of what a client sends (`hxlab_serve::h3_peer`): request
+//! The origin's own HTTP/3 parsing of what a client sends (`hxlab_serve::h3_fuzz_entry`): request
 //! field sections (QPACK, RFC 9114 §4.3 pseudo-header rules) and the client's control stream
 //! (SETTINGS first and once, HTTP/2 frame types refused, unknown frames skipped).
 //! Input: a control byte, then the bytes. Bit 0: 0 request head, 1 control stream. Request
@@ -6,7 +6,7 @@
 //! limit is accepted the same without one. Control streams: the other bits are a split seed;
 //! whole and in pieces give the same answer.
 #![no_main]
-use hxlab_serve::h3_peer::{control_stream, request_head};
+use hxlab_serve::h3_fuzz_entry::{control_stream, request_head};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

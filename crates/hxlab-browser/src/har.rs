@@ -1,7 +1,7 @@
 //! HAR 1.2 (<http://www.softwareishard.com/blog/har-12-spec/>) from the DevTools Network
 //! events of one page load, in the shape Chromium's own "Save all as HAR" writes.
 
-use crate::load::RequestRecord;
+use crate::collected::RequestRecord;
 use serde_json::{json, Value};
 
 /// Builds the HAR log of one run.

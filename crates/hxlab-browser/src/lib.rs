@@ -16,6 +16,7 @@
 //! how the browser process tree is started and killed.
 
 mod cdp;
+mod collected;
 mod har;
 mod load;
 mod process;

@@ -3,7 +3,7 @@
 //! then read navigation, paint, LCP and CLS from the page.
 
 use crate::cdp::{Cdp, Event};
-use crate::load::Collected;
+use crate::collected::Collected;
 use crate::visual::{self, CapturedFrame};
 use crate::{vitals, BrowserError, PageConfig, PageRun};
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@
 //! `Network.requestWillBeSent`'s timestamp (the request issued) and `Network.loadingFinished`'s
 //! (the last byte), that is every phase of the load.
 
-use crate::load::RequestRecord;
+use crate::collected::RequestRecord;
 use hxlab_core::waterfall::{Phases, Span};
 use serde_json::Value;
 
@@ -66,7 +66,8 @@ pub(crate) fn phases(r: &RequestRecord, nav_start: f64) -> Phases {
 #[cfg(test)]
 mod tests {
     use crate::cdp::Event;
-    use crate::load::{build_run, Collected};
+    use crate::collected::Collected;
+    use crate::load::build_run;
     use crate::{PageConfig, Proto};
     use hxlab_core::waterfall::{Phase, Span};
     use serde_json::{json, Value};
@@ -79,15 +80,28 @@ mod tests {
         }
     }
 
+    /// `Network.requestWillBeSent` of a GET.
+    fn sent(id: &str, timestamp: f64, kind: &str, url: &str) -> Event {
+        event(
+            "Network.requestWillBeSent",
+            json!({ "requestId": id, "timestamp": timestamp, "wallTime": 1.7e9, "type": kind,
+                "request": { "url": url, "method": "GET" } }),
+        )
+    }
+
+    /// `Network.loadingFinished` with the bytes the response took on the wire.
+    fn finished(id: &str, timestamp: f64, bytes: u64) -> Event {
+        event(
+            "Network.loadingFinished",
+            json!({ "requestId": id, "timestamp": timestamp, "encodedDataLength": bytes }),
+        )
+    }
+
     /// What Chromium sends for a page and one image: a fresh TLS connection for the page, a
     /// reused one for the image, and a request that fails.
     fn captured() -> Vec<Event> {
         vec![
-            event(
-                "Network.requestWillBeSent",
-                json!({ "requestId": "1", "timestamp": 100.000, "wallTime": 1.7e9, "type": "Document",
-                "request": { "url": "https://h:8443/", "method": "GET" } }),
-            ),
+            sent("1", 100.000, "Document", "https://h:8443/"),
             event(
                 "Network.responseReceived",
                 json!({ "requestId": "1", "response": { "protocol": "h2", "status": 200,
@@ -96,15 +110,8 @@ mod tests {
                 "sslStart": 3.0, "sslEnd": 9.0, "sendStart": 9.5, "sendEnd": 9.75,
                 "receiveHeadersEnd": 20.0 } } }),
             ),
-            event(
-                "Network.loadingFinished",
-                json!({ "requestId": "1", "timestamp": 100.030, "encodedDataLength": 900 }),
-            ),
-            event(
-                "Network.requestWillBeSent",
-                json!({ "requestId": "2", "timestamp": 100.040, "wallTime": 1.7e9, "type": "Image",
-                "request": { "url": "https://h:8443/a.png", "method": "GET" } }),
-            ),
+            finished("1", 100.030, 900),
+            sent("2", 100.040, "Image", "https://h:8443/a.png"),
             event(
                 "Network.responseReceived",
                 json!({ "requestId": "2", "response": { "protocol": "h2", "status": 200,
@@ -113,15 +120,8 @@ mod tests {
                 "sslStart": -1, "sslEnd": -1, "sendStart": 0.5, "sendEnd": 0.5,
                 "receiveHeadersEnd": 10.0 } } }),
             ),
-            event(
-                "Network.loadingFinished",
-                json!({ "requestId": "2", "timestamp": 100.070, "encodedDataLength": 5000 }),
-            ),
-            event(
-                "Network.requestWillBeSent",
-                json!({ "requestId": "3", "timestamp": 100.050, "wallTime": 1.7e9, "type": "Script",
-                "request": { "url": "https://h:8443/gone.js", "method": "GET" } }),
-            ),
+            finished("2", 100.070, 5000),
+            sent("3", 100.050, "Script", "https://h:8443/gone.js"),
             event(
                 "Network.loadingFailed",
                 json!({ "requestId": "3", "timestamp": 100.060, "errorText": "net::ERR_FAILED" }),
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn a_quic_handshake_is_all_tls() {
-        let r = crate::load::RequestRecord {
+        let r = crate::collected::RequestRecord {
             started: 1.0,
             response: Some(json!({ "timing": { "requestTime": 1.0, "connectStart": 0.0,
                 "connectEnd": 4.0, "sslStart": 0.0, "sslEnd": 4.0, "sendStart": 4.0,

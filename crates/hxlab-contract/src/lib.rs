@@ -10,10 +10,13 @@
 //! `hxlab load --jobs` one [`LoadJob`] per repetition and reads back a [`JobDone`].
 //! It also types what the children say back, the only way those outputs are written and
 //! read: `hxlab serve`'s [`ReadyFile`], its `/stats` ([`StatsSnapshot`]) and `/replay-stats`
-//! ([`ReplayCounts`]), and `hxlab page --json` ([`PageReport`]).
+//! ([`ReplayCounts`]), and `hxlab page --json` ([`PageReport`]). The synthetic page, the
+//! static one a [`Synthetic`] spec asks for and `hxlab serve`'s `/page`, has one writer:
+//! [`SyntheticHtml`].
 //! What it is not: no I/O beyond reading a config's or a ready file's text, no protocol
 //! stack, no async runtime (so hxlab-lab builds without quinn, rustls or the load engine).
 
+pub mod duration_text;
 pub mod job;
 pub mod load;
 pub mod page;
@@ -22,7 +25,7 @@ pub mod ready;
 pub mod replay;
 pub mod serve;
 pub mod stats;
-pub mod text;
+pub mod synthetic_html;
 
 pub use job::{JobDone, LoadJob};
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
@@ -35,6 +38,7 @@ pub use ready::{ReadyError, ReadyFile};
 pub use replay::{NearMiss, NearMissRule, ReplayCounts};
 pub use serve::ServeConfig;
 pub use stats::{ProtoStats, StatsSnapshot};
+pub use synthetic_html::{PageDelay, SyntheticHtml};
 
 /// Why a configuration is refused: one line for the user (a usage error, exit 2, on the
 /// command line).

@@ -3,7 +3,7 @@
 //! refused, missing keys take the flags' defaults). One validator, [`LoadConfig::validate`],
 //! for the flags, the file and the lab alike.
 
-use crate::text::duration_text;
+use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::Proto;

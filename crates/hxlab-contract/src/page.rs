@@ -3,7 +3,7 @@
 //! outputs — its JSON form (`hxlab page --config FILE|-`, as the lab hands it) and its one
 //! validator, shared by the flags, files and the lab.
 
-use crate::text::duration_text;
+use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::Proto;

@@ -231,37 +231,21 @@ mod tests {
 
     fn run(flag: Option<&str>) -> PageRun {
         PageRun {
-            view: Default::default(),
             url: "https://127.0.0.1:8443/".into(),
             requested_protocol: Proto::H2,
             browser: "Chromium 130.0.1".into(),
             browser_major: 130,
             started_unix_s: 1.5,
             protocols: BTreeMap::from([("h2".to_string(), 3)]),
-            protocol_ok: true,
-            plain_http_responses: 0,
             flag: flag.map(str::to_string),
             ttfb_ms: 1.0,
             dom_content_loaded_ms: 2.0,
             load_ms: 3.0,
             fcp_ms: Some(2.5),
-            lcp_ms: None,
-            cls: None,
-            speed_index_ms: None,
-            first_visual_change_ms: None,
-            visually_complete_ms: None,
-            filmstrip: Vec::new(),
-            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 1000,
             resources_loaded: 3,
-            resources_failed: 0,
-            resources_incomplete: 0,
-            early_hints: 0,
-            early_hint_preloads_used: 0,
-            resources: Vec::new(),
-            har: None,
-            repeat_view: None,
+            ..PageRun::default()
         }
     }
 

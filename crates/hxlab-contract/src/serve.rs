@@ -1,7 +1,7 @@
 //! [`ServeConfig`]: everything `hxlab serve` can be told, its JSON form (`hxlab serve
 //! --config FILE|-`) and its one validator, shared by the flags, files and the lab.
 
-use crate::text::duration_text;
+use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
 use std::net::{IpAddr, Ipv4Addr};
@@ -54,7 +54,7 @@ pub struct ServeConfig {
     /// TCP (bbr on some machines, cubic on most) and quinn's (Cubic) on QUIC.
     pub cc: Option<CongestionControl>,
     /// Accept TLS 1.3 early data (0-RTT) on TCP, as QUIC 0-RTT is accepted on HTTP/3. Early
-    /// data can be replayed; see `early.rs` and docs/serve.md.
+    /// data can be replayed; see `tls_early_data.rs` and docs/serve.md.
     pub early_data: bool,
     /// Bytes one QUIC connection may buffer in each direction: its send window (response
     /// data written and not yet acknowledged), its receive window and each stream's. A

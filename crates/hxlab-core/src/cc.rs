@@ -1,5 +1,6 @@
 //! Congestion control, the same on both ends: the names users write, setting them on a TCP
-//! socket or a QUIC transport, and reading back what a socket or connection actually runs.
+//! socket, and reading back what a socket actually runs (a QUIC transport's side is
+//! hxlab-quic's `cc`, on this same vocabulary).
 //!
 //! `hxlab serve` and `hxlab load` both go through here, so a `cc` factor means one thing on
 //! either end and on every protocol, and what is recorded is read back from the kernel
@@ -256,42 +257,6 @@ pub fn counts_text(m: &BTreeMap<String, u64>) -> String {
             .map(|(k, n)| format!("{k} {n}"))
             .collect::<Vec<_>>()
             .join(", "),
-    }
-}
-
-/// quinn's side: the controller factory for a transport and the read-back from a connection.
-#[cfg(feature = "quic")]
-pub mod quic {
-    use super::CongestionControl;
-    use std::sync::Arc;
-
-    /// Makes every connection of `transport` run `cc`.
-    pub fn apply(transport: &mut quinn::TransportConfig, cc: CongestionControl) {
-        match cc {
-            CongestionControl::Reno => transport.congestion_controller_factory(Arc::new(
-                quinn::congestion::NewRenoConfig::default(),
-            )),
-            CongestionControl::Cubic => transport
-                .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default())),
-            CongestionControl::Bbr => transport
-                .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default())),
-        };
-    }
-
-    /// The name of a congestion controller, by its type (`"other"` for one hxlab does not
-    /// know): what a live QUIC connection runs, read back from quinn-proto's
-    /// `Connection::congestion_state` (hxlab's client and server both drive quinn-proto).
-    pub fn of_controller(controller: &dyn quinn::congestion::Controller) -> &'static str {
-        let any = controller.clone_box().into_any();
-        if any.is::<quinn::congestion::NewReno>() {
-            "reno"
-        } else if any.is::<quinn::congestion::Cubic>() {
-            "cubic"
-        } else if any.is::<quinn::congestion::Bbr>() {
-            "bbr"
-        } else {
-            "other"
-        }
     }
 }
 

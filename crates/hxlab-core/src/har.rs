@@ -1,7 +1,8 @@
 //! HAR 1.2 archives for replay: reading one (hxlab's own `hxlab page --record` and Chrome
 //! DevTools' "Save all as HAR with content") into recorded responses, and matching a request
-//! against them. Pure logic: `hxlab serve --replay` does the serving, `hxlab page --replay`
-//! the mapping of hostnames.
+//! against them, and where a recording's replay starts ([`RecordedStart`], checked by the
+//! lab and by `hxlab page` alike). Pure logic: `hxlab serve --replay` does the serving,
+//! `hxlab page --replay` the mapping of hostnames.
 //!
 //! Matching, in order (docs/page.md, "Record and replay"):
 //! 1. exact: method, scheme, host (no port, lower case), path and query string as sent;
@@ -233,6 +234,9 @@ pub enum MatchKind {
     NearHost,
 }
 
+/// What a group is keyed by: method (upper case), origin (see `origin_key`), path and query.
+type GroupKey = (String, String, String, String);
+
 /// Responses recorded under one (method, host, path, query).
 #[derive(Debug)]
 struct Group {
@@ -261,7 +265,7 @@ pub struct Archive {
     /// count per scheme, e.g. `"data:" → 2`.
     pub unreplayable: BTreeMap<String, usize>,
     groups: Vec<Group>,
-    exact: HashMap<(String, String, String, String), usize>,
+    exact: HashMap<GroupKey, usize>,
 }
 
 #[derive(Deserialize)]
@@ -568,33 +572,43 @@ impl Archive {
         hosts
     }
 
-    /// Finds the group answering a request (see the module's matching rules).
-    fn find(
+    /// The response to a request and how it matched (see the module's matching rules);
+    /// `None` is a miss. Each call advances the matched URL's position in its recorded
+    /// sequence.
+    pub fn answer(
         &self,
         method: &str,
         scheme: &str,
         host: &str,
         path: &str,
         query: &str,
-    ) -> Option<(usize, MatchKind)> {
-        let method = method.to_ascii_uppercase();
-        let host = origin_key(scheme, host);
+    ) -> Option<(&Recorded, MatchKind)> {
         let key = (
-            method.clone(),
-            host.clone(),
+            method.to_ascii_uppercase(),
+            origin_key(scheme, host),
             path.to_string(),
             query.to_string(),
         );
-        if let Some(&g) = self.exact.get(&key) {
-            return Some((g, MatchKind::Exact));
-        }
+        let (g, kind) = match self.exact.get(&key) {
+            Some(&g) => (g, MatchKind::Exact),
+            None => self.nearest(&key)?,
+        };
+        let group = &self.groups[g];
+        let nth = group.served.fetch_add(1, Ordering::Relaxed);
+        let entry = group.entries[nth.min(group.entries.len() - 1)];
+        Some((&self.entries[entry], kind))
+    }
+
+    /// The group nearest a request no group matches exactly: same method and path, the
+    /// closest query on the same host, else on another host.
+    fn nearest(&self, (method, host, path, query): &GroupKey) -> Option<(usize, MatchKind)> {
         let wanted = query_pairs(query);
         let best = |same_host: bool| {
             self.groups
                 .iter()
                 .enumerate()
-                .filter(|(_, g)| g.method == method && g.path == path)
-                .filter(|(_, g)| (g.host == host) == same_host)
+                .filter(|(_, g)| g.method == *method && g.path == *path)
+                .filter(|(_, g)| (g.host == *host) == same_host)
                 .map(|(i, g)| (query_score(&wanted, &query_pairs(&g.query)), i))
                 // Highest score; among equals the first recorded (smallest index).
                 .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
@@ -604,23 +618,6 @@ impl Archive {
             return Some((g, MatchKind::NearQuery));
         }
         best(false).map(|g| (g, MatchKind::NearHost))
-    }
-
-    /// The response to a request and how it matched; `None` is a miss. Each call advances
-    /// the matched URL's position in its recorded sequence.
-    pub fn answer(
-        &self,
-        method: &str,
-        scheme: &str,
-        host: &str,
-        path: &str,
-        query: &str,
-    ) -> Option<(&Recorded, MatchKind)> {
-        let (g, kind) = self.find(method, scheme, host, path, query)?;
-        let group = &self.groups[g];
-        let nth = group.served.fetch_add(1, Ordering::Relaxed);
-        let entry = group.entries[nth.min(group.entries.len() - 1)];
-        Some((&self.entries[entry], kind))
     }
 
     /// Starts every recorded sequence over (a new page load).
@@ -657,6 +654,67 @@ fn query_score(a: &[(&str, &str)], b: &[(&str, &str)]) -> (usize, usize) {
         .filter(|(k, _)| b.iter().any(|(bk, _)| bk == k))
         .count();
     (pairs, keys)
+}
+
+/// What a recording says about where its replay starts, kept once the archive is read (so
+/// an experiment checks every protocol and writes its notes without reading the HAR again).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedStart {
+    /// The page URL the recording starts at.
+    pub page_url: String,
+    /// Where the recorded redirects from it end (the page URL when it was not redirected).
+    pub chain_end: String,
+    /// Recorded responses and the origins they came from.
+    pub entries: usize,
+    /// Origins requests went to.
+    pub origins: usize,
+    /// What was left out of the archive ([`Archive::skipped_text`]).
+    pub skipped: Option<String>,
+}
+
+impl RecordedStart {
+    /// The start of `archive`.
+    pub fn of(archive: &Archive) -> RecordedStart {
+        RecordedStart {
+            page_url: archive.page_url.clone(),
+            chain_end: archive.final_url(),
+            entries: archive.entries.len(),
+            origins: archive.origins.len(),
+            skipped: archive.skipped_text(),
+        }
+    }
+
+    /// Whether the recording redirects its page URL elsewhere.
+    pub fn redirected(&self) -> bool {
+        self.chain_end != self.page_url
+    }
+
+    /// The URL a replayed page load over `proto` starts from: the recording's own start, for
+    /// every protocol alike. A recording that starts at an http:// URL redirected to https
+    /// (the usual 301) is loaded from that URL: the redirect is answered as recorded over
+    /// plain HTTP/1.1, and the browser follows it to the https page, which loads over the
+    /// protocol asked for (HTTP/3 included: QUIC is forced on every recorded https origin).
+    /// So every protocol pays the same redirect, as a first visit does. HTTP/2 and HTTP/3
+    /// need the chain to end at an https:// page.
+    pub fn url_for(&self, proto: crate::Proto) -> Result<String, String> {
+        let last = &self.chain_end;
+        let secure = last
+            .get(..8)
+            .is_some_and(|p| p.eq_ignore_ascii_case("https://"));
+        if matches!(proto, crate::Proto::H2 | crate::Proto::H3) && !secure {
+            let via = if self.redirected() {
+                format!(", and its recorded redirects end at {last}")
+            } else {
+                String::new()
+            };
+            return Err(format!(
+                "{} needs an https:// page (browsers speak it over TLS only); the recording starts at {}{via}",
+                proto.name(),
+                self.page_url
+            ));
+        }
+        Ok(self.page_url.clone())
+    }
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! What it is for: units as users write them (sizes, durations, rates), the `RunResult`
 //! schema every measurement is stored as, HDR histograms that serialise and merge exactly,
 //! and the statistics the reports use. Wire formats (HPACK, QPACK, frames) live in hxlab-wire.
-//! [`cc`] holds the congestion-control vocabulary with the one socket option and the one
-//! quinn hook that apply and read it back, so both ends set it the same way.
+//! [`cc`] holds the congestion-control vocabulary with the one TCP socket option that applies
+//! and reads it back, so both ends set it the same way (quinn's side is in hxlab-quic).
 //! [`write_atomically`] is the one way any crate replaces a file others may be reading.
 //! [`Protocol`] (what a connection spoke) and [`Proto`] (what a client is asked to speak) are
 //! the one protocol vocabulary.
@@ -12,8 +12,9 @@
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
 //! [`page`] is what a browser page load measured and what a series of loads adds up to.
-//! [`udp`] gives every HTTP/3 socket of the lab, client's and origin's, the same receive buffer.
-//! What it is not: no other I/O, no protocol code, no async runtime.
+//! [`SplitMix64`] is the one seeded generator; [`rusage`] the one reader of CPU time.
+//! What it is not: no other I/O, no protocol code, no async runtime (QUIC's sockets and
+//! quinn's hooks are hxlab-quic).
 
 pub mod atomic_file;
 
@@ -25,9 +26,10 @@ pub mod interval;
 pub mod page;
 pub mod protocol;
 pub mod result;
+pub mod rusage;
 pub mod shard;
+pub mod splitmix;
 pub mod stats;
-pub mod udp;
 pub mod units;
 pub mod waterfall;
 
@@ -36,5 +38,5 @@ pub use files::{read_capped, read_capped_string, read_lines_capped, Line};
 pub use histogram::LatencyHistogram;
 pub use protocol::{Proto, Protocol};
 pub use result::RunResult;
-pub use udp::{set_quic_recv_buffer, QUIC_UDP_RECV_BUFFER};
+pub use splitmix::SplitMix64;
 pub use units::{parse_duration, parse_rate, parse_size, UnitError};

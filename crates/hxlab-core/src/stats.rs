@@ -1,6 +1,8 @@
 //! Statistics over repetitions: median, mean, stdev, bootstrap confidence intervals, and the
 //! Mann-Whitney U test. Deterministic: the bootstrap uses a fixed-seed generator.
 
+use crate::SplitMix64;
+
 /// Arithmetic mean; NaN for an empty slice.
 pub fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {
@@ -36,22 +38,6 @@ pub fn quantile(xs: &[f64], q: f64) -> f64 {
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
 }
 
-/// A small deterministic generator (SplitMix64) for resampling.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Percentile-bootstrap confidence interval of `statistic` at `level` (e.g. 0.95).
 pub fn bootstrap_ci(
     xs: &[f64],
@@ -63,7 +49,7 @@ pub fn bootstrap_ci(
         let v = statistic(xs);
         return (v, v);
     }
-    let mut rng = SplitMix(0x005E_ED0F_4A1B);
+    let mut rng = SplitMix64::new(0x005E_ED0F_4A1B);
     let mut stats = Vec::with_capacity(resamples);
     let mut sample = vec![0.0; xs.len()];
     for _ in 0..resamples {
@@ -81,7 +67,7 @@ pub fn ratio_ci(a: &[f64], b: &[f64], level: f64, resamples: usize) -> (f64, f64
     if a.is_empty() || b.is_empty() {
         return (f64::NAN, f64::NAN);
     }
-    let mut rng = SplitMix(0xA11CE);
+    let mut rng = SplitMix64::new(0xA11CE);
     let mut ratios = Vec::with_capacity(resamples);
     let mut sa = vec![0.0; a.len()];
     let mut sb = vec![0.0; b.len()];

@@ -5,9 +5,9 @@
 //! port it declared accepts. Its CPU is read from /proc for the whole process tree (an
 //! nginx master and its workers).
 
-use crate::spec::origins::{render, CommandOrigin};
-use crate::spec::{OriginDef, Protocol};
-use hxlab_page::child::spawn_group;
+use crate::experiment::origins::{render, CommandOrigin};
+use crate::experiment::{OriginDef, Protocol};
+use hxlab_child::child::spawn_group;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -231,7 +231,7 @@ impl CommandServer {
     /// Stops the process group: SIGTERM, then SIGKILL after a grace period.
     fn stop(&mut self) {
         let pid = self.child.id();
-        hxlab_page::child::signal_group(pid, libc::SIGTERM);
+        hxlab_child::child::signal_group(pid, libc::SIGTERM);
         let until = Instant::now() + Duration::from_secs(3);
         while Instant::now() < until {
             if !matches!(self.child.try_wait(), Ok(None)) {
@@ -239,7 +239,7 @@ impl CommandServer {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        hxlab_page::child::signal_group(pid, libc::SIGKILL);
+        hxlab_child::child::signal_group(pid, libc::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -369,7 +369,7 @@ pub fn fill_www(www: &Path, sizes: &[u64], pages: &[(u64, u64)]) -> Result<(), S
     }
     for &(n, size) in pages {
         let path = www.join(format!("page-{n}-{size}.html"));
-        let html = hxlab_page::origin::synthetic_page_html(n, size, Duration::ZERO);
+        let html = hxlab_contract::SyntheticHtml::each_delayed(n, size, Duration::ZERO).html();
         std::fs::write(&path, html).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
@@ -380,15 +380,12 @@ pub fn fill_www(www: &Path, sizes: &[u64], pages: &[(u64, u64)]) -> Result<(), S
 fn write_body(path: &Path, size: u64) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rng = hxlab_core::SplitMix64::new(0x9E37_79B9_7F4A_7C15);
     let mut left = size;
     let mut block = [0u8; 8192];
     while left > 0 {
         for chunk in block.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes()[..chunk.len()]);
         }
         let n = left.min(block.len() as u64) as usize;
         f.write_all(&block[..n])?;

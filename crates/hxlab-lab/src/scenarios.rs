@@ -3,7 +3,7 @@
 //! `hxlab compare`. They are ordinary experiment files, so `--set` and `--repetitions` work
 //! on them as on any file.
 
-use crate::spec::{
+use crate::experiment::{
     parse, Description, Experiment, FactorValue, Overrides, PageInput, Protocol, SpecError,
 };
 use hxlab_report::Workload;
@@ -22,103 +22,58 @@ pub struct Scenario {
     pub qualitative: bool,
 }
 
+/// A scenario read from `scenarios/NAME.toml`, followed by the `[origins.*]` tables of the
+/// servers it measures beside hxlab's (`with "nginx"`: `origins/nginx.toml`). `published`
+/// scenarios have a published table; `qualitative` ones published words and plots.
+macro_rules! scenario {
+    ($kind:ident $name:literal $(with $origin:literal)*: $summary:literal) => {
+        Scenario {
+            name: $name,
+            summary: $summary,
+            qualitative: scenario!(@qualitative $kind),
+            source: concat!(
+                include_str!(concat!("../scenarios/", $name, ".toml"))
+                $(, "\n", include_str!(concat!("../origins/", $origin, ".toml")))*
+            ),
+        }
+    };
+    (@qualitative published) => {
+        false
+    };
+    (@qualitative qualitative) => {
+        true
+    };
+}
+
 /// Every built-in scenario, in the order `--list-scenarios` prints them.
+#[rustfmt::skip]
 pub const SCENARIOS: [Scenario; 13] = [
-    Scenario {
-        name: "seed-003-delay",
-        summary: "100 × 0.1 MB, server delay 0–40 ms: h1 (6 connections) vs h2 vs h3",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-003-delay.toml"),
-    },
-    Scenario {
-        name: "seed-003-requests",
-        summary: "6–3750 resources of 0.1 MB at 10 and 30 ms delay",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-003-requests.toml"),
-    },
-    Scenario {
-        name: "seed-003-size",
-        summary: "30 resources of 0.2–2.0 MB at 10 ms delay",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-003-size.toml"),
-    },
-    Scenario {
-        name: "seed-003-network",
-        summary: "30 × 0.1 MB over the Chrome presets, packet-level (needs hxlab link)",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-003-network.toml"),
-    },
-    Scenario {
-        name: "seed-003-push",
-        summary: "290 KB script pushed vs requested, per profile (h2)",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-003-push.toml"),
-    },
-    Scenario {
-        name: "seed-004-tls",
-        summary: "50,000 × 100 B over h2, h1+TLS, h1: req/s, latency, header savings, server CPU",
-        qualitative: false,
-        source: concat!(
-            include_str!("../scenarios/seed-004-tls.toml"),
-            "\n",
-            include_str!("../origins/nginx.toml")
-        ),
-    },
-    Scenario {
-        name: "seed-002-multiplex",
-        summary: "100 requests: 10 h1 connections vs one h2/h3 connection, loopback and WAN RTT",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-002-multiplex.toml"),
-    },
-    Scenario {
-        name: "seed-000-https-cpu",
-        summary: "100 clients, 5/10 KB objects: server CPU per request, h1 keep-alive on/off vs h2",
-        qualitative: false,
-        source: concat!(
-            include_str!("../scenarios/seed-000-https-cpu.toml"),
-            "\n",
-            include_str!("../origins/nginx.toml")
-        ),
-    },
-    Scenario {
-        name: "seed-001-h3",
-        summary: "15 KB and 1 MB, h2 vs h3, RTT 50/100 ms at 10 Mbit/s, same cc on both ends, loss, 0-RTT",
-        qualitative: false,
-        source: include_str!("../scenarios/seed-001-h3.toml"),
-    },
-    Scenario {
-        name: "quic-dissected",
-        summary: "after Yu & Benson (WWW '21): 100 KB–5 MB, 10 Mbit/s, RTT +50/100 ms, loss 0–1 %, same cc",
-        qualitative: true,
-        source: include_str!("../scenarios/quic-dissected.toml"),
-    },
-    Scenario {
-        name: "hol-blocking",
-        summary: "30 × 100 KiB at RTT 50 ms, loss 0/1/2 %, h2 vs h3, same cc on both ends",
-        qualitative: true,
-        source: include_str!("../scenarios/hol-blocking.toml"),
-    },
-    Scenario {
-        name: "servers",
-        summary: "hxlab serve vs nginx vs h2o vs Caddy, every protocol each speaks: req/s, latency, server CPU/request",
-        qualitative: true,
-        source: concat!(
-            include_str!("../scenarios/servers.toml"),
-            "\n",
-            include_str!("../origins/nginx.toml"),
-            "\n",
-            include_str!("../origins/h2o.toml"),
-            "\n",
-            include_str!("../origins/caddy.toml")
-        ),
-    },
-    Scenario {
-        name: "compare",
-        summary:
-            "the matrix of `hxlab compare` (h1, h1-tls, h2, h3 × delay × resources, one network)",
-        qualitative: false,
-        source: include_str!("../scenarios/compare.toml"),
-    },
+    scenario!(published "seed-003-delay":
+        "100 × 0.1 MB, server delay 0–40 ms: h1 (6 connections) vs h2 vs h3"),
+    scenario!(published "seed-003-requests":
+        "6–3750 resources of 0.1 MB at 10 and 30 ms delay"),
+    scenario!(published "seed-003-size":
+        "30 resources of 0.2–2.0 MB at 10 ms delay"),
+    scenario!(published "seed-003-network":
+        "30 × 0.1 MB over the Chrome presets, packet-level (needs hxlab link)"),
+    scenario!(published "seed-003-push":
+        "290 KB script pushed vs requested, per profile (h2)"),
+    scenario!(published "seed-004-tls" with "nginx":
+        "50,000 × 100 B over h2, h1+TLS, h1: req/s, latency, header savings, server CPU"),
+    scenario!(published "seed-002-multiplex":
+        "100 requests: 10 h1 connections vs one h2/h3 connection, loopback and WAN RTT"),
+    scenario!(published "seed-000-https-cpu" with "nginx":
+        "100 clients, 5/10 KB objects: server CPU per request, h1 keep-alive on/off vs h2"),
+    scenario!(published "seed-001-h3":
+        "15 KB and 1 MB, h2 vs h3, RTT 50/100 ms at 10 Mbit/s, same cc on both ends, loss, 0-RTT"),
+    scenario!(qualitative "quic-dissected":
+        "after Yu & Benson (WWW '21): 100 KB–5 MB, 10 Mbit/s, RTT +50/100 ms, loss 0–1 %, same cc"),
+    scenario!(qualitative "hol-blocking":
+        "30 × 100 KiB at RTT 50 ms, loss 0/1/2 %, h2 vs h3, same cc on both ends"),
+    scenario!(qualitative "servers" with "nginx" with "h2o" with "caddy":
+        "hxlab serve vs nginx vs h2o vs Caddy, every protocol each speaks: req/s, latency, server CPU/request"),
+    scenario!(published "compare":
+        "the matrix of `hxlab compare` (h1, h1-tls, h2, h3 × delay × resources, one network)"),
 ];
 
 /// The networks `hxlab compare --page` and `--har` replay a page behind by default: none,

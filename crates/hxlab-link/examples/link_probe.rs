@@ -49,6 +49,38 @@ fn force_sndbuf(c: &TcpStream, bytes: libc::c_int) {
     }
 }
 
+/// Reads until the peer closes or the read times out: the bytes, and the seconds from the first
+/// byte to the last (a connection cut without FIN does not count its timeout).
+fn read_all(c: &mut TcpStream) -> (u64, f64) {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    while let Ok(n) = c.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        first.get_or_insert_with(Instant::now);
+        last = Instant::now();
+        total += n as u64;
+    }
+    let secs = first
+        .map(|f| (last - f).as_secs_f64())
+        .unwrap_or(1.0)
+        .max(1e-3);
+    (total, secs)
+}
+
+/// Writes as fast as the connection takes until `end` or the first error.
+fn write_until(c: &mut TcpStream, end: Instant) {
+    let buf = vec![1u8; 256 * 1024];
+    while Instant::now() < end {
+        if c.write_all(&buf).is_err() {
+            break;
+        }
+    }
+}
+
 fn main() {
     let mode = arg(1);
     match mode.as_str() {
@@ -98,23 +130,7 @@ fn main() {
             let (mut c, _) = l.accept().expect("accept");
             c.set_read_timeout(Some(Duration::from_secs(num(3))))
                 .unwrap();
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut total = 0u64;
-            let mut first: Option<Instant> = None;
-            let mut last = Instant::now();
-            while let Ok(n) = c.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                first.get_or_insert_with(Instant::now);
-                last = Instant::now();
-                total += n as u64;
-            }
-            // First to last byte: a connection cut without FIN does not count its timeout.
-            let secs = first
-                .map(|f| (last - f).as_secs_f64())
-                .unwrap_or(1.0)
-                .max(1e-3);
+            let (total, secs) = read_all(&mut c);
             println!(
                 "bytes={total} secs={secs:.3} mbit_s={:.1}",
                 total as f64 * 8.0 / secs / 1e6
@@ -123,12 +139,7 @@ fn main() {
         "tcp-send" => {
             let mut c = TcpStream::connect((arg(2).as_str(), num(3) as u16)).expect("connect");
             let end = Instant::now() + Duration::from_secs(num(4));
-            let buf = vec![1u8; 256 * 1024];
-            while Instant::now() < end {
-                if c.write_all(&buf).is_err() {
-                    break;
-                }
-            }
+            write_until(&mut c, end);
         }
         "tcp-source" => {
             let l = TcpListener::bind(("0.0.0.0", num(2) as u16)).expect("bind");
@@ -137,34 +148,13 @@ fn main() {
                 force_sndbuf(&c, num(4) as libc::c_int);
             }
             let end = Instant::now() + Duration::from_secs(num(3));
-            let buf = vec![1u8; 256 * 1024];
-            while Instant::now() < end {
-                if c.write_all(&buf).is_err() {
-                    break;
-                }
-            }
+            write_until(&mut c, end);
         }
         "tcp-recv" => {
             let mut c = TcpStream::connect((arg(2).as_str(), num(3) as u16)).expect("connect");
             c.set_read_timeout(Some(Duration::from_secs(num(4) + 5)))
                 .unwrap();
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut total = 0u64;
-            let mut first: Option<Instant> = None;
-            let mut last = Instant::now();
-            while let Ok(n) = c.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                first.get_or_insert_with(Instant::now);
-                last = Instant::now();
-                total += n as u64;
-            }
-            // First to last byte: a connection cut without FIN does not count its timeout.
-            let secs = first
-                .map(|f| (last - f).as_secs_f64())
-                .unwrap_or(1.0)
-                .max(1e-3);
+            let (total, secs) = read_all(&mut c);
             println!(
                 "bytes={total} secs={secs:.3} mbit_s={:.2}",
                 total as f64 * 8.0 / secs / 1e6

@@ -188,6 +188,25 @@ impl Default for DirectionConfig {
     }
 }
 
+/// A delay as a user gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delay {
+    /// Added in each direction (`hxlab link --delay`).
+    OneWay(Duration),
+    /// A round trip, half each way (a profile's RTT, the lab's `rtt` factor).
+    RoundTrip(Duration),
+}
+
+impl Delay {
+    /// The delay each direction adds.
+    pub fn one_way(self) -> Duration {
+        match self {
+            Delay::OneWay(d) => d,
+            Delay::RoundTrip(rtt) => rtt / 2,
+        }
+    }
+}
+
 /// A whole link: `down` is outside → inside (server → client), `up` the reverse.
 ///
 /// Its JSON form (`hxlab link --config FILE`) has the fields' names; durations are
@@ -213,7 +232,7 @@ impl LinkConfig {
     /// down/up rates, profile loss.
     pub fn from_profile(name: &str) -> Result<LinkConfig, LinkError> {
         let p = crate::profiles::find(name)?;
-        let one_way = p.rtt() / 2;
+        let one_way = Delay::RoundTrip(p.rtt()).one_way();
         let mut cfg = LinkConfig {
             profile: Some(p.qualified_name()),
             ..LinkConfig::default()

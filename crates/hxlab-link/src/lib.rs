@@ -5,7 +5,8 @@
 //! segmentation offload: [`gso`] says how super-packets are carried and when they are cut), one in the
 //! namespace hxlab started in and one in a new network namespace where a command runs, like
 //! mahimahi's LinkShell/DelayShell. [`profiles`] holds the published Chrome DevTools and
-//! WebPageTest presets.
+//! WebPageTest presets. [`settings`] turns a link as users write it (`hxlab link`'s flags, an
+//! experiment's link factors) into a [`LinkConfig`], by one set of rules.
 //!
 //! What it is not: a traffic generator or a measurement tool (that is hxlab-load), nor a
 //! kernel qdisc; it does not touch routes or interfaces outside the two devices it creates.
@@ -22,12 +23,15 @@ pub mod gso;
 pub mod model;
 pub mod profiles;
 mod relay;
+pub mod settings;
 pub mod shell;
+mod sys;
 pub mod trace;
 mod tun;
 
-pub use config::{Aqm, DirectionConfig, LinkConfig, Loss, QueueLimit, Server};
+pub use config::{Aqm, Delay, DirectionConfig, LinkConfig, Loss, QueueLimit, Server};
 pub use model::{Direction, DirectionStats, Model, Packet, Pipe};
+pub use settings::{Bottleneck, LinkSettings, Setting, SettingsError};
 pub use shell::Link;
 pub use trace::Trace;
 

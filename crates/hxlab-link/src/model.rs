@@ -16,7 +16,7 @@
 //! to call: a late wakeup does not change when a packet left the queue or arrives.
 
 use crate::config::{Aqm, DirectionConfig, Loss, QueueLimit, Server};
-use crate::trace::Trace;
+use crate::trace::{Trace, TRACE_OPPORTUNITY_BYTES};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -64,16 +64,9 @@ pub struct Rng {
 impl Rng {
     /// A generator whose whole sequence is fixed by `seed`.
     pub fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut g = hxlab_core::SplitMix64::new(seed);
         Rng {
-            s: [next(), next(), next(), next()],
+            s: [g.next_u64(), g.next_u64(), g.next_u64(), g.next_u64()],
         }
     }
 
@@ -203,8 +196,6 @@ struct Codel {
 /// CoDel's defaults from RFC 8289: 5 ms target, 100 ms interval.
 const CODEL_TARGET: Duration = Duration::from_millis(5);
 const CODEL_INTERVAL: Duration = Duration::from_millis(100);
-/// Bytes per mahimahi delivery opportunity.
-pub const TRACE_OPPORTUNITY_BYTES: usize = 1500;
 /// Safety cap on packets held in the delay line, so a huge delay at an unlimited rate cannot
 /// take unbounded memory; beyond it packets count as `dropped_overflow`. Counted in wire
 /// packets ([`Packet::segments`]), so a delay line of super-packets holds as many bytes as

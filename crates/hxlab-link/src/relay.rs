@@ -27,7 +27,7 @@
 
 use crate::gso::{Csum, Gso, VnetHdr, F_NEEDS_CSUM, VNET_HDR_LEN};
 use crate::model::{Direction, DirectionStats, Pipe};
-use crate::shell::cvt;
+use crate::sys::cvt;
 use crate::tun::{Buf, Pool, SMALL_BUF};
 use crate::LinkError;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -24,6 +24,7 @@
 
 use crate::model::{Direction, DirectionStats, Pipe};
 use crate::relay::{monotonic_ns, relay, Carry, RelayCtx};
+use crate::sys::{cvt, os_err};
 use crate::tun::{open_tun, tun_open_error, Pool};
 use crate::{LinkConfig, LinkError, LinkStats};
 use std::ffi::CString;
@@ -40,18 +41,6 @@ use std::time::Duration;
 pub const MTU: usize = 1500;
 /// How many /30 slots of 100.64.0.0/10 instances may use (4 addresses each).
 const SLOTS: u32 = 16384;
-
-pub(crate) fn os_err(what: &str) -> LinkError {
-    LinkError::Setup(format!("{what}: {}", std::io::Error::last_os_error()))
-}
-
-pub(crate) fn cvt(ret: libc::c_int, what: &str) -> Result<libc::c_int, LinkError> {
-    if ret < 0 {
-        Err(os_err(what))
-    } else {
-        Ok(ret)
-    }
-}
 
 /// Runs `ip ARGS` (iproute2) in the calling thread's network namespace.
 fn ip(args: &[&str]) -> Result<(), LinkError> {

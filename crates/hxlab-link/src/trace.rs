@@ -13,6 +13,9 @@ pub struct Trace {
     period_ms: u64,
 }
 
+/// Bytes per mahimahi delivery opportunity.
+pub const TRACE_OPPORTUNITY_BYTES: usize = 1500;
+
 /// Refuse traces so large they would be a mistake (a day of 1 Gbit/s opportunities is less).
 const MAX_LINES: usize = 50_000_000;
 
@@ -75,7 +78,7 @@ impl Trace {
 
     /// Average capacity in bits per second (1500-byte opportunities over the period).
     pub fn average_bits_per_sec(&self) -> f64 {
-        self.ms.len() as f64 * crate::model::TRACE_OPPORTUNITY_BYTES as f64 * 8.0
+        self.ms.len() as f64 * TRACE_OPPORTUNITY_BYTES as f64 * 8.0
             / (self.period_ms as f64 / 1000.0)
     }
 

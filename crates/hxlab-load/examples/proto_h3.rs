@@ -52,7 +52,7 @@ fn main() {
 
     let sock = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
     // The receive buffer `hxlab load` gives its socket.
-    hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&sock));
+    hxlab_quic::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&sock));
     sock.set_nonblocking(true).unwrap();
     let state = quinn::udp::UdpSocketState::new((&sock).into()).unwrap();
     let gso = state.max_gso_segments();
@@ -282,12 +282,8 @@ fn main() {
         tx += s.udp_tx.datagrams;
         rx += s.udp_rx.datagrams;
     }
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let cpu = ru.ru_utime.tv_sec as f64
-        + ru.ru_utime.tv_usec as f64 / 1e6
-        + ru.ru_stime.tv_sec as f64
-        + ru.ru_stime.tv_usec as f64 / 1e6;
+    let (user, sys) = hxlab_core::rusage::process_cpu();
+    let cpu = user + sys;
     println!(
         "proto_h3 ack_first={ack_first}: {done} done, body {body}, cpu {:.2} us/req, {:.0} req/s, tx {:.3} rx {:.3} datagrams/req",
         cpu * 1e6 / done as f64,

@@ -1,4 +1,4 @@
-//! A client's connections: the transport a run uses ([`Transport`], built once from the
+//! A client's connections: the connector a run uses ([`Connector`], built once from the
 //! configuration), and each client's loop ([`client_loop`]): dial, count the connection,
 //! pick the protocol's session ([`H1Session`], [`H2Session`], [`crate::h3::session`]), run it
 //! through [`drive`], reconnect or give up.
@@ -35,7 +35,7 @@ pub(crate) enum TcpSession {
 
 /// How a worker's clients reach the server: TCP (with the session to run on it) or QUIC.
 #[derive(Clone)]
-pub(crate) enum Transport {
+pub(crate) enum Connector {
     Tcp {
         dialer: Dialer,
         session: TcpSession,
@@ -48,13 +48,13 @@ pub(crate) enum Transport {
     },
 }
 
-/// The transport for `cfg`'s protocol and URL scheme (TLS and ALPN offer included), with
+/// The connector for `cfg`'s protocol and URL scheme (TLS and ALPN offer included), with
 /// `tap` watching its connections; `Err` for a protocol the scheme cannot carry.
-pub(crate) fn transport(
+pub(crate) fn connector(
     cfg: &LoadConfig,
     target: &Target,
     tap: Option<&SharedTap>,
-) -> Result<Transport, LoadError> {
+) -> Result<Connector, LoadError> {
     let dialer = Dialer {
         tfo: cfg.tfo,
         addr: target.addr,
@@ -72,22 +72,22 @@ pub(crate) fn transport(
             .clone()
             .unwrap_or_else(|| default.iter().map(|p| p.to_vec()).collect())
     };
-    let with_tls = |alpn: Vec<Vec<u8>>, session| -> Result<Transport, LoadError> {
+    let with_tls = |alpn: Vec<Vec<u8>>, session| -> Result<Connector, LoadError> {
         let refs: Vec<&[u8]> = alpn.iter().map(|v| v.as_slice()).collect();
         let config = tls::tcp_config(cfg, &refs)?;
         let name = tls::server_name(&target.host)?;
-        Ok(Transport::Tcp {
+        Ok(Connector::Tcp {
             dialer: dialer.clone().with_tls(config, name),
             session,
         })
     };
     match (cfg.proto, target.https) {
-        (Proto::H1, false) | (Proto::Auto, false) => Ok(Transport::Tcp {
+        (Proto::H1, false) | (Proto::Auto, false) => Ok(Connector::Tcp {
             dialer,
             session: TcpSession::H1,
         }),
         (Proto::H1, true) => with_tls(offer(&[b"http/1.1"]), TcpSession::H1),
-        (Proto::H2, false) | (Proto::H2c, false) => Ok(Transport::Tcp {
+        (Proto::H2, false) | (Proto::H2c, false) => Ok(Connector::Tcp {
             dialer,
             session: TcpSession::H2c,
         }),
@@ -99,7 +99,7 @@ pub(crate) fn transport(
         (Proto::H3, false) => Err(LoadError::Config(
             "h3 runs over QUIC with TLS: use an https:// URL".into(),
         )),
-        (Proto::H3, true) => Ok(Transport::Quic {
+        (Proto::H3, true) => Ok(Connector::Quic {
             configs: tls::quic_config(cfg)?,
             server_name: target.host.clone(),
             tap: tap.cloned(),
@@ -124,7 +124,7 @@ struct ClientBuffers {
 /// Returns the number of open-model requests left unsent (0 in the closed model).
 pub(crate) async fn client_loop(
     mut ctx: ClientCtx,
-    transport: Transport,
+    connector: Connector,
     quic: Option<QuicDialer>,
 ) -> u64 {
     let mut bufs = ClientBuffers {
@@ -147,11 +147,11 @@ pub(crate) async fn client_loop(
                 Next::Wait(_) => {}
             }
         }
-        let end = match &transport {
-            Transport::Tcp { dialer, session } => {
+        let end = match &connector {
+            Connector::Tcp { dialer, session } => {
                 tcp_connection(&mut ctx, dialer, *session, &mut bufs).await
             }
-            Transport::Quic { .. } => quic_connection(&mut ctx, quic.as_ref()).await,
+            Connector::Quic { .. } => quic_connection(&mut ctx, quic.as_ref()).await,
         };
         let Some(end) = end else {
             // Connecting failed (counted): this client gives up.
@@ -159,7 +159,7 @@ pub(crate) async fn client_loop(
             return ctx.unsent();
         };
         ctx.unreserve();
-        if tapped(&transport) {
+        if tapped(&connector) {
             // A traced run is one connection.
             return ctx.unsent();
         }
@@ -188,10 +188,10 @@ pub(crate) async fn client_loop(
 }
 
 /// Whether a tap watches this client's connections (`hxlab trace`).
-pub(crate) fn tapped(transport: &Transport) -> bool {
-    match transport {
-        Transport::Tcp { dialer, .. } => dialer.tap.is_some(),
-        Transport::Quic { tap, .. } => tap.is_some(),
+pub(crate) fn tapped(connector: &Connector) -> bool {
+    match connector {
+        Connector::Tcp { dialer, .. } => dialer.tap.is_some(),
+        Connector::Quic { tap, .. } => tap.is_some(),
     }
 }
 

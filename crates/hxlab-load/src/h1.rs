@@ -13,7 +13,7 @@
 use crate::client::{ClientCtx, SessionEnd};
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
-use crate::session::{ByteSession, Fail, Outcome, Req, Session};
+use crate::session::{ByteSession, Consumed, Fail, Outcome, Req, Session};
 pub use hxlab_wire::h1::{ParseError, ResponseParser, Step};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -180,13 +180,7 @@ impl ByteSession for H1Session {
         self.write.clear();
     }
 
-    fn on_read(
-        &mut self,
-        ctx: &mut ClientCtx,
-        input: &[u8],
-        new: usize,
-        now: Instant,
-    ) -> Result<(usize, Option<SessionEnd>), Fail> {
+    fn on_read(&mut self, ctx: &mut ClientCtx, input: &[u8], new: usize, now: Instant) -> Consumed {
         let (mut used, mut header, mut body) = (0usize, 0u64, 0u64);
         let mut end = None;
         let result = loop {

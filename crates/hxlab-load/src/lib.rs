@@ -20,6 +20,10 @@
 //! protocol. The recorder also cuts the run into intervals ([`series`]) by the time things
 //! happened, so the result holds a time series that adds up to its totals.
 //!
+//! The wire rules it shares with the origin (HTTP/2 control frames, the HTTP/3 control
+//! stream, HPACK, QPACK) come from hxlab-wire, and the QUIC driver's socket and transmit pass
+//! from hxlab-quic, so both ends keep them the same way.
+//!
 //! [`probe`] asks a URL's host, one request per protocol with this client and hxlab-trace's
 //! tap on the connection, which protocols it offers (`hxlab compare --url`).
 //!

@@ -55,6 +55,17 @@ impl OpenLedger {
         *self.outstanding.entry(due).or_default() += 1;
     }
 
+    /// Client `client`'s request `ticket` (its timetable counted from `start`) was not
+    /// answered: it goes back on the timetable to be sent again, and is settled.
+    fn give_back(&mut self, client: usize, start: Instant, ticket: u64) {
+        let Some(schedule) = self.schedules.get_mut(client) else {
+            return;
+        };
+        let due = start + schedule.due_at(ticket);
+        schedule.give_back(ticket);
+        self.settled(due);
+    }
+
     /// A request due at `due` is settled: answered, failed, or given back.
     pub fn settled(&mut self, due: Instant) {
         if let Some(n) = self.outstanding.get_mut(&due) {
@@ -152,15 +163,7 @@ impl Plan {
                 ledger,
                 client,
                 start,
-            } => {
-                let mut books = ledger.borrow_mut();
-                let Some(schedule) = books.schedules.get_mut(*client) else {
-                    return;
-                };
-                let due = *start + schedule.due_at(ticket);
-                schedule.give_back(ticket);
-                books.settled(due);
-            }
+            } => ledger.borrow_mut().give_back(*client, *start, ticket),
         }
     }
 

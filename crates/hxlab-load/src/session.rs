@@ -5,7 +5,7 @@
 //! [`H2Session`] are sans-IO (they take received bytes and leave bytes to write, the
 //! [`ByteSession`] part); the h3 session ([`crate::h3::H3Session`]) drives quinn-proto
 //! streams, woken by the worker's QUIC driver with its connection's stream events. A
-//! [`Transport`] moves a session's input and output: [`Tcp`] (reads, the session's one write
+//! [`SessionIo`] moves a session's input and output: [`Tcp`] (reads, the session's one write
 //! buffer, one write per loop turn) for h1 and h2, [`crate::h3::Quic`] for h3.
 //!
 //! Memory per connection: a connection with nothing buffered reads into its worker thread's
@@ -89,6 +89,10 @@ impl Fail {
 /// How one turn of the loop, or the session, ends.
 pub type Outcome = Result<SessionEnd, Fail>;
 
+/// What a session made of received bytes: how many it consumed and, when the connection
+/// ends in order (h1 `Connection: close`), how.
+pub type Consumed = Result<(usize, Option<SessionEnd>), Fail>;
+
 /// The protocol side of one connection (h2load's `Session`): the client loop asks it whether
 /// a request may be submitted, submits requests, and asks what is in flight; the session
 /// reports finished requests to the recorder itself.
@@ -124,7 +128,7 @@ pub trait ByteSession: Session {
     /// Prefix of IO error messages (`"h2: "`).
     const LABEL: &'static str;
     /// Whether the connection is checked for a close (or anything unasked) before it takes
-    /// a request after waiting idle ([`Transport::closed_while_idle`]): HTTP/1.1, whose
+    /// a request after waiting idle ([`SessionIo::closed_while_idle`]): HTTP/1.1, whose
     /// server closes idle connections without a word; h2 has GOAWAY.
     const CHECK_IDLE_CLOSE: bool = false;
     /// Bytes to write (produced since the last flush).
@@ -134,13 +138,7 @@ pub trait ByteSession: Session {
     /// Handles received bytes: `input` is what is buffered (the last `new` bytes of it just
     /// arrived). Returns the bytes consumed and, when the connection ends in order (h1
     /// `Connection: close`), how.
-    fn on_read(
-        &mut self,
-        ctx: &mut ClientCtx,
-        input: &[u8],
-        new: usize,
-        now: Instant,
-    ) -> Result<(usize, Option<SessionEnd>), Fail>;
+    fn on_read(&mut self, ctx: &mut ClientCtx, input: &[u8], new: usize, now: Instant) -> Consumed;
     /// The peer closed the connection.
     fn on_eof(&mut self, ctx: &mut ClientCtx, now: Instant) -> Outcome;
     /// Reading failed.
@@ -160,7 +158,7 @@ enum Wake<I> {
 
 /// Moves a session's input and output over its connection. `wait` must be cancel-safe (the
 /// loop races it against its timers).
-pub trait Transport<S: Session> {
+pub trait SessionIo<S: Session> {
     /// What `wait` hands to `on_input`.
     type Input;
     /// Writes what the session produced (one write per loop turn); `now` is the turn's clock
@@ -228,7 +226,7 @@ fn fill<S: Session>(ctx: &mut ClientCtx, s: &mut S, now: Instant) -> (Option<Ins
 
 /// Runs requests on one connection until the plan is done or the connection ends: the one
 /// client loop of every protocol (see the module docs).
-pub async fn drive<S: Session, T: Transport<S>>(
+pub async fn drive<S: Session, T: SessionIo<S>>(
     ctx: &mut ClientCtx,
     s: &mut S,
     io: &mut T,
@@ -376,7 +374,7 @@ pub enum TcpInput {
     Full,
 }
 
-impl<S: ByteSession> Transport<S> for Tcp<'_> {
+impl<S: ByteSession> SessionIo<S> for Tcp<'_> {
     type Input = TcpInput;
 
     async fn flush(&mut self, s: &mut S, ctx: &mut ClientCtx, now: Instant) -> Result<(), Fail> {

@@ -315,7 +315,7 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<QuicConfigs, LoadError> {
     transport.stream_receive_window(quinn::VarInt::from_u32(1 << 24));
     transport.receive_window(quinn::VarInt::from_u32(1 << 30));
     if let Some(cc) = cfg.cc {
-        hxlab_core::cc::quic::apply(&mut transport, cc);
+        hxlab_quic::cc::apply(&mut transport, cc);
     }
     let transport = Arc::new(transport);
     client.transport_config(transport.clone());

@@ -5,7 +5,7 @@
 //! [`crate::run_config`].
 
 use crate::client::ClientCtx;
-use crate::connect::{client_loop, transport, Transport};
+use crate::connect::{client_loop, connector, Connector};
 use crate::h3::QuicDialer;
 use crate::plan::{OpenLedger, Plan, SharedLedger};
 use crate::progress::draw_progress;
@@ -14,6 +14,7 @@ use crate::run_config::run_config;
 use crate::scheduler::Schedule;
 use crate::target::Target;
 use crate::{LoadConfig, LoadError};
+use hxlab_core::rusage::thread_cpu;
 use hxlab_core::RunResult;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 struct Setup {
     cfg: LoadConfig,
     target: Target,
-    transport: Transport,
+    connector: Connector,
     start: Instant,
     measure_start: Instant,
     deadline: Option<Instant>,
@@ -68,17 +69,6 @@ impl WorkerOutput {
     }
 }
 
-fn thread_cpu() -> (f64, f64) {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    if rc != 0 {
-        return (0.0, 0.0);
-    }
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (t(ru.ru_utime), t(ru.ru_stime))
-}
-
 /// Runs a load test and returns its result. Blocking: it starts its own worker threads,
 /// each with its own tokio runtime, and returns when they are done (from async code, call it
 /// through `tokio::task::spawn_blocking`).
@@ -107,9 +97,9 @@ pub fn run_tapped(
 fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunResult, LoadError> {
     cfg.validate()?;
     let target = Target::from_config(&cfg)?;
-    let transport = transport(&cfg, &target, tap.as_ref())?;
+    let connector = connector(&cfg, &target, tap.as_ref())?;
     if cfg.prime {
-        prime(&cfg, &target, &transport)?;
+        prime(&cfg, &target, &connector)?;
     }
     let run_id = crate::parts::run_id(&cfg);
     let started = crate::parts::wait_for_start(&cfg);
@@ -120,7 +110,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
     let setup = Arc::new(Setup {
         cfg: cfg.clone(),
         target,
-        transport,
+        connector,
         start,
         measure_start,
         deadline,
@@ -221,7 +211,7 @@ fn same_width(outs: &mut [WorkerOutput], asked: Option<Duration>) -> Option<Dura
 /// `--prime`: one request on one connection with the run's own TLS configuration (and so its
 /// session store), before the run; nothing of it is counted. Fails only when the primer got
 /// no answer at all.
-fn prime(cfg: &LoadConfig, target: &Target, transport: &Transport) -> Result<(), LoadError> {
+fn prime(cfg: &LoadConfig, target: &Target, connector: &Connector) -> Result<(), LoadError> {
     let mut one = cfg.clone();
     one.requests = 1;
     one.clients = 1;
@@ -235,7 +225,7 @@ fn prime(cfg: &LoadConfig, target: &Target, transport: &Transport) -> Result<(),
     let setup = Arc::new(Setup {
         cfg: one,
         target: target.clone(),
-        transport: transport.clone(),
+        connector: connector.clone(),
         start,
         measure_start: start,
         deadline: None,
@@ -305,11 +295,11 @@ fn side_tasks(setup: &Setup, spec: &WorkerSpec, rec: &SharedRecorder, cpu0: &Rc<
 
 /// The worker's QUIC dialer (one UDP socket and driver per worker); `None` on TCP.
 fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
-    let Transport::Quic {
+    let Connector::Quic {
         configs,
         server_name,
         tap: _,
-    } = &setup.transport
+    } = &setup.connector
     else {
         return Ok(None);
     };
@@ -394,16 +384,16 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
             } else {
                 1
             },
-            tap: match &setup.transport {
-                Transport::Quic { tap, .. } => tap.clone(),
-                Transport::Tcp { .. } => None,
+            tap: match &setup.connector {
+                Connector::Quic { tap, .. } => tap.clone(),
+                Connector::Tcp { .. } => None,
             },
             url: (k as usize) % target.requests.len(),
             reserved: None,
         };
-        let transport = setup.transport.clone();
+        let connector = setup.connector.clone();
         let quic = quic.clone();
-        tasks.push(tokio::task::spawn_local(client_loop(ctx, transport, quic)));
+        tasks.push(tokio::task::spawn_local(client_loop(ctx, connector, quic)));
     }
     let all = futures::future::join_all(tasks);
     let finished_all = match setup.deadline {

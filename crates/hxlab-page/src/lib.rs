@@ -1,20 +1,22 @@
-//! hxlab-page: a page load as `hxlab page` runs it, and the way hxlab starts its own
-//! children.
+//! hxlab-page: a page load as `hxlab page` runs it.
 //!
-//! What it is for: [`page`] — the page (a URL, a synthetic page served by an origin of our
-//! own, or a recording replayed by one: [`replay`]), the emulated link the browser sits
-//! behind, the runs in fresh Chromiums and what they add up to; [`origin`] — one
-//! `hxlab serve` started as a child with a typed `ServeConfig` and known by its ready file,
-//! which the lab's runner uses too; [`child`] — children in their own process group, tied to
-//! the parent's life and bounded in time; [`get_stats`] — a server's `/stats`, typed, and
-//! [`get_json`] — its `/replay-stats`.
-//! What it is not: no experiments (hxlab-lab), no browser protocol (hxlab-browser), no
-//! rendering (the command line prints; hxlab-report draws waterfalls).
+//! What it is for: a whole page job ([`runs`]: checked, run, judged; the text it shows,
+//! [`text`]; its `--json` report, [`totals`]) over a session ([`page`]) of the page — a URL,
+//! a synthetic page served by an origin of our own ([`synthetic`]), or a recording replayed
+//! by one ([`replay`]) — and the emulated link the browser sits behind, each run in a fresh
+//! Chromium. It returns the typed `PageReport` the lab reads back.
+//! What it is not: no flags (the command line maps them onto a `PageJob` and chooses where
+//! the text goes), no experiments (hxlab-lab), no browser protocol (hxlab-browser), no
+//! process supervision or server starting (hxlab-child), no HTML of its own (hxlab-report
+//! draws the `--html` page; the synthetic page is hxlab-contract's).
 
-pub mod child;
-pub mod origin;
+pub mod options;
 pub mod page;
 pub mod replay;
-mod stats_get;
+pub mod runs;
+mod started;
+pub mod synthetic;
+pub mod text;
+pub mod totals;
 
-pub use stats_get::{get_json, get_stats};
+pub use runs::PageError;

@@ -2,12 +2,12 @@
 //! recorded origin mapped to it in the browser, and per-run counts of what the archive did
 //! not hold (docs/page.md, "Record and replay").
 
-use crate::origin::{Origin, OriginOptions};
-use crate::page::{Mapping, PageOptions, Started};
+use crate::options::PageOptions;
+use crate::started::{Mapping, Started};
+use hxlab_child::origin::{Origin, OriginOptions};
 use hxlab_contract::ReplayCounts;
-use hxlab_core::har::{Archive, HarOrigin};
+use hxlab_core::har::{Archive, HarOrigin, RecordedStart};
 use hxlab_core::Proto;
-use std::net::SocketAddr;
 use std::path::Path;
 
 /// Reads a HAR for replay over `proto` and finds where its page load starts; the error is
@@ -20,65 +20,33 @@ pub fn check_archive(path: &Path, proto: Proto) -> Result<(Archive, String), Str
     Ok((archive, start))
 }
 
-/// What a recording says about where its replay starts, kept once the archive is read (so
-/// an experiment checks every protocol and writes its notes without reading the HAR again).
-#[derive(Clone, Debug, PartialEq)]
-pub struct RecordedStart {
-    /// The page URL the recording starts at.
-    pub page_url: String,
-    /// Where the recorded redirects from it end (the page URL when it was not redirected).
-    pub chain_end: String,
-    /// Recorded responses and the origins they came from.
-    pub entries: usize,
-    /// Origins requests went to.
-    pub origins: usize,
-    /// What was left out of the archive ([`Archive::skipped_text`]).
-    pub skipped: Option<String>,
-}
-
-impl RecordedStart {
-    /// The start of `archive`.
-    pub fn of(archive: &Archive) -> RecordedStart {
-        RecordedStart {
-            page_url: archive.page_url.clone(),
-            chain_end: archive.final_url(),
-            entries: archive.entries.len(),
-            origins: archive.origins.len(),
-            skipped: archive.skipped_text(),
-        }
-    }
-
-    /// Whether the recording redirects its page URL elsewhere.
-    pub fn redirected(&self) -> bool {
-        self.chain_end != self.page_url
-    }
-
-    /// The URL a replayed page load over `proto` starts from: the recording's own start, for
-    /// every protocol alike. A recording that starts at an http:// URL redirected to https
-    /// (the usual 301) is loaded from that URL: the redirect is answered as recorded over
-    /// plain HTTP/1.1, and the browser follows it to the https page, which loads over the
-    /// protocol asked for (HTTP/3 included: QUIC is forced on every recorded https origin).
-    /// So every protocol pays the same redirect, as a first visit does. HTTP/2 and HTTP/3
-    /// need the chain to end at an https:// page.
-    pub fn url_for(&self, proto: Proto) -> Result<String, String> {
-        let last = &self.chain_end;
-        let secure = last
-            .get(..8)
-            .is_some_and(|p| p.eq_ignore_ascii_case("https://"));
-        if matches!(proto, Proto::H2 | Proto::H3) && !secure {
-            let via = if self.redirected() {
-                format!(", and its recorded redirects end at {last}")
+/// `--replay HAR` checked before any browser starts: the archive is readable and loadable
+/// over `proto`. The notes say where the load starts when the recording redirects, and what
+/// it left out; the error is one line (a usage error for the command line).
+pub fn replay_notes(har: &Path, proto: Proto) -> Result<Vec<String>, String> {
+    let (archive, start) = check_archive(har, proto)?;
+    let mut notes = Vec::new();
+    let chain = archive.redirect_chain();
+    if chain.len() > 1 {
+        notes.push(format!(
+            "the recording redirects {} to {}; {} loads start at {start}{}",
+            archive.page_url,
+            chain.last().map(String::as_str).unwrap_or(""),
+            proto.name(),
+            if start == archive.page_url && proto != Proto::H1 {
+                " (redirects answered as recorded; the protocol check counts only https responses)"
             } else {
-                String::new()
-            };
-            return Err(format!(
-                "{} needs an https:// page (browsers speak it over TLS only); the recording starts at {}{via}",
-                proto.name(),
-                self.page_url
-            ));
-        }
-        Ok(self.page_url.clone())
+                ""
+            }
+        ));
     }
+    if let Some(skipped) = archive.skipped_text() {
+        notes.push(format!(
+            "{}: {skipped} (nothing can replay them)",
+            har.display()
+        ));
+    }
+    Ok(notes)
 }
 
 /// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the
@@ -145,19 +113,6 @@ pub(crate) fn replay_origin(
             force_quic,
         },
     })
-}
-
-/// `/replay-stats` of the replaying server; `reset` zeroes them and rewinds every recorded
-/// sequence (done before each page load, so each run's counts are its own).
-pub fn replay_counts(plain: SocketAddr, reset: bool) -> Result<ReplayCounts, String> {
-    let path = if reset {
-        "/replay-stats?reset=1"
-    } else {
-        "/replay-stats"
-    };
-    crate::get_json(plain, path)
-        .and_then(|v| serde_json::from_value(v).ok())
-        .ok_or_else(|| format!("could not read {path} from the replay server at {plain}"))
 }
 
 /// `METHOD scheme://host/path?query` without the port, as the replay server lists misses.

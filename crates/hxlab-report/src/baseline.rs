@@ -3,10 +3,11 @@
 //! ratio of medians, its bootstrap interval, the Hodges–Lehmann shift and a Mann-Whitney
 //! test, and a verdict of what got faster or slower (benchstat's layout, one cell a row).
 
+use crate::cells::CellSummary;
 use crate::charts::svg::esc;
-use crate::comparisons::{compare_values, fmt_ratio, shift_unit};
+use crate::comparisons::{compare_values, display_value, fmt_ratio, shift_text, shift_unit};
+use crate::figures::{fmt_num, SIGNIFICANCE};
 use crate::model::Metric;
-use crate::summary::{fmt_num, Report, SIGNIFICANCE};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -61,36 +62,33 @@ fn same_cell(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> bool
 }
 
 impl BeforeAfter {
-    /// Matches `now`'s cells with `before`'s. Refuses runs of different metrics (a
-    /// throughput run is not a page-load run).
-    pub fn build(now: &Report, before: &Report, baseline: &str) -> Result<BeforeAfter, String> {
-        if now.metric != before.metric {
-            return Err(format!(
-                "{baseline} measures {} and this run {}: nothing to compare",
-                before.metric.label(),
-                now.metric.label()
-            ));
-        }
+    /// Matches `now`'s cells with `before`'s, both measured by `metric` (see
+    /// [`crate::Report::against`]); `baseline` says where the earlier run came from.
+    pub fn build(
+        metric: Metric,
+        now: &[CellSummary],
+        before: &[CellSummary],
+        baseline: &str,
+    ) -> BeforeAfter {
         let mut rows = Vec::new();
         let mut only_now = Vec::new();
-        let mut used = vec![false; before.cells.len()];
-        for c in &now.cells {
-            let matches: Vec<usize> = (0..before.cells.len())
-                .filter(|&i| same_cell(&c.factors, &before.cells[i].factors))
+        let mut used = vec![false; before.len()];
+        for c in now {
+            let matches: Vec<usize> = (0..before.len())
+                .filter(|&i| same_cell(&c.factors, &before[i].factors))
                 .collect();
             let [i] = matches[..] else {
                 only_now.push(c.key.clone());
                 continue;
             };
             used[i] = true;
-            let b = &before.cells[i];
-            let Some((ratio, ci, shift, p_value)) =
-                compare_values(now.metric, &c.values, &b.values)
+            let b = &before[i];
+            let Some((ratio, ci, shift, p_value)) = compare_values(metric, &c.values, &b.values)
             else {
                 only_now.push(c.key.clone());
                 continue;
             };
-            let d = |v: f64| crate::comparisons::display_value(now.metric, v);
+            let d = |v: f64| display_value(metric, v);
             rows.push(Row {
                 cell: c.key.clone(),
                 factors: c.factors.clone(),
@@ -104,19 +102,18 @@ impl BeforeAfter {
             });
         }
         let only_before = before
-            .cells
             .iter()
             .zip(&used)
             .filter(|(_, u)| !**u)
             .map(|(c, _)| c.key.clone())
             .collect();
-        Ok(BeforeAfter {
+        BeforeAfter {
             baseline: baseline.to_string(),
-            metric: now.metric,
+            metric,
             rows,
             only_now,
             only_before,
-        })
+        }
     }
 
     /// Whether a row got better (by the medians).
@@ -152,7 +149,7 @@ impl BeforeAfter {
             if better { "faster" } else { "slower" },
             fmt_ratio(lo),
             fmt_ratio(hi),
-            crate::comparisons::shift_text(r.shift, shift_unit(self.metric)),
+            shift_text(r.shift, shift_unit(self.metric)),
             r.p_value
         )
     }

@@ -8,30 +8,36 @@
 //! test said as they look, problems grouped by kind; see [`verdict`]), one exporter per
 //! format behind the [`Exporter`] trait (markdown, csv, html with hand-written SVG charts,
 //! summary.json, the terminal), before/after against a baseline run, `hxlab diff` of two
-//! RunResult sets, page-load waterfalls and the `hxlab page --html` page ([`page_html`]), and the text summary of one run ([`run_summary`],
-//! what `hxlab load` and `hxlab merge` print).
+//! RunResult sets, page-load waterfalls and the `hxlab page --html` page ([`page_html`]), and
+//! the text summary of one run ([`run_summary`], what `hxlab load` and `hxlab merge` print).
+//! From the bottom up: [`figures`] (levels and the form of a number), [`cells`]
+//! (each cell's statistics), [`comparisons`] and [`baseline`] (pairs of cells), [`report`]
+//! (the [`Report`] every format shows), then [`verdict`], [`charts`] and [`export`].
 //! What it is not: it runs nothing and measures nothing; it only reads `RunResult`s that
 //! `hxlab load` produced and the lab stored.
 
 pub mod baseline;
+pub mod cells;
 pub mod charts;
 pub mod comparisons;
 pub mod export;
+pub mod figures;
 pub mod model;
 pub mod page_html;
+pub mod report;
 pub mod run_summary;
 pub mod rundiff;
-pub mod summary;
 pub mod verdict;
 pub mod waterfall;
 
+pub use cells::CellSummary;
 pub use comparisons::Comparison;
 pub use export::{render_all, Exporter};
 pub use model::{
     ExperimentMeta, FactorLevels, Metric, PublishedRow, PublishedTable, Record, ServerCost,
     Workload,
 };
-pub use summary::{CellSummary, Report, Table};
+pub use report::{Report, Table};
 
 use std::path::{Path, PathBuf};
 

@@ -223,7 +223,7 @@ pub struct PublishedTable {
     pub source: String,
     /// The factor the columns are levels of (None: the columns are metrics).
     pub column_factor: Option<String>,
-    /// Column headers: levels of `column_factor`, or metric names (see [`summary::METRICS`](crate::summary::METRICS)).
+    /// Column headers: levels of `column_factor`, or metric names (see [`figures::METRICS`](crate::figures::METRICS)).
     pub columns: Vec<String>,
     /// The rows.
     pub rows: Vec<PublishedRow>,

@@ -185,11 +185,7 @@ fn runs_table(out: &mut String, outcomes: &[Outcome]) {
 
 /// The cells of a measured run's row, after its number.
 fn run_cells(r: &PageRun) -> String {
-    let protocols: Vec<String> = r
-        .protocols
-        .iter()
-        .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
-        .collect();
+    let protocols = r.protocol_counts();
     format!(
         "<td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"note\">{}</td>",
         escape(&protocols.join(", ")),

@@ -6,7 +6,7 @@
 //! and the text says so.
 
 use crate::comparisons::{fmt_ratio, mann_whitney_p};
-use crate::summary::{fmt_num, CONFIDENCE, RESAMPLES, SIGNIFICANCE};
+use crate::figures::{fmt_num, CONFIDENCE, RESAMPLES, SIGNIFICANCE};
 use hxlab_core::{stats, LatencyHistogram, RunResult};
 use serde::Serialize;
 use std::fmt::Write;

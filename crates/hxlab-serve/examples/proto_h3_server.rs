@@ -1,6 +1,6 @@
 //! EXPERIMENT, not part of hxlab serve (issue 29, goal 1): the floor of an HTTP/3 server on
 //! quinn-proto. One thread, no tokio, one UDP socket (quinn-udp, GSO and GRO, the server's
-//! receive buffer, `hxlab_core::set_quic_recv_buffer`), one `quinn_proto::Endpoint` driven
+//! receive buffer, `hxlab_quic::set_quic_recv_buffer`), one `quinn_proto::Endpoint` driven
 //! directly, with the QUIC and TLS configuration `hxlab serve` builds for its defaults
 //! (`hxlab_serve::experiment`, from crates/hxlab-serve/src/tls.rs: TLS 1.3 on ring, ALPN
 //! h3, 0-RTT accepted; 100 bidirectional streams, 4 MiB windows each way, 30 s idle timeout,
@@ -125,7 +125,7 @@ fn main() {
     let response = response_chunks(size);
 
     let sock = UdpSocket::bind(SocketAddr::from(([127, 0, 0, 1], port))).expect("bind");
-    hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&sock));
+    hxlab_quic::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&sock));
     sock.set_nonblocking(true).expect("nonblocking");
     let state = quinn::udp::UdpSocketState::new((&sock).into()).expect("udp state");
     let segments = state

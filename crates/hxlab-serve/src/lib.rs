@@ -4,25 +4,32 @@
 //! with push and early hints, `/delay`, `/status`, `/headers`, `/static`, `/stats`, `/`) over
 //! HTTP/1.1, HTTP/1.1+TLS, HTTP/2 (ALPN), h2c (prior knowledge) and HTTP/3 (QUIC on the TLS
 //! port), with streamed bodies, limits, per-protocol counters and a graceful shutdown.
-//! Layout: `routes` decides what to answer (protocol-free), `h1` (our own HTTP/1.1 on
-//! hxlab-wire's request framer), `h2` (our own HTTP/2 connection, frames and HPACK from
-//! hxlab-wire, one task per connection, the same on TLS and h2c) and `h3` (our own HTTP/3 on
-//! our own QUIC driver over quinn-proto, on a thread of its own, QPACK from hxlab-wire) only
-//! carry the answer; `listen` owns sockets and accept loops; `tls` owns certificates.
+//! Layout: `routes` decides what to answer (protocol-free) as a `reply::Reply`, which
+//! `replay` and `static_file` build too; `h1` (our own HTTP/1.1 on hxlab-wire's request
+//! framer), `h2` (our own HTTP/2 connection, one task per connection, the same on TLS and
+//! h2c) and `h3` (our own HTTP/3 on our own QUIC driver, on a thread of its own) only carry
+//! the answer; `listen` owns sockets and accept loops, `tcp_admit` and `h3::admit` who gets a
+//! connection; `tls` owns certificates, `tls_early_data` TLS over TCP with 0-RTT.
+//! The wire rules it shares with the load client (frames, HPACK, QPACK, HTTP/2 control
+//! frames, the HTTP/3 control stream) are hxlab-wire's; QUIC's socket and transmit pass are
+//! hxlab-quic's. `h2_fuzz_entry` and `h3_fuzz_entry` are public only for the fuzz targets.
 //! What it is not: no load generation, no link emulation, no reverse proxying, no caching.
 
 mod body;
-mod early;
 mod h1;
 mod h2;
 mod h3;
+mod last_head;
 mod listen;
+mod per_address;
 mod replay;
+mod reply;
 mod routes;
 mod static_file;
 mod stats;
 mod tcp_admit;
 mod tls;
+mod tls_early_data;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -30,9 +37,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The origin's HTTP/2 connection over an in-memory pipe, for fuzzing.
-pub use h2::peer as h2_peer;
+pub use h2::fuzz_entry as h2_fuzz_entry;
 /// The origin's HTTP/3 request-head and control-stream parsing without QUIC, for fuzzing.
-pub use h3::peer as h3_peer;
+pub use h3::fuzz_entry as h3_fuzz_entry;
 pub use hxlab_core::cc::CongestionControl;
 
 /// Everything `hxlab serve` can be told: the typed contract `hxlab serve --config` takes,
@@ -408,6 +415,11 @@ mod tests {
         let stats = server.stats();
         assert_eq!(stats.by_protocol["h1"].requests, 1);
         assert_eq!(stats.by_protocol["h1"].body_bytes, 10);
+        // A new thread names itself once it first runs, which a busy machine may delay.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while quic_threads() == 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(quic_threads(), 1, "one QUIC thread per server");
         let plain = server.plain_addr();
         tokio::time::timeout(Duration::from_secs(15), server.shutdown())

@@ -62,7 +62,7 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
         let udp_addr = SocketAddr::new(cfg.bind, port);
         match std::net::UdpSocket::bind(udp_addr) {
             Ok(udp) => {
-                hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&udp));
+                hxlab_quic::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&udp));
                 pair = Some((tls, Some(udp)));
                 break;
             }
@@ -191,7 +191,7 @@ pub(crate) fn spawn_tls(
             let config = config.clone();
             async move {
                 let _ticket = ticket;
-                let accept = crate::early::accept(tcp, config);
+                let accept = crate::tls_early_data::accept(tcp, config);
                 let mut tls = match tokio::time::timeout(Duration::from_secs(10), accept).await {
                     Ok(Ok(t)) => t,
                     _ => return,
@@ -423,57 +423,42 @@ mod tests {
         );
     }
 
+    /// Lines ending in an HTTP version go to the HTTP/1.1 server, whose framer answers them
+    /// (400 or 505): none may be closed silently. Anything else is garbage.
     #[test]
-    fn lines_ending_in_an_http_version_go_to_the_http1_server() {
-        // The framer answers these (400 or 505); none may be closed silently.
-        for line in [
-            &b"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
-            b"GET / HTTP/1.2\r\nHost: x\r\n\r\n",
-            b"GET / HTTP/2.0\r\nHost: x\r\n\r\n",
-            b"GET / HTTP/3.0\r\n",
-            b"GET / HTTP/9.9\r\n",
-            b"GET / http/1.1\r\n",
-            b"GET / Http/1.1\r\n",
-            b"GET / HTTP/1\r\n",
-            b"GET / HTTP/1.10\r\n",
-            b"GET / HTTP/x.y\r\n",
-            b"GET / HTTP/1.1 \r\n",
-            b"GET  /  HTTP/1.1\r\n",
-            b"HTTP/1.1\r\n",
-            b"\r\nGET / HTTP/1.1",
-            b"\r\n",
-            b"",
-        ] {
-            assert_eq!(
-                classify_h1(line),
-                Cleartext::H1,
-                "{}",
-                String::from_utf8_lossy(line)
-            );
-        }
-    }
-
-    #[test]
-    fn lines_not_ending_in_an_http_version_are_garbage() {
-        for line in [
-            &b"INVALID CONNECTION PREFACE\r\n\r\n"[..],
-            b"\r\nINVALID CONNECTION PREFACE\r\n",
-            b"GET\r\n\r\n",
-            b"GET / HTTP\r\n",
-            b"GET / HTTPS/1.1\r\n",
-            b"GET / XHTTP/1.1\r\n",
+    fn only_lines_ending_in_an_http_version_go_to_the_http1_server() {
+        let cases: &[(&[u8], Cleartext)] = &[
+            (b"\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n", Cleartext::H1),
+            (b"GET / HTTP/1.2\r\nHost: x\r\n\r\n", Cleartext::H1),
+            (b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", Cleartext::H1),
+            (b"GET / HTTP/3.0\r\n", Cleartext::H1),
+            (b"GET / HTTP/9.9\r\n", Cleartext::H1),
+            (b"GET / http/1.1\r\n", Cleartext::H1),
+            (b"GET / Http/1.1\r\n", Cleartext::H1),
+            (b"GET / HTTP/1\r\n", Cleartext::H1),
+            (b"GET / HTTP/1.10\r\n", Cleartext::H1),
+            (b"GET / HTTP/x.y\r\n", Cleartext::H1),
+            (b"GET / HTTP/1.1 \r\n", Cleartext::H1),
+            (b"GET  /  HTTP/1.1\r\n", Cleartext::H1),
+            (b"HTTP/1.1\r\n", Cleartext::H1),
+            (b"\r\nGET / HTTP/1.1", Cleartext::H1),
+            (b"\r\n", Cleartext::H1),
+            (b"", Cleartext::H1),
+            (b"INVALID CONNECTION PREFACE\r\n\r\n", Cleartext::Garbage),
+            (b"\r\nINVALID CONNECTION PREFACE\r\n", Cleartext::Garbage),
+            (b"GET\r\n\r\n", Cleartext::Garbage),
+            (b"GET / HTTP\r\n", Cleartext::Garbage),
+            (b"GET / HTTPS/1.1\r\n", Cleartext::Garbage),
+            (b"GET / XHTTP/1.1\r\n", Cleartext::Garbage),
             // Only one empty line is skipped before the request line.
-            b"\r\n\r\nGET / HTTP/1.1\r\n",
-            b"\x00\x01\x02\x03\r\n\r\n",
+            (b"\r\n\r\nGET / HTTP/1.1\r\n", Cleartext::Garbage),
+            (b"\x00\x01\x02\x03\r\n\r\n", Cleartext::Garbage),
             // The h2 preface's first line, then something else: a bad preface.
-            b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
-        ] {
-            assert_eq!(
-                classify_h1(line),
-                Cleartext::Garbage,
-                "{}",
-                String::from_utf8_lossy(line)
-            );
+            (b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", Cleartext::Garbage),
+        ];
+        for (line, want) in cases {
+            let got = classify_h1(line);
+            assert_eq!(got, *want, "{}", String::from_utf8_lossy(line));
         }
     }
 }

@@ -7,7 +7,7 @@
 //! starts every recorded sequence over, as `hxlab page --replay` does before each page load.
 
 use crate::body::BodySpec;
-use crate::routes::Reply;
+use crate::reply::Reply;
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;

@@ -3,31 +3,25 @@
 //! and reading metadata can block for as long as the file system likes (a slow network file
 //! system), and opening a FIFO blocks until a writer comes (issue 38: one `curl
 //! /static/fifo` stalled every TCP listener), so no connection's thread ever does it: the
-//! router hands back a [`StaticFile`] in `Reply::lookup`, and each protocol runs it on the
-//! blocking pool ([`StaticFile::start`]) and answers when it is done. Only regular files are
+//! router hands back a [`StaticFile`]'s lookup in `Reply::lookup`, and each protocol runs it
+//! on the blocking pool ([`crate::reply::Lookup::start`]) and answers when it is done. Only regular files are
 //! served; anything else (a FIFO, a socket, a device, a directory) gets 403 without being
 //! opened for reading.
 
 use crate::body::BodySpec;
-use crate::routes::Reply;
+use crate::reply::{Lookup, Reply};
 use http::StatusCode;
 use percent_encoding::percent_decode_str;
-use std::future::Future;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 /// A `/static/` file to look up: the joined path, checked to stay under the root by name.
-pub(crate) struct StaticFile {
+struct StaticFile {
     root: PathBuf,
     candidate: PathBuf,
     /// The path as the client asked for it, decoded (for error texts).
     shown: String,
 }
-
-/// A lookup running on the blocking pool.
-pub(crate) struct Opening(tokio::task::JoinHandle<Reply>);
 
 /// The reply to `/static/{rest}`: a placeholder holding the file to look up, or, when no
 /// lookup is needed (no `--dir`, a path that is not UTF-8 or leaves the directory by name),
@@ -35,7 +29,7 @@ pub(crate) struct Opening(tokio::task::JoinHandle<Reply>);
 pub(crate) fn route(dir: Option<&Path>, rest: &str) -> Reply {
     match checked(dir, rest) {
         Ok(file) => Reply {
-            lookup: Some(Box::new(file)),
+            lookup: Some(Lookup::new(move || file.open())),
             ..Reply::new(StatusCode::OK, "", BodySpec::Empty)
         },
         Err(reply) => *reply,
@@ -77,15 +71,10 @@ fn forbidden(why: &str) -> Reply {
 }
 
 impl StaticFile {
-    /// Starts the lookup on the blocking pool (the caller is on a runtime's thread).
-    pub(crate) fn start(self) -> Opening {
-        Opening(tokio::task::spawn_blocking(move || self.open()))
-    }
-
     /// Looks the file up and opens it (blocking): symlinks resolved and still under the
     /// root, a regular file (checked before opening, so a FIFO is never opened, and again on
     /// the open descriptor, in case the name was swapped in between).
-    pub(crate) fn open(self) -> Reply {
+    fn open(self) -> Reply {
         let not_found = || {
             Reply::text(
                 StatusCode::NOT_FOUND,
@@ -124,27 +113,6 @@ impl StaticFile {
     }
 }
 
-impl Opening {
-    /// The reply once the lookup is done.
-    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Reply> {
-        Pin::new(&mut self.0).poll(cx).map(|done| {
-            done.unwrap_or_else(|_| {
-                Reply::text(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "static file lookup failed\n".into(),
-                )
-            })
-        })
-    }
-}
-
-impl Future for Opening {
-    type Output = Reply;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
-        Opening::poll(&mut self, cx)
-    }
-}
-
 fn content_type_of(p: &Path) -> &'static str {
     match p.extension().and_then(|e| e.to_str()).unwrap_or("") {
         "html" | "htm" => "text/html; charset=utf-8",
@@ -170,7 +138,7 @@ mod tests {
     fn lookup(root: &Path, rest: &str) -> Reply {
         let mut reply = route(Some(root), rest);
         match reply.lookup.take() {
-            Some(file) => file.open(),
+            Some(file) => file.run(),
             None => reply,
         }
     }

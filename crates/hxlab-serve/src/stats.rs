@@ -152,7 +152,7 @@ impl Stats {
             hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
             by_protocol.insert(p.stats_key().to_string(), s);
         }
-        let (cpu_user_s, cpu_sys_s) = cpu_times();
+        let (cpu_user_s, cpu_sys_s) = hxlab_core::rusage::process_cpu();
         StatsSnapshot {
             uptime_s: self.started.elapsed().as_secs_f64(),
             cpu_user_s,
@@ -187,17 +187,4 @@ impl Drop for ConnectionGuard {
             .open_connections
             .fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// (user, system) CPU seconds of this process.
-fn cpu_times() -> (f64, f64) {
-    // SAFETY: getrusage only writes into the zeroed struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_SELF with a valid pointer has no other preconditions.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    if rc != 0 {
-        return (0.0, 0.0);
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(usage.ru_utime), secs(usage.ru_stime))
 }

@@ -5,11 +5,10 @@
 //! deaf), and one host cannot take every slot. The slots are given back when the connection
 //! ends, wherever it lives then (a task, or an HTTP/1.1 epoll set).
 
-use crate::h3::address_key;
-use std::collections::HashMap;
+use crate::per_address::{address_key, PerAddress};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Descriptors kept out of the TCP cap when it comes from the file limit: listeners, the QUIC
@@ -66,7 +65,7 @@ pub(crate) struct TcpAdmission {
     max: usize,
     per_address: u32,
     open: AtomicUsize,
-    by_address: Mutex<HashMap<IpAddr, u32>>,
+    by_address: PerAddress,
     /// When a refusal was last logged (ms since `start`), so a flood logs once a second.
     logged_at: AtomicU64,
     refused_since_log: AtomicU64,
@@ -79,7 +78,7 @@ impl TcpAdmission {
             max,
             per_address,
             open: AtomicUsize::new(0),
-            by_address: Mutex::new(HashMap::new()),
+            by_address: PerAddress::default(),
             logged_at: AtomicU64::new(u64::MAX),
             refused_since_log: AtomicU64::new(0),
             start: Instant::now(),
@@ -90,19 +89,16 @@ impl TcpAdmission {
     /// at most once a second).
     pub(crate) fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Ticket, Refused> {
         let key = address_key(peer);
-        let verdict = {
-            let mut by_address = self.by_address.lock().unwrap_or_else(|e| e.into_inner());
-            let from_address = by_address.get(&key).copied().unwrap_or(0);
+        let verdict = self.by_address.take_if(key, |from_address| {
             if self.open.load(Ordering::Acquire) >= self.max {
                 Err(Refused::Full)
             } else if from_address >= self.per_address {
                 Err(Refused::Address)
             } else {
-                *by_address.entry(key).or_insert(0) += 1;
                 self.open.fetch_add(1, Ordering::AcqRel);
                 Ok(())
             }
-        };
+        });
         match verdict {
             Ok(()) => Ok(Ticket {
                 admission: self.clone(),
@@ -151,17 +147,7 @@ pub(crate) struct Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let mut by_address = self
-            .admission
-            .by_address
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = by_address.get_mut(&self.key) {
-            *n -= 1;
-            if *n == 0 {
-                by_address.remove(&self.key);
-            }
-        }
+        self.admission.by_address.give_back(self.key);
         self.admission.open.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -184,7 +170,7 @@ mod tests {
         let t4 = a.admit(one).expect("the slot was given back");
         drop((t2, t3, t4));
         assert_eq!(a.open.load(Ordering::Relaxed), 0);
-        assert!(a.by_address.lock().expect("lock").is_empty());
+        assert!(a.by_address.is_empty());
     }
 
     #[test]

@@ -154,7 +154,7 @@ impl Identity {
             30_000,
         ))));
         if let Some(cc) = cc {
-            hxlab_core::cc::quic::apply(&mut transport, cc);
+            hxlab_quic::cc::apply(&mut transport, cc);
         }
         config.transport_config(Arc::new(transport));
         Ok(config)

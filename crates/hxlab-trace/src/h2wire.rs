@@ -5,6 +5,7 @@
 use crate::event::{Dir, Event};
 use serde_json::{json, Value};
 
+use hxlab_wire::h2::control::{self, GoAway, Priority, RstStream, WindowUpdate};
 use hxlab_wire::h2::flag::{
     ACK as FLAG_ACK, END_HEADERS as FLAG_END_HEADERS, END_STREAM as FLAG_END_STREAM,
     PADDED as FLAG_PADDED, PRIORITY as FLAG_PRIORITY,
@@ -217,11 +218,10 @@ impl H2Wire {
             pad = body.first().copied().unwrap_or(0) as usize;
             body = body.get(1..).unwrap_or_default();
         }
-        if flags & FLAG_PRIORITY != 0 && body.len() >= 5 {
-            let (dep, weight, exclusive, text) = priority(body);
-            e = e.detail(text).field(
+        if let Some(p) = Priority::read(body).filter(|_| flags & FLAG_PRIORITY != 0) {
+            e = e.detail(priority_text(&p)).field(
                 "priority",
-                json!({"dep_stream_id": dep, "weight": weight, "exclusive": exclusive}),
+                json!({"dep_stream_id": p.dependency, "weight": p.weight, "exclusive": p.exclusive}),
             );
             body = &body[5..];
         }
@@ -321,31 +321,33 @@ impl H2Wire {
     }
 }
 
-/// A priority block (5 bytes, at least): dependency, weight, exclusive, and the text line.
-fn priority(p: &[u8]) -> (u32, u32, bool, String) {
-    let dep = hxlab_wire::h2::be32(p);
-    let (id, weight, exclusive) = (dep & 0x7fff_ffff, u32::from(p[4]) + 1, dep >> 31 == 1);
-    let text = format!(
-        "(dep_stream_id={id}, weight={weight}, exclusive={})",
-        dep >> 31
-    );
-    (id, weight, exclusive, text)
+/// A priority as its text line.
+fn priority_text(p: &Priority) -> String {
+    format!(
+        "(dep_stream_id={}, weight={}, exclusive={})",
+        p.dependency,
+        p.weight,
+        u8::from(p.exclusive)
+    )
 }
 
 /// The fields of frames without a header block: PRIORITY, RST_STREAM, SETTINGS, PING,
 /// GOAWAY, WINDOW_UPDATE (others: the head only).
 fn control_fields(mut e: Event, ftype: u8, flags: u8, p: &[u8]) -> Event {
     match ftype {
-        0x2 if p.len() >= 5 => {
-            let (dep, weight, exclusive, text) = priority(p);
-            e = e
-                .detail(text)
-                .field("dep_stream_id", dep)
-                .field("weight", weight)
-                .field("exclusive", exclusive);
+        0x2 => {
+            if let Some(pr) = Priority::read(p) {
+                e = e
+                    .detail(priority_text(&pr))
+                    .field("dep_stream_id", pr.dependency)
+                    .field("weight", pr.weight)
+                    .field("exclusive", pr.exclusive);
+            }
         }
-        0x3 if p.len() >= 4 => {
-            let code = u32::from_be_bytes([p[0], p[1], p[2], p[3]]);
+        0x3 => {
+            let Some(RstStream { code }) = RstStream::read(p) else {
+                return e;
+            };
             e = e
                 .detail(format!(
                     "(error_code={}(0x{code:02x}))",
@@ -363,9 +365,7 @@ fn control_fields(mut e: Event, ftype: u8, flags: u8, p: &[u8]) -> Event {
                 e = e.detail(format!("(niv={})", p.len() / 6));
             }
             let mut list = Vec::new();
-            for s in p.chunks_exact(6) {
-                let id = u16::from_be_bytes([s[0], s[1]]);
-                let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            for (id, value) in control::entries(p) {
                 e = e.detail(format!("[{}(0x{id:02x}): {value}]", setting_name(id)));
                 list.push(json!({"id": id, "name": setting_name(id), "value": value}));
             }
@@ -384,10 +384,12 @@ fn control_fields(mut e: Event, ftype: u8, flags: u8, p: &[u8]) -> Event {
                 .field("opaque_data", hex(&data))
                 .field("ack", ack);
         }
-        0x7 if p.len() >= 8 => {
-            let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
-            let code = u32::from_be_bytes([p[4], p[5], p[6], p[7]]);
-            let debug = String::from_utf8_lossy(&p[8..]).to_string();
+        0x7 => {
+            let Some(g) = GoAway::read(p) else {
+                return e;
+            };
+            let (last, code) = (g.last_stream_id, g.code);
+            let debug = String::from_utf8_lossy(g.debug).to_string();
             e = e
                 .detail(format!(
                     "(last_stream_id={last}, error_code={}(0x{code:02x}), opaque_data({})=[{debug}])",
@@ -399,8 +401,10 @@ fn control_fields(mut e: Event, ftype: u8, flags: u8, p: &[u8]) -> Event {
                 .field("error", error_code_name(code))
                 .field("debug_data", debug);
         }
-        0x8 if p.len() >= 4 => {
-            let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & 0x7fff_ffff;
+        0x8 => {
+            let Some(WindowUpdate { increment: inc }) = WindowUpdate::read(p) else {
+                return e;
+            };
             e = e
                 .detail(format!("(window_size_increment={inc})"))
                 .field("window_size_increment", inc);

@@ -344,11 +344,16 @@ pub fn head_fields(head: &[u8]) -> (&[u8], impl Iterator<Item = HeaderField<'_>>
 mod tests {
     use super::*;
 
-    fn parse_all(p: &mut ResponseParser, data: &[u8], chunk: usize) -> Vec<Step> {
+    /// The steps of the bytes fed in `pieces` (empty body steps left out), and how many
+    /// bytes were consumed.
+    fn parse_pieces<'a>(
+        p: &mut ResponseParser,
+        pieces: impl IntoIterator<Item = &'a [u8]>,
+    ) -> (Vec<Step>, usize) {
         let mut out = Vec::new();
         let mut buf = Vec::new();
         let mut start = 0;
-        for piece in data.chunks(chunk) {
+        for piece in pieces {
             buf.extend_from_slice(piece);
             loop {
                 let (used, step) = p.step(&buf[start..]).unwrap();
@@ -361,7 +366,11 @@ mod tests {
                 }
             }
         }
-        out
+        (out, start)
+    }
+
+    fn parse_all(p: &mut ResponseParser, data: &[u8], chunk: usize) -> Vec<Step> {
+        parse_pieces(p, data.chunks(chunk)).0
     }
 
     fn summarize(steps: &[Step]) -> (Vec<u16>, usize) {
@@ -474,20 +483,7 @@ mod tests {
         let data = b"HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nx-t: 1\r\n\r\nHTTP/1.1 304 Not Modified\r\ncontent-length: 9\r\n\r\n";
         for split in 0..=data.len() {
             let mut p = ResponseParser::new();
-            let mut buf = data[..split].to_vec();
-            let mut start = 0;
-            let mut steps = Vec::new();
-            for piece in [&[][..], &data[split..]] {
-                buf.extend_from_slice(piece);
-                loop {
-                    let (used, step) = p.step(&buf[start..]).unwrap();
-                    start += used;
-                    if step == Step::NeedMore {
-                        break;
-                    }
-                    steps.push(step);
-                }
-            }
+            let (steps, start) = parse_pieces(&mut p, [&data[..split], &data[split..]]);
             assert_eq!(
                 summarize(&steps),
                 (vec![200, 200, 304], 24),

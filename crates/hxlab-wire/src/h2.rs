@@ -1,5 +1,8 @@
 //! HTTP/2 (RFC 9113) wire vocabulary: the connection preface, frame types, flags, error codes,
-//! SETTINGS identifiers, their names, and the 9-byte frame head.
+//! SETTINGS identifiers, their names, the 9-byte frame head, and ([`control`]) the typed
+//! payloads of the control frames with the rules each frame must keep.
+
+pub mod control;
 
 /// The client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

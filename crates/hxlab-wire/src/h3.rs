@@ -1,8 +1,11 @@
 //! HTTP/3 (RFC 9114) wire vocabulary: frame types, unidirectional stream types, SETTINGS
-//! identifiers, error codes (with QPACK's, RFC 9204 §6), their names, and the frame head
-//! (two varints: type, length).
+//! identifiers, error codes (with QPACK's, RFC 9204 §6), their names, the frame head (two
+//! varints: type, length) whole or across chunks ([`FrameHeadReader`]), and ([`control`])
+//! the control stream's reader.
 
 use crate::varint;
+
+pub mod control;
 
 /// Frame types (RFC 9114 §7.2, RFC 9218).
 pub mod frame {
@@ -139,6 +142,51 @@ pub fn write_frame_head(out: &mut Vec<u8>, kind: u64, len: u64) {
     varint::put(out, len);
 }
 
+/// Collects a frame head (type and length varints, at most 16 bytes) across the chunks a
+/// stream arrives in.
+#[derive(Debug, Default, Clone)]
+pub struct FrameHeadReader {
+    buf: [u8; 16],
+    have: usize,
+}
+
+impl FrameHeadReader {
+    /// Takes bytes from `input` towards a frame head: the head once complete (type,
+    /// length), and how many bytes of `input` were used.
+    #[inline]
+    pub fn feed(&mut self, input: &[u8]) -> (Option<(u64, u64)>, usize) {
+        if self.have == 0 {
+            if let Some((t, l, used)) = parse_frame_head(input) {
+                return (Some((t, l)), used);
+            }
+            // Incomplete, so shorter than 16 bytes.
+            self.buf[..input.len()].copy_from_slice(input);
+            self.have = input.len();
+            return (None, input.len());
+        }
+        let n = (16 - self.have).min(input.len());
+        self.buf[self.have..self.have + n].copy_from_slice(&input[..n]);
+        let all = self.have + n;
+        match parse_frame_head(&self.buf[..all]) {
+            Some((t, l, used)) => {
+                let from_input = used - self.have;
+                self.have = 0;
+                (Some((t, l)), from_input)
+            }
+            None => {
+                self.have = all;
+                (None, n)
+            }
+        }
+    }
+
+    /// Whether part of a head is held (a stream that ends now ends inside a frame).
+    #[inline]
+    pub fn is_partial(&self) -> bool {
+        self.have > 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +204,27 @@ mod tests {
             setting_name(setting::QPACK_BLOCKED_STREAMS),
             "SETTINGS_QPACK_BLOCKED_STREAMS"
         );
+    }
+
+    #[test]
+    fn a_head_is_read_in_any_split() {
+        let mut out = Vec::new();
+        write_frame_head(&mut out, frame::PRIORITY_UPDATE_REQUEST, 1 << 40);
+        out.extend_from_slice(b"rest");
+        let head_len = out.len() - 4;
+        // Short of the whole head, the first piece is held; the second completes it.
+        for at in 0..head_len {
+            let mut r = FrameHeadReader::default();
+            let (first, used) = r.feed(&out[..at]);
+            assert_eq!((first, used, r.is_partial()), (None, at, at > 0), "{at}");
+            let (head, used) = r.feed(&out[at..]);
+            assert_eq!(
+                head,
+                Some((frame::PRIORITY_UPDATE_REQUEST, 1 << 40)),
+                "{at}"
+            );
+            assert_eq!(at + used, head_len, "{at}");
+            assert!(!r.is_partial());
+        }
     }
 }

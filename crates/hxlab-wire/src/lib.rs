@@ -13,11 +13,15 @@
 //! - [`varint`]: QUIC variable-length integers (RFC 9000 §16).
 //! - [`prefix`]: the prefix integers of HPACK and QPACK (RFC 7541 §5.1), read and written once.
 //! - [`h2`]: HTTP/2 frame types, flags, error codes, SETTINGS identifiers and the 9-byte frame
-//!   head (RFC 9113 §4.1).
+//!   head (RFC 9113 §4.1); [`h2::control`] decodes and writes the control frames (SETTINGS,
+//!   PING, GOAWAY, RST_STREAM, PRIORITY, WINDOW_UPDATE) with the rules RFC 9113 §6 sets on
+//!   each, so the load client and the origin refuse the same frames the same way.
 //! - [`hpack`]: HPACK (RFC 7541): Huffman code, the request encoder, and one decoder
 //!   ([`hpack::Decoder`]) that hands whole fields to a callback (the frame view's) or keeps
 //!   `:status` and lengths only (the recorder's).
-//! - [`h3`]: HTTP/3 frame types, stream types, SETTINGS identifiers, error codes (RFC 9114).
+//! - [`h3`]: HTTP/3 frame types, stream types, SETTINGS identifiers, error codes (RFC 9114),
+//!   frame heads across chunks; [`h3::control`] is the one control-stream reader, the load
+//!   client's of the server's stream and the origin's of the client's.
 //! - [`qpack`]: QPACK (RFC 9204) with the static table: the request encoder, one field-section
 //!   decoder ([`qpack::FieldDecoder`], a callback per field line) that the origin's request
 //!   heads, the load client's length-only [`qpack::Decoder`] and the frame view's
@@ -37,5 +41,8 @@ pub mod qpack;
 mod qpack_table;
 pub mod tap;
 pub mod varint;
+
+#[cfg(test)]
+mod fixtures;
 
 pub use tap::{Dir, Tap};

@@ -243,14 +243,7 @@ mod tests {
 
     #[test]
     fn encoder_round_trips_through_the_decoder() {
-        let fields: [(&[u8], &[u8]); 6] = [
-            (b":method", b"GET"),
-            (b":scheme", b"https"),
-            (b":authority", b"127.0.0.1:4433"),
-            (b":path", b"/bytes/100"),
-            (b"user-agent", b"hxlab/0.1.0"),
-            (b"x-custom-header", b"some value"),
-        ];
+        let fields = crate::fixtures::REQUEST;
         let mut out = Vec::new();
         encode_field_section(fields, &mut out);
         // :method GET and :scheme https are one byte each.

@@ -181,6 +181,47 @@ pub struct PageRun {
     pub repeat_view: Option<Box<PageRun>>,
 }
 
+/// A first view that measured nothing yet: no URL, every figure zero or absent, no CPU
+/// slowdown (1, as a record without the field reads). A loader starts from it and fills in
+/// what it measured; the visual metrics and the repeat view come later, when there are any.
+impl Default for PageRun {
+    fn default() -> PageRun {
+        PageRun {
+            view: View::First,
+            url: String::new(),
+            requested_protocol: Proto::default(),
+            browser: String::new(),
+            browser_major: 0,
+            started_unix_s: 0.0,
+            protocols: BTreeMap::new(),
+            protocol_ok: true,
+            plain_http_responses: 0,
+            flag: None,
+            ttfb_ms: 0.0,
+            dom_content_loaded_ms: 0.0,
+            load_ms: 0.0,
+            fcp_ms: None,
+            lcp_ms: None,
+            cls: None,
+            speed_index_ms: None,
+            first_visual_change_ms: None,
+            visually_complete_ms: None,
+            filmstrip: Vec::new(),
+            cpu_slowdown: no_slowdown(),
+            connections: 0,
+            bytes: 0,
+            resources_loaded: 0,
+            resources_failed: 0,
+            resources_incomplete: 0,
+            early_hints: 0,
+            early_hint_preloads_used: 0,
+            resources: Vec::new(),
+            har: None,
+            repeat_view: None,
+        }
+    }
+}
+
 impl PageRun {
     /// True when the run counts in the figures (no flag).
     pub fn is_valid(&self) -> bool {
@@ -190,6 +231,15 @@ impl PageRun {
     /// True when this browser ignores HTTP/2 server push.
     pub fn push_ignored(&self) -> bool {
         self.browser_major >= PUSH_REMOVED_IN
+    }
+
+    /// The protocols the resources came over with their counts, as the run tables show
+    /// them: `3×h2` (`?` for resources whose protocol the browser did not name).
+    pub fn protocol_counts(&self) -> Vec<String> {
+        self.protocols
+            .iter()
+            .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
+            .collect()
     }
 }
 

@@ -114,7 +114,6 @@ impl PageRun {
 mod tests {
     use crate::page::{PageRun, ResourceTiming};
     use crate::Proto;
-    use std::collections::BTreeMap;
 
     fn resource(conn: u64, status: u16, error: Option<&str>) -> ResourceTiming {
         ResourceTiming {
@@ -139,41 +138,25 @@ mod tests {
     #[test]
     fn a_page_run_becomes_a_run_result() {
         let run = PageRun {
-            view: crate::page::View::First,
             url: "https://h/".into(),
             requested_protocol: Proto::H2,
             browser: "Chromium 156.0".into(),
             browser_major: 156,
             started_unix_s: 1.0e9,
-            protocols: BTreeMap::new(),
-            protocol_ok: true,
-            flag: None,
             ttfb_ms: 3.0,
             dom_content_loaded_ms: 8.0,
             load_ms: 250.0,
             fcp_ms: Some(9.0),
-            lcp_ms: None,
-            cls: None,
-            speed_index_ms: None,
-            first_visual_change_ms: None,
-            visually_complete_ms: None,
-            filmstrip: Vec::new(),
-            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 360,
             resources_loaded: 2,
             resources_failed: 1,
-            resources_incomplete: 0,
-            early_hints: 0,
-            early_hint_preloads_used: 0,
-            plain_http_responses: 0,
             resources: vec![
                 resource(7, 200, None),
                 resource(7, 200, None),
                 resource(0, 0, Some("net::ERR_ABORTED")),
             ],
-            har: None,
-            repeat_view: None,
+            ..PageRun::default()
         };
         let r = run.to_run_result();
         assert_eq!(r.config.protocol, "h2");

@@ -99,37 +99,19 @@ mod tests {
 
     fn run(load: f64, flag: Option<&str>) -> PageRun {
         PageRun {
-            view: crate::page::View::First,
             url: "https://127.0.0.1/".into(),
             requested_protocol: Proto::H2,
             browser: "Chromium 156".into(),
             browser_major: 156,
-            started_unix_s: 0.0,
-            protocols: BTreeMap::new(),
             protocol_ok: flag.is_none(),
             flag: flag.map(str::to_string),
             ttfb_ms: 1.0,
             dom_content_loaded_ms: 2.0,
             load_ms: load,
-            fcp_ms: None,
-            lcp_ms: None,
-            cls: None,
-            speed_index_ms: None,
-            first_visual_change_ms: None,
-            visually_complete_ms: None,
-            filmstrip: Vec::new(),
-            cpu_slowdown: 1.0,
             connections: 1,
             bytes: 100,
             resources_loaded: 3,
-            resources_failed: 0,
-            resources_incomplete: 0,
-            early_hints: 0,
-            early_hint_preloads_used: 0,
-            plain_http_responses: 0,
-            resources: Vec::new(),
-            har: None,
-            repeat_view: None,
+            ..PageRun::default()
         }
     }
 

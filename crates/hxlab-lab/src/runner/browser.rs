@@ -5,13 +5,12 @@
 use super::record::{new_records, run_child};
 use super::target::client_requests;
 use super::Runner;
-use crate::spec::{Cell, CellConfig, Experiment, PageSource, Protocol};
+use crate::experiment::{Cell, CellConfig, Experiment, PageSource, Protocol};
+use hxlab_child::child::last_line;
 use hxlab_contract::{PageJob, PageReport};
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::page::Outcome;
 use hxlab_core::Proto;
-use hxlab_page::child::last_line;
-use hxlab_page::origin::synthetic_page_html;
 use hxlab_report::{Record, Workload};
 use std::path::Path;
 use std::process::Command;
@@ -141,18 +140,65 @@ impl Runner {
 
     /// Writes the synthetic page of `cfg` into hxlab serve's `/static/` directory (once);
     /// returns its file name.
-    fn hxlab_page(&self, cfg: &crate::spec::CellConfig) -> Result<String, String> {
+    fn hxlab_page(&self, cfg: &crate::experiment::CellConfig) -> Result<String, String> {
         let ms = cfg.delay.as_millis();
         let name = format!("page-{}-{}-{ms}.html", cfg.resources, cfg.size);
         let page_path = self.opts.out_dir.join(".server").join("www").join(&name);
         if !page_path.exists() {
+            let delay = Duration::from_millis(ms as u64);
             let html =
-                synthetic_page_html(cfg.resources, cfg.size, Duration::from_millis(ms as u64));
+                hxlab_contract::SyntheticHtml::each_delayed(cfg.resources, cfg.size, delay).html();
             std::fs::write(&page_path, html)
                 .map_err(|e| format!("{}: {e}", page_path.display()))?;
         }
         Ok(name)
     }
+}
+
+/// Longest the one recording page load of `hxlab compare --page` may take.
+const RECORD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Records `url` once into `har` for `hxlab compare --page`: one `hxlab page` run with the
+/// protocol left to the browser (as in the wild) and every body kept, through `run_child`
+/// like every repetition's child (its own process group, bounded, its tree killed at the
+/// end). `chromium` is the browser binary. The error is one line.
+pub fn record_page(
+    hxlab_bin: &Path,
+    url: &str,
+    har: &Path,
+    insecure: bool,
+    chromium: &Path,
+) -> Result<(), String> {
+    let job = PageJob {
+        url: Some(url.to_string()),
+        proto: Proto::Auto,
+        runs: 1,
+        timeout: RECORD_TIMEOUT,
+        insecure,
+        chromium: chromium.to_path_buf(),
+        record: Some(har.to_path_buf()),
+        ..PageJob::default()
+    };
+    let cmd = page_command(hxlab_bin, &job, har)?;
+    let mut record = Record::default();
+    let stderr = run_child(
+        &mut record,
+        cmd,
+        RECORD_TIMEOUT + Duration::from_secs(60),
+        None,
+    );
+    let _ = std::fs::remove_file(har.with_extension("config.json"));
+    if har.exists() {
+        return Ok(());
+    }
+    let exit = match record.exit_code {
+        Some(c) => format!("exit status: {c}"),
+        None => "no exit status: stopped by a signal or the time limit".to_string(),
+    };
+    Err(format!(
+        "recording {url} failed (hxlab page exited with {exit}: {}); nothing to replay",
+        last_line(&stderr)
+    ))
 }
 
 /// `hxlab page --json`'s document as the child wrote it; None when it wrote none.
@@ -242,7 +288,8 @@ fn page_job(exp: &Experiment, cfg: &CellConfig, json: &Path) -> PageJob {
     }
 }
 
-/// `hxlab page --config FILE` for `job`, the job written beside `json`.
+/// `hxlab page --config FILE` for `job`, the job written beside `json` (the output it
+/// names: the JSON document or the recording).
 fn page_command(bin: &Path, job: &PageJob, json: &Path) -> Result<Command, String> {
     job.validate().map_err(|e| e.to_string())?;
     let config = json.with_extension("config.json");

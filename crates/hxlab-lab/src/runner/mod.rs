@@ -16,10 +16,10 @@ mod record;
 pub(crate) mod stats;
 mod target;
 
-use crate::spec::{Cell, Experiment, Protocol};
+use crate::experiment::{Cell, Experiment, Protocol};
+use hxlab_child::child::run_bounded;
+use hxlab_child::origin::{Origin, OriginOptions};
 use hxlab_core::cc::CongestionControl;
-use hxlab_page::child::run_bounded;
-use hxlab_page::origin::{Origin, OriginOptions};
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
 use record::{count_cells, fallback, fill_record, new_records, run_child};
 use std::collections::HashSet;
@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use target::{client_requests, NoTarget};
+
+pub use browser::record_page;
 
 /// Why an experiment could not run (a single repetition's failure is recorded, not raised).
 #[derive(Debug, thiserror::Error)]
@@ -325,7 +327,7 @@ impl Runner {
         }
         if let Some((first, _)) = pending
             .first()
-            .filter(|(c, _)| c.config.origin == crate::spec::origins::BUILTIN)
+            .filter(|(c, _)| c.config.origin == crate::experiment::origins::BUILTIN)
         {
             self.ensure_server(first.config.cc_server)?;
         }
@@ -411,7 +413,7 @@ impl Runner {
         match run_bounded(cmd, Duration::from_secs(30)) {
             Ok((Some(0), _)) => Ok(()),
             Ok((code, stderr)) => {
-                let line = hxlab_page::child::last_line(&stderr);
+                let line = hxlab_child::child::last_line(&stderr);
                 let why = if line.is_empty() {
                     format!("`hxlab link` exited with {code:?}")
                 } else {
@@ -503,7 +505,7 @@ impl Runner {
 /// and whose congestion control the lab neither sets nor reads back.
 fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
     match &exp.page {
-        Some(crate::spec::PageSource::Har(p, start)) => {
+        Some(crate::experiment::PageSource::Har(p, start)) => {
             note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; hits, near misses and misses are recorded per run, and a miss flags the run); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, read back per record; Chromium's own controller is not settable and not read back", p.display()));
             note(
                 meta,
@@ -523,7 +525,7 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
             }
             return;
         }
-        Some(crate::spec::PageSource::Url(u)) => {
+        Some(crate::experiment::PageSource::Url(u)) => {
             note(meta, format!("page: {u}, loaded as it is (a server the lab does not run): server CPU and congestion control unknown"));
             return;
         }
@@ -536,8 +538,8 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
             continue;
         };
         match def.kind {
-            crate::spec::OriginKind::Builtin => {}
-            crate::spec::OriginKind::Command(c) => {
+            crate::experiment::OriginKind::Builtin => {}
+            crate::experiment::OriginKind::Command(c) => {
                 if crate::command::find_program(&c.command[0]).is_none() {
                     note(meta, format!("origin {name} is not installed here (its program {:?} was not found): its cells were skipped", c.command[0]));
                     continue;
@@ -545,7 +547,7 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
                 let sys = hxlab_core::cc::system_default_name();
                 note(meta, format!("origin {name}: server CPU is its whole process tree's, from /proc, per request the client completed; its TCP congestion control is not set by the lab and is not read back per socket: new sockets here get the system default ({sys})"));
             }
-            crate::spec::OriginKind::Url(_) => {
+            crate::experiment::OriginKind::Url(_) => {
                 note(meta, format!("origin {name}: server CPU unavailable (a url origin the lab does not run), shown as —, not zero; its congestion control is unknown"));
             }
         }

@@ -3,7 +3,7 @@
 
 use super::target::{Meter, Target};
 use super::{BROWSER_CONNECTIONS, MAX_STREAMS};
-use crate::spec::{CellConfig, Experiment, Protocol};
+use crate::experiment::{CellConfig, Experiment, Protocol};
 use hxlab_contract::LoadConfig;
 use hxlab_core::Proto;
 use hxlab_report::Workload;
@@ -174,7 +174,7 @@ fn throughput(exp: &Experiment, cfg: &CellConfig, origin: &str, load: &mut LoadC
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{parse, Overrides};
+    use crate::experiment::{parse, Overrides};
     use hxlab_core::cc::CongestionControl;
 
     fn hxlab(p: Protocol) -> Target {

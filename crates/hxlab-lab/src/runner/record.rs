@@ -1,7 +1,7 @@
 //! Records: one per repetition, filled from the child's RunResult and exit, and the
 //! warnings a record raises.
 
-use crate::spec::{Cell, CellConfig, Experiment, Protocol};
+use crate::experiment::{Cell, CellConfig, Experiment, Protocol};
 use hxlab_core::RunResult;
 use hxlab_report::Record;
 use std::path::Path;
@@ -33,7 +33,7 @@ pub(crate) fn fill_record(
     stderr: &str,
     link_exit: Option<Option<i32>>,
 ) {
-    let last_line = hxlab_page::child::last_line(stderr);
+    let last_line = hxlab_child::child::last_line(stderr);
     match std::fs::read_to_string(json) {
         Ok(text) => match serde_json::from_str::<RunResult>(&text) {
             Ok(r) => {
@@ -110,11 +110,11 @@ pub(crate) fn run_child(
     record: &mut Record,
     cmd: std::process::Command,
     limit: std::time::Duration,
-    meter: Option<(&super::target::Meter, crate::spec::Protocol)>,
+    meter: Option<(&super::target::Meter, crate::experiment::Protocol)>,
 ) -> String {
     let before = meter.map(|(m, _)| m.read());
     let t = std::time::Instant::now();
-    let outcome = hxlab_page::child::run_bounded(cmd, limit);
+    let outcome = hxlab_child::child::run_bounded(cmd, limit);
     record.wall_s = t.elapsed().as_secs_f64();
     let after = meter.map(|(m, _)| m.read());
     let (code, stderr) = outcome.unwrap_or_else(|e| (None, e));

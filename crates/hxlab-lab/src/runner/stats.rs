@@ -2,7 +2,7 @@
 //! [`StatsSnapshot`]), read before and after each cell so its CPU time and connections are
 //! attributed per cell.
 
-use crate::spec::Protocol;
+use crate::experiment::Protocol;
 use hxlab_contract::StatsSnapshot;
 use hxlab_report::ServerCost;
 use std::collections::BTreeMap;
@@ -48,5 +48,5 @@ pub(crate) fn server_cc(
 
 /// `GET /stats` on the plain port; None when it cannot be read.
 pub(crate) fn server_stats(addr: SocketAddr) -> Option<StatsSnapshot> {
-    hxlab_page::get_stats(addr)
+    hxlab_child::get_stats(addr)
 }

@@ -5,8 +5,8 @@
 use super::stats::{server_cc, server_cost, server_stats};
 use super::{io_err, Runner, RunnerError};
 use crate::command::{fill_www, find_program, CommandServer, LabCert, StartArgs};
-use crate::spec::origins::{default_path, resource_url, CommandOrigin};
-use crate::spec::{Cell, Experiment, OriginKind, Protocol};
+use crate::experiment::origins::{default_path, resource_url, CommandOrigin};
+use crate::experiment::{Cell, Experiment, OriginKind, Protocol};
 use hxlab_report::{Record, ServerCost, Workload};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -200,7 +200,7 @@ impl Runner {
                         cfg.protocol.name()
                     ))
                 })?;
-                let local = hxlab_page::origin::is_loopback_url(&base);
+                let local = hxlab_child::origin::is_loopback_url(&base);
                 Ok(Target {
                     base,
                     paths: Some(u.paths.clone()),
@@ -259,7 +259,7 @@ impl Runner {
     fn launch(
         &mut self,
         exp: &Experiment,
-        def: &crate::spec::OriginDef,
+        def: &crate::experiment::OriginDef,
         c: &CommandOrigin,
     ) -> Result<CommandServer, RunnerError> {
         let name = def.name.as_str();

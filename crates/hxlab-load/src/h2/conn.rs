@@ -65,14 +65,15 @@ impl Conn {
             last_promised: 0,
         };
         c.out.extend_from_slice(PREFACE);
-        // SETTINGS: ENABLE_PUSH, INITIAL_WINDOW_SIZE, MAX_HEADER_LIST_SIZE.
-        frame_head(&mut c.out, 18, SETTINGS, 0, 0);
-        for (id, v) in [(2u16, u32::from(push)), (4, WINDOW), (6, MAX_HEADER_LIST)] {
-            c.out.extend_from_slice(&id.to_be_bytes());
-            c.out.extend_from_slice(&v.to_be_bytes());
-        }
-        frame_head(&mut c.out, 4, WINDOW_UPDATE, 0, 0);
-        c.out.extend_from_slice(&(WINDOW - 65_535).to_be_bytes());
+        control::write_settings(
+            &mut c.out,
+            &[
+                (setting::ENABLE_PUSH, u32::from(push)),
+                (setting::INITIAL_WINDOW_SIZE, WINDOW),
+                (setting::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
+            ],
+        );
+        control::write_window_update(&mut c.out, 0, WINDOW - 65_535);
         c
     }
 
@@ -197,21 +198,18 @@ impl Conn {
 
     /// Queues GOAWAY (when ending the connection ourselves).
     pub fn goaway_frame(&mut self, code: u32) {
-        frame_head(&mut self.out, 8, GOAWAY, 0, 0);
-        self.out.extend_from_slice(&0u32.to_be_bytes());
-        self.out.extend_from_slice(&code.to_be_bytes());
+        control::write_goaway(&mut self.out, 0, code, b"");
     }
 
     pub(super) fn rst(&mut self, id: u32, code: u32) {
-        frame_head(&mut self.out, 4, RST_STREAM, 0, id);
-        self.out.extend_from_slice(&code.to_be_bytes());
+        control::write_rst_stream(&mut self.out, id, code);
     }
 
     /// A message-level error on stream `id` (slot `k`): reset it with PROTOCOL_ERROR and fail
     /// its request with `what`.
     pub(super) fn stream_protocol_error(&mut self, id: u32, k: usize, what: &str) {
         self.rst(id, PROTOCOL_ERROR);
-        self.finish(k, Outcome::Failed(ErrorKind::Protocol, what.into()));
+        self.finish(k, StreamEnd::Failed(ErrorKind::Protocol, what.into()));
     }
 
     /// Ends every stream in flight with `outcome`.
@@ -220,12 +218,12 @@ impl Conn {
         for s in self.streams.drain(..) {
             self.events.push(Event {
                 req: s.req,
-                outcome: Outcome::Failed(kind, message.to_string()),
+                outcome: StreamEnd::Failed(kind, message.to_string()),
             });
         }
     }
 
-    pub(super) fn finish(&mut self, k: usize, outcome: Outcome) {
+    pub(super) fn finish(&mut self, k: usize, outcome: StreamEnd) {
         let s = self.streams.swap_remove(k);
         self.events.push(Event {
             req: s.req,
@@ -261,7 +259,7 @@ impl Conn {
     /// Request `k` is complete: its response and every stream it promised ended.
     pub(super) fn release(&mut self, k: usize, now: Instant) {
         let s = &self.streams[k];
-        let outcome = Outcome::Done {
+        let outcome = StreamEnd::Done {
             status: s.status,
             body: s.body + s.push_body,
             uncompressed: s.uncompressed + s.push_uncompressed,

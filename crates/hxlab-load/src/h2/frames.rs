@@ -2,7 +2,16 @@
 //! and hands each to its handler; header blocks are decoded when complete.
 
 use super::*;
+use hxlab_wire::h2::control::{
+    FrameError, GoAway, Ping, Priority, RstStream, Setting, Settings, WindowUpdate,
+};
 use hxlab_wire::h2::FrameHead;
+
+impl From<FrameError> for ConnError {
+    fn from(e: FrameError) -> ConnError {
+        conn_err(e.code(), e.reason())
+    }
+}
 
 impl Conn {
     /// Parses the whole frames at the start of `buf`; returns how many bytes they took.
@@ -10,15 +19,10 @@ impl Conn {
     pub fn receive(&mut self, buf: &[u8], now: Instant) -> Result<usize, ConnError> {
         let mut pos = 0usize;
         while buf.len() - pos >= 9 {
-            let Some(FrameHead {
-                len,
-                kind,
-                flags,
-                stream_id: id,
-            }) = FrameHead::parse(&buf[pos..])
-            else {
+            let Some(h) = FrameHead::parse(&buf[pos..]) else {
                 break;
             };
+            let (len, kind, flags, id) = (h.len, h.kind, h.flags, h.stream_id);
             if !self.got_settings && (kind != SETTINGS || flags & ACK != 0) {
                 return Err(ConnError {
                     code: PROTOCOL_ERROR,
@@ -41,45 +45,33 @@ impl Conn {
             if self.block_stream != 0 && (kind != CONTINUATION || id != self.block_stream) {
                 return Err(conn_err(PROTOCOL_ERROR, "header block interrupted"));
             }
-            self.frame(kind, flags, id, payload, now)?;
+            self.frame(&h, payload, now)?;
         }
         Ok(pos)
     }
 
-    fn frame(
-        &mut self,
-        kind: u8,
-        flags: u8,
-        id: u32,
-        payload: &[u8],
-        now: Instant,
-    ) -> Result<(), ConnError> {
-        match kind {
-            DATA => self.on_data(flags, id, payload, now),
-            HEADERS => self.on_headers(flags, id, payload, now),
-            CONTINUATION => self.on_continuation(flags, id, payload, now),
-            PRIORITY if payload.len() != 5 => {
-                Err(conn_err(FRAME_SIZE_ERROR, "PRIORITY frame of bad size"))
-            }
-            RST_STREAM => self.on_rst_stream(id, payload, now),
-            SETTINGS => self.on_settings(flags, id, payload),
+    fn frame(&mut self, head: &FrameHead, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+        let (flags, id) = (head.flags, head.stream_id);
+        match head.kind {
+            DATA => self.on_data(head, payload, now),
+            HEADERS => self.on_headers(head, payload, now),
+            CONTINUATION => self.on_continuation(head, payload, now),
+            // Priorities are not acted on; a malformed one ends the connection.
+            PRIORITY => Priority::parse(head, payload).map(drop).map_err(Into::into),
+            RST_STREAM => self.on_rst_stream(head, payload, now),
+            SETTINGS => self.on_settings(head, payload),
             PUSH_PROMISE => self.on_push_promise(flags, id, payload),
-            PING => self.on_ping(flags, id, payload),
-            GOAWAY => self.on_goaway(id, payload),
-            WINDOW_UPDATE => self.on_window_update(id, payload),
+            PING => self.on_ping(head, payload),
+            GOAWAY => self.on_goaway(head, payload),
+            WINDOW_UPDATE => self.on_window_update(head, payload),
             // Unknown frame types are ignored (RFC 9113 §4.1).
             _ => Ok(()),
         }
     }
 
     /// DATA: response body, flow control counted over the whole payload.
-    fn on_data(
-        &mut self,
-        flags: u8,
-        id: u32,
-        payload: &[u8],
-        now: Instant,
-    ) -> Result<(), ConnError> {
+    fn on_data(&mut self, h: &FrameHead, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+        let (flags, id) = (h.flags, h.stream_id);
         if id == 0 {
             return Err(conn_err(PROTOCOL_ERROR, "DATA on stream 0"));
         }
@@ -87,9 +79,7 @@ impl Conn {
         // Flow control counts the whole payload, padding included.
         self.recv_conn_unacked += payload.len() as u32;
         if self.recv_conn_unacked >= WINDOW / 2 {
-            frame_head(&mut self.out, 4, WINDOW_UPDATE, 0, 0);
-            self.out
-                .extend_from_slice(&self.recv_conn_unacked.to_be_bytes());
+            control::write_window_update(&mut self.out, 0, self.recv_conn_unacked);
             self.recv_conn_unacked = 0;
         }
         if id.is_multiple_of(2) {
@@ -114,21 +104,15 @@ impl Conn {
         } else if s.recv_unacked >= WINDOW / 2 {
             let n = s.recv_unacked;
             s.recv_unacked = 0;
-            frame_head(&mut self.out, 4, WINDOW_UPDATE, 0, id);
-            self.out.extend_from_slice(&n.to_be_bytes());
+            control::write_window_update(&mut self.out, id, n);
         }
 
         Ok(())
     }
 
     /// HEADERS: a header block starts (CONTINUATIONs may follow).
-    fn on_headers(
-        &mut self,
-        flags: u8,
-        id: u32,
-        payload: &[u8],
-        now: Instant,
-    ) -> Result<(), ConnError> {
+    fn on_headers(&mut self, h: &FrameHead, payload: &[u8], now: Instant) -> Result<(), ConnError> {
+        let (flags, id) = (h.flags, h.stream_id);
         if id == 0 {
             return Err(conn_err(PROTOCOL_ERROR, "HEADERS on stream 0"));
         }
@@ -156,11 +140,11 @@ impl Conn {
     /// CONTINUATION of the header block being assembled.
     fn on_continuation(
         &mut self,
-        flags: u8,
-        id: u32,
+        h: &FrameHead,
         payload: &[u8],
         now: Instant,
     ) -> Result<(), ConnError> {
+        let (flags, id) = (h.flags, h.stream_id);
         if self.block_stream == 0 || id != self.block_stream {
             return Err(conn_err(PROTOCOL_ERROR, "CONTINUATION without HEADERS"));
         }
@@ -182,14 +166,14 @@ impl Conn {
     }
 
     /// RST_STREAM: the server ended a stream.
-    fn on_rst_stream(&mut self, id: u32, payload: &[u8], now: Instant) -> Result<(), ConnError> {
-        if id == 0 {
-            return Err(conn_err(PROTOCOL_ERROR, "RST_STREAM on stream 0"));
-        }
-        if payload.len() != 4 {
-            return Err(conn_err(FRAME_SIZE_ERROR, "RST_STREAM frame of bad size"));
-        }
-        let code = be32(payload);
+    fn on_rst_stream(
+        &mut self,
+        h: &FrameHead,
+        payload: &[u8],
+        now: Instant,
+    ) -> Result<(), ConnError> {
+        let code = RstStream::parse(h, payload)?.code;
+        let id = h.stream_id;
         if id.is_multiple_of(2) {
             match self.find_push(id) {
                 Some(j) => self.push_end(j, false, now),
@@ -201,10 +185,10 @@ impl Conn {
             return Ok(());
         }
         match self.find(id) {
-            Some(k) if code == REFUSED_STREAM => self.finish(k, Outcome::Refused),
+            Some(k) if code == REFUSED_STREAM => self.finish(k, StreamEnd::Refused),
             Some(k) => self.finish(
                 k,
-                Outcome::Failed(
+                StreamEnd::Failed(
                     ErrorKind::Reset,
                     format!("h2: stream reset by the server ({})", code_name(code)),
                 ),
@@ -219,33 +203,17 @@ impl Conn {
     }
 
     /// SETTINGS: the server's limits (acknowledged at once).
-    fn on_settings(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), ConnError> {
-        if id != 0 {
-            return Err(conn_err(PROTOCOL_ERROR, "SETTINGS on a stream"));
-        }
-        if flags & ACK != 0 {
-            if !payload.is_empty() {
-                return Err(conn_err(FRAME_SIZE_ERROR, "SETTINGS ACK with a payload"));
-            }
+    fn on_settings(&mut self, h: &FrameHead, payload: &[u8]) -> Result<(), ConnError> {
+        let settings = Settings::parse(h, payload)?;
+        if settings.ack {
             return Ok(());
         }
-        if !payload.len().is_multiple_of(6) {
-            return Err(conn_err(FRAME_SIZE_ERROR, "SETTINGS frame of bad size"));
-        }
         self.got_settings = true;
-        for s in payload.chunks_exact(6) {
-            let v = be32(&s[2..]);
-            match u16::from_be_bytes([s[0], s[1]]) {
-                1 => self.enc.set_peer_limit(v),
-                2 if v > 1 => return Err(conn_err(PROTOCOL_ERROR, "bad ENABLE_PUSH")),
-                3 => self.peer_max_streams = v,
-                4 => {
-                    if v > MAX_STREAM_ID {
-                        return Err(conn_err(
-                            FLOW_CONTROL_ERROR,
-                            "INITIAL_WINDOW_SIZE above 2^31-1",
-                        ));
-                    }
+        for s in settings.iter() {
+            match s? {
+                Setting::HeaderTableSize(v) => self.enc.set_peer_limit(v),
+                Setting::MaxConcurrentStreams(v) => self.peer_max_streams = v,
+                Setting::InitialWindowSize(v) => {
                     let delta = i64::from(v) - self.peer_initial_window;
                     self.peer_initial_window = i64::from(v);
                     for st in self.streams.iter_mut() {
@@ -255,57 +223,39 @@ impl Conn {
                         }
                     }
                 }
-                5 => {
-                    if !(16_384..=16_777_215).contains(&v) {
-                        return Err(conn_err(PROTOCOL_ERROR, "bad MAX_FRAME_SIZE"));
-                    }
-                    self.peer_max_frame = v as usize;
-                }
+                Setting::MaxFrameSize(v) => self.peer_max_frame = v as usize,
                 _ => {}
             }
         }
-        frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
+        control::write_settings_ack(&mut self.out);
         self.pump_bodies();
 
         Ok(())
     }
 
     /// PING: answered.
-    fn on_ping(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), ConnError> {
-        if id != 0 {
-            return Err(conn_err(PROTOCOL_ERROR, "PING on a stream"));
-        }
-        if payload.len() != 8 {
-            return Err(conn_err(FRAME_SIZE_ERROR, "PING frame of bad size"));
-        }
-        if flags & ACK == 0 {
-            frame_head(&mut self.out, 8, PING, ACK, 0);
-            self.out.extend_from_slice(payload);
+    fn on_ping(&mut self, h: &FrameHead, payload: &[u8]) -> Result<(), ConnError> {
+        let ping = Ping::parse(h, payload)?;
+        if !ping.ack {
+            control::write_ping_ack(&mut self.out, &ping.data);
         }
 
         Ok(())
     }
 
     /// GOAWAY: no new streams; those above its last stream id go back to the plan.
-    fn on_goaway(&mut self, id: u32, payload: &[u8]) -> Result<(), ConnError> {
-        if id != 0 {
-            return Err(conn_err(PROTOCOL_ERROR, "GOAWAY on a stream"));
-        }
-        if payload.len() < 8 {
-            return Err(conn_err(FRAME_SIZE_ERROR, "GOAWAY frame too short"));
-        }
-        let last = be32(payload) & 0x7fff_ffff;
-        let code = be32(&payload[4..]);
+    fn on_goaway(&mut self, h: &FrameHead, payload: &[u8]) -> Result<(), ConnError> {
+        let g = GoAway::parse(h, payload)?;
         let last = match self.goaway {
-            Some((l, _)) => l.min(last),
-            None => last,
+            Some((l, _)) => l.min(g.last_stream_id),
+            None => g.last_stream_id,
         };
-        self.goaway = Some((last, code));
+        self.goaway = Some((last, g.code));
         // Streams above the last id were not processed: they may be sent again.
         let mut k = 0;
         while k < self.streams.len() {
             if self.streams[k].id > last {
-                self.finish(k, Outcome::Refused);
+                self.finish(k, StreamEnd::Refused);
             } else {
                 k += 1;
             }
@@ -315,18 +265,10 @@ impl Conn {
     }
 
     /// WINDOW_UPDATE: more send window for request bodies.
-    fn on_window_update(&mut self, id: u32, payload: &[u8]) -> Result<(), ConnError> {
-        if payload.len() != 4 {
-            return Err(conn_err(
-                FRAME_SIZE_ERROR,
-                "WINDOW_UPDATE frame of bad size",
-            ));
-        }
-        let inc = i64::from(be32(payload) & 0x7fff_ffff);
+    fn on_window_update(&mut self, h: &FrameHead, payload: &[u8]) -> Result<(), ConnError> {
+        let inc = i64::from(WindowUpdate::parse(h, payload)?.increment);
+        let id = h.stream_id;
         if id == 0 {
-            if inc == 0 {
-                return Err(conn_err(PROTOCOL_ERROR, "WINDOW_UPDATE of 0"));
-            }
             self.conn_send_window += inc;
             if self.conn_send_window > i64::from(MAX_STREAM_ID) {
                 return Err(conn_err(
@@ -348,7 +290,7 @@ impl Conn {
                 );
                 self.finish(
                     k,
-                    Outcome::Failed(ErrorKind::Protocol, "h2: bad stream WINDOW_UPDATE".into()),
+                    StreamEnd::Failed(ErrorKind::Protocol, "h2: bad stream WINDOW_UPDATE".into()),
                 );
             }
         }

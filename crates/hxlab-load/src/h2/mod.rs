@@ -33,7 +33,7 @@ use crate::client::{ClientCtx, SessionEnd};
 use crate::hpack::{Decoder, Encoder};
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
-use crate::session::{ByteSession, Fail, Outcome as SessionOutcome, Session};
+use crate::session::{ByteSession, Consumed, Fail, Outcome, Session};
 use crate::target::Target;
 use std::time::Instant;
 
@@ -61,7 +61,7 @@ use hxlab_wire::h2::frame::{
     CONTINUATION, DATA, GOAWAY, HEADERS, PING, PRIORITY, PUSH_PROMISE, RST_STREAM, SETTINGS,
     WINDOW_UPDATE,
 };
-use hxlab_wire::h2::{be32, MAX_STREAM_ID, PREFACE};
+use hxlab_wire::h2::{be32, control, setting, MAX_STREAM_ID, PREFACE};
 
 /// Our receive windows (as h2load -w 30 -W 30): flow control never paces a load test.
 const WINDOW: u32 = (1 << 30) - 1;
@@ -114,7 +114,7 @@ struct Push {
 
 /// How a stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum StreamEnd {
     /// A complete response.
     Done {
         /// `:status`.
@@ -142,7 +142,7 @@ pub struct Event {
     /// The request.
     pub req: Req,
     /// What happened.
-    pub outcome: Outcome,
+    pub outcome: StreamEnd,
 }
 
 /// A connection error: the connection must end (we send GOAWAY with `code`).

@@ -63,8 +63,7 @@ impl Conn {
         } else if p.recv_unacked >= WINDOW / 2 {
             let n = p.recv_unacked;
             p.recv_unacked = 0;
-            frame_head(&mut self.out, 4, WINDOW_UPDATE, 0, id);
-            self.out.extend_from_slice(&n.to_be_bytes());
+            control::write_window_update(&mut self.out, id, n);
         }
         Ok(())
     }

@@ -31,7 +31,7 @@ impl H2Session {
     fn settle(&mut self, ctx: &mut ClientCtx) {
         for ev in self.conn.events.drain(..) {
             match ev.outcome {
-                Outcome::Done {
+                StreamEnd::Done {
                     status,
                     body,
                     uncompressed,
@@ -47,11 +47,11 @@ impl H2Session {
                     self.answered += 1;
                     self.first = false;
                 }
-                Outcome::Refused => {
+                StreamEnd::Refused => {
                     ctx.rec.borrow_mut().request_unsent(ev.req.scheduled);
                     ctx.plan.give_back(ev.req.ticket);
                 }
-                Outcome::Failed(kind, message) => {
+                StreamEnd::Failed(kind, message) => {
                     // A protocol error before the server's SETTINGS usually means it does
                     // not speak HTTP/2 at all: say so (not when it plainly spoke HTTP/2).
                     let message =
@@ -109,7 +109,7 @@ impl Session for H2Session {
         self.used
     }
 
-    fn idle_end(&mut self) -> Option<SessionOutcome> {
+    fn idle_end(&mut self) -> Option<Outcome> {
         if let Some((_, code)) = self.conn.goaway {
             if code != NO_ERROR {
                 let message = format!("h2: the server sent GOAWAY ({})", code_name(code));
@@ -127,7 +127,7 @@ impl Session for H2Session {
         None
     }
 
-    fn finish(&mut self, ctx: &mut ClientCtx, result: SessionOutcome) -> SessionEnd {
+    fn finish(&mut self, ctx: &mut ClientCtx, result: Outcome) -> SessionEnd {
         // Account what finished before the end, then fail what is left.
         self.settle(ctx);
         let e = match result {
@@ -171,13 +171,7 @@ impl ByteSession for H2Session {
         self.conn.out.clear();
     }
 
-    fn on_read(
-        &mut self,
-        ctx: &mut ClientCtx,
-        input: &[u8],
-        new: usize,
-        now: Instant,
-    ) -> Result<(usize, Option<SessionEnd>), Fail> {
+    fn on_read(&mut self, ctx: &mut ClientCtx, input: &[u8], new: usize, now: Instant) -> Consumed {
         let r = self.conn.receive(input, now);
         let header = std::mem::take(&mut self.conn.rx_header);
         ctx.rec.borrow_mut().received(now, new as u64, header, 0);
@@ -186,7 +180,7 @@ impl ByteSession for H2Session {
         Ok((used, None))
     }
 
-    fn on_eof(&mut self, _ctx: &mut ClientCtx, _now: Instant) -> SessionOutcome {
+    fn on_eof(&mut self, _ctx: &mut ClientCtx, _now: Instant) -> Outcome {
         Err(if self.conn.got_settings {
             Fail::new(ErrorKind::Reset, "h2: connection closed by the server")
         } else {
@@ -195,7 +189,7 @@ impl ByteSession for H2Session {
         })
     }
 
-    fn on_read_error(&mut self, e: std::io::Error) -> SessionOutcome {
+    fn on_read_error(&mut self, e: std::io::Error) -> Outcome {
         let message = format!("h2: read: {}", io_phrase(&e));
         Err(Fail::new(ErrorKind::of_io(&e), message))
     }
@@ -205,7 +199,7 @@ impl ByteSession for H2Session {
         Fail::new(ErrorKind::Protocol, "h2: frame larger than the read buffer")
     }
 
-    fn goodbye(&mut self, result: &SessionOutcome) {
+    fn goodbye(&mut self, result: &Outcome) {
         match result {
             // Tell the server we are done.
             Ok(_) => self.conn.goaway_frame(NO_ERROR),

@@ -65,7 +65,7 @@ fn block(enc: &mut Encoder, fields: &[(&str, &str)]) -> Vec<u8> {
 
 fn done(ev: &Event) -> (u16, u64, u64) {
     match &ev.outcome {
-        Outcome::Done {
+        StreamEnd::Done {
             status,
             body,
             uncompressed,
@@ -162,7 +162,7 @@ fn push_promise_tracked_and_request_waits_for_pushed_streams() {
     assert_eq!(c.events.len(), 1);
     assert_eq!(c.inflight(), 0);
     match &c.events[0].outcome {
-        Outcome::Done {
+        StreamEnd::Done {
             status,
             body,
             pushed,
@@ -421,9 +421,9 @@ fn rst_stream_and_goaway() {
     )
     .unwrap();
     assert!(
-        matches!(&c.events[0].outcome, Outcome::Failed(ErrorKind::Reset, m) if m.contains("CANCEL"))
+        matches!(&c.events[0].outcome, StreamEnd::Failed(ErrorKind::Reset, m) if m.contains("CANCEL"))
     );
-    assert_eq!(c.events[1].outcome, Outcome::Refused);
+    assert_eq!(c.events[1].outcome, StreamEnd::Refused);
     // A late RST for a finished stream is ignored; one for an idle stream is an error.
     c.receive(&fr(RST_STREAM, 0, 1, &8u32.to_be_bytes()), Instant::now())
         .unwrap();
@@ -433,7 +433,7 @@ fn rst_stream_and_goaway() {
     let mut g = 5u32.to_be_bytes().to_vec();
     g.extend_from_slice(&NO_ERROR.to_be_bytes());
     c.receive(&fr(GOAWAY, 0, 0, &g), Instant::now()).unwrap();
-    assert_eq!(c.events[2].outcome, Outcome::Refused);
+    assert_eq!(c.events[2].outcome, StreamEnd::Refused);
     assert_eq!(c.inflight(), 1);
     assert!(!c.can_open() && c.exhausted());
     let b = block(&mut Encoder::new(), &[(":status", "404")]);
@@ -515,7 +515,7 @@ fn protocol_errors_are_connection_errors_not_panics() {
     assert!(c
         .events
         .iter()
-        .all(|e| matches!(e.outcome, Outcome::Failed(ErrorKind::Protocol, _))));
+        .all(|e| matches!(e.outcome, StreamEnd::Failed(ErrorKind::Protocol, _))));
     let rst = frames(&c.out)
         .into_iter()
         .filter(|f| f.0 == RST_STREAM)

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::net::with_tap;
+use hxlab_wire::h3::control::{ControlReader, Sender};
 use hxlab_wire::tap::Channel;
 use hxlab_wire::Dir;
 use quinn_proto::{ReadError, StreamId};
@@ -39,7 +40,7 @@ pub(super) struct UniReader {
     head: [u8; 8],
     have: usize,
     kind: Option<u64>,
-    control: ControlParser,
+    control: ControlReader,
     /// Finished with (ended, failed or stopped).
     pub(super) done: bool,
 }
@@ -51,7 +52,7 @@ impl UniReader {
             head: [0; 8],
             have: 0,
             kind: None,
-            control: ControlParser::default(),
+            control: ControlReader::new(Sender::Server),
             done: false,
         }
     }
@@ -158,11 +159,12 @@ impl UniReader {
         }
         if self.kind == Some(0x00) {
             if let Err(e) = self.control.feed(data) {
-                let (H3Error::Connection { code, message } | H3Error::Stream { code, message }) = e;
+                let (H3Error::Connection { code, message } | H3Error::Stream { code, message }) =
+                    e.into();
                 st.fail(code, &message);
                 return false;
             }
-            if let Some(id) = self.control.goaway {
+            if let Some(id) = self.control.goaway() {
                 st.goaway = Some(id);
             }
         }

@@ -4,7 +4,7 @@ use super::*;
 
 /// The worker's QUIC driver ([`Driver`]) on a new UDP socket: a socket2 UDP socket as
 /// quinn's `Endpoint::client` makes it (dual-stack on IPv6), with the origin's larger receive
-/// buffer ([`hxlab_core::set_quic_recv_buffer`]), driven through quinn-udp (GSO, GRO).
+/// buffer ([`hxlab_quic::set_quic_recv_buffer`]), driven through quinn-udp (GSO, GRO).
 /// Nothing of it is seen on the wire. Must be called on the worker's `LocalSet` (the driver
 /// task starts there).
 pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<Driver> {
@@ -14,7 +14,7 @@ pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<Driver> {
         let _ = socket.set_only_v6(false);
     }
     // Best effort: a smaller buffer only means more drops under load.
-    hxlab_core::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&socket));
+    hxlab_quic::set_quic_recv_buffer(std::os::fd::AsFd::as_fd(&socket));
     socket.bind(&bind.into())?;
     socket.set_nonblocking(true)?;
     Driver::new(socket.into())

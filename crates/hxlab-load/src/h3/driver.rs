@@ -27,7 +27,7 @@
 //! controller untouched); only the order of work within one event-loop turn changes.
 
 use super::*;
-use hxlab_core::udp::quic::{Datagrams, Driven, DriverConn, QuicSocket};
+use hxlab_quic::{Datagrams, Driven, DriverConn, DriverCore, QuicSocket};
 use quinn::udp::{Transmit, UdpSocketState};
 use quinn_proto::{ConnectionError, DatagramEvent, Event, StreamEvent};
 use std::cell::Cell;
@@ -98,14 +98,10 @@ impl DriverConn for ConnState {
 type Shared = Rc<RefCell<ConnState>>;
 
 struct Inner {
-    /// The socket (GSO sends of up to [`MAX_SEGMENTS`] datagrams).
-    sock: QuicSocket,
-    endpoint: RefCell<quinn_proto::Endpoint>,
-    /// Live connections, by their quinn-proto handle.
-    conns: RefCell<Vec<Option<Shared>>>,
-    /// The driver task, and whether it was woken by the application.
-    waker: RefCell<Option<Waker>>,
-    kicked: Cell<bool>,
+    /// The socket (GSO sends of up to [`MAX_SEGMENTS`] datagrams), the endpoint, the
+    /// connections, and the task's kick.
+    core: DriverCore<ConnState>,
+    /// [`Driver::close`] was called: the task ends.
     closing: Cell<bool>,
 }
 
@@ -131,19 +127,7 @@ pub struct QuicConn {
 
 impl Drop for QuicConn {
     fn drop(&mut self) {
-        if Rc::strong_count(&self.state) <= 2 {
-            let mut s = self.state.borrow_mut();
-            if !s.quic.q.is_closed() {
-                s.quic.q.close(
-                    Instant::now(),
-                    quinn_proto::VarInt::from_u32(0),
-                    Bytes::new(),
-                );
-                s.quic.dirty = true;
-                drop(s);
-                self.driver.kick();
-            }
-        }
+        self.driver.inner.core.handle_dropped(&self.state);
     }
 }
 
@@ -241,7 +225,7 @@ impl QuicConn {
 
     /// The congestion controller's name (`"reno"`, `"cubic"`, `"bbr"`).
     pub fn congestion_controller(&self) -> &'static str {
-        hxlab_core::cc::quic::of_controller(self.state.borrow().quic.q.congestion_state())
+        hxlab_quic::cc::of_controller(self.state.borrow().quic.q.congestion_state())
     }
 
     /// Smoothed RTT.
@@ -269,11 +253,7 @@ impl Driver {
             None,
         );
         let inner = Rc::new(Inner {
-            sock,
-            endpoint: RefCell::new(endpoint),
-            conns: RefCell::new(Vec::new()),
-            waker: RefCell::new(None),
-            kicked: Cell::new(false),
+            core: DriverCore::new(sock, endpoint),
             closing: Cell::new(false),
         });
         tokio::task::spawn_local(run(inner.clone()));
@@ -281,11 +261,7 @@ impl Driver {
     }
 
     fn kick(&self) {
-        if !self.inner.kicked.replace(true) {
-            if let Some(w) = &*self.inner.waker.borrow() {
-                w.wake_by_ref();
-            }
-        }
+        self.inner.core.kick();
     }
 
     /// Starts a connection (its first flight goes out in the driver's next turn).
@@ -295,11 +271,12 @@ impl Driver {
         addr: SocketAddr,
         server_name: &str,
     ) -> Result<QuicConn, quinn_proto::ConnectError> {
-        let (ch, q) =
-            self.inner
-                .endpoint
-                .borrow_mut()
-                .connect(Instant::now(), config, addr, server_name)?;
+        let (ch, q) = self.inner.core.endpoint.borrow_mut().connect(
+            Instant::now(),
+            config,
+            addr,
+            server_name,
+        )?;
         let state = Rc::new(RefCell::new(ConnState {
             quic: Driven::new(ch, q),
             events: Vec::new(),
@@ -310,7 +287,7 @@ impl Driver {
             watchers: Vec::new(),
         }));
         {
-            let mut conns = self.inner.conns.borrow_mut();
+            let mut conns = self.inner.core.conns.borrow_mut();
             if conns.len() <= ch.0 {
                 conns.resize_with(ch.0 + 1, || None);
             }
@@ -326,14 +303,14 @@ impl Driver {
     /// Closes every connection (code 0), sends what that queued, and stops the driver task.
     pub fn close(&self) {
         let now = Instant::now();
-        for c in self.inner.conns.borrow().iter().flatten() {
+        for c in self.inner.core.conns.borrow().iter().flatten() {
             let mut s = c.borrow_mut();
             s.quic
                 .q
                 .close(now, quinn_proto::VarInt::from_u32(0), Bytes::new());
             s.quic.dirty = true;
         }
-        self.inner.transmit(now);
+        self.inner.core.transmit(now, MAX_DATAGRAMS_PER_PASS);
         self.inner.closing.set(true);
         self.kick();
     }
@@ -345,8 +322,8 @@ async fn run(inner: Rc<Inner>) {
     let mut armed: Option<Instant> = None;
     while !inner.closing.get() {
         let readable = std::future::poll_fn(|cx| {
-            let kicked = inner.kicked.replace(false);
-            let readable = inner.sock.poll_recv_ready(cx);
+            let kicked = inner.core.take_kick();
+            let readable = inner.core.sock.poll_recv_ready(cx);
             let fired = armed.is_some() && timer.as_mut().poll(cx).is_ready();
             if fired {
                 armed = None;
@@ -354,10 +331,7 @@ async fn run(inner: Rc<Inner>) {
             if kicked || readable || fired {
                 return Poll::Ready(readable);
             }
-            let mut w = inner.waker.borrow_mut();
-            if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *w = Some(cx.waker().clone());
-            }
+            inner.core.register(cx);
             Poll::Pending
         })
         .await;
@@ -365,12 +339,7 @@ async fn run(inner: Rc<Inner>) {
             // The woken sessions run now (they were queued before this task), and write.
             tokio::task::yield_now().await;
         }
-        if inner.sock.is_blocked() {
-            inner.sock.writable().await;
-        }
-        let now = Instant::now();
-        inner.kicked.set(false);
-        let next = inner.transmit(now);
+        let (_, next) = inner.core.end_turn(MAX_DATAGRAMS_PER_PASS).await;
         if let Some(t) = next {
             if armed != Some(t) {
                 timer.as_mut().reset(t.into());
@@ -386,9 +355,10 @@ impl Inner {
     fn receive(&self, now: Instant) -> bool {
         let mut response = Vec::new();
         let mut touched = false;
-        let mut endpoint = self.endpoint.borrow_mut();
-        let conns = self.conns.borrow();
-        self.sock.receive(RECV_CALLS, |from, to, ecn, d| {
+        let core = &self.core;
+        let mut endpoint = core.endpoint.borrow_mut();
+        let conns = core.conns.borrow();
+        core.sock.receive(RECV_CALLS, |from, to, ecn, d| {
             match endpoint.handle(now, from, to, ecn, d, &mut response) {
                 Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
                     if let Some(Some(c)) = conns.get(ch.0) {
@@ -397,7 +367,7 @@ impl Inner {
                     }
                 }
                 Some(DatagramEvent::Response(t)) => {
-                    self.sock.send_now(&t, &response);
+                    core.sock.send_now(&t, &response);
                     response.clear();
                 }
                 Some(DatagramEvent::NewConnection(incoming)) => endpoint.ignore(incoming),
@@ -410,7 +380,7 @@ impl Inner {
         }
         // Hand the input's events to the sessions (they run before anything is sent).
         let mut woke = false;
-        for c in self.conns.borrow().iter().flatten() {
+        for c in core.conns.borrow().iter().flatten() {
             let mut c = c.borrow_mut();
             if c.quic.dirty {
                 c.poll_events(&mut endpoint);
@@ -418,14 +388,5 @@ impl Inner {
             }
         }
         woke
-    }
-
-    /// Timers, events and packets of every touched connection; drained connections are
-    /// forgotten. Returns the next timeout.
-    fn transmit(&self, now: Instant) -> Option<Instant> {
-        let mut endpoint = self.endpoint.borrow_mut();
-        let mut conns = self.conns.borrow_mut();
-        self.sock
-            .transmit(now, &mut endpoint, &mut conns, MAX_DATAGRAMS_PER_PASS)
     }
 }

@@ -11,7 +11,7 @@
 //! round of responses cost an ACK-only datagram of its own, and every stream operation went
 //! through a lock, a channel or a waker of its own. The worker's [`Driver`] (`driver.rs`)
 //! runs quinn-proto on the worker's thread: one UDP socket through quinn-udp (GSO, GRO, the
-//! lab's receive buffer, [`hxlab_core::QUIC_UDP_RECV_BUFFER`]), one
+//! lab's receive buffer, [`hxlab_quic::QUIC_UDP_RECV_BUFFER`]), one
 //! `quinn_proto::Endpoint`, the connections, one timer; each turn it receives, hands the
 //! connections' events to their sessions and lets them run, and only then transmits, so the
 //! ACK rides with the next requests (see its docs: quinn-proto's ACK policy and transport
@@ -20,8 +20,9 @@
 //! Pieces: [`ResponseParser`] (sans-IO: frames of one request stream, QPACK decode with
 //! [`crate::qpack::Decoder`], the last field section's decode remembered, interim 1xx
 //! heads, DATA counting, trailers) and
-//! [`ControlParser`] (the server's control stream: SETTINGS first, GOAWAY) are tested on
-//! their own (`parse.rs`). [`session`] opens our control stream (SETTINGS: dynamic table
+//! the server's control stream (SETTINGS first, GOAWAY: hxlab-wire's
+//! [`hxlab_wire::h3::control::ControlReader`], the one the origin reads clients' with) are
+//! tested on their own. [`session`] opens our control stream (SETTINGS: dynamic table
 //! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE; `control.rs`), then runs the
 //! requests of one connection as an [`H3Session`] through the client loop
 //! ([`crate::session::drive`] over [`Quic`]): the driver queues the connection's stream
@@ -47,7 +48,7 @@ use crate::client::{ClientCtx, SessionEnd};
 use crate::net::ConnectError;
 use crate::qpack;
 use crate::recorder::ErrorKind;
-use crate::session::{Fail, Outcome, Req, Session, Transport};
+use crate::session::{Fail, Outcome, Req, Session, SessionIo};
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::future::Future;
@@ -60,8 +61,7 @@ use std::time::{Duration, Instant};
 
 use hxlab_wire::h3::code::{
     H3_CLOSED_CRITICAL_STREAM, H3_EXCESSIVE_LOAD, H3_FRAME_ERROR, H3_FRAME_UNEXPECTED, H3_ID_ERROR,
-    H3_MESSAGE_ERROR, H3_MISSING_SETTINGS, H3_REQUEST_CANCELLED, H3_SETTINGS_ERROR,
-    H3_STREAM_CREATION_ERROR, QPACK_DECOMPRESSION_FAILED,
+    H3_MESSAGE_ERROR, H3_REQUEST_CANCELLED, H3_STREAM_CREATION_ERROR, QPACK_DECOMPRESSION_FAILED,
 };
 use hxlab_wire::h3::frame::{
     CANCEL_PUSH, DATA, GOAWAY, HEADERS, MAX_PUSH_ID, PUSH_PROMISE, SETTINGS,
@@ -74,8 +74,6 @@ pub use hxlab_wire::varint::{put as put_varint, read as varint};
 /// Largest HEADERS frame payload buffered (and largest field section accepted, RFC 9114
 /// §4.2.2 size): what we advertise as SETTINGS_MAX_FIELD_SECTION_SIZE.
 const MAX_FIELD_SECTION: u64 = crate::h2::MAX_HEADER_LIST as u64;
-/// Largest control-stream frame (SETTINGS, GOAWAY, ...) buffered.
-const MAX_CONTROL_FRAME: u64 = 16 * 1024;
 
 /// An HTTP/3 error found while parsing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +101,12 @@ fn conn_error(code: u64, what: &str) -> H3Error {
     }
 }
 
+impl From<hxlab_wire::h3::control::ControlError> for H3Error {
+    fn from(e: hxlab_wire::h3::control::ControlError) -> H3Error {
+        conn_error(e.code, e.reason)
+    }
+}
+
 fn stream_error(code: u64, what: &str) -> H3Error {
     H3Error::Stream {
         code,
@@ -118,7 +122,7 @@ mod session;
 
 pub use dial::{client_endpoint, QuicConnection, QuicDialer};
 pub use driver::{udp_transmit, ConnState, Driver, QuicConn};
-pub use parse::{ControlParser, ResponseParser};
+pub use parse::ResponseParser;
 pub use session::{session, H3Session, Quic};
 
 #[cfg(test)]

@@ -1,46 +1,11 @@
-//! The sans-IO HTTP/3 parsers: frame heads across chunks, a request stream's response
-//! ([`ResponseParser`]) and the server's control stream ([`ControlParser`]).
+//! The sans-IO parser of a request stream's response ([`ResponseParser`]); frame heads come
+//! across chunks through hxlab-wire's [`FrameHeadReader`], as the server's control stream
+//! does through its [`hxlab_wire::h3::control::ControlReader`].
 
 use super::*;
+#[cfg(test)]
 pub(super) use hxlab_wire::h3::parse_frame_head as parse_head;
-
-/// Collects a frame head (type and length varints, at most 16 bytes) across chunks.
-#[derive(Debug, Default, Clone)]
-struct HeadReader {
-    buf: [u8; 16],
-    have: usize,
-}
-
-impl HeadReader {
-    /// Takes bytes from `input` towards a frame head: the head once complete (type,
-    /// length), and how many bytes of `input` were used.
-    #[inline]
-    fn feed(&mut self, input: &[u8]) -> (Option<(u64, u64)>, usize) {
-        if self.have == 0 {
-            if let Some((t, l, used)) = parse_head(input) {
-                return (Some((t, l)), used);
-            }
-            // Incomplete, so shorter than 16 bytes.
-            self.buf[..input.len()].copy_from_slice(input);
-            self.have = input.len();
-            return (None, input.len());
-        }
-        let n = (16 - self.have).min(input.len());
-        self.buf[self.have..self.have + n].copy_from_slice(&input[..n]);
-        let all = self.have + n;
-        match parse_head(&self.buf[..all]) {
-            Some((t, l, used)) => {
-                let from_input = used - self.have;
-                self.have = 0;
-                (Some((t, l)), from_input)
-            }
-            None => {
-                self.have = all;
-                (None, n)
-            }
-        }
-    }
-}
+use hxlab_wire::h3::FrameHeadReader;
 
 /// Frame types of HTTP/2 that HTTP/3 reserves (RFC 9114 §7.2.8), and HTTP/3 control frames:
 /// both are unexpected on a request stream.
@@ -59,7 +24,7 @@ fn unexpected_on_request(kind: u64) -> Option<&'static str> {
 /// come, then [`ResponseParser::finish`] at the end of the stream.
 #[derive(Debug, Default)]
 pub struct ResponseParser {
-    head: HeadReader,
+    head: FrameHeadReader,
     kind: u64,
     left: u64,
     in_frame: bool,
@@ -228,7 +193,7 @@ impl ResponseParser {
 
     /// The stream ended: the response must be complete.
     pub fn finish(&self) -> Result<(), H3Error> {
-        if self.in_frame || self.head.have > 0 {
+        if self.in_frame || self.head.is_partial() {
             return Err(conn_error(
                 H3_FRAME_ERROR,
                 "request stream ended inside a frame",
@@ -239,139 +204,6 @@ impl ResponseParser {
                 H3_MESSAGE_ERROR,
                 "request stream ended without a response",
             ));
-        }
-        Ok(())
-    }
-}
-
-/// The server's control stream after its type byte, without IO.
-#[derive(Debug, Default)]
-pub struct ControlParser {
-    head: HeadReader,
-    kind: u64,
-    left: u64,
-    in_frame: bool,
-    pub(super) buf: Vec<u8>,
-    /// The server's SETTINGS arrived.
-    pub settings: bool,
-    /// The lowest GOAWAY stream id received.
-    pub goaway: Option<u64>,
-}
-
-impl ControlParser {
-    /// Parses the next bytes of the control stream.
-    pub fn feed(&mut self, mut input: &[u8]) -> Result<(), H3Error> {
-        while !input.is_empty() {
-            if !self.in_frame {
-                let (head, used) = self.head.feed(input);
-                input = &input[used..];
-                let Some((kind, len)) = head else { continue };
-                self.start(kind, len)?;
-                if len == 0 {
-                    self.frame_done()?;
-                }
-                continue;
-            }
-            let n = (input.len() as u64).min(self.left) as usize;
-            if self.kind != u64::MAX {
-                self.buf.extend_from_slice(&input[..n]);
-            }
-            input = &input[n..];
-            self.left -= n as u64;
-            if self.left == 0 {
-                self.frame_done()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn start(&mut self, kind: u64, len: u64) -> Result<(), H3Error> {
-        if !self.settings && kind != SETTINGS {
-            return Err(conn_error(
-                H3_MISSING_SETTINGS,
-                "the control stream does not start with SETTINGS",
-            ));
-        }
-        let keep = match kind {
-            SETTINGS if self.settings => {
-                return Err(conn_error(H3_FRAME_UNEXPECTED, "a second SETTINGS frame"))
-            }
-            SETTINGS | GOAWAY | CANCEL_PUSH => true,
-            DATA | HEADERS | PUSH_PROMISE | MAX_PUSH_ID => {
-                return Err(conn_error(
-                    H3_FRAME_UNEXPECTED,
-                    "a request or client-only frame on the control stream",
-                ))
-            }
-            0x02 | 0x06 | 0x08 | 0x09 => {
-                return Err(conn_error(
-                    H3_FRAME_UNEXPECTED,
-                    "an HTTP/2 frame type on the control stream",
-                ))
-            }
-            _ => false,
-        };
-        if keep && len > MAX_CONTROL_FRAME {
-            return Err(conn_error(H3_EXCESSIVE_LOAD, "control frame too large"));
-        }
-        // u64::MAX marks a frame that is skipped, not buffered.
-        self.kind = if keep { kind } else { u64::MAX };
-        self.left = len;
-        self.in_frame = true;
-        self.buf.clear();
-        Ok(())
-    }
-
-    fn frame_done(&mut self) -> Result<(), H3Error> {
-        self.in_frame = false;
-        match self.kind {
-            SETTINGS => {
-                self.settings = true;
-                let mut p = &self.buf[..];
-                let mut seen: [bool; 8] = [false; 8];
-                while !p.is_empty() {
-                    let (id, a) = varint(p)
-                        .ok_or_else(|| conn_error(H3_FRAME_ERROR, "truncated SETTINGS"))?;
-                    let (_, b) = varint(&p[a..])
-                        .ok_or_else(|| conn_error(H3_FRAME_ERROR, "truncated SETTINGS"))?;
-                    p = &p[a + b..];
-                    match id {
-                        0x00 | 0x02..=0x05 => {
-                            return Err(conn_error(
-                                H3_SETTINGS_ERROR,
-                                "an HTTP/2 setting in SETTINGS",
-                            ))
-                        }
-                        0x01 | 0x06 | 0x07 => {
-                            if seen[id as usize] {
-                                return Err(conn_error(H3_SETTINGS_ERROR, "a repeated setting"));
-                            }
-                            seen[id as usize] = true;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            GOAWAY => {
-                let (id, n) = varint(&self.buf)
-                    .filter(|(_, n)| *n == self.buf.len())
-                    .ok_or_else(|| conn_error(H3_FRAME_ERROR, "malformed GOAWAY"))?;
-                if id % 4 != 0 {
-                    return Err(conn_error(
-                        H3_ID_ERROR,
-                        "GOAWAY names a stream that is not a request stream",
-                    ));
-                }
-                let _ = n;
-                if self.goaway.is_some_and(|g| id > g) {
-                    return Err(conn_error(H3_ID_ERROR, "GOAWAY id went up"));
-                }
-                self.goaway = Some(id);
-            }
-            CANCEL_PUSH if varint(&self.buf).is_none_or(|(_, n)| n != self.buf.len()) => {
-                return Err(conn_error(H3_FRAME_ERROR, "malformed CANCEL_PUSH"));
-            }
-            _ => {}
         }
         Ok(())
     }

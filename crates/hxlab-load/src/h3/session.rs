@@ -621,7 +621,7 @@ impl Session for H3Session {
 /// wake-up comes from the driver (stream events of the connection).
 pub struct Quic;
 
-impl Transport<H3Session> for Quic {
+impl SessionIo<H3Session> for Quic {
     type Input = ();
 
     /// Requests started in this turn are written (their slots polled) now; the driver sends

@@ -188,74 +188,20 @@ fn malformed_responses_are_errors_not_panics() {
     assert!(p.block.capacity() < 4096);
 }
 
-fn settings(pairs: &[(u64, u64)]) -> Vec<u8> {
-    let mut payload = Vec::new();
-    for (id, v) in pairs {
-        put_varint(&mut payload, *id);
-        put_varint(&mut payload, *v);
-    }
-    frame(SETTINGS, &payload)
-}
-
+/// The server's control stream goes through hxlab-wire's reader (tested there at every
+/// split); what it refuses becomes a connection error with the code named.
 #[test]
-fn control_stream_settings_and_goaway_in_every_split() {
-    let mut bytes = settings(&[(0x01, 0), (0x06, 1 << 20), (0x1f * 7 + 0x21, 9)]);
-    bytes.extend(frame(0x21, b"reserved frame"));
-    bytes.extend(frame(GOAWAY, &[0x40, 100]));
-    bytes.extend(frame(GOAWAY, &[8]));
-    for at in 0..=bytes.len() {
-        let mut c = ControlParser::default();
-        c.feed(&bytes[..at]).unwrap();
-        c.feed(&bytes[at..]).unwrap();
-        assert!(c.settings, "split at {at}");
-        assert_eq!(c.goaway, Some(8), "split at {at}");
-    }
-}
-
-#[test]
-fn control_stream_violations_are_connection_errors() {
-    let s = settings(&[(0x01, 0)]);
-    let cases: Vec<(Vec<u8>, u64)> = vec![
-        (frame(GOAWAY, &[0]), H3_MISSING_SETTINGS),
-        ([s.clone(), s.clone()].concat(), H3_FRAME_UNEXPECTED),
-        (settings(&[(0x02, 1)]), H3_SETTINGS_ERROR),
-        (settings(&[(0x06, 1), (0x06, 2)]), H3_SETTINGS_ERROR),
-        (frame(SETTINGS, &[0x06]), H3_FRAME_ERROR),
-        (
-            [s.clone(), frame(HEADERS, &[0, 0])].concat(),
-            H3_FRAME_UNEXPECTED,
-        ),
-        ([s.clone(), frame(DATA, &[])].concat(), H3_FRAME_UNEXPECTED),
-        (
-            [s.clone(), frame(0x06, &[0; 8])].concat(),
-            H3_FRAME_UNEXPECTED,
-        ),
-        ([s.clone(), frame(GOAWAY, &[1])].concat(), H3_ID_ERROR),
-        (
-            [s.clone(), frame(GOAWAY, &[4]), frame(GOAWAY, &[8])].concat(),
-            H3_ID_ERROR,
-        ),
-        ([s.clone(), frame(GOAWAY, &[4, 4])].concat(), H3_FRAME_ERROR),
-    ];
-    for (bytes, want) in cases {
-        let mut c = ControlParser::default();
-        let got = c.feed(&bytes).unwrap_err();
-        assert_eq!(code(&got), (true, want), "{bytes:02x?}: {got:?}");
-    }
-    // A control frame larger than we buffer is refused from its head.
-    let mut big = s.clone();
-    put_varint(&mut big, GOAWAY);
-    put_varint(&mut big, MAX_CONTROL_FRAME + 1);
-    let got = ControlParser::default().feed(&big).unwrap_err();
-    assert_eq!(code(&got), (true, H3_EXCESSIVE_LOAD));
-    // An unknown frame of any size is skipped without buffering.
-    let mut skip = s.clone();
-    put_varint(&mut skip, 0x21);
-    put_varint(&mut skip, 1 << 30);
-    let mut c = ControlParser::default();
-    c.feed(&skip).unwrap();
-    c.feed(&[0u8; 8192]).unwrap();
-    assert!(c.buf.capacity() < 8192);
+fn control_stream_errors_are_connection_errors() {
+    use hxlab_wire::h3::control::{ControlReader, Sender};
+    let mut c = ControlReader::new(Sender::Server);
+    let e: H3Error = c.feed(&frame(GOAWAY, &[0])).unwrap_err().into();
+    assert_eq!(
+        e,
+        H3Error::Connection {
+            code: hxlab_wire::h3::code::H3_MISSING_SETTINGS,
+            message: "h3: control stream without SETTINGS first (H3_MISSING_SETTINGS)".into()
+        }
+    );
 }
 
 #[test]

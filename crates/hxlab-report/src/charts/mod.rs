@@ -9,7 +9,7 @@ pub mod timeseries;
 
 use crate::comparisons::display_value;
 use crate::model::Metric;
-use crate::summary::Report;
+use crate::report::Report;
 use grid::{Grid, Panel, Point, Series, XAxis};
 use hxlab_core::{LatencyHistogram, RunResult};
 
@@ -28,6 +28,12 @@ pub struct Chart {
 
 /// Conditions drawn at most per chart (the rest are in the tables).
 pub const MAX_PANELS: usize = 12;
+
+/// The panels a chart shows: the first [`MAX_PANELS`]; None when there are none (no chart).
+fn shown(mut panels: Vec<Panel>) -> Option<Vec<Panel>> {
+    panels.truncate(MAX_PANELS);
+    (!panels.is_empty()).then_some(panels)
+}
 
 /// Every chart of the report, in reading order.
 pub fn all(r: &Report) -> Vec<Chart> {
@@ -69,7 +75,7 @@ pub(crate) fn cell_of<'a>(
     r: &'a Report,
     p: &str,
     combo: &[(String, String)],
-) -> Option<&'a crate::summary::CellSummary> {
+) -> Option<&'a crate::cells::CellSummary> {
     r.find_cell(combo, (p != "all").then_some(("protocol", p)))
 }
 
@@ -235,10 +241,9 @@ fn factor_charts(r: &Report) -> Vec<Chart> {
                 });
             }
         }
-        if panels.is_empty() {
+        let Some(panels) = shown(panels) else {
             continue;
-        }
-        panels.truncate(MAX_PANELS);
+        };
         let (x, x_label) = match &numeric {
             Some((v, unit)) => {
                 let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -294,7 +299,7 @@ pub(crate) fn chart(id: &str, title: String, grid: &Grid, caption: &str) -> Char
 }
 
 /// A cell's median, interval and repetitions in display units.
-fn cell_point(r: &Report, c: &crate::summary::CellSummary, x: f64) -> Option<Point> {
+fn cell_point(r: &Report, c: &crate::cells::CellSummary, x: f64) -> Option<Point> {
     if c.values.is_empty() || !c.median.is_finite() {
         return None;
     }
@@ -308,9 +313,9 @@ fn cell_point(r: &Report, c: &crate::summary::CellSummary, x: f64) -> Option<Poi
         tip: format!(
             "{}: median {} ({}–{}), n = {}{}",
             c.key,
-            crate::summary::fmt_num(d(c.median)),
-            crate::summary::fmt_num(d(c.ci.0)),
-            crate::summary::fmt_num(d(c.ci.1)),
+            crate::figures::fmt_num(d(c.median)),
+            crate::figures::fmt_num(d(c.ci.0)),
+            crate::figures::fmt_num(d(c.ci.1)),
             c.values.len(),
             if c.warnings.is_empty() {
                 ""
@@ -359,7 +364,7 @@ pub fn percentile_points(h: &LatencyHistogram) -> Vec<Point> {
                 y: v,
                 ci: None,
                 reps: Vec::new(),
-                tip: format!("p{}: {} ms", pct_label(p), crate::summary::fmt_num(v)),
+                tip: format!("p{}: {} ms", pct_label(p), crate::figures::fmt_num(v)),
                 mark: (x * 10.0).round() as i64 % 10 == 0 || (x - p_x(0.5)).abs() < 0.05,
             }
         })
@@ -418,10 +423,9 @@ fn percentile_charts(r: &Report) -> Vec<Chart> {
                 });
             }
         }
-        if panels.is_empty() {
+        let Some(panels) = shown(panels) else {
             continue;
-        }
-        panels.truncate(MAX_PANELS);
+        };
         let max_x = panels
             .iter()
             .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter().map(|pt| pt.x)))

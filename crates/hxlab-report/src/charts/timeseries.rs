@@ -8,7 +8,8 @@ use super::{
     cell_of, chart, clean_results, combo_title, combos, condition_factors, legend, protocols, svg,
     Chart, MAX_PANELS,
 };
-use crate::summary::{fmt_num, Report};
+use crate::figures::fmt_num;
+use crate::report::Report;
 use hxlab_core::LatencyHistogram;
 
 /// Intervals a cell's runs need before its series is drawn.

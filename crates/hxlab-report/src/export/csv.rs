@@ -2,7 +2,7 @@
 
 use super::Exporter;
 use crate::model::Record;
-use crate::summary::Report;
+use crate::report::Report;
 use crate::ReportError;
 use std::fmt::Display;
 

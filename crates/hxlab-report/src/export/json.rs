@@ -5,7 +5,7 @@
 
 use super::Exporter;
 use crate::charts::clean_results;
-use crate::summary::Report;
+use crate::report::Report;
 use crate::ReportError;
 use hxlab_core::LatencyHistogram;
 use serde_json::{json, Value};

@@ -1,7 +1,10 @@
 //! One exporter per format behind one trait (as hyperfine's `src/export/`): each renders the
 //! same [`Report`] into a string; [`render_all`] writes the file formats into a directory.
+//! The formats that show the report as a document (markdown, HTML, the terminal) share one
+//! skeleton, `document`, which holds the order of the sections.
 
 mod csv;
+mod document;
 mod html;
 mod json;
 mod markdown;
@@ -13,7 +16,9 @@ pub use self::json::{SummaryJsonExporter, SUMMARY_SCHEMA};
 pub use self::markdown::MarkdownExporter;
 pub use self::terminal::TerminalExporter;
 
-use crate::summary::{fmt_num, Figure, Report};
+use crate::cells::CellSummary;
+use crate::figures::fmt_num;
+use crate::report::{Figure, Report};
 use crate::ReportError;
 use std::path::{Path, PathBuf};
 
@@ -72,6 +77,26 @@ pub(crate) fn figure_text(f: &Option<Figure>, with_ci: bool) -> String {
             s
         }
     }
+}
+
+/// A cell's figures as the cells tables show them, in their column order: repetitions kept
+/// of those run (`3/3`), median, mean, stdev, and the 95 % interval (`lo–hi`).
+pub(crate) fn cell_figures(c: &CellSummary) -> [String; 5] {
+    [
+        format!("{}/{}", c.values.len(), c.repetitions),
+        fmt_num(c.median),
+        fmt_num(c.mean),
+        fmt_num(c.stdev),
+        format!("{}–{}", fmt_num(c.ci.0), fmt_num(c.ci.1)),
+    ]
+}
+
+/// A secondary figure of a cell (see [`crate::figures::METRICS`]), `—` when it has none.
+pub(crate) fn secondary_text(c: &CellSummary, name: &str) -> String {
+    c.secondary
+        .get(name)
+        .map(|v| fmt_num(*v))
+        .unwrap_or_else(|| "—".into())
 }
 
 /// The conditions every cell shares, one line.

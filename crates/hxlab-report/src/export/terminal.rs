@@ -1,9 +1,10 @@
 //! What the terminal shows at the end of a run: the verdict, the tables in aligned columns
 //! and the warnings, nothing that needs a browser.
 
-use super::{figure_text, Exporter};
-use crate::summary::Report;
-use crate::ReportError;
+use super::document::{Document, List};
+use super::figure_text;
+use crate::baseline::BeforeAfter;
+use crate::report::Report;
 use std::fmt::Write;
 
 /// Plain-text tables for a terminal.
@@ -18,22 +19,24 @@ fn pad(s: &str, w: usize) -> String {
     format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
 }
 
-impl Exporter for TerminalExporter {
-    fn file_name(&self) -> Option<&'static str> {
-        None
-    }
+impl Document for TerminalExporter {
+    const FILE: Option<&'static str> = None;
 
-    fn render(&self, r: &Report) -> Result<String, ReportError> {
-        let mut o = String::new();
-        // The verdict and the tables only: every comparison, condition by condition, is in
-        // report.md and report.html.
+    // The verdict, the tables and the warnings only: every comparison, condition by
+    // condition, is in report.md and report.html.
+    fn verdict(&self, o: &mut String, r: &Report) {
         for line in r.verdict().plain() {
             let _ = writeln!(o, "{line}");
         }
         let _ = writeln!(o);
-        if let Some(b) = &r.before_after {
-            let _ = writeln!(o, "{}", b.text());
-        }
+    }
+
+    fn before_after(&self, o: &mut String, b: &BeforeAfter) {
+        let _ = writeln!(o, "{}", b.text());
+    }
+
+    /// Each table under its title, in columns aligned by character count.
+    fn tables(&self, o: &mut String, r: &Report) {
         for t in &r.tables {
             let _ = writeln!(o, "{}", t.title);
             let mut grid: Vec<Vec<String>> = Vec::new();
@@ -65,9 +68,13 @@ impl Exporter for TerminalExporter {
             }
             let _ = writeln!(o);
         }
-        for w in &r.warnings {
-            let _ = writeln!(o, "warning: {w}");
+    }
+
+    fn list(&self, o: &mut String, which: List, items: &[String]) {
+        if which == List::Warnings {
+            for w in items {
+                let _ = writeln!(o, "warning: {w}");
+            }
         }
-        Ok(o)
     }
 }

@@ -3,7 +3,7 @@
 //! difference the test could not have detected with so few repetitions.
 
 use crate::comparisons::Comparison;
-use crate::summary::SIGNIFICANCE;
+use crate::figures::SIGNIFICANCE;
 
 /// Differences of medians smaller than this fraction are "equal within 2 %".
 ///
@@ -104,20 +104,13 @@ mod tests {
     use crate::model::Metric;
     use hxlab_core::stats;
 
-    /// A seeded generator (SplitMix64) so the simulation gives the same figures every run.
-    struct Seeded(u64);
+    /// A seeded generator so the simulation gives the same figures every run.
+    struct Seeded(hxlab_core::SplitMix64);
 
     impl Seeded {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
         /// Uniform in (0, 1).
         fn uniform(&mut self) -> f64 {
-            ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+            ((self.0.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         }
         /// Standard normal (Box-Muller).
         fn normal(&mut self) -> f64 {
@@ -144,7 +137,7 @@ mod tests {
             protocol: "a".into(),
             baseline: "b".into(),
             ratio: stats::median(&other) / stats::median(&base),
-            ci: stats::ratio_ci(&other, &base, crate::summary::CONFIDENCE, 200),
+            ci: stats::ratio_ci(&other, &base, crate::figures::CONFIDENCE, 200),
             shift: 0.0,
             p_value: mann_whitney_p(&other, &base),
             n: (n, n),
@@ -155,7 +148,7 @@ mod tests {
 
     /// Share of `runs` simulated experiments judged a difference (better or worse).
     fn rate(seed: u64, runs: usize, n: usize, factor: f64, sigma: f64) -> f64 {
-        let mut rng = Seeded(seed);
+        let mut rng = Seeded(hxlab_core::SplitMix64::new(seed));
         let hits = (0..runs)
             .filter(|_| {
                 matches!(
@@ -217,13 +210,13 @@ mod tests {
     /// more often than 5 % of the time (measured: 9.1 % of 1,000 experiments).
     #[test]
     fn a_bootstrap_interval_at_three_a_side_is_no_test() {
-        let mut rng = Seeded(7);
+        let mut rng = Seeded(hxlab_core::SplitMix64::new(7));
         let runs = 1000;
         let excluded = (0..runs)
             .filter(|_| {
                 let a: Vec<f64> = (0..3).map(|_| rng.lognormal(0.1, 0.1)).collect();
                 let b: Vec<f64> = (0..3).map(|_| rng.lognormal(0.1, 0.1)).collect();
-                let (lo, hi) = stats::ratio_ci(&a, &b, crate::summary::CONFIDENCE, 200);
+                let (lo, hi) = stats::ratio_ci(&a, &b, crate::figures::CONFIDENCE, 200);
                 lo > 1.0 || hi < 1.0
             })
             .count();
@@ -236,7 +229,7 @@ mod tests {
     #[test]
     fn power_on_a_nine_fold_effect() {
         assert_eq!(rate(5, 500, 5, 1.0 / 9.0, 0.1), 1.0);
-        let mut rng = Seeded(6);
+        let mut rng = Seeded(hxlab_core::SplitMix64::new(6));
         for _ in 0..500 {
             assert_eq!(simulate(&mut rng, 3, 1.0 / 9.0, 0.1), Finding::TooFew);
         }

@@ -23,9 +23,10 @@ mod problems;
 
 pub use judge::{judge, Finding, NEGLIGIBLE};
 
+use crate::cells::CellSummary;
 use crate::comparisons::{fmt_ratio, Comparison};
 use crate::model::{Metric, Workload};
-use crate::summary::{CellSummary, Report};
+use crate::report::Report;
 use std::collections::BTreeMap;
 
 /// What a verdict line says.

@@ -4,7 +4,7 @@
 use super::judge::{self, judge, Finding, NEGLIGIBLE};
 use super::{Kind, Line};
 use crate::comparisons::{fmt_ratio, Comparison};
-use crate::summary::Report;
+use crate::report::Report;
 use hxlab_core::stats;
 
 /// One line per (protocol, reference) pair of `comparisons`, in the order they first

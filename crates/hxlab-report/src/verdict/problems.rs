@@ -2,8 +2,9 @@
 //! ten comparisons that are not like for like make one line, not ten.
 
 use super::{Kind, Line, Problem};
+use crate::cells::CellSummary;
 use crate::comparisons::Comparison;
-use crate::summary::{CellSummary, Report};
+use crate::report::Report;
 use std::collections::BTreeMap;
 
 /// The problems of one cell, each with its kind and one sentence.

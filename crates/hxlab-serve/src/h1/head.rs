@@ -2,7 +2,8 @@
 //! the connection's output: the same fields [`Reply::head`] gives h2 and h3 (Date, type,
 //! length, Cache-Control, Alt-Svc, a replay's own), without building a header map.
 
-use crate::routes::{headers_endpoint, route_target, Ctx, Reply, Target};
+use crate::reply::Reply;
+use crate::routes::{headers_endpoint, route_target, Ctx, Target};
 use crate::stats::Protocol;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use hxlab_wire::h1_request::{RequestHead, Version};
@@ -98,7 +99,7 @@ pub(super) fn method(head: &RequestHead<'_>) -> Method {
 /// sends ([`Reply::each_field`]), then what `after` says of the connection.
 pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, after: After) {
     status_line(out, reply.status);
-    reply.each_field(ctx, true, |name, value| {
+    reply.each_field(ctx.alt_svc.as_ref(), |name, value| {
         out.extend_from_slice(name);
         out.extend_from_slice(b": ");
         out.extend_from_slice(value);
@@ -134,7 +135,7 @@ fn status_line(out: &mut Vec<u8>, status: StatusCode) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::decimal;
+    use crate::reply::decimal;
 
     #[test]
     fn decimals_and_status_lines_are_written_as_http_says() {

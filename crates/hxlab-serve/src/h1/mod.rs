@@ -26,8 +26,8 @@ mod splice;
 pub(crate) use set::Sets;
 
 use crate::body::{BodySpec, Source, CHUNK, FILLER};
-use crate::routes::{Ctx, Reply};
-use crate::static_file::Opening;
+use crate::reply::{Opening, Reply};
+use crate::routes::Ctx;
 use crate::stats::{ConnectionGuard, Protocol};
 use bytes::{Buf, Bytes};
 use head::After;
@@ -290,10 +290,9 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
                 match self.poll_send(cx) {
                     Poll::Ready(Ok(())) => {}
                     Poll::Ready(Err(_)) => return Poll::Ready(End::Drop),
-                    Poll::Pending => match self.wait(cx, timer) {
-                        Poll::Ready(Some(end)) => return Poll::Ready(end),
-                        Poll::Ready(None) => continue,
-                        Poll::Pending => return Poll::Pending,
+                    Poll::Pending => match self.wait_turn(cx, timer) {
+                        Some(p) => return p,
+                        None => continue,
                     },
                 }
             }
@@ -310,10 +309,9 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
                     if self.poll_opening(cx) {
                         continue;
                     }
-                    match self.wait(cx, timer) {
-                        Poll::Ready(Some(end)) => return Poll::Ready(end),
-                        Poll::Ready(None) => continue,
-                        Poll::Pending => return Poll::Pending,
+                    match self.wait_turn(cx, timer) {
+                        Some(p) => return p,
+                        None => continue,
                     }
                 }
                 Some(_) => {}
@@ -336,10 +334,9 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
             match self.read(cx) {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(_)) => return Poll::Ready(End::Drop),
-                Poll::Pending => match self.wait(cx, timer) {
-                    Poll::Ready(Some(end)) => return Poll::Ready(end),
-                    Poll::Ready(None) => continue,
-                    Poll::Pending => return Poll::Pending,
+                Poll::Pending => match self.wait_turn(cx, timer) {
+                    Some(p) => return p,
+                    None => continue,
                 },
             }
         }
@@ -797,6 +794,17 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         }
     }
 
+    /// [`Conn::wait`] as the connection's loop takes it: `Some` to return, `None` to go
+    /// round again (a delay ended or a stalled body was answered).
+    #[inline]
+    fn wait_turn(&mut self, cx: &mut Context<'_>, timer: &mut Timer<'_>) -> Option<Poll<End>> {
+        match self.wait(cx, timer) {
+            Poll::Ready(Some(end)) => Some(Poll::Ready(end)),
+            Poll::Ready(None) => None,
+            Poll::Pending => Some(Poll::Pending),
+        }
+    }
+
     /// Waits for the deadline of whatever the connection is doing. Ready(Some) when the
     /// connection ends; Ready(None) when a delay ended or a stalled body was answered (the
     /// caller goes on).
@@ -821,31 +829,32 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
                     None
                 }
                 Deadline::Lookup => {
-                    self.serving = None;
                     let text = format!(
                         "file lookup not done within {:?} (--send-timeout)\n",
                         self.ctx.limits.send_timeout
                     );
-                    with_scratch(|s| {
-                        self.refuse(&mut s.write, text, StatusCode::SERVICE_UNAVAILABLE);
-                        self.write_batch(cx, &mut s.write);
-                    });
-                    None
+                    self.give_up(cx, text, StatusCode::SERVICE_UNAVAILABLE)
                 }
                 Deadline::Body => {
-                    self.serving = None;
                     let text = format!(
                         "request body stalled for {:?} (--body-timeout)\n",
                         self.ctx.limits.body_timeout
                     );
-                    with_scratch(|s| {
-                        self.refuse(&mut s.write, text, StatusCode::REQUEST_TIMEOUT);
-                        self.write_batch(cx, &mut s.write);
-                    });
-                    None
+                    self.give_up(cx, text, StatusCode::REQUEST_TIMEOUT)
                 }
             });
         }
+    }
+
+    /// Gives up the request being served when its deadline passed: it is answered with
+    /// `status` and `text` (the caller goes on).
+    fn give_up(&mut self, cx: &mut Context<'_>, text: String, status: StatusCode) -> Option<End> {
+        self.serving = None;
+        with_scratch(|s| {
+            self.refuse(&mut s.write, text, status);
+            self.write_batch(cx, &mut s.write);
+        });
+        None
     }
 
     /// The deadline that applies now, and what it is for.

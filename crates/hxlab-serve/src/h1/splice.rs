@@ -30,7 +30,7 @@ impl PlainTcp for TcpStream {
     }
 }
 
-impl PlainTcp for crate::early::TlsConn {}
+impl PlainTcp for crate::tls_early_data::TlsConn {}
 
 /// The process's file of filler bytes (every byte b'x', as [`crate::body::FILLER`]); None when
 /// it cannot be made (then bodies are written as before).

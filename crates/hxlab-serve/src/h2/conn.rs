@@ -1,83 +1,21 @@
 //! The sans-IO HTTP/2 server connection: bytes in ([`Conn::receive`]), frames parsed in
 //! place, bytes out (`Conn::out`), and the connection-level frames (SETTINGS, PING, GOAWAY,
-//! WINDOW_UPDATE, PRIORITY) handled here; streams are in `stream.rs`, responses and flow
+//! WINDOW_UPDATE, PRIORITY, decoded and checked by hxlab-wire's `h2::control`) handled here;
+//! what the connection holds is in `state.rs`, streams in `stream.rs`, responses and flow
 //! control of what we send in `send.rs`.
 
-use super::stream::{Block, Phase, Stream};
+use super::state::{
+    Conn, ConnError, Peer, Phase, CONN_WINDOW, MAX_FRAME, MAX_WINDOW, STREAM_WINDOW,
+};
 use crate::routes::Ctx;
 use crate::stats::Protocol;
-use hxlab_wire::h2::{be32, code, flag, frame, setting, write_head, FrameHead, PREFACE};
-use hxlab_wire::hpack::Decoder;
+use hxlab_wire::h2::control::{
+    self, FrameError, GoAway, Ping, Priority, Setting, Settings, WindowUpdate,
+};
+use hxlab_wire::h2::{code, flag, frame, setting, FrameHead, PREFACE};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::time::Instant;
-
-/// Our stream receive window (SETTINGS_INITIAL_WINDOW_SIZE), and the connection's.
-pub(super) const STREAM_WINDOW: i64 = 1 << 20;
-pub(super) const CONN_WINDOW: i64 = 4 << 20;
-/// The frame size we accept (we never raise SETTINGS_MAX_FRAME_SIZE).
-pub(super) const MAX_FRAME: usize = 16_384;
-/// Largest flow-control window (RFC 9113 §6.9.1).
-pub(super) const MAX_WINDOW: i64 = (1 << 31) - 1;
-/// Streams a connection may reset before their response was complete, beyond those it let
-/// finish, on top of --max-streams: past it the connection gets GOAWAY ENHANCE_YOUR_CALM
-/// (rapid reset, CVE-2023-44487, and resetting streams that wait for window).
-pub(super) const CANCEL_BUDGET: u32 = 1000;
-
-/// A connection error: GOAWAY with this code, then the connection closes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ConnError(pub u32, pub &'static str);
-
-/// The peer's SETTINGS as far as we use them.
-pub(super) struct Peer {
-    pub max_frame: usize,
-    pub initial_window: i64,
-    pub push: bool,
-    pub max_streams: u32,
-}
-
-/// One HTTP/2 server connection, without I/O.
-pub(crate) struct Conn {
-    pub(super) ctx: Arc<Ctx>,
-    pub(super) proto: Protocol,
-    /// Bytes to write, in order.
-    pub(crate) out: Vec<u8>,
-    /// Preface bytes still expected; then whether the first SETTINGS came.
-    preface_left: usize,
-    got_settings: bool,
-    pub(super) decoder: Option<Box<Decoder>>,
-    /// Pseudo-header values of the request head being decoded.
-    pub(super) scratch: Vec<u8>,
-    pub(super) peer: Peer,
-    /// Our send window on the connection, and what we may still receive on it.
-    pub(super) send_window: i64,
-    pub(super) recv_window: i64,
-    pub(super) recv_unacked: i64,
-    /// Open streams (client streams not yet done both ways, pushed streams being sent).
-    pub(super) streams: Vec<Stream>,
-    /// Streams with response data waiting to go out, in turn.
-    pub(super) sending: VecDeque<u32>,
-    /// The highest client stream opened, and the next stream id for a push.
-    pub(super) last_client_id: u32,
-    pub(super) next_push_id: u32,
-    /// A header block waiting for its CONTINUATION frames.
-    pub(super) block: Option<Block>,
-    /// Streams we reset lately: frames the client sent before it saw the reset are ignored.
-    pub(super) recent_resets: [u32; 16],
-    pub(super) recent_at: usize,
-    /// Streams the client reset before their response was complete, less those it let
-    /// finish.
-    pub(super) cancels: u32,
-    /// GOAWAY sent: the last stream we take.
-    pub(super) goaway: Option<u32>,
-    /// A connection error was sent: nothing more is read or answered.
-    pub(crate) failed: bool,
-    pub(super) peer_goaway: bool,
-    /// Requests opened so far (the idle check reads it).
-    pub(crate) requests: u64,
-    /// A clock reading taken during the current batch, if one was needed.
-    pub(super) now: Option<Instant>,
-}
 
 impl Conn {
     /// A connection whose preface is still to come; our SETTINGS and connection
@@ -119,11 +57,7 @@ impl Conn {
             (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW as u32),
             (setting::MAX_HEADER_LIST_SIZE, c.ctx.limits.max_header_size),
         ];
-        write_head(&mut c.out, settings.len() * 6, frame::SETTINGS, 0, 0);
-        for (id, v) in settings {
-            c.out.extend_from_slice(&id.to_be_bytes());
-            c.out.extend_from_slice(&v.to_be_bytes());
-        }
+        control::write_settings(&mut c.out, &settings);
         c.window_update(0, (CONN_WINDOW - 65_535) as u32);
         c
     }
@@ -219,58 +153,21 @@ impl Conn {
     }
 
     fn on_settings(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
-        if h.stream_id != 0 {
-            return Err(ConnError(code::PROTOCOL_ERROR, "SETTINGS on a stream"));
-        }
-        if h.flags & flag::ACK != 0 {
-            if !payload.is_empty() {
-                return Err(ConnError(
-                    code::FRAME_SIZE_ERROR,
-                    "SETTINGS ACK with a payload",
-                ));
-            }
+        let settings = Settings::parse(&h, payload)?;
+        if settings.ack {
             return Ok(());
         }
-        if !payload.len().is_multiple_of(6) {
-            return Err(ConnError(
-                code::FRAME_SIZE_ERROR,
-                "SETTINGS length not a multiple of 6",
-            ));
-        }
-        for s in payload.chunks_exact(6) {
-            let id = u16::from_be_bytes([s[0], s[1]]);
-            let v = be32(&s[2..6]);
-            match id {
-                setting::ENABLE_PUSH => {
-                    if v > 1 {
-                        return Err(ConnError(code::PROTOCOL_ERROR, "ENABLE_PUSH not 0 or 1"));
-                    }
-                    self.peer.push = v == 1;
-                }
-                setting::MAX_CONCURRENT_STREAMS => self.peer.max_streams = v,
-                setting::INITIAL_WINDOW_SIZE => {
-                    if i64::from(v) > MAX_WINDOW {
-                        return Err(ConnError(
-                            code::FLOW_CONTROL_ERROR,
-                            "INITIAL_WINDOW_SIZE over 2^31-1",
-                        ));
-                    }
-                    self.set_initial_window(i64::from(v))?;
-                }
-                setting::MAX_FRAME_SIZE => {
-                    if !(16_384..=16_777_215).contains(&v) {
-                        return Err(ConnError(
-                            code::PROTOCOL_ERROR,
-                            "MAX_FRAME_SIZE out of range",
-                        ));
-                    }
-                    self.peer.max_frame = v as usize;
-                }
+        for s in settings.iter() {
+            match s? {
+                Setting::EnablePush(on) => self.peer.push = on,
+                Setting::MaxConcurrentStreams(v) => self.peer.max_streams = v,
+                Setting::InitialWindowSize(v) => self.set_initial_window(i64::from(v))?,
+                Setting::MaxFrameSize(v) => self.peer.max_frame = v as usize,
                 // HEADER_TABLE_SIZE: our responses use no dynamic table. Others: ignored.
                 _ => {}
             }
         }
-        write_head(&mut self.out, 0, frame::SETTINGS, flag::ACK, 0);
+        control::write_settings_ack(&mut self.out);
         Ok(())
     }
 
@@ -295,59 +192,33 @@ impl Conn {
     }
 
     fn on_ping(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
-        if h.stream_id != 0 {
-            return Err(ConnError(code::PROTOCOL_ERROR, "PING on a stream"));
-        }
-        if payload.len() != 8 {
-            return Err(ConnError(code::FRAME_SIZE_ERROR, "PING length not 8"));
-        }
-        if h.flags & flag::ACK == 0 {
-            write_head(&mut self.out, 8, frame::PING, flag::ACK, 0);
-            self.out.extend_from_slice(payload);
+        let ping = Ping::parse(&h, payload)?;
+        if !ping.ack {
+            control::write_ping_ack(&mut self.out, &ping.data);
         }
         Ok(())
     }
 
     fn on_goaway(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
-        if h.stream_id != 0 {
-            return Err(ConnError(code::PROTOCOL_ERROR, "GOAWAY on a stream"));
-        }
-        if payload.len() < 8 {
-            return Err(ConnError(
-                code::FRAME_SIZE_ERROR,
-                "GOAWAY shorter than 8 bytes",
-            ));
-        }
+        GoAway::parse(&h, payload)?;
         self.peer_goaway = true;
         Ok(())
     }
 
     fn on_priority(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
-        if h.stream_id == 0 {
-            return Err(ConnError(code::PROTOCOL_ERROR, "PRIORITY on stream 0"));
-        }
-        if payload.len() != 5 {
-            self.reset(h.stream_id, code::FRAME_SIZE_ERROR);
-            return Ok(());
-        }
-        if be32(payload) & 0x7fff_ffff == h.stream_id {
-            self.reset(h.stream_id, code::PROTOCOL_ERROR);
+        match Priority::parse(&h, payload) {
+            // A PRIORITY of the wrong size is a stream error (RFC 9113 §6.3).
+            Err(e @ FrameError::PriorityLength) => self.reset(h.stream_id, e.code()),
+            Err(e) => return Err(e.into()),
+            Ok(p) if p.dependency == h.stream_id => self.reset(h.stream_id, code::PROTOCOL_ERROR),
+            Ok(_) => {}
         }
         Ok(())
     }
 
     fn on_window_update(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
-        if payload.len() != 4 {
-            return Err(ConnError(
-                code::FRAME_SIZE_ERROR,
-                "WINDOW_UPDATE length not 4",
-            ));
-        }
-        let inc = i64::from(be32(payload) & 0x7fff_ffff);
+        let inc = i64::from(WindowUpdate::parse(&h, payload)?.increment);
         if h.stream_id == 0 {
-            if inc == 0 {
-                return Err(ConnError(code::PROTOCOL_ERROR, "WINDOW_UPDATE of 0"));
-            }
             self.send_window += inc;
             if self.send_window > MAX_WINDOW {
                 return Err(ConnError(
@@ -373,8 +244,7 @@ impl Conn {
     }
 
     pub(super) fn window_update(&mut self, stream: u32, inc: u32) {
-        write_head(&mut self.out, 4, frame::WINDOW_UPDATE, 0, stream);
-        self.out.extend_from_slice(&inc.to_be_bytes());
+        control::write_window_update(&mut self.out, stream, inc);
     }
 
     /// Queues GOAWAY with `code` and stops the connection (a connection error).
@@ -393,10 +263,7 @@ impl Conn {
     fn write_goaway(&mut self, code: u32, debug: &[u8]) {
         let last = self.last_client_id;
         self.goaway = Some(last);
-        write_head(&mut self.out, 8 + debug.len(), frame::GOAWAY, 0, 0);
-        self.out.extend_from_slice(&last.to_be_bytes());
-        self.out.extend_from_slice(&code.to_be_bytes());
-        self.out.extend_from_slice(debug);
+        control::write_goaway(&mut self.out, last, code, debug);
     }
 
     /// GOAWAY NO_ERROR: streams opened so far are served, later ones ignored; the

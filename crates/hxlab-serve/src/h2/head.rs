@@ -1,9 +1,11 @@
 //! Request heads in, response heads out: HPACK ([`hxlab_wire::hpack`]) to what the router
 //! takes, with RFC 9113 §8.2–8.3's rules for a well-formed request, and response heads
 //! encoded against the static table only (no dynamic table to keep in step), the last one
-//! remembered per thread so a repeated head is a compare and a copy.
+//! remembered per thread ([`crate::last_head`]) so a repeated head is a compare and a copy.
 
-use crate::routes::{Ctx, Reply};
+use crate::last_head::LastHead;
+use crate::reply::Reply;
+use crate::routes::Ctx;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use hxlab_wire::hpack::{huffman_encode, Decoder, HpackError, STATIC_TABLE};
 use hxlab_wire::prefix::write as write_int;
@@ -289,31 +291,19 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 thread_local! {
-    /// The last response head encoded on this thread: its fields flattened (the key) and
-    /// its HPACK block. Responses to the same URL differ at most in `date`, once a second.
-    static LAST_HEAD: std::cell::RefCell<(Vec<u8>, Vec<u8>, Vec<u8>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+    /// The last response head this thread encoded, and its HPACK block.
+    static LAST_HEAD: std::cell::RefCell<LastHead> = const { std::cell::RefCell::new(LastHead::new()) };
 }
 
 /// Appends the HPACK block of `reply`'s response head to `out`.
 pub(super) fn put_response_block(ctx: &Ctx, reply: &Reply, out: &mut Vec<u8>) {
-    LAST_HEAD.with_borrow_mut(|(key, block, scratch)| {
-        // The key: status, then every field as name, 0, value, 0 (neither holds a NUL).
-        scratch.clear();
-        scratch.extend_from_slice(reply.status.as_str().as_bytes());
-        reply.each_field(ctx, true, |n, v| {
-            scratch.push(0);
-            scratch.extend_from_slice(n);
-            scratch.push(0);
-            scratch.extend_from_slice(v);
-        });
-        if scratch != key {
-            std::mem::swap(scratch, key);
-            block.clear();
-            put_field(block, b":status", reply.status.as_str().as_bytes());
-            reply.each_field(ctx, true, |n, v| put_field(block, n, v));
-        }
-        out.extend_from_slice(block);
+    LAST_HEAD.with_borrow_mut(|last| {
+        last.put(
+            reply.status,
+            |f| reply.each_field(ctx.alt_svc.as_ref(), f),
+            |fields, block| fields.for_each(|(n, v)| put_field(block, n, v)),
+            out,
+        )
     });
 }
 

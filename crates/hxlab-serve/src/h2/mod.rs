@@ -7,17 +7,18 @@
 //! the limits of docs/serve.md "Limits and defences" are all here.
 
 mod conn;
+pub mod fuzz_entry;
 mod head;
-pub mod peer;
 mod send;
+mod state;
 mod stream;
 #[cfg(test)]
 mod tests;
 
 use crate::routes::Ctx;
 use crate::stats::Protocol;
-use conn::Conn;
 use send::HIGH_WATER;
+use state::Conn;
 use std::future::Future;
 use std::mem::MaybeUninit;
 use std::pin::Pin;

@@ -4,53 +4,17 @@
 //! file body, no window) stays as a stream the connection drives: [`Conn::fill`] sends what
 //! the windows allow, [`Conn::on_timer`] ends delays and gives up stalled streams.
 
-use super::conn::{Conn, ConnError, MAX_FRAME};
-use super::head::{early_hints_block, push_request_block, put_response_block, Head};
-use super::stream::{Phase, Sending, Stream};
+use super::head::{early_hints_block, push_request_block, put_response_block};
+use super::state::{Conn, ConnError, Pending, Phase, Sending, Stream, MAX_FRAME};
 use crate::body::BodySpec;
-use crate::routes::{route, Reply};
+use crate::reply::Reply;
+use crate::routes::route;
 use hxlab_wire::h2::{code, flag, frame, write_head};
 use std::task::{Context, Poll};
 use tokio::time::Instant;
 
 /// Output buffered beyond this waits for the socket before more is produced or read.
 pub(crate) const HIGH_WATER: usize = 256 << 10;
-
-/// A reply not started yet, with what its push promises need of the request.
-pub(super) struct Pending {
-    reply: Reply,
-    head_only: bool,
-    scheme: Vec<u8>,
-    authority: Vec<u8>,
-}
-
-impl Pending {
-    /// `scratch`: the buffer `head` was decoded into.
-    pub fn new(reply: Reply, head: &Head, scratch: &[u8]) -> Pending {
-        // Only a reply that pushes needs the request's origin.
-        let pushes = !reply.push.is_empty();
-        let part = |r: &std::ops::Range<usize>| match pushes {
-            true => scratch.get(r.clone()).unwrap_or_default().to_vec(),
-            false => Vec::new(),
-        };
-        Pending {
-            head_only: head.method == http::Method::HEAD,
-            scheme: part(&head.scheme),
-            authority: part(&head.authority),
-            reply,
-        }
-    }
-
-    /// A reply to a request we did not route.
-    pub fn bare(reply: Reply) -> Pending {
-        Pending {
-            reply,
-            head_only: false,
-            scheme: Vec::new(),
-            authority: Vec::new(),
-        }
-    }
-}
 
 impl Conn {
     /// Answers stream `id`, whose request is complete: at once, or after its delay.

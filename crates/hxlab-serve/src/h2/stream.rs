@@ -2,86 +2,15 @@
 //! discarded under our flow control), RST_STREAM and stream WINDOW_UPDATE, with RFC 9113
 //! §5.1's rules for which frame may come in which stream state.
 
-use super::conn::{Conn, ConnError, CANCEL_BUDGET, MAX_WINDOW, STREAM_WINDOW};
 use super::head::{decode_request, decode_trailers, HeadError};
-use super::send::Pending;
-use crate::body::Source;
+use super::state::{
+    Block, Conn, ConnError, Pending, Phase, Stream, CANCEL_BUDGET, MAX_WINDOW, STREAM_WINDOW,
+};
+use crate::reply::Reply;
 use crate::routes::route;
-use crate::static_file::Opening;
-use hxlab_wire::h2::{be32, code, flag, frame, strip_padding, write_head, FrameHead, PaddingError};
+use hxlab_wire::h2::control::{self, Priority, RstStream};
+use hxlab_wire::h2::{code, flag, strip_padding, FrameHead, PaddingError};
 use hxlab_wire::hpack::Decoder;
-use tokio::time::Instant;
-
-/// What a stream is doing on our side.
-pub(super) enum Phase {
-    /// The request body is still coming; the reply waits for its end.
-    Body(Box<Pending>),
-    /// The reply waits for its delay (`Stream::deadline`).
-    Delayed(Box<Pending>),
-    /// The reply waits for its `/static/` file, looked up off the runtime.
-    Opening(Box<(Pending, Opening)>),
-    /// The response head went out; its body goes out under flow control.
-    Sending(Box<Sending>),
-}
-
-/// A response body being sent.
-pub(super) struct Sending {
-    pub source: Source,
-    pub counted: bool,
-}
-
-/// One open stream.
-pub(super) struct Stream {
-    pub id: u32,
-    /// The client may still send on it (no END_STREAM yet).
-    pub recv_open: bool,
-    pub content_length: Option<u64>,
-    pub received: u64,
-    /// What the client may still send on the stream, and what it sent that we have not
-    /// given back yet.
-    pub recv_window: i64,
-    pub recv_unacked: i64,
-    pub phase: Phase,
-    /// Our send window on the stream.
-    pub window: i64,
-    /// Body phase: when the body counts as stalled; Delayed: when the delay ends.
-    pub deadline: Option<Instant>,
-    /// Since when the stream has response data and no window to send it.
-    pub blocked_since: Option<Instant>,
-}
-
-impl Stream {
-    /// A stream whose request is complete (nothing more may come on it) and whose answer is
-    /// in `phase`, with our send window `window`.
-    pub(super) fn answering(
-        id: u32,
-        phase: Phase,
-        window: i64,
-        deadline: Option<Instant>,
-    ) -> Stream {
-        Stream {
-            id,
-            recv_open: false,
-            content_length: None,
-            received: 0,
-            recv_window: 0,
-            recv_unacked: 0,
-            phase,
-            window,
-            deadline,
-            blocked_since: None,
-        }
-    }
-}
-
-/// A header block waiting for CONTINUATION frames.
-pub(super) struct Block {
-    pub stream: u32,
-    pub end_stream: bool,
-    pub bytes: Vec<u8>,
-    /// When its HEADERS came: the block must end within --head-timeout.
-    pub since: Instant,
-}
 
 /// Error raised when a stream error ends the handling of a frame (the RST_STREAM is queued).
 fn malformed_code(e: &HeadError) -> u32 {
@@ -107,8 +36,7 @@ impl Conn {
 
     /// Queues RST_STREAM for `id` and forgets the stream and everything it held.
     pub(super) fn reset(&mut self, id: u32, code: u32) {
-        write_head(&mut self.out, 4, frame::RST_STREAM, 0, id);
-        self.out.extend_from_slice(&code.to_be_bytes());
+        control::write_rst_stream(&mut self.out, id, code);
         self.remember_reset(id);
         if let Some(i) = self.stream_index(id) {
             self.streams.swap_remove(i);
@@ -137,13 +65,13 @@ impl Conn {
         };
         let mut self_dependent = false;
         if h.flags & flag::PRIORITY != 0 {
-            if frag.len() < 5 {
+            let Some(p) = Priority::read(frag) else {
                 return Err(ConnError(
                     code::FRAME_SIZE_ERROR,
                     "HEADERS priority too short",
                 ));
-            }
-            self_dependent = be32(frag) & 0x7fff_ffff == id;
+            };
+            self_dependent = p.dependency == id;
             frag = &frag[5..];
         }
         let end_stream = h.flags & flag::END_STREAM != 0;
@@ -402,12 +330,7 @@ impl Conn {
     }
 
     pub(super) fn on_rst_stream(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
-        if h.stream_id == 0 {
-            return Err(ConnError(code::PROTOCOL_ERROR, "RST_STREAM on stream 0"));
-        }
-        if payload.len() != 4 {
-            return Err(ConnError(code::FRAME_SIZE_ERROR, "RST_STREAM length not 4"));
-        }
+        RstStream::parse(&h, payload)?;
         if self.idle(h.stream_id) {
             return Err(ConnError(
                 code::PROTOCOL_ERROR,
@@ -467,7 +390,7 @@ impl Conn {
     /// A request whose header list is over the limit: 431, and the rest of its body (if
     /// any) is not read.
     fn refuse_too_large(&mut self, id: u32, end_stream: bool) {
-        let reply = crate::routes::Reply::text(
+        let reply = Reply::text(
             http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "request header fields too large\n".into(),
         );

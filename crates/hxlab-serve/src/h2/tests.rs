@@ -1,7 +1,7 @@
 //! The connection fed bytes directly, no socket: frame parsing, stream states and flow
 //! control edge cases.
 
-use super::conn::{Conn, CANCEL_BUDGET};
+use super::state::{Conn, CANCEL_BUDGET};
 use crate::routes::{Ctx, Limits};
 use crate::stats::Protocol;
 use hxlab_wire::h2::{code, flag, frame, write_head, FrameHead, PREFACE};

@@ -12,11 +12,11 @@
 //! The Retry comes first: while the server is under pressure, an address is not trusted
 //! (nor counted) until it has answered one.
 
+use crate::per_address::{address_key, PerAddress};
 use crate::routes::Limits;
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// What to do with one connection attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,24 +47,12 @@ pub(crate) fn decide(
     Verdict::Accept
 }
 
-/// The key an address is counted under: an IPv4 address, or an IPv6 /64 (one host is
-/// usually given a whole /64, so counting single IPv6 addresses would bound nothing).
-pub(crate) fn address_key(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V6(v6) => {
-            let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(Ipv6Addr::from(prefix))
-        }
-        v4 => v4,
-    }
-}
-
 /// Handshakes in progress and connections per address, shared by the accept loop and the
 /// connections it admitted.
 #[derive(Default)]
 pub(crate) struct Admission {
     half_open: AtomicU64,
-    by_address: Mutex<HashMap<IpAddr, u32>>,
+    by_address: PerAddress,
 }
 
 impl Admission {
@@ -80,37 +68,34 @@ impl Admission {
         stats: &crate::stats::Stats,
     ) -> Result<Admitted, Verdict> {
         let key = address_key(remote.ip());
-        // Held across the decision and the increment so two attempts from one address
-        // cannot both take its last slot (the driver's thread and ending connections take
-        // it, for a hash map lookup).
-        let mut by_address = self.by_address.lock().unwrap_or_else(|e| e.into_inner());
-        let from_address = by_address.get(&key).copied().unwrap_or(0);
-        let verdict = decide(
-            validated,
-            self.half_open.load(Ordering::Acquire),
-            open,
-            from_address,
-            limits,
-        );
-        match verdict {
-            Verdict::Retry => {
-                stats.retried(crate::stats::Protocol::H3);
-                Err(verdict)
+        // The driver's thread and ending connections share the count (a hash map lookup).
+        self.by_address.take_if(key, |from_address| {
+            let verdict = decide(
+                validated,
+                self.half_open.load(Ordering::Acquire),
+                open,
+                from_address,
+                limits,
+            );
+            match verdict {
+                Verdict::Retry => {
+                    stats.retried(crate::stats::Protocol::H3);
+                    Err(verdict)
+                }
+                Verdict::Refuse => {
+                    stats.refused(crate::stats::Protocol::H3);
+                    Err(verdict)
+                }
+                Verdict::Accept => {
+                    self.half_open.fetch_add(1, Ordering::AcqRel);
+                    Ok(Admitted {
+                        admission: self.clone(),
+                        key,
+                        handshaking: true,
+                    })
+                }
             }
-            Verdict::Refuse => {
-                stats.refused(crate::stats::Protocol::H3);
-                Err(verdict)
-            }
-            Verdict::Accept => {
-                *by_address.entry(key).or_insert(0) += 1;
-                self.half_open.fetch_add(1, Ordering::AcqRel);
-                Ok(Admitted {
-                    admission: self.clone(),
-                    key,
-                    handshaking: true,
-                })
-            }
-        }
+        })
     }
 }
 
@@ -134,17 +119,7 @@ impl Admitted {
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.handshake_done();
-        let mut by_address = self
-            .admission
-            .by_address
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = by_address.get_mut(&self.key) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                by_address.remove(&self.key);
-            }
-        }
+        self.admission.by_address.give_back(self.key);
     }
 }
 
@@ -175,16 +150,5 @@ mod tests {
         assert_eq!(decide(false, 9, 1, 3, &l), Verdict::Retry);
         // 0: every unproved address gets a Retry.
         assert_eq!(decide(false, 0, 0, 0, &limits(0, 10, 3)), Verdict::Retry);
-    }
-
-    #[test]
-    fn an_ipv6_host_is_counted_by_its_64() {
-        let a = address_key("2001:db8:1:2:aaaa::1".parse().expect("ip"));
-        let b = address_key("2001:db8:1:2:bbbb::9".parse().expect("ip"));
-        let c = address_key("2001:db8:1:3::1".parse().expect("ip"));
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        let mapped = address_key("::ffff:192.0.2.7".parse().expect("ip"));
-        assert_eq!(mapped, "192.0.2.7".parse::<IpAddr>().expect("ip"));
     }
 }

@@ -24,10 +24,10 @@
 
 use crate::routes::Ctx;
 use bytes::Bytes;
-use hxlab_core::udp::quic::{Driven, DriverConn, QuicSocket};
+use hxlab_quic::{Driven, DriverConn, DriverCore, QuicSocket};
 use quinn::udp::UdpSocketState;
 use quinn_proto::{ConnectionError, DatagramEvent, Dir, Event, StreamEvent, StreamId, VarInt};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
@@ -127,25 +127,15 @@ impl DriverConn for ConnState {
 
 type Shared = Rc<RefCell<ConnState>>;
 
-/// The driver's state, shared by its task and every connection handle.
+/// The driver's state, shared by its task and every connection handle: the socket (GSO
+/// sends of up to [`MAX_SEGMENTS`] datagrams), the endpoint, the connections, the task's kick.
 struct Inner {
-    /// The socket (GSO sends of up to [`MAX_SEGMENTS`] datagrams).
-    sock: QuicSocket,
-    endpoint: RefCell<quinn_proto::Endpoint>,
-    /// Live connections, by their quinn-proto handle.
-    conns: RefCell<Vec<Option<Shared>>>,
-    /// The driver task, and whether something woke it since its last turn.
-    waker: RefCell<Option<Waker>>,
-    kicked: Cell<bool>,
+    core: DriverCore<ConnState>,
 }
 
 impl Inner {
     fn kick(&self) {
-        if !self.kicked.replace(true) {
-            if let Some(w) = &*self.waker.borrow() {
-                w.wake_by_ref();
-            }
-        }
+        self.core.kick();
     }
 }
 
@@ -159,18 +149,7 @@ pub(super) struct Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        // This handle and the driver's slot (or this one alone once the driver forgot it).
-        if Rc::strong_count(&self.state) <= 2 {
-            let mut s = self.state.borrow_mut();
-            if !s.quic.q.is_closed() {
-                s.quic
-                    .q
-                    .close(Instant::now(), VarInt::from_u32(0), Bytes::new());
-                s.quic.dirty = true;
-                drop(s);
-                self.driver.kick();
-            }
-        }
+        self.driver.core.handle_dropped(&self.state);
     }
 }
 
@@ -253,7 +232,7 @@ impl Conn {
 
     /// The congestion controller running (`"reno"`, `"cubic"`, `"bbr"`).
     pub fn congestion_controller(&self) -> &'static str {
-        hxlab_core::cc::quic::of_controller(self.state.borrow().quic.q.congestion_state())
+        hxlab_quic::cc::of_controller(self.state.borrow().quic.q.congestion_state())
     }
 
     fn send_stream(&self, id: StreamId) -> SendStream {
@@ -534,11 +513,7 @@ impl Driver {
         );
         Driver {
             inner: Rc::new(Inner {
-                sock,
-                endpoint: RefCell::new(endpoint),
-                conns: RefCell::new(Vec::new()),
-                waker: RefCell::new(None),
-                kicked: Cell::new(false),
+                core: DriverCore::new(sock, endpoint),
             }),
         }
     }
@@ -563,8 +538,8 @@ impl Driver {
         loop {
             let (readable, stopping) = poll_fn(|cx| {
                 let stopping = deadline.is_none() && stop.as_mut().poll(cx).is_ready();
-                let kicked = inner.kicked.replace(false);
-                let readable = inner.sock.poll_recv_ready(cx);
+                let kicked = inner.core.take_kick();
+                let readable = inner.core.sock.poll_recv_ready(cx);
                 let fired = armed.is_some() && timer.as_mut().poll(cx).is_ready();
                 if fired {
                     armed = None;
@@ -572,17 +547,21 @@ impl Driver {
                 if kicked || readable || fired || stopping {
                     return Poll::Ready((readable, stopping));
                 }
-                let mut w = inner.waker.borrow_mut();
-                if !w.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *w = Some(cx.waker().clone());
-                }
+                inner.core.register(cx);
                 Poll::Pending
             })
             .await;
             if stopping {
                 let now = Instant::now();
                 deadline = Some(now + linger);
-                let conns: Vec<Shared> = inner.conns.borrow().iter().flatten().cloned().collect();
+                let conns: Vec<Shared> = inner
+                    .core
+                    .conns
+                    .borrow()
+                    .iter()
+                    .flatten()
+                    .cloned()
+                    .collect();
                 for c in conns {
                     let mut s = c.borrow_mut();
                     if !s.quic.q.is_closed() {
@@ -614,14 +593,9 @@ impl Driver {
                     tokio::task::yield_now().await;
                 }
             }
-            if inner.sock.is_blocked() {
-                inner.sock.writable().await;
-            }
-            let now = Instant::now();
-            inner.kicked.set(false);
-            let next = inner.transmit(now);
+            let (now, next) = inner.core.end_turn(MAX_DATAGRAMS_PER_PASS).await;
             if let Some(d) = deadline {
-                if now >= d || inner.conns.borrow().iter().all(Option::is_none) {
+                if now >= d || inner.core.conns.borrow().iter().all(Option::is_none) {
                     return;
                 }
             }
@@ -654,9 +628,9 @@ impl Inner {
         let mut response = Vec::new();
         let mut touched = false;
         let mut accepted = Vec::new();
-        let mut endpoint = self.endpoint.borrow_mut();
-        let mut conns = self.conns.borrow_mut();
-        self.sock.receive(RECV_CALLS, |from, to, ecn, d| {
+        let mut endpoint = self.core.endpoint.borrow_mut();
+        let mut conns = self.core.conns.borrow_mut();
+        self.core.sock.receive(RECV_CALLS, |from, to, ecn, d| {
             response.clear();
             match endpoint.handle(now, from, to, ecn, d, &mut response) {
                 Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
@@ -665,7 +639,7 @@ impl Inner {
                         touched = true;
                     }
                 }
-                Some(DatagramEvent::Response(t)) => self.sock.send_now(&t, &response),
+                Some(DatagramEvent::Response(t)) => self.core.sock.send_now(&t, &response),
                 Some(DatagramEvent::NewConnection(incoming)) => {
                     let Some(new) = self.new_connection(&mut endpoint, incoming, now, admit) else {
                         return;
@@ -686,7 +660,7 @@ impl Inner {
             return (false, accepted);
         }
         // Hand the input's events to the tasks (they run before anything is sent).
-        for c in self.conns.borrow().iter().flatten() {
+        for c in self.core.conns.borrow().iter().flatten() {
             let mut c = c.borrow_mut();
             if c.quic.dirty {
                 c.poll_events(&mut endpoint);
@@ -707,7 +681,7 @@ impl Inner {
         let mut response = Vec::new();
         let Some((acceptor, admission)) = admit else {
             let t = endpoint.refuse(incoming, &mut response);
-            self.sock.send_now(&t, &response);
+            self.core.sock.send_now(&t, &response);
             return None;
         };
         let (incoming, admitted) = self.admit(endpoint, incoming, acceptor, admission)?;
@@ -727,7 +701,7 @@ impl Inner {
             }
             Err(e) => {
                 if let Some(t) = e.response {
-                    self.sock.send_now(&t, &response);
+                    self.core.sock.send_now(&t, &response);
                 }
                 None
             }
@@ -766,23 +740,14 @@ impl Inner {
                         endpoint.refuse(e.into_incoming(), &mut buf)
                     }
                 };
-                self.sock.send_now(&t, &buf);
+                self.core.sock.send_now(&t, &buf);
                 None
             }
             Err(_) => {
                 let t = endpoint.refuse(incoming, &mut buf);
-                self.sock.send_now(&t, &buf);
+                self.core.sock.send_now(&t, &buf);
                 None
             }
         }
-    }
-
-    /// Timers, events and packets of every touched connection; drained connections are
-    /// forgotten. Returns the next timeout.
-    fn transmit(&self, now: Instant) -> Option<Instant> {
-        let mut endpoint = self.endpoint.borrow_mut();
-        let mut conns = self.conns.borrow_mut();
-        self.sock
-            .transmit(now, &mut endpoint, &mut conns, MAX_DATAGRAMS_PER_PASS)
     }
 }

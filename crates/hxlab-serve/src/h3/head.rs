@@ -1,6 +1,7 @@
 //! Request heads in, response heads out: QPACK (static table only, [`hxlab_wire::qpack`])
 //! to and from `http` types, with RFC 9114 §4.3's rules for a well-formed request.
 
+use crate::last_head::LastHead;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use hxlab_wire::h3::frame::{DATA, HEADERS};
@@ -156,45 +157,30 @@ fn request_target(p: &Pseudo) -> Result<(Method, Uri), HeadError> {
 }
 
 thread_local! {
-    /// The last response head encoded on this thread: its fields, flattened, and its
-    /// HEADERS frame. Responses to the same URL differ at most in `date`, once a second, so
-    /// most heads are a compare and a copy instead of a table search and Huffman coding.
-    static LAST_HEAD: std::cell::RefCell<(Vec<u8>, Vec<u8>, Vec<u8>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+    /// The last response head this thread encoded, and its HEADERS frame.
+    static LAST_HEAD: std::cell::RefCell<LastHead> = const { std::cell::RefCell::new(LastHead::new()) };
 }
 
 /// Appends a HEADERS frame carrying `status` and the fields `fields` hands to its visitor
-/// (for a routed answer, [`crate::routes::Reply::each_field`]: the field list every protocol
+/// (for a routed answer, [`crate::reply::Reply::each_field`]: the field list every protocol
 /// sends).
 pub(super) fn put_response_head(
     status: StatusCode,
     fields: impl FnOnce(&mut dyn FnMut(&[u8], &[u8])),
     out: &mut Vec<u8>,
 ) {
-    LAST_HEAD.with_borrow_mut(|(key, frame, scratch)| {
-        // The key: the status, then every field as 0, name, 0, value (no name or value may
-        // contain a NUL, so it splits back into them).
-        scratch.clear();
-        scratch.extend_from_slice(status.as_str().as_bytes());
-        fields(&mut |n, v| {
-            scratch.push(0);
-            scratch.extend_from_slice(n);
-            scratch.push(0);
-            scratch.extend_from_slice(v);
-        });
-        if scratch != key {
-            std::mem::swap(scratch, key);
-            let mut parts = key.split(|&b| b == 0);
-            let code = parts.next().unwrap_or_default();
-            let pairs = std::iter::from_fn(|| Some((parts.next()?, parts.next()?)));
-            let fields = std::iter::once((&b":status"[..], code)).chain(pairs);
-            let mut section = Vec::new();
-            encode_field_section(fields, &mut section);
-            frame.clear();
-            write_frame_head(frame, HEADERS, section.len() as u64);
-            frame.extend_from_slice(&section);
-        }
-        out.extend_from_slice(frame);
+    LAST_HEAD.with_borrow_mut(|last| {
+        last.put(
+            status,
+            fields,
+            |fields, frame| {
+                let mut section = Vec::new();
+                encode_field_section(fields, &mut section);
+                write_frame_head(frame, HEADERS, section.len() as u64);
+                frame.extend_from_slice(&section);
+            },
+            out,
+        )
     });
 }
 

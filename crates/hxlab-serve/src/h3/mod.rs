@@ -29,11 +29,10 @@
 //! the stream with H3_MESSAGE_ERROR.
 
 mod admit;
-pub(crate) use admit::address_key;
 mod control;
 mod driver;
+pub mod fuzz_entry;
 mod head;
-pub mod peer;
 mod request;
 
 use crate::routes::Ctx;

@@ -332,7 +332,7 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
             &mut out,
         );
     }
-    put_response_head(reply.status, |f| reply.each_field(ctx, false, f), &mut out);
+    put_response_head(reply.status, |f| reply.each_field(None, f), &mut out);
     let body = if head.method == Method::HEAD {
         BodySpec::Empty
     } else {

@@ -13,8 +13,8 @@
 use super::run::emit;
 use super::run::{execute, finish, CommonArgs};
 use hxlab_core::Protocol;
+use hxlab_lab::experiment::{Description, FactorValue, UrlOriginInput};
 use hxlab_lab::scenarios;
-use hxlab_lab::spec::{Description, FactorValue, UrlOriginInput};
 use hxlab_load::probe::{probe, Found, Trust};
 use hxlab_report::Workload;
 use std::collections::BTreeMap;

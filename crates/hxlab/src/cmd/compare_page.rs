@@ -9,10 +9,7 @@
 use super::run::{emit, execute, finish, hxlab_bin, CommonArgs};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-
-/// Longest the one recording page load may take.
-const RECORD_TIMEOUT: &str = "120s";
+use std::process::ExitCode;
 
 /// Runs `hxlab compare --page URL` (record, then replay) or `--har FILE` (replay).
 pub fn run(
@@ -54,7 +51,7 @@ pub fn run(
     let exp = hxlab_lab::scenarios::page_experiment(&har, &label)
         .build(&overrides)
         .map_err(|e| super::usage(e.to_string()))?;
-    if let Some(hxlab_lab::spec::PageSource::Har(_, start)) = &exp.page {
+    if let Some(hxlab_lab::experiment::PageSource::Har(_, start)) = &exp.page {
         if let Some(skipped) = &start.skipped {
             emit!("{}: {skipped} (nothing can replay them)", har.display());
         }
@@ -77,8 +74,9 @@ fn check_page_url(url: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Records the page once: `hxlab page URL --proto auto --runs 1 --record FILE` (the browser
-/// negotiates as in the wild; every body is kept for the replay).
+/// Records the page once through the lab's child runner ([`hxlab_lab::runner::record_page`]:
+/// `hxlab page --runs 1 --record`, the protocol left to the browser, every body kept for the
+/// replay), with the browser `hxlab page` would use (`HXLAB_CHROMIUM`, else `chromium`).
 fn record(url: &str, har: &Path, insecure: bool) -> anyhow::Result<()> {
     if let Some(dir) = har.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -87,23 +85,10 @@ fn record(url: &str, har: &Path, insecure: bool) -> anyhow::Result<()> {
         "hxlab: recording {url} once in Chromium → {}",
         har.display()
     );
-    let mut cmd = Command::new(hxlab_bin()?);
-    cmd.args(["page", url, "--proto", "auto", "--runs", "1"])
-        .args(["--timeout", RECORD_TIMEOUT])
-        .arg("--record")
-        .arg(har);
-    if insecure {
-        cmd.arg("-k");
-    }
-    let status = cmd
-        .status()
-        .context("starting hxlab page to record the page")?;
-    if !har.exists() {
-        anyhow::bail!(
-            "recording {url} failed (hxlab page exited with {status}); nothing to replay"
-        );
-    }
-    Ok(())
+    let chromium =
+        std::env::var_os("HXLAB_CHROMIUM").map_or_else(|| "chromium".into(), PathBuf::from);
+    hxlab_lab::runner::record_page(&hxlab_bin()?, url, har, insecure, &chromium)
+        .map_err(anyhow::Error::msg)
 }
 
 /// Where `--page` keeps its recording inside the results directory.

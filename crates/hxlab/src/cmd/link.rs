@@ -3,11 +3,10 @@
 
 use super::usage;
 use anyhow::Context;
-use hxlab_link::{config, Link, LinkConfig, LinkError, Loss, Server, Trace};
+use hxlab_link::{config, Bottleneck, Delay, Link, LinkConfig, LinkSettings, Loss, Server};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Options of `hxlab link` (boxed, so the CLI's subcommand enum stays small).
@@ -86,23 +85,46 @@ fn duration(flag: &str, v: &str) -> anyhow::Result<Duration> {
     config::parse_delay(&format!("--{flag}"), v).map_err(|e| usage(e.to_string()))
 }
 
-fn rate(flag: &str, v: &str) -> anyhow::Result<u64> {
-    config::parse_link_rate(&format!("--{flag}"), v).map_err(|e| usage(e.to_string()))
+/// The flags that describe a link (a profile, then overrides), as the link's one builder
+/// takes them.
+fn settings(a: &LinkArgs) -> anyhow::Result<LinkSettings> {
+    let delay = a
+        .delay
+        .as_deref()
+        .map(|v| duration("delay", v))
+        .transpose()?;
+    let jitter = a
+        .jitter
+        .as_deref()
+        .map(|v| duration("jitter", v))
+        .transpose()?;
+    if a.down.is_some() && a.down_trace.is_some() {
+        return Err(usage(
+            "--down and --down-trace both set the downlink; give one",
+        ));
+    }
+    if a.up.is_some() && a.up_trace.is_some() {
+        return Err(usage("--up and --up-trace both set the uplink; give one"));
+    }
+    let bottleneck = |rate: &Option<String>, trace: &Option<PathBuf>| {
+        let trace = trace.clone().map(Bottleneck::Trace);
+        rate.clone().map(Bottleneck::Rate).or(trace)
+    };
+    Ok(LinkSettings {
+        profile: a.profile.clone(),
+        delay: delay.map(Delay::OneWay),
+        jitter,
+        loss: a.loss.clone(),
+        down: bottleneck(&a.down, &a.down_trace),
+        up: bottleneck(&a.up, &a.up_trace),
+        queue: a.queue.clone(),
+        aqm: a.aqm.clone(),
+    })
 }
 
-fn trace(flag: &str, path: &std::path::Path) -> anyhow::Result<Arc<Trace>> {
-    Trace::from_file(path)
-        .map(Arc::new)
-        .map_err(|e| usage(format!("--{flag}: {e}")))
-}
-
-fn config_usage(flag: &str, e: LinkError) -> anyhow::Error {
-    usage(format!("--{flag}: {e}"))
-}
-
-/// Builds the link configuration from the flags (profile first, then explicit overrides),
-/// or reads it from `--config`, checked by [`LinkConfig::validate`] as every entry point
-/// checks it.
+/// Builds the link configuration from the flags (profile first, then explicit overrides,
+/// by [`LinkSettings::build`]), or reads it from `--config`, checked by
+/// [`LinkConfig::validate`] as every entry point checks it.
 pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
     if let Some(path) = &a.config {
         let text = hxlab_core::read_capped_string(path, hxlab_core::files::cap::SMALL)
@@ -114,60 +136,11 @@ pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
         }
         return Ok(cfg);
     }
-    let mut cfg = match &a.profile {
-        Some(name) => LinkConfig::from_profile(name).map_err(|e| config_usage("profile", e))?,
-        None => LinkConfig::default(),
-    };
-    if let Some(v) = &a.delay {
-        let d = duration("delay", v)?;
-        cfg.down.delay = d;
-        cfg.up.delay = d;
-    }
-    if let Some(v) = &a.jitter {
-        let d = duration("jitter", v)?;
-        cfg.down.jitter = d;
-        cfg.up.jitter = d;
-    }
-    if let Some(v) = &a.loss {
-        let l = config::parse_loss(v).map_err(|e| config_usage("loss", e))?;
-        cfg.down.loss = l;
-        cfg.up.loss = l;
-    }
-    if a.down.is_some() && a.down_trace.is_some() {
-        return Err(usage(
-            "--down and --down-trace both set the downlink; give one",
-        ));
-    }
-    if a.up.is_some() && a.up_trace.is_some() {
-        return Err(usage("--up and --up-trace both set the uplink; give one"));
-    }
-    if let Some(v) = &a.down {
-        cfg.down.server = Server::Rate(rate("down", v)?);
-    }
-    if let Some(v) = &a.up {
-        cfg.up.server = Server::Rate(rate("up", v)?);
-    }
-    if let Some(p) = &a.down_trace {
-        cfg.down.server = Server::Trace(trace("down-trace", p)?);
-    }
-    if let Some(p) = &a.up_trace {
-        cfg.up.server = Server::Trace(trace("up-trace", p)?);
-    }
-    if let Some(v) = &a.queue {
-        let q = config::parse_queue(v).map_err(|e| config_usage("queue", e))?;
-        cfg.down.queue = q;
-        cfg.up.queue = q;
-    }
-    if let Some(v) = &a.aqm {
-        let q = config::parse_aqm(v).map_err(|e| config_usage("aqm", e))?;
-        cfg.down.aqm = q;
-        cfg.up.aqm = q;
-    }
+    let mut cfg = settings(a)?.build().map_err(|e| usage(e.flag_message()))?;
     cfg.seed = match &a.seed {
         Some(v) => seed(v)?,
         None => hxlab_link::config::random_seed(),
     };
-    cfg.validate().map_err(|e| usage(e.to_string()))?;
     Ok(cfg)
 }
 

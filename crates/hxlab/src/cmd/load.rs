@@ -475,7 +475,7 @@ fn run_jobs() -> anyhow::Result<ExitCode> {
             cfg.urls = cfg
                 .urls
                 .iter()
-                .map(|u| hxlab_page::origin::loopback_to(u, h))
+                .map(|u| hxlab_child::origin::loopback_to(u, h))
                 .collect();
         }
         cfg.progress = false;

@@ -72,9 +72,9 @@ fn render_against(
     };
     let before = read(base)?;
     let mut report = read(dir)?;
-    let ba =
-        hxlab_report::baseline::BeforeAfter::build(&report, &before, &base.display().to_string())
-            .map_err(|e| super::usage(format!("--baseline: {e}")))?;
+    let ba = report
+        .against(&before, &base.display().to_string())
+        .map_err(|e| super::usage(format!("--baseline: {e}")))?;
     report.before_after = Some(ba);
     hxlab_report::render_all(dir, &report)
         .map_err(|e| anyhow::anyhow!("cannot write the report: {e}"))?;

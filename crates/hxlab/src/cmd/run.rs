@@ -106,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Some(path), _) => {
             let src = hxlab_core::read_capped_string(path, hxlab_core::files::cap::TEXT)
                 .map_err(|e| super::usage(format!("cannot read {}: {e}", path.display())))?;
-            hxlab_lab::spec::parse(&path.display().to_string(), &src, &overrides)
+            hxlab_lab::experiment::parse(&path.display().to_string(), &src, &overrides)
                 .map_err(|e| super::usage(e.to_string()))?
         }
         (None, Some(name)) => {

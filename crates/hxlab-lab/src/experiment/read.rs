@@ -343,6 +343,6 @@ pub(super) fn page_source(
     };
     let archive = hxlab_core::har::Archive::read(&path)
         .map_err(|e| ctx.at(place, format!("har {}: {}", path.display(), e.0)))?;
-    let start = hxlab_page::replay::RecordedStart::of(&archive);
+    let start = hxlab_core::har::RecordedStart::of(&archive);
     Ok(super::PageSource::Har(path, start))
 }

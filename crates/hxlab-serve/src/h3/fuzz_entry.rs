@@ -1,10 +1,11 @@
-//! The origin's own parsing of what an HTTP/3 client sends, without QUIC: a request stream's
-//! field section and the client's control stream. Public only so the fuzz targets
+//! Fuzz entry points: the origin's own parsing of what an HTTP/3 client sends, without QUIC:
+//! a request stream's field section and the client's control stream. Public only so the fuzz targets
 //! (`fuzz/fuzz_targets/serve_h3.rs`) reach it; the server itself calls the same code through
 //! its streams.
 
-use super::control::ControlFrames;
+use super::control::reason;
 use super::head::{decode_request, HeadError};
+use hxlab_wire::h3::control::{ControlReader, Sender};
 use hxlab_wire::qpack::FieldDecoder;
 
 /// Why a request head was refused, as the server acts on it.
@@ -36,13 +37,11 @@ pub fn request_head(block: &[u8], max_size: u64) -> Result<String, HeadRefusal> 
 pub fn control_stream<'a>(
     pieces: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<bool, (u64, &'static str)> {
-    let mut frames = ControlFrames::default();
-    let mut buf = Vec::new();
+    let mut reader = ControlReader::new(Sender::Client);
     for piece in pieces {
-        buf.extend_from_slice(piece);
-        frames.take(&mut buf)?;
+        reader.feed(piece).map_err(reason)?;
     }
-    Ok(frames.settings_seen)
+    Ok(reader.settings_seen())
 }
 
 #[cfg(test)]

@@ -1,327 +1,14 @@
-//! Statistics over repetitions and the tables, comparisons and warnings built from them.
-//! Everything a format shows comes from [`Report`], so the formats cannot disagree.
+//! The report: everything a format shows, built once from the records — per-cell
+//! statistics ([`crate::cells`]), tables laid out like the studies' with their published
+//! rows, the protocol comparisons, the warnings and, against a baseline run, the before and
+//! after. The formats only read it, so they cannot disagree.
 
-pub use crate::comparisons::mann_whitney_p;
-use crate::comparisons::Comparison;
+use crate::baseline::BeforeAfter;
+use crate::cells::{summarise, CellSummary};
+use crate::comparisons::{compare_values, Comparison};
+use crate::figures::{metric_header, METRICS};
 use crate::model::{ExperimentMeta, Metric, Record};
-use hxlab_core::stats;
-use std::collections::BTreeMap;
-
-/// Confidence level of every interval in the report.
-pub const CONFIDENCE: f64 = 0.95;
-/// Bootstrap resamples per interval (deterministic generator, so reports re-render identically).
-pub const RESAMPLES: usize = 2000;
-/// A cell whose 95 % interval is wider than this fraction of its median gets a warning.
-pub const WIDE_SPREAD: f64 = 0.25;
-/// p-value below which a difference is called significant.
-pub const SIGNIFICANCE: f64 = 0.05;
-
-/// Secondary figures per cell, by name, as used in metric tables and published tables:
-/// `time_s`, `req_s`, `mean_latency_us`, `ttfb_ms`, `header_savings_pct`,
-/// `server_cpu_us_per_req`, `client_cpu_us_per_req`. [`CellSummary::secondary`] also holds
-/// `connections`, `bytes_received` and, for page loads, `page_ttfb_ms` (the document's
-/// TTFB), which the verdict of a browser experiment shows.
-pub const METRICS: [&str; 7] = [
-    "time_s",
-    "req_s",
-    "mean_latency_us",
-    "ttfb_ms",
-    "header_savings_pct",
-    "server_cpu_us_per_req",
-    "client_cpu_us_per_req",
-];
-
-/// Human header of a secondary figure.
-pub fn metric_header(name: &str) -> &str {
-    match name {
-        "time_s" => "time (s)",
-        "req_s" => "req/s",
-        "mean_latency_us" => "mean latency (µs)",
-        "ttfb_ms" => "TTFB p50 (ms)",
-        "header_savings_pct" => "header savings (%)",
-        "server_cpu_us_per_req" => "server CPU (µs/req)",
-        "client_cpu_us_per_req" => "client CPU (µs/req)",
-        "fcp_s" => "FCP (s)",
-        "lcp_s" => "LCP (s)",
-        "speed_index_s" => "Speed Index (s)",
-        "connections" => "connections",
-        "bytes_received" => "bytes received",
-        "page_ttfb_ms" => "page TTFB (ms)",
-        other => other,
-    }
-}
-
-/// Secondary figures of one repetition.
-fn secondary(r: &Record) -> BTreeMap<&'static str, f64> {
-    let mut m = BTreeMap::new();
-    let Some(res) = &r.result else { return m };
-    m.insert("time_s", res.duration_s);
-    m.insert("req_s", res.requests_per_sec());
-    let lat = res.histograms.latency.percentiles();
-    if lat.count > 0 {
-        m.insert("mean_latency_us", lat.mean);
-    }
-    if !res.histograms.ttfb.is_empty() {
-        m.insert("ttfb_ms", res.histograms.ttfb.quantile(0.5) as f64 / 1000.0);
-    }
-    if res.bytes.header_uncompressed > 0 {
-        m.insert("header_savings_pct", res.bytes.header_savings() * 100.0);
-    }
-    if let Some(c) = r.server.as_ref().and_then(|s| s.cpu_us_per_request()) {
-        m.insert("server_cpu_us_per_req", c);
-    }
-    if res.requests_done > 0 {
-        m.insert("client_cpu_us_per_req", res.cpu_us_per_request());
-    }
-    // Beside the verdict of a browser experiment: what each page load cost.
-    if res.connections > 0 {
-        m.insert("connections", res.connections as f64);
-    }
-    if res.bytes.total_received > 0 {
-        m.insert("bytes_received", res.bytes.total_received as f64);
-    }
-    if let Some(ttfb) = res
-        .config
-        .extra
-        .get("ttfb_ms")
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|v| v.is_finite())
-    {
-        m.insert("page_ttfb_ms", ttfb);
-    }
-    m
-}
-
-/// The statistics of one cell over its repetitions.
-#[derive(Clone, Debug, Default)]
-pub struct CellSummary {
-    /// The cell's key.
-    pub key: String,
-    /// Its factor values.
-    pub factors: BTreeMap<String, String>,
-    /// Repetitions recorded.
-    pub repetitions: usize,
-    /// The primary metric of every clean repetition.
-    pub values: Vec<f64>,
-    /// Median of `values` (NaN when there is none).
-    pub median: f64,
-    /// Mean of `values`.
-    pub mean: f64,
-    /// Sample standard deviation of `values`.
-    pub stdev: f64,
-    /// 95 % bootstrap interval of the median.
-    pub ci: (f64, f64),
-    /// Medians of the secondary figures over clean repetitions (see [`METRICS`]).
-    pub secondary: BTreeMap<&'static str, f64>,
-    /// Connections per negotiated protocol, over all repetitions.
-    pub negotiated: BTreeMap<String, u64>,
-    /// The server's connections per congestion controller, read back, over all repetitions.
-    pub server_cc: BTreeMap<String, u64>,
-    /// The client's connections per congestion controller, read back, over all repetitions.
-    pub client_cc: BTreeMap<String, u64>,
-    /// Why the cell was skipped, when every repetition was.
-    pub skipped: Option<String>,
-    /// Problems worth a warning.
-    pub warnings: Vec<String>,
-    /// Repetitions that ran but were not clean (errors, failed requests, no result).
-    pub failed: usize,
-    /// Repetitions that ran (not skipped).
-    pub ran: usize,
-    /// The clean repetitions (the last record of each) as indices into [`Report::records`].
-    pub clean: Vec<usize>,
-    /// Where an end's congestion controllers, read back, are not what the cell asked for
-    /// (one line per end; also among `warnings`).
-    pub cc_mismatch: Vec<String>,
-    /// The first failed repetition's explanation ([`Record::failure_text`]), when one failed.
-    pub first_error: Option<String>,
-    /// When connections negotiated another protocol family than the cell asked for: what
-    /// they negotiated, e.g. `h2 ×5`.
-    pub fell_back: Option<String>,
-    /// A recorded page's replay over every repetition: hits, near misses and misses summed,
-    /// the first miss kept (None: not a replay).
-    pub replay: Option<hxlab_core::har::ReplayOutcome>,
-    /// Repetitions whose replay had at least one miss.
-    pub replay_missed_runs: usize,
-}
-
-impl CellSummary {
-    /// True when the cell has at least one clean repetition and no warning.
-    pub fn trusted(&self) -> bool {
-        !self.values.is_empty() && self.warnings.is_empty()
-    }
-}
-
-/// Which protocol family a negotiated ALPN or label belongs to.
-fn family(label: &str) -> &'static str {
-    match label.to_ascii_lowercase().as_str() {
-        "h1" | "h1-tls" | "http/1.1" | "http/1.0" | "http1" | "http/1" => "HTTP/1.1",
-        "h2" | "h2c" | "http/2" | "http2" => "HTTP/2",
-        "h3" | "h3-29" | "http/3" | "http3" => "HTTP/3",
-        _ => "other",
-    }
-}
-
-/// Warnings when an end's congestion controllers, as read back, are not what the cell asked
-/// for (`cc` for both ends, `cc_server`, `cc_client`; "default" asks for nothing).
-fn cc_warnings(s: &CellSummary) -> Vec<String> {
-    let mut out = Vec::new();
-    for (end, factor, seen) in [
-        ("server", "cc_server", &s.server_cc),
-        ("client", "cc_client", &s.client_cc),
-    ] {
-        let Some(want) = s
-            .factors
-            .get(factor)
-            .or_else(|| s.factors.get("cc"))
-            .filter(|w| w.as_str() != "default")
-        else {
-            continue;
-        };
-        let other: Vec<String> = seen
-            .iter()
-            .filter(|(k, n)| **n > 0 && k.as_str() != want.as_str())
-            .map(|(k, n)| format!("{k} ×{n}"))
-            .collect();
-        if !other.is_empty() {
-            out.push(format!(
-                "asked for {want} on the {end} but its connections ran {}",
-                other.join(", ")
-            ));
-        } else if seen.values().all(|n| *n == 0) && s.values.len() == s.repetitions {
-            out.push(format!(
-                "asked for {want} on the {end} but no connection's controller was read back"
-            ));
-        }
-    }
-    out
-}
-
-fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellSummary {
-    let mut s = CellSummary {
-        key: key.to_string(),
-        repetitions: records.len(),
-        ..Default::default()
-    };
-    if let Some(r) = records.first() {
-        s.factors = r.factors.clone();
-    }
-    let mut sec: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
-    let mut failed_reps = 0;
-    let mut first_error: Option<String> = None;
-    let mut skipped = 0;
-    for r in records {
-        if let Some(why) = &r.skipped {
-            skipped += 1;
-            s.skipped.get_or_insert_with(|| why.clone());
-            continue;
-        }
-        hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
-        hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
-        if let Some(rp) = &r.replay {
-            add_replay(&mut s, rp);
-        }
-        if let Some(res) = &r.result {
-            for (k, v) in &res.negotiated {
-                *s.negotiated.entry(k.clone()).or_default() += v;
-            }
-            if let Some(expected) = r.expected_body_bytes {
-                if res.bytes.body_received < expected && r.is_clean() {
-                    s.warnings.push(format!(
-                        "repetition {}: received {} of {} body bytes",
-                        r.repetition, res.bytes.body_received, expected
-                    ));
-                }
-            }
-        }
-        if r.is_clean() {
-            if let Some(res) = &r.result {
-                let v = metric.of(res);
-                if v.is_finite() {
-                    s.values.push(v);
-                } else {
-                    s.warnings.push(format!(
-                        "repetition {}: no {} recorded",
-                        r.repetition,
-                        metric.label()
-                    ));
-                }
-            }
-            for (k, v) in secondary(r) {
-                sec.entry(k).or_default().push(v);
-            }
-        } else {
-            failed_reps += 1;
-            if first_error.is_none() {
-                first_error = Some(r.failure_text());
-            }
-        }
-    }
-    if skipped < records.len() {
-        s.skipped = None;
-    }
-    s.failed = failed_reps;
-    s.first_error = first_error.clone();
-    s.ran = records.len() - skipped;
-    if failed_reps > 0 {
-        s.warnings.push(format!(
-            "{failed_reps} of {} repetitions had errors (first: {})",
-            records.len() - skipped,
-            first_error.unwrap_or_default()
-        ));
-    }
-    if let Some(proto) = s.factors.get("protocol") {
-        let want = family(proto);
-        let other: Vec<String> = s
-            .negotiated
-            .iter()
-            .filter(|(k, n)| **n > 0 && family(k) != want)
-            .map(|(k, n)| format!("{k} ×{n}"))
-            .collect();
-        if !other.is_empty() {
-            s.warnings.push(format!(
-                "asked for {proto} ({want}) but connections negotiated {}",
-                other.join(", ")
-            ));
-            s.fell_back = Some(other.join(", "));
-        }
-    }
-    if let Some(rp) = s.replay.as_ref().filter(|rp| rp.tally.misses > 0) {
-        s.warnings.push(format!(
-            "the replayed recording missed {} request(s) in {} of {} repetitions (first: {})",
-            rp.tally.misses,
-            s.replay_missed_runs,
-            records.len() - skipped,
-            rp.first_miss.as_deref().unwrap_or("not listed")
-        ));
-    }
-    s.cc_mismatch = cc_warnings(&s);
-    s.warnings.extend(s.cc_mismatch.iter().cloned());
-    s.median = stats::median(&s.values);
-    s.mean = stats::mean(&s.values);
-    s.stdev = stats::stdev(&s.values);
-    s.ci = stats::bootstrap_ci(&s.values, CONFIDENCE, RESAMPLES, stats::median);
-    if s.values.len() >= 3 && s.median > 0.0 && (s.ci.1 - s.ci.0) / s.median > WIDE_SPREAD {
-        s.warnings.push(format!(
-            "wide spread: the 95 % interval spans {:.0} % of the median; run more repetitions or on a quieter machine",
-            (s.ci.1 - s.ci.0) / s.median * 100.0
-        ));
-    }
-    s.secondary = sec
-        .into_iter()
-        .map(|(k, v)| (k, stats::median(&v)))
-        .collect();
-    s
-}
-
-/// Adds one repetition's replay counts to its cell's.
-fn add_replay(s: &mut CellSummary, rp: &hxlab_core::har::ReplayOutcome) {
-    let sum = s.replay.get_or_insert_with(Default::default);
-    sum.tally.add(&rp.tally);
-    if sum.first_miss.is_none() {
-        sum.first_miss.clone_from(&rp.first_miss);
-    }
-    s.replay_missed_runs += usize::from(rp.tally.misses > 0);
-}
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A figure in a table: median with its interval, flagged when it should not be trusted.
 #[derive(Clone, Debug, PartialEq)]
@@ -376,28 +63,7 @@ pub struct Report {
     /// Warnings, one line each, naming the cell.
     pub warnings: Vec<String>,
     /// This run against an earlier one, when a baseline was given.
-    pub before_after: Option<crate::baseline::BeforeAfter>,
-}
-
-/// Formats a number with three significant digits (no exponent for ordinary magnitudes).
-pub fn fmt_num(x: f64) -> String {
-    if !x.is_finite() {
-        return "—".into();
-    }
-    let a = x.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 1000.0 {
-        format!("{:.0}", x)
-    } else if a >= 100.0 {
-        format!("{:.1}", x)
-    } else if a >= 10.0 {
-        format!("{:.2}", x)
-    } else if a >= 0.01 {
-        format!("{:.3}", x)
-    } else {
-        format!("{:.2e}", x)
-    }
+    pub before_after: Option<BeforeAfter>,
 }
 
 impl Report {
@@ -813,9 +479,189 @@ fn published_row(
     }
 }
 
+impl Report {
+    /// The baseline protocol: the experiment's, or the first listed.
+    pub fn baseline_protocol(&self) -> Option<String> {
+        self.meta
+            .baseline
+            .clone()
+            .or_else(|| self.levels_of("protocol").first().cloned())
+    }
+
+    /// Factors tied to the protocol (each protocol has its own single value, as when
+    /// [[matrix]] gives HTTP/1.1 10 connections and HTTP/2 one with 100 streams): part of
+    /// what is compared, not conditions to hold equal.
+    pub(crate) fn tied_factors(&self) -> Vec<String> {
+        let mut tied = Vec::new();
+        for f in &self.meta.factors {
+            if f.name == "protocol" {
+                continue;
+            }
+            let mut per_proto: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for c in &self.cells {
+                if let (Some(p), Some(v)) = (c.factors.get("protocol"), c.factors.get(&f.name)) {
+                    let l = per_proto.entry(p).or_default();
+                    if !l.contains(&v.as_str()) {
+                        l.push(v);
+                    }
+                }
+            }
+            let single = per_proto.values().all(|l| l.len() == 1);
+            let differ = per_proto
+                .values()
+                .map(|l| l[0])
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1;
+            if single && differ {
+                tied.push(f.name.clone());
+            }
+        }
+        tied
+    }
+
+    /// The pairs compared: every protocol against the baseline, then each protocol against
+    /// the one listed before it when neither is the baseline.
+    pub(crate) fn comparison_pairs(&self) -> Vec<(String, String)> {
+        let protocols = self.levels_of("protocol");
+        let Some(baseline) = self.baseline_protocol() else {
+            return Vec::new();
+        };
+        let mut pairs: Vec<(String, String)> = protocols
+            .iter()
+            .filter(|p| **p != baseline)
+            .map(|p| (p.clone(), baseline.clone()))
+            .collect();
+        for w in protocols.windows(2) {
+            let (prev, p) = (&w[0], &w[1]);
+            if *p != baseline && *prev != baseline {
+                pairs.push((p.clone(), prev.clone()));
+            }
+        }
+        pairs
+    }
+
+    /// The comparisons of the primary metric (kept in [`Report::comparisons`]).
+    pub(crate) fn build_comparisons(&self) -> Vec<Comparison> {
+        self.comparisons_by(self.metric, &|c: &CellSummary| c.values.clone())
+    }
+
+    /// The same comparisons on another figure of the same runs, e.g. the load event of a
+    /// browser experiment whose primary metric is LCP. Repetitions that did not record it
+    /// are left out; a pair whose cells recorded none is not compared.
+    pub fn comparisons_of(&self, metric: Metric) -> Vec<Comparison> {
+        if metric == self.metric {
+            return self.comparisons.clone();
+        }
+        self.comparisons_by(metric, &|c: &CellSummary| {
+            c.clean
+                .iter()
+                .filter_map(|&i| self.records.get(i)?.result.as_ref())
+                .map(|res| metric.of(res))
+                .filter(|v| v.is_finite())
+                .collect()
+        })
+    }
+
+    /// Every pair under every condition, each cell's values taken by `values`.
+    fn comparisons_by(
+        &self,
+        metric: Metric,
+        values: &dyn Fn(&CellSummary) -> Vec<f64>,
+    ) -> Vec<Comparison> {
+        let tied = self.tied_factors();
+        let mut out = Vec::new();
+        for (p, reference) in self.comparison_pairs() {
+            for base in self
+                .cells
+                .iter()
+                .filter(|c| c.factors.get("protocol") == Some(&reference))
+            {
+                if let Some(c) = self.compare_cells(&p, base, &tied, metric, values) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+
+    /// `protocol`'s cell under `base`'s conditions compared with `base`.
+    fn compare_cells(
+        &self,
+        protocol: &str,
+        base: &CellSummary,
+        tied: &[String],
+        metric: Metric,
+        values: &dyn Fn(&CellSummary) -> Vec<f64>,
+    ) -> Option<Comparison> {
+        let reference = base.factors.get("protocol")?;
+        let other = self.cells.iter().find(|c| {
+            c.factors.get("protocol").map(String::as_str) == Some(protocol)
+                && base
+                    .factors
+                    .iter()
+                    .filter(|(k, _)| *k != "protocol" && !tied.contains(k))
+                    .all(|(k, v)| c.factors.get(k) == Some(v))
+        })?;
+        let conditions: Vec<(String, String)> = self
+            .meta
+            .factors
+            .iter()
+            .filter(|f| f.levels.len() > 1 && f.name != "protocol" && !tied.contains(&f.name))
+            .filter_map(|f| {
+                base.factors
+                    .get(&f.name)
+                    .map(|v| (f.name.clone(), v.clone()))
+            })
+            .collect();
+        let (other_values, base_values) = (values(other), values(base));
+        let (ratio, ci, shift, p_value) = compare_values(metric, &other_values, &base_values)?;
+        Some(Comparison {
+            condition: conditions
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            conditions,
+            protocol: protocol.to_string(),
+            baseline: reference.clone(),
+            ratio,
+            ci,
+            shift,
+            p_value,
+            n: (other_values.len(), base_values.len()),
+            metric,
+            cells: (other.key.clone(), base.key.clone()),
+        })
+    }
+}
+
+impl Report {
+    /// This run against an earlier one (`hxlab report --baseline`), its cells matched by
+    /// their factor values. Refuses runs of different metrics (a throughput run is not a
+    /// page-load run).
+    pub fn against(&self, before: &Report, baseline: &str) -> Result<BeforeAfter, String> {
+        if self.metric != before.metric {
+            return Err(format!(
+                "{baseline} measures {} and this run {}: nothing to compare",
+                before.metric.label(),
+                self.metric.label()
+            ));
+        }
+        Ok(BeforeAfter::build(
+            self.metric,
+            &self.cells,
+            &before.cells,
+            baseline,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comparisons::mann_whitney_p;
+    use crate::figures::fmt_num;
     use crate::model::{FactorLevels, PublishedRow, PublishedTable, Workload};
     use hxlab_core::RunResult;
 

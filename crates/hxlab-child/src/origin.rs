@@ -1,5 +1,6 @@
 //! The origin a lab run or `hxlab page` measures against: one `hxlab serve` started as a
-//! child, known by its [`ReadyFile`], and the synthetic page both of them load.
+//! child and known by its [`ReadyFile`], and how a browser or client behind a link reaches
+//! this side's addresses.
 
 use crate::child::{tail, DieWithParent};
 use hxlab_contract::ReadyFile;
@@ -136,43 +137,6 @@ impl Drop for Origin {
     }
 }
 
-/// The synthetic page: `n` async scripts of `size` bytes from `/bytes/SIZE?delay=MS`, so
-/// each sub-resource waits `delay` at the origin and the browser reads every body to the end
-/// (it abandons `<img>` bodies that do not decode, which would cut the transfer short).
-pub fn synthetic_page_html(n: u64, size: u64, delay: Duration) -> String {
-    synthetic_page_html_with(n, size, delay, None, None)
-}
-
-/// The synthetic page with both options: a second origin for the odd resources, and a
-/// cache lifetime for every resource.
-pub fn synthetic_page_html_with(
-    n: u64,
-    size: u64,
-    delay: Duration,
-    second_origin: Option<&str>,
-    max_age_s: Option<u64>,
-) -> String {
-    let ms = delay.as_secs_f64() * 1000.0;
-    let cache = max_age_s
-        .map(|s| format!("&amp;max_age={s}"))
-        .unwrap_or_default();
-    let mut html = format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hxlab synthetic page</title></head><body>\n\
-         <h1>hxlab synthetic page</h1>\n<p>{n} resources of {size} bytes, each delayed {ms} ms at the origin</p>\n"
-    );
-    for i in 0..n {
-        let base = match second_origin {
-            Some(o) if i % 2 == 1 => o,
-            _ => "",
-        };
-        html.push_str(&format!(
-            "<script async src=\"{base}/bytes/{size}?delay={ms}{cache}&amp;r={i}\"></script>\n"
-        ));
-    }
-    html.push_str("</body></html>\n");
-    html
-}
-
 /// A URL for 127.0.0.1/localhost rewritten to `host`: inside a link's namespace, loopback is
 /// the namespace's own, and this side is reached at the link's host address.
 pub fn loopback_to(url: &str, host: &str) -> String {
@@ -193,7 +157,7 @@ pub fn loopback_to(url: &str, host: &str) -> String {
     url.to_string()
 }
 
-/// True for a URL on 127.0.0.1, localhost or [::1] (one [`loopback_to`] would move).
+/// True for a URL on 127.0.0.1, localhost or `[::1]` (one [`loopback_to`] would move).
 pub fn is_loopback_url(url: &str) -> bool {
     loopback_to(url, "0.0.0.0") != url
 }
@@ -235,16 +199,6 @@ mod tests {
         assert_eq!(
             loopback_to("https://example.test/", "10.0.0.1"),
             "https://example.test/"
-        );
-    }
-
-    #[test]
-    fn the_synthetic_page_asks_for_every_resource_with_its_delay() {
-        let html = synthetic_page_html(3, 100, Duration::from_millis(20));
-        assert_eq!(html.matches("<script async").count(), 3);
-        assert!(
-            html.contains("src=\"/bytes/100?delay=20&amp;r=2\""),
-            "{html}"
         );
     }
 }

@@ -193,7 +193,7 @@ fn url_origin(o: &UrlOriginInput) -> Result<OriginDef, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::parse;
+    use crate::experiment::parse;
 
     /// What a run depends on, for comparing two experiments (titles aside).
     fn shape(e: &Experiment) -> String {

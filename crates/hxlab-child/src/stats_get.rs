@@ -1,6 +1,7 @@
-//! `GET` a small JSON document from an `hxlab serve`'s plain port (`/stats` as the typed
-//! [`StatsSnapshot`](hxlab_contract::StatsSnapshot), `/replay-stats`): one blocking HTTP/1.1
-//! request, bounded in time and size.
+//! `GET` a small JSON document from an `hxlab serve`'s plain port, read into its contract
+//! type (`/stats` as [`StatsSnapshot`](hxlab_contract::StatsSnapshot), `/replay-stats` as
+//! [`ReplayCounts`](hxlab_contract::ReplayCounts)): one blocking HTTP/1.1 request, bounded
+//! in time and size.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -12,9 +13,21 @@ pub fn get_stats(addr: SocketAddr) -> Option<hxlab_contract::StatsSnapshot> {
     hxlab_contract::StatsSnapshot::from_json(&get_body(addr, "/stats")?).ok()
 }
 
-/// `GET path` on a server's plain port, its body as JSON (1 MiB at most, 2 s per step).
-pub fn get_json(addr: SocketAddr, path: &str) -> Option<serde_json::Value> {
-    serde_json::from_str(&get_body(addr, path)?).ok()
+/// `GET /replay-stats` on a replaying server's plain port, parsed into the contract's type;
+/// `reset` zeroes the counts and rewinds every recorded sequence after reading them. The
+/// error is one line: the server could not be reached or its body is no `/replay-stats`.
+pub fn get_replay_counts(
+    addr: SocketAddr,
+    reset: bool,
+) -> Result<hxlab_contract::ReplayCounts, String> {
+    let path = if reset {
+        "/replay-stats?reset=1"
+    } else {
+        "/replay-stats"
+    };
+    get_body(addr, path)
+        .and_then(|body| hxlab_contract::ReplayCounts::from_json(&body).ok())
+        .ok_or_else(|| format!("could not read {path} from the replay server at {addr}"))
 }
 
 /// `GET path` on a server's plain port, its body (de-chunked, trimmed; 1 MiB at most, 2 s

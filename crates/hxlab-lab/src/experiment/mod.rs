@@ -233,52 +233,36 @@ pub struct CellConfig {
 }
 
 impl CellConfig {
-    /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
-    pub fn needs_link(&self) -> bool {
-        self.profile.is_some()
-            || self.loss.is_some()
-            || self.rtt.is_some()
-            || self.down.is_some()
-            || self.up.is_some()
-            || self.jitter.is_some()
-            || self.queue.is_some()
+    /// The cell's link factors as the link's settings: its RTT is a round trip, half each
+    /// way, as a profile's is.
+    fn link_settings(&self) -> hxlab_link::LinkSettings {
+        use hxlab_link::{Bottleneck, Delay, LinkSettings};
+        LinkSettings {
+            profile: self.profile.clone(),
+            delay: self.rtt.map(Delay::RoundTrip),
+            jitter: self.jitter,
+            loss: self.loss.clone(),
+            down: self.down.clone().map(Bottleneck::Rate),
+            up: self.up.clone().map(Bottleneck::Rate),
+            queue: self.queue.clone(),
+            aqm: None,
+        }
     }
 
-    /// The cell's network as a typed link configuration (None for loopback), checked by
-    /// [`hxlab_link::LinkConfig::validate`] as `hxlab link` checks its flags. The seed is
+    /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
+    pub fn needs_link(&self) -> bool {
+        !self.link_settings().is_empty()
+    }
+
+    /// The cell's network as a typed link configuration (None for loopback), built by
+    /// [`hxlab_link::LinkSettings::build`] as `hxlab link` builds its flags'. The seed is
     /// left at 0: the runner draws it per group.
     pub fn link_config(&self) -> Result<Option<hxlab_link::LinkConfig>, String> {
-        use hxlab_link::{config as lc, LinkConfig, Server};
-        if !self.needs_link() {
+        let settings = self.link_settings();
+        if settings.is_empty() {
             return Ok(None);
         }
-        let mut cfg = match &self.profile {
-            Some(p) => LinkConfig::from_profile(p).map_err(|e| e.to_string())?,
-            None => LinkConfig::default(),
-        };
-        if let Some(rtt) = self.rtt {
-            cfg = cfg.with_delay(rtt / 2);
-        }
-        if let Some(j) = self.jitter {
-            (cfg.down.jitter, cfg.up.jitter) = (j, j);
-        }
-        if let Some(l) = &self.loss {
-            let loss = lc::parse_loss(l).map_err(|e| e.to_string())?;
-            (cfg.down.loss, cfg.up.loss) = (loss, loss);
-        }
-        if let Some(r) = &self.down {
-            cfg.down.server =
-                Server::Rate(lc::parse_link_rate("down", r).map_err(|e| e.to_string())?);
-        }
-        if let Some(r) = &self.up {
-            cfg.up.server = Server::Rate(lc::parse_link_rate("up", r).map_err(|e| e.to_string())?);
-        }
-        if let Some(q) = &self.queue {
-            let q = lc::parse_queue(q).map_err(|e| e.to_string())?;
-            (cfg.down.queue, cfg.up.queue) = (q, q);
-        }
-        cfg.validate().map_err(|e| e.to_string())?;
-        Ok(Some(cfg))
+        settings.build().map(Some).map_err(|e| e.to_string())
     }
 }
 
@@ -337,7 +321,7 @@ pub struct Experiment {
 pub enum PageSource {
     /// A HAR archive, replayed by `hxlab page --replay` (its own `hxlab serve --replay`),
     /// with where its replay starts, read with it once.
-    Har(std::path::PathBuf, hxlab_page::replay::RecordedStart),
+    Har(std::path::PathBuf, hxlab_core::har::RecordedStart),
     /// A URL, loaded as it is.
     Url(String),
 }

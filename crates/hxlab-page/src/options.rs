@@ -1,0 +1,115 @@
+//! [`PageOptions`]: what to load and how, as the page's session, its origin and its runs
+//! read it (from a checked [`hxlab_contract::PageJob`]).
+
+use hxlab_browser::Proto;
+use hxlab_link::LinkConfig;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The synthetic page (the contract type `hxlab page --config` carries).
+pub use hxlab_contract::Synthetic;
+
+/// What to load and how.
+#[derive(Clone, Debug)]
+pub struct PageOptions {
+    /// The page's URL (None with `synthetic`).
+    pub url: Option<String>,
+    /// A synthetic page served by an origin started here.
+    pub synthetic: Option<Synthetic>,
+    /// The protocol to force.
+    pub proto: Proto,
+    /// The link to run the browser behind (checked with [`LinkConfig::validate`]).
+    pub link: Option<LinkConfig>,
+    /// Ask the synthetic origin to push the sub-resources.
+    pub push: bool,
+    /// Ask the synthetic origin for 103 Early Hints.
+    pub early_hints: bool,
+    /// Server keys to trust (URL mode).
+    pub spki: Vec<String>,
+    /// Accept any certificate (URL mode, `-k`).
+    pub insecure: bool,
+    /// Chromium binary.
+    pub chromium: PathBuf,
+    /// Limit per run.
+    pub timeout: Duration,
+    /// Keep each run's HAR.
+    pub collect_har: bool,
+    /// Put the response bodies into the HAR (`--record`).
+    pub collect_bodies: bool,
+    /// Serve the page from this HAR archive (`--replay`), every recorded host mapped to it.
+    pub replay: Option<PathBuf>,
+    /// The `hxlab` binary that serves the synthetic page.
+    pub hxlab_bin: PathBuf,
+    /// CPU slowdown factor for the page (1: none).
+    pub cpu_slowdown: f64,
+    /// Load the page a second time in the same browser after each first view.
+    pub repeat_view: bool,
+    /// Congestion controller of the origin hxlab starts (synthetic page or replay), on TCP
+    /// and QUIC alike (`hxlab serve --cc`); None: each stack's own default (the kernel's on
+    /// TCP, Cubic on QUIC), which compares different controllers across protocols.
+    pub server_cc: Option<hxlab_core::cc::CongestionControl>,
+}
+
+impl PageOptions {
+    /// The options of one checked [`hxlab_contract::PageJob`], the page served by
+    /// `hxlab_bin`'s `serve` when it is synthetic or replayed.
+    pub fn from_job(job: &hxlab_contract::PageJob, hxlab_bin: PathBuf) -> PageOptions {
+        PageOptions {
+            url: job.url.clone(),
+            synthetic: job.synthetic.clone(),
+            proto: job.proto,
+            link: job.link.clone(),
+            push: job.push,
+            early_hints: job.early_hints,
+            spki: job.spki.clone(),
+            insecure: job.insecure,
+            chromium: job.chromium.clone(),
+            timeout: job.timeout,
+            collect_har: job.har_dir.is_some(),
+            collect_bodies: job.record.is_some(),
+            replay: job.replay.clone(),
+            hxlab_bin,
+            cpu_slowdown: job.cpu_slowdown,
+            repeat_view: job.repeat_view,
+            server_cc: job.server_cc,
+        }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_synthetic_specs() {
+        let s = Synthetic::parse("n=3,size=10KiB,delay=5ms").unwrap();
+        assert_eq!(
+            s,
+            Synthetic {
+                n: 3,
+                size: 10240,
+                delay: Duration::from_millis(5),
+                origins: 1,
+                cache: None,
+            }
+        );
+        assert_eq!(Synthetic::parse("").unwrap().n, 30);
+        assert_eq!(Synthetic::parse("origins=2").unwrap().origins, 2);
+        assert_eq!(
+            Synthetic::parse("cache=1h").unwrap().cache,
+            Some(Duration::from_secs(3600))
+        );
+        for bad in [
+            "origins=3",
+            "n=x",
+            "n=5000",
+            "size=1Q",
+            "color=red",
+            "n",
+            "delay=2min",
+            "cache=0s",
+            "cache=x",
+        ] {
+            assert!(Synthetic::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! What `hxlab page` tells a person while it runs: the head of the table, one row per run
+//! (and per repeat view) with its replay counts and why it was left out, and the summary
+//! after the runs. The caller chooses where the text goes (stdout, or stderr when the JSON
+//! owns stdout).
+
+use crate::page::PageSession;
+use hxlab_contract::{PageJob, ReplayCounts};
+use hxlab_core::page::{PageRun, PageSummary, PageTotals};
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// The lines before the runs: what is loaded, behind what, and the table's head.
+pub fn header(text: &mut dyn Write, job: &PageJob, session: &PageSession) -> std::io::Result<()> {
+    writeln!(
+        text,
+        "hxlab page: {} over {}, {} run(s)",
+        session.url, job.proto, job.runs
+    )?;
+    if let Some(l) = &session.link {
+        let what = match job.link.as_ref().and_then(|l| l.profile.as_deref()) {
+            Some(p) => format!("profile {p}"),
+            None => "the link options".to_string(),
+        };
+        writeln!(
+            text,
+            "the browser runs behind an emulated link ({what}) at {}, the origin at {}",
+            l.client_addr(),
+            l.host_addr()
+        )?;
+    }
+    if job.repeat_view {
+        writeln!(
+            text,
+            "run Nr is run N's repeat view: the same browser, its cache and connections kept"
+        )?;
+    }
+    writeln!(
+        text,
+        "{:>4}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "run", "protocols", "loaded", "conns", "bytes", "TTFB", "DCL", "load", "FCP", "LCP", "SI"
+    )
+}
+
+/// The rows of one measured run `i`: its figures, its replay counts, and its repeat view.
+pub fn run_rows(
+    text: &mut dyn Write,
+    i: u32,
+    run: &PageRun,
+    replay: Option<&ReplayCounts>,
+) -> std::io::Result<()> {
+    writeln!(text, "{}", run_row(&i.to_string(), run))?;
+    if let Some(c) = replay {
+        writeln!(text, "     replay: {}", replay_line(c))?;
+    }
+    if let Some(flag) = &run.flag {
+        writeln!(text, "     ^ left out: {flag}")?;
+    }
+    if let Some(rv) = &run.repeat_view {
+        writeln!(text, "{}", run_row(&format!("{i}r"), rv))?;
+        if let Some(flag) = &rv.flag {
+            writeln!(text, "     ^ repeat view left out: {flag}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The summary after the runs: medians with intervals, push and early hints, left-out runs,
+/// and the origin's congestion control as read back from its connections (`server_cc`).
+pub fn footer(
+    text: &mut dyn Write,
+    job: &PageJob,
+    rep: &PageTotals,
+    server_cc: Option<&BTreeMap<String, u64>>,
+) -> std::io::Result<()> {
+    let summary = &rep.summary;
+    let views = [
+        (
+            if job.repeat_view { " (first view)" } else { "" },
+            Some(summary),
+        ),
+        (" (repeat view)", rep.repeat_summary.as_ref()),
+    ];
+    for (view, s) in views {
+        let Some(s) = s else { continue };
+        writeln!(text)?;
+        writeln!(
+            text,
+            "{}, {}{view}: {} of {} run(s) counted; median [95% CI]",
+            rep.browser, job.proto, s.valid_runs, s.runs
+        )?;
+        summary_lines(text, s)?;
+    }
+    if let Some(note) = &rep.push_note {
+        writeln!(text, "  push: {note}")?;
+    }
+    if job.early_hints {
+        writeln!(
+            text,
+            "  early hints: the browser received 103 in {} of {} run(s); {} resource(s) were served from the preloads it started on them",
+            rep.early_hints_runs, rep.finished_runs, rep.preloads_used
+        )?;
+    }
+    for l in &summary.left_out {
+        writeln!(text, "  left out: {l}")?;
+    }
+    for l in rep.repeat_summary.iter().flat_map(|s| &s.left_out) {
+        writeln!(text, "  repeat view left out: {l}")?;
+    }
+    if let Some(cc) = server_cc {
+        let counts = hxlab_core::cc::counts_text(cc);
+        writeln!(
+            text,
+            "  origin's congestion control, read back from its connections: {counts}"
+        )?;
+    }
+    Ok(())
+}
+
+/// One line per metric: median and interval.
+fn summary_lines(text: &mut dyn Write, s: &PageSummary) -> std::io::Result<()> {
+    for (key, label, unit) in [
+        ("ttfb_ms", "TTFB", "ms"),
+        ("dom_content_loaded_ms", "DOMContentLoaded", "ms"),
+        ("load_ms", "load", "ms"),
+        ("fcp_ms", "first contentful paint", "ms"),
+        ("lcp_ms", "largest contentful paint", "ms"),
+        ("speed_index_ms", "Speed Index", "ms"),
+        ("visually_complete_ms", "visually complete", "ms"),
+        ("connections", "connections", ""),
+        ("bytes", "bytes", "B"),
+        ("resources_loaded", "resources loaded", ""),
+    ] {
+        if let Some(m) = s.metrics.get(key) {
+            writeln!(
+                text,
+                "  {label:<24} {:>10.1} {unit:<2} [{:.1}, {:.1}]",
+                m.median, m.ci95_low, m.ci95_high
+            )?;
+        }
+    }
+    if let Some(m) = s.metrics.get("cls") {
+        writeln!(
+            text,
+            "  {:<24} {:>10.4}    [{:.4}, {:.4}]",
+            "cumulative layout shift", m.median, m.ci95_low, m.ci95_high
+        )?;
+    }
+    Ok(())
+}
+
+/// One run's replay counts in a line: hits, near misses, misses.
+fn replay_line(c: &ReplayCounts) -> String {
+    let t = &c.tally;
+    let mut line = format!(
+        "{} from the archive, {} near miss(es), {} miss(es)",
+        t.hits, t.near_misses, t.misses
+    );
+    if t.browser_own > 0 {
+        line.push_str(&format!(
+            " ({} request(s) the browser made on its own, e.g. /favicon.ico, not in the recording: answered 404, not counted as misses)",
+            t.browser_own
+        ));
+    }
+    for u in c.miss_urls.iter().take(5) {
+        line.push_str(&format!("\n       missed: {u}"));
+    }
+    line
+}
+
+/// Milliseconds with one decimal; `-` for a time the browser did not report (negative).
+fn ms(v: f64) -> String {
+    if v >= 0.0 {
+        format!("{v:.1}")
+    } else {
+        "-".into()
+    }
+}
+
+/// A run's row of the table, labelled `i` (`3`, or `3r` for its repeat view).
+fn run_row(i: &str, r: &PageRun) -> String {
+    let protocols: Vec<String> = r
+        .protocols
+        .iter()
+        .map(|(p, n)| format!("{n}×{}", if p.is_empty() { "?" } else { p }))
+        .collect();
+    format!(
+        "{i:>4}  {:<16} {:>9} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        protocols.join(","),
+        format!("{}/{}", r.resources_loaded, r.resources.len()),
+        r.connections,
+        hxlab_core::units::format_bytes(r.bytes),
+        ms(r.ttfb_ms),
+        ms(r.dom_content_loaded_ms),
+        ms(r.load_ms),
+        r.fcp_ms.map(ms).unwrap_or_else(|| "-".into()),
+        r.lcp_ms.map(ms).unwrap_or_else(|| "-".into()),
+        r.speed_index_ms.map(ms).unwrap_or_else(|| "-".into()),
+    )
+}

@@ -1,0 +1,406 @@
+//! An HTTP/3 control stream read after its stream type (RFC 9114 §6.2.1, §7.2), with the
+//! rules for what may come on it: SETTINGS first and once, no request frames, no HTTP/2
+//! frame types, no reserved HTTP/2 settings, no setting twice, GOAWAY ids that never go up.
+//! The load client reads the server's control stream and the origin reads the client's
+//! through the same [`ControlReader`], so both close the connection for the same frames with
+//! the same code and reason. Fed any split of the bytes; unknown and reserved frames are
+//! skipped as they arrive, never buffered.
+
+use super::{code, frame, FrameHeadReader};
+use crate::varint;
+
+/// Largest control frame buffered (SETTINGS, GOAWAY, CANCEL_PUSH, MAX_PUSH_ID are a few
+/// bytes); a larger one is refused from its head.
+pub const MAX_CONTROL_FRAME: u64 = 16 << 10;
+
+/// Settings one SETTINGS frame may carry: past this it counts as repeating one, so a
+/// hostile frame cannot make the duplicate check quadratic.
+const MAX_SETTINGS: usize = 256;
+
+/// Which end sent the control stream: what it may say differs (RFC 9114 §7.2.6, §7.2.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sender {
+    /// A client: it may send MAX_PUSH_ID, and its GOAWAY names a push id.
+    Client,
+    /// A server: its GOAWAY names a client-initiated bidirectional (request) stream.
+    Server,
+}
+
+/// A rule the control stream broke: the connection closes with `code`, and `reason` says
+/// which (the origin sends it as the close reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlError {
+    /// The HTTP/3 error code (RFC 9114 §8.1).
+    pub code: u64,
+    /// One line.
+    pub reason: &'static str,
+}
+
+const fn err(code: u64, reason: &'static str) -> ControlError {
+    ControlError { code, reason }
+}
+
+impl std::fmt::Display for ControlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.reason)
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+const MALFORMED_SETTINGS: ControlError = err(code::H3_FRAME_ERROR, "malformed SETTINGS");
+
+/// The (identifier, value) pairs of a SETTINGS payload in order; a pair cut short ends it
+/// with an error.
+pub fn settings(mut payload: &[u8]) -> impl Iterator<Item = Result<(u64, u64), ControlError>> + '_ {
+    std::iter::from_fn(move || {
+        if payload.is_empty() {
+            return None;
+        }
+        let pair = varint::read(payload).and_then(|(id, a)| {
+            let (v, b) = varint::read(&payload[a..])?;
+            Some((id, v, a + b))
+        });
+        Some(match pair {
+            Some((id, v, n)) => {
+                payload = &payload[n..];
+                Ok((id, v))
+            }
+            None => {
+                payload = &[];
+                Err(MALFORMED_SETTINGS)
+            }
+        })
+    })
+}
+
+/// Checks a SETTINGS payload: whole pairs, none of HTTP/2's reserved identifiers
+/// (RFC 9114 §7.2.4.1, §11.2.2), no identifier twice.
+fn check_settings(payload: &[u8]) -> Result<(), ControlError> {
+    let mut ids: Vec<u64> = Vec::new();
+    for pair in settings(payload) {
+        let (id, _) = pair?;
+        if matches!(id, 0x00 | 0x02..=0x05) {
+            return Err(err(code::H3_SETTINGS_ERROR, "HTTP/2 setting in SETTINGS"));
+        }
+        if ids.contains(&id) || ids.len() >= MAX_SETTINGS {
+            return Err(err(code::H3_SETTINGS_ERROR, "repeated setting"));
+        }
+        ids.push(id);
+    }
+    Ok(())
+}
+
+/// One control stream after its type byte, without I/O: feed it the stream's bytes as they
+/// come ([`ControlReader::feed`]).
+#[derive(Debug)]
+pub struct ControlReader {
+    sender: Sender,
+    head: FrameHeadReader,
+    /// The frame being read; `None` for one that is skipped, not buffered.
+    kind: Option<u64>,
+    left: u64,
+    in_frame: bool,
+    buf: Vec<u8>,
+    settings: bool,
+    goaway: Option<u64>,
+}
+
+impl ControlReader {
+    /// A reader of `sender`'s control stream, at its first frame.
+    pub fn new(sender: Sender) -> ControlReader {
+        ControlReader {
+            sender,
+            head: FrameHeadReader::default(),
+            kind: None,
+            left: 0,
+            in_frame: false,
+            buf: Vec::new(),
+            settings: false,
+            goaway: None,
+        }
+    }
+
+    /// Whether the SETTINGS frame has arrived whole.
+    pub fn settings_seen(&self) -> bool {
+        self.settings
+    }
+
+    /// The lowest id of the GOAWAY frames so far (a stream id from a server, a push id
+    /// from a client).
+    pub fn goaway(&self) -> Option<u64> {
+        self.goaway
+    }
+
+    /// Bytes held for the frame being read (at most [`MAX_CONTROL_FRAME`]).
+    pub fn buffered(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Reads the next bytes of the stream; the first rule broken is the error, after which
+    /// the reader is not fed again (the connection closes).
+    pub fn feed(&mut self, mut input: &[u8]) -> Result<(), ControlError> {
+        while !input.is_empty() {
+            if !self.in_frame {
+                let (head, used) = self.head.feed(input);
+                input = &input[used..];
+                let Some((kind, len)) = head else { continue };
+                self.start(kind, len)?;
+                if len == 0 {
+                    self.frame_done()?;
+                }
+                continue;
+            }
+            let n = (input.len() as u64).min(self.left) as usize;
+            if self.kind.is_some() {
+                self.buf.extend_from_slice(&input[..n]);
+            }
+            input = &input[n..];
+            self.left -= n as u64;
+            if self.left == 0 {
+                self.frame_done()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, kind: u64, len: u64) -> Result<(), ControlError> {
+        if !self.settings && kind != frame::SETTINGS {
+            return Err(err(
+                code::H3_MISSING_SETTINGS,
+                "control stream without SETTINGS first",
+            ));
+        }
+        let keep = match kind {
+            frame::SETTINGS if self.settings => {
+                return Err(err(code::H3_FRAME_UNEXPECTED, "second SETTINGS"))
+            }
+            frame::DATA | frame::HEADERS | frame::PUSH_PROMISE => {
+                return Err(err(
+                    code::H3_FRAME_UNEXPECTED,
+                    "request frame on the control stream",
+                ))
+            }
+            frame::MAX_PUSH_ID if self.sender == Sender::Server => {
+                return Err(err(
+                    code::H3_FRAME_UNEXPECTED,
+                    "client-only frame on the control stream",
+                ))
+            }
+            0x02 | 0x06 | 0x08 | 0x09 => {
+                return Err(err(code::H3_FRAME_UNEXPECTED, "HTTP/2 frame type"))
+            }
+            frame::SETTINGS | frame::GOAWAY | frame::CANCEL_PUSH | frame::MAX_PUSH_ID => true,
+            _ => false,
+        };
+        if keep && len > MAX_CONTROL_FRAME {
+            return Err(err(code::H3_EXCESSIVE_LOAD, "control frame too large"));
+        }
+        self.kind = keep.then_some(kind);
+        self.left = len;
+        self.in_frame = true;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn frame_done(&mut self) -> Result<(), ControlError> {
+        self.in_frame = false;
+        let Some(kind) = self.kind else {
+            return Ok(());
+        };
+        if kind == frame::SETTINGS {
+            check_settings(&self.buf)?;
+            self.settings = true;
+            return Ok(());
+        }
+        // GOAWAY, CANCEL_PUSH and MAX_PUSH_ID carry exactly one varint.
+        let id = varint::read(&self.buf)
+            .filter(|(_, n)| *n == self.buf.len())
+            .map(|(id, _)| id)
+            .ok_or(err(code::H3_FRAME_ERROR, "malformed control frame"))?;
+        if kind == frame::GOAWAY {
+            if self.sender == Sender::Server && id % 4 != 0 {
+                return Err(err(
+                    code::H3_ID_ERROR,
+                    "GOAWAY names a stream that is not a request stream",
+                ));
+            }
+            if self.goaway.is_some_and(|g| id > g) {
+                return Err(err(code::H3_ID_ERROR, "GOAWAY id went up"));
+            }
+            self.goaway = Some(id);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h3::write_frame_head;
+
+    fn frame(kind: u64, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        write_frame_head(&mut v, kind, payload.len() as u64);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn settings_frame(pairs: &[(u64, u64)]) -> Vec<u8> {
+        let mut p = Vec::new();
+        for (id, v) in pairs {
+            varint::put(&mut p, *id);
+            varint::put(&mut p, *v);
+        }
+        frame(frame::SETTINGS, &p)
+    }
+
+    /// Whole, or in two pieces split anywhere, or a byte at a time: the same answer.
+    fn read(sender: Sender, bytes: &[u8]) -> Result<(bool, Option<u64>), ControlError> {
+        let whole = {
+            let mut r = ControlReader::new(sender);
+            r.feed(bytes).map(|()| (r.settings_seen(), r.goaway()))
+        };
+        for at in 0..=bytes.len() {
+            let mut r = ControlReader::new(sender);
+            let got = r
+                .feed(&bytes[..at])
+                .and_then(|()| r.feed(&bytes[at..]))
+                .map(|()| (r.settings_seen(), r.goaway()));
+            assert_eq!(got, whole, "split at {at}");
+        }
+        let mut r = ControlReader::new(sender);
+        let bytewise = bytes
+            .iter()
+            .try_for_each(|b| r.feed(std::slice::from_ref(b)))
+            .map(|()| (r.settings_seen(), r.goaway()));
+        assert_eq!(bytewise, whole, "a byte at a time");
+        whole
+    }
+
+    #[test]
+    fn settings_unknown_frames_and_goaway_in_every_split() {
+        let mut bytes = settings_frame(&[(0x01, 0), (0x06, 1 << 20), (0x1f * 7 + 0x21, 9)]);
+        bytes.extend(frame(0x21, b"reserved frame"));
+        bytes.extend(frame(frame::GOAWAY, &[0x40, 100]));
+        bytes.extend(frame(frame::GOAWAY, &[8]));
+        assert_eq!(read(Sender::Server, &bytes), Ok((true, Some(8))));
+        let mut client = settings_frame(&[(0x06, 100)]);
+        client.extend(frame(frame::MAX_PUSH_ID, &[3]));
+        client.extend(frame(frame::CANCEL_PUSH, &[1]));
+        client.extend(frame(frame::GOAWAY, &[1]));
+        assert_eq!(read(Sender::Client, &client), Ok((true, Some(1))));
+    }
+
+    #[test]
+    fn violations_close_with_their_code_in_every_split() {
+        let s = settings_frame(&[(0x01, 0)]);
+        let cases: Vec<(Sender, Vec<u8>, u64)> = vec![
+            (
+                Sender::Server,
+                frame(frame::GOAWAY, &[0]),
+                code::H3_MISSING_SETTINGS,
+            ),
+            (
+                Sender::Client,
+                [s.clone(), s.clone()].concat(),
+                code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                Sender::Server,
+                settings_frame(&[(0x02, 1)]),
+                code::H3_SETTINGS_ERROR,
+            ),
+            (
+                Sender::Client,
+                settings_frame(&[(0x00, 1)]),
+                code::H3_SETTINGS_ERROR,
+            ),
+            (
+                Sender::Server,
+                settings_frame(&[(0x21, 1), (0x21, 2)]),
+                code::H3_SETTINGS_ERROR,
+            ),
+            (
+                Sender::Client,
+                frame(frame::SETTINGS, &[0x06]),
+                code::H3_FRAME_ERROR,
+            ),
+            (
+                Sender::Client,
+                [s.clone(), frame(frame::HEADERS, &[0, 0])].concat(),
+                code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                Sender::Server,
+                [s.clone(), frame(frame::DATA, &[])].concat(),
+                code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                Sender::Server,
+                [s.clone(), frame(frame::MAX_PUSH_ID, &[0])].concat(),
+                code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                Sender::Client,
+                [s.clone(), frame(0x06, &[0; 8])].concat(),
+                code::H3_FRAME_UNEXPECTED,
+            ),
+            (
+                Sender::Server,
+                [s.clone(), frame(frame::GOAWAY, &[1])].concat(),
+                code::H3_ID_ERROR,
+            ),
+            (
+                Sender::Client,
+                [
+                    s.clone(),
+                    frame(frame::GOAWAY, &[4]),
+                    frame(frame::GOAWAY, &[8]),
+                ]
+                .concat(),
+                code::H3_ID_ERROR,
+            ),
+            (
+                Sender::Client,
+                [s.clone(), frame(frame::GOAWAY, &[4, 4])].concat(),
+                code::H3_FRAME_ERROR,
+            ),
+            (
+                Sender::Server,
+                [s.clone(), frame(frame::CANCEL_PUSH, &[])].concat(),
+                code::H3_FRAME_ERROR,
+            ),
+        ];
+        for (sender, bytes, want) in cases {
+            let got = read(sender, &bytes).map_err(|e| e.code);
+            assert_eq!(got, Err(want), "{sender:?} {bytes:02x?}");
+        }
+        let many: Vec<(u64, u64)> = (0..=MAX_SETTINGS as u64).map(|i| (0x100 + i, 0)).collect();
+        assert_eq!(
+            read(Sender::Client, &settings_frame(&many)).map_err(|e| e.reason),
+            Err("repeated setting")
+        );
+    }
+
+    #[test]
+    fn large_frames_are_refused_or_skipped_from_their_head() {
+        let s = settings_frame(&[]);
+        let mut big = s.clone();
+        write_frame_head(&mut big, frame::GOAWAY, MAX_CONTROL_FRAME + 1);
+        assert_eq!(
+            read(Sender::Server, &big).map_err(|e| e.code),
+            Err(code::H3_EXCESSIVE_LOAD)
+        );
+        let mut skip = s;
+        write_frame_head(&mut skip, 0x21, 1 << 30);
+        let mut r = ControlReader::new(Sender::Client);
+        r.feed(&skip).unwrap();
+        r.feed(&[0u8; 8192]).unwrap();
+        assert!(r.buffered() < 8192, "unknown frames are not buffered");
+        assert_eq!(
+            settings(&[0x06, 0x44]).collect::<Vec<_>>(),
+            [Err(MALFORMED_SETTINGS)]
+        );
+    }
+}
