@@ -141,7 +141,7 @@ pub(crate) async fn client_loop(
                 // A new connection per request opens when the request is due (its latency
                 // includes the connection, as for a new visitor); a kept-alive one at once.
                 Next::Wait(t) if ctx.no_keepalive => {
-                    crate::precise::sleep_until(t).await;
+                    crate::precise_sleep::sleep_until(t).await;
                     continue;
                 }
                 Next::Wait(_) => {}

@@ -19,7 +19,7 @@
 //! each, to ~4 and ~17.
 //!
 //! [`drive`] is the one client loop every protocol runs: fill the connection from the plan
-//! (`ClientCtx::next`), write, wait for input, the next due time ([`crate::precise::Sleep`])
+//! (`ClientCtx::next`), write, wait for input, the next due time ([`crate::precise_sleep::Sleep`])
 //! or the request timeout, handle what woke it; one clock reading per turn, taken when the
 //! wake-up is handled (as h2load's libev loop time), so the requests a response frees are
 //! sent microseconds later in the same turn.
@@ -234,7 +234,7 @@ pub async fn drive<S: Session, T: SessionIo<S>>(
     let timeout = ctx.timeout;
     let mut now = Instant::now();
     let mut timer = std::pin::pin!(tokio::time::sleep_until((now + timeout).into()));
-    let mut due_timer = crate::precise::Sleep::until(now);
+    let mut due_timer = crate::precise_sleep::Sleep::until(now);
     let result: Outcome = loop {
         let (wait_until, plan_done) = fill(ctx, s, now);
         if let Err(f) = io.flush(s, ctx, now).await {

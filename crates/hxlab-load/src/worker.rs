@@ -37,7 +37,7 @@ struct Setup {
 struct WorkerSpec {
     clients: u64,
     requests: u64,
-    timetable: Option<crate::parts::Timetable>,
+    timetable: Option<crate::shard::Timetable>,
     progress: Arc<AtomicU64>,
 }
 
@@ -101,8 +101,8 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
     if cfg.prime {
         prime(&cfg, &target, &connector)?;
     }
-    let run_id = crate::parts::run_id(&cfg);
-    let started = crate::parts::wait_for_start(&cfg);
+    let run_id = crate::shard::run_id(&cfg);
+    let started = crate::shard::wait_for_start(&cfg);
     let started_unix_s = started.unix_s;
     let start = Instant::now();
     let measure_start = start + cfg.warm_up;
@@ -120,7 +120,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
 
     let mut handles = Vec::new();
     let mut progress = Vec::new();
-    for (w, share) in crate::parts::shares(&cfg).into_iter().enumerate() {
+    for (w, share) in crate::shard::shares(&cfg).into_iter().enumerate() {
         let counter = Arc::new(AtomicU64::new(0));
         progress.push(counter.clone());
         let spec = WorkerSpec {
@@ -185,7 +185,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
         let w = hxlab_core::interval::finish_series(&mut result.intervals, w, measured);
         result.interval_s = w.as_secs_f64();
     }
-    result.shards = vec![crate::parts::shard_info(&cfg, run_id, started)];
+    result.shards = vec![crate::shard::shard_info(&cfg, run_id, started)];
     Ok(result)
 }
 

@@ -84,7 +84,7 @@ struct LoadLine {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Sub::Render(r) => {
-            let text = render(&r, hxlab_load::parts::unix_now())?;
+            let text = render(&r, hxlab_load::shard::unix_now())?;
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
