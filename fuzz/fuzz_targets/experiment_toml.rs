@@ -1,4 +1,4 @@
-//! Experiment files (`hxlab lab run FILE.toml`): `hxlab_lab::spec::parse` — TOML, settings,
+//! Experiment files (`hxlab lab run FILE.toml`): `hxlab_lab::experiment::parse` — TOML, settings,
 //! factors, `[[matrix]]` blocks, `[origins.NAME]`, `[[published]]` tables, matrix expansion
 //! and the checks on the expanded cells — with no command-line overrides.
 //!
@@ -7,7 +7,7 @@
 //! the runner asks of it next works: `meta`, and each cell's typed `link_config`, which a
 //! cell that needs a link always has (the spec checked it).
 #![no_main]
-use hxlab_lab::spec::{parse, Overrides, MAX_RUNS};
+use hxlab_lab::experiment::{parse, Overrides, MAX_RUNS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
