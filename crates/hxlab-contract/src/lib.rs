@@ -10,7 +10,8 @@
 //! `hxlab load --jobs` one [`LoadJob`] per repetition and reads back a [`JobDone`].
 //! It also types what the children say back, the only way those outputs are written and
 //! read: `hxlab serve`'s [`ReadyFile`], its `/stats` ([`StatsSnapshot`]) and `/replay-stats`
-//! ([`ReplayCounts`]), and `hxlab page --json` ([`PageReport`]). The synthetic page, the
+//! ([`ReplayCounts`]), `hxlab page --json` ([`PageReport`]) and `hxlab probe --json`
+//! ([`ProbeReport`]). The synthetic page, the
 //! static one a [`Synthetic`] spec asks for and `hxlab serve`'s `/page`, has one writer:
 //! [`SyntheticHtml`].
 //! What it is not: no I/O beyond reading a config's or a ready file's text, no protocol
@@ -21,6 +22,7 @@ pub mod job;
 pub mod load;
 pub mod page;
 pub mod page_report;
+pub mod probe;
 pub mod ready;
 pub mod replay;
 pub mod serve;
@@ -34,6 +36,7 @@ pub use page_report::{
     EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, Recording, ReplaySource,
     SyntheticPage,
 };
+pub use probe::{ProbeOffer, ProbeReport};
 pub use ready::{ReadyError, ReadyFile};
 pub use replay::{NearMiss, NearMissRule, ReplayCounts};
 pub use serve::ServeConfig;

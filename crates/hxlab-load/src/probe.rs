@@ -32,6 +32,49 @@ pub struct Found {
     pub alt_svc: Option<String>,
 }
 
+impl Found {
+    /// What was found, one line each: every protocol offered (with its base) or not (and
+    /// why), then the Alt-Svc header (for the reports' notes and the terminal).
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self
+            .offers
+            .iter()
+            .map(|o| match &o.base {
+                Ok(base) => format!("{} offered by {} ({base})", o.proto.name(), self.authority),
+                Err(why) => format!(
+                    "{} not offered by {}: {why}",
+                    o.proto.name(),
+                    self.authority
+                ),
+            })
+            .collect();
+        if let Some(a) = &self.alt_svc {
+            notes.push(format!("Alt-Svc from {}: {a}", self.authority));
+        }
+        notes
+    }
+
+    /// The typed report of `hxlab probe --json` for the probe of `url`.
+    pub fn report(&self, url: &str) -> hxlab_contract::ProbeReport {
+        hxlab_contract::ProbeReport {
+            url: url.to_string(),
+            authority: self.authority.clone(),
+            path: self.path.clone(),
+            alt_svc: self.alt_svc.clone(),
+            protocols: self
+                .offers
+                .iter()
+                .map(|o| hxlab_contract::ProbeOffer {
+                    protocol: o.proto.name().to_string(),
+                    offered: o.base.is_ok(),
+                    base: o.base.as_ref().ok().cloned(),
+                    why_not: o.base.as_ref().err().cloned(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Trust for the probe and the runs after it.
 #[derive(Clone, Debug, Default)]
 pub struct Trust {

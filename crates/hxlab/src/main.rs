@@ -40,6 +40,8 @@ enum Command {
     Page(cmd::page::Args),
     /// Frame-level view of one connection (h1, h2, h3).
     Trace(cmd::trace::Args),
+    /// Which protocols a host offers: ALPN (h1, h2), Alt-Svc and QUIC (h3), h2c.
+    Probe(cmd::probe::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Diff(a) => cmd::diff::run(a),
         Command::K8s(a) => cmd::k8s::run(a),
         Command::Page(a) => cmd::page::run(a),
+        Command::Probe(a) => cmd::probe::run(a),
         Command::Trace(a) => cmd::trace::run(a),
     };
     match outcome {

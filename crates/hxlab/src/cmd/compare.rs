@@ -176,29 +176,6 @@ pub fn url_experiments(found: &Found, trust: &Trust) -> Vec<(&'static str, Descr
     vec![("resources", resources), ("throughput", throughput)]
 }
 
-/// What the probe found, as notes for the reports and lines for the terminal.
-fn probe_notes(found: &Found) -> Vec<String> {
-    let mut notes = Vec::new();
-    for o in &found.offers {
-        match &o.base {
-            Ok(base) => notes.push(format!(
-                "{} offered by {} ({base})",
-                o.proto.name(),
-                found.authority
-            )),
-            Err(why) => notes.push(format!(
-                "{} not offered by {}: {why}",
-                o.proto.name(),
-                found.authority
-            )),
-        }
-    }
-    if let Some(a) = &found.alt_svc {
-        notes.push(format!("Alt-Svc from {}: {a}", found.authority));
-    }
-    notes
-}
-
 /// `hxlab compare --url URL`.
 fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
     let trust = Trust {
@@ -212,7 +189,7 @@ fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
     eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
     let found = probe(url, &trust, Duration::from_secs(5))
         .map_err(|e| super::usage(format!("--url {e}")))?;
-    let notes = probe_notes(&found);
+    let notes = found.notes();
     for n in &notes {
         emit!("{n}");
     }

@@ -9,6 +9,7 @@ pub mod link;
 pub mod load;
 pub mod merge;
 pub mod page;
+pub mod probe;
 pub mod report;
 pub mod run;
 pub mod serve;
