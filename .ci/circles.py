@@ -22,106 +22,18 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rust_source import blank_literals, block_end, cut_test_items  # noqa: E402
+
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-RAW_STRING = re.compile(r'b?r(#*)"')
-CHAR_LITERAL = re.compile(r"'(\\u\{[0-9a-fA-F_]+\}|\\x[0-9a-fA-F]{2}|\\.|[^\\'\n])'")
 MOD_DECL = re.compile(r"\b(?:pub(?:\s*\([^)]*\))?\s+)?mod\s+(" + IDENT + r")\s*([;{])")
 USE_STMT = re.compile(r"\b(pub(?:\s*\([^)]*\))?\s+)?use\s+([^;]+);")
 CODE_PATH = re.compile(r"(?<![A-Za-z0-9_:])((?:crate|super|self)(?:\s*::\s*" + IDENT + r")+)")
-CFG_TEST = re.compile(r"#\[cfg\(test\)\]")
-
-
-def blank_literals(src):
-    """`src` with comments and string/char literal contents turned into spaces (newlines
-    kept), so braces, paths and keywords can be found by position."""
-    out = list(src)
-    i, n = 0, len(src)
-
-    def blank(a, b):
-        for k in range(a, b):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif src.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if src.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif src.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-        elif c in "br" and (m := RAW_STRING.match(src, i)) and not (
-            i and (src[i - 1].isalnum() or src[i - 1] == "_")
-        ):
-            end = src.find('"' + m.group(1), m.end())
-            j = n if end < 0 else end + 1 + len(m.group(1))
-            blank(i, j)
-            i = j
-        elif c == '"':
-            j = i + 1
-            while j < n and src[j] != '"':
-                j += 2 if src[j] == "\\" else 1
-            blank(i, j + 1)
-            i = j + 1
-        elif c == "'":
-            m = CHAR_LITERAL.match(src, i)
-            if m:
-                blank(i, m.end())
-                i = m.end()
-            else:
-                i += 1
-        else:
-            i += 1
-    return "".join(out)
-
-
-def block_end(text, open_brace):
-    """Index just past the brace that closes the one at `open_brace`."""
-    depth = 0
-    for k in range(open_brace, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return k + 1
-    return len(text)
-
-
-def item_end(text, pos):
-    """Index just past the item starting at `pos`: its `;`, or its body's closing brace."""
-    depth = 0
-    for k in range(pos, len(text)):
-        ch = text[k]
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif depth == 0 and ch == ";":
-            return k + 1
-        elif depth == 0 and ch == "{":
-            return block_end(text, k)
-    return len(text)
 
 
 def cut_tests(text):
     """`text` with every `#[cfg(test)]` item blanked (newlines kept)."""
-    out = list(text)
-    for m in CFG_TEST.finditer(text):
-        for k in range(m.start(), item_end(text, m.end())):
-            if out[k] != "\n":
-                out[k] = " "
-    return "".join(out)
+    return cut_test_items(text)[0]
 
 
 def split_top(s, sep=","):
