@@ -2176,6 +2176,24 @@ fn connect_from(from: std::net::Ipv4Addr, to: &str) -> std::io::Result<TcpStream
     Ok(stream)
 }
 
+/// How many of `held` the server has closed: a read within `wait` sees EOF or a reset.
+fn closed_by_server(held: &[TcpStream], wait: Duration) -> usize {
+    held.iter()
+        .filter(|c| {
+            c.set_read_timeout(Some(wait)).expect("timeout");
+            let mut byte = [0u8; 1];
+            match (&mut &**c).read(&mut byte) {
+                Ok(0) => true,
+                Err(e) => !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                Ok(_) => false,
+            }
+        })
+        .count()
+}
+
 /// One address (127.0.0.2) opening far more connections than --tcp-max-per-address gets that
 /// many, the rest closed at accept (counted, logged); a client on 127.0.0.1 is answered.
 #[test]
@@ -2199,22 +2217,7 @@ fn one_address_cannot_take_every_tcp_connection() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // The ones over the cap were closed: a read sees EOF or a reset at once.
-    let closed = held
-        .iter()
-        .filter(|c| {
-            c.set_read_timeout(Some(Duration::from_millis(200)))
-                .expect("timeout");
-            let mut byte = [0u8; 1];
-            match (&mut &**c).read(&mut byte) {
-                Ok(0) => true,
-                Err(e) => !matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ),
-                Ok(_) => false,
-            }
-        })
-        .count();
+    let closed = closed_by_server(&held, Duration::from_millis(200));
     assert_eq!(closed, 150, "connections over the cap closed");
     assert!(
         legit_get(&plain, Duration::from_secs(5)),
@@ -2238,22 +2241,7 @@ fn the_tcp_connection_cap_refuses_and_gives_slots_back() {
     // Every connection over the cap is closed at once: a read sees EOF or a reset.
     let deadline = Instant::now() + Duration::from_secs(20);
     let closed = loop {
-        let closed = held
-            .iter()
-            .filter(|c| {
-                c.set_read_timeout(Some(Duration::from_millis(50)))
-                    .expect("timeout");
-                let mut byte = [0u8; 1];
-                match (&mut &**c).read(&mut byte) {
-                    Ok(0) => true,
-                    Err(e) => !matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ),
-                    Ok(_) => false,
-                }
-            })
-            .count();
+        let closed = closed_by_server(&held, Duration::from_millis(50));
         if closed >= 10 || Instant::now() >= deadline {
             break closed;
         }

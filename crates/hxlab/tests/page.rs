@@ -6,11 +6,11 @@
 mod common;
 
 use common::{
-    hxlab, make_cert, require_peer, run_with_timeout, start_nghttpd, tempfile_dir::TempDir,
-    PeerProcess,
+    hxlab, make_cert, measured, page_report_of, require_peer, run_with_timeout, start_nghttpd,
+    tempfile_dir::TempDir, PeerProcess,
 };
 use hxlab_contract::{PageReport, PageRunEntry};
-use hxlab_core::page::{Outcome, PageRun, ResourceTiming};
+use hxlab_core::page::ResourceTiming;
 use hxlab_core::waterfall::Phase;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -82,27 +82,7 @@ fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Option<PageReport>, String) 
     let mut cmd = Command::new(hxlab());
     cmd.arg("page").args(args).env("TMPDIR", tmp);
     let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(80));
-    (code, report_of(&out), err)
-}
-
-/// The `--json` document in `text` as a [`PageReport`] (None when `text` is no JSON),
-/// checked to write back the same JSON: a field the type drops, renames or turns from null
-/// into omitted fails here, on a real document.
-fn report_of(text: &str) -> Option<PageReport> {
-    let raw: Value = serde_json::from_str(text).ok()?;
-    let report = PageReport::from_json(text).expect("the --json document reads as a PageReport");
-    let back: Value =
-        serde_json::from_str(&report.to_json().expect("writes")).expect("writes JSON");
-    assert_eq!(back, raw, "PageReport does not write back what it read");
-    Some(report)
-}
-
-/// The figures of a run that measured (a test failure otherwise).
-fn measured(run: &PageRunEntry) -> &PageRun {
-    match &run.outcome {
-        Outcome::Measured(r) => r,
-        Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
-    }
+    (code, page_report_of(&out), err)
 }
 
 /// Checks one counted run of a page of `n` sub-resources of at least `size` bytes each.
@@ -518,7 +498,7 @@ fn url_mode_loads_from_nghttpd_and_flags_a_protocol_fallback() {
     assert_eq!(code, Some(1), "stdout: {out}\nstderr: {err}");
     assert!(err.contains("no run counted"), "stderr: {err}");
     assert!(out.contains("left out"), "stdout: {out}");
-    let json = report_of(&std::fs::read_to_string(&json_file).expect("json written"))
+    let json = page_report_of(&std::fs::read_to_string(&json_file).expect("json written"))
         .expect("a --json document");
     let entry = &json.runs[0];
     let run = measured(entry);

@@ -4,10 +4,11 @@
 
 mod common;
 
-use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir};
-use hxlab_contract::{PageReport, PageRunEntry};
-use hxlab_core::page::{Outcome, PageRun, View};
-use serde_json::Value;
+use common::{
+    hxlab, measured, page_report_of, require_peer, run_with_timeout, tempfile_dir::TempDir,
+};
+use hxlab_contract::PageReport;
+use hxlab_core::page::{PageRun, View};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
@@ -29,26 +30,7 @@ fn page(tmp: &Path, args: &[&str]) -> (Option<i32>, Option<PageReport>, String) 
         .args(["--json", "-"])
         .env("TMPDIR", tmp);
     let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(120));
-    (code, report_of(&out), err)
-}
-
-/// The `--json` document in `text` as a [`PageReport`] (None when `text` is no JSON),
-/// checked to write back the same JSON, repeat views and filmstrips included.
-fn report_of(text: &str) -> Option<PageReport> {
-    let raw: Value = serde_json::from_str(text).ok()?;
-    let report = PageReport::from_json(text).expect("the --json document reads as a PageReport");
-    let back: Value =
-        serde_json::from_str(&report.to_json().expect("writes")).expect("writes JSON");
-    assert_eq!(back, raw, "PageReport does not write back what it read");
-    Some(report)
-}
-
-/// The figures of a run that measured (a test failure otherwise).
-fn measured(run: &PageRunEntry) -> &PageRun {
-    match &run.outcome {
-        Outcome::Measured(r) => r,
-        Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
-    }
+    (code, page_report_of(&out), err)
 }
 
 /// Asserts that no browser started with a profile under `tmp` is alive or left a profile.

@@ -526,3 +526,24 @@ pub fn h1_exchange(addr: &str, request: &[u8]) -> Option<String> {
     c.read_to_end(&mut got).ok()?;
     Some(String::from_utf8_lossy(&got).into_owned())
 }
+
+/// The `--json` document of `hxlab page` in `text` as a [`hxlab_contract::PageReport`] (None
+/// when `text` is no JSON), checked to write back the same JSON: a field the type drops,
+/// renames or turns from null into omitted fails here, on a real document.
+pub fn page_report_of(text: &str) -> Option<hxlab_contract::PageReport> {
+    let raw: serde_json::Value = serde_json::from_str(text).ok()?;
+    let report = hxlab_contract::PageReport::from_json(text)
+        .expect("the --json document reads as a PageReport");
+    let back: serde_json::Value =
+        serde_json::from_str(&report.to_json().expect("writes")).expect("writes JSON");
+    assert_eq!(back, raw, "PageReport does not write back what it read");
+    Some(report)
+}
+
+/// The figures of a page run that measured (a test failure otherwise).
+pub fn measured(run: &hxlab_contract::PageRunEntry) -> &hxlab_core::page::PageRun {
+    match &run.outcome {
+        hxlab_core::page::Outcome::Measured(r) => r,
+        hxlab_core::page::Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
+    }
+}
