@@ -49,6 +49,7 @@ impl Conn {
             peer_goaway: false,
             requests: 0,
             now: None,
+            opening: false,
             proto,
             ctx,
         };

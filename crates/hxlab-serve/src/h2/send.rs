@@ -27,6 +27,7 @@ impl Conn {
             let until = self.now() + self.ctx.limits.send_timeout;
             self.streams
                 .push(Stream::answering(id, phase, window, Some(until)));
+            self.opening = true;
             return;
         }
         if !p.reply.delay.is_zero() {
@@ -187,14 +188,20 @@ impl Conn {
     /// Starts the replies whose `/static/` file lookup is done; true if any was. A lookup
     /// not done yet wakes `cx` when it is.
     pub(crate) fn poll_opening(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.opening {
+            return false;
+        }
         let mut done = Vec::new();
+        let mut waiting = false;
         for s in &mut self.streams {
             if let Phase::Opening(o) = &mut s.phase {
-                if let Poll::Ready(reply) = o.1.poll(cx) {
-                    done.push((s.id, reply));
+                match o.1.poll(cx) {
+                    Poll::Ready(reply) => done.push((s.id, reply)),
+                    Poll::Pending => waiting = true,
                 }
             }
         }
+        self.opening = waiting;
         let any = !done.is_empty();
         for (id, reply) in done {
             let Some(i) = self.stream_index(id) else {

@@ -86,6 +86,9 @@ pub(crate) struct Conn {
     pub(crate) requests: u64,
     /// A clock reading taken during the current batch, if one was needed.
     pub(super) now: Option<Instant>,
+    /// Some stream may be waiting for its `/static/` file lookup (set when one starts,
+    /// cleared by the scan that finds none), so connections without one never scan.
+    pub(super) opening: bool,
 }
 
 /// What a stream is doing on our side.
