@@ -80,10 +80,8 @@ pub(crate) fn cost(
 ) -> (Option<ServerCost>, BTreeMap<String, u64>) {
     match (before, after) {
         (Reading::Stats(b), Reading::Stats(a)) => {
-            {
             let (b, a) = (b.as_deref(), a.as_deref());
             (server_cost(b, a, proto, n), server_cc(b, a, proto))
-        }
         }
         (Reading::Cpu(Some(b)), Reading::Cpu(Some(a))) => (
             Some(ServerCost {
