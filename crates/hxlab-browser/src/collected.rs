@@ -29,6 +29,12 @@ pub(crate) struct RequestRecord {
     pub body: Option<(String, bool)>,
     /// `Network.requestServedFromCache` came for it (the memory or disk cache answered).
     pub served_from_cache: bool,
+    /// The browser's priority for it: `initialPriority`, then the last
+    /// `Network.resourceChangedPriority`.
+    pub priority: String,
+    /// The `priority` header it sent (`Network.requestWillBeSentExtraInfo`'s headers, what
+    /// went on the wire).
+    pub priority_header: Option<String>,
 }
 
 impl RequestRecord {
@@ -47,6 +53,8 @@ pub(crate) struct Collected {
     pub early_hints: u32,
     /// Body text kept so far (for [`MAX_BODIES`]).
     body_bytes: u64,
+    /// `priority` headers of requests whose `requestWillBeSent` has not come yet.
+    early_headers: HashMap<String, String>,
 }
 
 /// Most body text (base64 included) a recording keeps in memory, as a HAR may hold.
@@ -85,8 +93,33 @@ impl Collected {
                     request_headers: request.get("headers").cloned().unwrap_or(Value::Null),
                     started: ts,
                     wall_time: num(p, "wallTime"),
+                    priority: str_of(&request, "initialPriority"),
+                    priority_header: self.early_headers.remove(req_id),
                     ..Default::default()
                 });
+            }
+            "Network.requestWillBeSentExtraInfo" => {
+                let value = p
+                    .get("headers")
+                    .and_then(Value::as_object)
+                    .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("priority")))
+                    .and_then(|(_, v)| v.as_str())
+                    .map(str::to_string);
+                if let Some(v) = value {
+                    match self.index.get(req_id) {
+                        Some(&i) => self.records[i].priority_header = Some(v),
+                        // It may come before requestWillBeSent; a page's worth at most.
+                        None if self.early_headers.len() < 10_000 => {
+                            self.early_headers.insert(req_id.to_string(), v);
+                        }
+                        None => {}
+                    }
+                }
+            }
+            "Network.resourceChangedPriority" => {
+                if let Some(&i) = self.index.get(req_id) {
+                    self.records[i].priority = str_of(p, "newPriority");
+                }
             }
             "Network.responseReceived" => {
                 if let Some(&i) = self.index.get(req_id) {

@@ -165,6 +165,10 @@ fn entry(r: &RequestRecord) -> Value {
     if let Some(err) = &r.error {
         e["_error"] = json!(err);
     }
+    // As DevTools' own HAR export has it.
+    if !r.priority.is_empty() {
+        e["_priority"] = json!(r.priority);
+    }
     add_body_and_redirect(&mut e, r);
     e
 }
@@ -282,6 +286,43 @@ mod tests {
             ..page
         };
         assert_eq!(content_size(&json!({"status": 200}), &head), 0);
+    }
+
+    #[test]
+    fn priorities_come_from_the_browser_events_and_go_into_the_har() {
+        use crate::cdp::Event;
+        use crate::collected::Collected;
+        let ev = |method: &str, params: Value| Event {
+            method: method.into(),
+            params,
+            session_id: None,
+        };
+        let mut c = Collected::default();
+        // The headers that went on the wire may come before the request itself.
+        c.on_event(&ev(
+            "Network.requestWillBeSentExtraInfo",
+            json!({"requestId": "7", "headers": {":path": "/a.png", "Priority": "u=4, i"}}),
+        ))
+        .unwrap();
+        c.on_event(&ev(
+            "Network.requestWillBeSent",
+            json!({"requestId": "7", "timestamp": 1.0, "wallTime": 1.7e9, "type": "Image",
+                "request": {"url": "https://h/a.png", "method": "GET", "initialPriority": "Low"}}),
+        ))
+        .unwrap();
+        assert_eq!(c.records[0].priority, "Low");
+        c.on_event(&ev(
+            "Network.resourceChangedPriority",
+            json!({"requestId": "7", "newPriority": "High", "timestamp": 1.1}),
+        ))
+        .unwrap();
+        let r = &c.records[0];
+        assert_eq!(
+            (r.priority.as_str(), r.priority_header.as_deref()),
+            ("High", Some("u=4, i"))
+        );
+        let e = entry(r);
+        assert_eq!(e["_priority"], "High");
     }
 
     #[test]

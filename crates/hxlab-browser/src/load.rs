@@ -480,6 +480,8 @@ impl Tally {
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
             error: r.error.clone(),
+            priority: r.priority.clone(),
+            priority_header: r.priority_header.clone(),
             phases: crate::waterfall::phases(r, nav_start),
         }
     }

@@ -157,6 +157,59 @@ pub struct WaterfallRow {
     pub bytes: u64,
     /// Why it failed, if it did.
     pub error: Option<String>,
+    /// The browser's priority for it (Chromium: VeryHigh … VeryLow); empty if unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub priority: String,
+    /// The `priority` request header (RFC 9218) it sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_header: Option<String>,
+    /// How long it waited for its first byte while other responses on its connection were
+    /// arriving, ms ([`with_starvation`]): the time the server spent on others first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starved_ms: Option<f64>,
+}
+
+/// `rows` with each one's [`WaterfallRow::starved_ms`]: the part of its wait for the first
+/// byte (request sent → response headers) during which another response on the same
+/// connection was downloading. On HTTP/1.1 a connection carries one response at a time, so
+/// that is 0 there; on HTTP/2 and HTTP/3 it is what the server's scheduling made it wait.
+pub fn with_starvation(mut rows: Vec<WaterfallRow>) -> Vec<WaterfallRow> {
+    let downloads: Vec<(usize, u64, Span)> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.connection_id != 0)
+        .filter_map(|(i, r)| r.phases.download.map(|d| (i, r.connection_id, d)))
+        .collect();
+    for (i, r) in rows.iter_mut().enumerate() {
+        let (Some(wait), true) = (r.phases.wait, r.connection_id != 0) else {
+            continue;
+        };
+        // Others' downloads on this connection, clipped to the wait, merged.
+        let mut parts: Vec<(f64, f64)> = downloads
+            .iter()
+            .filter(|(j, c, _)| *j != i && *c == r.connection_id)
+            .map(|(_, _, d)| (d.start_ms.max(wait.start_ms), d.end_ms.min(wait.end_ms)))
+            .filter(|(a, b)| b > a)
+            .collect();
+        parts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut total = 0.0;
+        let mut cur: Option<(f64, f64)> = None;
+        for (a, b) in parts {
+            cur = match cur {
+                Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+                Some((ca, cb)) => {
+                    total += cb - ca;
+                    Some((a, b))
+                }
+                None => Some((a, b)),
+            };
+        }
+        if let Some((a, b)) = cur {
+            total += b - a;
+        }
+        r.starved_ms = Some((total * 1000.0).round() / 1000.0);
+    }
+    rows
 }
 
 impl WaterfallRow {
@@ -233,6 +286,31 @@ pub fn short_label(url: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn starvation_is_the_wait_overlapped_by_others_downloads_on_the_connection() {
+        let row = |conn: u64, wait: (f64, f64), download: (f64, f64)| WaterfallRow {
+            connection_id: conn,
+            phases: Phases {
+                wait: Span::new(wait.0, wait.1),
+                download: Span::new(download.0, download.1),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let rows = with_starvation(vec![
+            // The bulk: downloads from 10 to 100.
+            row(1, (0.0, 10.0), (10.0, 100.0)),
+            // Waits 20..60 while the bulk downloads: 40 ms starved.
+            row(1, (20.0, 60.0), (60.0, 70.0)),
+            // Another connection: nothing of the bulk counts.
+            row(2, (20.0, 60.0), (60.0, 61.0)),
+            // Overlapping others merge: 50..80 overlaps the bulk and row 1's 60..70.
+            row(1, (50.0, 80.0), (80.0, 90.0)),
+        ]);
+        let got: Vec<Option<f64>> = rows.iter().map(|r| r.starved_ms).collect();
+        assert_eq!(got, vec![Some(0.0), Some(40.0), Some(0.0), Some(30.0)]);
+    }
 
     #[test]
     fn spans_refuse_what_the_browser_did_not_measure() {

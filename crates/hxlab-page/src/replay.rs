@@ -216,6 +216,8 @@ mod tests {
             from_cache: false,
             error: None,
             phases: Default::default(),
+            priority: String::new(),
+            priority_header: None,
         }
     }
 

@@ -210,17 +210,50 @@ fn axis(out: &mut String, l: &Layout) {
     }
 }
 
-/// The protocol and connection a row came over, e.g. `h2 #3` (`↺` when reused).
+/// The protocol and connection a row came over, e.g. `h2 #3` (`↺` when reused), then its
+/// priority ([`priority_tag`]) when known.
 fn connection_label(row: &WaterfallRow) -> String {
     let proto = if row.protocol.is_empty() {
         "-"
     } else {
         row.protocol.as_str()
     };
-    match (row.connection_id, row.connection_reused) {
+    let conn = match (row.connection_id, row.connection_reused) {
         (0, _) => proto.to_string(),
         (id, false) => format!("{proto} #{id}"),
         (id, true) => format!("{proto} #{id} ↺"),
+    };
+    match priority_tag(row) {
+        Some(tag) => format!("{tag} {conn}"),
+        None => conn,
+    }
+}
+
+/// A row's priorities in a few characters: the browser's (VH, H, M, L, VL) and the
+/// `priority` header it sent (`u0i` for `u=0, i`), e.g. `VH·u0i`.
+fn priority_tag(row: &WaterfallRow) -> Option<String> {
+    let browser = match row.priority.as_str() {
+        "VeryHigh" => "VH",
+        "High" => "H",
+        "Medium" => "M",
+        "Low" => "L",
+        "VeryLow" => "VL",
+        _ => "",
+    };
+    let header: String = row
+        .priority_header
+        .as_deref()
+        .map(|h| {
+            h.chars()
+                .filter(|c| !matches!(c, ' ' | '=' | ','))
+                .collect()
+        })
+        .unwrap_or_default();
+    match (browser.is_empty(), header.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(browser.to_string()),
+        (true, false) => Some(header),
+        (false, false) => Some(format!("{browser}·{header}")),
     }
 }
 
@@ -243,6 +276,28 @@ fn row_summary(row: &WaterfallRow) -> String {
         },
         row.bytes
     );
+    if !row.priority.is_empty() || row.priority_header.is_some() {
+        let _ = write!(
+            s,
+            "\npriority {}{}",
+            if row.priority.is_empty() {
+                "?"
+            } else {
+                &row.priority
+            },
+            row.priority_header
+                .as_deref()
+                .map(|h| format!(", sent priority: {h}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(t) = row.starved_ms.filter(|t| *t > 0.0) {
+        let _ = write!(
+            s,
+            "\nwaited {} ms for its first byte while others were sent",
+            ms(t)
+        );
+    }
     let _ = write!(s, "\nissued at {} ms", ms(row.start_ms));
     if let Some(end) = row.end_ms {
         let _ = write!(
@@ -518,6 +573,9 @@ mod tests {
             },
             bytes: 900,
             error: None,
+            priority: "VeryHigh".into(),
+            priority_header: Some("u=0, i".into()),
+            starved_ms: Some(0.0),
         };
         let img = WaterfallRow {
             label: "/a.png".into(),
@@ -534,6 +592,9 @@ mod tests {
                 ..Phases::default()
             },
             bytes: 5000,
+            priority: "Low".into(),
+            priority_header: Some("u=4, i".into()),
+            starved_ms: Some(4.5),
             ..doc.clone()
         };
         let hostile = WaterfallRow {
@@ -672,7 +733,9 @@ mod tests {
         assert!(svg.contains("request: 45.5 → 45.5 ms (0.0 ms)"));
         // Tooltips carry exact figures; the connection column marks reuse.
         assert!(svg.contains("<title>TLS: 5.0 → 11.0 ms (6.0 ms)</title>"));
-        assert!(svg.contains(">h2 #3</text>") && svg.contains(">h2 #3 ↺</text>"));
+        assert!(svg.contains(">VH·u0i h2 #3</text>") && svg.contains(">L·u4i h2 #3 ↺</text>"));
+        assert!(svg.contains("priority Low, sent priority: u=4, i"));
+        assert!(svg.contains("waited 4.5 ms for its first byte while others were sent"));
         assert!(svg.contains("class=\"failed-mark\"") && svg.contains("class=\"outline\""));
         for m in ["TTFB 21.0 ms", "FCP 40.0 ms", "DCL 35.0 ms", "load 72.0 ms"] {
             assert!(svg.contains(&format!(">{m}</text>")), "mark {m}");

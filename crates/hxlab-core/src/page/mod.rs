@@ -80,6 +80,14 @@ pub struct ResourceTiming {
     /// without a response timing.
     #[serde(default, skip_serializing_if = "Phases::is_empty")]
     pub phases: Phases,
+    /// The browser's priority for it (Chromium: VeryHigh, High, Medium, Low, VeryLow), the
+    /// last it set; empty when the browser did not say.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub priority: String,
+    /// The `priority` request header (RFC 9218) it sent, as the browser reports the headers
+    /// it put on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_header: Option<String>,
 }
 
 /// Which load of the page in one browser a [`PageRun`] is.
@@ -266,8 +274,12 @@ impl PageRun {
                 phases: r.phases,
                 bytes: r.encoded_bytes,
                 error: r.error.clone(),
+                priority: r.priority.clone(),
+                priority_header: r.priority_header.clone(),
+                starved_ms: None,
             })
             .collect();
+        let rows = crate::waterfall::with_starvation(rows);
         let marks = [
             ("TTFB", Some(self.ttfb_ms)),
             ("FCP", self.fcp_ms),

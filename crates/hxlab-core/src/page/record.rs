@@ -132,6 +132,8 @@ mod tests {
             from_cache: false,
             error: error.map(str::to_string),
             phases: Default::default(),
+            priority: String::new(),
+            priority_header: None,
         }
     }
 
