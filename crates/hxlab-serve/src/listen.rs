@@ -230,7 +230,7 @@ pub(crate) fn spawn_tls(
                 }
                 seen.count(&ctx, proto);
                 if ctx.limits.lowat != Lowat::Off {
-                    tls.limit_send_buffer(crate::h2::LATE_BATCH);
+                    tls.limit_send_buffer(crate::h2::late_batch(ctx.limits.lowat));
                 }
                 if proto == Protocol::H2 {
                     // Boxed: inline, the HTTP/2 connection's future would size every

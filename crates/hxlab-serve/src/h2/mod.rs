@@ -18,7 +18,7 @@ mod tests;
 use crate::routes::Ctx;
 use crate::stats::Protocol;
 use send::HIGH_WATER;
-pub(crate) use send::LATE_BATCH;
+pub(crate) use send::late_batch;
 use state::Conn;
 use std::future::Future;
 use std::mem::MaybeUninit;
@@ -157,7 +157,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Driver<IO> {
     }
 
     /// How far `conn.out` may be filled now. With a send low-water mark, frames are built
-    /// late: only once the socket took everything built before, one [`LATE_BATCH`] at a
+    /// late: only once the socket took everything built before, one [`late_batch`] at a
     /// time, so the scheduler picks each frame when the kernel wants more. Without one, up
     /// to [`HIGH_WATER`] ahead of the socket.
     fn fill_until(&self) -> usize {
@@ -168,7 +168,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Driver<IO> {
         if out > self.written {
             return 0;
         }
-        out + LATE_BATCH
+        out + late_batch(self.conn.ctx.limits.lowat)
     }
 
     /// Reads once and hands whole frames to the connection. Err: the connection is gone.

@@ -17,9 +17,14 @@ use tokio::time::Instant;
 /// Output buffered beyond this waits for the socket before more is produced or read.
 pub(crate) const HIGH_WATER: usize = 256 << 10;
 /// With a send low-water mark: frames are built only when everything built before was
-/// taken by the socket, this many bytes at a time (one full DATA frame), so the
-/// scheduler's choice is made when the kernel wants more, not hundreds of KB earlier.
-pub(crate) const LATE_BATCH: usize = 16 << 10;
+/// taken by the socket, at most the mark's size at a time (and at most one full DATA frame),
+/// so the scheduler's choice is made when the kernel wants more, not hundreds of KB earlier.
+/// rustls holds at most as much in records (listen.rs).
+pub(crate) fn late_batch(lowat: hxlab_core::sched::Lowat) -> usize {
+    lowat
+        .bytes()
+        .map_or(HIGH_WATER, |b| (b as usize).clamp(1 << 10, MAX_FRAME))
+}
 
 /// A client stream's request order on the connection (its id's), for the scheduler.
 fn order(id: u32) -> u64 {
