@@ -17,8 +17,8 @@ mod tests;
 
 use crate::routes::Ctx;
 use crate::stats::Protocol;
-use send::HIGH_WATER;
 pub(crate) use send::late_batch;
+use send::HIGH_WATER;
 use state::Conn;
 use std::future::Future;
 use std::mem::MaybeUninit;
