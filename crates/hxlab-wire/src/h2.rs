@@ -25,6 +25,8 @@ pub mod frame {
     pub const GOAWAY: u8 = 0x7;
     pub const WINDOW_UPDATE: u8 = 0x8;
     pub const CONTINUATION: u8 = 0x9;
+    /// RFC 9218 §7.1.
+    pub const PRIORITY_UPDATE: u8 = 0x10;
 }
 
 /// Frame flags (RFC 9113 §6); ACK shares END_STREAM's bit on SETTINGS and PING.
