@@ -1,11 +1,12 @@
 //! The HTTP/3 probe client on quinn: our control stream (this crate's SETTINGS), one task per
-//! request stream that parses the response with this crate's [`ResponseParser`] and reports
-//! each read's DATA payload bytes with the time it was read, in the order the reads happened.
+//! request stream that reads the response unordered (as its packets arrive: an ordered read
+//! would hold a stream's bytes behind one lost packet and hand them over all at once, so a
+//! log of ordered reads shows a loss as a burst of that stream) and reports each read's body
+//! bytes with the time it was read, in the order the reads happened ([`UnorderedBody`]).
 //! PRIORITY_UPDATE goes on our control stream.
 
 use super::judge::{Arrival, ArrivalLog};
 use super::{Dialer, ProbeConn, ProbeError, ProbeTarget, Resource, Signals};
-use crate::h3::{H3Error, ResponseParser};
 use crate::qpack;
 use quinn::VarInt;
 use std::net::SocketAddr;
@@ -28,11 +29,123 @@ fn protocol(what: impl std::fmt::Display) -> ProbeError {
     ProbeError::Protocol(format!("h3: {what}"))
 }
 
-fn h3_error(e: H3Error) -> ProbeError {
-    match e {
-        H3Error::Connection { message, .. } | H3Error::Stream { message, .. } => {
-            ProbeError::Protocol(message)
+/// Most bytes held while a response head is incomplete, and most separate ranges tracked.
+const MAX_EARLY: usize = 256 * 1024;
+const MAX_RANGES: usize = 4096;
+
+/// One response stream read unordered: which of each read's bytes are new body bytes (past
+/// the response's HEADERS frame; DATA frame heads are counted as body, a few bytes per frame),
+/// and the status once the head is whole. Sans-IO, fed `(offset, bytes)` in any order and
+/// with repeats.
+#[derive(Debug, Default)]
+pub(crate) struct UnorderedBody {
+    /// Offset ranges received, sorted and merged.
+    covered: Vec<(u64, u64)>,
+    /// The stream's first bytes, contiguous from 0, until the head is whole.
+    prefix: Vec<u8>,
+    /// Reads past the prefix that came before the head was whole.
+    early: Vec<(u64, Vec<u8>)>,
+    early_bytes: usize,
+    /// New ranges that came before the head's end was known.
+    unplaced: Vec<(u64, u64)>,
+    /// Where the head (the first frame, HEADERS) ends.
+    head_end: Option<u64>,
+    /// The response's status.
+    pub(crate) status: Option<u16>,
+}
+
+impl UnorderedBody {
+    /// Takes one read; the body bytes it brought that were not counted before.
+    pub(crate) fn take(&mut self, offset: u64, bytes: &[u8]) -> Result<u64, ProbeError> {
+        let fresh = self.cover(offset, offset + bytes.len() as u64)?;
+        if self.head_end.is_none() {
+            self.unplaced.extend(fresh);
+            self.grow_prefix(offset, bytes)?;
+            let Some(end) = self.head_end else {
+                return Ok(0);
+            };
+            let unplaced = std::mem::take(&mut self.unplaced);
+            return Ok(unplaced.iter().map(|&(s, e)| e - s.max(end).min(e)).sum());
         }
+        let end = self.head_end.unwrap_or(0);
+        Ok(fresh.iter().map(|&(s, e)| e - s.max(end).min(e)).sum())
+    }
+
+    /// Marks `[s, e)` received; the parts that were not.
+    fn cover(&mut self, s: u64, e: u64) -> Result<Vec<(u64, u64)>, ProbeError> {
+        let mut fresh = Vec::new();
+        let mut at = s;
+        for &(cs, ce) in &self.covered {
+            if ce <= at || cs >= e {
+                continue;
+            }
+            if cs > at {
+                fresh.push((at, cs));
+            }
+            at = at.max(ce);
+        }
+        if at < e {
+            fresh.push((at, e));
+        }
+        self.covered.push((s, e));
+        self.covered.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.covered.len());
+        for &(cs, ce) in &self.covered {
+            match merged.last_mut() {
+                Some(last) if cs <= last.1 => last.1 = last.1.max(ce),
+                _ => merged.push((cs, ce)),
+            }
+        }
+        self.covered = merged;
+        if self.covered.len() > MAX_RANGES {
+            return Err(protocol("a response stream with too many gaps"));
+        }
+        Ok(fresh)
+    }
+
+    /// Adds what `offset..` brings to the prefix (and any early read that now joins it), and
+    /// decodes the head once it is whole.
+    fn grow_prefix(&mut self, offset: u64, bytes: &[u8]) -> Result<(), ProbeError> {
+        self.early_bytes += bytes.len();
+        if self.early_bytes > MAX_EARLY {
+            return Err(protocol("no whole response head in the first 256 KiB"));
+        }
+        self.early.push((offset, bytes.to_vec()));
+        loop {
+            let have = self.prefix.len() as u64;
+            let Some(i) = self
+                .early
+                .iter()
+                .position(|(o, b)| *o <= have && o + b.len() as u64 > have)
+            else {
+                break;
+            };
+            let (o, b) = self.early.swap_remove(i);
+            self.prefix.extend_from_slice(&b[(have - o) as usize..]);
+        }
+        let Some((kind, len, head)) = hxlab_wire::h3::parse_frame_head(&self.prefix) else {
+            return Ok(());
+        };
+        if kind != hxlab_wire::h3::frame::HEADERS {
+            return Err(protocol("a response that does not start with HEADERS"));
+        }
+        let end = head as u64 + len;
+        if (self.prefix.len() as u64) < end {
+            return Ok(());
+        }
+        let max = crate::h2::MAX_HEADER_LIST.into();
+        let section = qpack::Decoder::new()
+            .decode(&self.prefix[head..end as usize], max)
+            .map_err(protocol)?;
+        match section.status {
+            Some(s) if s >= 200 => self.status = Some(s),
+            Some(s) => return Err(protocol(format!("an interim response ({s}); not probed"))),
+            None => return Err(protocol("a response head without :status")),
+        }
+        self.head_end = Some(end);
+        self.prefix = Vec::new();
+        self.early = Vec::new();
+        Ok(())
     }
 }
 
@@ -137,40 +250,42 @@ async fn read_response(
     tx: mpsc::UnboundedSender<Event>,
 ) {
     let stream = VarInt::from(recv.id()).into_inner();
-    let mut parser = ResponseParser::default();
-    let mut dec = qpack::Decoder::new();
+    let mut body = UnorderedBody::default();
     let mut checked = false;
     loop {
-        let chunk = recv.read_chunk(CHUNK, true).await;
+        let chunk = recv.read_chunk(CHUNK, false).await;
         let at = started.elapsed();
         let event = match chunk {
             Ok(Some(c)) => {
-                let before = parser.body;
-                if let Err(e) = parser.feed(&mut dec, &c.bytes, Instant::now()) {
-                    let _ = tx.send(Event::Failed(h3_error(e)));
-                    return;
-                }
-                if parser.has_response() && !checked {
+                let bytes = match body.take(c.offset, &c.bytes) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        let _ = tx.send(Event::Failed(e));
+                        return;
+                    }
+                };
+                if let (Some(status), false) = (body.status, checked) {
                     checked = true;
-                    if !(200..300).contains(&parser.status) {
-                        let status = parser.status;
+                    if !(200..300).contains(&status) {
                         let _ = tx.send(Event::Failed(ProbeError::Status { path, status }));
                         return;
                     }
                 }
-                if parser.body == before {
+                if bytes == 0 {
                     continue;
                 }
                 Arrival {
                     at,
                     stream,
-                    bytes: parser.body - before,
+                    bytes,
                     fin: false,
                 }
             }
             Ok(None) => {
-                if let Err(e) = parser.finish() {
-                    let _ = tx.send(Event::Failed(h3_error(e)));
+                if body.status.is_none() {
+                    let _ = tx.send(Event::Failed(protocol(format!(
+                        "stream {stream} ended without a response head"
+                    ))));
                     return;
                 }
                 let _ = tx.send(Event::Data(Arrival {
@@ -279,5 +394,74 @@ impl ProbeConn for H3Conn {
 
     fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A response: HEADERS (:status 200), then a DATA frame of `body` bytes.
+    fn response(body: usize) -> (Vec<u8>, u64) {
+        let mut block = Vec::new();
+        qpack::encode_field_section([(&b":status"[..], &b"200"[..])], &mut block);
+        let mut out = Vec::new();
+        hxlab_wire::h3::write_frame_head(
+            &mut out,
+            hxlab_wire::h3::frame::HEADERS,
+            block.len() as u64,
+        );
+        out.extend_from_slice(&block);
+        let head = out.len() as u64;
+        hxlab_wire::h3::write_frame_head(&mut out, hxlab_wire::h3::frame::DATA, body as u64);
+        out.resize(out.len() + body, 7);
+        (out, head)
+    }
+
+    #[test]
+    fn body_bytes_are_counted_once_in_any_order() {
+        let (bytes, head) = response(5000);
+        let total = bytes.len() as u64 - head;
+        let pieces: Vec<(u64, &[u8])> = bytes
+            .chunks(1200)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 1200, c))
+            .collect();
+        let orders: [Vec<usize>; 3] = [
+            vec![0, 1, 2, 3, 4],
+            vec![2, 4, 0, 3, 1],
+            vec![1, 0, 0, 2, 3, 3, 4],
+        ];
+        for order in orders {
+            let mut b = UnorderedBody::default();
+            let mut counted = 0;
+            for &i in &order {
+                let (o, c) = pieces[i];
+                counted += b.take(o, c).unwrap();
+            }
+            assert_eq!(counted, total, "{order:?}");
+            assert_eq!(b.status, Some(200));
+        }
+        // A read overlapping what came before counts only its new part.
+        let mut b = UnorderedBody::default();
+        assert_eq!(b.take(0, &bytes[..1000]).unwrap(), 1000 - head);
+        assert_eq!(b.take(500, &bytes[500..1500]).unwrap(), 500);
+    }
+
+    #[test]
+    fn a_response_without_a_head_first_is_refused() {
+        let mut data = Vec::new();
+        hxlab_wire::h3::write_frame_head(&mut data, hxlab_wire::h3::frame::DATA, 3);
+        data.extend_from_slice(b"abc");
+        let err = UnorderedBody::default().take(0, &data).unwrap_err();
+        assert!(err.to_string().contains("HEADERS"), "{err}");
+        // A head that never completes is not buffered without end.
+        let mut b = UnorderedBody::default();
+        let far = vec![0u8; 100_000];
+        let mut failed = false;
+        for i in 0..4 {
+            failed |= b.take(10 + i * 100_000, &far).is_err();
+        }
+        assert!(failed);
     }
 }

@@ -65,6 +65,28 @@ pub struct ProbePlan {
     pub update_window: u64,
     /// The longest one test may take.
     pub test_limit: Duration,
+    /// Which tests run besides the urgency test (whose class is the verdict).
+    pub tests: Tests,
+}
+
+/// The tests besides the urgency test, each on or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tests {
+    /// Two pairs of equal-urgency bulks, without and with `i`.
+    pub incremental: bool,
+    /// Two bulks at `u=3`, then a PRIORITY_UPDATE raising the second.
+    pub priority_update: bool,
+    /// HTTP/2 only: the urgency test with RFC 7540 signals.
+    pub rfc7540: bool,
+}
+
+impl Tests {
+    /// Every test.
+    pub const ALL: Tests = Tests {
+        incremental: true,
+        priority_update: true,
+        rfc7540: true,
+    };
 }
 
 impl Default for ProbePlan {
@@ -74,6 +96,7 @@ impl Default for ProbePlan {
             pair_window: 400_000,
             update_window: 400_000,
             test_limit: Duration::from_secs(20),
+            tests: Tests::ALL,
         }
     }
 }
@@ -263,15 +286,19 @@ async fn scorecard<D: Dialer>(
     let committed = urgency.committed_bytes;
     card.urgency = Some(urgency);
     let mut errors = Vec::new();
-    match incremental(d, plan).await {
-        Ok(f) => card.incremental = Some(f),
-        Err(e) => errors.push(format!("incremental: {e}")),
+    if plan.tests.incremental {
+        match incremental(d, plan).await {
+            Ok(f) => card.incremental = Some(f),
+            Err(e) => errors.push(format!("incremental: {e}")),
+        }
     }
-    match update(d, plan, committed).await {
-        Ok(f) => card.priority_update = Some(f),
-        Err(e) => errors.push(format!("PRIORITY_UPDATE: {e}")),
+    if plan.tests.priority_update {
+        match update(d, plan, committed).await {
+            Ok(f) => card.priority_update = Some(f),
+            Err(e) => errors.push(format!("PRIORITY_UPDATE: {e}")),
+        }
     }
-    if rfc7540 {
+    if rfc7540 && plan.tests.rfc7540 {
         let weight = |exclusive, w| Signals {
             priority: None,
             rfc7540: Some((exclusive, 0, w)),
