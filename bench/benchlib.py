@@ -129,13 +129,15 @@ class Server:
 class Lab:
     """A scratch directory with a certificate and the objects, and the servers started in it."""
 
-    def __init__(self, core=1, nofile=None):
+    def __init__(self, core=1, nofile=None, bind="127.0.0.1"):
         # SIGTERM (or the wrapper's end) runs the scripts' `finally`: no server left behind.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         self.tmp = tempfile.mkdtemp(prefix="hxlab-bench-")
         os.chmod(self.tmp, 0o755)  # nginx and h2o workers run as an unprivileged user
         self.core = core
         self.nofile = nofile
+        # Where the peers listen: 0.0.0.0 to be reached from a `hxlab link` namespace.
+        self.bind = bind
         self.www = os.path.join(self.tmp, "www")
         os.makedirs(self.www, mode=0o755)
         for name, n in SIZES.items():
@@ -212,9 +214,9 @@ http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s; htt
   client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u;
   scgi_temp_path {d}/s; http2_idle_timeout 600s; client_header_timeout 600s; send_timeout 600s; {extra_http}
   ssl_protocols TLSv1.2 TLSv1.3; ssl_certificate {self.cert}; ssl_certificate_key {self.key};
-  server {{ listen 127.0.0.1:{plain} backlog=16384; {site} }}
-  server {{ listen 127.0.0.1:{h2c} http2 backlog=16384; {site} }}
-  server {{ listen 127.0.0.1:{tls} ssl http2 backlog=16384; {site} }}
+  server {{ listen {self.bind}:{plain} backlog=16384; {site} }}
+  server {{ listen {self.bind}:{h2c} http2 backlog=16384; {site} }}
+  server {{ listen {self.bind}:{tls} ssl http2 backlog=16384; {site} }}
 }}
 """
         with open(os.path.join(d, "nginx.conf"), "w") as f:
@@ -228,10 +230,10 @@ http {{ access_log off; keepalive_requests 10000000; keepalive_timeout 600s; htt
         conf = f"""num-threads: 1
 error-log: /dev/stderr
 listen:
-  host: 127.0.0.1
+  host: {self.bind}
   port: {plain}
 listen:
-  host: 127.0.0.1
+  host: {self.bind}
   port: {tls}
   ssl:
     certificate-file: {self.cert}
@@ -264,7 +266,7 @@ hosts:
   }}
 }}
 https://localhost:{tls}, https://127.0.0.1:{tls} {{
-  bind 127.0.0.1
+  bind {self.bind}
   tls {self.cert} {self.key}
   root * {self.www}
   file_server

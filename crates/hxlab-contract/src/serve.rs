@@ -4,6 +4,7 @@
 use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::sched::{Lowat, Scheduler};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -56,6 +57,16 @@ pub struct ServeConfig {
     /// Accept TLS 1.3 early data (0-RTT) on TCP, as QUIC 0-RTT is accepted on HTTP/3. Early
     /// data can be replayed; see `tls_early_data.rs` and docs/serve.md.
     pub early_data: bool,
+    /// How responses share an HTTP/2 or HTTP/3 connection (docs/priorities.md): `rfc9218`
+    /// (urgency first, from the `priority` header, PRIORITY_UPDATE and, on HTTP/2 without
+    /// either, RFC 7540 weights), `round-robin` or `fifo`. HTTP/1.1 sends one response at a
+    /// time on a connection, so it has nothing to schedule.
+    pub scheduler: Scheduler,
+    /// TCP_NOTSENT_LOWAT on every TCP socket (h1, h1+TLS, h2, h2c): the kernel holds at most
+    /// about this many bytes not yet sent, and HTTP/2 builds its next frames only as the
+    /// socket takes them, so an urgent response does not queue behind committed bulk.
+    /// `off`: the kernel's autotuned buffer (hundreds of KB).
+    pub notsent_lowat: Lowat,
     /// Bytes one QUIC connection may buffer in each direction: its send window (response
     /// data written and not yet acknowledged), its receive window and each stream's. A
     /// client that stops reading or acknowledging pins at most this much; the default,
@@ -135,6 +146,8 @@ impl Default for ServeConfig {
             drain_timeout: Duration::from_secs(10),
             cc: None,
             early_data: true,
+            scheduler: Scheduler::default(),
+            notsent_lowat: Lowat::default(),
             quic_window: 4 << 20,
             quic_max_connections: 1024,
             quic_retry_threshold: 64,

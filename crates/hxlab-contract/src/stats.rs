@@ -34,6 +34,19 @@ pub struct ProtoStats {
     /// with no connection are left out.
     #[serde(default)]
     pub cc: BTreeMap<String, u64>,
+    /// Connections served so far by their TCP send low-water mark ("16384": n, "off": n),
+    /// read back from each accepted socket (getsockopt TCP_NOTSENT_LOWAT); HTTP/3 has none.
+    #[serde(default)]
+    pub notsent_lowat: BTreeMap<String, u64>,
+    /// Responses started so far by the priority the server understood for them ("u=3": n,
+    /// "u=5, i": n), after every signal that came before their first byte (HTTP/2, HTTP/3).
+    #[serde(default)]
+    pub priorities: BTreeMap<String, u64>,
+    /// Where those priorities came from: "header" (the `priority` request header),
+    /// "priority_update" (a PRIORITY_UPDATE frame), "rfc7540" (HTTP/2 weights only),
+    /// "default" (no signal).
+    #[serde(default)]
+    pub priority_signals: BTreeMap<String, u64>,
 }
 
 /// The `/stats` document.
@@ -49,6 +62,10 @@ pub struct StatsSnapshot {
     pub by_protocol: BTreeMap<String, ProtoStats>,
     /// The sum over all protocols.
     pub total: ProtoStats,
+    /// How responses share an HTTP/2 or HTTP/3 connection on this server (`rfc9218`,
+    /// `round-robin`, `fifo`); empty from a server that does not say.
+    #[serde(default)]
+    pub scheduler: String,
 }
 
 impl StatsSnapshot {
@@ -81,7 +98,7 @@ mod tests {
     use super::*;
 
     /// A body as `hxlab serve` writes it (key order, every field present, `cc` as a map).
-    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1}}}"#;
+    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1}},"scheduler":"rfc9218"}"#;
 
     #[test]
     fn a_body_round_trips_byte_for_byte() {
@@ -91,6 +108,8 @@ mod tests {
         assert_eq!(s.protocol(Protocol::H1).unwrap().cc["cubic"], 1);
         assert_eq!(s.cpu_s(), 0.375);
         assert!(s.protocol(Protocol::H2).is_none());
+        assert_eq!(s.scheduler, "rfc9218");
+        assert_eq!(s.total.priorities["u=0, i"], 1);
     }
 
     #[test]
@@ -99,6 +118,7 @@ mod tests {
         let s = StatsSnapshot::from_json(old).unwrap();
         assert_eq!(s.total.requests, 1);
         assert_eq!((s.total.refused, s.total.cc.len()), (0, 0));
+        assert!(s.scheduler.is_empty() && s.total.priorities.is_empty());
         assert!(StatsSnapshot::from_json(r#"{"uptime_s":1}"#).is_err());
     }
 }

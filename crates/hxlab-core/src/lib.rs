@@ -27,6 +27,7 @@ pub mod page;
 pub mod protocol;
 pub mod result;
 pub mod rusage;
+pub mod sched;
 pub mod shard;
 pub mod splitmix;
 pub mod stats;

@@ -25,6 +25,7 @@ mod per_address;
 mod replay;
 mod reply;
 mod routes;
+mod schedule;
 mod static_file;
 mod stats;
 mod tcp_admit;

@@ -7,6 +7,7 @@ use crate::stats::{cc_slot, Protocol};
 use crate::tcp_admit::{TcpAdmission, Ticket};
 use crate::{ServeConfig, ServeError};
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::sched::Lowat;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -21,7 +22,11 @@ pub(crate) struct Sockets {
     pub udp: Option<std::net::UdpSocket>,
 }
 
-fn tcp_listener(addr: SocketAddr, cc: Option<CongestionControl>) -> std::io::Result<TcpListener> {
+fn tcp_listener(
+    addr: SocketAddr,
+    cc: Option<CongestionControl>,
+    lowat: Lowat,
+) -> std::io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
     } else {
@@ -34,6 +39,8 @@ fn tcp_listener(addr: SocketAddr, cc: Option<CongestionControl>) -> std::io::Res
     if let Some(cc) = cc {
         hxlab_core::cc::set_tcp(socket.as_raw_fd(), cc)?;
     }
+    // So is the send low-water mark (read back the same way).
+    hxlab_core::sched::set_lowat(socket.as_raw_fd(), lowat)?;
     // TCP Fast Open: accept data in the SYN from clients holding a cookie (the kernel takes
     // it only when net.ipv4.tcp_fastopen has bit 2; `start` says so when it does not).
     let _ = hxlab_core::cc::set_tcp_int(socket.as_raw_fd(), libc::TCP_FASTOPEN, 1024);
@@ -49,10 +56,12 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
     let mut last_err = None;
     let mut pair = None;
     for _ in 0..attempts {
-        let tls = tcp_listener(tls_addr, cfg.cc).map_err(|source| ServeError::Bind {
-            what: "tls",
-            addr: tls_addr,
-            source,
+        let tls = tcp_listener(tls_addr, cfg.cc, cfg.notsent_lowat).map_err(|source| {
+            ServeError::Bind {
+                what: "tls",
+                addr: tls_addr,
+                source,
+            }
         })?;
         if !cfg.h3 {
             pair = Some((tls, None));
@@ -84,11 +93,12 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
         }
     };
     let plain_addr = SocketAddr::new(cfg.bind, cfg.plain_port);
-    let plain = tcp_listener(plain_addr, cfg.cc).map_err(|source| ServeError::Bind {
-        what: "plain",
-        addr: plain_addr,
-        source,
-    })?;
+    let plain =
+        tcp_listener(plain_addr, cfg.cc, cfg.notsent_lowat).map_err(|source| ServeError::Bind {
+            what: "plain",
+            addr: plain_addr,
+            source,
+        })?;
     Ok(Sockets { tls, plain, udp })
 }
 
@@ -99,23 +109,37 @@ pub(crate) fn bind_all(cfg: &ServeConfig) -> Result<Sockets, ServeError> {
 pub(crate) struct Accepted {
     cc: usize,
     syn_data: bool,
+    lowat: Lowat,
 }
 
 impl Accepted {
     /// Counts this connection of `proto` in the server's stats.
     fn count(self, ctx: &Ctx, proto: Protocol) {
         ctx.stats.cc(proto, self.cc);
+        ctx.stats.lowat(proto, self.lowat);
         if self.syn_data {
             ctx.stats.tfo_accepted(proto);
         }
     }
 }
 
-fn read_back(tcp: &TcpStream, want: Option<CongestionControl>) -> Accepted {
+fn read_back(tcp: &TcpStream, want: Option<CongestionControl>, lowat: Lowat) -> Accepted {
     Accepted {
         cc: accepted_cc(tcp, want),
         syn_data: hxlab_core::cc::tcp_syn_data_acked(tcp.as_raw_fd()).unwrap_or(false),
+        lowat: accepted_lowat(tcp, lowat),
     }
+}
+
+/// The send low-water mark an accepted socket runs (inherited from its listener), set
+/// again if it runs another.
+fn accepted_lowat(tcp: &TcpStream, want: Lowat) -> Lowat {
+    let fd = tcp.as_raw_fd();
+    let now = hxlab_core::sched::lowat_of(fd).unwrap_or(Lowat::Off);
+    if now != want && want != Lowat::Off && hxlab_core::sched::set_lowat(fd, want).is_ok() {
+        return hxlab_core::sched::lowat_of(fd).unwrap_or(Lowat::Off);
+    }
+    now
 }
 
 fn accepted_cc(tcp: &TcpStream, want: Option<CongestionControl>) -> usize {
@@ -163,7 +187,7 @@ where
                         };
                         // Small responses must not wait for Nagle.
                         let _ = tcp.set_nodelay(true);
-                        let seen = read_back(&tcp, tcp_ports.cc);
+                        let seen = read_back(&tcp, tcp_ports.cc, ctx.limits.lowat);
                         ctx.tracker.spawn(serve(tcp, ctx.clone(), seen, ticket));
                     }
                     // Out of descriptors and similar: back off a little instead of spinning.
@@ -205,6 +229,9 @@ pub(crate) fn spawn_tls(
                     ctx.stats.early_data_accepted(proto);
                 }
                 seen.count(&ctx, proto);
+                if ctx.limits.lowat != Lowat::Off {
+                    tls.limit_send_buffer(crate::h2::LATE_BATCH);
+                }
                 if proto == Protocol::H2 {
                     // Boxed: inline, the HTTP/2 connection's future would size every
                     // connection's task, HTTP/1.1 ones included.

@@ -41,6 +41,11 @@ pub(crate) struct Limits {
     pub head_timeout: Duration,
     /// A connection with no request in flight is closed after one to two of these periods.
     pub idle_timeout: Duration,
+    /// How responses share an HTTP/2 or HTTP/3 connection.
+    pub scheduler: hxlab_core::sched::Scheduler,
+    /// TCP_NOTSENT_LOWAT of the TCP sockets: with a mark, HTTP/2 builds frames only as the
+    /// socket takes them.
+    pub lowat: hxlab_core::sched::Lowat,
 }
 
 impl Limits {
@@ -60,6 +65,8 @@ impl Limits {
             body_timeout: cfg.body_timeout,
             head_timeout: cfg.head_timeout,
             idle_timeout: cfg.idle_timeout,
+            scheduler: cfg.scheduler,
+            lowat: cfg.notsent_lowat,
         }
     }
 }
@@ -91,11 +98,12 @@ impl Ctx {
     ) -> Ctx {
         let alt_svc =
             h3.and_then(|a| HeaderValue::from_str(&format!("h3=\":{}\"; ma=86400", a.port())).ok());
+        let stats = Arc::new(Stats::new(limits.scheduler, limits.lowat));
         Ctx {
             limits,
             dir,
             alt_svc,
-            stats: Arc::new(Stats::new()),
+            stats,
             tracker: TaskTracker::new(),
             shutdown,
             replay: None,

@@ -2,6 +2,8 @@
 //! What `/stats` serves is hxlab-contract's [`StatsSnapshot`], built here.
 
 use hxlab_contract::{ProtoStats, StatsSnapshot};
+use hxlab_core::sched::{Lowat, Scheduler};
+use hxlab_wire::priority::{Priority, Signal};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -32,20 +34,62 @@ struct Counters {
     retries: AtomicU64,
     refused: AtomicU64,
     cc: [AtomicU64; CC_NAMES.len()],
+    /// Send low-water marks read back: off, the configured one, another.
+    lowat: [AtomicU64; 3],
+    /// Responses by urgency × incremental (slot `u * 2 + i`).
+    priorities: [AtomicU64; 16],
+    /// Responses by where their priority came from ([`SIGNALS`]).
+    signals: [AtomicU64; 4],
+}
+
+/// Where a response's priority came from, in slot order.
+const SIGNALS: [&str; 4] = ["default", "header", "priority_update", "rfc7540"];
+
+fn signal_slot(s: Signal) -> usize {
+    match s {
+        Signal::Default => 0,
+        Signal::Header => 1,
+        Signal::Update => 2,
+        Signal::Rfc7540 => 3,
+    }
 }
 
 /// All counters of one server.
 pub(crate) struct Stats {
     started: Instant,
     by: [Counters; 5],
+    scheduler: Scheduler,
+    lowat: Lowat,
 }
 
 impl Stats {
-    pub fn new() -> Stats {
+    /// Counters of a server that schedules with `scheduler` and sets `lowat` on its TCP
+    /// sockets (what sockets run is read back and counted against it).
+    pub fn new(scheduler: Scheduler, lowat: Lowat) -> Stats {
         Stats {
             started: Instant::now(),
             by: Default::default(),
+            scheduler,
+            lowat,
         }
+    }
+
+    /// Counts the send low-water mark a TCP connection of `p` runs, as read back.
+    pub fn lowat(&self, p: Protocol, running: Lowat) {
+        let slot = match running {
+            Lowat::Off => 0,
+            l if l == self.lowat => 1,
+            _ => 2,
+        };
+        self.by[p.index()].lowat[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a response of `p` started with `priority`, which came from `source`.
+    pub fn priority(&self, p: Protocol, priority: Priority, source: Signal) {
+        let c = &self.by[p.index()];
+        let slot = usize::from(priority.urgency.min(7)) * 2 + usize::from(priority.incremental);
+        c.priorities[slot].fetch_add(1, Ordering::Relaxed);
+        c.signals[signal_slot(source)].fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn request_done(&self, p: Protocol) {
@@ -140,6 +184,31 @@ impl Stats {
                     .map(|(n, v)| (n.to_string(), v.load(Ordering::Relaxed)))
                     .filter(|(_, v)| *v > 0)
                     .collect(),
+                notsent_lowat: ["off".to_string(), self.lowat.name(), "other".to_string()]
+                    .into_iter()
+                    .zip(&c.lowat)
+                    .map(|(n, v)| (n, v.load(Ordering::Relaxed)))
+                    .filter(|(_, v)| *v > 0)
+                    .collect(),
+                priorities: c
+                    .priorities
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let p = Priority {
+                            urgency: (i / 2) as u8,
+                            incremental: i % 2 == 1,
+                        };
+                        (p.to_string(), v.load(Ordering::Relaxed))
+                    })
+                    .filter(|(_, v)| *v > 0)
+                    .collect(),
+                priority_signals: SIGNALS
+                    .iter()
+                    .zip(&c.signals)
+                    .map(|(n, v)| (n.to_string(), v.load(Ordering::Relaxed)))
+                    .filter(|(_, v)| *v > 0)
+                    .collect(),
             };
             total.requests += s.requests;
             total.body_bytes += s.body_bytes;
@@ -150,6 +219,9 @@ impl Stats {
             total.retries += s.retries;
             total.refused += s.refused;
             hxlab_core::cc::add_counts(&mut total.cc, &s.cc);
+            hxlab_core::cc::add_counts(&mut total.notsent_lowat, &s.notsent_lowat);
+            hxlab_core::cc::add_counts(&mut total.priorities, &s.priorities);
+            hxlab_core::cc::add_counts(&mut total.priority_signals, &s.priority_signals);
             by_protocol.insert(p.stats_key().to_string(), s);
         }
         let (cpu_user_s, cpu_sys_s) = hxlab_core::rusage::process_cpu();
@@ -159,6 +231,7 @@ impl Stats {
             cpu_sys_s,
             by_protocol,
             total,
+            scheduler: self.scheduler.name().to_string(),
         }
     }
 }

@@ -66,6 +66,13 @@ impl Write for SyncIo<'_, '_> {
 }
 
 impl TlsConn {
+    /// Caps the application data rustls holds as records not yet written to the socket
+    /// (its default is 64 KiB): with a send low-water mark those bytes are committed as
+    /// surely as the kernel's, so they are kept to one batch.
+    pub(crate) fn limit_send_buffer(&mut self, bytes: usize) {
+        self.conn.set_buffer_limit(Some(bytes));
+    }
+
     /// The rustls connection (ALPN, protocol version, handshake state).
     pub(crate) fn rustls(&self) -> &rustls::ServerConnection {
         &self.conn

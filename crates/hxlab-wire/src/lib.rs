@@ -26,6 +26,8 @@
 //!   decoder ([`qpack::FieldDecoder`], a callback per field line) that the origin's request
 //!   heads, the load client's length-only [`qpack::Decoder`] and the frame view's
 //!   [`qpack::display`] all go through, and display of encoder/decoder stream instructions.
+//! - [`priority`]: RFC 9218 extensible priorities: the `priority` field, PRIORITY_UPDATE
+//!   frames of HTTP/2 and HTTP/3, and the mapping of RFC 7540 weights.
 //! - [`tap`]: the hook a client session calls with every byte it sends and receives and with
 //!   its transport facts, so an observer sees exactly what that session put on the wire.
 //!
@@ -37,6 +39,7 @@ pub mod h2;
 pub mod h3;
 pub mod hpack;
 pub mod prefix;
+pub mod priority;
 pub mod qpack;
 mod qpack_table;
 pub mod tap;

@@ -10,12 +10,12 @@ use std::net::SocketAddr;
 
 /// The server's cost between two `/stats` readings, shared by `n` repetitions.
 pub(crate) fn server_cost(
-    before: &Option<StatsSnapshot>,
-    after: &Option<StatsSnapshot>,
+    before: Option<&StatsSnapshot>,
+    after: Option<&StatsSnapshot>,
     proto: Protocol,
     n: usize,
 ) -> Option<ServerCost> {
-    let (b, a) = (before.as_ref()?, after.as_ref()?);
+    let (b, a) = (before?, after?);
     let requests = a
         .protocol(proto)?
         .requests
@@ -29,8 +29,8 @@ pub(crate) fn server_cost(
 
 /// The server's connections of `proto` per congestion controller between two readings.
 pub(crate) fn server_cc(
-    before: &Option<StatsSnapshot>,
-    after: &Option<StatsSnapshot>,
+    before: Option<&StatsSnapshot>,
+    after: Option<&StatsSnapshot>,
     proto: Protocol,
 ) -> BTreeMap<String, u64> {
     let (Some(b), Some(a)) = (before, after) else {

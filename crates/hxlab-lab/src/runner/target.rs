@@ -55,7 +55,7 @@ pub(crate) enum Meter {
 /// One reading of a [`Meter`].
 #[derive(Clone, Debug)]
 pub(crate) enum Reading {
-    Stats(Option<hxlab_contract::StatsSnapshot>),
+    Stats(Option<Box<hxlab_contract::StatsSnapshot>>),
     Cpu(Option<f64>),
     Nothing,
 }
@@ -63,7 +63,7 @@ pub(crate) enum Reading {
 impl Meter {
     pub fn read(&self) -> Reading {
         match self {
-            Meter::Stats(a) => Reading::Stats(server_stats(*a)),
+            Meter::Stats(a) => Reading::Stats(server_stats(*a).map(Box::new)),
             Meter::Tree(pid) => Reading::Cpu(crate::command::tree_cpu_s(*pid)),
             Meter::Unavailable => Reading::Nothing,
         }
@@ -80,6 +80,7 @@ pub(crate) fn cost(
 ) -> (Option<ServerCost>, BTreeMap<String, u64>) {
     match (before, after) {
         (Reading::Stats(b), Reading::Stats(a)) => {
+            let (b, a) = (b.as_deref(), a.as_deref());
             (server_cost(b, a, proto, n), server_cc(b, a, proto))
         }
         (Reading::Cpu(Some(b)), Reading::Cpu(Some(a))) => (

@@ -5,15 +5,17 @@
 //! control of what we send in `send.rs`.
 
 use super::state::{
-    Conn, ConnError, Peer, Phase, CONN_WINDOW, MAX_FRAME, MAX_WINDOW, STREAM_WINDOW,
+    Conn, ConnError, Peer, Phase, CONN_WINDOW, MAX_FRAME, MAX_WINDOW, PRIORITY_FRAMES_PER_REQUEST,
+    PRIORITY_FRAME_BUDGET, STREAM_WINDOW,
 };
 use crate::routes::Ctx;
+use crate::schedule::{Queue, Scheduler};
 use crate::stats::Protocol;
 use hxlab_wire::h2::control::{
     self, FrameError, GoAway, Ping, Priority, Setting, Settings, WindowUpdate,
 };
 use hxlab_wire::h2::{code, flag, frame, setting, FrameHead, PREFACE};
-use std::collections::VecDeque;
+use hxlab_wire::priority::{from_rfc7540_weight, Signal};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -37,7 +39,9 @@ impl Conn {
             recv_window: CONN_WINDOW,
             recv_unacked: 0,
             streams: Vec::new(),
-            sending: VecDeque::new(),
+            queue: Queue::new(ctx.limits.scheduler),
+            early_updates: Vec::new(),
+            priority_frames: 0,
             last_client_id: 0,
             next_push_id: 2,
             block: None,
@@ -53,11 +57,16 @@ impl Conn {
             proto,
             ctx,
         };
-        let settings = [
+        let mut settings = vec![
             (setting::MAX_CONCURRENT_STREAMS, c.ctx.limits.max_streams),
             (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW as u32),
             (setting::MAX_HEADER_LIST_SIZE, c.ctx.limits.max_header_size),
         ];
+        if c.ctx.limits.scheduler == Scheduler::Rfc9218 {
+            // RFC 9218 §2.1: we schedule by RFC 9218's signals (RFC 7540 weights are only
+            // a fallback for clients that send nothing else).
+            settings.push((setting::NO_RFC7540_PRIORITIES, 1));
+        }
         control::write_settings(&mut c.out, &settings);
         c.window_update(0, (CONN_WINDOW - 65_535) as u32);
         c
@@ -148,6 +157,7 @@ impl Conn {
             frame::PING => self.on_ping(h, payload),
             frame::GOAWAY => self.on_goaway(h, payload),
             frame::WINDOW_UPDATE => self.on_window_update(h, payload),
+            frame::PRIORITY_UPDATE => self.on_priority_update(h, payload),
             // Unknown frame types are ignored (RFC 9113 §4.1, §5.5).
             _ => Ok(()),
         }
@@ -186,9 +196,6 @@ impl Conn {
                 ));
             }
         }
-        if delta > 0 {
-            self.wake_blocked();
-        }
         Ok(())
     }
 
@@ -207,12 +214,57 @@ impl Conn {
     }
 
     fn on_priority(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
+        self.count_priority_frame()?;
         match Priority::parse(&h, payload) {
             // A PRIORITY of the wrong size is a stream error (RFC 9113 §6.3).
             Err(e @ FrameError::PriorityLength) => self.reset(h.stream_id, e.code()),
             Err(e) => return Err(e.into()),
             Ok(p) if p.dependency == h.stream_id => self.reset(h.stream_id, code::PROTOCOL_ERROR),
-            Ok(_) => {}
+            // Only the weight is kept, for a stream that sent no RFC 9218 signal; the
+            // dependency tree is not (so no chain of any depth costs anything).
+            Ok(p) => self.reprioritize(h.stream_id, from_rfc7540_weight(p.weight), Signal::Rfc7540),
+        }
+        Ok(())
+    }
+
+    /// PRIORITY_UPDATE (RFC 9218 §7.1): on stream 0 only; for a request stream, open or not
+    /// yet opened. A value that is not a valid dictionary is ignored (§4).
+    fn on_priority_update(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
+        self.count_priority_frame()?;
+        if h.stream_id != 0 {
+            return Err(ConnError(
+                code::PROTOCOL_ERROR,
+                "PRIORITY_UPDATE on a stream other than 0",
+            ));
+        }
+        let Some((id, value)) = hxlab_wire::priority::h2_update(payload) else {
+            return Err(ConnError(
+                code::FRAME_SIZE_ERROR,
+                "PRIORITY_UPDATE shorter than its stream id",
+            ));
+        };
+        if id == 0 {
+            return Err(ConnError(
+                code::PROTOCOL_ERROR,
+                "PRIORITY_UPDATE for stream 0",
+            ));
+        }
+        if let Some(p) = hxlab_wire::priority::Priority::from_field(value) {
+            self.reprioritize(id, p, Signal::Update);
+        }
+        Ok(())
+    }
+
+    /// Counts a PRIORITY or PRIORITY_UPDATE frame against the connection's budget.
+    fn count_priority_frame(&mut self) -> Result<(), ConnError> {
+        self.priority_frames += 1;
+        if self.priority_frames
+            > PRIORITY_FRAME_BUDGET + PRIORITY_FRAMES_PER_REQUEST * self.requests
+        {
+            return Err(ConnError(
+                code::ENHANCE_YOUR_CALM,
+                "too many priority frames",
+            ));
         }
         Ok(())
     }
@@ -227,7 +279,6 @@ impl Conn {
                     "connection window over 2^31-1",
                 ));
             }
-            self.wake_blocked();
             return Ok(());
         }
         self.stream_window_update(h.stream_id, inc)
@@ -258,7 +309,8 @@ impl Conn {
         self.write_goaway(e.0, e.1.as_bytes());
         // Everything a stream held goes now.
         self.streams.clear();
-        self.sending.clear();
+        self.queue = Queue::new(self.queue.scheduler());
+        self.early_updates = Vec::new();
     }
 
     fn write_goaway(&mut self, code: u32, debug: &[u8]) {

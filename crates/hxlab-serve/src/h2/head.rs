@@ -9,6 +9,7 @@ use crate::routes::Ctx;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 use hxlab_wire::hpack::{huffman_encode, Decoder, HpackError, STATIC_TABLE};
 use hxlab_wire::prefix::write as write_int;
+use hxlab_wire::priority::{self, Priority};
 
 /// A request head as the router wants it, and what the stream needs of it later.
 pub(super) struct Head {
@@ -21,6 +22,8 @@ pub(super) struct Head {
     /// absent), for the pushes of this request.
     pub scheme: std::ops::Range<usize>,
     pub authority: std::ops::Range<usize>,
+    /// The `priority` field (RFC 9218), if the request sent a valid one.
+    pub priority: Option<Priority>,
 }
 
 /// Why a header block is not a request we answer.
@@ -73,6 +76,7 @@ struct Fields<'a> {
     keep: bool,
     headers: HeaderMap,
     content_length: Option<u64>,
+    priority: priority::Field,
     size: u64,
     error: Option<HeadError>,
 }
@@ -148,6 +152,9 @@ impl Fields<'_> {
             }
             self.content_length = Some(len);
         }
+        if name == b"priority" {
+            self.priority.add_line(value);
+        }
         if self.keep {
             let n = HeaderName::from_bytes(name).map_err(|_| "field name")?;
             let v = HeaderValue::from_bytes(value).map_err(|_| "field value")?;
@@ -174,6 +181,7 @@ pub(super) fn decode_request(
         keep: false,
         headers: HeaderMap::new(),
         content_length: None,
+        priority: priority::Field::Absent,
         size: 0,
         error: None,
     };
@@ -191,6 +199,7 @@ pub(super) fn decode_request(
         content_length: f.content_length,
         scheme: f.pseudo[SCHEME].clone().unwrap_or_default(),
         authority: f.pseudo[AUTHORITY].clone().unwrap_or_default(),
+        priority: f.priority.priority(),
     })
 }
 

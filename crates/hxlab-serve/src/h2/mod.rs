@@ -18,6 +18,7 @@ mod tests;
 use crate::routes::Ctx;
 use crate::stats::Protocol;
 use send::HIGH_WATER;
+pub(crate) use send::LATE_BATCH;
 use state::Conn;
 use std::future::Future;
 use std::mem::MaybeUninit;
@@ -123,7 +124,8 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Driver<IO> {
                 if self.conn.poll_opening(cx) {
                     progress = true;
                 }
-                self.conn.fill(cx);
+                let until = self.fill_until();
+                self.conn.fill(cx, until);
                 if self.read_closed {
                     // What can no longer finish goes now, not after --send-timeout (issue 38:
                     // 6,000 window-blocked connections sat in CLOSE-WAIT for a minute).
@@ -152,6 +154,21 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> Driver<IO> {
         }
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+
+    /// How far `conn.out` may be filled now. With a send low-water mark, frames are built
+    /// late: only once the socket took everything built before, one [`LATE_BATCH`] at a
+    /// time, so the scheduler picks each frame when the kernel wants more. Without one, up
+    /// to [`HIGH_WATER`] ahead of the socket.
+    fn fill_until(&self) -> usize {
+        let out = self.conn.out.len();
+        if self.conn.ctx.limits.lowat == hxlab_core::sched::Lowat::Off {
+            return self.written + HIGH_WATER;
+        }
+        if out > self.written {
+            return 0;
+        }
+        out + LATE_BATCH
     }
 
     /// Reads once and hands whole frames to the connection. Err: the connection is gone.

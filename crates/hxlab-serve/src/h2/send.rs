@@ -10,23 +10,34 @@ use crate::body::BodySpec;
 use crate::reply::Reply;
 use crate::routes::route;
 use hxlab_wire::h2::{code, flag, frame, write_head};
+use hxlab_wire::priority::{Priority, Signal};
 use std::task::{Context, Poll};
 use tokio::time::Instant;
 
 /// Output buffered beyond this waits for the socket before more is produced or read.
 pub(crate) const HIGH_WATER: usize = 256 << 10;
+/// With a send low-water mark: frames are built only when everything built before was
+/// taken by the socket, this many bytes at a time (one full DATA frame), so the
+/// scheduler's choice is made when the kernel wants more, not hundreds of KB earlier.
+pub(crate) const LATE_BATCH: usize = 16 << 10;
+
+/// A client stream's request order on the connection (its id's), for the scheduler.
+fn order(id: u32) -> u64 {
+    u64::from(id >> 1)
+}
 
 impl Conn {
     /// Answers stream `id`, whose request is complete: at once, or after its delay.
     /// `window`: the stream's send window if it was open already.
     pub(super) fn respond(&mut self, id: u32, mut p: Pending, window: Option<i64>) {
         let window = window.unwrap_or(self.peer.initial_window);
+        let priority = p.priority;
         if let Some(file) = p.reply.lookup.take() {
             let phase = Phase::Opening(Box::new((p, file.start())));
             // A lookup that does not end (a hung file system) is given up like a stall.
             let until = self.now() + self.ctx.limits.send_timeout;
             self.streams
-                .push(Stream::answering(id, phase, window, Some(until)));
+                .push(Stream::answering(id, phase, window, Some(until), priority));
             self.opening = true;
             return;
         }
@@ -37,6 +48,7 @@ impl Conn {
                 Phase::Delayed(Box::new(p)),
                 window,
                 Some(until),
+                priority,
             ));
             return;
         }
@@ -50,7 +62,9 @@ impl Conn {
             head_only,
             scheme,
             authority,
+            priority,
         } = p;
+        self.ctx.stats.priority(self.proto, priority.0, priority.1);
         if let Some(link) = &reply.early_hints {
             let mut block = Vec::with_capacity(64);
             early_hints_block(link, &mut block);
@@ -69,9 +83,11 @@ impl Conn {
             self.completed(counted);
         } else {
             self.write_headers(id, 0, &block);
-            // The fast path: a small body in memory that the windows and one frame take.
-            let fits =
-                len as i64 <= window.min(self.send_window) && len as usize <= self.peer.max_frame;
+            // The fast path: a small body in memory that the windows and one frame take,
+            // when no other response waits for its turn (else the scheduler decides).
+            let fits = len as i64 <= window.min(self.send_window)
+                && len as usize <= self.peer.max_frame
+                && self.queue.len() == 0;
             match body.in_memory() {
                 Some(bytes) if fits && self.out.len() < HIGH_WATER => {
                     write_head(
@@ -88,7 +104,7 @@ impl Conn {
                     }
                     self.completed(counted);
                 }
-                _ => self.queue_body(id, body, counted, window),
+                _ => self.queue_body(id, body, counted, window, priority),
             }
         }
         for (pid, r) in promised {
@@ -100,14 +116,21 @@ impl Conn {
         }
     }
 
-    fn queue_body(&mut self, id: u32, body: BodySpec, counted: bool, window: i64) {
+    fn queue_body(
+        &mut self,
+        id: u32,
+        body: BodySpec,
+        counted: bool,
+        window: i64,
+        priority: (Priority, Signal),
+    ) {
         let phase = Phase::Sending(Box::new(Sending {
             source: body.into_source(),
             counted,
         }));
         self.streams
-            .push(Stream::answering(id, phase, window, None));
-        self.sending.push_back(id);
+            .push(Stream::answering(id, phase, window, None, priority));
+        self.queue.push(u64::from(id), priority.0, order(id));
     }
 
     /// A response went out whole.
@@ -211,40 +234,55 @@ impl Conn {
             if let Phase::Opening(o) = s.phase {
                 let (mut p, _) = *o;
                 p.reply = reply;
+                p.priority = (s.priority, s.signal);
                 self.start(id, p, s.window);
             }
         }
         any
     }
 
-    /// Sends DATA for the streams that have some, in turn, within the windows and until
-    /// `out` reaches [`HIGH_WATER`]. A file body that is not read yet wakes `cx`.
-    pub(crate) fn fill(&mut self, cx: &mut Context<'_>) {
-        // Turns in a row that sent nothing (bodies not read yet); a full round of them ends it.
-        let mut idle_turns = 0;
-        while self.out.len() < HIGH_WATER && idle_turns < self.sending.len() {
-            let Some(id) = self.sending.pop_front() else {
+    /// Builds DATA frames until `out` holds `until` bytes, each for the stream the scheduler
+    /// picks at that moment among those with window ([`crate::schedule`]). A file body
+    /// that is not read yet wakes `cx` and yields its turn.
+    pub(crate) fn fill(&mut self, cx: &mut Context<'_>, until: usize) {
+        // Streams whose body is not read yet, skipped for the rest of this pass.
+        let mut not_ready: Vec<u64> = Vec::new();
+        let mut blocked: Vec<u64> = Vec::new();
+        while self.out.len() < until {
+            let streams = &self.streams;
+            let conn_open = self.send_window > 0;
+            let Some(id) = self.queue.next(|id| {
+                if not_ready.contains(&id) {
+                    return false;
+                }
+                let open = conn_open
+                    && streams
+                        .iter()
+                        .find(|s| u64::from(s.id) == id)
+                        .is_none_or(|s| s.window > 0);
+                if !open {
+                    blocked.push(id);
+                }
+                open
+            }) else {
                 break;
             };
-            let Some(i) = self.stream_index(id) else {
+            let Some(i) = self.stream_index(id as u32) else {
+                self.queue.remove(id);
                 continue;
             };
-            if self.send_window <= 0 || self.streams[i].window <= 0 {
-                // Woken again by WINDOW_UPDATE or SETTINGS; --send-timeout counts from now.
-                let now = self.now();
-                self.streams[i].blocked_since.get_or_insert(now);
-                continue;
-            }
             match self.send_some(i, cx) {
-                Some(true) => {
-                    idle_turns = 0;
-                    self.sending.push_back(id);
-                }
-                Some(false) => idle_turns = 0,
-                // Waiting for the file: tried again when `cx` is woken.
-                None => {
-                    idle_turns += 1;
-                    self.sending.push_back(id);
+                Some(true) => {}
+                Some(false) => self.queue.remove(id),
+                None => not_ready.push(id),
+            }
+        }
+        if !blocked.is_empty() {
+            // Woken again by WINDOW_UPDATE or SETTINGS; --send-timeout counts from now.
+            let now = self.now();
+            for s in &mut self.streams {
+                if blocked.contains(&u64::from(s.id)) && (s.window <= 0 || self.send_window <= 0) {
+                    s.blocked_since.get_or_insert(now);
                 }
             }
         }
@@ -351,7 +389,8 @@ impl Conn {
                     }
                     Phase::Delayed(_) => {
                         let s = self.streams.swap_remove(i);
-                        if let Phase::Delayed(p) = s.phase {
+                        if let Phase::Delayed(mut p) = s.phase {
+                            p.priority = (s.priority, s.signal);
                             self.start(id, *p, s.window);
                         }
                         continue;

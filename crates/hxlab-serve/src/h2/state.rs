@@ -8,10 +8,11 @@ use super::head::Head;
 use crate::body::Source;
 use crate::reply::{Opening, Reply};
 use crate::routes::Ctx;
+use crate::schedule::Queue;
 use crate::stats::Protocol;
 use hxlab_wire::h2::control::FrameError;
 use hxlab_wire::hpack::Decoder;
-use std::collections::VecDeque;
+use hxlab_wire::priority::{Priority, Signal};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -26,6 +27,12 @@ pub(super) const MAX_WINDOW: i64 = (1 << 31) - 1;
 /// finish, on top of --max-streams: past it the connection gets GOAWAY ENHANCE_YOUR_CALM
 /// (rapid reset, CVE-2023-44487, and resetting streams that wait for window).
 pub(super) const CANCEL_BUDGET: u32 = 1000;
+/// Priority frames a connection may send beyond [`PRIORITY_FRAMES_PER_REQUEST`] per
+/// request; a browser sends a few per request it reprioritizes, an attack millions.
+pub(super) const PRIORITY_FRAME_BUDGET: u64 = 1000;
+pub(super) const PRIORITY_FRAMES_PER_REQUEST: u64 = 16;
+/// PRIORITY_UPDATEs kept for streams not open yet (RFC 9218 §7.1 lets a server bound them).
+pub(super) const EARLY_UPDATES: usize = 16;
 
 /// A connection error: GOAWAY with this code, then the connection closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +71,15 @@ pub(crate) struct Conn {
     pub(super) recv_unacked: i64,
     /// Open streams (client streams not yet done both ways, pushed streams being sent).
     pub(super) streams: Vec<Stream>,
-    /// Streams with response data waiting to go out, in turn.
-    pub(super) sending: VecDeque<u32>,
+    /// Streams with response data waiting to go out, and whose turn it is (the scheduler).
+    pub(super) queue: Queue,
+    /// PRIORITY_UPDATEs for streams the client has not opened yet (at most
+    /// [`EARLY_UPDATES`]), applied when they open.
+    pub(super) early_updates: Vec<(u32, Priority)>,
+    /// Priority frames (PRIORITY, PRIORITY_UPDATE) received: past
+    /// [`PRIORITY_FRAME_BUDGET`] plus [`PRIORITY_FRAMES_PER_REQUEST`] per request opened, the
+    /// connection gets GOAWAY ENHANCE_YOUR_CALM.
+    pub(super) priority_frames: u64,
     /// The highest client stream opened, and the next stream id for a push.
     pub(super) last_client_id: u32,
     pub(super) next_push_id: u32,
@@ -127,6 +141,9 @@ pub(super) struct Stream {
     pub deadline: Option<Instant>,
     /// Since when the stream has response data and no window to send it.
     pub blocked_since: Option<Instant>,
+    /// Its response's priority as understood so far, and where it came from.
+    pub priority: Priority,
+    pub signal: Signal,
 }
 
 impl Stream {
@@ -137,8 +154,11 @@ impl Stream {
         phase: Phase,
         window: i64,
         deadline: Option<Instant>,
+        (priority, signal): (Priority, Signal),
     ) -> Stream {
         Stream {
+            priority,
+            signal,
             id,
             recv_open: false,
             content_length: None,
@@ -160,6 +180,8 @@ pub(super) struct Block {
     pub bytes: Vec<u8>,
     /// When its HEADERS came: the block must end within --head-timeout.
     pub since: Instant,
+    /// The RFC 7540 weight its HEADERS carried, if any.
+    pub weight: Option<u16>,
 }
 
 /// A reply not started yet, with what its push promises need of the request.
@@ -168,11 +190,13 @@ pub(super) struct Pending {
     pub head_only: bool,
     pub scheme: Vec<u8>,
     pub authority: Vec<u8>,
+    /// The request's priority and where it came from.
+    pub priority: (Priority, Signal),
 }
 
 impl Pending {
     /// `scratch`: the buffer `head` was decoded into.
-    pub fn new(reply: Reply, head: &Head, scratch: &[u8]) -> Pending {
+    pub fn new(reply: Reply, head: &Head, scratch: &[u8], priority: (Priority, Signal)) -> Pending {
         // Only a reply that pushes needs the request's origin.
         let pushes = !reply.push.is_empty();
         let part = |r: &std::ops::Range<usize>| match pushes {
@@ -184,6 +208,7 @@ impl Pending {
             scheme: part(&head.scheme),
             authority: part(&head.authority),
             reply,
+            priority,
         }
     }
 
@@ -194,6 +219,7 @@ impl Pending {
             head_only: false,
             scheme: Vec::new(),
             authority: Vec::new(),
+            priority: (Priority::default(), Signal::Default),
         }
     }
 }

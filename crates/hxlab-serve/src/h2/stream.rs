@@ -4,13 +4,15 @@
 
 use super::head::{decode_request, decode_trailers, HeadError};
 use super::state::{
-    Block, Conn, ConnError, Pending, Phase, Stream, CANCEL_BUDGET, MAX_WINDOW, STREAM_WINDOW,
+    Block, Conn, ConnError, Pending, Phase, Stream, CANCEL_BUDGET, EARLY_UPDATES, MAX_WINDOW,
+    STREAM_WINDOW,
 };
 use crate::reply::Reply;
 use crate::routes::route;
 use hxlab_wire::h2::control::{self, Priority, RstStream};
 use hxlab_wire::h2::{code, flag, strip_padding, FrameHead, PaddingError};
 use hxlab_wire::hpack::Decoder;
+use hxlab_wire::priority::{from_rfc7540_weight, Priority as Prio, Signal};
 
 /// Error raised when a stream error ends the handling of a frame (the RST_STREAM is queued).
 fn malformed_code(e: &HeadError) -> u32 {
@@ -38,6 +40,7 @@ impl Conn {
     pub(super) fn reset(&mut self, id: u32, code: u32) {
         control::write_rst_stream(&mut self.out, id, code);
         self.remember_reset(id);
+        self.queue.remove(u64::from(id));
         if let Some(i) = self.stream_index(id) {
             self.streams.swap_remove(i);
         }
@@ -64,6 +67,7 @@ impl Conn {
             }
         };
         let mut self_dependent = false;
+        let mut weight = None;
         if h.flags & flag::PRIORITY != 0 {
             let Some(p) = Priority::read(frag) else {
                 return Err(ConnError(
@@ -72,6 +76,7 @@ impl Conn {
                 ));
             };
             self_dependent = p.dependency == id;
+            weight = Some(p.weight);
             frag = &frag[5..];
         }
         let end_stream = h.flags & flag::END_STREAM != 0;
@@ -83,10 +88,11 @@ impl Conn {
                 end_stream,
                 bytes: frag.to_vec(),
                 since,
+                weight,
             });
             return Ok(());
         }
-        self.header_block(id, end_stream, self_dependent, frag)
+        self.header_block(id, end_stream, self_dependent, weight, frag)
     }
 
     fn check_block_size(&self, len: usize) -> Result<(), ConnError> {
@@ -123,7 +129,13 @@ impl Conn {
             self.block = Some(block);
             return Ok(());
         }
-        self.header_block(block.stream, block.end_stream, false, &block.bytes)
+        self.header_block(
+            block.stream,
+            block.end_stream,
+            false,
+            block.weight,
+            &block.bytes,
+        )
     }
 
     fn decoder(&mut self) -> &mut Decoder {
@@ -132,11 +144,13 @@ impl Conn {
     }
 
     /// A complete header block on stream `id`: a new request, trailers, or a protocol error.
+    /// `weight`: the RFC 7540 weight its HEADERS carried, if any.
     fn header_block(
         &mut self,
         id: u32,
         end_stream: bool,
         self_dependent: bool,
+        weight: Option<u16>,
         block: &[u8],
     ) -> Result<(), ConnError> {
         if let Some(i) = self.stream_index(id) {
@@ -203,7 +217,8 @@ impl Conn {
             self.proto,
         );
         let content_length = head.content_length;
-        let pending = Pending::new(reply, &head, &self.scratch);
+        let priority = self.request_priority(id, head.priority, weight);
+        let pending = Pending::new(reply, &head, &self.scratch, priority);
         if end_stream {
             if content_length.is_some_and(|n| n != 0) {
                 self.reset(id, code::PROTOCOL_ERROR);
@@ -224,8 +239,54 @@ impl Conn {
             window: self.peer.initial_window,
             deadline: Some(deadline),
             blocked_since: None,
+            priority: priority.0,
+            signal: priority.1,
         });
         Ok(())
+    }
+
+    /// A new request's priority: a PRIORITY_UPDATE that came before it, else its
+    /// `priority` header, else (only then) its RFC 7540 weight, else RFC 9218's defaults.
+    fn request_priority(
+        &mut self,
+        id: u32,
+        header: Option<Prio>,
+        weight: Option<u16>,
+    ) -> (Prio, Signal) {
+        if let Some(i) = self.early_updates.iter().position(|(s, _)| *s == id) {
+            return (self.early_updates.swap_remove(i).1, Signal::Update);
+        }
+        match (header, weight) {
+            (Some(p), _) => (p, Signal::Header),
+            (None, Some(w)) => (from_rfc7540_weight(w), Signal::Rfc7540),
+            (None, None) => (Prio::default(), Signal::Default),
+        }
+    }
+
+    /// A priority signal that came after the request (`source`: a PRIORITY_UPDATE, or an
+    /// RFC 7540 PRIORITY frame, which counts only where no RFC 9218 signal came): the
+    /// stream's response is rescheduled from its next frame on. A stream not open yet keeps
+    /// the update for when it opens (at most [`EARLY_UPDATES`] of them); a closed one
+    /// ignores it.
+    pub(super) fn reprioritize(&mut self, id: u32, p: Prio, source: Signal) {
+        if let Some(i) = self.stream_index(id) {
+            let s = &mut self.streams[i];
+            if source == Signal::Rfc7540 && matches!(s.signal, Signal::Header | Signal::Update) {
+                return;
+            }
+            s.priority = p;
+            s.signal = source;
+            self.queue
+                .reprioritize(u64::from(id), p, u64::from(id >> 1));
+            return;
+        }
+        if source == Signal::Update && id % 2 == 1 && id > self.last_client_id {
+            if let Some(e) = self.early_updates.iter_mut().find(|(s, _)| *s == id) {
+                e.1 = p;
+            } else if self.early_updates.len() < EARLY_UPDATES {
+                self.early_updates.push((id, p));
+            }
+        }
     }
 
     /// A second header block on an open stream: trailers, which must end the stream.
@@ -261,7 +322,8 @@ impl Conn {
             return;
         }
         let s = self.streams.swap_remove(i);
-        if let Phase::Body(pending) = s.phase {
+        if let Phase::Body(mut pending) = s.phase {
+            pending.priority = (s.priority, s.signal);
             self.respond(id, *pending, Some(s.window));
         }
     }
@@ -370,21 +432,8 @@ impl Conn {
         s.window += inc;
         if s.window > MAX_WINDOW {
             self.reset(id, code::FLOW_CONTROL_ERROR);
-            return Ok(());
-        }
-        if matches!(s.phase, Phase::Sending(_)) && s.window > 0 && !self.sending.contains(&id) {
-            self.sending.push_back(id);
         }
         Ok(())
-    }
-
-    /// Window opened on the connection or on every stream: streams that waited go again.
-    pub(super) fn wake_blocked(&mut self) {
-        for s in &self.streams {
-            if matches!(s.phase, Phase::Sending(_)) && !self.sending.contains(&s.id) {
-                self.sending.push_back(s.id);
-            }
-        }
     }
 
     /// A request whose header list is over the limit: 431, and the rest of its body (if

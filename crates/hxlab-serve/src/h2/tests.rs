@@ -68,7 +68,100 @@ fn open(settings: &[u8]) -> Conn {
 
 fn fill(c: &mut Conn) {
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-    c.fill(&mut cx);
+    let until = c.out.len() + super::send::HIGH_WATER;
+    c.fill(&mut cx, until);
+}
+
+/// One frame's worth of output at a time, as the socket would take it.
+fn fill_one(c: &mut Conn) {
+    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+    let until = c.out.len() + 1;
+    c.fill(&mut cx, until);
+}
+
+fn get_with(enc: &mut Encoder, path: &str, priority: Option<&str>) -> Vec<u8> {
+    let mut b = Vec::new();
+    let mut fields: Vec<(&[u8], &[u8])> = vec![
+        (b":method", b"GET"),
+        (b":scheme", b"http"),
+        (b":authority", b"x"),
+        (b":path", path.as_bytes()),
+    ];
+    if let Some(p) = priority {
+        fields.push((b"priority", p.as_bytes()));
+    }
+    enc.encode(fields, &mut b);
+    b
+}
+
+fn ctx_with(scheduler: hxlab_core::sched::Scheduler) -> Arc<Ctx> {
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let cfg = hxlab_contract::ServeConfig {
+        scheduler,
+        ..Default::default()
+    };
+    let a: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+    Arc::new(Ctx::new(Limits::of(&cfg), None, a, a, None, rx))
+}
+
+/// A connection under `scheduler` with large windows; `requests` are sent in one batch
+/// (path, priority header); then frames are built one at a time, `events` fed after the
+/// given number of DATA frames. Returns the stream of each DATA frame, in order.
+fn data_order(
+    scheduler: hxlab_core::sched::Scheduler,
+    requests: &[(u32, &str, Option<&str>)],
+    events: &[(usize, Vec<u8>)],
+) -> Vec<u32> {
+    let mut c = Conn::new(ctx_with(scheduler), Protocol::H2c);
+    let mut wire = PREFACE.to_vec();
+    // SETTINGS_INITIAL_WINDOW_SIZE 8 MiB; the connection window raised too.
+    wire.extend(raw(frame::SETTINGS, 0, 0, &[0, 4, 0, 0x80, 0, 0]));
+    wire.extend(raw(
+        frame::WINDOW_UPDATE,
+        0,
+        0,
+        &(64u32 << 20).to_be_bytes(),
+    ));
+    let mut enc = Encoder::new();
+    for (id, path, prio) in requests {
+        let block = get_with(&mut enc, path, *prio);
+        wire.extend(raw(
+            frame::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            *id,
+            &block,
+        ));
+    }
+    assert_eq!(c.receive(&wire), wire.len());
+    c.out.clear();
+    let mut order = Vec::new();
+    for _ in 0..10_000 {
+        for (at, bytes) in events {
+            if *at == order.len() {
+                assert_eq!(c.receive(bytes), bytes.len());
+            }
+        }
+        let before = c.out.len();
+        fill_one(&mut c);
+        let new = frames(&c.out[before..]);
+        if new.is_empty() {
+            break;
+        }
+        order.extend(new.iter().filter(|f| f.0 == frame::DATA).map(|f| f.2));
+    }
+    assert!(!c.failed);
+    order
+}
+
+fn runs(order: &[u32]) -> Vec<(u32, usize)> {
+    let mut r: Vec<(u32, usize)> = Vec::new();
+    for &id in order {
+        match r.last_mut() {
+            Some((last, n)) if *last == id => *n += 1,
+            _ => r.push((id, 1)),
+        }
+    }
+    r
 }
 
 fn goaway_code(out: &[u8]) -> Option<u32> {
@@ -450,4 +543,90 @@ fn a_window_made_negative_by_settings_waits_for_its_update() {
         .map(|f| f.3.len())
         .collect();
     assert_eq!(data, [2]);
+}
+
+#[test]
+fn rfc9218_sends_the_urgent_response_before_bulk_requested_earlier() {
+    use hxlab_core::sched::Scheduler;
+    // 3 frames of bulk at u=5, then 2 frames at u=0 requested after it (same batch): the
+    // urgent one goes first; round-robin alternates; fifo keeps request order.
+    let reqs = [
+        (1, "/bytes/49152", Some("u=5")),
+        (3, "/bytes/32768", Some("u=0")),
+    ];
+    assert_eq!(
+        runs(&data_order(Scheduler::Rfc9218, &reqs, &[])),
+        vec![(3, 2), (1, 3)]
+    );
+    assert_eq!(
+        data_order(Scheduler::RoundRobin, &reqs, &[]),
+        vec![1, 3, 1, 3, 1]
+    );
+    assert_eq!(
+        runs(&data_order(Scheduler::Fifo, &reqs, &[])),
+        vec![(1, 3), (3, 2)]
+    );
+}
+
+#[test]
+fn priority_update_reorders_mid_flight_and_rfc7540_weights_count_only_alone() {
+    use hxlab_core::sched::Scheduler;
+    use hxlab_wire::priority::write_h2_update;
+    // Two bulks at the default urgency: request order. After 2 frames the second is made
+    // urgent: its frames come next.
+    let mut update = Vec::new();
+    write_h2_update(&mut update, 3, b"u=1");
+    let reqs = [(1, "/bytes/65536", None), (3, "/bytes/32768", None)];
+    assert_eq!(
+        runs(&data_order(
+            Scheduler::Rfc9218,
+            &reqs,
+            &[(2, update.clone())]
+        )),
+        vec![(1, 2), (3, 2), (1, 2)]
+    );
+    // An update for a stream not opened yet is kept for it.
+    let mut early = Vec::new();
+    write_h2_update(&mut early, 5, b"u=0");
+    let mut c = Conn::new(ctx_with(Scheduler::Rfc9218), Protocol::H2c);
+    let mut wire = PREFACE.to_vec();
+    wire.extend(raw(frame::SETTINGS, 0, 0, &[]));
+    wire.extend(early);
+    assert_eq!(c.receive(&wire), wire.len());
+    assert_eq!(c.early_updates.len(), 1);
+    // RFC 7540 weights: a PRIORITY frame raising stream 1 is ignored when the request
+    // carried a priority header, used when it did not.
+    let mut weight = Vec::new();
+    weight.extend(raw(frame::PRIORITY, 0, 1, &[0, 0, 0, 0, 255]));
+    let with_header = [
+        (1, "/bytes/49152", Some("u=5")),
+        (3, "/bytes/16384", Some("u=4")),
+    ];
+    assert_eq!(
+        runs(&data_order(
+            Scheduler::Rfc9218,
+            &with_header,
+            &[(0, weight.clone())]
+        )),
+        vec![(3, 1), (1, 3)]
+    );
+    let without = [(1, "/bytes/49152", None), (3, "/bytes/16384", Some("u=1"))];
+    assert_eq!(
+        runs(&data_order(Scheduler::Rfc9218, &without, &[(0, weight)])),
+        vec![(1, 3), (3, 1)]
+    );
+}
+
+#[test]
+fn a_flood_of_priority_frames_gets_enhance_your_calm() {
+    use hxlab_wire::priority::write_h2_update;
+    let mut c = open(&[]);
+    let mut flood = Vec::new();
+    for i in 0..2_000u32 {
+        write_h2_update(&mut flood, 1_001 + 2 * i, b"u=1");
+    }
+    c.receive(&flood);
+    assert!(c.failed);
+    assert_eq!(goaway_code(&c.out), Some(code::ENHANCE_YOUR_CALM));
+    assert!(c.early_updates.len() <= super::state::EARLY_UPDATES);
 }

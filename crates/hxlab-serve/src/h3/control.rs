@@ -8,6 +8,7 @@
 //! types, which are stopped and ignored.
 
 use super::driver::{Conn, ReadError, RecvStream};
+use super::priority::{Calm, Shared};
 use hxlab_wire::h3::control::{ControlError, ControlReader, Sender};
 use hxlab_wire::h3::{code, stream as stream_type};
 use hxlab_wire::varint;
@@ -22,15 +23,20 @@ pub(super) fn close(conn: &Conn, err: u64, why: &'static str) {
 
 /// Accepts the client's unidirectional streams until the connection ends; each critical
 /// stream is read by a task of its own.
-pub(super) async fn read_uni_streams(conn: Conn) {
+pub(super) async fn read_uni_streams(conn: Conn, priorities: Shared) {
     // Bits: which critical stream types (control, encoder, decoder) were opened already.
     let seen = Rc::new(Cell::new(0u8));
     while let Ok(recv) = conn.accept_uni().await {
-        tokio::task::spawn_local(uni_stream(conn.clone(), recv, seen.clone()));
+        tokio::task::spawn_local(uni_stream(
+            conn.clone(),
+            recv,
+            seen.clone(),
+            priorities.clone(),
+        ));
     }
 }
 
-async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>) {
+async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>, priorities: Shared) {
     let mut buf: Vec<u8> = Vec::new();
     let kind = loop {
         if let Some((t, used)) = varint::read(&buf) {
@@ -67,7 +73,7 @@ async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>) {
         );
     }
     let r = if kind == stream_type::CONTROL {
-        control_stream(&mut recv, buf).await
+        control_stream(&conn, &mut recv, buf, &priorities).await
     } else {
         // QPACK streams: read and discard until the connection ends.
         loop {
@@ -86,12 +92,21 @@ async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>) {
 /// Frames of the client's control stream, after its type (`buf`: what came with the type);
 /// `Ok` when the connection went away under it, `Err` with the connection error to close
 /// with.
-async fn control_stream(recv: &mut RecvStream, buf: Vec<u8>) -> Result<(), (u64, &'static str)> {
+async fn control_stream(
+    conn: &Conn,
+    recv: &mut RecvStream,
+    buf: Vec<u8>,
+    priorities: &Shared,
+) -> Result<(), (u64, &'static str)> {
     let mut reader = ControlReader::new(Sender::Client);
     reader.feed(&buf).map_err(reason)?;
+    apply_updates(conn, &mut reader, priorities)?;
     loop {
         match recv.read_chunk(usize::MAX).await {
-            Ok(Some(c)) => reader.feed(&c).map_err(reason)?,
+            Ok(Some(c)) => {
+                reader.feed(&c).map_err(reason)?;
+                apply_updates(conn, &mut reader, priorities)?;
+            }
             Ok(None) => return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream closed")),
             Err(ReadError::Reset) => {
                 return Err((code::H3_CLOSED_CRITICAL_STREAM, "control stream reset"))
@@ -99,6 +114,23 @@ async fn control_stream(recv: &mut RecvStream, buf: Vec<u8>) -> Result<(), (u64,
             Err(_) => return Ok(()),
         }
     }
+}
+
+/// Acts on the PRIORITY_UPDATEs just read: a request in flight is re-ranked in quinn.
+fn apply_updates(
+    conn: &Conn,
+    reader: &mut ControlReader,
+    priorities: &Shared,
+) -> Result<(), (u64, &'static str)> {
+    let mut p = priorities.borrow_mut();
+    for u in reader.take_updates() {
+        match p.update(u.stream, u.priority) {
+            Ok(Some(rank)) => conn.set_priority(u.stream, rank),
+            Ok(None) => {}
+            Err(Calm) => return Err((code::H3_EXCESSIVE_LOAD, "too many PRIORITY_UPDATE frames")),
+        }
+    }
+    Ok(())
 }
 
 /// What the connection closes with for a control stream's broken rule.

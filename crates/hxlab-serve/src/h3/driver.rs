@@ -230,6 +230,17 @@ impl Conn {
         });
     }
 
+    /// Sets the rank of the client's request stream `id` (a PRIORITY_UPDATE's target).
+    /// quinn-proto applies it when the stream next joins its send queue: at once for a
+    /// stream with nothing buffered, after its next STREAM frame for one that has data
+    /// waiting (docs/priorities.md).
+    pub fn set_priority(&self, id: u64, rank: i32) {
+        let id = StreamId::new(quinn_proto::Side::Client, Dir::Bi, id >> 2);
+        self.with(|s| {
+            let _ = s.quic.q.send_stream(id).set_priority(rank);
+        });
+    }
+
     /// The congestion controller running (`"reno"`, `"cubic"`, `"bbr"`).
     pub fn congestion_controller(&self) -> &'static str {
         hxlab_quic::cc::of_controller(self.state.borrow().quic.q.congestion_state())
@@ -442,6 +453,15 @@ impl SendStream {
             out
         })
         .await
+    }
+
+    /// Sets the stream's rank for quinn-proto's packet builder (`crate::schedule::rank`):
+    /// higher first, equal ones in turn.
+    pub fn set_priority(&self, rank: i32) {
+        let id = self.id;
+        self.conn.with(|s| {
+            let _ = s.quic.q.send_stream(id).set_priority(rank);
+        });
     }
 
     /// Writes all of `bytes`.

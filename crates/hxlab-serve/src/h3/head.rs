@@ -15,6 +15,8 @@ pub(super) struct Head {
     pub headers: HeaderMap,
     /// `content-length`, if the request had one.
     pub content_length: Option<u64>,
+    /// The `priority` field (RFC 9218), if the request sent a valid one.
+    pub priority: Option<hxlab_wire::priority::Priority>,
 }
 
 /// Why a field section is not a request we answer.
@@ -65,6 +67,7 @@ pub(super) fn decode_request(
     let mut headers = HeaderMap::new();
     let mut regular_seen = false;
     let mut content_length: Option<u64> = None;
+    let mut priority = hxlab_wire::priority::Field::Absent;
     let r = decoder.decode(block, max_size, |name, value| {
         if let Some(pseudo) = name.strip_prefix(b":") {
             if regular_seen {
@@ -102,6 +105,9 @@ pub(super) fn decode_request(
             }
             content_length = Some(len);
         }
+        if name == b"priority" {
+            priority.add_line(value);
+        }
         headers.append(n, v);
         Ok(())
     });
@@ -126,6 +132,7 @@ pub(super) fn decode_request(
         uri,
         headers,
         content_length,
+        priority: priority.priority(),
     })
 }
 

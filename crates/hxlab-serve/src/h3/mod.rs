@@ -33,6 +33,7 @@ mod control;
 mod driver;
 pub mod fuzz_entry;
 mod head;
+mod priority;
 mod request;
 
 use crate::routes::Ctx;
@@ -224,7 +225,8 @@ async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
         }
         qpack_streams.push(s);
     }
-    tokio::task::spawn_local(control::read_uni_streams(conn.clone()));
+    let priorities = priority::Priorities::new(ctx.limits.scheduler);
+    tokio::task::spawn_local(control::read_uni_streams(conn.clone(), priorities.clone()));
     let inflight = Arc::new(InFlight::default());
     let heads = Arc::new(request::HeadBytes::default());
     // Idle: no request accepted during a whole period and none in flight at its end.
@@ -263,8 +265,9 @@ async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
                     next_id = id + 4;
                     let guard = inflight.enter();
                     let (ctx2, conn2, heads2) = (ctx.clone(), conn.clone(), heads.clone());
+                    let prio2 = priorities.clone();
                     ctx.tracker.spawn_local(async move {
-                        request::serve(ctx2, conn2, send, recv, heads2).await;
+                        request::serve(ctx2, conn2, send, recv, heads2, prio2).await;
                         drop(guard);
                     });
                 }

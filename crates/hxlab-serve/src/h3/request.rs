@@ -9,6 +9,7 @@
 use super::control::close;
 use super::driver::{Conn, RecvStream, SendStream};
 use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
+use super::priority;
 use crate::body::{BodySpec, CHUNK};
 use crate::routes::{route, Ctx};
 use crate::stats::Protocol;
@@ -87,6 +88,7 @@ pub(super) async fn serve(
     mut send: SendStream,
     mut recv: RecvStream,
     heads: Arc<HeadBytes>,
+    priorities: priority::Shared,
 ) {
     let head = match read_request(&ctx, &mut recv, &heads).await {
         Ok(h) => h,
@@ -115,7 +117,21 @@ pub(super) async fn serve(
             return;
         }
     };
+    let id = recv.id().index() * 4;
+    let (p, signal, rank) = priorities.borrow_mut().start(id, head.priority);
+    ctx.stats.priority(Protocol::H3, p, signal);
+    send.set_priority(rank);
+    let _live = Live(priorities, id);
     respond(&ctx, head, send).await;
+}
+
+/// A request being answered: its stream leaves the connection's priorities when dropped.
+struct Live(priority::Shared, u64);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.borrow_mut().end(self.1);
+    }
 }
 
 /// Reads the request stream to its end: the head, then DATA (discarded, checked against

@@ -104,6 +104,18 @@ pub struct ControlReader {
     buf: Vec<u8>,
     settings: bool,
     goaway: Option<u64>,
+    /// PRIORITY_UPDATE frames for request streams read and not taken yet.
+    updates: Vec<PriorityUpdate>,
+}
+
+/// A client's PRIORITY_UPDATE for a request stream (RFC 9218 §7.2), as read off its control
+/// stream: the stream and the priority its field value gives (from the defaults: an update
+/// replaces the stream's priority), or `None` for a value that is not a valid dictionary
+/// (RFC 9218 §4: ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriorityUpdate {
+    pub stream: u64,
+    pub priority: Option<crate::priority::Priority>,
 }
 
 impl ControlReader {
@@ -118,7 +130,14 @@ impl ControlReader {
             buf: Vec::new(),
             settings: false,
             goaway: None,
+            updates: Vec::new(),
         }
+    }
+
+    /// The PRIORITY_UPDATE frames read since the last call, in order (the caller takes them
+    /// after each [`ControlReader::feed`], so at most one feed's worth is ever held).
+    pub fn take_updates(&mut self) -> std::vec::Drain<'_, PriorityUpdate> {
+        self.updates.drain(..)
     }
 
     /// Whether the SETTINGS frame has arrived whole.
@@ -190,7 +209,19 @@ impl ControlReader {
             0x02 | 0x06 | 0x08 | 0x09 => {
                 return Err(err(code::H3_FRAME_UNEXPECTED, "HTTP/2 frame type"))
             }
-            frame::SETTINGS | frame::GOAWAY | frame::CANCEL_PUSH | frame::MAX_PUSH_ID => true,
+            frame::PRIORITY_UPDATE_REQUEST | frame::PRIORITY_UPDATE_PUSH
+                if self.sender == Sender::Server =>
+            {
+                return Err(err(
+                    code::H3_FRAME_UNEXPECTED,
+                    "PRIORITY_UPDATE from a server",
+                ))
+            }
+            frame::SETTINGS
+            | frame::GOAWAY
+            | frame::CANCEL_PUSH
+            | frame::MAX_PUSH_ID
+            | frame::PRIORITY_UPDATE_REQUEST => true,
             _ => false,
         };
         if keep && len > MAX_CONTROL_FRAME {
@@ -211,6 +242,19 @@ impl ControlReader {
         if kind == frame::SETTINGS {
             check_settings(&self.buf)?;
             self.settings = true;
+            return Ok(());
+        }
+        if kind == frame::PRIORITY_UPDATE_REQUEST {
+            let (stream, value) = crate::priority::h3_update(&self.buf)
+                .ok_or(err(code::H3_FRAME_ERROR, "malformed PRIORITY_UPDATE"))?;
+            if stream % 4 != 0 {
+                return Err(err(
+                    code::H3_ID_ERROR,
+                    "PRIORITY_UPDATE names a stream that is not a request stream",
+                ));
+            }
+            let priority = crate::priority::Priority::from_field(value);
+            self.updates.push(PriorityUpdate { stream, priority });
             return Ok(());
         }
         // GOAWAY, CANCEL_PUSH and MAX_PUSH_ID carry exactly one varint.
@@ -290,6 +334,57 @@ mod tests {
         client.extend(frame(frame::CANCEL_PUSH, &[1]));
         client.extend(frame(frame::GOAWAY, &[1]));
         assert_eq!(read(Sender::Client, &client), Ok((true, Some(1))));
+    }
+
+    #[test]
+    fn priority_updates_are_kept_for_the_caller_in_every_split() {
+        use crate::priority::{write_h3_update, Priority};
+        let mut bytes = settings_frame(&[(0x06, 100)]);
+        write_h3_update(&mut bytes, 8, b"u=0, i");
+        write_h3_update(&mut bytes, 0, b"u=9");
+        write_h3_update(&mut bytes, 4, b"u=1,");
+        let want = vec![
+            PriorityUpdate {
+                stream: 8,
+                priority: Some(Priority {
+                    urgency: 0,
+                    incremental: true,
+                }),
+            },
+            PriorityUpdate {
+                stream: 0,
+                priority: Some(Priority::default()),
+            },
+            PriorityUpdate {
+                stream: 4,
+                priority: None,
+            },
+        ];
+        for at in 0..=bytes.len() {
+            let mut r = ControlReader::new(Sender::Client);
+            let mut got = Vec::new();
+            r.feed(&bytes[..at]).unwrap();
+            got.extend(r.take_updates());
+            r.feed(&bytes[at..]).unwrap();
+            got.extend(r.take_updates());
+            assert_eq!(got, want, "split at {at}");
+        }
+        let mut odd = settings_frame(&[]);
+        write_h3_update(&mut odd, 2, b"u=1");
+        assert_eq!(
+            ControlReader::new(Sender::Client)
+                .feed(&odd)
+                .map_err(|e| e.code),
+            Err(code::H3_ID_ERROR)
+        );
+        let mut from_server = settings_frame(&[]);
+        write_h3_update(&mut from_server, 0, b"u=1");
+        assert_eq!(
+            ControlReader::new(Sender::Server)
+                .feed(&from_server)
+                .map_err(|e| e.code),
+            Err(code::H3_FRAME_UNEXPECTED)
+        );
     }
 
     #[test]

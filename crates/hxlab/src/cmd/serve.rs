@@ -26,7 +26,8 @@ pub struct Options {
         "quic_max_per_address", "tcp_max_connections", "tcp_max_per_address", "send_timeout",
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
         "max_header_size",
-        "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay",
+        "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay", "scheduler",
+        "notsent_lowat",
     ])]
     pub config: Option<String>,
     /// Address to listen on (an IP address, e.g. 127.0.0.1, ::1 or 0.0.0.0).
@@ -131,6 +132,17 @@ pub struct Options {
     /// idempotent requests (see docs/serve.md).
     #[arg(long)]
     pub no_early_data: bool,
+    /// How responses share an HTTP/2 or HTTP/3 connection: rfc9218 (urgency from the
+    /// priority header, PRIORITY_UPDATE and HTTP/2 weights; docs/priorities.md),
+    /// round-robin (every response in turn) or fifo (one at a time, in request order).
+    /// HTTP/1.1 answers one request at a time per connection, so it has nothing to schedule.
+    #[arg(long, value_name = "NAME", default_value = "rfc9218")]
+    pub scheduler: hxlab_core::sched::Scheduler,
+    /// TCP_NOTSENT_LOWAT on every TCP socket (h1, h1+TLS, h2, h2c): at most about this many
+    /// unsent bytes in the kernel, and HTTP/2 frames built only as the socket takes them, so
+    /// an urgent response does not wait behind committed bulk. off: the kernel's buffer.
+    #[arg(long, value_name = "SIZE|off", default_value = "16KiB")]
+    pub notsent_lowat: hxlab_core::sched::Lowat,
     /// Answer every request from this HAR 1.2 archive (hxlab page --record, or DevTools'
     /// "Save all as HAR with content"), for every recorded host; /replay-stats counts hits,
     /// near misses and misses (see docs/serve.md).
@@ -174,6 +186,8 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
     Ok(hxlab_serve::ServeConfig {
         cc: args.cc,
         early_data: !args.no_early_data,
+        scheduler: args.scheduler,
+        notsent_lowat: args.notsent_lowat,
         bind,
         tls_port: args.tls_port,
         plain_port: args.plain_port,
