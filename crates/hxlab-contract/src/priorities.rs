@@ -144,7 +144,10 @@ pub struct UrgentFigures {
     /// `committed_bytes` at the bottleneck rate, ms.
     pub committed_ms: f64,
     /// Bulk body bytes that arrived between the small's first and last body byte (≈ 0 when
-    /// the small went alone, ≈ its size when the two shared the path).
+    /// the small went alone, ≈ its size when the two shared the path). For a small that came
+    /// in five or more pieces (HTTP/3 packets) it counts only until 80 % of the small had
+    /// arrived: a lost packet of the small arrives again a round trip later, while the server
+    /// rightly sends the bulk meanwhile.
     pub bulk_bytes_during_small: u64,
     /// The small's first body byte came only after the bulk had ended (or never, while the
     /// bulk went on).

@@ -142,20 +142,6 @@ pub fn write_frame_head(out: &mut Vec<u8>, kind: u64, len: u64) {
     varint::put(out, len);
 }
 
-/// Appends a PRIORITY_UPDATE for a request stream (RFC 9218 §7.2, on the client's control
-/// stream): the prioritized stream's id, then the Priority Field Value as ASCII.
-pub fn write_priority_update(out: &mut Vec<u8>, stream: u64, value: &[u8]) {
-    let mut id = Vec::with_capacity(8);
-    varint::put(&mut id, stream);
-    write_frame_head(
-        out,
-        frame::PRIORITY_UPDATE_REQUEST,
-        (id.len() + value.len()) as u64,
-    );
-    out.extend_from_slice(&id);
-    out.extend_from_slice(value);
-}
-
 /// Collects a frame head (type and length varints, at most 16 bytes) across the chunks a
 /// stream arrives in.
 #[derive(Debug, Default, Clone)]
@@ -218,15 +204,6 @@ mod tests {
             setting_name(setting::QPACK_BLOCKED_STREAMS),
             "SETTINGS_QPACK_BLOCKED_STREAMS"
         );
-    }
-
-    #[test]
-    fn a_priority_update_names_its_stream() {
-        let mut out = Vec::new();
-        write_priority_update(&mut out, 4, b"u=0");
-        let (kind, len, at) = parse_frame_head(&out).unwrap();
-        assert_eq!((kind, len), (frame::PRIORITY_UPDATE_REQUEST, 4));
-        assert_eq!(&out[at..], b"\x04u=0");
     }
 
     #[test]

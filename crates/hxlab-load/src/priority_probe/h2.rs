@@ -109,11 +109,13 @@ impl H2Reader {
             DATA => {
                 let body = hxlab_wire::h2::strip_padding(h.flags, payload)
                     .map_err(|e| protocol(format!("{e:?}")))?;
+                let stream = u64::from(h.stream_id);
                 let kept = log.push(Arrival {
                     at,
-                    stream: u64::from(h.stream_id),
+                    stream,
                     bytes: body.len() as u64,
                     fin: h.flags & END_STREAM != 0,
+                    reach: log.bytes(stream) + body.len() as u64,
                 });
                 if !kept {
                     return Err(protocol("too many frames for one test"));
@@ -207,11 +209,13 @@ impl H2Reader {
             self.statuses.push((stream, s));
         }
         if end_stream {
+            let stream = u64::from(stream);
             log.push(Arrival {
                 at,
-                stream: u64::from(stream),
+                stream,
                 bytes: 0,
                 fin: true,
+                reach: log.bytes(stream),
             });
         }
         Ok(())
@@ -402,7 +406,7 @@ impl ProbeConn for H2Conn {
 
     async fn priority_update(&mut self, stream: u64, value: &str) -> Result<(), ProbeError> {
         let id = u32::try_from(stream).map_err(|_| protocol("stream id"))?;
-        control::write_priority_update(&mut self.out, id, value.as_bytes());
+        hxlab_wire::priority::write_h2_update(&mut self.out, id, value.as_bytes());
         self.flush(Instant::now() + self.target.connect_timeout)
             .await
     }

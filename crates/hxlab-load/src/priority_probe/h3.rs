@@ -55,6 +55,12 @@ pub(crate) struct UnorderedBody {
 }
 
 impl UnorderedBody {
+    /// The furthest body offset received (gaps before it may still be open).
+    pub(crate) fn reach(&self) -> u64 {
+        let end = self.covered.last().map_or(0, |r| r.1);
+        self.head_end.map_or(0, |h| end.saturating_sub(h))
+    }
+
     /// Takes one read; the body bytes it brought that were not counted before.
     pub(crate) fn take(&mut self, offset: u64, bytes: &[u8]) -> Result<u64, ProbeError> {
         let fresh = self.cover(offset, offset + bytes.len() as u64)?;
@@ -279,6 +285,7 @@ async fn read_response(
                     stream,
                     bytes,
                     fin: false,
+                    reach: body.reach(),
                 }
             }
             Ok(None) => {
@@ -293,6 +300,7 @@ async fn read_response(
                     stream,
                     bytes: 0,
                     fin: true,
+                    reach: body.reach(),
                 }));
                 return;
             }
@@ -358,7 +366,7 @@ impl ProbeConn for H3Conn {
 
     async fn priority_update(&mut self, stream: u64, value: &str) -> Result<(), ProbeError> {
         let mut out = Vec::new();
-        hxlab_wire::h3::write_priority_update(&mut out, stream, value.as_bytes());
+        hxlab_wire::priority::write_h3_update(&mut out, stream, value.as_bytes());
         self.control.write_all(&out).await.map_err(protocol)
     }
 
@@ -440,6 +448,7 @@ mod tests {
                 counted += b.take(o, c).unwrap();
             }
             assert_eq!(counted, total, "{order:?}");
+            assert_eq!(b.reach(), total);
             assert_eq!(b.status, Some(200));
         }
         // A read overlapping what came before counts only its new part.

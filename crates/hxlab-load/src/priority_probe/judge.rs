@@ -18,6 +18,12 @@ pub const MAX_ARRIVALS: usize = 1 << 20;
 const ALONE: f64 = 0.25;
 /// The range of that ratio in which the two shared the path about evenly (round-robin).
 const SHARED: (f64, f64) = (0.5, 2.0);
+/// The share of the small's bytes after which "during" stops counting, for a small that came
+/// in [`PIECES`] or more pieces: a packet of it that was lost arrives again a round trip
+/// later, while the server rightly sends the bulk meanwhile.
+const MOST: f64 = 0.8;
+/// See [`MOST`]: a small in fewer pieces (HTTP/2 frames of 16 KB) counts to its last byte.
+const PIECES: usize = 5;
 /// A lesser share at or below this: one response after the other.
 const SEQUENTIAL: f64 = 0.1;
 /// A lesser share at or above this: the responses interleaved.
@@ -36,6 +42,10 @@ pub struct Arrival {
     pub bytes: u64,
     /// The response ended with this arrival.
     pub fin: bool,
+    /// The furthest body offset of its stream received so far, past any gap: the bytes so
+    /// far over HTTP/2 (TCP hands them over in order); over HTTP/3 a read that fills a gap
+    /// left by a lost packet does not move it.
+    pub reach: u64,
 }
 
 /// Every arrival on one connection, in the order it came.
@@ -142,11 +152,12 @@ pub fn judge_urgent(
     let small_bytes = log.bytes(small);
     let after = |i: Option<usize>| i.map(|i| ms(log.arrivals[i].at.saturating_sub(small_sent)));
     let committed_bytes = log.bytes_in(bulk, sent, first.unwrap_or(end));
-    let during = match (first, last) {
-        (Some(f), Some(l)) => log.bytes_in(bulk, f, l),
-        (Some(f), None) => log.bytes_in(bulk, f, end),
-        _ => 0,
+    let cut = match (first, last) {
+        (Some(f), Some(l)) => Some((f, most_of(log, small, f, l))),
+        (Some(f), None) => Some((f, end)),
+        _ => None,
     };
+    let during = cut.map_or(0, |(f, c)| log.bytes_in(bulk, f, c));
     let small_after_bulk = match (first, bulk_end) {
         (Some(f), Some(b)) => f > b,
         // No byte of the small while the bulk kept coming to the end of the test.
@@ -158,7 +169,8 @@ pub fn judge_urgent(
     } else if last.is_none() || small_bytes == 0 {
         SchedulingClass::Other
     } else {
-        let ratio = during as f64 / small_bytes as f64;
+        let counted = cut.map_or(small_bytes, |(f, c)| log.bytes_in(small, f, c + 1));
+        let ratio = during as f64 / counted.max(1) as f64;
         if ratio <= ALONE {
             SchedulingClass::UrgencyFirst
         } else if (SHARED.0..=SHARED.1).contains(&ratio) {
@@ -179,6 +191,35 @@ pub fn judge_urgent(
         small_after_bulk,
         floor_ms: floor_ms(link, small_bytes),
     }
+}
+
+/// Where "during the small" ends: the arrival that reached its furthest offset (what came
+/// after it filled gaps: retransmissions), or its last arrival `last`; for a small that came
+/// in [`PIECES`] or more pieces, no later than the arrival that brought it past [`MOST`] of
+/// its bytes.
+fn most_of(log: &ArrivalLog, small: u64, first: usize, last: usize) -> usize {
+    let pieces: Vec<usize> = (first..=last)
+        .filter(|&i| log.arrivals[i].stream == small && log.arrivals[i].bytes > 0)
+        .collect();
+    let furthest = pieces.iter().map(|&i| log.arrivals[i].reach).max();
+    let reached = pieces
+        .iter()
+        .copied()
+        .find(|&i| Some(log.arrivals[i].reach) == furthest)
+        .unwrap_or(last);
+    if pieces.len() < PIECES {
+        return reached;
+    }
+    let total: u64 = pieces.iter().map(|&i| log.arrivals[i].bytes).sum();
+    let mut seen = 0;
+    pieces
+        .into_iter()
+        .find(|&i| {
+            seen += log.arrivals[i].bytes;
+            seen as f64 >= MOST * total as f64
+        })
+        .unwrap_or(last)
+        .min(reached)
 }
 
 /// The lesser of two responses' shares of their bytes while both were under way (up to the
@@ -282,15 +323,18 @@ mod tests {
         }
     }
 
-    /// A log from (stream, bytes, fin) in order, one arrival per millisecond.
+    /// A log from (stream, bytes, fin) in order, one arrival per millisecond, each stream's
+    /// bytes in order.
     fn log_of(parts: &[(u64, u64, bool)]) -> ArrivalLog {
         let mut log = ArrivalLog::default();
         for (i, &(stream, bytes, fin)) in parts.iter().enumerate() {
+            let reach = log.bytes(stream) + bytes;
             log.push(Arrival {
                 at: Duration::from_millis(i as u64),
                 stream,
                 bytes,
                 fin,
+                reach,
             });
         }
         log
@@ -350,7 +394,38 @@ mod tests {
         let (log, sent) = urgent_log(&after);
         let f = judge_urgent(&log, BULK, SMALL, sent, &link());
         assert_eq!(f.class, SchedulingClass::RoundRobin);
-        assert_eq!(f.bulk_bytes_during_small, 15 * 1250 + 1250);
+        // Counted until 80 % of the small: 13 of its 16 pieces, 12 of the bulk's between.
+        assert_eq!(f.bulk_bytes_during_small, 12 * 1250);
+    }
+
+    #[test]
+    fn a_lost_packet_of_the_small_does_not_make_it_shared() {
+        // HTTP/3: the small alone in 16 packets, one lost; the bulk goes on for a round trip
+        // until the lost packet arrives again.
+        let mut after = bulk(2);
+        after.extend(vec![(SMALL, 1250, false); 15]);
+        after.extend(bulk(6));
+        after.extend([(SMALL, 1250, false), (SMALL, 0, true)]);
+        let (log, sent) = urgent_log(&after);
+        let f = judge_urgent(&log, BULK, SMALL, sent, &link());
+        assert_eq!(f.class, SchedulingClass::UrgencyFirst);
+        assert_eq!(f.bulk_bytes_during_small, 0);
+        // Its wait still ends with its last byte.
+        assert_eq!(f.wait_ms, Some(24.0));
+        // Half of it lost at once (a full queue): the first half reached its last offset,
+        // and the retransmitted half filled the gaps a round trip later.
+        let mut after = bulk(2);
+        after.extend(vec![(SMALL, 1250, false); 8]);
+        after.extend(bulk(6));
+        after.extend(vec![(SMALL, 1250, false); 8]);
+        after.push((SMALL, 0, true));
+        let (mut log, sent) = urgent_log(&after);
+        for a in log.arrivals.iter_mut().filter(|a| a.stream == SMALL) {
+            a.reach = 20_000;
+        }
+        let f = judge_urgent(&log, BULK, SMALL, sent, &link());
+        assert_eq!(f.class, SchedulingClass::UrgencyFirst);
+        assert_eq!(f.bulk_bytes_during_small, 0);
     }
 
     #[test]
@@ -463,6 +538,7 @@ mod tests {
             stream: 1,
             bytes: 1,
             fin: false,
+            reach: 1,
         };
         for _ in 0..MAX_ARRIVALS {
             assert!(log.push(a));

@@ -382,14 +382,6 @@ pub fn write_goaway(out: &mut Vec<u8>, last_stream_id: u32, code: u32, debug: &[
     out.extend_from_slice(debug);
 }
 
-/// Appends a PRIORITY_UPDATE (RFC 9218 §7.1): on stream 0, the prioritized stream's id, then
-/// the Priority Field Value (`u=0, i`) as ASCII.
-pub fn write_priority_update(out: &mut Vec<u8>, prioritized: u32, value: &[u8]) {
-    write_head(out, 4 + value.len(), frame::PRIORITY_UPDATE, 0, 0);
-    out.extend_from_slice(&(prioritized & MAX_STREAM_ID).to_be_bytes());
-    out.extend_from_slice(value);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
