@@ -145,9 +145,9 @@ pub struct UrgentFigures {
     pub committed_ms: f64,
     /// Bulk body bytes that arrived between the small's first and last body byte (≈ 0 when
     /// the small went alone, ≈ its size when the two shared the path). For a small that came
-    /// in five or more pieces (HTTP/3 packets) it counts only until 80 % of the small had
-    /// arrived: a lost packet of the small arrives again a round trip later, while the server
-    /// rightly sends the bulk meanwhile.
+    /// in five or more pieces (HTTP/3 packets) it counts only until half of the small had
+    /// arrived, or its furthest offset: lost packets of the small arrive again a round trip
+    /// later, while the server rightly sends the bulk meanwhile.
     pub bulk_bytes_during_small: u64,
     /// The small's first body byte came only after the bulk had ended (or never, while the
     /// bulk went on).

@@ -19,9 +19,10 @@ const ALONE: f64 = 0.25;
 /// The range of that ratio in which the two shared the path about evenly (round-robin).
 const SHARED: (f64, f64) = (0.5, 2.0);
 /// The share of the small's bytes after which "during" stops counting, for a small that came
-/// in [`PIECES`] or more pieces: a packet of it that was lost arrives again a round trip
-/// later, while the server rightly sends the bulk meanwhile.
-const MOST: f64 = 0.8;
+/// in [`PIECES`] or more pieces: packets of it that were lost arrive again a round trip later,
+/// while the server rightly sends the bulk meanwhile, and a queue that is full when the small's
+/// burst reaches it drops the burst's tail (its last third to half, in the runs measured).
+const MOST: f64 = 0.5;
 /// See [`MOST`]: a small in fewer pieces (HTTP/2 frames of 16 KB) counts to its last byte.
 const PIECES: usize = 5;
 /// A lesser share at or below this: one response after the other.
@@ -394,8 +395,8 @@ mod tests {
         let (log, sent) = urgent_log(&after);
         let f = judge_urgent(&log, BULK, SMALL, sent, &link());
         assert_eq!(f.class, SchedulingClass::RoundRobin);
-        // Counted until 80 % of the small: 13 of its 16 pieces, 12 of the bulk's between.
-        assert_eq!(f.bulk_bytes_during_small, 12 * 1250);
+        // Counted until half of the small: 8 of its 16 pieces, 7 of the bulk's between.
+        assert_eq!(f.bulk_bytes_during_small, 7 * 1250);
     }
 
     #[test]

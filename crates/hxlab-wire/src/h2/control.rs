@@ -404,29 +404,6 @@ mod tests {
             p.write(&mut out);
             assert_eq!(Priority::read(&out), Some(p));
         }
-        let mut out = Vec::new();
-        write_priority_update(&mut out, 5, b"u=0");
-        assert_eq!(
-            out,
-            [
-                0,
-                0,
-                7,
-                frame::PRIORITY_UPDATE,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                0,
-                5,
-                b'u',
-                b'=',
-                b'0'
-            ]
-        );
     }
 
     fn head(kind: u8, flags: u8, stream_id: u32, len: usize) -> FrameHead {
