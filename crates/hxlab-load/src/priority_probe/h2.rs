@@ -372,17 +372,7 @@ impl ProbeConn for H2Conn {
         let id = self.next_id;
         self.next_id += 2;
         let path = self.target.path(resource).to_string();
-        let scheme: &[u8] = if self.target.https { b"https" } else { b"http" };
-        let mut fields: Vec<(&[u8], &[u8])> = vec![
-            (b":method", b"GET"),
-            (b":scheme", scheme),
-            (b":authority", self.target.authority.as_bytes()),
-            (b":path", path.as_bytes()),
-            (b"user-agent", b"hxlab-probe"),
-        ];
-        if let Some(v) = signals.priority {
-            fields.push((b"priority", v.as_bytes()));
-        }
+        let fields = super::request_fields(&self.target, &path, signals);
         let mut payload = Vec::new();
         let mut flags = END_STREAM | END_HEADERS;
         if let Some((exclusive, dependency, weight)) = signals.rfc7540 {

@@ -337,16 +337,7 @@ impl Drop for H3Conn {
 impl ProbeConn for H3Conn {
     async fn request(&mut self, resource: Resource, signals: &Signals) -> Result<u64, ProbeError> {
         let path = self.target.path(resource).to_string();
-        let mut fields: Vec<(&[u8], &[u8])> = vec![
-            (b":method", b"GET"),
-            (b":scheme", b"https"),
-            (b":authority", self.target.authority.as_bytes()),
-            (b":path", path.as_bytes()),
-            (b"user-agent", b"hxlab-probe"),
-        ];
-        if let Some(v) = signals.priority {
-            fields.push((b"priority", v.as_bytes()));
-        }
+        let fields = super::request_fields(&self.target, &path, signals);
         let mut block = Vec::new();
         qpack::encode_field_section(fields, &mut block);
         let mut out = Vec::with_capacity(block.len() + 8);

@@ -148,6 +148,26 @@ impl ProbeTarget {
     }
 }
 
+/// The request head both clients send: a GET of `path` with the RFC 9218 header if any.
+pub(crate) fn request_fields<'a>(
+    target: &'a ProbeTarget,
+    path: &'a str,
+    signals: &Signals,
+) -> Vec<(&'a [u8], &'a [u8])> {
+    let scheme: &[u8] = if target.https { b"https" } else { b"http" };
+    let mut fields: Vec<(&[u8], &[u8])> = vec![
+        (b":method", b"GET"),
+        (b":scheme", scheme),
+        (b":authority", target.authority.as_bytes()),
+        (b":path", path.as_bytes()),
+        (b"user-agent", b"hxlab-probe"),
+    ];
+    if let Some(v) = signals.priority {
+        fields.push((b"priority", v.as_bytes()));
+    }
+    fields
+}
+
 /// A request's priority signals.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Signals {
