@@ -11,7 +11,7 @@
 //! It also types what the children say back, the only way those outputs are written and
 //! read: `hxlab serve`'s [`ReadyFile`], its `/stats` ([`StatsSnapshot`]) and `/replay-stats`
 //! ([`ReplayCounts`]), `hxlab page --json` ([`PageReport`]) and `hxlab probe --json`
-//! ([`ProbeReport`]). The synthetic page, the
+//! ([`ProbeReport`], with `--priorities` its [`PrioritiesReport`]). The synthetic page, the
 //! static one a [`Synthetic`] spec asks for and `hxlab serve`'s `/page`, has one writer:
 //! [`SyntheticHtml`].
 //! What it is not: no I/O beyond reading a config's or a ready file's text, no protocol
@@ -22,6 +22,7 @@ pub mod job;
 pub mod load;
 pub mod page;
 pub mod page_report;
+pub mod priorities;
 pub mod probe;
 pub mod ready;
 pub mod replay;
@@ -35,6 +36,10 @@ pub use page::{PageJob, Synthetic};
 pub use page_report::{
     EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, Recording, ReplaySource,
     SyntheticPage,
+};
+pub use priorities::{
+    Honoured, IncrementalFigures, PrioritiesReport, PriorityScorecard, ProbeLink, SchedulingClass,
+    UpdateFigures, UrgentFigures,
 };
 pub use probe::{ProbeOffer, ProbeReport};
 pub use ready::{ReadyError, ReadyFile};

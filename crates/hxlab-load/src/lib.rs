@@ -39,6 +39,7 @@ pub mod h3;
 pub mod net;
 pub mod plan;
 pub mod precise_sleep;
+pub mod priority_probe;
 pub mod probe;
 mod progress;
 pub mod recorder;

@@ -71,6 +71,7 @@ impl Found {
                     why_not: o.base.as_ref().err().cloned(),
                 })
                 .collect(),
+            priorities: None,
         }
     }
 }

@@ -316,7 +316,7 @@ pub(crate) fn read_string(
 }
 
 /// A `:status` value when it is three digits.
-pub(crate) fn status_of(value: &[u8]) -> Option<u16> {
+pub fn status_of(value: &[u8]) -> Option<u16> {
     match value {
         [a, b, c] if a.is_ascii_digit() && b.is_ascii_digit() && c.is_ascii_digit() => {
             Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))

@@ -173,7 +173,7 @@ impl UniReader {
 }
 
 /// Our control stream's bytes: the stream type (control), then one SETTINGS frame.
-pub(super) fn control_stream_bytes() -> Vec<u8> {
+pub(crate) fn control_stream_bytes() -> Vec<u8> {
     let mut payload = Vec::with_capacity(16);
     use hxlab_wire::h3::setting::{
         MAX_FIELD_SECTION_SIZE, QPACK_BLOCKED_STREAMS, QPACK_MAX_TABLE_CAPACITY,

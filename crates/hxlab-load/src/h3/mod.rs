@@ -120,6 +120,7 @@ mod driver;
 mod parse;
 mod session;
 
+pub(crate) use control::control_stream_bytes;
 pub use dial::{client_endpoint, QuicConnection, QuicDialer};
 pub use driver::{udp_transmit, ConnState, Driver, QuicConn};
 pub use parse::ResponseParser;

@@ -300,6 +300,13 @@ impl Priority {
             weight: u16::from(b[4]) + 1,
         })
     }
+
+    /// Appends the 5 bytes [`Priority::read`] reads (the weight clamped to 1–256).
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let e = if self.exclusive { 1u32 << 31 } else { 0 };
+        out.extend_from_slice(&(e | (self.dependency & MAX_STREAM_ID)).to_be_bytes());
+        out.push((self.weight.clamp(1, 256) - 1) as u8);
+    }
 }
 
 /// A WINDOW_UPDATE frame.
@@ -378,6 +385,26 @@ pub fn write_goaway(out: &mut Vec<u8>, last_stream_id: u32, code: u32, debug: &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn priorities_are_written_as_they_are_read() {
+        for p in [
+            Priority {
+                dependency: 0,
+                exclusive: true,
+                weight: 256,
+            },
+            Priority {
+                dependency: 7,
+                exclusive: false,
+                weight: 1,
+            },
+        ] {
+            let mut out = Vec::new();
+            p.write(&mut out);
+            assert_eq!(Priority::read(&out), Some(p));
+        }
+    }
 
     fn head(kind: u8, flags: u8, stream_id: u32, len: usize) -> FrameHead {
         FrameHead {

@@ -10,6 +10,7 @@ pub mod load;
 pub mod merge;
 pub mod page;
 pub mod probe;
+mod probe_priorities;
 pub mod report;
 pub mod run;
 pub mod serve;

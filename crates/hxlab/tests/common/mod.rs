@@ -362,13 +362,18 @@ pub struct Server {
 impl Server {
     /// Starts `hxlab serve` on 127.0.0.1 with free ports and extra args; waits for --ready-file.
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_bound("127.0.0.1", extra)
+    }
+
+    /// [`Server::start`] listening on `bind` (`0.0.0.0`: reachable through `hxlab link`).
+    pub fn start_bound(bind: &str, extra: &[&str]) -> Server {
         let dir = tempfile_dir::TempDir::new("hxlab-serve");
         let ready_path = dir.path().join("ready.json");
         let cert_path = dir.path().join("cert.pem");
         let mut args: Vec<String> = vec![
             "serve".into(),
             "--bind".into(),
-            "127.0.0.1".into(),
+            bind.into(),
             "--tls-port".into(),
             "0".into(),
             "--plain-port".into(),
