@@ -2262,3 +2262,75 @@ fn the_tcp_connection_cap_refuses_and_gives_slots_back() {
     let log = server.child.stderr_text();
     assert!(log.contains("--tcp-max-connections"), "logged: {log}");
 }
+
+/// A million PRIORITY_UPDATE frames (16 MB) on one h2c connection, after one real request:
+/// the server grows by at most 16 MB, spends CPU in proportion to what it read (it stops
+/// reading once it has sent GOAWAY ENHANCE_YOUR_CALM, past 1,000 + 16 per request), and a
+/// legitimate request is still answered.
+#[test]
+fn a_million_priority_updates_get_enhance_your_calm_in_bounded_memory() {
+    let server = Server::start(&["--no-h3"]);
+    let addr = server.ready.plain.to_string();
+    let pid = server.child.id();
+    let before = rss(pid);
+    let cpu_before = cpu_seconds(pid);
+    let mut c = h2c_connect(&addr);
+    let _ = c.set_write_timeout(Some(Duration::from_secs(5)));
+    c.write_all(&h2_frame(1, 0x5, 1, &h2_request(2, "/bytes/10", None)))
+        .unwrap();
+    let mut batch = Vec::with_capacity(16 * 10_000);
+    let mut sent = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    'send: for round in 0..100u32 {
+        batch.clear();
+        for i in 0..10_000u32 {
+            // Updates for streams not opened yet (kept, up to 16) and for closed ones.
+            let id = 3 + 2 * ((round * 10_000 + i) % 100_000);
+            let mut payload = id.to_be_bytes().to_vec();
+            payload.extend_from_slice(b"u=0,i");
+            batch.extend(h2_frame(0x10, 0, 0, &payload));
+        }
+        if Instant::now() > deadline || c.write_all(&batch).is_err() {
+            break 'send;
+        }
+        sent += 10_000;
+    }
+    // What came back: the response, then GOAWAY ENHANCE_YOUR_CALM (0xb).
+    let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16384];
+    while let Ok(n) = c.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        if got.len() > 1 << 20 {
+            break;
+        }
+    }
+    let mut at = 0;
+    let mut goaway = None;
+    while at + 9 <= got.len() {
+        let len = u32::from_be_bytes([0, got[at], got[at + 1], got[at + 2]]) as usize;
+        if got[at + 3] == 7 && at + 9 + 8 <= got.len() {
+            let p = &got[at + 9..];
+            goaway = Some(u32::from_be_bytes([p[4], p[5], p[6], p[7]]));
+        }
+        at += 9 + len;
+    }
+    assert_eq!(
+        goaway,
+        Some(0xb),
+        "GOAWAY ENHANCE_YOUR_CALM after {sent} updates"
+    );
+    let grown = rss(pid).saturating_sub(before);
+    assert!(grown <= 16 << 20, "the server grew by {} MB", grown >> 20);
+    // Reading and refusing 16 MB of frames would be well under a second of CPU; the server
+    // stopped at the budget.
+    let cpu = cpu_seconds(pid) - cpu_before;
+    assert!(cpu < 2.0, "{cpu:.2} s of CPU for {sent} updates");
+    assert!(
+        legit_get(&addr, Duration::from_secs(10)),
+        "a request after the flood"
+    );
+}

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// Options of `hxlab compare`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  hxlab compare\n  hxlab compare --page https://www.example.com/ -k\n  hxlab compare --har site.har --set profile=none,\"Regular 4G\" -r 3\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem"
+    after_help = "Examples:\n  hxlab compare\n  hxlab compare --page https://www.example.com/ -k\n  hxlab compare --har site.har --set profile=none,\"Regular 4G\" -r 3\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem\n  hxlab compare --url https://127.0.0.1:8443/bytes/3MB -k --priorities --small https://127.0.0.1:8443/bytes/20KB"
 )]
 pub struct Args {
     /// Measure this URL's host instead of hxlab's own origin: the protocols it offers, a
@@ -51,12 +51,21 @@ pub struct Args {
         conflicts_with = "insecure"
     )]
     pub cacert: Option<PathBuf>,
+    /// With --url: the server's scheduling scorecard first (`hxlab probe --priorities`, the
+    /// same flags; docs/priorities-probe.md), in the report's notes.
+    #[command(flatten)]
+    pub priorities: super::probe_priorities::PriorityArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
 /// Runs `hxlab compare`.
 pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
+    if args.priorities.priorities && args.url.is_none() {
+        return Err(super::usage(
+            "--priorities goes with --url (the scorecard is of your server)",
+        ));
+    }
     if args.insecure && args.url.is_none() && args.page.is_none() {
         return Err(super::usage("-k/--insecure is for --url and --page"));
     }
@@ -186,10 +195,29 @@ fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
         std::fs::metadata(c).map_err(|e| super::usage(format!("--cacert {}: {e}", c.display())))?;
     }
     hxlab_load::probe::split_url(url).map_err(|e| super::usage(format!("--url {e}")))?;
+    let scorecard = if args.priorities.priorities {
+        Some(super::probe_priorities::prepare(
+            url,
+            &args.priorities,
+            trust.insecure,
+            trust.cacert.clone(),
+            Duration::from_secs(5),
+        )?)
+    } else {
+        None
+    };
     eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
     let found = probe(url, &trust, Duration::from_secs(5))
         .map_err(|e| super::usage(format!("--url {e}")))?;
-    let notes = found.notes();
+    let mut notes = found.notes();
+    if let Some(p) = scorecard {
+        eprintln!(
+            "hxlab: scoring how {url}'s server orders responses (behind an emulated link) ..."
+        );
+        notes.extend(super::probe_priorities::lines(
+            &super::probe_priorities::run(p)?,
+        ));
+    }
     for n in &notes {
         emit!("{n}");
     }
