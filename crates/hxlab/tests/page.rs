@@ -291,9 +291,18 @@ fn waterfall_html(proto: &str, want_protocol: &str) {
         let conns = texts_of_class(svg, "conn");
         assert_eq!(conns.len(), resources.len());
         for c in &conns {
+            // `VH·u0i h2 #3`: Chromium's priority and the priority header it sent, then
+            // the protocol and connection.
+            let (tag, conn) = c.split_once(' ').unwrap_or(("", c));
             assert!(
-                c.starts_with(&format!("{want_protocol} #")),
+                conn.starts_with(&format!("{want_protocol} #")),
                 "row label {c:?}"
+            );
+            assert!(
+                ["VH", "H", "M", "L", "VL"]
+                    .iter()
+                    .any(|p| tag.split('·').next() == Some(*p)),
+                "row label {c:?} has no priority"
             );
         }
         assert_eq!(

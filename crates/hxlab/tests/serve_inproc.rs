@@ -162,18 +162,19 @@ fn a_real_stats_body_round_trips_through_the_contract_type() {
         "{body}"
     );
     // The shape itself, every number zeroed: names, order, and no null or left-out field.
-    let counters = |cc: &str| {
+    // `notsent_lowat`: the mark read back from the one socket (16 KiB, the default).
+    let counters = |cc: &str, lowat: &str| {
         format!(
             "{{\"requests\":0,\"body_bytes\":0,\"connections\":0,\"open_connections\":0,\
              \"early_data_accepted\":0,\"tfo_accepted\":0,\"retries\":0,\"refused\":0,\
-             \"cc\":{{{cc}}}}}"
+             \"cc\":{{{cc}}},\"notsent_lowat\":{{{lowat}}},\"priorities\":{{}},\"priority_signals\":{{}}}}"
         )
     };
-    let (used, unused) = (counters("\"cubic\":0"), counters(""));
+    let (used, unused) = (counters("\"cubic\":0", "\"16384\":0"), counters("", ""));
     let golden = format!(
         "{{\"uptime_s\":0,\"cpu_user_s\":0,\"cpu_sys_s\":0,\"by_protocol\":{{\
          \"h1\":{used},\"h1-tls\":{unused},\"h2\":{unused},\"h2c\":{unused},\"h3\":{unused}}},\
-         \"total\":{used}}}"
+         \"total\":{used},\"scheduler\":\"rfc9218\"}}"
     );
     assert_eq!(zero_numbers(&body), golden);
     rt.block_on(server.shutdown());
