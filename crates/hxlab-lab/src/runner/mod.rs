@@ -18,7 +18,7 @@ mod target;
 
 use crate::experiment::{Cell, Experiment, Protocol};
 use hxlab_child::child::run_bounded;
-use hxlab_child::origin::{Origin, OriginOptions};
+use hxlab_child::origin::{Origin, OriginOptions, OriginSettings};
 use hxlab_core::cc::CongestionControl;
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
 use record::{count_cells, fallback, fill_record, new_records, run_child};
@@ -435,7 +435,7 @@ impl Runner {
     /// default): one server at a time, restarted when a cell asks for another controller.
     fn ensure_server(&mut self, cc: Option<CongestionControl>) -> Result<(), RunnerError> {
         if let Some(s) = &mut self.server {
-            if s.is_running() && s.cc == cc {
+            if s.is_running() && s.settings.cc == cc {
                 return Ok(());
             }
             self.server = None;
@@ -449,7 +449,10 @@ impl Runner {
             bind: self.bind.to_string(),
             dir,
             www: Some(www),
-            cc,
+            settings: OriginSettings {
+                cc,
+                ..OriginSettings::default()
+            },
             capture_stderr: true,
             replay: None,
         })
