@@ -5,11 +5,25 @@
 use crate::child::{tail, DieWithParent};
 use hxlab_contract::ReadyFile;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::sched::{Lowat, Scheduler};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// What the lab sets on its own origin beside ports and files: the server-side factors,
+/// each a field of the [`ServeConfig`](hxlab_contract::ServeConfig) it starts with. A
+/// running origin keeps them, so a cell that asks for others gets a new one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OriginSettings {
+    /// Congestion controller (`cc`; None: the system's default).
+    pub cc: Option<CongestionControl>,
+    /// How responses share an HTTP/2 or HTTP/3 connection (`scheduler`).
+    pub scheduler: Scheduler,
+    /// TCP send low-water mark of every TCP socket (`notsent_lowat`).
+    pub notsent_lowat: Lowat,
+}
 
 /// How to start an origin.
 #[derive(Clone, Debug)]
@@ -22,8 +36,8 @@ pub struct OriginOptions {
     pub dir: PathBuf,
     /// A directory served under `/static/` (`hxlab serve --dir`).
     pub www: Option<PathBuf>,
-    /// Congestion controller (`hxlab serve`'s `cc`; None: the system's default).
-    pub cc: Option<CongestionControl>,
+    /// Its congestion controller, scheduler and low-water mark.
+    pub settings: OriginSettings,
     /// Keep the server's stderr (its last lines explain a failed start) instead of passing
     /// it through.
     pub capture_stderr: bool,
@@ -38,8 +52,8 @@ pub struct Origin {
     pub ready: ReadyFile,
     /// The certificate it wrote (`--cert-out`).
     pub cert: PathBuf,
-    /// The congestion controller it was started with.
-    pub cc: Option<CongestionControl>,
+    /// The controller, scheduler and mark it was started with.
+    pub settings: OriginSettings,
 }
 
 /// How long a server may take to write its ready file.
@@ -67,7 +81,9 @@ impl Origin {
             cert_out: Some(cert.clone()),
             dir: opts.www.clone(),
             replay: opts.replay.clone(),
-            cc: opts.cc,
+            cc: opts.settings.cc,
+            scheduler: opts.settings.scheduler,
+            notsent_lowat: opts.settings.notsent_lowat,
             // The lab's own load generator is this origin's only client, from one address,
             // and may open as many connections as the table holds.
             quic_max_per_address: hxlab_contract::ServeConfig::default().quic_max_connections,
@@ -102,7 +118,7 @@ impl Origin {
                     child,
                     ready,
                     cert,
-                    cc: opts.cc,
+                    settings: opts.settings,
                 });
             }
             if let Ok(Some(status)) = child.try_wait() {

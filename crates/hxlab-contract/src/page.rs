@@ -6,6 +6,7 @@
 use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::sched::{Lowat, Scheduler};
 use hxlab_core::Proto;
 use hxlab_link::LinkConfig;
 use std::path::PathBuf;
@@ -146,6 +147,12 @@ pub struct PageJob {
     /// Congestion controller of the origin hxlab starts (synthetic or replay), on TCP and
     /// QUIC alike; None: each stack's own default (not like for like).
     pub server_cc: Option<CongestionControl>,
+    /// How that origin shares an HTTP/2 or HTTP/3 connection between responses (hxlab serve's
+    /// `scheduler`); None: its default, rfc9218.
+    pub scheduler: Option<Scheduler>,
+    /// That origin's TCP send low-water mark (hxlab serve's `notsent_lowat`); None: its
+    /// default, 16KiB.
+    pub notsent_lowat: Option<Lowat>,
     /// Write the first run's load as HAR 1.2 with every body here (for a later replay).
     pub record: Option<PathBuf>,
     /// Write one HAR per run into this directory.
@@ -174,6 +181,8 @@ impl Default for PageJob {
             cpu_slowdown: 1.0,
             repeat_view: false,
             server_cc: Some(CongestionControl::Cubic),
+            scheduler: None,
+            notsent_lowat: None,
             record: None,
             har_dir: None,
             json: None,
@@ -229,6 +238,9 @@ impl PageJob {
                 "--push and --early-hints need --synthetic (they ask hxlab serve for them)",
             );
         }
+        if self.url.is_some() && (self.scheduler.is_some() || self.notsent_lowat.is_some()) {
+            return bad("--scheduler and --notsent-lowat set the origin hxlab starts (--synthetic, --replay); a URL's server is not ours to set");
+        }
         if self.url.is_none() && (self.insecure || !self.spki.is_empty()) {
             return bad("-k/--insecure and --spki are for URL mode; the synthetic or replay origin's key is trusted already");
         }
@@ -258,6 +270,8 @@ mod tests {
             link: Some(LinkConfig::from_profile("Regular 4G").expect("profile")),
             runs: 1,
             json: Some("/tmp/p.json".into()),
+            scheduler: Some(Scheduler::Fifo),
+            notsent_lowat: Some(Lowat::Off),
             ..PageJob::default()
         };
         assert_eq!(PageJob::from_json(&job.to_json()).expect("round trip"), job);
@@ -295,6 +309,14 @@ mod tests {
                     ..PageJob::default()
                 },
                 "--push",
+            ),
+            (
+                PageJob {
+                    url: Some("https://a/".into()),
+                    scheduler: Some(Scheduler::Fifo),
+                    ..PageJob::default()
+                },
+                "a URL's server is not ours to set",
             ),
         ] {
             let e = bad.validate().expect_err(want).to_string();

@@ -42,6 +42,11 @@ pub struct PageReport {
     /// Connections of the origin started here per congestion controller, read back from
     /// its `/stats`; None without such an origin or when it could not be read.
     pub server_cc: Option<BTreeMap<String, u64>>,
+    /// What the origin started here ran, read back from its `/stats` after the runs: its
+    /// scheduler, its connections' marks and the priorities it understood, over every
+    /// protocol; None without such an origin or when it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<hxlab_core::sched::Scheduling>,
     /// Server push: asked for, and what became of it.
     pub push: PushReport,
     /// 103 Early Hints: asked for, and what the browser did with them.

@@ -1,6 +1,8 @@
 //! [`StatsSnapshot`]: what `hxlab serve` answers on `GET /stats` (its plain port), and what
 //! everyone who reads a server's counters (the lab, `hxlab page`, tests) parses it into.
 
+use hxlab_core::cc::counts_since;
+use hxlab_core::sched::{Scheduler, Scheduling};
 use hxlab_core::Protocol;
 use std::collections::BTreeMap;
 
@@ -91,6 +93,27 @@ impl StatsSnapshot {
     pub fn protocol(&self, p: Protocol) -> Option<&ProtoStats> {
         self.by_protocol.get(p.stats_key())
     }
+
+    /// What the server's send path ran between `before` and this reading (None: since it
+    /// started), for `proto`'s connections (None: every protocol's): its scheduler, the marks
+    /// of the connections it accepted and the priorities of the responses it started.
+    pub fn scheduling(
+        &self,
+        before: Option<&StatsSnapshot>,
+        proto: Option<Protocol>,
+    ) -> Scheduling {
+        let counts = |s: &StatsSnapshot| match proto {
+            Some(p) => s.protocol(p).cloned().unwrap_or_default(),
+            None => s.total.clone(),
+        };
+        let (now, was) = (counts(self), before.map(counts).unwrap_or_default());
+        Scheduling {
+            scheduler: Scheduler::parse(&self.scheduler).ok(),
+            scheduler_applies: proto.is_none_or(Protocol::multiplexed),
+            notsent_lowat: counts_since(&now.notsent_lowat, &was.notsent_lowat),
+            priorities: counts_since(&now.priorities, &was.priorities),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -110,6 +133,32 @@ mod tests {
         assert!(s.protocol(Protocol::H2).is_none());
         assert_eq!(s.scheduler, "rfc9218");
         assert_eq!(s.total.priorities["u=0, i"], 1);
+    }
+
+    #[test]
+    fn scheduling_is_what_grew_between_two_readings() {
+        let before = StatsSnapshot::from_json(BODY).unwrap();
+        let mut after = before.clone();
+        let h1 = after.by_protocol.get_mut("h1").unwrap();
+        h1.notsent_lowat.insert("16384".into(), 4);
+        let h3 = after.by_protocol.get_mut("h3").unwrap();
+        h3.priorities.insert("u=3".into(), 2);
+        let on_h1 = after.scheduling(Some(&before), Some(Protocol::H1));
+        assert_eq!(on_h1.scheduler, Some(Scheduler::Rfc9218));
+        assert!(!on_h1.scheduler_applies, "HTTP/1.1 has nothing to schedule");
+        assert_eq!(on_h1.notsent_lowat["16384"], 3);
+        assert!(on_h1.priorities.is_empty());
+        let on_h3 = after.scheduling(Some(&before), Some(Protocol::H3));
+        assert!(on_h3.scheduler_applies && on_h3.notsent_lowat.is_empty());
+        assert_eq!(on_h3.priorities.len(), 1, "{on_h3:?}");
+        // Since the start, over every protocol (a page's own origin).
+        let all = before.scheduling(None, None);
+        assert_eq!(
+            (all.notsent_lowat["16384"], all.priorities["u=0, i"]),
+            (1, 1)
+        );
+        after.scheduler = "lottery".into();
+        assert_eq!(after.scheduling(None, None).scheduler, None);
     }
 
     #[test]

@@ -245,6 +245,20 @@ pub fn add_counts(a: &mut BTreeMap<String, u64>, b: &BTreeMap<String, u64>) {
     }
 }
 
+/// What grew from `before` to `after` in counts a server only adds to (connections per
+/// controller, per mark, responses per priority): the counts of one span, without the keys
+/// that did not grow.
+pub fn counts_since(
+    after: &BTreeMap<String, u64>,
+    before: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, n)| (k.clone(), n.saturating_sub(*before.get(k).unwrap_or(&0))))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
 /// Counts as people read them: `reno` when every connection ran reno, `bbr 3, cubic 1` when
 /// they were mixed, `-` when none was seen.
 pub fn counts_text(m: &BTreeMap<String, u64>) -> String {
@@ -304,5 +318,12 @@ mod tests {
         o.insert("bbr".to_string(), 1);
         add_counts(&mut m, &o);
         assert_eq!(counts_text(&m), "bbr 1, reno 4");
+        let before = BTreeMap::from([("reno".to_string(), 4), ("cubic".to_string(), 2)]);
+        m.insert("cubic".to_string(), 2);
+        assert_eq!(
+            counts_since(&m, &before),
+            BTreeMap::from([("bbr".to_string(), 1)]),
+            "keys that did not grow are left out"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! with the read-back of what a socket actually runs. The scheduler itself is hxlab-serve's
 //! `schedule` module; docs/priorities.md says why both matter.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -153,6 +154,45 @@ impl<'de> serde::Deserialize<'de> for Lowat {
     }
 }
 
+/// What an origin's send path ran for the connections of one span (a cell of an experiment,
+/// a page's runs), as the server read it back (`/stats`): never the setting echoed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Scheduling {
+    /// The scheduler in force on the server; None when it did not say.
+    #[serde(default)]
+    pub scheduler: Option<Scheduler>,
+    /// Whether the span's protocol has responses to schedule: false for HTTP/1.1, whose
+    /// connections carry one response at a time, so `scheduler` does not apply to them.
+    pub scheduler_applies: bool,
+    /// Connections by the `TCP_NOTSENT_LOWAT` read back from each socket (`"16384"`, `"off"`);
+    /// empty for HTTP/3, which has no TCP socket.
+    #[serde(default)]
+    pub notsent_lowat: BTreeMap<String, u64>,
+    /// Responses by the priority the server understood for them (`"u=3"`, `"u=0, i"`);
+    /// empty for HTTP/1.1.
+    #[serde(default)]
+    pub priorities: BTreeMap<String, u64>,
+}
+
+impl Scheduling {
+    /// Adds another span's counts (the repetitions of one cell). The scheduler is kept when
+    /// both say the same, else None: a span whose repetitions ran different ones has none.
+    pub fn add(&mut self, other: &Scheduling) {
+        if self.scheduler != other.scheduler {
+            self.scheduler = None;
+        }
+        self.scheduler_applies |= other.scheduler_applies;
+        crate::cc::add_counts(&mut self.notsent_lowat, &other.notsent_lowat);
+        crate::cc::add_counts(&mut self.priorities, &other.priorities);
+    }
+
+    /// The marks as a name when every connection ran one (`16384`, `off`), else the counts
+    /// (`16384 3, off 1`); `-` when no connection was seen.
+    pub fn lowat_text(&self) -> String {
+        crate::cc::counts_text(&self.notsent_lowat)
+    }
+}
+
 /// Sets `TCP_NOTSENT_LOWAT` on a TCP socket (a listener's accepted sockets inherit it).
 /// `Off` sets nothing.
 pub fn set_lowat(fd: RawFd, lowat: Lowat) -> io::Result<()> {
@@ -219,6 +259,40 @@ mod tests {
         let j: Lowat = serde_json::from_str("\"off\"").unwrap();
         assert_eq!(j, Lowat::Off);
         assert_eq!(serde_json::to_string(&Lowat::Bytes(5)).unwrap(), "\"5\"");
+    }
+
+    #[test]
+    fn scheduling_round_trips_and_adds_up() {
+        let one = Scheduling {
+            scheduler: Some(Scheduler::Fifo),
+            scheduler_applies: true,
+            notsent_lowat: BTreeMap::from([("16384".to_string(), 1)]),
+            priorities: BTreeMap::from([("u=3".to_string(), 30)]),
+        };
+        let text = serde_json::to_string(&one).unwrap();
+        assert_eq!(
+            text,
+            r#"{"scheduler":"fifo","scheduler_applies":true,"notsent_lowat":{"16384":1},"priorities":{"u=3":30}}"#
+        );
+        assert_eq!(serde_json::from_str::<Scheduling>(&text).unwrap(), one);
+        let mut sum = one.clone();
+        sum.add(&one);
+        assert_eq!(
+            (sum.scheduler, sum.priorities["u=3"]),
+            (Some(Scheduler::Fifo), 60)
+        );
+        assert_eq!(sum.lowat_text(), "16384");
+        sum.add(&Scheduling {
+            scheduler: Some(Scheduler::Rfc9218),
+            ..one
+        });
+        assert_eq!(
+            sum.scheduler, None,
+            "repetitions that ran different schedulers"
+        );
+        let h1: Scheduling =
+            serde_json::from_str(r#"{"scheduler":"rfc9218","scheduler_applies":false}"#).unwrap();
+        assert!(!h1.scheduler_applies && h1.priorities.is_empty());
     }
 
     #[test]

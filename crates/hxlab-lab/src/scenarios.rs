@@ -94,7 +94,8 @@ pub fn page_experiment(har: &std::path::Path, label: &str) -> Description {
             "The page {label}, recorded once in Chromium, replayed from hxlab's own server over HTTP/1.1 (TLS), \
              HTTP/2 and HTTP/3 behind packet-level emulations of published networks (none, WebPageTest Cable, 4G \
              and 3G, Augmented Traffic Control's lossy Edge link). Each repetition is a fresh headless Chromium. \
-             The server runs cubic on TCP and QUIC alike; Chromium's own controller is its default."
+             The server runs cubic on TCP and QUIC alike, RFC 9218 priorities and a 16 KiB TCP_NOTSENT_LOWAT \
+             (each read back per record); Chromium's own controller is its default."
         ),
         workload: Workload::Browser,
         repetitions: 5,

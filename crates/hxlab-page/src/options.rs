@@ -48,6 +48,11 @@ pub struct PageOptions {
     /// and QUIC alike (`hxlab serve --cc`); None: each stack's own default (the kernel's on
     /// TCP, Cubic on QUIC), which compares different controllers across protocols.
     pub server_cc: Option<hxlab_core::cc::CongestionControl>,
+    /// That origin's scheduler (`hxlab serve --scheduler`; None: its default).
+    pub scheduler: Option<hxlab_core::sched::Scheduler>,
+    /// That origin's TCP send low-water mark (`hxlab serve --notsent-lowat`; None: its
+    /// default).
+    pub notsent_lowat: Option<hxlab_core::sched::Lowat>,
 }
 
 impl PageOptions {
@@ -72,6 +77,17 @@ impl PageOptions {
             cpu_slowdown: job.cpu_slowdown,
             repeat_view: job.repeat_view,
             server_cc: job.server_cc,
+            scheduler: job.scheduler,
+            notsent_lowat: job.notsent_lowat,
+        }
+    }
+
+    /// What the origin started here (synthetic page or replay) is set to.
+    pub fn origin_settings(&self) -> hxlab_child::origin::OriginSettings {
+        hxlab_child::origin::OriginSettings {
+            cc: self.server_cc,
+            scheduler: self.scheduler.unwrap_or_default(),
+            notsent_lowat: self.notsent_lowat.unwrap_or_default(),
         }
     }
 }

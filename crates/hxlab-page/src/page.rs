@@ -122,6 +122,17 @@ impl PageSession {
         Some(out)
     }
 
+    /// What the origin started here ran so far, over every protocol, as it read it back (its
+    /// `/stats`); `applies` says whether the page's protocol has responses to schedule. None
+    /// without an origin of ours or when `/stats` cannot be read.
+    pub fn scheduling(&self, applies: bool) -> Option<hxlab_core::sched::Scheduling> {
+        let stats = hxlab_child::get_stats(self.origin_stats?)?;
+        Some(hxlab_core::sched::Scheduling {
+            scheduler_applies: applies,
+            ..stats.scheduling(None, None)
+        })
+    }
+
     /// The configuration of one run (each run gets a fresh browser and profile).
     pub fn run_config(&self) -> PageConfig {
         self.template.clone()

@@ -84,7 +84,7 @@ pub(crate) fn replay_origin(
         bind: bind.to_string(),
         dir: dir.to_path_buf(),
         www: None,
-        cc: opts.server_cc,
+        settings: opts.origin_settings(),
         capture_stderr: true,
         replay: Some(har.to_path_buf()),
     })

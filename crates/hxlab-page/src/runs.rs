@@ -95,8 +95,14 @@ pub fn run(
         runs.one(&rt, job, &session, i, text)?;
     }
     let rep = crate::totals::report(&runs.outcomes, job.push);
-    crate::text::footer(text, job, &rep, session.server_cc().as_ref())?;
     let mut doc = crate::totals::report_json(&session, &opts, &runs.outcomes, &rep);
+    crate::text::footer(
+        text,
+        job,
+        &rep,
+        doc.server_cc.as_ref(),
+        doc.scheduling.as_ref(),
+    )?;
     runs.add_replay(&mut doc, job);
     if let Some(dest) = &job.json {
         write_json(dest, &doc)?;

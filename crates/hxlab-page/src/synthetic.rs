@@ -35,7 +35,7 @@ pub(crate) fn synthetic_origin(
         bind: bind.to_string(),
         dir: dir.to_path_buf(),
         www: (!use_origin_page).then_some(www.clone()),
-        cc: opts.server_cc,
+        settings: opts.origin_settings(),
         capture_stderr: false,
         replay: None,
     })

@@ -6,6 +6,7 @@
 use crate::page::PageSession;
 use hxlab_contract::{PageJob, ReplayCounts};
 use hxlab_core::page::{PageRun, PageSummary, PageTotals};
+use hxlab_core::sched::Scheduling;
 use std::collections::BTreeMap;
 use std::io::Write;
 
@@ -65,12 +66,14 @@ pub fn run_rows(
 }
 
 /// The summary after the runs: medians with intervals, push and early hints, left-out runs,
-/// and the origin's congestion control as read back from its connections (`server_cc`).
+/// and the origin's congestion control, scheduler and mark as read back from it (`server_cc`,
+/// `scheduling`).
 pub fn footer(
     text: &mut dyn Write,
     job: &PageJob,
     rep: &PageTotals,
     server_cc: Option<&BTreeMap<String, u64>>,
+    scheduling: Option<&Scheduling>,
 ) -> std::io::Result<()> {
     let summary = &rep.summary;
     let views = [
@@ -111,6 +114,18 @@ pub fn footer(
         writeln!(
             text,
             "  origin's congestion control, read back from its connections: {counts}"
+        )?;
+    }
+    if let Some(s) = scheduling {
+        let scheduler = match (s.scheduler, s.scheduler_applies) {
+            (_, false) => "none (HTTP/1.1 sends one response at a time per connection)".into(),
+            (Some(sched), true) => sched.name().to_string(),
+            (None, true) => "not said".into(),
+        };
+        writeln!(
+            text,
+            "  origin's scheduler, read back: {scheduler}; TCP_NOTSENT_LOWAT of its connections: {}",
+            s.lowat_text()
         )?;
     }
     Ok(())

@@ -4,6 +4,7 @@
 
 use crate::figures::{CONFIDENCE, RESAMPLES, WIDE_SPREAD};
 use crate::model::{Metric, Record};
+use hxlab_core::sched::{Lowat, Scheduling};
 use hxlab_core::stats;
 use std::collections::BTreeMap;
 
@@ -98,6 +99,13 @@ pub struct CellSummary {
     pub replay: Option<hxlab_core::har::ReplayOutcome>,
     /// Repetitions whose replay had at least one miss.
     pub replay_missed_runs: usize,
+    /// What hxlab's origin sent with, read back, over every repetition: the scheduler (None
+    /// when repetitions disagree or it was not said), the marks and priorities summed. None
+    /// for other origins.
+    pub scheduling: Option<Scheduling>,
+    /// Where the origin's scheduler or mark, read back, is not what the cell asked for (also
+    /// among `warnings`).
+    pub origin_mismatch: Vec<String>,
 }
 
 impl CellSummary {
@@ -117,6 +125,15 @@ fn family(label: &str) -> &'static str {
     }
 }
 
+/// The counts of the keys `wanted` refuses, as `bbr ×3`: what connections ran instead of
+/// what was asked.
+fn counts_except(m: &BTreeMap<String, u64>, wanted: impl Fn(&str) -> bool) -> Vec<String> {
+    m.iter()
+        .filter(|(k, n)| **n > 0 && !wanted(k))
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect()
+}
+
 /// Warnings when an end's congestion controllers, as read back, are not what the cell asked
 /// for (`cc` for both ends, `cc_server`, `cc_client`; "default" asks for nothing).
 fn cc_warnings(s: &CellSummary) -> Vec<String> {
@@ -133,11 +150,7 @@ fn cc_warnings(s: &CellSummary) -> Vec<String> {
         else {
             continue;
         };
-        let other: Vec<String> = seen
-            .iter()
-            .filter(|(k, n)| **n > 0 && k.as_str() != want.as_str())
-            .map(|(k, n)| format!("{k} ×{n}"))
-            .collect();
+        let other = counts_except(seen, |k| k == want);
         if !other.is_empty() {
             out.push(format!(
                 "asked for {want} on the {end} but its connections ran {}",
@@ -146,6 +159,43 @@ fn cc_warnings(s: &CellSummary) -> Vec<String> {
         } else if seen.values().all(|n| *n == 0) && s.values.len() == s.repetitions {
             out.push(format!(
                 "asked for {want} on the {end} but no connection's controller was read back"
+            ));
+        }
+    }
+    out
+}
+
+/// Warnings when hxlab's origin, as read back, did not send as the cell asked: another
+/// scheduler (`scheduler`), or connections with another TCP send low-water mark
+/// (`notsent_lowat`; HTTP/3 has no TCP socket to set it on).
+fn origin_warnings(s: &CellSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    let ran = s.values.len() + s.failed;
+    if let Some(want) = s.factors.get("scheduler") {
+        match s.scheduling.as_ref().map(|x| x.scheduler) {
+            Some(Some(seen)) if seen.name() == want => {}
+            Some(Some(seen)) => out.push(format!(
+                "asked for scheduler {want} but the origin ran {seen}"
+            )),
+            Some(None) => out.push(format!(
+                "asked for scheduler {want} but the origin's repetitions ran different ones or did not say"
+            )),
+            None if ran > 0 => out.push(format!(
+                "asked for scheduler {want} but the origin's scheduler was not read back"
+            )),
+            None => {}
+        }
+    }
+    let want = s
+        .factors
+        .get("notsent_lowat")
+        .and_then(|w| Lowat::parse(w).ok());
+    if let (Some(want), Some(seen)) = (want, &s.scheduling) {
+        let other = counts_except(&seen.notsent_lowat, |k| k == want.name());
+        if !other.is_empty() {
+            out.push(format!(
+                "asked for TCP_NOTSENT_LOWAT {want} but the origin's connections ran {}",
+                other.join(", ")
             ));
         }
     }
@@ -171,11 +221,7 @@ pub(crate) fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellS
             s.skipped.get_or_insert_with(|| why.clone());
             continue;
         }
-        hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
-        hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
-        if let Some(rp) = &r.replay {
-            add_replay(&mut s, rp);
-        }
+        add_read_back(&mut s, r);
         if let Some(res) = &r.result {
             for (k, v) in &res.negotiated {
                 *s.negotiated.entry(k.clone()).or_default() += v;
@@ -227,12 +273,7 @@ pub(crate) fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellS
     }
     if let Some(proto) = s.factors.get("protocol") {
         let want = family(proto);
-        let other: Vec<String> = s
-            .negotiated
-            .iter()
-            .filter(|(k, n)| **n > 0 && family(k) != want)
-            .map(|(k, n)| format!("{k} ×{n}"))
-            .collect();
+        let other = counts_except(&s.negotiated, |k| family(k) == want);
         if !other.is_empty() {
             s.warnings.push(format!(
                 "asked for {proto} ({want}) but connections negotiated {}",
@@ -252,6 +293,8 @@ pub(crate) fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellS
     }
     s.cc_mismatch = cc_warnings(&s);
     s.warnings.extend(s.cc_mismatch.iter().cloned());
+    s.origin_mismatch = origin_warnings(&s);
+    s.warnings.extend(s.origin_mismatch.iter().cloned());
     s.median = stats::median(&s.values);
     s.mean = stats::mean(&s.values);
     s.stdev = stats::stdev(&s.values);
@@ -267,6 +310,22 @@ pub(crate) fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellS
         .map(|(k, v)| (k, stats::median(&v)))
         .collect();
     s
+}
+
+/// Adds what one repetition read back to its cell's: both ends' controllers, the replay's
+/// counts, hxlab's origin's send path.
+fn add_read_back(s: &mut CellSummary, r: &Record) {
+    hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
+    hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
+    if let Some(rp) = &r.replay {
+        add_replay(s, rp);
+    }
+    if let Some(seen) = &r.scheduling {
+        match &mut s.scheduling {
+            Some(sum) => sum.add(seen),
+            None => s.scheduling = Some(seen.clone()),
+        }
+    }
 }
 
 /// Adds one repetition's replay counts to its cell's.

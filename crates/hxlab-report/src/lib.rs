@@ -4,8 +4,9 @@
 //! description beside it ([`ExperimentMeta`]), statistics over repetitions (median, mean,
 //! stdev, bootstrap CI, ratios between protocols with Mann-Whitney significance), warnings
 //! when a number should not be trusted, the verdict (one line per protocol pair across
-//! conditions, differences within 2 % called equal, differences with too few repetitions to
-//! test said as they look, problems grouped by kind; see [`verdict`]), one exporter per
+//! conditions, whether it holds across each swept factor, differences within 2 % called
+//! equal, differences with too few repetitions to test said as they look, problems grouped by
+//! kind; see [`verdict`]), one exporter per
 //! format behind the [`Exporter`] trait (markdown, csv, html with hand-written SVG charts,
 //! summary.json, the terminal), before/after against a baseline run, `hxlab diff` of two
 //! RunResult sets, page-load waterfalls and the `hxlab page --html` page ([`page_html`]), and

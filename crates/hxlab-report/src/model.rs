@@ -158,6 +158,13 @@ pub struct Record {
     /// (its RunResult's `congestion_control`). Empty when not known (a real browser).
     #[serde(default)]
     pub client_cc: BTreeMap<String, u64>,
+    /// What hxlab's origin sent with in the repetition, as it read it back (its `/stats`,
+    /// for the cell's protocol): its scheduler (with whether the protocol has responses to
+    /// schedule: not HTTP/1.1), its connections' TCP send low-water marks and the priorities
+    /// it understood. Repetitions that share one link run carry their cell's total. None for
+    /// other origins and in records written before it was read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<hxlab_core::sched::Scheduling>,
     /// The page load resource by resource (browser workload only), for the report's
     /// waterfalls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -297,5 +304,41 @@ impl ExperimentMeta {
     /// Factors with more than one level, in display order.
     pub fn swept(&self) -> Vec<&FactorLevels> {
         self.factors.iter().filter(|f| f.levels.len() > 1).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hxlab_core::sched::{Scheduler, Scheduling};
+
+    /// A record keeps what the origin read back through results.jsonl, and a line written
+    /// before the read-back existed still reads (without it).
+    #[test]
+    fn a_record_round_trips_and_old_lines_still_read() {
+        let rec = Record {
+            experiment: "e".into(),
+            cell: "protocol=h2 scheduler=fifo".into(),
+            scheduling: Some(Scheduling {
+                scheduler: Some(Scheduler::Fifo),
+                scheduler_applies: true,
+                notsent_lowat: BTreeMap::from([("16384".to_string(), 1)]),
+                priorities: BTreeMap::from([("u=3".to_string(), 30)]),
+            }),
+            ..Default::default()
+        };
+        let line = serde_json::to_string(&rec).expect("serialises");
+        assert!(
+            line.contains(r#""scheduling":{"scheduler":"fifo","scheduler_applies":true,"notsent_lowat":{"16384":1},"priorities":{"u=3":30}}"#),
+            "{line}"
+        );
+        let back: Record = serde_json::from_str(&line).expect("reads back");
+        assert_eq!(back.scheduling, rec.scheduling);
+        let old = r#"{"experiment":"e","cell":"protocol=h1","factors":{"protocol":"h1"},"repetition":0,"started_unix_s":0.0,"wall_s":0.1,"result":null,"server":null}"#;
+        let old: Record = serde_json::from_str(old).expect("an old line");
+        assert_eq!(old.scheduling, None);
+        assert!(!serde_json::to_string(&old)
+            .expect("serialises")
+            .contains("scheduling"));
     }
 }

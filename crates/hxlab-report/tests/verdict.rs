@@ -7,8 +7,9 @@
 mod common;
 
 use common::{experiment, record};
+use hxlab_core::sched::{Scheduler, Scheduling};
 use hxlab_report::export::{HtmlExporter, MarkdownExporter, SummaryJsonExporter, TerminalExporter};
-use hxlab_report::verdict::{Kind, Problem};
+use hxlab_report::verdict::{Direction, Kind, Problem};
 use hxlab_report::{ExperimentMeta, Exporter, FactorLevels, Record, Report, Workload};
 
 /// The pair lines of a verdict, by text.
@@ -115,9 +116,9 @@ fn one_line_per_pair_across_conditions() {
     assert_eq!(
         lines,
         [
-            "h2 vs h1-tls: h2 faster in 2 of 2 conditions, 4.67× (CI 4.63–4.70, delay 20ms)",
-            "h3 vs h1-tls: h3 faster in 2 of 2 conditions, 3.86–4.67× (largest 4.67×, CI 4.63–4.70, delay 50ms)",
-            "h3 vs h2: h3 slower in 1 of 2 conditions, 1.21× (CI 1.20–1.22, delay 20ms); delay 50ms: equal within 2 % (1.00×)",
+            "h2 vs h1-tls: holds across delay — h2 faster under delay 20ms (4.67×, CI 4.63–4.70) and 50ms (4.67×, CI 4.63–4.70)",
+            "h3 vs h1-tls: holds across delay — h3 faster under delay 20ms (3.86×, CI 3.84–3.89) and 50ms (4.67×, CI 4.63–4.70)",
+            "h3 vs h2: depends on delay — h3 slower under delay 20ms (1.21×, CI 1.20–1.22), equal within 2 % under 50ms (1.00×)",
         ]
     );
     assert!(v.lines.iter().all(|l| l.kind == Kind::Significant));
@@ -201,7 +202,7 @@ fn a_single_repetition_each_is_never_called_significant() {
     assert_eq!(v.lines[0].kind, Kind::Untested);
     assert_eq!(
         v.lines[0].text,
-        "h2 vs h1-tls: h2 looks faster in 2 of 2 conditions, 5.00× (delay 20ms); 1+1 repetitions are too few to test at 5 %: use -r 5"
+        "h2 vs h1-tls: looks to hold across delay — h2 looks faster under delay 20ms (5.00×) and 50ms (5.00×); 1+1 repetitions are too few to test at 5 %: use -r 5"
     );
 }
 
@@ -229,8 +230,9 @@ fn the_compare_matrix_fits_twelve_terminal_lines() {
         h2.contains("(largest 8.44×, CI 8.38–8.50, delay 20ms, resources 120)"),
         "{h2}"
     );
+    // What the network changes, and what it does not: one line still.
     assert!(
-        h2.ends_with("; profile Regular 4G: no significant difference (1.00×)"),
+        h2.ends_with("; profile Regular 4G: no significant difference (1.00×) — depends on profile (faster under profile none; no significant difference under Regular 4G); holds across delay and resources"),
         "{h2}"
     );
     // Mixed directions are said as such.
@@ -487,4 +489,188 @@ fn a_replay_that_missed_the_recording_is_named() {
         .warnings
         .iter()
         .any(|w| w.contains("protocol=h3") && w.contains("missed 1 request(s)")));
+}
+
+/// One repetition of a scheduler sweep: `secs` to the last byte, with what hxlab's origin
+/// read back (the scheduler it ran, the 16 KiB mark on every TCP connection, and on h2 the
+/// default priority of its 30 responses).
+fn scheduled(p: &str, scheduler: &str, profile: Option<&str>, rep: u32, secs: f64) -> Record {
+    let alpn = if p == "h2" { "h2" } else { "http/1.1" };
+    let mut r = record(p, "20ms", rep, secs, alpn, 20_000);
+    r.factors.remove("delay");
+    r.factors.remove("resources");
+    r.factors.insert("scheduler".into(), scheduler.into());
+    r.cell = format!("protocol={p} scheduler={scheduler}");
+    if let Some(profile) = profile {
+        r.factors.insert("profile".into(), profile.into());
+        r.cell.push_str(&format!(" profile={profile}"));
+    }
+    let multiplexed = p != "h1-tls";
+    r.scheduling = Some(Scheduling {
+        scheduler: Scheduler::parse(scheduler).ok(),
+        scheduler_applies: multiplexed,
+        notsent_lowat: [("16384".to_string(), if multiplexed { 1 } else { 6 })].into(),
+        priorities: if multiplexed {
+            [("u=3".to_string(), 30)].into()
+        } else {
+            Default::default()
+        },
+    });
+    r
+}
+
+/// h1-tls and h2 under each of `schedulers` (and `profiles`, when given), five repetitions
+/// a cell; `h2_over_h1` gives h2's time as a share of h1-tls's under a scheduler.
+fn scheduler_sweep(
+    schedulers: &[&str],
+    profiles: &[&str],
+    h2_over_h1: &dyn Fn(&str, &str) -> f64,
+) -> Report {
+    let mut records = Vec::new();
+    let profile_levels: Vec<Option<&str>> = if profiles.is_empty() {
+        vec![None]
+    } else {
+        profiles.iter().map(|p| Some(*p)).collect()
+    };
+    for &profile in &profile_levels {
+        for s in schedulers {
+            for rep in 0..5u32 {
+                let h1 = common::secs("h1-tls", 30.0, rep);
+                let share = h2_over_h1(s, profile.unwrap_or(""));
+                records.push(scheduled("h1-tls", s, profile, rep, h1));
+                records.push(scheduled("h2", s, profile, rep, h1 * share));
+            }
+        }
+    }
+    let mut meta = common::meta(&["h1-tls", "h2"]);
+    meta.factors.retain(|f| f.name == "protocol");
+    meta.factors.push(FactorLevels {
+        name: "scheduler".into(),
+        levels: schedulers.iter().map(|s| s.to_string()).collect(),
+    });
+    if !profiles.is_empty() {
+        meta.factors.push(FactorLevels {
+            name: "profile".into(),
+            levels: profiles.iter().map(|s| s.to_string()).collect(),
+        });
+    }
+    Report::build(meta, records)
+}
+
+#[test]
+fn the_verdict_says_when_the_protocol_verdict_depends_on_the_scheduler() {
+    let r = scheduler_sweep(&["rfc9218", "round-robin", "fifo"], &[], &|s, _| match s {
+        "rfc9218" => 1.0 / 1.7,
+        "round-robin" => 1.0 / 1.5,
+        _ => 1.6,
+    });
+    let v = r.verdict();
+    let lines: Vec<&str> = v.lines.iter().map(|l| l.text.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "h2 vs h1-tls: depends on scheduler — h2 faster under scheduler rfc9218 (1.70×, CI 1.69–1.71) and round-robin (1.50×, CI 1.49–1.51), slower under fifo (1.60×, CI 1.59–1.61)",
+            "origin hxlab, read back: scheduler rfc9218, round-robin and fifo (h1-tls: none, one response at a time per connection); TCP_NOTSENT_LOWAT 16384",
+        ]
+    );
+    assert_eq!(v.lines[1].kind, Kind::Info);
+    let across = &v.lines[0].across;
+    assert_eq!(across.len(), 1);
+    assert_eq!(
+        (across[0].factor.as_str(), across[0].holds),
+        ("scheduler", false)
+    );
+    let directions: Vec<(&str, Vec<Direction>)> = across[0]
+        .levels
+        .iter()
+        .map(|l| (l.level.as_str(), l.directions.clone()))
+        .collect();
+    assert_eq!(
+        directions,
+        [
+            ("rfc9218", vec![Direction::Better]),
+            ("round-robin", vec![Direction::Better]),
+            ("fifo", vec![Direction::Worse]),
+        ]
+    );
+    // summary.json carries the same, for machines.
+    let json: serde_json::Value =
+        serde_json::from_str(&SummaryJsonExporter.render(&r).expect("json")).expect("json");
+    assert_eq!(json["verdict"]["lines"][0]["across"][0]["holds"], false);
+    assert_eq!(
+        json["verdict"]["lines"][0]["across"][0]["levels"][2],
+        serde_json::json!({"level": "fifo", "directions": ["worse"]})
+    );
+    let h2 = json["cells"]
+        .as_array()
+        .and_then(|cells| {
+            cells
+                .iter()
+                .find(|c| c["key"] == "protocol=h2 scheduler=rfc9218")
+        })
+        .expect("h2 cell");
+    assert_eq!(h2["scheduling"]["scheduler"], "rfc9218");
+    assert_eq!(h2["scheduling"]["priorities"]["u=3"], 150);
+}
+
+#[test]
+fn the_verdict_says_when_the_protocol_verdict_holds_across_the_scheduler() {
+    let r = scheduler_sweep(&["rfc9218", "fifo"], &[], &|s, _| {
+        if s == "rfc9218" {
+            1.0 / 1.7
+        } else {
+            1.0 / 1.2
+        }
+    });
+    let v = r.verdict();
+    assert_eq!(
+        v.lines[0].text,
+        "h2 vs h1-tls: holds across scheduler — h2 faster under scheduler rfc9218 (1.70×, CI 1.69–1.71) and fifo (1.20×, CI 1.19–1.21)"
+    );
+    assert!(v.lines[0].across[0].holds);
+}
+
+/// Two factors swept: the line keeps its conditions and ends with what depends on which
+/// factor, one line for the pair still.
+#[test]
+fn several_swept_factors_fold_into_the_pair_line() {
+    let r = scheduler_sweep(
+        &["rfc9218", "fifo"],
+        &["none", "wpt:3G"],
+        &|s, profile| match (s, profile) {
+            ("rfc9218", "none") => 1.0 / 1.7,
+            ("rfc9218", _) => 1.0 / 1.3,
+            (_, "none") => 1.6,
+            _ => 1.2,
+        },
+    );
+    let v = r.verdict();
+    assert_eq!(
+        v.lines[0].text,
+        "h2 vs h1-tls: h2 faster in 2, slower in 2 of 4 conditions: faster 1.30–1.70× (largest 1.70×, CI 1.69–1.71, scheduler rfc9218, profile none), slower 1.20–1.60× (largest 1.60×, CI 1.59–1.61, scheduler fifo, profile none) — depends on scheduler (faster under scheduler rfc9218; slower under fifo); holds across profile"
+    );
+    assert_eq!(v.lines.len(), 2, "{:?}", v.plain());
+}
+
+/// A cell whose origin ran another scheduler than it asked for is named, as a controller
+/// that was not as asked is.
+#[test]
+fn an_origin_that_did_not_run_as_asked_is_named() {
+    let (meta, mut records) = {
+        let r = scheduler_sweep(&["rfc9218", "fifo"], &[], &|_, _| 0.5);
+        (r.meta, r.records)
+    };
+    for r in records
+        .iter_mut()
+        .filter(|r| r.cell == "protocol=h2 scheduler=fifo")
+    {
+        let s = r.scheduling.as_mut().expect("read back");
+        s.scheduler = Some(Scheduler::Rfc9218);
+        s.notsent_lowat = [("off".to_string(), 1)].into();
+    }
+    let r = Report::build(meta, records);
+    assert_eq!(
+        texts(&r, Kind::Problem),
+        ["origin not as asked: h2: asked for scheduler fifo but the origin ran rfc9218 [scheduler fifo]"]
+    );
 }

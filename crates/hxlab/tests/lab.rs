@@ -6,6 +6,7 @@ mod common;
 
 use common::tempfile_dir::TempDir;
 use common::{hxlab, is_root, require_peer, require_root, run_with_timeout};
+use hxlab_core::sched::Scheduler;
 use hxlab_report::{Record, Report};
 use std::net::IpAddr;
 use std::path::Path;
@@ -515,6 +516,19 @@ fn browser_workload_replays_a_recorded_site() {
             "{}",
             rec.cell
         );
+        // The replay server's own defaults, read back: RFC 9218 priorities, and the 16 KiB
+        // mark on every TCP connection (h3 has none).
+        let seen = rec.scheduling.as_ref().expect("the origin's scheduling");
+        assert_eq!(seen.scheduler, Some(Scheduler::Rfc9218), "{}", rec.cell);
+        assert!(
+            seen.scheduler_applies && !seen.priorities.is_empty(),
+            "{seen:?}"
+        );
+        assert!(
+            seen.notsent_lowat.keys().all(|k| k == "16384"),
+            "{}: {seen:?}",
+            rec.cell
+        );
         // The repeat view reuses the first view's connection: no resource pays a handshake.
         if rec.factors["repeat_view"] == "on" {
             let w = rec.waterfall.as_ref().expect("the record's waterfall");
@@ -550,6 +564,10 @@ fn browser_workload_replays_a_recorded_site() {
             .any(|n| n.starts_with("page: ") && n.contains("replayed by hxlab page --replay")),
         "{:?}",
         r.meta.notes
+    );
+    assert!(
+        stdout.contains("· origin hxlab, read back: scheduler rfc9218; TCP_NOTSENT_LOWAT 16384"),
+        "the report states the scheduler and the mark: {stdout}"
     );
     // metric = "lcp": every cell is judged by its largest contentful paint.
     assert_eq!(r.metric, hxlab_report::Metric::LcpS);
@@ -798,6 +816,80 @@ fn the_default_compare_runs_one_controller_on_both_ends() {
     }
 }
 
+/// `--set scheduler=rfc9218,fifo` restarts hxlab's origin with each scheduler, every record
+/// reads back the scheduler its server ran (HTTP/1.1's saying it has nothing to schedule)
+/// and the marks of its connections, and the verdict says whether h2 against h1-tls holds
+/// across the scheduler, level by level, under a line naming what the origin ran.
+#[test]
+fn a_scheduler_sweep_is_read_back_and_judged_across_its_levels() {
+    let dir = TempDir::new("hxlab-lab-scheduler");
+    let spec = dir.path().join("sched.toml");
+    std::fs::write(
+        &spec,
+        "protocol = [\"h1-tls\", \"h2\"]\ndelay = \"5ms\"\nresources = 12\nsize = \"4KiB\"\nrepetitions = 2\n",
+    )
+    .expect("spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .args(["--set", "scheduler=rfc9218,fifo", "--no-progress", "--out"])
+            .arg(&out),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let r = report_of(&out);
+    assert_eq!(r.records.len(), 8);
+    for rec in &r.records {
+        let asked = &rec.factors["scheduler"];
+        let seen = rec
+            .scheduling
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: nothing read back", rec.cell));
+        assert_eq!(
+            seen.scheduler.map(|s| s.name()),
+            Some(asked.as_str()),
+            "{}: {seen:?}",
+            rec.cell
+        );
+        assert_eq!(
+            seen.notsent_lowat.keys().collect::<Vec<_>>(),
+            ["16384"],
+            "{}: the origin's default mark on every connection",
+            rec.cell
+        );
+        let h2 = rec.factors["protocol"] == "h2";
+        assert_eq!(seen.scheduler_applies, h2, "{}", rec.cell);
+        assert_eq!(!seen.priorities.is_empty(), h2, "{}: {seen:?}", rec.cell);
+    }
+    let v = r.verdict();
+    let pair = v
+        .lines
+        .iter()
+        .find(|l| l.text.starts_with("h2 vs h1-tls: "))
+        .unwrap_or_else(|| panic!("no pair line: {:?}", v.plain()));
+    assert!(
+        pair.text.contains(" across scheduler — ") || pair.text.contains(" on scheduler — "),
+        "{}",
+        pair.text
+    );
+    assert!(
+        pair.text.contains("under scheduler rfc9218 (") && pair.text.contains("fifo ("),
+        "{}",
+        pair.text
+    );
+    assert_eq!(pair.across[0].factor, "scheduler");
+    let levels: Vec<&str> = pair.across[0]
+        .levels
+        .iter()
+        .map(|l| l.level.as_str())
+        .collect();
+    assert_eq!(levels, ["rfc9218", "fifo"]);
+    let origin = "origin hxlab, read back: scheduler rfc9218 and fifo (h1-tls: none, one response at a time per connection); TCP_NOTSENT_LOWAT 16384";
+    assert!(stdout.contains(origin), "{stdout}");
+}
+
 /// An interrupted run continues where it stopped: finished repetitions are kept, the
 /// half-written line is dropped, and only the missing repetitions run again.
 #[test]
@@ -882,6 +974,10 @@ fn bad_experiments_are_refused_before_anything_runs() {
             "browsers speak HTTP/2 only over TLS",
         ),
         ("protocol = [\"h2\"\n", "bad.toml:"),
+        (
+            "protocol = \"h2\"\nscheduler = \"lifo\"\n",
+            "bad.toml:2:13: unknown scheduler \"lifo\": use rfc9218, round-robin or fifo",
+        ),
     ];
     for (src, want) in cases {
         let f = dir.path().join("bad.toml");

@@ -8,6 +8,7 @@ use super::{
     MAX_RUNS,
 };
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::sched::{Lowat, Scheduler};
 use hxlab_report::{FactorLevels, Workload};
 use std::collections::BTreeMap;
 
@@ -244,6 +245,12 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
         cc_client: text("cc_client")
             .or_else(|| text("cc"))
             .and_then(|c| CongestionControl::parse(&c)),
+        scheduler: text("scheduler").and_then(|s| Scheduler::parse(&s).ok()),
+        notsent_lowat: match get("notsent_lowat") {
+            Some(Level::Bytes(n)) => u32::try_from(n).ok().map(Lowat::Bytes),
+            Some(_) => Some(Lowat::Off),
+            None => None,
+        },
         delay: time("delay").unwrap_or_default(),
         resources: count("resources").unwrap_or(1),
         size: match get("size") {
@@ -408,6 +415,17 @@ fn check_origin(
             &place(f),
             format!("cell `{key}`: the lab cannot set {name}'s congestion control (it runs the system's default, which the report states); leave `cc`/`cc_server` to the hxlab origin and set `cc_client` alone if you must"),
         ));
+    }
+    for (f, set) in [
+        ("scheduler", cfg.scheduler.is_some()),
+        ("notsent_lowat", cfg.notsent_lowat.is_some()),
+    ] {
+        if set {
+            return Err(ctx.at(
+                &place(f),
+                format!("cell `{key}`: `{f}` sets how hxlab's own origin sends, which only that origin lets the lab set; {name} keeps its own, so its cells would not be like for like with the ones they are compared with; give `{f}` to the cells of origin = \"hxlab\" alone (a [[matrix]] block)"),
+            ));
+        }
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ mod read;
 pub use describe::{Description, FactorValue, PageInput, UrlOriginInput};
 use expand::{expand, has_factor};
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::sched::{Lowat, Scheduler};
 use hxlab_report::{ExperimentMeta, FactorLevels, PublishedRow, PublishedTable, Workload};
 pub use origins::{OriginDef, OriginKind};
 use read::{
@@ -61,7 +62,7 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 24] = [
+pub const FACTORS: [(&str, &str); 26] = [
     (
         "origin",
         "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
@@ -100,6 +101,14 @@ pub const FACTORS: [(&str, &str); 24] = [
     (
         "cc_client",
         "the client's congestion control: reno, cubic, bbr or default",
+    ),
+    (
+        "scheduler",
+        "how hxlab's origin shares an HTTP/2 or HTTP/3 connection between responses: rfc9218, round-robin or fifo",
+    ),
+    (
+        "notsent_lowat",
+        "hxlab's origin's TCP send low-water mark (TCP_NOTSENT_LOWAT): a size like \"16KiB\" or \"off\"",
     ),
     ("delay", "a server delay like \"10ms\""),
     ("resources", "a positive number of resources"),
@@ -205,6 +214,12 @@ pub struct CellConfig {
     pub cc_server: Option<CongestionControl>,
     /// The client's congestion control (`hxlab load --cc`; None: the system's default).
     pub cc_client: Option<CongestionControl>,
+    /// How hxlab's origin shares an HTTP/2 or HTTP/3 connection (`hxlab serve --scheduler`;
+    /// None: its default).
+    pub scheduler: Option<Scheduler>,
+    /// hxlab's origin's TCP send low-water mark (`hxlab serve --notsent-lowat`; None: its
+    /// default).
+    pub notsent_lowat: Option<Lowat>,
     /// Server delay per response.
     pub delay: Duration,
     /// Resources to fetch (resources workload).
@@ -246,6 +261,16 @@ impl CellConfig {
             up: self.up.clone().map(Bottleneck::Rate),
             queue: self.queue.clone(),
             aqm: None,
+        }
+    }
+
+    /// What hxlab's origin runs for the cell: its controller, scheduler and mark (the
+    /// origin's defaults where the cell sets none).
+    pub fn origin_settings(&self) -> hxlab_child::origin::OriginSettings {
+        hxlab_child::origin::OriginSettings {
+            cc: self.cc_server,
+            scheduler: self.scheduler.unwrap_or_default(),
+            notsent_lowat: self.notsent_lowat.unwrap_or_default(),
         }
     }
 
@@ -724,6 +749,16 @@ fn apply_overrides(
     Ok(())
 }
 
+/// Where factor `f` is given: the top level, else the first [[matrix]] block that sets it.
+fn factor_spec<'a>(
+    base: &'a BTreeMap<String, FactorSpec>,
+    block_specs: &'a [BTreeMap<String, FactorSpec>],
+    f: &str,
+) -> Option<&'a FactorSpec> {
+    base.get(f)
+        .or_else(|| block_specs.iter().find_map(|b| b.get(f)))
+}
+
 /// Factors every cell needs, and factors the workload does not take.
 fn check_workload_factors(
     ctx: &Ctx,
@@ -745,12 +780,19 @@ fn check_workload_factors(
         return Err(ctx
             .whole("metric chooses among a page load's figures; it needs workload = \"browser\""));
     }
+    if let Some(PageSource::Url(url)) = &exp.page {
+        for f in ["scheduler", "notsent_lowat"] {
+            if let Some(spec) = factor_spec(base, block_specs, f) {
+                return Err(ctx.at(
+                    &spec.span,
+                    format!("`{f}` is set on hxlab's own origin; the page {url} comes from a server the lab does not run, so it keeps its own (use har = \"...\" to replay the page from hxlab's origin)"),
+                ));
+            }
+        }
+    }
     if exp.page.is_some() {
         for f in ["delay", "resources", "size", "push"] {
-            if let Some(spec) = base
-                .get(f)
-                .or_else(|| block_specs.iter().find_map(|b| b.get(f)))
-            {
+            if let Some(spec) = factor_spec(base, block_specs, f) {
                 return Err(ctx.at(
                     &spec.span,
                     format!("`{f}` shapes the lab's synthetic page; with har or url the page is the recorded site's or the URL's own"),
@@ -766,10 +808,7 @@ fn check_workload_factors(
     }
     if exp.workload != Workload::Throughput {
         for f in ["clients", "streams", "requests", "duration"] {
-            if let Some(spec) = base
-                .get(f)
-                .or_else(|| block_specs.iter().find_map(|b| b.get(f)))
-            {
+            if let Some(spec) = factor_spec(base, block_specs, f) {
                 return Err(ctx.at(
                     &spec.span,
                     format!("`{f}` belongs to the throughput workload; the resources and browser workloads open connections as a browser does (set workload = \"throughput\" for h2load-style -n/-c/-m)"),
@@ -967,6 +1006,102 @@ mod tests {
         ok("workload = \"browser\"\nprotocol = \"h3\"\ncc_server = \"bbr\"\n");
         let m = err("workload = \"browser\"\nprotocol = \"h3\"\ncc_client = \"bbr\"\n");
         assert!(m.contains("`cc_client` cannot be set"), "{m}");
+    }
+
+    #[test]
+    fn scheduler_and_mark_are_factors_of_hxlabs_own_origin() {
+        let e = ok("protocol = [\"h1-tls\", \"h2\"]\nscheduler = [\"rfc9218\", \"fifo\"]\nnotsent_lowat = [\"16KiB\", \"off\"]\n");
+        assert_eq!(e.cells.len(), 8);
+        assert_eq!(
+            e.cells[1].key,
+            "protocol=h1-tls scheduler=rfc9218 notsent_lowat=off delay=0ms resources=30 size=100KiB"
+        );
+        let c = &e.cells[2].config;
+        assert_eq!(
+            (c.scheduler, c.notsent_lowat),
+            (Some(Scheduler::Fifo), Some(Lowat::Bytes(16384)))
+        );
+        let settings = c.origin_settings();
+        assert_eq!(
+            (settings.scheduler, settings.notsent_lowat),
+            (Scheduler::Fifo, Lowat::Bytes(16384))
+        );
+        // Not set: the origin's defaults, rfc9218 and 16 KiB.
+        let d = ok("protocol = \"h2\"\n").cells[0].config.origin_settings();
+        assert_eq!(
+            (d.scheduler, d.notsent_lowat),
+            (Scheduler::Rfc9218, Lowat::Bytes(16384))
+        );
+        for (src, want) in [
+            (
+                "scheduler = \"lifo\"",
+                "t.toml:2:13: unknown scheduler \"lifo\": use rfc9218, round-robin or fifo",
+            ),
+            (
+                "scheduler = 3",
+                "t.toml:2:13: scheduler: expected how hxlab's origin shares",
+            ),
+            (
+                "notsent_lowat = \"lots\"",
+                "t.toml:2:17: notsent_lowat \"lots\"",
+            ),
+            (
+                "notsent_lowat = 0",
+                "t.toml:2:17: notsent_lowat \"0\": use 1 byte to 2GiB, or off",
+            ),
+            (
+                "notsent_lowat = [\"16KiB\", 16384]",
+                "t.toml:2:17: notsent_lowat: \"16384\" is listed twice",
+            ),
+        ] {
+            let m = err(&format!("protocol = \"h2\"\n{src}\n"));
+            assert!(m.starts_with(want), "{src}: {m}");
+        }
+        // --set sweeps them like any factor.
+        let o = Overrides {
+            set: vec![
+                "scheduler=rfc9218,round-robin,fifo".into(),
+                "notsent_lowat=off".into(),
+            ],
+            ..Default::default()
+        };
+        let e = parse("t.toml", "protocol = \"h2\"\n", &o).expect("parse");
+        assert_eq!(e.cells.len(), 3);
+        assert_eq!(e.cells[2].config.scheduler, Some(Scheduler::Fifo));
+        assert_eq!(e.cells[2].config.notsent_lowat, Some(Lowat::Off));
+        // Only hxlab's origin lets the lab set them: another server's cells are refused.
+        let nginx = "[origins.nginx]\ncommand = [\"nginx\", \"-c\", \"{{dir}}/n.conf\"]\nprotocols = [\"h2\"]\n[origins.nginx.files]\n\"n.conf\" = \"listen {{tls_port}} ssl; events {}\"\n";
+        let m = err(&format!(
+            "origin = [\"hxlab\", \"nginx\"]\nprotocol = \"h2\"\nscheduler = \"fifo\"\n{nginx}"
+        ));
+        assert!(
+            m.starts_with("t.toml:3:13: cell `origin=nginx protocol=h2 scheduler=fifo")
+                && m.contains("`scheduler` sets how hxlab's own origin sends")
+                && m.contains("not be like for like"),
+            "{m}"
+        );
+        let bad = Overrides {
+            set: vec!["notsent_lowat=off".into()],
+            ..Default::default()
+        };
+        let m = parse(
+            "t.toml",
+            &format!("origin = \"nginx\"\nprotocol = \"h2\"\n{nginx}"),
+            &bad,
+        )
+        .expect_err("nginx")
+        .to_string();
+        assert!(
+            m.starts_with("--set notsent_lowat=off: cell `origin=nginx"),
+            "{m}"
+        );
+        // A [[matrix]] block gives them to hxlab's cells alone.
+        ok(&format!("protocol = \"h2\"\n[[matrix]]\norigin = \"hxlab\"\nscheduler = [\"rfc9218\", \"fifo\"]\n[[matrix]]\norigin = \"nginx\"\n{nginx}"));
+        let m = err("workload = \"browser\"\nurl = \"https://example.test/\"\nprotocol = \"h2\"\nscheduler = \"fifo\"\n");
+        assert!(
+            m.starts_with("t.toml:4:13: `scheduler` is set on hxlab's own origin"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use super::{Ctx, FactorSpec, Level, Place, Protocol, SpecError, FACTORS, SETTINGS};
 use crate::profiles;
+use hxlab_core::sched::{Lowat, Scheduler};
 use hxlab_core::{parse_duration, parse_size};
 use std::time::Duration;
 use toml::Spanned;
@@ -97,6 +98,25 @@ pub(super) fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level
                 Err(format!(
                     "unknown congestion control {s:?}; expected {expected}"
                 ))
+            }
+        }
+        "scheduler" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            let sched = Scheduler::parse(s)?;
+            Ok((
+                sched.name().to_string(),
+                Level::Text(sched.name().to_string()),
+            ))
+        }
+        "notsent_lowat" => {
+            let s = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(n) => n.to_string(),
+                _ => return Err(wrong()),
+            };
+            match Lowat::parse(&s).map_err(|e| format!("notsent_lowat {e}"))? {
+                Lowat::Off => Ok(("off".into(), Level::Text("off".into()))),
+                Lowat::Bytes(n) => Ok((s, Level::Bytes(u64::from(n)))),
             }
         }
         "rtt" | "jitter" => {

@@ -104,6 +104,8 @@ impl Runner {
             PageSource::Har(path, _) => PageJob {
                 replay: Some(path.clone()),
                 server_cc: Some(cfg.cc_server.unwrap_or(CongestionControl::Cubic)),
+                scheduler: cfg.scheduler,
+                notsent_lowat: cfg.notsent_lowat,
                 ..base
             },
             PageSource::Url(url) => PageJob {
@@ -127,12 +129,12 @@ impl Runner {
         let code = record.exit_code;
         let page = read_page_report(&json);
         read_page_run(&mut record, page.as_ref(), code, &stderr, cfg.repeat_view);
-        // The replay server's connections per congestion controller, as `hxlab page` read
-        // them back from its `/stats` (empty when unknown).
-        record.server_cc = page
-            .and_then(Result::ok)
-            .and_then(|p| p.server_cc)
-            .unwrap_or_default();
+        // The replay server's connections per congestion controller and its send path, as
+        // `hxlab page` read them back from its `/stats` (empty when unknown).
+        if let Some(Ok(p)) = page {
+            record.server_cc = p.server_cc.unwrap_or_default();
+            record.scheduling = p.scheduling;
+        }
         let _ = std::fs::remove_file(&json);
         let _ = std::fs::remove_file(json.with_extension("config.json"));
         record

@@ -7,7 +7,7 @@
 
 use super::plan::{plan, LoadPlan};
 use super::record::{fill_record, new_records};
-use super::target::{client_requests, cost, Meter, NoTarget, Reading};
+use super::target::{client_requests, read_back, Meter, NoTarget, Reading};
 use super::{Runner, LINK_GRACE};
 use crate::experiment::{Cell, Experiment};
 use hxlab_child::child::{signal_group, spawn_group};
@@ -302,7 +302,7 @@ impl GroupRun<'_> {
         true
     }
 
-    /// The cell's wall time and server cost, shared by its repetitions.
+    /// The cell's wall time and what its server read back, shared by its repetitions.
     fn attribute(
         &self,
         ci: usize,
@@ -313,11 +313,10 @@ impl GroupRun<'_> {
     ) {
         let proto = self.group[ci].0.config.protocol;
         let n = self.group[ci].1.len();
-        let (cost, cc) = cost(before, after, proto, n);
+        let seen = read_back(before, after, proto, n);
         for r in records.iter_mut() {
             r.wall_s = wall / n as f64;
-            r.server = cost.clone();
-            r.server_cc = cc.clone();
+            seen.fill(r);
         }
     }
 }

@@ -18,8 +18,7 @@ mod target;
 
 use crate::experiment::{Cell, Experiment, Protocol};
 use hxlab_child::child::run_bounded;
-use hxlab_child::origin::{Origin, OriginOptions};
-use hxlab_core::cc::CongestionControl;
+use hxlab_child::origin::{Origin, OriginOptions, OriginSettings};
 use hxlab_report::{ExperimentMeta, Record, Workload, META_FILE, RESULTS_FILE};
 use record::{count_cells, fallback, fill_record, new_records, run_child};
 use std::collections::HashSet;
@@ -329,7 +328,7 @@ impl Runner {
             .first()
             .filter(|(c, _)| c.config.origin == crate::experiment::origins::BUILTIN)
         {
-            self.ensure_server(first.config.cc_server)?;
+            self.ensure_server(first.config.origin_settings())?;
         }
         Ok(())
     }
@@ -353,7 +352,7 @@ impl Runner {
             let link_key = |c: &Cell| {
                 (
                     c.config.link_config().ok().flatten(),
-                    c.config.cc_server,
+                    c.config.origin_settings(),
                     c.config.origin.clone(),
                 )
             };
@@ -431,11 +430,11 @@ impl Runner {
         }
     }
 
-    /// Makes sure a server runs with congestion controller `cc` (None: the system's
-    /// default): one server at a time, restarted when a cell asks for another controller.
-    fn ensure_server(&mut self, cc: Option<CongestionControl>) -> Result<(), RunnerError> {
+    /// Makes sure a server runs with `settings` (congestion controller, scheduler, mark): one
+    /// server at a time, restarted when a cell asks for other settings.
+    fn ensure_server(&mut self, settings: OriginSettings) -> Result<(), RunnerError> {
         if let Some(s) = &mut self.server {
-            if s.is_running() && s.cc == cc {
+            if s.is_running() && s.settings == settings {
                 return Ok(());
             }
             self.server = None;
@@ -449,7 +448,7 @@ impl Runner {
             bind: self.bind.to_string(),
             dir,
             www: Some(www),
-            cc,
+            settings,
             capture_stderr: true,
             replay: None,
         })
@@ -506,7 +505,7 @@ impl Runner {
 fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
     match &exp.page {
         Some(crate::experiment::PageSource::Har(p, start)) => {
-            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; hits, near misses and misses are recorded per run, and a miss flags the run); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, read back per record; Chromium's own controller is not settable and not read back", p.display()));
+            note(meta, format!("page: {} replayed by hxlab page --replay (its own hxlab serve --replay, every recorded host mapped to it; hits, near misses and misses are recorded per run, and a miss flags the run); server CPU not measured; the replay server runs the cell's cc_server (else cubic) on TCP and QUIC alike, and the cell's scheduler and notsent_lowat (else rfc9218 and 16KiB), each read back per record; Chromium's own controller is not settable and not read back", p.display()));
             note(
                 meta,
                 format!(

@@ -120,7 +120,7 @@ pub(crate) fn run_child(
     let (code, stderr) = outcome.unwrap_or_else(|e| (None, e));
     record.exit_code = code;
     if let (Some((_, proto)), Some(b), Some(a)) = (meter, before, after) {
-        (record.server, record.server_cc) = super::target::cost(&b, &a, proto, 1);
+        super::target::read_back(&b, &a, proto, 1).fill(record);
     }
     stderr
 }

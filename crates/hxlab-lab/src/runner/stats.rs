@@ -1,9 +1,11 @@
 //! The server's own counters (`GET /stats` on its plain port, read as hxlab-contract's
-//! [`StatsSnapshot`]), read before and after each cell so its CPU time and connections are
-//! attributed per cell.
+//! [`StatsSnapshot`]), read before and after each cell so its CPU time, connections and
+//! send path are attributed per cell.
 
 use crate::experiment::Protocol;
 use hxlab_contract::StatsSnapshot;
+use hxlab_core::cc::counts_since;
+use hxlab_core::sched::Scheduling;
 use hxlab_report::ServerCost;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -38,12 +40,17 @@ pub(crate) fn server_cc(
     };
     let empty = BTreeMap::new();
     let was = b.protocol(proto).map_or(&empty, |p| &p.cc);
-    a.protocol(proto)
-        .map_or(&empty, |p| &p.cc)
-        .iter()
-        .map(|(k, n)| (k.clone(), n.saturating_sub(*was.get(k).unwrap_or(&0))))
-        .filter(|(_, n)| *n > 0)
-        .collect()
+    counts_since(a.protocol(proto).map_or(&empty, |p| &p.cc), was)
+}
+
+/// What the server's send path ran for `proto`'s connections between two readings: its
+/// scheduler, the marks of the connections it accepted, the priorities it understood.
+pub(crate) fn server_scheduling(
+    before: Option<&StatsSnapshot>,
+    after: Option<&StatsSnapshot>,
+    proto: Protocol,
+) -> Option<Scheduling> {
+    Some(after?.scheduling(Some(before?), Some(proto)))
 }
 
 /// `GET /stats` on the plain port; None when it cannot be read.

@@ -2,11 +2,12 @@
 //! (its `/stats`), a command origin the lab started (its process tree in /proc), or a url
 //! origin the lab does not run (no server cost: unavailable, not zero).
 
-use super::stats::{server_cc, server_cost, server_stats};
+use super::stats::{server_cc, server_cost, server_scheduling, server_stats};
 use super::{io_err, Runner, RunnerError};
 use crate::command::{fill_www, find_program, CommandServer, LabCert, StartArgs};
 use crate::experiment::origins::{default_path, resource_url, CommandOrigin};
 use crate::experiment::{Cell, Experiment, OriginKind, Protocol};
+use hxlab_core::sched::Scheduling;
 use hxlab_report::{Record, ServerCost, Workload};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -70,27 +71,53 @@ impl Meter {
     }
 }
 
-/// The server's cost and controllers between two readings, shared by `n` repetitions. For
-/// a process tree, `requests` is left at 0 until [`client_requests`] fills it.
-pub(crate) fn cost(
+/// What two readings of a cell's server say about it, shared by its repetitions.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ServerReadBack {
+    /// Its cost per repetition.
+    pub cost: Option<ServerCost>,
+    /// Its connections of the cell's protocol per congestion controller.
+    pub cc: BTreeMap<String, u64>,
+    /// Its scheduler, its connections' marks and the priorities it understood (hxlab's
+    /// origin only).
+    pub scheduling: Option<Scheduling>,
+}
+
+impl ServerReadBack {
+    /// Puts it into a record of the cell.
+    pub fn fill(&self, record: &mut Record) {
+        record.server = self.cost.clone();
+        record.server_cc = self.cc.clone();
+        record.scheduling = self.scheduling.clone();
+    }
+}
+
+/// The server's cost, controllers and send path between two readings, shared by `n`
+/// repetitions. For a process tree, `requests` is left at 0 until [`client_requests`]
+/// fills it.
+pub(crate) fn read_back(
     before: &Reading,
     after: &Reading,
     proto: Protocol,
     n: usize,
-) -> (Option<ServerCost>, BTreeMap<String, u64>) {
+) -> ServerReadBack {
     match (before, after) {
         (Reading::Stats(b), Reading::Stats(a)) => {
             let (b, a) = (b.as_deref(), a.as_deref());
-            (server_cost(b, a, proto, n), server_cc(b, a, proto))
+            ServerReadBack {
+                cost: server_cost(b, a, proto, n),
+                cc: server_cc(b, a, proto),
+                scheduling: server_scheduling(b, a, proto),
+            }
         }
-        (Reading::Cpu(Some(b)), Reading::Cpu(Some(a))) => (
-            Some(ServerCost {
+        (Reading::Cpu(Some(b)), Reading::Cpu(Some(a))) => ServerReadBack {
+            cost: Some(ServerCost {
                 cpu_s: (a - b).max(0.0) / n.max(1) as f64,
                 requests: 0,
             }),
-            BTreeMap::new(),
-        ),
-        _ => (None, BTreeMap::new()),
+            ..ServerReadBack::default()
+        },
+        _ => ServerReadBack::default(),
     }
 }
 
@@ -142,7 +169,7 @@ impl Runner {
         }
         match &def.kind {
             OriginKind::Builtin => {
-                self.ensure_server(cfg.cc_server)
+                self.ensure_server(cfg.origin_settings())
                     .map_err(|e| NoTarget::Fail(e.to_string()))?;
                 let s = self
                     .server

@@ -25,7 +25,7 @@ fn num(x: Option<f64>) -> String {
 }
 
 /// Names of the figure columns after the factors, in order.
-const FIGURE_COLUMNS: [&str; 19] = [
+const FIGURE_COLUMNS: [&str; 22] = [
     "repetition",
     "status",
     "duration_s",
@@ -39,6 +39,9 @@ const FIGURE_COLUMNS: [&str; 19] = [
     "negotiated",
     "server_cc",
     "client_cc",
+    "scheduler",
+    "notsent_lowat",
+    "priorities",
     "body_bytes",
     "header_savings_pct",
     "server_cpu_us_per_req",
@@ -128,6 +131,22 @@ fn record_row(rec: &Record, factor_names: &[String]) -> Vec<String> {
     ));
     for m in [&rec.server_cc, &rec.client_cc] {
         row.push(quote(&pairs(m)));
+    }
+    // hxlab's origin's send path, read back; `n/a` where HTTP/1.1 has nothing to schedule.
+    let sched = rec.scheduling.as_ref();
+    row.push(match sched {
+        Some(s) if !s.scheduler_applies => "n/a".into(),
+        Some(s) => s
+            .scheduler
+            .map(|x| x.name().to_string())
+            .unwrap_or_default(),
+        None => String::new(),
+    });
+    for m in [
+        sched.map(|s| &s.notsent_lowat),
+        sched.map(|s| &s.priorities),
+    ] {
+        row.push(quote(&m.map(pairs).unwrap_or_default()));
     }
     row.push(
         res.map(|r| r.bytes.body_received.to_string())

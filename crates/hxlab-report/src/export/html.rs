@@ -4,7 +4,8 @@
 
 use super::document::{Document, List};
 use super::{
-    cc_text, cell_figures, figure_text, fixed_line, negotiated_text, secondary_text, swept_line,
+    cc_text, cell_figures, figure_text, fixed_line, negotiated_text, scheduling_text,
+    secondary_text, swept_line,
 };
 use crate::baseline::BeforeAfter;
 use crate::charts::{self, svg::esc};
@@ -184,16 +185,17 @@ impl Document for HtmlExporter {
 
     /// The cells table: one row per cell with its statistics, or why it was skipped.
     fn cells(&self, o: &mut String, r: &Report) {
-        let _ = writeln!(o, "<h2>Cells</h2><table><tr><th>cell</th><th>n</th><th>median</th><th>mean</th><th>stdev</th><th>95 % CI</th><th>server CPU µs/req</th><th>negotiated</th><th>cc server/client (read back)</th></tr>");
+        let _ = writeln!(o, "<h2>Cells</h2><table><tr><th>cell</th><th>n</th><th>median</th><th>mean</th><th>stdev</th><th>95 % CI</th><th>server CPU µs/req</th><th>negotiated</th><th>cc server/client (read back)</th><th>scheduler / TCP mark / priorities (read back)</th></tr>");
         for c in &r.cells {
             let [n, median, mean, stdev, ci] = cell_figures(c);
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td>{n}</td><td>{median}</td><td>{mean}</td><td>{stdev}</td><td>{ci}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{n}</td><td>{median}</td><td>{mean}</td><td>{stdev}</td><td>{ci}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&c.key),
                 secondary_text(c, "server_cpu_us_per_req"),
                 esc(&c.skipped.as_ref().map(|s| format!("skipped: {s}")).unwrap_or_else(|| negotiated_text(&c.negotiated))),
-                esc(&cc_text(&c.server_cc, &c.client_cc))
+                esc(&cc_text(&c.server_cc, &c.client_cc)),
+                esc(&scheduling_text(c.scheduling.as_ref()))
             );
         }
         let _ = writeln!(o, "</table>");

@@ -68,6 +68,7 @@ impl SummaryJsonExporter {
                     "negotiated": c.negotiated,
                     "server_cc": c.server_cc,
                     "client_cc": c.client_cc,
+                    "scheduling": c.scheduling,
                     "skipped": c.skipped,
                     "failed_repetitions": c.failed,
                     "fell_back": c.fell_back,
@@ -105,6 +106,14 @@ impl SummaryJsonExporter {
                     "condition": l.condition,
                     "problem": l.problem.map(|p| p.key()),
                     "count": l.count,
+                    "across": l.across.iter().map(|a| json!({
+                        "factor": a.factor,
+                        "holds": a.holds,
+                        "levels": a.levels.iter().map(|lv| json!({
+                            "level": lv.level,
+                            "directions": lv.directions.iter().map(|d| d.key()).collect::<Vec<_>>(),
+                        })).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();

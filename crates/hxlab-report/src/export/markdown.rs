@@ -2,7 +2,8 @@
 
 use super::document::{Document, List};
 use super::{
-    cc_text, cell_figures, figure_text, fixed_line, negotiated_text, secondary_text, swept_line,
+    cc_text, cell_figures, figure_text, fixed_line, negotiated_text, scheduling_text,
+    secondary_text, swept_line,
 };
 use crate::baseline::BeforeAfter;
 use crate::report::Report;
@@ -150,13 +151,13 @@ impl Document for MarkdownExporter {
     /// The cells section: one row per cell with its statistics, or why it was skipped.
     fn cells(&self, o: &mut String, r: &Report) {
         let _ = writeln!(o, "## Cells\n");
-        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated | cc server/client (read back) |");
-        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated | cc server/client (read back) | scheduler / TCP mark / priorities (read back) |");
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|");
         for c in &r.cells {
             if let Some(why) = &c.skipped {
                 let _ = writeln!(
                     o,
-                    "| {} | 0 | skipped: {} | | | | | | | |",
+                    "| {} | 0 | skipped: {} | | | | | | | | |",
                     cell(&c.key),
                     cell(why)
                 );
@@ -165,12 +166,13 @@ impl Document for MarkdownExporter {
             let [n, median, mean, stdev, ci] = cell_figures(c);
             let _ = writeln!(
                 o,
-                "| {} | {n} | {median} | {mean} | {stdev} | {ci} | {} | {} | {} | {} |",
+                "| {} | {n} | {median} | {mean} | {stdev} | {ci} | {} | {} | {} | {} | {} |",
                 cell(&c.key),
                 secondary_text(c, "ttfb_ms"),
                 secondary_text(c, "server_cpu_us_per_req"),
                 cell(&negotiated_text(&c.negotiated)),
                 cell(&cc_text(&c.server_cc, &c.client_cc)),
+                cell(&scheduling_text(c.scheduling.as_ref())),
             );
         }
     }

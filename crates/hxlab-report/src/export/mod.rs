@@ -136,6 +136,25 @@ pub(crate) fn cc_text(
     )
 }
 
+/// hxlab's origin's send path as read back, `scheduler / mark / priorities`: `rfc9218 /
+/// 16384 / u=3 ×30, u=0 ×1`; HTTP/1.1 has no scheduler (`none (HTTP/1.1)`), HTTP/3 no mark
+/// (`-`); `—` for another origin.
+pub(crate) fn scheduling_text(s: Option<&hxlab_core::sched::Scheduling>) -> String {
+    let Some(s) = s else {
+        return "—".into();
+    };
+    let scheduler = match (s.scheduler_applies, s.scheduler) {
+        (false, _) => "none (HTTP/1.1)",
+        (true, Some(x)) => x.name(),
+        (true, None) => "?",
+    };
+    format!(
+        "{scheduler} / {} / {}",
+        s.lowat_text(),
+        negotiated_text(&s.priorities)
+    )
+}
+
 pub(crate) fn negotiated_text(n: &std::collections::BTreeMap<String, u64>) -> String {
     if n.is_empty() {
         return "—".into();

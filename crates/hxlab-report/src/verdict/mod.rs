@@ -9,6 +9,13 @@
 //!   delay 50ms, resources 120); profile Regular 4G: no significant difference (0.99×, …)`.
 //!   A browser experiment gets these lines for LCP and for the load event, and one line of
 //!   per-protocol medians (page TTFB, connections, bytes).
+//! - In each pair line, whether its verdict **holds across** each swept factor or **depends
+//!   on** it ([`across`], the same for any factor): a pair whose conditions vary in one factor
+//!   alone is said level by level, `h2 vs h1-tls: depends on scheduler — h2 faster under
+//!   scheduler rfc9218 (1.70×, CI …), slower under fifo (1.60×, CI …)`; with several factors the line
+//!   keeps its conditions and ends with `— depends on profile (…); holds across delay`.
+//! - One line saying what hxlab's origin sent with, read back: its scheduler and TCP send
+//!   low-water mark, and the protocols neither applies to.
 //! - **One line per kind of problem** (fell back, errors, not measured, congestion control
 //!   not as asked, not like for like, metric not recorded) with its count and first example.
 //!
@@ -17,10 +24,13 @@
 //! test to reach p < 0.05 a difference is said as it "looks", never as "no difference".
 //! Every comparison, condition by condition, is in the report's Comparisons section.
 
+pub mod across;
 pub mod judge;
+mod origin;
 mod pairs;
 mod problems;
 
+pub use across::{Across, Direction};
 pub use judge::{judge, Finding, NEGLIGIBLE};
 
 use crate::cells::CellSummary;
@@ -78,6 +88,9 @@ pub enum Problem {
     Skipped,
     /// An end's congestion controller, read back, is not what the cell asked for.
     CcNotAsAsked,
+    /// hxlab's origin's scheduler or send low-water mark, read back, is not what the cell
+    /// asked for.
+    OriginNotAsAsked,
     /// Two cells compared whose servers sent with different congestion controllers.
     NotLikeForLike,
     /// Clean repetitions that did not record the metric (a page that painted nothing).
@@ -94,6 +107,7 @@ impl Problem {
             Problem::Errors => "errors",
             Problem::Skipped => "not measured",
             Problem::CcNotAsAsked => "congestion control not as asked",
+            Problem::OriginNotAsAsked => "origin not as asked",
             Problem::NotLikeForLike => "not like for like",
             Problem::NotRecorded => "metric not recorded",
             Problem::ReplayMissed => "replay missed the recording",
@@ -106,6 +120,7 @@ impl Problem {
             Problem::Errors => "errors",
             Problem::Skipped => "skipped",
             Problem::CcNotAsAsked => "cc_not_as_asked",
+            Problem::OriginNotAsAsked => "origin_not_as_asked",
             Problem::NotLikeForLike => "not_like_for_like",
             Problem::NotRecorded => "not_recorded",
             Problem::ReplayMissed => "replay_missed",
@@ -127,6 +142,8 @@ pub struct Line {
     pub problem: Option<Problem>,
     /// How many comparisons (pair line) or cells and comparisons (problem line) it covers.
     pub count: usize,
+    /// For a pair line, whether its verdict holds across each factor its conditions vary in.
+    pub across: Vec<Across>,
 }
 
 /// The verdict block.
@@ -169,11 +186,14 @@ pub fn effect_text(c: &Comparison) -> String {
 }
 
 /// `a`, `a and b`, `a, b and c`.
-fn and_list(names: &[&str]) -> String {
+fn and_list<S: AsRef<str>>(names: &[S]) -> String {
     match names {
         [] => String::new(),
-        [one] => (*one).to_string(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        [one] => one.as_ref().to_string(),
+        [init @ .., last] => {
+            let init: Vec<&str> = init.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", init.join(", "), last.as_ref())
+        }
     }
 }
 
@@ -237,11 +257,12 @@ impl Report {
             } else {
                 String::new()
             };
-            lines.extend(pairs::pair_lines(&comparisons, &prefix));
+            lines.extend(pairs::pair_lines(&comparisons, &self.meta.factors, &prefix));
         }
         if metrics.len() > 1 {
             lines.extend(pairs::page_figures(self, &missing));
         }
+        lines.extend(origin::origin_line(self));
         lines.extend(problems::problem_lines(self, &tied));
         Verdict {
             headline: self.headline(&tied),

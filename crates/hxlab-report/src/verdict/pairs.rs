@@ -1,15 +1,21 @@
 //! One verdict line per protocol pair, grouped across conditions, and the per-protocol page
 //! figures of a browser experiment.
 
+use super::across::{across, alone_clause, factors_clause};
 use super::judge::{self, judge, Finding, NEGLIGIBLE};
 use super::{Kind, Line};
 use crate::comparisons::{fmt_ratio, Comparison};
+use crate::model::FactorLevels;
 use crate::report::Report;
 use hxlab_core::stats;
 
 /// One line per (protocol, reference) pair of `comparisons`, in the order they first
-/// appear, each line starting with `prefix` (e.g. `LCP: `).
-pub(super) fn pair_lines(comparisons: &[Comparison], prefix: &str) -> Vec<Line> {
+/// appear, each line starting with `prefix` (e.g. `LCP: `); `factors` orders the levels.
+pub(super) fn pair_lines(
+    comparisons: &[Comparison],
+    factors: &[FactorLevels],
+    prefix: &str,
+) -> Vec<Line> {
     let mut pairs: Vec<(&str, &str)> = Vec::new();
     for c in comparisons {
         let pair = (c.protocol.as_str(), c.baseline.as_str());
@@ -25,27 +31,79 @@ pub(super) fn pair_lines(comparisons: &[Comparison], prefix: &str) -> Vec<Line> 
                 .iter()
                 .filter(|c| c.protocol == p && c.baseline == b)
                 .collect();
-            pair_line(p, b, &group, &all, prefix)
+            pair_line(p, b, &group, &all, factors, prefix)
         })
         .collect()
 }
 
-/// The line of one pair: a clause per finding, the differences first.
+/// The line of one pair: its conditions, a clause per finding, the differences first, then
+/// whether that holds across each factor the conditions vary in; or, when they vary in one
+/// factor alone, that factor's levels, each with its figure.
 fn pair_line(
     p: &str,
     b: &str,
     group: &[&Comparison],
     all: &[&[(String, String)]],
+    factors: &[FactorLevels],
     prefix: &str,
 ) -> Line {
+    let differs = group
+        .iter()
+        .any(|c| matches!(judge(c), Finding::Better | Finding::Worse));
+    let few = group.iter().find(|c| judge(c) == Finding::TooFew);
+    let factors = across(group, factors);
+    let mut clauses = Vec::new();
+    // One factor varied alone: the line is its levels, each with its figure.
+    if let Some(alone) = match factors.as_slice() {
+        [one] => alone_clause(p, one, group),
+        _ => None,
+    } {
+        clauses.push(alone);
+    } else {
+        clauses.extend(conditions_clauses(p, group, all));
+        if !factors.is_empty() {
+            let last = clauses.pop().unwrap_or_default();
+            clauses.push(format!("{last} — {}", factors_clause(&factors)));
+        }
+    }
+    if let Some(c) = few {
+        clauses.push(format!(
+            "{}+{} repetitions are too few to test at 5 %: use -r {}",
+            c.n.0,
+            c.n.1,
+            judge::repetitions_needed()
+        ));
+    }
+    let kind = if differs {
+        Kind::Significant
+    } else if few.is_some() {
+        Kind::Untested
+    } else {
+        Kind::Same
+    };
+    Line {
+        kind,
+        text: format!("{prefix}{p} vs {b}: {}", clauses.join("; ")),
+        condition: String::new(),
+        problem: None,
+        count: group.len(),
+        across: factors,
+    }
+}
+
+/// The clauses of a pair across its conditions, a clause per finding, the differences
+/// first: `h2 faster in 4 of 5 conditions, …; profile Regular 4G: no significant
+/// difference (1.00×)`.
+fn conditions_clauses(p: &str, group: &[&Comparison], all: &[&[(String, String)]]) -> Vec<String> {
     let total = group.len();
     let with = |keep: &dyn Fn(Finding) -> bool| -> Vec<&Comparison> {
         group.iter().copied().filter(|c| keep(judge(c))).collect()
     };
     let differs = with(&|f| matches!(f, Finding::Better | Finding::Worse));
-    let few = with(&|f| f == Finding::TooFew);
     let (few_equal, few_differ): (Vec<&Comparison>, Vec<&Comparison>) =
-        few.iter().partition(|c| judge::negligible(c.ratio));
+        with(&|f| f == Finding::TooFew)
+            .into_iter()
+            .partition(|c| judge::negligible(c.ratio));
     let mut clauses = Vec::new();
     if !differs.is_empty() {
         clauses.push(direction_clause(p, &differs, total, all, ""));
@@ -66,28 +124,7 @@ fn pair_line(
             clauses.push(level_clause(&set, total, all, &what));
         }
     }
-    if let Some(c) = few.first() {
-        clauses.push(format!(
-            "{}+{} repetitions are too few to test at 5 %: use -r {}",
-            c.n.0,
-            c.n.1,
-            judge::repetitions_needed()
-        ));
-    }
-    let kind = if !differs.is_empty() {
-        Kind::Significant
-    } else if !few.is_empty() {
-        Kind::Untested
-    } else {
-        Kind::Same
-    };
-    Line {
-        kind,
-        text: format!("{prefix}{p} vs {b}: {}", clauses.join("; ")),
-        condition: String::new(),
-        problem: None,
-        count: total,
-    }
+    clauses
 }
 
 /// `h2 faster in 4 of 5 conditions, 4.41–9.12× (largest 9.12×, CI 9.00–9.66, delay 50ms)`,
@@ -301,5 +338,6 @@ pub(super) fn page_figures(r: &Report, missing: &[&str]) -> Option<Line> {
         condition: String::new(),
         problem: None,
         count: parts.len(),
+        across: Vec::new(),
     })
 }

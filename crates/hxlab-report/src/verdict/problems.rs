@@ -37,6 +37,9 @@ pub(super) fn cell_problems(c: &CellSummary) -> Vec<(Problem, String)> {
     for w in &c.cc_mismatch {
         out.push((Problem::CcNotAsAsked, format!("{proto}: {w}")));
     }
+    for w in &c.origin_mismatch {
+        out.push((Problem::OriginNotAsAsked, format!("{proto}: {w}")));
+    }
     if let Some(rp) = c.replay.as_ref().filter(|rp| rp.tally.misses > 0) {
         out.push((
             Problem::ReplayMissed,
@@ -105,6 +108,7 @@ pub(super) fn problem_lines(r: &Report, tied: &[String]) -> Vec<Line> {
                 condition,
                 problem: Some(kind),
                 count,
+                across: Vec::new(),
             })
         })
         .collect()

@@ -24,7 +24,8 @@ pub struct Args {
     #[arg(long, value_name = "FILE|-", conflicts_with_all = [
         "url", "synthetic", "record", "replay", "proto", "profile", "delay", "down", "up",
         "loss", "jitter", "queue", "runs", "push", "early_hints", "har", "json", "html",
-        "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc",
+        "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc", "scheduler",
+        "notsent_lowat",
     ])]
     pub config: Option<String>,
     /// Page to load (http:// or https://). Or use --synthetic.
@@ -119,6 +120,14 @@ pub struct Args {
     /// leaves each stack's own (the kernel's on TCP, Cubic on QUIC: not like for like).
     #[arg(long, value_name = "CC", default_value = "cubic")]
     pub server_cc: String,
+    /// How that origin shares an HTTP/2 or HTTP/3 connection between responses: rfc9218 (its
+    /// default), round-robin or fifo (hxlab serve --scheduler); read back from /stats.
+    #[arg(long, value_name = "NAME")]
+    pub scheduler: Option<hxlab_core::sched::Scheduler>,
+    /// That origin's TCP_NOTSENT_LOWAT: a size (its default: 16KiB) or off (hxlab serve
+    /// --notsent-lowat); read back from its sockets.
+    #[arg(long, value_name = "SIZE|off")]
+    pub notsent_lowat: Option<hxlab_core::sched::Lowat>,
 }
 
 /// The emulated link the flags ask for: a profile, possibly adjusted by the explicit options,
@@ -201,6 +210,8 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
         cpu_slowdown,
         repeat_view: args.repeat_view,
         server_cc,
+        scheduler: args.scheduler,
+        notsent_lowat: args.notsent_lowat,
         record: args.record.clone(),
         har_dir: args.har.clone(),
         json: args.json.clone(),
