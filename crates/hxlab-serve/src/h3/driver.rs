@@ -69,16 +69,15 @@ pub(super) struct ConnState {
 /// Only the highest-ranked responses write into quinn while the send window is full: with
 /// the window held near the congestion window (`Driven::deciding_late`), whoever writes
 /// first into freed window would be sent next, whatever its rank. A stream may write when no
-/// stream of a higher rank waits to; a wait older than two round trips (at least
-/// [`GATE_HOLD`]: window comes back with ACKs, one round trip after it was used) no longer
-/// holds others back (that stream may be waiting for its own flow-control credit).
+/// stream of a higher rank waits to; a wait older than [`GATE_HOLD`] no longer holds others
+/// back (that stream may be waiting for its own flow-control credit, not the window).
 #[derive(Default)]
 struct WriteGate {
     ranks: HashMap<StreamId, i32>,
     waiting: HashMap<StreamId, (i32, Instant)>,
 }
 
-/// The least time a waiting stream holds back lower-ranked ones.
+/// How long a waiting stream holds back lower-ranked ones.
 const GATE_HOLD: Duration = Duration::from_millis(100);
 
 impl WriteGate {
@@ -86,13 +85,13 @@ impl WriteGate {
         self.ranks.get(&id).copied().unwrap_or(0)
     }
 
-    /// Whether `id` may write now; a wait holds others back for `hold`.
-    fn open_for(&self, id: StreamId, now: Instant, hold: Duration) -> bool {
+    /// Whether `id` may write now.
+    fn open_for(&self, id: StreamId, now: Instant) -> bool {
         let mine = self.rank(id);
         !self
             .waiting
             .iter()
-            .any(|(w, (r, since))| *w != id && *r > mine && now < *since + hold)
+            .any(|(w, (r, since))| *w != id && *r > mine && now < *since + GATE_HOLD)
     }
 
     fn wait(&mut self, id: StreamId, now: Instant) {
@@ -494,7 +493,6 @@ impl SendStream {
             let mut wrote = false;
             let gated = s.gate.ranks.contains_key(&self.id);
             let now = Instant::now();
-            let hold = GATE_HOLD.max(s.quic.q.rtt() * 2);
             let out = loop {
                 while next < chunks.len() && chunks[next].is_empty() {
                     next += 1;
@@ -502,7 +500,7 @@ impl SendStream {
                 if next == chunks.len() {
                     break Poll::Ready(Ok(()));
                 }
-                if gated && !s.gate.open_for(self.id, now, hold) {
+                if gated && !s.gate.open_for(self.id, now) {
                     s.gate.wait(self.id, now);
                     s.writers.insert(self.id, cx.waker().clone());
                     break Poll::Pending;
@@ -877,18 +875,16 @@ mod gate_tests {
         let now = Instant::now();
         g.set_rank(id(0), 5);
         g.set_rank(id(1), 9);
-        let h = GATE_HOLD;
-        assert!(g.open_for(id(0), now, h) && g.open_for(id(1), now, h));
+        assert!(g.open_for(id(0), now) && g.open_for(id(1), now));
         // The urgent stream waits for window: the bulk may not take what frees up...
         g.wait(id(1), now);
-        assert!(!g.open_for(id(0), now, h));
-        assert!(g.open_for(id(1), now, h));
-        // ...unless the urgent one has waited past the hold (its own flow control, maybe).
-        assert!(g.open_for(id(0), now + h, h));
-        assert!(!g.open_for(id(0), now + h, 2 * h));
+        assert!(!g.open_for(id(0), now));
+        assert!(g.open_for(id(1), now));
+        // ...unless the urgent one has waited past GATE_HOLD (its own flow control, maybe).
+        assert!(g.open_for(id(0), now + GATE_HOLD));
         // A PRIORITY_UPDATE lowering it lets the bulk go.
         g.set_rank(id(1), 1);
-        assert!(g.open_for(id(0), now, h));
+        assert!(g.open_for(id(0), now));
         g.set_rank(id(1), 9);
         // Once it has written, the streams it held back are woken.
         g.wait(id(0), now);
@@ -896,6 +892,6 @@ mod gate_tests {
         writers.insert(id(0), futures::task::noop_waker());
         g.done(id(1), &mut writers);
         assert!(writers.is_empty(), "the bulk's writer was woken");
-        assert!(g.open_for(id(0), now, h));
+        assert!(g.open_for(id(0), now));
     }
 }
