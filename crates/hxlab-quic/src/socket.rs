@@ -193,10 +193,6 @@ impl QuicSocket {
                         d.dirty = true;
                         more = true;
                     }
-                    if let Some(cap) = d.late_window {
-                        let cwnd = d.q.congestion_state().window();
-                        d.q.set_send_window((cwnd + LATE_SLACK).clamp(LATE_MIN, cap.max(LATE_MIN)));
-                    }
                     // Sending may have armed timers (loss detection, idle, draining).
                     d.timeout = d.q.poll_timeout();
                     if drained {
@@ -226,14 +222,7 @@ pub struct Driven {
     pub dirty: bool,
     /// quinn-proto's next timeout, as last read.
     pub timeout: Option<std::time::Instant>,
-    /// Deciding late ([`Driven::deciding_late`]): the most its send window may be.
-    pub late_window: Option<u64>,
 }
-
-/// With [`Driven::deciding_late`]: response data buffered beyond the congestion window.
-const LATE_SLACK: u64 = 16 << 10;
-/// ... and never a send window below this.
-const LATE_MIN: u64 = 64 << 10;
 
 impl Driven {
     /// A connection the endpoint just made (touched: its first packets are due).
@@ -243,20 +232,7 @@ impl Driven {
             ch,
             dirty: true,
             timeout: None,
-            late_window: None,
         }
-    }
-
-    /// Keeps quinn's send window (data written and not yet acknowledged) near its congestion
-    /// window, at most `cap`: what the application writes then waits in quinn only briefly
-    /// before it is sent. quinn-proto places a stream in its send queue by its priority when
-    /// the stream joins the queue; a stream with much buffered data keeps that place, so a
-    /// PRIORITY_UPDATE that raises it would otherwise wait until the streams above it are
-    /// done. With little buffered, the streams above run dry within about one window and
-    /// the raised one is requeued at its new priority. Set after every transmit pass.
-    pub fn deciding_late(mut self, cap: u64) -> Driven {
-        self.late_window = Some(cap);
-        self
     }
 
     /// Hands it an event the endpoint routed to it (a datagram of its own); it is touched.

@@ -46,8 +46,6 @@ pub(crate) struct Limits {
     /// TCP_NOTSENT_LOWAT of the TCP sockets: with a mark, HTTP/2 builds frames only as the
     /// socket takes them.
     pub lowat: hxlab_core::sched::Lowat,
-    /// The most a QUIC connection buffers to send (its send window's cap).
-    pub quic_window: u64,
 }
 
 impl Limits {
@@ -69,7 +67,6 @@ impl Limits {
             idle_timeout: cfg.idle_timeout,
             scheduler: cfg.scheduler,
             lowat: cfg.notsent_lowat,
-            quic_window: cfg.quic_window,
         }
     }
 }

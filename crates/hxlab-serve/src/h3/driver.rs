@@ -61,73 +61,6 @@ pub(super) struct ConnState {
     accept_uni: Option<Waker>,
     /// Others waiting for any change (the handshake, a stream credit, the end).
     watchers: Vec<Waker>,
-    /// Response streams' ranks (`crate::schedule::rank`), and those waiting to write with
-    /// their rank and since when ([`WriteGate`]).
-    gate: WriteGate,
-}
-
-/// Only the highest-ranked responses write into quinn while the send window is full: with
-/// the window held near the congestion window (`Driven::deciding_late`), whoever writes
-/// first into freed window would be sent next, whatever its rank. A stream may write when no
-/// stream of a higher rank waits to; a wait older than [`GATE_HOLD`] no longer holds others
-/// back (that stream may be waiting for its own flow-control credit, not the window).
-#[derive(Default)]
-struct WriteGate {
-    ranks: HashMap<StreamId, i32>,
-    waiting: HashMap<StreamId, (i32, Instant)>,
-}
-
-/// How long a waiting stream holds back lower-ranked ones.
-const GATE_HOLD: Duration = Duration::from_millis(100);
-
-impl WriteGate {
-    fn rank(&self, id: StreamId) -> i32 {
-        self.ranks.get(&id).copied().unwrap_or(0)
-    }
-
-    /// Whether `id` may write now.
-    fn open_for(&self, id: StreamId, now: Instant) -> bool {
-        let mine = self.rank(id);
-        !self
-            .waiting
-            .iter()
-            .any(|(w, (r, since))| *w != id && *r > mine && now < *since + GATE_HOLD)
-    }
-
-    fn wait(&mut self, id: StreamId, now: Instant) {
-        let r = self.rank(id);
-        self.waiting.entry(id).or_insert((r, now)).0 = r;
-    }
-
-    /// `id` no longer waits: the streams it held back are woken to look again.
-    fn done(&mut self, id: StreamId, writers: &mut HashMap<StreamId, Waker>) {
-        if self.waiting.remove(&id).is_some() {
-            for w in self.waiting.keys() {
-                if let Some(k) = writers.remove(w) {
-                    k.wake();
-                }
-            }
-        }
-    }
-
-    fn set_rank(&mut self, id: StreamId, rank: i32) {
-        self.ranks.insert(id, rank);
-        if let Some(w) = self.waiting.get_mut(&id) {
-            w.0 = rank;
-        }
-    }
-}
-
-/// Under rfc9218, quinn's send window is held near its congestion window and writes are
-/// gated by rank ([`WriteGate`]), so what goes next is decided late and a PRIORITY_UPDATE
-/// takes effect within about one window. `round-robin` and `fifo` leave quinn's buffering
-/// as it was: metering would turn round-robin into "whoever has data buffered", and fifo's
-/// distinct ranks already order quinn's queue.
-fn late(d: Driven, limits: &crate::routes::Limits) -> Driven {
-    match limits.scheduler {
-        crate::schedule::Scheduler::Rfc9218 => d.deciding_late(limits.quic_window),
-        _ => d,
-    }
 }
 
 fn wake(w: Option<Waker>) {
@@ -304,10 +237,7 @@ impl Conn {
     pub fn set_priority(&self, id: u64, rank: i32) {
         let id = StreamId::new(quinn_proto::Side::Client, Dir::Bi, id >> 2);
         self.with(|s| {
-            if s.quic.q.send_stream(id).set_priority(rank).is_ok() && s.gate.ranks.contains_key(&id)
-            {
-                s.gate.set_rank(id, rank);
-            }
+            let _ = s.quic.q.send_stream(id).set_priority(rank);
         });
     }
 
@@ -491,19 +421,12 @@ impl SendStream {
                 return Poll::Ready(Err(WriteError));
             }
             let mut wrote = false;
-            let gated = s.gate.ranks.contains_key(&self.id);
-            let now = Instant::now();
             let out = loop {
                 while next < chunks.len() && chunks[next].is_empty() {
                     next += 1;
                 }
                 if next == chunks.len() {
                     break Poll::Ready(Ok(()));
-                }
-                if gated && !s.gate.open_for(self.id, now) {
-                    s.gate.wait(self.id, now);
-                    s.writers.insert(self.id, cx.waker().clone());
-                    break Poll::Pending;
                 }
                 match s
                     .quic
@@ -516,19 +439,12 @@ impl SendStream {
                         next += w.chunks;
                     }
                     Err(quinn_proto::WriteError::Blocked) => {
-                        if gated {
-                            s.gate.wait(self.id, now);
-                        }
                         s.writers.insert(self.id, cx.waker().clone());
                         break Poll::Pending;
                     }
                     Err(_) => break Poll::Ready(Err(WriteError)),
                 }
             };
-            if gated && !matches!(out, Poll::Pending) {
-                let ConnState { gate, writers, .. } = &mut *s;
-                gate.done(self.id, writers);
-            }
             if wrote {
                 s.quic.dirty = true;
                 drop(s);
@@ -545,7 +461,6 @@ impl SendStream {
         let id = self.id;
         self.conn.with(|s| {
             let _ = s.quic.q.send_stream(id).set_priority(rank);
-            s.gate.set_rank(id, rank);
         });
     }
 
@@ -580,9 +495,6 @@ impl Drop for SendStream {
         let done = self.done;
         self.conn.with(|s| {
             s.writers.remove(&id);
-            let ConnState { gate, writers, .. } = s;
-            gate.done(id, writers);
-            gate.ranks.remove(&id);
             if !done && s.lost.is_none() {
                 let _ = s.quic.q.send_stream(id).finish();
             }
@@ -796,12 +708,11 @@ impl Inner {
         match endpoint.accept(incoming, now, &mut response, None) {
             Ok((ch, q)) => {
                 let state = Rc::new(RefCell::new(ConnState {
-                    quic: late(Driven::new(ch, q), &acceptor.ctx.limits),
+                    quic: Driven::new(ch, q),
                     connected: false,
                     lost: None,
                     readers: HashMap::new(),
                     writers: HashMap::new(),
-                    gate: WriteGate::default(),
                     accept_bi: None,
                     accept_uni: None,
                     watchers: Vec::new(),
@@ -858,40 +769,5 @@ impl Inner {
                 None
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod gate_tests {
-    use super::*;
-
-    fn id(n: u64) -> StreamId {
-        StreamId::new(quinn_proto::Side::Client, Dir::Bi, n)
-    }
-
-    #[test]
-    fn a_waiting_higher_rank_holds_lower_ranks_back_for_a_while() {
-        let mut g = WriteGate::default();
-        let now = Instant::now();
-        g.set_rank(id(0), 5);
-        g.set_rank(id(1), 9);
-        assert!(g.open_for(id(0), now) && g.open_for(id(1), now));
-        // The urgent stream waits for window: the bulk may not take what frees up...
-        g.wait(id(1), now);
-        assert!(!g.open_for(id(0), now));
-        assert!(g.open_for(id(1), now));
-        // ...unless the urgent one has waited past GATE_HOLD (its own flow control, maybe).
-        assert!(g.open_for(id(0), now + GATE_HOLD));
-        // A PRIORITY_UPDATE lowering it lets the bulk go.
-        g.set_rank(id(1), 1);
-        assert!(g.open_for(id(0), now));
-        g.set_rank(id(1), 9);
-        // Once it has written, the streams it held back are woken.
-        g.wait(id(0), now);
-        let mut writers = HashMap::new();
-        writers.insert(id(0), futures::task::noop_waker());
-        g.done(id(1), &mut writers);
-        assert!(writers.is_empty(), "the bulk's writer was woken");
-        assert!(g.open_for(id(0), now));
     }
 }
