@@ -45,6 +45,62 @@ pub fn rank(scheduler: Scheduler, priority: Priority, order: u64) -> i32 {
     }
 }
 
+/// Priority frames (PRIORITY, PRIORITY_UPDATE) a connection may send beyond
+/// [`PRIORITY_FRAMES_PER_REQUEST`] per request it opened; a browser sends a few per request
+/// it reprioritizes, an attack millions.
+pub(crate) const PRIORITY_FRAME_BUDGET: u64 = 1000;
+pub(crate) const PRIORITY_FRAMES_PER_REQUEST: u64 = 16;
+/// PRIORITY_UPDATEs kept for requests not started yet (RFC 9218 §7 lets a server bound
+/// them).
+pub(crate) const EARLY_UPDATES: usize = 16;
+
+/// Past the priority frame budget: the connection closes (HTTP/2 GOAWAY
+/// ENHANCE_YOUR_CALM, HTTP/3 H3_EXCESSIVE_LOAD).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Calm;
+
+/// What one connection keeps of priority signals beside its streams, the same on HTTP/2 and
+/// HTTP/3: the count of priority frames against their budget, and the PRIORITY_UPDATEs for
+/// requests not started yet (at most [`EARLY_UPDATES`]; an update wins over the request's
+/// own header when it starts).
+#[derive(Debug, Default)]
+pub(crate) struct Signals {
+    frames: u64,
+    early: Vec<(u64, Priority)>,
+}
+
+impl Signals {
+    /// Counts one priority frame of a connection that opened `requests` requests.
+    pub(crate) fn count_frame(&mut self, requests: u64) -> Result<(), Calm> {
+        self.frames += 1;
+        if self.frames > PRIORITY_FRAME_BUDGET + PRIORITY_FRAMES_PER_REQUEST * requests {
+            return Err(Calm);
+        }
+        Ok(())
+    }
+
+    /// Keeps an update for request `id`, not started yet (the latest one per request).
+    pub(crate) fn keep_early(&mut self, id: u64, p: Priority) {
+        if let Some(e) = self.early.iter_mut().find(|(s, _)| *s == id) {
+            e.1 = p;
+        } else if self.early.len() < EARLY_UPDATES {
+            self.early.push((id, p));
+        }
+    }
+
+    /// The update kept for request `id`, which starts now.
+    pub(crate) fn take_early(&mut self, id: u64) -> Option<Priority> {
+        let i = self.early.iter().position(|(s, _)| *s == id)?;
+        Some(self.early.swap_remove(i).1)
+    }
+
+    /// Updates kept for requests not started yet.
+    #[cfg(test)]
+    pub(crate) fn early_len(&self) -> usize {
+        self.early.len()
+    }
+}
+
 /// The responses of one connection that have bytes to send, and whose turn it is.
 #[derive(Debug, Default)]
 pub(crate) struct Queue {

@@ -5,11 +5,10 @@
 //! control of what we send in `send.rs`.
 
 use super::state::{
-    Conn, ConnError, Peer, Phase, CONN_WINDOW, MAX_FRAME, MAX_WINDOW, PRIORITY_FRAMES_PER_REQUEST,
-    PRIORITY_FRAME_BUDGET, STREAM_WINDOW,
+    Conn, ConnError, Peer, Phase, CONN_WINDOW, MAX_FRAME, MAX_WINDOW, STREAM_WINDOW,
 };
 use crate::routes::Ctx;
-use crate::schedule::{Queue, Scheduler};
+use crate::schedule::{Queue, Scheduler, Signals};
 use crate::stats::Protocol;
 use hxlab_wire::h2::control::{
     self, FrameError, GoAway, Ping, Priority, Setting, Settings, WindowUpdate,
@@ -40,8 +39,7 @@ impl Conn {
             recv_unacked: 0,
             streams: Vec::new(),
             queue: Queue::new(ctx.limits.scheduler),
-            early_updates: Vec::new(),
-            priority_frames: 0,
+            signals: Signals::default(),
             last_client_id: 0,
             next_push_id: 2,
             block: None,
@@ -257,16 +255,9 @@ impl Conn {
 
     /// Counts a PRIORITY or PRIORITY_UPDATE frame against the connection's budget.
     fn count_priority_frame(&mut self) -> Result<(), ConnError> {
-        self.priority_frames += 1;
-        if self.priority_frames
-            > PRIORITY_FRAME_BUDGET + PRIORITY_FRAMES_PER_REQUEST * self.requests
-        {
-            return Err(ConnError(
-                code::ENHANCE_YOUR_CALM,
-                "too many priority frames",
-            ));
-        }
-        Ok(())
+        self.signals
+            .count_frame(self.requests)
+            .map_err(|_| ConnError(code::ENHANCE_YOUR_CALM, "too many priority frames"))
     }
 
     fn on_window_update(&mut self, h: FrameHead, payload: &[u8]) -> Result<(), ConnError> {
@@ -310,7 +301,7 @@ impl Conn {
         // Everything a stream held goes now.
         self.streams.clear();
         self.queue = Queue::new(self.queue.scheduler());
-        self.early_updates = Vec::new();
+        self.signals = Signals::default();
     }
 
     fn write_goaway(&mut self, code: u32, debug: &[u8]) {

@@ -27,7 +27,7 @@ pub(crate) fn late_batch(lowat: hxlab_core::sched::Lowat) -> usize {
 }
 
 /// A client stream's request order on the connection (its id's), for the scheduler.
-fn order(id: u32) -> u64 {
+pub(super) fn order(id: u32) -> u64 {
     u64::from(id >> 1)
 }
 

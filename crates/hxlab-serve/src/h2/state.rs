@@ -8,7 +8,7 @@ use super::head::Head;
 use crate::body::Source;
 use crate::reply::{Opening, Reply};
 use crate::routes::Ctx;
-use crate::schedule::Queue;
+use crate::schedule::{Queue, Signals};
 use crate::stats::Protocol;
 use hxlab_wire::h2::control::FrameError;
 use hxlab_wire::hpack::Decoder;
@@ -27,12 +27,6 @@ pub(super) const MAX_WINDOW: i64 = (1 << 31) - 1;
 /// finish, on top of --max-streams: past it the connection gets GOAWAY ENHANCE_YOUR_CALM
 /// (rapid reset, CVE-2023-44487, and resetting streams that wait for window).
 pub(super) const CANCEL_BUDGET: u32 = 1000;
-/// Priority frames a connection may send beyond [`PRIORITY_FRAMES_PER_REQUEST`] per
-/// request; a browser sends a few per request it reprioritizes, an attack millions.
-pub(super) const PRIORITY_FRAME_BUDGET: u64 = 1000;
-pub(super) const PRIORITY_FRAMES_PER_REQUEST: u64 = 16;
-/// PRIORITY_UPDATEs kept for streams not open yet (RFC 9218 §7.1 lets a server bound them).
-pub(super) const EARLY_UPDATES: usize = 16;
 
 /// A connection error: GOAWAY with this code, then the connection closes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,13 +67,9 @@ pub(crate) struct Conn {
     pub(super) streams: Vec<Stream>,
     /// Streams with response data waiting to go out, and whose turn it is (the scheduler).
     pub(super) queue: Queue,
-    /// PRIORITY_UPDATEs for streams the client has not opened yet (at most
-    /// [`EARLY_UPDATES`]), applied when they open.
-    pub(super) early_updates: Vec<(u32, Priority)>,
-    /// Priority frames (PRIORITY, PRIORITY_UPDATE) received: past
-    /// [`PRIORITY_FRAME_BUDGET`] plus [`PRIORITY_FRAMES_PER_REQUEST`] per request opened, the
-    /// connection gets GOAWAY ENHANCE_YOUR_CALM.
-    pub(super) priority_frames: u64,
+    /// Priority frames counted against their budget, and PRIORITY_UPDATEs for streams the
+    /// client has not opened yet.
+    pub(super) signals: Signals,
     /// The highest client stream opened, and the next stream id for a push.
     pub(super) last_client_id: u32,
     pub(super) next_push_id: u32,

@@ -4,8 +4,7 @@
 
 use super::head::{decode_request, decode_trailers, HeadError};
 use super::state::{
-    Block, Conn, ConnError, Pending, Phase, Stream, CANCEL_BUDGET, EARLY_UPDATES, MAX_WINDOW,
-    STREAM_WINDOW,
+    Block, Conn, ConnError, Pending, Phase, Stream, CANCEL_BUDGET, MAX_WINDOW, STREAM_WINDOW,
 };
 use crate::reply::Reply;
 use crate::routes::route;
@@ -253,8 +252,8 @@ impl Conn {
         header: Option<Prio>,
         weight: Option<u16>,
     ) -> (Prio, Signal) {
-        if let Some(i) = self.early_updates.iter().position(|(s, _)| *s == id) {
-            return (self.early_updates.swap_remove(i).1, Signal::Update);
+        if let Some(p) = self.signals.take_early(u64::from(id)) {
+            return (p, Signal::Update);
         }
         match (header, weight) {
             (Some(p), _) => (p, Signal::Header),
@@ -266,7 +265,7 @@ impl Conn {
     /// A priority signal that came after the request (`source`: a PRIORITY_UPDATE, or an
     /// RFC 7540 PRIORITY frame, which counts only where no RFC 9218 signal came): the
     /// stream's response is rescheduled from its next frame on. A stream not open yet keeps
-    /// the update for when it opens (at most [`EARLY_UPDATES`] of them); a closed one
+    /// the update for when it opens (at most [`crate::schedule::EARLY_UPDATES`] of them); a closed one
     /// ignores it.
     pub(super) fn reprioritize(&mut self, id: u32, p: Prio, source: Signal) {
         if let Some(i) = self.stream_index(id) {
@@ -281,11 +280,7 @@ impl Conn {
             return;
         }
         if source == Signal::Update && id % 2 == 1 && id > self.last_client_id {
-            if let Some(e) = self.early_updates.iter_mut().find(|(s, _)| *s == id) {
-                e.1 = p;
-            } else if self.early_updates.len() < EARLY_UPDATES {
-                self.early_updates.push((id, p));
-            }
+            self.signals.keep_early(u64::from(id), p);
         }
     }
 

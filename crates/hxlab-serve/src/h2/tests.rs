@@ -593,7 +593,7 @@ fn priority_update_reorders_mid_flight_and_rfc7540_weights_count_only_alone() {
     wire.extend(raw(frame::SETTINGS, 0, 0, &[]));
     wire.extend(early);
     assert_eq!(c.receive(&wire), wire.len());
-    assert_eq!(c.early_updates.len(), 1);
+    assert_eq!(c.signals.early_len(), 1);
     // RFC 7540 weights: a PRIORITY frame raising stream 1 is ignored when the request
     // carried a priority header, used when it did not.
     let mut weight = Vec::new();
@@ -628,5 +628,5 @@ fn a_flood_of_priority_frames_gets_enhance_your_calm() {
     c.receive(&flood);
     assert!(c.failed);
     assert_eq!(goaway_code(&c.out), Some(code::ENHANCE_YOUR_CALM));
-    assert!(c.early_updates.len() <= super::state::EARLY_UPDATES);
+    assert!(c.signals.early_len() <= crate::schedule::EARLY_UPDATES);
 }

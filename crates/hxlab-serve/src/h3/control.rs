@@ -8,7 +8,8 @@
 //! types, which are stopped and ignored.
 
 use super::driver::{Conn, ReadError, RecvStream};
-use super::priority::{Calm, Shared};
+use super::priority::Shared;
+use crate::schedule::Calm;
 use hxlab_wire::h3::control::{ControlError, ControlReader, Sender};
 use hxlab_wire::h3::{code, stream as stream_type};
 use hxlab_wire::varint;

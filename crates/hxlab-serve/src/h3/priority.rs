@@ -4,29 +4,22 @@
 //! the rank ([`crate::schedule::rank`]) to quinn-proto, whose packet builder sends the
 //! highest rank first and equal ranks in turn; the control stream's PRIORITY_UPDATEs
 //! ([`Priorities::update`]) re-rank a request in flight or wait (at most
-//! [`EARLY_UPDATES`]) for one not started yet. Too many priority frames close the
+//! [`crate::schedule::EARLY_UPDATES`]) for one not started yet. Too many priority frames close the
 //! connection (H3_EXCESSIVE_LOAD), as HTTP/2 sends GOAWAY ENHANCE_YOUR_CALM.
 
-use crate::schedule::{rank, Scheduler};
+use crate::schedule::{rank, Calm, Scheduler, Signals};
 use hxlab_wire::priority::{Priority, Signal};
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
-
-/// PRIORITY_UPDATEs kept for requests whose head has not been read yet.
-pub(super) const EARLY_UPDATES: usize = 16;
-/// PRIORITY_UPDATE frames a connection may send beyond [`FRAMES_PER_REQUEST`] per request
-/// (the same budget as HTTP/2's).
-const FRAME_BUDGET: u64 = 1000;
-const FRAMES_PER_REQUEST: u64 = 16;
 
 /// One connection's priority state, shared by its request tasks and its control stream.
 pub(super) struct Priorities {
     scheduler: Scheduler,
     /// Request streams being answered (their ranks are quinn's to change).
     live: HashSet<u64>,
-    early: Vec<(u64, Priority)>,
-    frames: u64,
+    /// The frame budget and updates for requests not started yet, as HTTP/2 keeps them.
+    signals: Signals,
     requests: u64,
     /// The highest request stream started so far.
     highest: Option<u64>,
@@ -34,17 +27,12 @@ pub(super) struct Priorities {
 
 pub(super) type Shared = Rc<RefCell<Priorities>>;
 
-/// Too many PRIORITY_UPDATE frames: the connection closes.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Calm;
-
 impl Priorities {
     pub(super) fn new(scheduler: Scheduler) -> Shared {
         Rc::new(RefCell::new(Priorities {
             scheduler,
             live: HashSet::new(),
-            early: Vec::new(),
-            frames: 0,
+            signals: Signals::default(),
             requests: 0,
             highest: None,
         }))
@@ -56,8 +44,8 @@ impl Priorities {
         self.requests += 1;
         self.live.insert(id);
         self.highest = self.highest.max(Some(id));
-        let (p, signal) = match self.early.iter().position(|(s, _)| *s == id) {
-            Some(i) => (self.early.swap_remove(i).1, Signal::Update),
+        let (p, signal) = match self.signals.take_early(id) {
+            Some(p) => (p, Signal::Update),
             None => match header {
                 Some(p) => (p, Signal::Header),
                 None => (Priority::default(), Signal::Default),
@@ -74,12 +62,9 @@ impl Priorities {
     /// A PRIORITY_UPDATE for request stream `id` (`None`: its value was not a valid
     /// dictionary, ignored): the new rank if the request is being answered; else it is
     /// kept for when it starts (unless the stream is older than every request started, so
-    /// closed, or [`EARLY_UPDATES`] are kept already). Err past the frame budget.
+    /// closed, or [`crate::schedule::EARLY_UPDATES`] are kept already). Err past the frame budget.
     pub(super) fn update(&mut self, id: u64, p: Option<Priority>) -> Result<Option<i32>, Calm> {
-        self.frames += 1;
-        if self.frames > FRAME_BUDGET + FRAMES_PER_REQUEST * self.requests {
-            return Err(Calm);
-        }
+        self.signals.count_frame(self.requests)?;
         let Some(p) = p else {
             return Ok(None);
         };
@@ -90,11 +75,7 @@ impl Priorities {
             // Answered already (or, rarely, a head still coming while a later one came).
             return Ok(None);
         }
-        if let Some(e) = self.early.iter_mut().find(|(s, _)| *s == id) {
-            e.1 = p;
-        } else if self.early.len() < EARLY_UPDATES {
-            self.early.push((id, p));
-        }
+        self.signals.keep_early(id, p);
         Ok(None)
     }
 }
@@ -129,17 +110,17 @@ mod tests {
         );
         s.end(12);
         assert_eq!(s.update(12, Some(p(1, false))), Ok(None));
-        assert!(s.early.is_empty());
+        assert_eq!(s.signals.early_len(), 0);
     }
 
     #[test]
     fn updates_for_streams_never_answered_are_capped_and_floods_are_refused() {
         let s = Priorities::new(Scheduler::Rfc9218);
         let mut s = s.borrow_mut();
-        for i in 0..FRAME_BUDGET {
+        for i in 0..crate::schedule::PRIORITY_FRAME_BUDGET {
             assert_eq!(s.update(1_000_000 + i * 4, Some(p(1, false))), Ok(None));
         }
-        assert_eq!(s.early.len(), EARLY_UPDATES);
+        assert_eq!(s.signals.early_len(), crate::schedule::EARLY_UPDATES);
         assert_eq!(s.update(4, None), Err(Calm));
     }
 }
