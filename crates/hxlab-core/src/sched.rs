@@ -221,19 +221,26 @@ pub fn lowat_of(fd: RawFd) -> io::Result<Lowat> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    let v = v as u32;
-    let v = if v == 0 {
-        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_notsent_lowat")
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .unwrap_or(u64::from(u32::MAX))
-    } else {
-        u64::from(v)
+    let v = match v as u32 {
+        0 => namespace_lowat(),
+        v => u64::from(v),
     };
     Ok(if v >= 1 << 31 {
         Lowat::Off
     } else {
         Lowat::Bytes(v as u32)
+    })
+}
+
+/// The namespace's `net.ipv4.tcp_notsent_lowat`, read once (it is read back for every
+/// accepted socket that sets no mark of its own; the file is not read per connection).
+fn namespace_lowat() -> u64 {
+    static SYSCTL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SYSCTL.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_notsent_lowat")
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(u64::from(u32::MAX))
     })
 }
 
