@@ -17,7 +17,7 @@ mod common;
 
 use common::{hxlab, page_report_of, run_with_timeout};
 use hxlab_testkit::require_peer;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const BULK: usize = 1_000_000;
@@ -52,32 +52,13 @@ fn write_site(dir: &std::path::Path) {
 
 /// The LCPs (ms) of `runs` loads of the page over `proto` from a server under `scheduler`.
 fn lcps(dir: &std::path::Path, scheduler: &str, proto: &str, runs: u32) -> Vec<f64> {
-    let ready = dir.join(format!("ready-{scheduler}-{proto}.json"));
-    let _server = {
-        let mut s = common::PeerProcess::spawn(
-            Command::new(hxlab())
-                .args([
-                    "serve",
-                    "--bind",
-                    "0.0.0.0",
-                    "--tls-port",
-                    "0",
-                    "--plain-port",
-                    "0",
-                ])
-                .args(["--cc", "cubic", "--scheduler", scheduler, "--dir"])
-                .arg(dir.join("www"))
-                .arg("--ready-file")
-                .arg(&ready)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null()),
-        );
-        s.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
-            hxlab_contract::ReadyFile::read(&ready).ok()
-        });
-        s
-    };
-    let r = hxlab_contract::ReadyFile::read(&ready).unwrap();
+    let www = dir.join("www");
+    let www = www.to_str().expect("a UTF-8 temp path");
+    let server = common::Server::start_bound(
+        "0.0.0.0",
+        &["--cc", "cubic", "--scheduler", scheduler, "--dir", www],
+    );
+    let r = &server.ready;
     let url = format!("https://127.0.0.1:{}/static/index.html", r.tls.port());
     let (code, out, err) = run_with_timeout(
         Command::new(hxlab()).args([

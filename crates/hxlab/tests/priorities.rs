@@ -43,32 +43,6 @@ fn python() -> Option<String> {
     Some(py)
 }
 
-fn serve(dir: &std::path::Path, scheduler: &str) -> (common::PeerProcess, u16) {
-    let ready = dir.join(format!("ready-{scheduler}.json"));
-    let mut server = common::PeerProcess::spawn(
-        Command::new(hxlab())
-            .args(["serve", "--bind", "0.0.0.0", "--tls-port", "0"])
-            .args([
-                "--plain-port",
-                "0",
-                "--cc",
-                "cubic",
-                "--scheduler",
-                scheduler,
-            ])
-            .arg("--ready-file")
-            .arg(&ready)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null()),
-    );
-    let port = server.wait_until("ready (--ready-file)", Duration::from_secs(20), || {
-        hxlab_contract::ReadyFile::read(&ready)
-            .ok()
-            .map(|r| r.tls.port())
-    });
-    (server, port)
-}
-
 /// `runs` urgent-behind-bulk runs per protocol through the link: the client's JSON lines.
 fn urgent_behind_bulk(py: &str, port: u16, runs: usize) -> Vec<serde_json::Value> {
     let script = format!(
@@ -98,11 +72,12 @@ fn each_scheduler_orders_an_urgent_response_behind_bulk_as_it_says() {
         return;
     }
     let Some(py) = python() else { return };
-    let dir = common::tempfile_dir::TempDir::new("hxlab-priorities");
     // One RTT, the queue's drain, the small response's transmission, 40 ms of slack.
     let floor_ms = RTT_MS + QUEUE / RATE + SMALL as f64 / RATE;
     for scheduler in ["rfc9218", "fifo", "round-robin"] {
-        let (_server, port) = serve(dir.path(), scheduler);
+        let server =
+            common::Server::start_bound("0.0.0.0", &["--cc", "cubic", "--scheduler", scheduler]);
+        let port = server.ready.tls.port();
         // rfc9218's bounds are for a run whose urgent packets meet no loss at the droptail
         // queue (cubic overflows it now and then): the best of three is held to them.
         let runs = if scheduler == "rfc9218" { 3 } else { 1 };
