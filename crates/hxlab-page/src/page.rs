@@ -5,7 +5,7 @@
 use crate::options::PageOptions;
 use crate::started::Mapping;
 use hxlab_browser::{Launcher, PageConfig, Proto};
-use hxlab_child::origin::{loopback_to, temp_dir, Origin};
+use hxlab_child::origin::{temp_dir, Origin};
 use hxlab_link::Link;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,11 +65,18 @@ impl PageSession {
             Some((s, dir)) => (s.url, vec![s.spki], Some(s.origin), Some(dir), s.mapping),
             None => {
                 let url = opts.url.clone().unwrap_or_default();
-                let url = match &link {
-                    Some(_) => loopback_to(&url, &host),
-                    None => url,
+                let (url, rules) = match &link {
+                    Some(l) => {
+                        let r = crate::reach::reach(&url, l)?;
+                        (r.url, r.rules)
+                    }
+                    None => (url, None),
                 };
-                (url, opts.spki.clone(), None, None, Mapping::default())
+                let mapping = Mapping {
+                    rules,
+                    ..Mapping::default()
+                };
+                (url, opts.spki.clone(), None, None, mapping)
             }
         };
         let origin_stats = origin.as_ref().map(|o| o.ready.plain);
