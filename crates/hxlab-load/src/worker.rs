@@ -144,6 +144,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
     let mut result = RunResult {
         schema: hxlab_core::result::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        environment: Some(hxlab_core::env::Environment::here()),
         started_unix_s,
         config: run_config(&cfg),
         ..Default::default()

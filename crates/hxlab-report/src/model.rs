@@ -173,6 +173,10 @@ pub struct Record {
     /// answered from the recording in this repetition (hits, near misses, misses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<hxlab_core::har::ReplayOutcome>,
+    /// Where and with what the repetition ran: hxlab's version and commit, kernel, CPU,
+    /// default congestion controller and the peers' versions. None in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<hxlab_core::env::Environment>,
 }
 
 impl Record {
@@ -283,6 +287,9 @@ pub struct ExperimentMeta {
     /// or `speed_index` instead of the load event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<Metric>,
+    /// Where and with what the experiment ran (as its records say); None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<hxlab_core::env::Environment>,
 }
 
 impl ExperimentMeta {

@@ -96,6 +96,7 @@ fn install_hint(name: &str) -> String {
         "ip" => "iproute2",
         "nft" => "nftables",
         "dnsmasq" => "dnsmasq-base",
+        "dumpcap" => "tshark",
         "podman" => "podman runc",
         "kubernetes-validate" => {
             return "install it with `pip install kubernetes-validate` (in a venv) and put it on PATH"
