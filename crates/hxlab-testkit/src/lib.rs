@@ -97,6 +97,7 @@ fn install_hint(name: &str) -> String {
         "nft" => "nftables",
         "dnsmasq" => "dnsmasq-base",
         "dumpcap" => "tshark",
+        "promtool" => "prometheus",
         "podman" => "podman runc",
         "kubernetes-validate" => {
             return "install it with `pip install kubernetes-validate` (in a venv) and put it on PATH"

@@ -256,3 +256,166 @@ fn the_key_log_lets_tshark_decrypt_and_count_the_requests() {
         );
     }
 }
+
+/// GET `url` with curl; the body.
+fn curl(url: &str) -> String {
+    let (code, out, err) = run_with_timeout(
+        Command::new("curl").args(["-s", "-g", "-m", "5", "-f", url]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(0), "curl {url}: {err}");
+    out
+}
+
+/// Prometheus' instant query `q`: the first result's value.
+fn prometheus_value(port: u16, q: &str) -> Option<f64> {
+    let url = format!("http://127.0.0.1:{port}/api/v1/query?query={q}");
+    let v: serde_json::Value = serde_json::from_str(&curl(&url)).ok()?;
+    v["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+}
+
+/// A real Prometheus scrapes `hxlab serve`'s /metrics and `hxlab load --metrics-listen`;
+/// promtool accepts both, and the request counters Prometheus stores equal the RunResult's.
+#[test]
+fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
+    let (Some(prometheus), Some(promtool)) = (
+        common::require_peer("prometheus"),
+        common::require_peer("promtool"),
+    ) else {
+        return;
+    };
+    let server = common::Server::start(&[]);
+    let plain = server.ready.plain.port();
+    let (load_port, prom_port) = (common::free_port(), common::free_port());
+    let dir = common::tempfile_dir::TempDir::new("hxlab-prometheus");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: serve\n    static_configs: [{{targets: ['127.0.0.1:{plain}']}}]\n  - job_name: load\n    static_configs: [{{targets: ['127.0.0.1:{load_port}']}}]\n"
+        ),
+    )
+    .unwrap();
+    let _prom = PeerProcess::start(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+        &[prom_port],
+    );
+    // 400 requests at 100/s: four seconds of scrapes while it runs, then four of its totals.
+    let run = std::thread::spawn(move || {
+        run_with_timeout(
+            Command::new(hxlab())
+                .args([
+                    "load",
+                    "-n",
+                    "400",
+                    "-c",
+                    "2",
+                    "--rate",
+                    "100",
+                    "--no-progress",
+                ])
+                .args([
+                    "-q",
+                    "--json",
+                    "-",
+                    "--metrics-linger",
+                    "4s",
+                    "--metrics-listen",
+                ])
+                .arg(format!("127.0.0.1:{load_port}"))
+                .arg(format!("http://127.0.0.1:{plain}/bytes/100")),
+            Duration::from_secs(60),
+        )
+    });
+    // The load's totals, read while it lingers.
+    let load_url = format!("http://127.0.0.1:{load_port}/metrics");
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let load_text = loop {
+        let text = run_with_timeout(
+            Command::new("curl").args(["-s", "-m", "2", &load_url]),
+            Duration::from_secs(5),
+        )
+        .1;
+        if text.contains("\nhxlab_load_finished 1\n") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < until, "no totals at {load_url}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (code, out, err) = run.join().unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let result: serde_json::Value = out
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .expect("RunResult");
+    let done = result["requests_done"].as_f64().unwrap();
+    assert_eq!(done, 400.0);
+    assert!(
+        load_text.contains("hxlab_load_requests_done_total 400\n"),
+        "{load_text}"
+    );
+    for text in [
+        load_text,
+        curl(&format!("http://127.0.0.1:{plain}/metrics")),
+    ] {
+        let mut lint = Command::new(&promtool);
+        lint.args(["check", "metrics"]).stdin(Stdio::piped());
+        let mut child = lint
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Prometheus stored the load's totals (scraped during the linger) and the server's count.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let (mut load_seen, mut serve_seen) = (None, None);
+    while std::time::Instant::now() < deadline {
+        load_seen = prometheus_value(
+            prom_port,
+            "max_over_time(hxlab_load_requests_done_total[1m])",
+        );
+        serve_seen = prometheus_value(
+            prom_port,
+            "hxlab_serve_requests_total%7Bprotocol%3D%22h1%22%7D",
+        );
+        if load_seen == Some(done) && serve_seen == Some(done) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        load_seen,
+        Some(done),
+        "hxlab_load_requests_done_total in Prometheus"
+    );
+    assert_eq!(
+        serve_seen,
+        Some(done),
+        "hxlab_serve_requests_total{{protocol=\"h1\"}}"
+    );
+}
