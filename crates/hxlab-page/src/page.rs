@@ -86,6 +86,8 @@ impl PageSession {
         template.collect_bodies = opts.collect_bodies;
         template.cpu_slowdown = opts.cpu_slowdown;
         template.repeat_view = opts.repeat_view;
+        template.strict = opts.strict;
+        template.hosts_under_test = mapping.hosts;
         template.host_resolver_rules = mapping.rules;
         if opts.proto == Proto::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.

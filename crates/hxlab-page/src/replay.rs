@@ -6,7 +6,7 @@ use crate::options::PageOptions;
 use crate::started::{Mapping, Started};
 use hxlab_child::origin::{Origin, OriginOptions};
 use hxlab_contract::ReplayCounts;
-use hxlab_core::har::{Archive, HarOrigin, RecordedStart};
+use hxlab_core::har::{Archive, FailureKind, HarOrigin, RecordedStart};
 use hxlab_core::Proto;
 use std::path::Path;
 
@@ -40,6 +40,9 @@ pub fn replay_notes(har: &Path, proto: Proto) -> Result<Vec<String>, String> {
             }
         ));
     }
+    if let Some(failures) = archive.failures_text() {
+        notes.push(format!("{}: {failures}", har.display()));
+    }
     if let Some(skipped) = archive.skipped_text() {
         notes.push(format!(
             "{}: {skipped} (nothing can replay them)",
@@ -49,26 +52,45 @@ pub fn replay_notes(har: &Path, proto: Proto) -> Result<Vec<String>, String> {
     Ok(notes)
 }
 
+/// A port nothing listens on at the replay server's address: a recorded origin that could
+/// not be reached is sent there, and refused at once.
+const REFUSING_PORT: u16 = 1;
+
 /// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the
 /// TLS port (h3 shares its number), http ones to the plain port. Rules name `host:port`, so
-/// an archive with both schemes on one host maps each to its own listener.
-pub(crate) fn resolver_rules(origins: &[HarOrigin], bind: &str, tls: u16, plain: u16) -> String {
-    let bind = match bind.parse::<std::net::Ipv6Addr>() {
-        Ok(_) => format!("[{bind}]"),
-        Err(_) => bind.to_string(),
+/// an archive with both schemes on one host maps each to its own listener. Origins whose
+/// requests failed in the recording fail again, promptly: a name that did not resolve does
+/// not resolve (`~NOTFOUND`), an origin that could not be reached is refused. Every other
+/// host comes to the replay server too (Chromium applies the first rule that matches), which
+/// answers it at once as outside the recording instead of letting it reach the network.
+pub(crate) fn resolver_rules(
+    origins: &[HarOrigin],
+    failed: &[(HarOrigin, FailureKind)],
+    bind: &str,
+    tls: u16,
+    plain: u16,
+) -> String {
+    let bracket = |h: &str| match h.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("[{h}]"),
+        Err(_) => h.to_string(),
     };
-    origins
+    let bind = bracket(bind);
+    let mut rules: Vec<String> = origins
         .iter()
         .map(|o| {
-            let host = match o.host.parse::<std::net::Ipv6Addr>() {
-                Ok(_) => format!("[{}]", o.host),
-                Err(_) => o.host.clone(),
-            };
             let port = if o.scheme == "https" { tls } else { plain };
-            format!("MAP {host}:{} {bind}:{port}", o.port)
+            format!("MAP {}:{} {bind}:{port}", bracket(&o.host), o.port)
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    for (o, kind) in failed {
+        rules.push(match kind {
+            FailureKind::NameNotResolved => format!("MAP {} ~NOTFOUND", bracket(&o.host)),
+            _ => format!("MAP {}:{} {bind}:{REFUSING_PORT}", bracket(&o.host), o.port),
+        });
+    }
+    rules.push(format!("MAP *:80 {bind}:{plain}"));
+    rules.push(format!("MAP * {bind}:{tls}"));
+    rules.join(", ")
 }
 
 /// Starts `hxlab serve --replay har` on `bind` and maps the archive's origins to it.
@@ -94,6 +116,7 @@ pub(crate) fn replay_origin(
     }
     let rules = resolver_rules(
         &archive.origins,
+        &archive.failed_origins(),
         bind,
         origin.ready.tls.port(),
         origin.ready.plain.port(),
@@ -111,6 +134,7 @@ pub(crate) fn replay_origin(
         mapping: Mapping {
             rules: Some(rules),
             force_quic,
+            hosts: archive.hosts().into_iter().map(str::to_string).collect(),
         },
     })
 }
@@ -189,13 +213,22 @@ mod tests {
                 o("http", "a.test", 80),
                 o("https", "::1", 8443),
             ],
+            &[
+                (
+                    o("https", "api.x.invalid", 443),
+                    FailureKind::NameNotResolved,
+                ),
+                (o("https", "down.test", 8443), FailureKind::Unreachable),
+            ],
             "10.0.0.1",
             9443,
             9080,
         );
         assert_eq!(
             rules,
-            "MAP a.test:443 10.0.0.1:9443, MAP a.test:80 10.0.0.1:9080, MAP [::1]:8443 10.0.0.1:9443"
+            "MAP a.test:443 10.0.0.1:9443, MAP a.test:80 10.0.0.1:9080, MAP [::1]:8443 10.0.0.1:9443, \
+             MAP api.x.invalid ~NOTFOUND, MAP down.test:8443 10.0.0.1:1, \
+             MAP *:80 10.0.0.1:9080, MAP * 10.0.0.1:9443"
         );
     }
 

@@ -9,6 +9,8 @@ use hxlab_child::origin::Origin;
 pub(crate) struct Mapping {
     pub rules: Option<String>,
     pub force_quic: Vec<String>,
+    /// The hosts under test (those mapped to our origin); empty: every host.
+    pub hosts: Vec<String>,
 }
 
 /// An origin started for the page: the URL to load, the key to trust, the server, and how

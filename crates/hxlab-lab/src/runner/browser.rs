@@ -262,6 +262,7 @@ fn read_page_run(
     if let Some(flag) = &run.flag {
         record.error = Some(format!("page load left out by hxlab page: {flag}"));
     }
+    record.page_problems = Some(run.problems.clone());
     record.result = Some(run.to_run_result());
     record.waterfall = Some(run.waterfall());
 }
