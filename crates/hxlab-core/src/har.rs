@@ -253,8 +253,10 @@ pub struct ReplayTally {
     /// Answers whose recorded body the HAR lacks (served with an empty body).
     #[serde(default)]
     pub served_without_body: u64,
-    /// Requests to hosts the recording never saw (a third party the page reached this time
-    /// only): answered 404 at once and counted here, not as misses of the archive.
+    /// Requests of the page to hosts the recording never saw (a third party it reached this
+    /// time only): the browser is told their names do not resolve, so they fail at once (one
+    /// that reaches the replay server anyway is answered 404); counted here, not as misses
+    /// of the archive.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub outside: u64,
     /// Requests the recording holds as failed (`_error`) on a host that otherwise answered:

@@ -61,8 +61,10 @@ const REFUSING_PORT: u16 = 1;
 /// an archive with both schemes on one host maps each to its own listener. Origins whose
 /// requests failed in the recording fail again, promptly: a name that did not resolve does
 /// not resolve (`~NOTFOUND`), an origin that could not be reached is refused. Every other
-/// host comes to the replay server too (Chromium applies the first rule that matches), which
-/// answers it at once as outside the recording instead of letting it reach the network.
+/// host does not resolve either (Chromium applies the first rule that matches): a request
+/// of the page outside the recording fails at once instead of reaching the network, and so
+/// does the browser's own background traffic (update and time checks), which would
+/// otherwise share the emulated link with the page.
 pub(crate) fn resolver_rules(
     origins: &[HarOrigin],
     failed: &[(HarOrigin, FailureKind)],
@@ -88,8 +90,7 @@ pub(crate) fn resolver_rules(
             _ => format!("MAP {}:{} {bind}:{REFUSING_PORT}", bracket(&o.host), o.port),
         });
     }
-    rules.push(format!("MAP *:80 {bind}:{plain}"));
-    rules.push(format!("MAP * {bind}:{tls}"));
+    rules.push("MAP * ~NOTFOUND".to_string());
     rules.join(", ")
 }
 
@@ -135,6 +136,12 @@ pub(crate) fn replay_origin(
             rules: Some(rules),
             force_quic,
             hosts: archive.hosts().into_iter().map(str::to_string).collect(),
+            recorded_hosts: archive
+                .origins
+                .iter()
+                .map(|o| o.host.clone())
+                .chain(archive.failures.iter().map(|f| f.parts.origin.host.clone()))
+                .collect(),
         },
     })
 }
@@ -152,6 +159,28 @@ fn miss_key(method: &str, url: &str) -> Option<String> {
         "{method} {}://{host}{}{q}{}",
         u.origin.scheme, u.path, u.query
     ))
+}
+
+/// Counts the page's requests to hosts the recording never saw (`recorded_hosts` holds
+/// every host it has a request to) as outside the recording: the browser was told those
+/// names do not resolve, so they failed at once without reaching the replay server.
+pub fn add_outside(
+    counts: &mut ReplayCounts,
+    resources: &[hxlab_core::page::ResourceTiming],
+    recorded_hosts: &[String],
+) {
+    for r in resources {
+        let Some(host) = hxlab_core::page::url_host(&r.url) else {
+            continue;
+        };
+        if recorded_hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
+            continue;
+        }
+        counts.tally.outside += 1;
+        if counts.outside_urls.len() < 1000 {
+            counts.outside_urls.push(format!("GET {}", r.url));
+        }
+    }
 }
 
 /// Why a run's replay does not count as clean: resources of the page that missed the
@@ -227,8 +256,7 @@ mod tests {
         assert_eq!(
             rules,
             "MAP a.test:443 10.0.0.1:9443, MAP a.test:80 10.0.0.1:9080, MAP [::1]:8443 10.0.0.1:9443, \
-             MAP api.x.invalid ~NOTFOUND, MAP down.test:8443 10.0.0.1:1, \
-             MAP *:80 10.0.0.1:9080, MAP * 10.0.0.1:9443"
+             MAP api.x.invalid ~NOTFOUND, MAP down.test:8443 10.0.0.1:1, MAP * ~NOTFOUND"
         );
     }
 
@@ -252,6 +280,27 @@ mod tests {
             priority: String::new(),
             priority_header: None,
         }
+    }
+
+    #[test]
+    fn requests_to_hosts_the_recording_never_saw_are_outside_it() {
+        let mut counts = ReplayCounts::default();
+        let recorded = vec!["a.test".to_string(), "api.x.invalid".to_string()];
+        add_outside(
+            &mut counts,
+            &[
+                resource("https://a.test:8443/"),
+                resource("https://api.x.invalid/b"),
+                resource("https://tracker.example/t.js"),
+            ],
+            &recorded,
+        );
+        assert_eq!(counts.tally.outside, 1);
+        assert_eq!(counts.tally.misses, 0);
+        assert_eq!(
+            counts.outside_urls,
+            vec!["GET https://tracker.example/t.js"]
+        );
     }
 
     #[test]

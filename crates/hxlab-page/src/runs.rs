@@ -264,7 +264,8 @@ fn replay_counts(
     let Some(plain) = session.replay_stats else {
         return Ok(None);
     };
-    let counts = hxlab_child::get_replay_counts(plain, false).map_err(PageError::Failed)?;
+    let mut counts = hxlab_child::get_replay_counts(plain, false).map_err(PageError::Failed)?;
+    crate::replay::add_outside(&mut counts, &run.resources, &session.recorded_hosts);
     if let Some(why) = crate::replay::replay_flag(&counts, &run.resources) {
         run.flag = Some(match run.flag.take() {
             Some(f) => format!("{f}; {why}"),

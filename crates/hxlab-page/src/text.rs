@@ -196,13 +196,13 @@ fn replay_line(c: &ReplayCounts) -> String {
     );
     if t.browser_own > 0 {
         line.push_str(&format!(
-            " ({} request(s) the browser made on its own, e.g. /favicon.ico, not in the recording: answered 404, not counted as misses)",
+            " ({} request(s) the browser made on its own, /favicon.ico or an icon the page declares, not in the recording: answered 404, not counted as misses)",
             t.browser_own
         ));
     }
     if t.outside > 0 {
         line.push_str(&format!(
-            ", {} outside the recording (hosts it never saw: answered 404 at once, not misses)",
+            ", {} outside the recording (hosts it never saw: failed at once, not misses)",
             t.outside
         ));
     }
