@@ -537,6 +537,14 @@ fn failed_page_resources_are_grouped_and_a_pair_whose_failures_differ_says_so() 
         problems,
         vec!["page resources failed: h2: 1 resource failed in 5 of 5 runs: POST https://beacon.example/collect (net::ERR_CONNECTION_REFUSED, third party)"]
     );
+    assert!(
+        v.headline.ends_with(
+            "Page resources failed in 1 cell(s) (!); the pages loaded, so their runs count."
+        ),
+        "{}",
+        v.headline
+    );
+    assert!(!v.headline.contains("have problems"), "{}", v.headline);
     let pairs = texts(&r, Kind::Significant);
     assert!(
         pairs[0].starts_with("LCP: h3 vs h2: ")

@@ -323,14 +323,24 @@ impl Report {
                 NEGLIGIBLE * 100.0
             ));
         }
-        let problems = self
-            .cells
-            .iter()
-            .filter(|c| !problems::cell_problems(c).is_empty())
-            .count();
+        // Failed page resources are part of the page as it loaded, not of the figures'
+        // meaning: counted apart.
+        let count = |keep: &dyn Fn(Problem) -> bool| {
+            self.cells
+                .iter()
+                .filter(|c| problems::cell_problems(c).iter().any(|(p, _)| keep(*p)))
+                .count()
+        };
+        let problems = count(&|p| p != Problem::ResourcesFailed);
         if problems > 0 {
             parts.push(format!(
                 "{problems} cell(s) have problems (!) that change what their figures mean."
+            ));
+        }
+        let failed = count(&|p| p == Problem::ResourcesFailed);
+        if failed > 0 {
+            parts.push(format!(
+                "Page resources failed in {failed} cell(s) (!); the pages loaded, so their runs count."
             ));
         }
         if parts.is_empty() {
