@@ -385,7 +385,11 @@ pub(crate) fn build_run(
         flag: (!reasons.is_empty()).then(|| reasons.join("; ")),
         ttfb_ms: num(&nav, "responseStart"),
         dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
-        load_ms: num(&nav, "loadEventStart"),
+        // 0 until the load event fires: a load that never came is not a time.
+        load_ms: match num(&nav, "loadEventStart") {
+            t if t > 0.0 => t,
+            _ => -1.0,
+        },
         fcp_ms,
         cpu_slowdown: cfg.cpu_slowdown,
         connections: t.connections.len() as u32,
@@ -529,7 +533,7 @@ impl Tally {
         let (kind, detail) = match (&r.error, status) {
             (Some(_), _) if r.unfinished => (
                 ProblemKind::Unfinished,
-                "still open 5 s after the load event".to_string(),
+                "still open when the page was measured".to_string(),
             ),
             (Some(e), _) => (ProblemKind::Failed, e.clone()),
             (None, s) if s >= 400 => (ProblemKind::HttpError, s.to_string()),

@@ -36,7 +36,8 @@ pub enum ProblemKind {
     Failed,
     /// The server answered with a status of 400 or more.
     HttpError,
-    /// The transfer was still open when the page had loaded (5 s after the load event).
+    /// The transfer was still open when the page was measured (5 s after the load event, or
+    /// when a load event that never came stopped being waited for).
     Unfinished,
 }
 
