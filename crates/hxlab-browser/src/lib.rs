@@ -87,6 +87,13 @@ pub struct PageConfig {
     /// After the first view, load the page again in the same browser (cache and connections
     /// kept) into [`PageRun::repeat_view`].
     pub repeat_view: bool,
+    /// Leave a run out when any resource failed, answered 4xx/5xx or did not finish
+    /// (`hxlab page --strict`); otherwise a run counts when the page loaded, and those
+    /// resources are counted in [`PageRun::problems`].
+    pub strict: bool,
+    /// The hosts under test (lower case): the protocol check counts only their responses
+    /// and names the others in [`PageRun::outside_protocol_check`]. Empty: every host.
+    pub hosts_under_test: Vec<String>,
 }
 
 impl PageConfig {
@@ -106,6 +113,8 @@ impl PageConfig {
             launcher: None,
             cpu_slowdown: 1.0,
             repeat_view: false,
+            strict: false,
+            hosts_under_test: Vec::new(),
         }
     }
 }
@@ -127,6 +136,7 @@ impl std::fmt::Debug for PageConfig {
             .field("timeout", &self.timeout)
             .field("cpu_slowdown", &self.cpu_slowdown)
             .field("repeat_view", &self.repeat_view)
+            .field("strict", &self.strict)
             .field("launcher", &self.launcher.is_some())
             .finish_non_exhaustive()
     }

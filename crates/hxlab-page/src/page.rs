@@ -22,6 +22,9 @@ pub struct PageSession {
     pub replay_stats: Option<std::net::SocketAddr>,
     /// The plain address of the origin started here (its `/stats`), if one was.
     pub origin_stats: Option<std::net::SocketAddr>,
+    /// With `--replay`: every host the recording has a request to (the others are outside
+    /// it).
+    pub recorded_hosts: Vec<String>,
     template: PageConfig,
     _origin: Option<Origin>,
     origin_dir: Option<PathBuf>,
@@ -93,6 +96,9 @@ impl PageSession {
         template.collect_bodies = opts.collect_bodies;
         template.cpu_slowdown = opts.cpu_slowdown;
         template.repeat_view = opts.repeat_view;
+        template.strict = opts.strict;
+        template.hosts_under_test = mapping.hosts;
+        let recorded_hosts = mapping.recorded_hosts;
         template.host_resolver_rules = mapping.rules;
         if opts.proto == Proto::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.
@@ -111,6 +117,7 @@ impl PageSession {
             link,
             replay_stats,
             origin_stats,
+            recorded_hosts,
             template,
             _origin: origin,
             origin_dir,
