@@ -106,6 +106,11 @@ impl Remote {
         sh(&[
             "ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner,
         ]);
+        // No IPv6 link-local addresses: they come a moment later and would change the
+        // routes the tests compare before and after a link.
+        for dev in [&outer, &inner] {
+            sh(&["ip", "link", "set", "dev", dev, "addrgenmode", "none"]);
+        }
         sh(&["ip", "link", "set", &inner, "netns", &ns]);
         sh(&[
             "ip",
