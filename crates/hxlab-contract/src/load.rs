@@ -99,6 +99,10 @@ pub struct LoadConfig {
     /// JSON form, where the reader decides.
     #[serde(skip)]
     pub progress: bool,
+    /// Write a qlog (JSON-SEQ) of every QUIC connection to `BASE.N.sqlog`, N counting
+    /// connections from 0 (`--qlog DIR`, h2load's `--qlog-file-base BASE`); none when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qlog_base: Option<std::path::PathBuf>,
 }
 
 impl Default for LoadConfig {
@@ -135,6 +139,7 @@ impl Default for LoadConfig {
             start_tolerance: Duration::from_secs(1),
             interval: Duration::from_secs(1),
             progress: false,
+            qlog_base: None,
         }
     }
 }
@@ -425,6 +430,7 @@ mod tests {
             start_tolerance: Duration::from_millis(250),
             interval: Duration::from_millis(100),
             progress: false,
+            qlog_base: Some("qlogs/run".into()),
         };
         let text = cfg.to_json();
         let back: LoadConfig = serde_json::from_str(&text).unwrap();

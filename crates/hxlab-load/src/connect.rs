@@ -304,7 +304,7 @@ async fn tcp_connection(
 /// run the h3 session. `None` when connecting failed (counted).
 async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Option<SessionEnd> {
     let dialer = dialer?;
-    let qc = match dialer.dial().await {
+    let mut qc = match dialer.dial().await {
         Ok(c) => c,
         Err(e) => {
             ctx.rec.borrow_mut().connect_failed(e.kind, &e);
@@ -348,7 +348,19 @@ async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Op
             );
         });
     }
-    Some(crate::h3::session(ctx, qc.conn).await)
+    // With --qlog (and no tap of `hxlab trace`), the session's bytes go to the qlog's
+    // HTTP/3 events for this connection only.
+    let logged = ctx.tap.is_none() && qc.qlog.is_some();
+    if let Some(events) = qc.qlog.take().filter(|_| logged) {
+        ctx.tap = Some(std::sync::Arc::new(std::sync::Mutex::new(
+            Box::new(events) as Box<dyn hxlab_wire::Tap>
+        )));
+    }
+    let end = crate::h3::session(ctx, qc.conn).await;
+    if logged {
+        ctx.tap = None;
+    }
+    Some(end)
 }
 
 /// Tells the tap what a QUIC connection's handshake established.

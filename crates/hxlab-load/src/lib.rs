@@ -43,6 +43,7 @@ pub mod precise_sleep;
 pub mod priority_probe;
 pub mod probe;
 mod progress;
+mod qlog;
 pub mod recorder;
 mod run_config;
 pub mod scheduler;

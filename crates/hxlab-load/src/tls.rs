@@ -235,7 +235,42 @@ pub struct QuicConfigs {
     /// With `--tls-resume`/`--0rtt`: the rustls config (one session store, one [`Watched`]
     /// verifier) and the transport settings each connection's config is made from.
     watched: Option<(Arc<ClientConfig>, Arc<quinn::TransportConfig>)>,
+    /// With `--qlog`: the rustls config, the files, and the run's configuration (each
+    /// connection gets transport settings of its own, with its qlog stream).
+    qlog: Option<(
+        Arc<ClientConfig>,
+        Arc<crate::qlog::QlogFiles>,
+        Arc<LoadConfig>,
+    )>,
 }
+
+/// The QUIC transport settings of every client connection.
+fn client_transport(cfg: &LoadConfig) -> quinn::TransportConfig {
+    let mut transport = quinn::TransportConfig::default();
+    // A dead server sends no RST over UDP: it just goes silent. The client pings when
+    // nothing else is in flight (every quarter of the connect timeout), so a live server,
+    // even one taking long over a response, always has something to acknowledge; a server
+    // silent for --connect-timeout is gone, and the connection ends with its requests
+    // counted as failed instead of waiting for --timeout (or the end of -D) in silence.
+    let idle = cfg.connect_timeout.clamp(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(600),
+    );
+    if let Ok(t) = quinn::IdleTimeout::try_from(idle) {
+        transport.max_idle_timeout(Some(t));
+        transport.keep_alive_interval(Some(idle / 4));
+    }
+    // Large windows, as h2load's defaults, so flow control never limits a load test.
+    transport.stream_receive_window(quinn::VarInt::from_u32(1 << 24));
+    transport.receive_window(quinn::VarInt::from_u32(1 << 30));
+    if let Some(cc) = cfg.cc {
+        hxlab_quic::cc::apply(&mut transport, cc);
+    }
+    transport
+}
+
+/// A connection's qlog: its file's HTTP/3 events (quinn writes the transport's).
+pub type QlogEvents = crate::qlog::H3Events;
 
 impl QuicConfigs {
     /// The config for a new connection, and with resumption on, how to tell afterwards
@@ -244,6 +279,48 @@ impl QuicConfigs {
         let Some((tls, transport)) = &self.watched else {
             return (self.shared.clone(), None);
         };
+        self.with_clock(tls, transport)
+    }
+
+    /// [`QuicConfigs::for_connection`] with a qlog file of its own when `--qlog` is on
+    /// (None when off, or when the file cannot be made: the run goes on without it).
+    pub fn for_connection_logged(
+        &self,
+    ) -> (quinn::ClientConfig, Option<CertCheck>, Option<QlogEvents>) {
+        let Some((tls, files, cfg)) = &self.qlog else {
+            let (c, check) = self.for_connection();
+            return (c, check, None);
+        };
+        let Ok((file, path, start)) = files.open() else {
+            let (c, check) = self.for_connection();
+            return (c, check, None);
+        };
+        let mut transport = client_transport(cfg);
+        transport.qlog_stream(crate::qlog::stream(file.clone(), start, &path));
+        let transport = Arc::new(transport);
+        let events = Some(crate::qlog::H3Events::new(file, start));
+        if self.watched.is_some() {
+            let (config, check) = self.with_clock(tls, &transport);
+            return (config, check, events);
+        }
+        // Without resumption no certificate check is watched (and none may be reported).
+        match quinn::crypto::rustls::QuicClientConfig::try_from(tls.clone()) {
+            Ok(quic) => {
+                let mut config = quinn::ClientConfig::new(Arc::new(quic));
+                config.transport_config(transport);
+                (config, None, events)
+            }
+            Err(_) => (self.shared.clone(), None, None),
+        }
+    }
+
+    /// A config of `tls` (with a clock of its own that notes certificate checks) and
+    /// `transport`.
+    fn with_clock(
+        &self,
+        tls: &Arc<ClientConfig>,
+        transport: &Arc<quinn::TransportConfig>,
+    ) -> (quinn::ClientConfig, Option<CertCheck>) {
         let check = CertCheck::default();
         let mut tls = ClientConfig::clone(tls);
         tls.time_provider = Arc::new(ConnectionClock(check.0.clone()));
@@ -300,31 +377,20 @@ pub fn quic_config(cfg: &LoadConfig) -> Result<QuicConfigs, LoadError> {
     let quic = quinn::crypto::rustls::QuicClientConfig::try_from(config.clone())
         .map_err(|e| LoadError::Tls(format!("QUIC: {e}")))?;
     let mut client = quinn::ClientConfig::new(Arc::new(quic));
-    let mut transport = quinn::TransportConfig::default();
-    // A dead server sends no RST over UDP: it just goes silent. The client pings when
-    // nothing else is in flight (every quarter of the connect timeout), so a live server,
-    // even one taking long over a response, always has something to acknowledge; a server
-    // silent for --connect-timeout is gone, and the connection ends with its requests
-    // counted as failed instead of waiting for --timeout (or the end of -D) in silence.
-    let idle = cfg.connect_timeout.clamp(
-        std::time::Duration::from_millis(100),
-        std::time::Duration::from_secs(600),
-    );
-    if let Ok(t) = quinn::IdleTimeout::try_from(idle) {
-        transport.max_idle_timeout(Some(t));
-        transport.keep_alive_interval(Some(idle / 4));
-    }
-    // Large windows, as h2load's defaults, so flow control never limits a load test.
-    transport.stream_receive_window(quinn::VarInt::from_u32(1 << 24));
-    transport.receive_window(quinn::VarInt::from_u32(1 << 30));
-    if let Some(cc) = cfg.cc {
-        hxlab_quic::cc::apply(&mut transport, cc);
-    }
+    let transport = client_transport(cfg);
     let transport = Arc::new(transport);
     client.transport_config(transport.clone());
+    let qlog = cfg.qlog_base.as_ref().map(|base| {
+        (
+            config.clone(),
+            Arc::new(crate::qlog::QlogFiles::new(base)),
+            Arc::new(cfg.clone()),
+        )
+    });
     Ok(QuicConfigs {
         shared: client,
         watched: watch.then_some((config, transport)),
+        qlog,
     })
 }
 

@@ -419,3 +419,108 @@ fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
         "hxlab_serve_requests_total{{protocol=\"h1\"}}"
     );
 }
+
+/// The records of a JSON-SEQ file (RS-separated JSON texts), each parsed.
+fn json_seq(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).expect("qlog file");
+    assert!(
+        text.starts_with('\u{1e}'),
+        "{}: not JSON-SEQ",
+        path.display()
+    );
+    text.split('\u{1e}')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| {
+            serde_json::from_str(r.trim())
+                .unwrap_or_else(|e| panic!("{}: a record is no JSON ({e}): {r}", path.display()))
+        })
+        .collect()
+}
+
+/// `hxlab load --qlog DIR` (and h2load's `--qlog-file-base`) writes one JSON-SEQ qlog per
+/// QUIC connection: a qlog 0.3 header, quinn's packet events, and an HTTP/3 HEADERS frame
+/// created and one parsed for every request the RunResult counts.
+#[test]
+fn load_writes_a_qlog_per_quic_connection_with_every_request() {
+    let server = common::Server::start(&[]);
+    let dir = common::tempfile_dir::TempDir::new("hxlab-qlog");
+    let url = format!("https://127.0.0.1:{}/bytes/1000", server.ready.tls.port());
+    for (flag, value, prefix) in [
+        ("--qlog", dir.path().join("q"), "load"),
+        (
+            "--qlog-file-base",
+            dir.path().join("h2load-style"),
+            "h2load-style",
+        ),
+    ] {
+        let (code, out, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args([
+                    "load",
+                    "--proto",
+                    "h3",
+                    "-k",
+                    "-n",
+                    "12",
+                    "-c",
+                    "3",
+                    "--no-progress",
+                ])
+                .args(["-q", "--json", "-", flag])
+                .arg(&value)
+                .arg(&url),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{flag}: {err}");
+        let v: serde_json::Value = out
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok())
+            .expect("RunResult");
+        let folder = if flag == "--qlog" {
+            value.clone()
+        } else {
+            dir.path().to_path_buf()
+        };
+        let files: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with(prefix) && name.ends_with(".sqlog")
+            })
+            .collect();
+        assert_eq!(
+            files.len() as u64,
+            v["connections"].as_u64().unwrap(),
+            "{flag}: {files:?}"
+        );
+        let (mut created, mut parsed) = (0, 0);
+        for f in &files {
+            let records = json_seq(f);
+            assert_eq!(records[0]["qlog_version"], "0.3", "{}", f.display());
+            assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+            let named = |n: &str| records.iter().filter(|r| r["name"] == n).count();
+            assert!(named("transport:packet_sent") > 0, "{}", f.display());
+            assert!(named("transport:packet_received") > 0, "{}", f.display());
+            let headers = |n: &str| {
+                records
+                    .iter()
+                    .filter(|r| r["name"] == n && r["data"]["frame"]["frame_type"] == "headers")
+                    .count()
+            };
+            created += headers("http3:frame_created");
+            parsed += headers("http3:frame_parsed");
+            assert!(
+                records.iter().skip(1).all(|r| r["time"].is_number()),
+                "{}",
+                f.display()
+            );
+        }
+        let done = v["requests_done"].as_u64().unwrap() as usize;
+        assert_eq!(done, 12);
+        assert_eq!(created, done, "{flag}: HEADERS sent");
+        assert_eq!(parsed, done, "{flag}: HEADERS read");
+    }
+}

@@ -48,6 +48,8 @@ pub struct QuicConnection {
     pub zero_rtt: bool,
     /// With resumption on: whether the handshake verified a certificate.
     pub cert_check: Option<crate::tls::CertCheck>,
+    /// With `--qlog`: where the session's HTTP/3 events go (quinn writes the transport's).
+    pub qlog: Option<crate::tls::QlogEvents>,
 }
 
 impl QuicConnection {
@@ -79,7 +81,7 @@ impl QuicDialer {
     /// Opens one connection (0-RTT when asked and possible).
     pub async fn dial(&self) -> Result<QuicConnection, ConnectError> {
         let t0 = Instant::now();
-        let (config, cert_check) = self.configs.for_connection();
+        let (config, cert_check, mut qlog) = self.configs.for_connection_logged();
         let conn = self
             .driver
             .connect(config, self.addr, &self.server_name)
@@ -95,6 +97,7 @@ impl QuicDialer {
                 handshake: t0.elapsed(),
                 zero_rtt: true,
                 cert_check,
+                qlog: qlog.take(),
             });
         }
         match tokio::time::timeout(self.limit, conn.established()).await {
@@ -112,6 +115,7 @@ impl QuicDialer {
                 handshake: t0.elapsed(),
                 zero_rtt: false,
                 cert_check,
+                qlog: qlog.take(),
             }),
         }
     }

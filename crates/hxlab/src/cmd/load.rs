@@ -197,6 +197,13 @@ pub struct Args {
     /// -q).
     #[arg(long = "print-intervals")]
     pub print_intervals: bool,
+    /// Write a qlog (JSON-SEQ: quinn's transport events and HTTP/3 frame events) of every
+    /// QUIC connection into DIR, as load.N.sqlog.
+    #[arg(long = "qlog", value_name = "DIR", conflicts_with = "qlog_file_base")]
+    pub qlog: Option<std::path::PathBuf>,
+    /// h2load's spelling: a qlog of every QUIC connection as BASE.N.sqlog.
+    #[arg(long = "qlog-file-base", value_name = "BASE")]
+    pub qlog_file_base: Option<std::path::PathBuf>,
     /// Serve the run's figures as they go at http://ADDR/metrics, in the OpenMetrics text
     /// format Prometheus scrapes (requests, statuses, errors, bytes, connections, latency
     /// histogram), e.g. 127.0.0.1:9464.
@@ -346,6 +353,9 @@ fn apply_parts(a: &Args, cfg: &mut LoadConfig) -> anyhow::Result<()> {
     if let Some(i) = &a.interval {
         cfg.interval = duration_arg("--interval", i)?;
     }
+    if let Some(base) = qlog_base(a)? {
+        cfg.qlog_base = Some(base);
+    }
     cfg.validate().map_err(|e| super::usage(e.to_string()))?;
     Ok(())
 }
@@ -365,6 +375,27 @@ fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConf
     apply_parts(a, &mut cfg)?;
     cfg.progress = progress(a);
     Ok(cfg)
+}
+
+/// Where `--qlog DIR` (files `DIR/load.N.sqlog`, the directory made if missing) or h2load's
+/// `--qlog-file-base BASE` (files `BASE.N.sqlog`) puts the qlog files.
+fn qlog_base(a: &Args) -> anyhow::Result<Option<std::path::PathBuf>> {
+    if let Some(dir) = &a.qlog {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| super::usage(format!("--qlog {}: {e}", dir.display())))?;
+        return Ok(Some(dir.join("load")));
+    }
+    if let Some(base) = &a.qlog_file_base {
+        let parent = base.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) || base.as_os_str().is_empty() {
+            return Err(super::usage(format!(
+                "--qlog-file-base {}: no such directory",
+                base.display()
+            )));
+        }
+        return Ok(Some(base.clone()));
+    }
+    Ok(None)
 }
 
 /// Runs one configuration; a configuration the engine refuses is a usage error.
