@@ -122,6 +122,10 @@ pub struct ServeConfig {
     /// Where the `hxlab serve` command writes its [`ReadyFile`](crate::ReadyFile) once every
     /// listener accepts (the library's `start` does not write it).
     pub ready_file: Option<PathBuf>,
+    /// Write a qlog (JSON-SEQ, quinn's transport events) of every QUIC connection into this
+    /// directory, as `serve.N.sqlog` (`--qlog DIR`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl Default for ServeConfig {
@@ -160,6 +164,7 @@ impl Default for ServeConfig {
             idle_timeout: Duration::from_secs(15),
             replay: None,
             ready_file: None,
+            qlog_dir: None,
         }
     }
 }

@@ -6,61 +6,11 @@
 //! Both write through one handle, from the connection's one thread, so records never
 //! interleave.
 
+pub use hxlab_quic::qlog::{QlogFiles, SharedFile};
 use hxlab_wire::tap::{Channel, Dir, Tap, TransportFacts};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
-
-/// The file of one connection, shared by quinn's streamer and the HTTP/3 events.
-#[derive(Clone)]
-pub struct SharedFile(Arc<Mutex<std::fs::File>>);
-
-impl Write for SharedFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).write(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).flush()
-    }
-}
-
-/// Where a run's qlog files go and how many there are so far.
-pub struct QlogFiles {
-    base: PathBuf,
-    next: AtomicU64,
-}
-
-impl QlogFiles {
-    pub fn new(base: &Path) -> QlogFiles {
-        QlogFiles {
-            base: base.to_path_buf(),
-            next: AtomicU64::new(0),
-        }
-    }
-
-    /// The next connection's file, created, with the moment its times count from.
-    pub fn open(&self) -> std::io::Result<(SharedFile, PathBuf, Instant)> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut name = self.base.as_os_str().to_owned();
-        name.push(format!(".{n}.sqlog"));
-        let path = PathBuf::from(name);
-        let file = std::fs::File::create(&path)?;
-        Ok((SharedFile(Arc::new(Mutex::new(file))), path, Instant::now()))
-    }
-}
-
-/// A QUIC transport config writing its qlog to `file` (times from `start`).
-pub fn stream(file: SharedFile, start: Instant, path: &Path) -> Option<quinn_proto::QlogStream> {
-    let mut c = quinn_proto::QlogConfig::default();
-    c.writer(Box::new(file))
-        .title(Some(format!("hxlab load {}", path.display())))
-        .description(Some("client".into()))
-        .start_time(start);
-    c.into_stream()
-}
 
 /// HTTP/3 frame names as qlog's HTTP/3 event schema spells them.
 fn frame_name(kind: u64) -> &'static str {

@@ -296,7 +296,12 @@ impl QuicConfigs {
             return (c, check, None);
         };
         let mut transport = client_transport(cfg);
-        transport.qlog_stream(crate::qlog::stream(file.clone(), start, &path));
+        transport.qlog_stream(hxlab_quic::qlog::stream(
+            file.clone(),
+            start,
+            &path,
+            "client",
+        ));
         let transport = Arc::new(transport);
         let events = Some(crate::qlog::H3Events::new(file, start));
         if self.watched.is_some() {

@@ -7,7 +7,8 @@
 //! endpoint events ([`Driven`], [`DriverConn`]), the receive buffer every HTTP/3 socket of
 //! the lab gets ([`set_quic_recv_buffer`]), the state a driver's task shares with its
 //! connection handles ([`DriverCore`]), and quinn's side of congestion control ([`cc`]:
-//! setting a controller on a transport, reading back what a connection runs).
+//! setting a controller on a transport, reading back what a connection runs), and qlog
+//! files of connections ([`qlog`]).
 //! It is on the HTTP/3 hot path of both ends: changes here show in bench/client-h3.sh and
 //! bench/origins.sh.
 //!
@@ -17,6 +18,7 @@
 
 pub mod cc;
 mod driver;
+pub mod qlog;
 mod recv_buffer;
 mod socket;
 

@@ -268,8 +268,23 @@ pub async fn start(cfg: ServeConfig) -> Result<RunningServer, ServeError> {
     let mut quic = None;
     if let Some(udp) = sockets.udp {
         let quic_config = quic_server_config(&identity, &cfg)?;
+        let qlog = match &cfg.qlog_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| ServeError::Config(format!("--qlog {}: {e}", dir.display())))?;
+                Some(h3::QlogServer {
+                    files: hxlab_quic::qlog::QlogFiles::new(&dir.join("serve")),
+                    limits: tls::QuicLimits {
+                        max_streams: cfg.max_streams,
+                        window: cfg.quic_window,
+                    },
+                    cc: cfg.cc,
+                })
+            }
+            None => None,
+        };
         quic = Some(
-            h3::QuicThread::spawn(udp, quic_config, ctx.clone()).map_err(|source| {
+            h3::QuicThread::spawn(udp, quic_config, qlog, ctx.clone()).map_err(|source| {
                 ServeError::Bind {
                     what: "h3",
                     addr: tls_addr,

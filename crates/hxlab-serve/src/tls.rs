@@ -145,23 +145,32 @@ impl Identity {
         tls.max_early_data_size = u32::MAX;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(cert_err)?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        let mut transport = quinn::TransportConfig::default();
-        transport.max_concurrent_bidi_streams(limits.max_streams.into());
-        // What one connection may hold in memory, each way (quinn's defaults let a client
-        // that stops acknowledging pin ~10 MB of send buffer per connection).
-        let window = quinn::VarInt::from_u64(limits.window).unwrap_or(quinn::VarInt::MAX);
-        transport.send_window(limits.window);
-        transport.receive_window(window);
-        transport.stream_receive_window(window);
-        transport.max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(
-            30_000,
-        ))));
-        if let Some(cc) = cc {
-            hxlab_quic::cc::apply(&mut transport, cc);
-        }
-        config.transport_config(Arc::new(transport));
+        config.transport_config(Arc::new(server_transport(limits, cc)));
         Ok(config)
     }
+}
+
+/// The QUIC transport settings of every server connection: the stream limit, the windows
+/// one connection may hold each way, the idle timeout and the congestion controller.
+pub fn server_transport(
+    limits: QuicLimits,
+    cc: Option<hxlab_core::cc::CongestionControl>,
+) -> quinn::TransportConfig {
+    let mut transport = quinn::TransportConfig::default();
+    transport.max_concurrent_bidi_streams(limits.max_streams.into());
+    // What one connection may hold in memory, each way (quinn's defaults let a client
+    // that stops acknowledging pin ~10 MB of send buffer per connection).
+    let window = quinn::VarInt::from_u64(limits.window).unwrap_or(quinn::VarInt::MAX);
+    transport.send_window(limits.window);
+    transport.receive_window(window);
+    transport.stream_receive_window(window);
+    transport.max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(
+        30_000,
+    ))));
+    if let Some(cc) = cc {
+        hxlab_quic::cc::apply(&mut transport, cc);
+    }
+    transport
 }
 
 /// What one QUIC connection may have: streams at once, and bytes buffered each way.

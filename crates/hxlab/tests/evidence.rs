@@ -439,11 +439,13 @@ fn json_seq(path: &Path) -> Vec<serde_json::Value> {
 
 /// `hxlab load --qlog DIR` (and h2load's `--qlog-file-base`) writes one JSON-SEQ qlog per
 /// QUIC connection: a qlog 0.3 header, quinn's packet events, and an HTTP/3 HEADERS frame
-/// created and one parsed for every request the RunResult counts.
+/// created and one parsed for every request the RunResult counts. `hxlab serve --qlog DIR`
+/// writes one per connection it served, with its packet events.
 #[test]
-fn load_writes_a_qlog_per_quic_connection_with_every_request() {
-    let server = common::Server::start(&[]);
+fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
     let dir = common::tempfile_dir::TempDir::new("hxlab-qlog");
+    let served = dir.path().join("served");
+    let server = common::Server::start(&["--qlog", served.to_str().unwrap()]);
     let url = format!("https://127.0.0.1:{}/bytes/1000", server.ready.tls.port());
     for (flag, value, prefix) in [
         ("--qlog", dir.path().join("q"), "load"),
@@ -522,5 +524,22 @@ fn load_writes_a_qlog_per_quic_connection_with_every_request() {
         assert_eq!(done, 12);
         assert_eq!(created, done, "{flag}: HEADERS sent");
         assert_eq!(parsed, done, "{flag}: HEADERS read");
+    }
+    // Both runs' connections, each in a file of the server's, with its packets.
+    let files: Vec<_> = std::fs::read_dir(&served)
+        .expect("serve --qlog DIR")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 6, "{files:?}");
+    for f in &files {
+        let records = json_seq(f);
+        assert_eq!(records[0]["qlog_version"], "0.3", "{}", f.display());
+        assert_eq!(records[0]["trace"]["description"], "server");
+        assert!(
+            records.iter().any(|r| r["name"] == "transport:packet_sent"),
+            "{}",
+            f.display()
+        );
     }
 }

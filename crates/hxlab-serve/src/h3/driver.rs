@@ -131,6 +131,29 @@ type Shared = Rc<RefCell<ConnState>>;
 /// sends of up to [`MAX_SEGMENTS`] datagrams), the endpoint, the connections, the task's kick.
 struct Inner {
     core: DriverCore<ConnState>,
+    /// `--qlog DIR`: the files, and the config each connection's is made from.
+    qlog: Option<(QlogServer, quinn_proto::ServerConfig)>,
+}
+
+/// `hxlab serve --qlog DIR`: a qlog file per QUIC connection (quinn's transport events), and
+/// what its transport settings are made of (each connection gets its own, with its stream).
+pub(crate) struct QlogServer {
+    pub files: hxlab_quic::qlog::QlogFiles,
+    pub limits: crate::tls::QuicLimits,
+    pub cc: Option<hxlab_core::cc::CongestionControl>,
+}
+
+impl QlogServer {
+    /// `base` with transport settings of its own writing a new qlog file; None when the
+    /// file cannot be made (the connection is served without one).
+    fn config(&self, base: &quinn_proto::ServerConfig) -> Option<Arc<quinn_proto::ServerConfig>> {
+        let (file, path, start) = self.files.open().ok()?;
+        let mut transport = crate::tls::server_transport(self.limits, self.cc);
+        transport.qlog_stream(hxlab_quic::qlog::stream(file, start, &path, "server"));
+        let mut config = base.clone();
+        config.transport_config(Arc::new(transport));
+        Some(Arc::new(config))
+    }
 }
 
 impl Inner {
@@ -522,7 +545,9 @@ impl Driver {
         socket: tokio::net::UdpSocket,
         udp: UdpSocketState,
         config: quinn_proto::ServerConfig,
+        qlog: Option<QlogServer>,
     ) -> Driver {
+        let qlog = qlog.map(|q| (q, config.clone()));
         let sock = QuicSocket::new(socket, udp, MAX_SEGMENTS);
         // As quinn's endpoint: MTU discovery when the socket never fragments.
         let endpoint = quinn_proto::Endpoint::new(
@@ -534,6 +559,7 @@ impl Driver {
         Driver {
             inner: Rc::new(Inner {
                 core: DriverCore::new(sock, endpoint),
+                qlog,
             }),
         }
     }
@@ -705,7 +731,8 @@ impl Inner {
             return None;
         };
         let (incoming, admitted) = self.admit(endpoint, incoming, acceptor, admission)?;
-        match endpoint.accept(incoming, now, &mut response, None) {
+        let config = self.qlog.as_ref().and_then(|(q, base)| q.config(base));
+        match endpoint.accept(incoming, now, &mut response, config) {
             Ok((ch, q)) => {
                 let state = Rc::new(RefCell::new(ConnState {
                     quic: Driven::new(ch, q),

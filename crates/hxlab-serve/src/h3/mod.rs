@@ -38,6 +38,7 @@ mod request;
 
 use crate::routes::Ctx;
 use crate::stats::Protocol;
+pub(crate) use driver::QlogServer;
 use driver::{Conn, SendStream};
 use hxlab_wire::h3::{code, frame, setting, stream as stream_type, write_frame_head};
 use hxlab_wire::varint;
@@ -60,6 +61,7 @@ impl QuicThread {
     pub(crate) fn spawn(
         socket: std::net::UdpSocket,
         config: quinn_proto::ServerConfig,
+        qlog: Option<driver::QlogServer>,
         ctx: Arc<Ctx>,
     ) -> std::io::Result<QuicThread> {
         socket.set_nonblocking(true)?;
@@ -78,7 +80,7 @@ impl QuicThread {
             .spawn(move || {
                 let local = tokio::task::LocalSet::new();
                 local.block_on(&rt, async move {
-                    let driver = driver::Driver::new(socket, udp, config);
+                    let driver = driver::Driver::new(socket, udp, config, qlog);
                     let ctx2 = ctx.clone();
                     let acceptor = driver::Acceptor {
                         ctx,

@@ -27,7 +27,7 @@ pub struct Options {
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
         "max_header_size",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay", "scheduler",
-        "notsent_lowat",
+        "notsent_lowat", "qlog",
     ])]
     pub config: Option<String>,
     /// Address to listen on (an IP address, e.g. 127.0.0.1, ::1 or 0.0.0.0).
@@ -55,6 +55,10 @@ pub struct Options {
     /// as JSON (atomically).
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+    /// Write a qlog (JSON-SEQ, quinn's transport events) of every QUIC connection into DIR,
+    /// as serve.N.sqlog.
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
     /// Directory served under /static/ (nothing outside it is ever served).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -213,6 +217,7 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         tcp_max_connections: args.tcp_max_connections,
         tcp_max_per_address: args.tcp_max_per_address,
         ready_file: args.ready_file.clone(),
+        qlog_dir: args.qlog.clone(),
         head_timeout: duration("--head-timeout", &args.head_timeout)?,
         idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,
     })
