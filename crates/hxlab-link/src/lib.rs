@@ -23,6 +23,7 @@ pub mod config;
 pub mod gso;
 pub mod model;
 mod nft;
+pub mod pcap;
 pub mod profiles;
 mod relay;
 pub mod settings;
@@ -32,7 +33,7 @@ pub mod trace;
 mod tun;
 
 pub use config::{Aqm, Delay, DirectionConfig, LinkConfig, Loss, QueueLimit, Server};
-pub use model::{Direction, DirectionStats, Model, Packet, Pipe};
+pub use model::{Direction, DirectionStats, Dropped, Model, Packet, Pipe};
 pub use settings::{Bottleneck, LinkSettings, Setting, SettingsError};
 pub use shell::Link;
 pub use trace::Trace;

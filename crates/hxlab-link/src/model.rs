@@ -239,9 +239,54 @@ pub struct Pipe<P> {
     last_delivery: Duration,
     rng: Rng,
     stats: DirectionStats,
+    /// Dropped packets, kept for a capture ([`Pipe::keep_dropped`]); None: let go at once.
+    dropped: Option<Vec<(P, Dropped)>>,
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    /// The loss stage (random or Gilbert-Elliott).
+    Loss,
+    /// The queue was full.
+    Queue,
+    /// CoDel dropped it.
+    Aqm,
+    /// The driver's in-flight cap was hit.
+    Overflow,
+}
+
+impl Dropped {
+    /// The reason in a word, as captures and counters name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dropped::Loss => "loss",
+            Dropped::Queue => "queue",
+            Dropped::Aqm => "aqm",
+            Dropped::Overflow => "overflow",
+        }
+    }
 }
 
 impl<P: Packet> Pipe<P> {
+    /// From now on dropped packets are kept until [`Pipe::take_dropped`] (for a capture of
+    /// what the link dropped); by default they are let go at once.
+    pub fn keep_dropped(&mut self) {
+        self.dropped.get_or_insert_with(Vec::new);
+    }
+
+    /// The packets dropped since the last call, with why (empty unless
+    /// [`Pipe::keep_dropped`] was called).
+    pub fn take_dropped(&mut self) -> std::vec::Drain<'_, (P, Dropped)> {
+        self.dropped.get_or_insert_with(Vec::new).drain(..)
+    }
+
+    fn drop_packet(&mut self, pkt: P, why: Dropped) {
+        if let Some(kept) = &mut self.dropped {
+            kept.push((pkt, why));
+        }
+    }
+
     /// A pipe with the given parameters; `seed` fixes its loss and jitter draws.
     pub fn new(cfg: &DirectionConfig, seed: u64) -> Pipe<P> {
         let server = match &cfg.server {
@@ -275,6 +320,7 @@ impl<P: Packet> Pipe<P> {
             last_delivery: Duration::ZERO,
             rng: Rng::new(seed),
             stats: DirectionStats::default(),
+            dropped: None,
         }
     }
 
@@ -302,6 +348,7 @@ impl<P: Packet> Pipe<P> {
         self.stats.bytes_in += len as u64;
         if self.loss.lose(&mut self.rng) {
             self.stats.dropped_loss += segs as u64;
+            self.drop_packet(pkt, Dropped::Loss);
             return;
         }
         self.enqueue(now, pkt, len, segs);
@@ -340,6 +387,7 @@ impl<P: Packet> Pipe<P> {
         };
         if full {
             self.stats.dropped_queue += segs as u64;
+            self.drop_packet(pkt, Dropped::Queue);
             return;
         }
         if self.queue.is_empty() {
@@ -523,6 +571,7 @@ impl<P: Packet> Pipe<P> {
             }
             while self.codel.dropping && t >= self.codel.drop_next {
                 self.stats.dropped_aqm += q.segs as u64;
+                self.drop_packet(q.pkt, Dropped::Aqm);
                 self.codel.count += 1;
                 match self.codel_pop(t) {
                     None => {
@@ -542,6 +591,7 @@ impl<P: Packet> Pipe<P> {
             }
         } else if ok {
             self.stats.dropped_aqm += q.segs as u64;
+            self.drop_packet(q.pkt, Dropped::Aqm);
             let next = self.codel_pop(t);
             self.codel.dropping = true;
             let delta = self.codel.count.saturating_sub(self.codel.last_count);
@@ -566,6 +616,7 @@ impl<P: Packet> Pipe<P> {
         let segs = pkt.segments() as usize;
         if self.in_flight_segs + segs > MAX_IN_FLIGHT {
             self.stats.dropped_overflow += segs as u64;
+            self.drop_packet(pkt, Dropped::Overflow);
             return;
         }
         self.in_flight_segs += segs;

@@ -88,6 +88,8 @@ pub(crate) struct RelayCtx {
     pub linger: Duration,
     /// Run the relay at real-time priority.
     pub realtime: bool,
+    /// `--pcap`: the capture both directions write to.
+    pub capture: Option<Arc<std::sync::Mutex<crate::pcap::Capture>>>,
 }
 
 fn epoll_add(ep: RawFd, fd: RawFd, token: u64) -> Result<(), LinkError> {
@@ -240,6 +242,15 @@ impl RelayCtx {
         if self.lost.is_empty() {
             return Some((n, g.wire_len()));
         }
+        if let Some(cap) = &self.capture {
+            let mut seg = vec![0u8; SMALL_BUF];
+            let why = format!("dropped by loss, {}", self.dir_name());
+            let mut cap = cap.lock().unwrap_or_else(|p| p.into_inner());
+            for &i in &self.lost {
+                let n = g.write_segment(i, &mut seg, Csum::Full);
+                cap.relayed(crate::pcap::IF_DROPPED, now, &seg[..n], Some(&why));
+            }
+        }
         let mut first = 0;
         for k in 0..=self.lost.len() {
             let end = self.lost.get(k).copied().unwrap_or(n);
@@ -286,10 +297,44 @@ impl RelayCtx {
         }
     }
 
-    /// Writes every packet that is due, each with its vnet header.
+    fn dir_name(&self) -> &'static str {
+        match self.dir {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        }
+    }
+
+    /// Writes every packet that is due, each with its vnet header (and into the capture,
+    /// with what the pipe dropped meanwhile).
     fn write_due(&mut self) {
         let now = self.now();
         let tx = self.tx.as_raw_fd();
+        if let Some(cap) = self.capture.clone() {
+            let iface = match self.dir {
+                Direction::Down => crate::pcap::IF_DOWN,
+                Direction::Up => crate::pcap::IF_UP,
+            };
+            let dir = self.dir_name();
+            let mut cap = cap.lock().unwrap_or_else(|p| p.into_inner());
+            while let Some(buf) = self.pipe.poll_deliver(now) {
+                cap.relayed(iface, now, &buf.data[..buf.len], None);
+                // SAFETY: buf.len <= data.len() bytes are initialised.
+                unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
+                self.pool.put(buf);
+            }
+            let dropped: Vec<_> = self.pipe.take_dropped().collect();
+            for (buf, why) in dropped {
+                let text = format!("dropped by {}, {dir}", why.as_str());
+                cap.relayed(
+                    crate::pcap::IF_DROPPED,
+                    now,
+                    &buf.data[..buf.len],
+                    Some(&text),
+                );
+                self.pool.put(buf);
+            }
+            return;
+        }
         while let Some(buf) = self.pipe.poll_deliver(now) {
             // SAFETY: buf.len <= data.len() bytes are initialised.
             // A failed write (device going away) loses the packet, as a wire would.

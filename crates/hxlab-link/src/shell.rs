@@ -212,6 +212,15 @@ impl Link {
     /// Creates the namespace, both TUN devices and the relay threads. Needs root (or
     /// CAP_NET_ADMIN + CAP_SYS_ADMIN); otherwise [`LinkError::Permission`] says how to fix it.
     pub fn start(cfg: LinkConfig) -> Result<Link, LinkError> {
+        Link::start_capturing(cfg, None)
+    }
+
+    /// [`Link::start`], writing what crosses the link (and what it drops) to `pcap` as
+    /// pcapng (see [`crate::pcap`]), with the key log named by `SSLKEYLOGFILE` embedded.
+    pub fn start_capturing(
+        cfg: LinkConfig,
+        pcap: Option<&std::path::Path>,
+    ) -> Result<Link, LinkError> {
         cfg.validate()?;
         let slot = claim_slot()?;
         let outer_name = format!("hxlab-o-{}", slot.index);
@@ -273,6 +282,15 @@ impl Link {
         let outer = Arc::new(outer);
         let inner = Arc::new(inner);
         let start_ns = monotonic_ns();
+        let capture = match pcap {
+            Some(path) => {
+                let keylog = std::env::var_os("SSLKEYLOGFILE").map(std::path::PathBuf::from);
+                Some(Arc::new(std::sync::Mutex::new(
+                    crate::pcap::Capture::create(path, start_ns, keylog)?,
+                )))
+            }
+            None => None,
+        };
         let mut stops = Vec::new();
         let mut relays = Vec::new();
         for (dir, dcfg, rx, tx) in [
@@ -287,9 +305,14 @@ impl Link {
             // SAFETY: fresh fd.
             let stop = Arc::new(unsafe { OwnedFd::from_raw_fd(stop) });
             stops.push(stop.clone());
+            let mut pipe = Pipe::new(dcfg, crate::model::direction_seed(cfg.seed, dir));
+            if capture.is_some() {
+                pipe.keep_dropped();
+            }
             let ctx = RelayCtx {
                 dir,
-                pipe: Pipe::new(dcfg, crate::model::direction_seed(cfg.seed, dir)),
+                pipe,
+                capture: capture.clone(),
                 carry: Carry::for_direction(dcfg),
                 lost: Vec::new(),
                 pool: Pool::default(),

@@ -543,3 +543,147 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
         );
     }
 }
+
+/// `hxlab link --pcap` of an h2 and an h3 run, with SSLKEYLOGFILE set: tshark decrypts it
+/// with the secrets the file embeds (no key log given to it) and counts the requests the
+/// RunResults count; with loss, every packet the link dropped is in the capture on the
+/// `dropped` interface, as many as the link's counters say.
+#[test]
+fn a_link_capture_opens_decrypted_in_tshark_with_its_drops() {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
+        return;
+    }
+    let Some(tshark) = common::require_peer("tshark") else {
+        return;
+    };
+    let server = common::Server::start(&[]);
+    let port = server.ready.tls.port();
+    let dir = common::tempfile_dir::TempDir::new("hxlab-pcap");
+    let capture = dir.path().join("run.pcapng");
+    let (h2_json, h3_json) = (dir.path().join("h2.json"), dir.path().join("h3.json"));
+    let script = format!(
+        "{hx} load --proto h2 -k -n 20 -c 2 --no-progress -q --json {a} https://$HXLAB_LINK_HOST:{port}/bytes/5000 && \
+         {hx} load --proto h3 -k -n 10 -c 1 --no-progress -q --json {b} https://$HXLAB_LINK_HOST:{port}/bytes/5000",
+        hx = hxlab().display(),
+        a = h2_json.display(),
+        b = h3_json.display()
+    );
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .env("SSLKEYLOGFILE", dir.path().join("keys"))
+            .args([
+                "link",
+                "--delay",
+                "5ms",
+                "--expose",
+                &port.to_string(),
+                "--pcap",
+            ])
+            .arg(&capture)
+            .args(["--", "sh", "-c", &script]),
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let done = |f: &Path| -> u64 {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        v["requests_done"].as_u64().unwrap()
+    };
+    let fields = |filter: &str, names: &[&str]| -> Vec<Vec<String>> {
+        let mut cmd = Command::new(&tshark);
+        cmd.arg("-r")
+            .arg(&capture)
+            .args(["-Y", filter, "-T", "fields", "-E", "occurrence=a"]);
+        for n in names {
+            cmd.args(["-e", n]);
+        }
+        out_of(&mut cmd)
+            .lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect()
+    };
+    let mut h2 = BTreeSet::new();
+    for row in fields(
+        &format!("http2 && tcp.dstport == {port}"),
+        &["tcp.srcport", "http2.type", "http2.flags", "http2.streamid"],
+    ) {
+        let [src, types, flags, ids] = &row[..] else {
+            continue;
+        };
+        for ((t, f), id) in types.split(',').zip(flags.split(',')).zip(ids.split(',')) {
+            let f = u8::from_str_radix(f.trim_start_matches("0x"), 16).unwrap_or(0);
+            if t == "1" && f & 1 == 1 {
+                h2.insert((src.clone(), id.to_string()));
+            }
+        }
+    }
+    assert_eq!(
+        h2.len() as u64,
+        done(&h2_json),
+        "h2 requests decrypted from the capture"
+    );
+    let mut h3 = BTreeSet::new();
+    for row in fields(
+        &format!("quic.stream.fin == 1 && udp.dstport == {port}"),
+        &[
+            "quic.connection.number",
+            "quic.stream.stream_id",
+            "quic.stream.fin",
+        ],
+    ) {
+        let [conn, ids, fins] = &row[..] else {
+            continue;
+        };
+        for (id, fin) in ids.split(',').zip(fins.split(',')) {
+            let id: u64 = id.parse().unwrap_or(1);
+            if id & 3 == 0 && truthy(fin) {
+                h3.insert((conn.clone(), id));
+            }
+        }
+    }
+    assert_eq!(
+        h3.len() as u64,
+        done(&h3_json),
+        "h3 requests decrypted from the capture"
+    );
+
+    // Drops: 10 % loss each way on an h2 run; the capture's `dropped` interface holds
+    // exactly the segments the link counted as lost.
+    let lossy = dir.path().join("lossy.pcapng");
+    let stats = dir.path().join("stats.json");
+    let script = format!(
+        "{} load --proto h2 -k -n 20 -c 1 --no-progress -q https://$HXLAB_LINK_HOST:{port}/bytes/20000",
+        hxlab().display()
+    );
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args(["link", "--delay", "2ms", "--loss", "10%", "--seed", "7"])
+            .args(["--expose", &port.to_string(), "--stats"])
+            .arg(&stats)
+            .arg("--pcap")
+            .arg(&lossy)
+            .args(["--", "sh", "-c", &script]),
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let lost =
+        s["down"]["dropped_loss"].as_u64().unwrap() + s["up"]["dropped_loss"].as_u64().unwrap();
+    assert!(lost > 0, "10 % loss dropped nothing: {s}");
+    let mut cmd = Command::new(&tshark);
+    cmd.arg("-r").arg(&lossy).args([
+        "-Y",
+        "frame.interface_id == 2",
+        "-T",
+        "fields",
+        "-e",
+        "frame.comment",
+    ]);
+    let dropped = out_of(&mut cmd);
+    assert_eq!(dropped.lines().count() as u64, lost, "{dropped}");
+    assert!(
+        dropped.lines().all(|l| l.starts_with("dropped by loss, ")),
+        "{dropped}"
+    );
+}

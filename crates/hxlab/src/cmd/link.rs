@@ -77,6 +77,10 @@ pub struct LinkArgs {
     /// this side's, a loopback resolver reached through $HXLAB_LINK_HOST.
     #[arg(long, value_name = "ADDR[,ADDR]", value_delimiter = ',')]
     pub dns: Vec<std::net::Ipv4Addr>,
+    /// Write every packet that crosses the link (as it leaves it) and every packet it drops
+    /// to FILE as pcapng, for Wireshark; with SSLKEYLOGFILE set its secrets go in too.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
     /// List the profiles with their sources and exit.
     #[arg(long)]
     pub list_profiles: bool,
@@ -202,7 +206,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let seed = cfg.seed;
     let profile = cfg.profile.clone();
     let summary = describe(&cfg);
-    let mut link = Link::start(cfg).context("starting the link")?;
+    let mut link = Link::start_capturing(cfg, args.pcap.as_deref()).context("starting the link")?;
     for &port in &args.expose {
         if port == 0 {
             return Err(usage("--expose: port 0 is not a port"));
