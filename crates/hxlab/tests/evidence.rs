@@ -687,3 +687,83 @@ fn a_link_capture_opens_decrypted_in_tshark_with_its_drops() {
         "{dropped}"
     );
 }
+
+/// `hxlab compare --pcap --qlog` keeps a capture of every network cell and the qlogs of
+/// every HTTP/3 cell's connections under evidence/, named by cell.
+#[test]
+fn the_lab_keeps_a_capture_and_qlogs_per_cell() {
+    if !common::require_root("the link (network namespaces, TUN devices)") {
+        return;
+    }
+    let Some(tshark) = common::require_peer("tshark") else {
+        return;
+    };
+    let dir = common::tempfile_dir::TempDir::new("hxlab-lab-evidence");
+    let out = dir.path().join("cmp");
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .args([
+                "compare",
+                "--set",
+                "protocol=h1-tls,h2,h3",
+                "--set",
+                "delay=10ms",
+            ])
+            .args([
+                "--set",
+                "resources=4",
+                "-r",
+                "1",
+                "--no-progress",
+                "--pcap",
+                "--qlog",
+            ])
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let evidence: Vec<String> = std::fs::read_dir(out.join("evidence"))
+        .expect("evidence/")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    for proto in ["h1-tls", "h2", "h3"] {
+        let name = evidence
+            .iter()
+            .find(|n| {
+                n.starts_with(&format!("protocol={proto}_profile=Regular_4G"))
+                    && n.ends_with(".pcapng")
+            })
+            .unwrap_or_else(|| panic!("no capture of the {proto} network cell in {evidence:?}"));
+        let frames = out_of(
+            Command::new(&tshark)
+                .arg("-r")
+                .arg(out.join("evidence").join(name))
+                .args(["-T", "fields", "-e", "frame.number"]),
+        );
+        assert!(frames.lines().count() > 10, "{name}: {frames}");
+    }
+    let qlogs: Vec<_> = evidence
+        .iter()
+        .filter(|n| n.starts_with("protocol=h3") && !n.ends_with(".pcapng"))
+        .collect();
+    assert_eq!(qlogs.len(), 2, "{evidence:?}");
+    for q in qlogs {
+        let files: Vec<_> = std::fs::read_dir(out.join("evidence").join(q))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(!files.is_empty(), "{q}");
+        for f in files {
+            assert_eq!(json_seq(&f)[0]["qlog_version"], "0.3");
+        }
+    }
+    assert!(
+        !evidence
+            .iter()
+            .any(|n| n.starts_with("protocol=h2") && !n.ends_with(".pcapng")),
+        "{evidence:?}"
+    );
+}

@@ -39,6 +39,7 @@ impl LinkLoad {
         link: &LinkConfig,
         file: &Path,
         expose: &[u16],
+        pcap: Option<&Path>,
     ) -> Result<LinkLoad, String> {
         let json = link.to_json().map_err(|e| e.to_string())?;
         std::fs::write(file, json).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -47,6 +48,9 @@ impl LinkLoad {
         if !expose.is_empty() {
             let ports: Vec<String> = expose.iter().map(u16::to_string).collect();
             cmd.arg("--expose").arg(ports.join(","));
+        }
+        if let Some(p) = pcap {
+            cmd.arg("--pcap").arg(p);
         }
         cmd.arg("--").arg(bin).args(["load", "--jobs"]);
         let (mut child, stderr) = spawn_group(cmd, true)?;
@@ -175,6 +179,7 @@ impl Runner {
             .iter()
             .zip(out.iter_mut())
             .map(|((c, _), records)| {
+                let qlog = self.qlog_base(dir, c);
                 let planned = self.target(exp, c).and_then(|t| {
                     meter.get_or_insert(t.meter);
                     if t.local {
@@ -184,7 +189,12 @@ impl Runner {
                             }
                         }
                     }
-                    plan(exp, &c.config, &t).map_err(NoTarget::Fail)
+                    plan(exp, &c.config, &t)
+                        .map(|mut p| {
+                            p.config.qlog_base = qlog;
+                            p
+                        })
+                        .map_err(NoTarget::Fail)
                 });
                 match planned {
                     Ok(p) => Some(p),
@@ -216,7 +226,16 @@ impl Runner {
         };
         let link_file = dir.join(".link.json");
         let group_start = Instant::now();
-        let mut load = match LinkLoad::start(&self.opts.hxlab_bin, &link, &link_file, &expose) {
+        let mut load = match LinkLoad::start(
+            &self.opts.hxlab_bin,
+            &link,
+            &link_file,
+            &expose,
+            self.opts
+                .pcap
+                .then(|| super::evidence_path(dir, group[first].0, ".pcapng"))
+                .as_deref(),
+        ) {
             Ok(a) => a,
             Err(e) => {
                 fail_all(&mut out, false, &e);

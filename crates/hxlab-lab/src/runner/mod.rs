@@ -75,6 +75,31 @@ pub struct RunOptions {
     pub log_cells: bool,
     /// Notes for the report from whoever built the experiment (e.g. what a probe found).
     pub notes: Vec<String>,
+    /// Keep a pcapng of every network cell (`evidence/CELL.pcapng`): each cell then gets a
+    /// link of its own.
+    pub pcap: bool,
+    /// Keep the qlog of every QUIC connection (`evidence/CELL/load.N.sqlog`).
+    pub qlog: bool,
+}
+
+/// A cell's key as a file name: letters, digits, `=`, `.`, `-` kept, the rest `_`.
+pub(crate) fn cell_file_name(key: &str) -> String {
+    key.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '=' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Where a cell's evidence goes: `DIR/evidence/CELL` + `suffix` (the folder made).
+pub(crate) fn evidence_path(dir: &Path, cell: &Cell, suffix: &str) -> PathBuf {
+    let folder = dir.join("evidence");
+    let _ = std::fs::create_dir_all(&folder);
+    folder.join(format!("{}{suffix}", cell_file_name(&cell.key)))
 }
 
 /// What a run did, for the closing lines and the overhead figure.
@@ -173,6 +198,16 @@ fn note(meta: &mut ExperimentMeta, text: String) {
 }
 
 impl Runner {
+    /// With `qlog`: where an HTTP/3 cell's load generator writes its connections' qlogs.
+    pub(crate) fn qlog_base(&self, dir: &Path, cell: &Cell) -> Option<PathBuf> {
+        let h3 = cell.config.protocol == hxlab_core::Protocol::H3;
+        (self.opts.qlog && h3).then(|| {
+            let folder = evidence_path(dir, cell, "");
+            let _ = std::fs::create_dir_all(&folder);
+            folder.join("load")
+        })
+    }
+
     /// A runner with these options.
     pub fn new(opts: RunOptions) -> Runner {
         Runner {
@@ -359,9 +394,11 @@ impl Runner {
             };
             let mut j = i + 1;
             if cell.config.needs_link() && exp.workload != Workload::Browser {
+                // With --pcap each cell has a link (and a capture) of its own.
                 while j < pending.len()
                     && pending[j].0.config.needs_link()
                     && link_key(pending[j].0) == link_key(cell)
+                    && (!self.opts.pcap || pending[j].0.key == cell.key)
                 {
                     j += 1;
                 }
@@ -470,7 +507,10 @@ impl Runner {
             }
         };
         let plan = match plan::plan(exp, &cell.config, &target) {
-            Ok(p) => p,
+            Ok(mut p) => {
+                p.config.qlog_base = self.qlog_base(dir, cell);
+                p
+            }
             Err(e) => {
                 record.error = Some(e);
                 return record;

@@ -246,6 +246,8 @@ fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
             warm_up: args.common.warm_up.clone(),
             timeout: args.common.timeout.clone(),
             no_progress: args.common.no_progress,
+            pcap: args.common.pcap,
+            qlog: args.common.qlog,
         };
         if common.resume && !root.join(name).join(hxlab_report::RESULTS_FILE).exists() {
             common.resume = false;

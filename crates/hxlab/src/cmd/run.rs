@@ -71,6 +71,13 @@ pub struct CommonArgs {
     /// No progress bar even on a terminal.
     #[arg(long)]
     pub no_progress: bool,
+    /// Keep a pcapng of every network cell (its repetitions in one link) in
+    /// DIR/evidence/CELL.pcapng, with SSLKEYLOGFILE's secrets embedded when it is set.
+    #[arg(long)]
+    pub pcap: bool,
+    /// Keep a qlog of every QUIC connection of every cell in DIR/evidence/CELL/.
+    #[arg(long)]
+    pub qlog: bool,
 }
 
 impl CommonArgs {
@@ -196,6 +203,8 @@ pub fn execute(
         progress: tty && !common.no_progress,
         log_cells: !tty,
         notes: notes.to_vec(),
+        pcap: common.pcap,
+        qlog: common.qlog,
     });
     let summary = runner
         .run(exp)
