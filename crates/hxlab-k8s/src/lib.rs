@@ -45,7 +45,16 @@ pub struct JobSpec<'a> {
     pub no_progress: bool,
     /// How long one shard's run lasts, seconds (for kubectl wait's timeout).
     pub run_s: f64,
+    /// The port each pod serves its live metrics on (`hxlab load --metrics-listen`), with
+    /// Prometheus' scrape annotations on the pods; None: no metrics.
+    pub metrics_port: Option<u16>,
+    /// Add a PodMonitor (prometheus-operator) that scrapes the pods' metrics.
+    pub pod_monitor: bool,
 }
+
+/// How long a pod keeps serving its totals after its run, so the last scrape sees them
+/// (two default scrape intervals).
+pub const METRICS_LINGER: &str = "30s";
 
 impl JobSpec<'_> {
     /// The manifest, with the collect commands as comments on top. `now` is Unix seconds.
@@ -54,7 +63,25 @@ impl JobSpec<'_> {
         let job = self.job()?;
         let mut out = self.header(now);
         out.push_str(&to_yaml(&job));
+        if let (true, Some(_)) = (self.pod_monitor, self.metrics_port) {
+            out.push_str("---\n");
+            out.push_str(&to_yaml(&self.pod_monitor()));
+        }
         Ok(out)
+    }
+
+    /// A prometheus-operator PodMonitor scraping the Job's pods on their metrics port.
+    fn pod_monitor(&self) -> Value {
+        json!({
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PodMonitor",
+            "metadata": {"name": self.name, "namespace": self.namespace,
+                         "labels": {"app.kubernetes.io/name": "hxlab"}},
+            "spec": {
+                "selector": {"matchLabels": {"hxlab.dev/run-id": self.name}},
+                "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "5s"}],
+            },
+        })
     }
 
     /// What each pod runs: its share of the load, started at the instant, its result as
@@ -76,6 +103,12 @@ impl JobSpec<'_> {
         }
         if !self.no_progress {
             args.push("--no-progress".into());
+        }
+        if let Some(port) = self.metrics_port {
+            args.push("--metrics-listen".into());
+            args.push(format!("0.0.0.0:{port}"));
+            args.push("--metrics-linger".into());
+            args.push(METRICS_LINGER.into());
         }
         args.extend(self.command.iter().skip(1).cloned());
         args
@@ -113,11 +146,27 @@ impl JobSpec<'_> {
                 "backoffLimitPerIndex": 0,
                 "ttlSecondsAfterFinished": ttl_s,
                 "template": {
-                    "metadata": {"labels": labels},
+                    "metadata": self.template_metadata(&labels),
                     "spec": pod,
                 },
             },
         }))
+    }
+
+    /// The pod template's labels, and Prometheus' scrape annotations when the pods serve
+    /// metrics.
+    fn template_metadata(&self, labels: &Value) -> Value {
+        match self.metrics_port {
+            Some(port) => json!({
+                "labels": labels,
+                "annotations": {
+                    "prometheus.io/scrape": "true",
+                    "prometheus.io/port": port.to_string(),
+                    "prometheus.io/path": "/metrics",
+                },
+            }),
+            None => json!({"labels": labels}),
+        }
     }
 
     /// The pod template's spec: one locked-down container running the pod's share.
@@ -159,6 +208,9 @@ impl JobSpec<'_> {
                     }},
                 }],
                 "resources": {"requests": resources, "limits": resources},
+                "ports": self.metrics_port.map(|p| json!([
+                    {"name": "metrics", "containerPort": p, "protocol": "TCP"}
+                ])).unwrap_or_else(|| json!([])),
                 "securityContext": {
                     "allowPrivilegeEscalation": false,
                     "readOnlyRootFilesystem": true,

@@ -73,12 +73,31 @@ fn container_line(manifest: &str, index: u64) -> (Vec<String>, Vec<(String, Stri
     (argv, env)
 }
 
+/// A pod's arguments as a process on this host runs them: pods have network namespaces of
+/// their own, processes here share one, so each shard's metrics endpoint gets a free
+/// loopback port instead of the pod's port; and nobody scrapes here, so no linger.
+fn as_local_pod(argv: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    for a in argv {
+        match out.last().map(String::as_str) {
+            Some("--metrics-listen") => {
+                assert_eq!(a, "0.0.0.0:9464", "the pod's metrics address");
+                out.push(format!("127.0.0.1:{}", common::free_port()));
+            }
+            Some("--metrics-linger") => out.push("0s".into()),
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
 /// Runs every completion index of the Job as a local process (all at once, as the Job's
 /// parallelism does), returns their stdouts in index order.
 fn run_shards(manifest: &str, shards: u64) -> Vec<String> {
     let mut children = Vec::new();
     for i in 0..shards {
         let (argv, env) = container_line(manifest, i);
+        let argv = as_local_pod(argv);
         let mut cmd = Command::new(hxlab());
         cmd.args(&argv[1..])
             .envs(env)
@@ -300,6 +319,53 @@ fn rendered_jobs_pass_kubernetes_validate_strict() {
         assert_eq!(out.matches("passed for resource job/").count(), 2, "{out}");
         assert!(!out.contains("WARN"), "{out}");
     }
+    // The pods serve their figures for Prometheus: the port, the scrape annotations, and
+    // with --pod-monitor a PodMonitor selecting the Job's pods on that port.
+    let text = render(&[
+        "--shards",
+        "2",
+        "--name",
+        "m",
+        "--pod-monitor",
+        "--",
+        "load",
+        "-n",
+        "10",
+        "http://o/",
+    ]);
+    let docs = YamlLoader::load_from_str(&text).expect("YAML");
+    assert_eq!(docs.len(), 2, "{text}");
+    let template = &docs[0]["spec"]["template"];
+    let ann = &template["metadata"]["annotations"];
+    assert_eq!(ann["prometheus.io/scrape"].as_str(), Some("true"));
+    assert_eq!(ann["prometheus.io/port"].as_str(), Some("9464"));
+    let c = &template["spec"]["containers"][0];
+    assert_eq!(c["ports"][0]["containerPort"].as_i64(), Some(9464));
+    assert_eq!(c["ports"][0]["name"].as_str(), Some("metrics"));
+    let args: Vec<&str> = c["args"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["--metrics-listen", "0.0.0.0:9464"]),
+        "{args:?}"
+    );
+    let pm = &docs[1];
+    assert_eq!(pm["kind"].as_str(), Some("PodMonitor"));
+    assert_eq!(
+        pm["spec"]["selector"]["matchLabels"]["hxlab.dev/run-id"].as_str(),
+        Some("m")
+    );
+    assert_eq!(
+        pm["spec"]["podMetricsEndpoints"][0]["port"].as_str(),
+        Some("metrics")
+    );
+    let job_only = text.split("---\n").next().unwrap();
+    let (code, out) = validate(&kv, dir.path(), "monitored.yaml", job_only);
+    assert_eq!(code, Some(0), "{out}\n{job_only}");
     // The validator is awake: a misspelt field and a wrong type are refused.
     let text = render(&cases[0]);
     for (from, to) in [
@@ -371,6 +437,7 @@ fn the_image_runs_a_shard_that_merges_with_one_on_the_host() {
     let mut children = Vec::new();
     for i in 0..2 {
         let (argv, env) = container_line(&manifest, i);
+        let argv = as_local_pod(argv);
         let mut cmd = if i == 0 {
             let mut c = Command::new(&podman);
             // runc and explicit limits: crun refuses hybrid cgroup hosts, and podman's

@@ -67,6 +67,13 @@ pub struct RenderArgs {
     /// Delete the finished Job (and its pods' logs) this long after it ends.
     #[arg(long = "ttl", default_value = "24h", value_name = "DUR")]
     pub ttl: String,
+    /// The port each pod serves its live figures on (`hxlab load --metrics-listen`), with
+    /// Prometheus' scrape annotations on the pods; 0: none.
+    #[arg(long = "metrics-port", default_value_t = 9464)]
+    pub metrics_port: u16,
+    /// Also render a PodMonitor (prometheus-operator) that scrapes the pods.
+    #[arg(long = "pod-monitor")]
+    pub pod_monitor: bool,
     /// `load` and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "load ARGS")]
     pub command: Vec<String>,
@@ -148,12 +155,17 @@ pub fn render(r: &RenderArgs, now: f64) -> anyhow::Result<String> {
         no_progress: load_args.no_progress,
         run_s: secs(&load_args.duration).unwrap_or(3600.0)
             + secs(&load_args.warm_up).unwrap_or(0.0),
+        metrics_port: (r.metrics_port != 0).then_some(r.metrics_port),
+        pod_monitor: r.pod_monitor,
     };
+    if r.pod_monitor && r.metrics_port == 0 {
+        return Err(super::usage("--pod-monitor needs --metrics-port (not 0)"));
+    }
     spec.render(now).map_err(super::usage)
 }
 
 /// Load flags a pod cannot take, in the order `check_load_args` tests them, with why.
-const REFUSED: [(&str, &str); 8] = [
+const REFUSED: [(&str, &str); 9] = [
     ("--shard", "the Job gives each pod its shard"),
     ("--shards", "use k8s render --shards"),
     ("--start-at", "use k8s render --start-at or --lead"),
@@ -165,6 +177,7 @@ const REFUSED: [(&str, &str); 8] = [
         "--cacert",
         "the file is not in the pod; build it into the image or use -k",
     ),
+    ("--metrics-listen", "use k8s render --metrics-port"),
 ];
 
 /// Checks `load ARGS` for every shard as `hxlab load --shard I/N` would, and refuses what a
@@ -198,6 +211,7 @@ fn check_load_args(command: &[String], shards: u64) -> anyhow::Result<load::Args
         a.config.is_some(),
         a.data_file.is_some(),
         a.cacert.is_some(),
+        a.metrics_listen.is_some(),
     ];
     if let Some((flag, why)) = set.iter().zip(REFUSED).find(|(s, _)| **s).map(|(_, r)| r) {
         return Err(super::usage(format!("k8s render: load {flag}: {why}")));
