@@ -44,16 +44,7 @@ pub use hxlab_core::Proto;
 /// Maps Chromium's `response.protocol` ("http/1.1", "h2", "h3", "h3-29", "quic/…") to the
 /// protocol a page load asks for; `None` for anything else (e.g. "data", "blob", empty).
 pub fn asked_of_reported(reported: &str) -> Option<Proto> {
-    let p = reported.to_ascii_lowercase();
-    if p == "http/1.1" || p == "http/1.0" {
-        Some(Proto::H1)
-    } else if p == "h2" {
-        Some(Proto::H2)
-    } else if p.starts_with("h3") || p.starts_with("quic") || p.contains("+quic") {
-        Some(Proto::H3)
-    } else {
-        None
-    }
+    Proto::of_reported(reported)
 }
 
 /// What one page load should do.
@@ -87,6 +78,11 @@ pub struct PageConfig {
     /// After the first view, load the page again in the same browser (cache and connections
     /// kept) into [`PageRun::repeat_view`].
     pub repeat_view: bool,
+    /// After the first view, close the browser and start a new one on the profile it left
+    /// (HTTP cache and Alt-Svc records kept, connections closed) and load the page again as
+    /// a returning visitor, into [`PageRun::repeat_view`] (`View::Returning`). Not with
+    /// `repeat_view`, which takes that place.
+    pub returning_visit: bool,
 }
 
 impl PageConfig {
@@ -106,6 +102,7 @@ impl PageConfig {
             launcher: None,
             cpu_slowdown: 1.0,
             repeat_view: false,
+            returning_visit: false,
         }
     }
 }
@@ -127,6 +124,7 @@ impl std::fmt::Debug for PageConfig {
             .field("timeout", &self.timeout)
             .field("cpu_slowdown", &self.cpu_slowdown)
             .field("repeat_view", &self.repeat_view)
+            .field("returning_visit", &self.returning_visit)
             .field("launcher", &self.launcher.is_some())
             .finish_non_exhaustive()
     }

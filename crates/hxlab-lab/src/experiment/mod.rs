@@ -339,6 +339,8 @@ pub struct Experiment {
     /// The primary figure when not the workload's (browser workload: `metric = "lcp"`,
     /// `"fcp"`, `"speed_index"` or `"load"`).
     pub metric: Option<hxlab_report::Metric>,
+    /// Accept any certificate of a `url` page (`hxlab compare --page URL --live -k`).
+    pub page_insecure: bool,
 }
 
 /// A page the browser workload loads instead of the synthetic one.
@@ -508,6 +510,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         origins: ctx.origins.clone(),
         page: None,
         metric: None,
+        page_insecure: false,
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;

@@ -110,6 +110,7 @@ impl Runner {
             },
             PageSource::Url(url) => PageJob {
                 url: Some(url.clone()),
+                insecure: exp.page_insecure,
                 ..base
             },
         };
@@ -201,6 +202,31 @@ pub fn record_page(
         "recording {url} failed (hxlab page exited with {exit}: {}); nothing to replay",
         last_line(&stderr)
     ))
+}
+
+/// Runs one page job as its own child (`hxlab page --config`, bounded by the job's runs
+/// times its timeout plus a minute, its process tree killed at the end) and reads back the
+/// report it wrote to `json`: how `hxlab compare --page --live` measures first-time and
+/// returning visitors beside its forced cells. The error is one line.
+pub fn page_visits(hxlab_bin: &Path, job: &PageJob, json: &Path) -> Result<PageReport, String> {
+    let job = PageJob {
+        json: Some(json.display().to_string()),
+        ..job.clone()
+    };
+    let _ = std::fs::remove_file(json);
+    let cmd = page_command(hxlab_bin, &job, json)?;
+    let mut record = Record::default();
+    let limit = job.timeout * job.runs * 2 + Duration::from_secs(60);
+    let stderr = run_child(&mut record, cmd, limit, None);
+    let _ = std::fs::remove_file(json.with_extension("config.json"));
+    match read_page_report(json) {
+        Some(report) => report,
+        None => Err(format!(
+            "hxlab page gave no report (exit {:?}): {}",
+            record.exit_code,
+            last_line(&stderr)
+        )),
+    }
 }
 
 /// `hxlab page --json`'s document as the child wrote it; None when it wrote none.

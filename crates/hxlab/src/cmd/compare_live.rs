@@ -1,0 +1,347 @@
+//! `hxlab compare --page URL --live`: the site itself, not a recording. The site is probed
+//! first (what it offers: HTTP/1.1 and HTTP/2 by ALPN, HTTP/3 by Alt-Svc and a QUIC
+//! handshake), then the lab's `compare-page-live` experiment
+//! ([`hxlab_lab::scenarios::live_page_experiment`]) loads it over each protocol it offers,
+//! forced, behind the default networks. Beside that forced answer, when the site offers
+//! HTTP/3 through Alt-Svc, each network gets `hxlab page --discovery alt-svc` (a first-time
+//! and a returning visitor, nothing forced) and `--discovery udp-blocked` (the same behind a
+//! link that drops UDP), whose figures are set against the forced cells of that network.
+
+use super::run::{emit, execute, finish, render, CommonArgs};
+use hxlab_contract::{Discovery, PageJob, PageReport};
+use hxlab_core::page::{Outcome, PageRun, PageSummary};
+use hxlab_core::Protocol;
+use hxlab_load::probe::{probe, Found, Trust};
+use hxlab_report::Report;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long each protocol's probe request may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs `hxlab compare --page URL --live`.
+pub fn run(url: &str, insecure: bool, mut common: CommonArgs) -> anyhow::Result<ExitCode> {
+    if !url.starts_with("https://") {
+        return Err(super::usage(format!(
+            "--page {url} --live: give an https:// URL (a browser speaks HTTP/2 and HTTP/3 over TLS only)"
+        )));
+    }
+    let overrides = common.overrides()?;
+    let trust = Trust {
+        insecure,
+        cacert: None,
+    };
+    eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
+    let found =
+        probe(url, &trust, PROBE_TIMEOUT).map_err(|e| super::usage(format!("--page {e}")))?;
+    let protocols = forced_protocols(&found);
+    if protocols.is_empty() {
+        // Nothing is created or recorded: one line says why (DNS, refused, TLS, timeout).
+        anyhow::bail!(
+            "{url} cannot be measured: {}; nothing recorded",
+            why_unreachable(&found)
+        );
+    }
+    let mut notes = found.notes();
+    for n in &notes {
+        emit!("{n}");
+    }
+    let h3_discoverable = found
+        .offers
+        .iter()
+        .any(|o| o.proto == Protocol::H3 && o.base.is_ok())
+        && found
+            .alt_svc
+            .as_deref()
+            .and_then(hxlab_load::probe::alt_svc_h3_port)
+            .is_some();
+    if !protocols.contains(&Protocol::H3) && h3_discoverable {
+        notes.push("h3 is offered on another port than the page's (Alt-Svc): forcing QUIC on the page's origin cannot reach it, so h3 is measured only as visitors discover it".into());
+    }
+    let mut exp = hxlab_lab::scenarios::live_page_experiment(url, &protocols)
+        .build(&overrides)
+        .map_err(|e| super::usage(e.to_string()))?;
+    exp.page_insecure = insecure;
+    let root = common
+        .out
+        .clone()
+        .unwrap_or_else(|| format!("hxlab-compare-page-live-{}", super::run::timestamp()).into());
+    common.out = Some(root);
+    let (summary, report, dir) = execute(&exp, &common, &notes)?;
+    let report = if h3_discoverable {
+        let lines = visitors(url, insecure, &exp, &report, &dir)?;
+        add_notes(&dir, &lines)?;
+        render(&dir)?
+    } else {
+        let line = format!(
+            "first-time and returning visitors: {} advertises no HTTP/3 (no Alt-Svc h3), so a browser that forces nothing stays on {}: the forced figures are what every visitor gets",
+            found.authority,
+            protocols.last().map_or("h1", |p| p.name())
+        );
+        add_notes(&dir, std::slice::from_ref(&line))?;
+        render(&dir)?
+    };
+    finish(&summary, &report, &dir)
+}
+
+/// The protocols a browser can be made to use on the page's own origin, as offered: h1-tls
+/// and h2 by ALPN, h3 when QUIC answers on the page's own port (forcing QUIC names the
+/// page's host and port).
+fn forced_protocols(found: &Found) -> Vec<Protocol> {
+    let page_port = port_of(&format!("https://{}", found.authority));
+    found
+        .offers
+        .iter()
+        .filter(|o| matches!(o.proto, Protocol::H1Tls | Protocol::H2 | Protocol::H3))
+        .filter(|o| match &o.base {
+            Ok(base) => o.proto != Protocol::H3 || port_of(base) == page_port,
+            Err(_) => false,
+        })
+        .map(|o| o.proto)
+        .collect()
+}
+
+/// The port of `https://host[:port]` (443 when none is written).
+fn port_of(base: &str) -> Option<u16> {
+    let authority = base.strip_prefix("https://")?.split('/').next()?;
+    let port = authority
+        .rsplit_once(':')
+        .and_then(|(_, p)| p.parse::<u16>().ok());
+    Some(port.unwrap_or(443))
+}
+
+/// Why no protocol answered, in one line: the first protocol's reason (the TCP and TLS
+/// ones say what a browser would meet first).
+fn why_unreachable(found: &Found) -> String {
+    found
+        .offers
+        .iter()
+        .find_map(|o| o.base.as_ref().err())
+        .map(|e| e.replace('\n', " "))
+        .unwrap_or_else(|| "no protocol answered".into())
+}
+
+/// The networks of the experiment's cells, in run order: (label, link).
+fn networks(
+    exp: &hxlab_lab::experiment::Experiment,
+) -> Vec<(String, Option<hxlab_link::LinkConfig>)> {
+    let mut out: Vec<(String, Option<hxlab_link::LinkConfig>)> = Vec::new();
+    for cell in &exp.cells {
+        let label = cell
+            .factors
+            .get("profile")
+            .cloned()
+            .unwrap_or_else(|| "none".into());
+        if out.iter().any(|(l, _)| *l == label) {
+            continue;
+        }
+        // Checked when the experiment was read.
+        let link = cell.config.link_config().ok().flatten();
+        out.push((label, link));
+    }
+    out
+}
+
+/// Per network: a first-time and a returning visitor with nothing forced, and the same
+/// with UDP blocked, each `hxlab page --discovery` with the experiment's repetitions; their
+/// reports are kept in `dir` (`visitors-N-alt-svc.json`, `visitors-N-udp-blocked.json`).
+/// Returns the lines that set them beside the forced cells.
+fn visitors(
+    url: &str,
+    insecure: bool,
+    exp: &hxlab_lab::experiment::Experiment,
+    report: &Report,
+    dir: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let hxlab = super::run::hxlab_bin()?;
+    let chromium =
+        std::env::var_os("HXLAB_CHROMIUM").map_or_else(|| "chromium".into(), PathBuf::from);
+    let mut lines = Vec::new();
+    for (i, (label, link)) in networks(exp).into_iter().enumerate() {
+        let forced = ForcedMedians::of(report, &label);
+        for discovery in [Discovery::AltSvc, Discovery::UdpBlocked] {
+            eprintln!(
+                "hxlab: {label}: visitors with --discovery {} ({} run(s)) ...",
+                discovery.name(),
+                exp.repetitions
+            );
+            let job = PageJob {
+                url: Some(url.to_string()),
+                discovery,
+                link: link.clone(),
+                runs: exp.repetitions,
+                insecure,
+                chromium: chromium.clone(),
+                timeout: exp.timeout,
+                ..PageJob::default()
+            };
+            let json = dir.join(format!("visitors-{}-{}.json", i + 1, discovery.name()));
+            match hxlab_lab::runner::page_visits(&hxlab, &job, &json) {
+                Ok(page) => lines.extend(visitor_lines(&label, discovery, &page, &forced)),
+                Err(e) => lines.push(format!(
+                    "{label}, --discovery {}: not measured ({e})",
+                    discovery.name()
+                )),
+            }
+        }
+    }
+    for l in &lines {
+        emit!("{l}");
+    }
+    Ok(lines)
+}
+
+/// The forced cells' median LCP of one network, ms, per protocol.
+struct ForcedMedians(Vec<(Protocol, f64)>);
+
+impl ForcedMedians {
+    fn of(report: &Report, network: &str) -> ForcedMedians {
+        let medians = report
+            .cells
+            .iter()
+            .filter(|c| c.factors.get("profile").map(String::as_str) == Some(network))
+            .filter(|c| c.median.is_finite())
+            .filter_map(|c| {
+                let proto = Protocol::parse(c.factors.get("protocol")?)?;
+                Some((proto, c.median * 1000.0))
+            })
+            .collect();
+        ForcedMedians(medians)
+    }
+
+    /// ` (forced h2 800 ms: +12.0 %, forced h3 700 ms: +28.0 %)` for a median `ms`.
+    fn beside(&self, ms: f64) -> String {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(p, _)| matches!(p, Protocol::H2 | Protocol::H3))
+            .map(|(p, forced)| {
+                format!(
+                    "forced {} {forced:.0} ms: {:+.0} ms, {:+.1} %",
+                    p.name(),
+                    ms - forced,
+                    (ms / forced - 1.0) * 100.0
+                )
+            })
+            .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join("; "))
+        }
+    }
+}
+
+/// The lines of one `--discovery` job: the first-time and the returning visitor, each with
+/// its median LCP beside the forced cells, the document's protocol and the share of
+/// requests per protocol the browser used; with UDP blocked, the link's UDP drops.
+fn visitor_lines(
+    network: &str,
+    discovery: Discovery,
+    page: &PageReport,
+    forced: &ForcedMedians,
+) -> Vec<String> {
+    let firsts: Vec<&PageRun> = page
+        .runs
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::Measured(run) => Some(run.as_ref()),
+            Outcome::Failed(_) => None,
+        })
+        .collect();
+    let returning: Vec<&PageRun> = firsts
+        .iter()
+        .filter_map(|r| r.repeat_view.as_deref())
+        .collect();
+    let how = match discovery {
+        Discovery::UdpBlocked => ", UDP blocked",
+        _ => "",
+    };
+    let mut lines = vec![
+        visit_line(
+            network,
+            &format!("first-time visitor{how}"),
+            Some(&page.summary),
+            &firsts,
+            forced,
+        ),
+        visit_line(
+            network,
+            &format!("returning visitor{how}"),
+            page.repeat_view_summary.as_ref(),
+            &returning,
+            forced,
+        ),
+    ];
+    if discovery == Discovery::UdpBlocked {
+        let dropped = page
+            .link_stats
+            .as_ref()
+            .map_or(0, |s| s.down.dropped_udp + s.up.dropped_udp);
+        lines.push(format!(
+            "{network}, UDP blocked: the link dropped {dropped} UDP packet(s): the cost of the fallback is the returning visitor's figure beside forced h2"
+        ));
+    }
+    lines
+}
+
+/// One visitor's line: median LCP (and load) over the counted runs, set against the forced
+/// cells, with what the browser used.
+fn visit_line(
+    network: &str,
+    who: &str,
+    summary: Option<&PageSummary>,
+    runs: &[&PageRun],
+    forced: &ForcedMedians,
+) -> String {
+    let median = |key: &str| summary.and_then(|s| s.metrics.get(key)).map(|m| m.median);
+    let figures = match (median("lcp_ms"), median("load_ms")) {
+        (Some(lcp), load) => format!(
+            "LCP {lcp:.0} ms{}{}",
+            forced.beside(lcp),
+            load.map(|l| format!(", load {l:.0} ms"))
+                .unwrap_or_default()
+        ),
+        (None, Some(load)) => format!("no LCP, load {load:.0} ms"),
+        (None, None) => "no run counted".to_string(),
+    };
+    let used: Vec<String> = runs.iter().map(|r| r.shares.describe()).collect();
+    let counted = summary.map_or(0, |s| s.valid_runs);
+    format!(
+        "{network}, {who}: {figures}; {counted} of {} run(s) counted; used: {}",
+        runs.len(),
+        if used.is_empty() {
+            "nothing".to_string()
+        } else {
+            used.join(" | ")
+        }
+    )
+}
+
+/// Appends `lines` to the results' notes (experiment.json), so the report carries them.
+fn add_notes(dir: &Path, lines: &[String]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let path = dir.join(hxlab_report::META_FILE);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut meta: hxlab_report::ExperimentMeta =
+        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    meta.notes.extend(lines.iter().cloned());
+    let body = serde_json::to_string_pretty(&meta).context("encoding the experiment's notes")?;
+    hxlab_core::write_atomically(&path, body.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port_of;
+
+    #[test]
+    fn reads_the_port_of_a_base() {
+        assert_eq!(port_of("https://a.example"), Some(443));
+        assert_eq!(port_of("https://a.example:8443"), Some(8443));
+        assert_eq!(port_of("https://127.0.0.1:443"), Some(443));
+        assert_eq!(port_of("http://a"), None);
+    }
+}
