@@ -111,6 +111,10 @@ pub struct ProtocolShares {
     /// The version the page's document came over (after any redirect); None when the browser
     /// named none.
     pub document: Option<Proto>,
+    /// The browser's cache answered the document (`document` is then the version the cached
+    /// response first came over).
+    #[serde(default)]
+    pub document_from_cache: bool,
     /// Responses that came over the network with a version the browser named: what the
     /// shares below are shares of.
     pub requests: u32,
@@ -142,10 +146,10 @@ impl ProtocolShares {
                 _ => {}
             }
         }
-        let document = resources
+        let doc = resources
             .iter()
-            .find(|r| r.resource_type == "Document" && (200..300).contains(&r.status))
-            .and_then(|r| Proto::of_reported(&r.protocol));
+            .find(|r| r.resource_type == "Document" && (200..300).contains(&r.status));
+        let document = doc.and_then(|r| Proto::of_reported(&r.protocol));
         let requests: u32 = counts.iter().sum();
         let share = |n: u32| {
             if requests == 0 {
@@ -156,6 +160,7 @@ impl ProtocolShares {
         };
         ProtocolShares {
             document,
+            document_from_cache: doc.is_some_and(|r| r.from_cache),
             requests,
             h1: share(counts[0]),
             h2: share(counts[1]),
@@ -166,7 +171,15 @@ impl ProtocolShares {
 
     /// `document h2; 40% h2, 60% h3 of 10 requests` (the versions with a share only).
     pub fn describe(&self) -> String {
-        let doc = self.document.map_or("?", Proto::name);
+        let doc = format!(
+            "{}{}",
+            self.document.map_or("?", Proto::name),
+            if self.document_from_cache {
+                " (from cache)"
+            } else {
+                ""
+            }
+        );
         let shares: Vec<String> = [("h1", self.h1), ("h2", self.h2), ("h3", self.h3)]
             .into_iter()
             .filter(|(_, s)| *s > 0.0)
@@ -425,4 +438,42 @@ pub struct PageTotals {
     pub early_hints_runs: usize,
     /// Resources served from the preloads the early hints started.
     pub preloads_used: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(kind: &str, protocol: &str, status: u16, from_cache: bool) -> ResourceTiming {
+        serde_json::from_value(serde_json::json!({
+            "url": "https://a.example/", "resource_type": kind, "protocol": protocol,
+            "status": status, "connection_id": 1, "connection_reused": false, "start_ms": 0.0,
+            "encoded_bytes": 0, "body_bytes": 0, "from_cache": from_cache,
+        }))
+        .expect("a resource")
+    }
+
+    #[test]
+    fn shares_count_what_came_over_the_network_and_name_the_document_after_redirects() {
+        let shares = ProtocolShares::of(&[
+            resource("Document", "http/1.1", 301, false),
+            resource("Document", "h2", 200, false),
+            resource("Script", "h3", 200, false),
+            resource("Image", "h3", 200, false),
+            resource("Image", "h2", 200, true),
+            resource("Other", "data", 200, false),
+        ]);
+        assert_eq!(shares.document, Some(Proto::H2));
+        assert!(!shares.document_from_cache);
+        assert_eq!((shares.requests, shares.from_cache), (4, 1));
+        assert_eq!((shares.h1, shares.h2, shares.h3), (0.25, 0.25, 0.5));
+        assert_eq!(
+            shares.describe(),
+            "document h2; 25% h1, 25% h2, 50% h3 of 4 requests, 1 from cache"
+        );
+        let cached = ProtocolShares::of(&[resource("Document", "h2", 200, true)]);
+        assert!(cached.document_from_cache);
+        assert_eq!(cached.requests, 0);
+        assert_eq!(cached.h2, 0.0);
+    }
 }

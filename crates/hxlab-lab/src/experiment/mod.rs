@@ -339,8 +339,20 @@ pub struct Experiment {
     /// The primary figure when not the workload's (browser workload: `metric = "lcp"`,
     /// `"fcp"`, `"speed_index"` or `"load"`).
     pub metric: Option<hxlab_report::Metric>,
-    /// Accept any certificate of a `url` page (`hxlab compare --page URL --live -k`).
-    pub page_insecure: bool,
+    /// How the browser trusts a `url` page's certificate (`hxlab compare --page URL --live
+    /// -k --spki ...`).
+    pub page_trust: PageTrust,
+}
+
+/// How the browser trusts the certificate of a page the lab does not serve.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageTrust {
+    /// Accept any certificate (Chromium's `--ignore-certificate-errors`; TCP only: Chromium's
+    /// QUIC does not honour it).
+    pub insecure: bool,
+    /// Server keys to trust by the base64 SHA-256 of their SubjectPublicKeyInfo (TCP and
+    /// QUIC alike).
+    pub spki: Vec<String>,
 }
 
 /// A page the browser workload loads instead of the synthetic one.
@@ -510,7 +522,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         origins: ctx.origins.clone(),
         page: None,
         metric: None,
-        page_insecure: false,
+        page_trust: PageTrust::default(),
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;

@@ -110,7 +110,8 @@ impl Runner {
             },
             PageSource::Url(url) => PageJob {
                 url: Some(url.clone()),
-                insecure: exp.page_insecure,
+                insecure: exp.page_trust.insecure,
+                spki: exp.page_trust.spki.clone(),
                 ..base
             },
         };

@@ -41,6 +41,11 @@ pub struct Args {
     /// the default networks, and measure first-time and returning visitors beside that.
     #[arg(long, requires = "page")]
     pub live: bool,
+    /// With --page --live: trust a server key by the base64 SHA-256 of its
+    /// SubjectPublicKeyInfo (repeatable). Chromium's QUIC ignores -k, so a self-signed site
+    /// needs this for h3.
+    #[arg(long, value_name = "BASE64", requires = "live")]
+    pub spki: Vec<String>,
     /// As --page, from a recording: a HAR exported from Chrome DevTools ("Save all as HAR
     /// with content") or written by `hxlab page --record`.
     #[arg(long, value_name = "FILE")]
@@ -78,7 +83,11 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
         return run_url(&url, args);
     }
     if let (Some(page), true) = (&args.page, args.live) {
-        return super::compare_live::run(page, args.insecure, args.common);
+        let trust = hxlab_lab::experiment::PageTrust {
+            insecure: args.insecure,
+            spki: args.spki.clone(),
+        };
+        return super::compare_live::run(page, trust, args.common);
     }
     if args.page.is_some() || args.har.is_some() {
         return super::compare_page::run(

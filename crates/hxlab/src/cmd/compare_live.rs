@@ -11,6 +11,7 @@ use super::run::{emit, execute, finish, render, CommonArgs};
 use hxlab_contract::{Discovery, PageJob, PageReport};
 use hxlab_core::page::{Outcome, PageRun, PageSummary};
 use hxlab_core::Protocol;
+use hxlab_lab::experiment::PageTrust;
 use hxlab_load::probe::{probe, Found, Trust};
 use hxlab_report::Report;
 use std::path::{Path, PathBuf};
@@ -21,20 +22,20 @@ use std::time::Duration;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Runs `hxlab compare --page URL --live`.
-pub fn run(url: &str, insecure: bool, mut common: CommonArgs) -> anyhow::Result<ExitCode> {
+pub fn run(url: &str, trust: PageTrust, mut common: CommonArgs) -> anyhow::Result<ExitCode> {
     if !url.starts_with("https://") {
         return Err(super::usage(format!(
             "--page {url} --live: give an https:// URL (a browser speaks HTTP/2 and HTTP/3 over TLS only)"
         )));
     }
     let overrides = common.overrides()?;
-    let trust = Trust {
-        insecure,
+    let probe_trust = Trust {
+        insecure: trust.insecure,
         cacert: None,
     };
     eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
     let found =
-        probe(url, &trust, PROBE_TIMEOUT).map_err(|e| super::usage(format!("--page {e}")))?;
+        probe(url, &probe_trust, PROBE_TIMEOUT).map_err(|e| super::usage(format!("--page {e}")))?;
     let protocols = forced_protocols(&found);
     if protocols.is_empty() {
         // Nothing is created or recorded: one line says why (DNS, refused, TLS, timeout).
@@ -59,10 +60,13 @@ pub fn run(url: &str, insecure: bool, mut common: CommonArgs) -> anyhow::Result<
     if !protocols.contains(&Protocol::H3) && h3_discoverable {
         notes.push("h3 is offered on another port than the page's (Alt-Svc): forcing QUIC on the page's origin cannot reach it, so h3 is measured only as visitors discover it".into());
     }
+    if protocols.contains(&Protocol::H3) && trust.insecure && trust.spki.is_empty() {
+        notes.push("-k without --spki: Chromium's QUIC does not honour -k (--ignore-certificate-errors), so h3 loads of a site whose certificate it does not trust fail; name the key with --spki".into());
+    }
     let mut exp = hxlab_lab::scenarios::live_page_experiment(url, &protocols)
         .build(&overrides)
         .map_err(|e| super::usage(e.to_string()))?;
-    exp.page_insecure = insecure;
+    exp.page_trust = trust.clone();
     let root = common
         .out
         .clone()
@@ -70,7 +74,7 @@ pub fn run(url: &str, insecure: bool, mut common: CommonArgs) -> anyhow::Result<
     common.out = Some(root);
     let (summary, report, dir) = execute(&exp, &common, &notes)?;
     let report = if h3_discoverable {
-        let lines = visitors(url, insecure, &exp, &report, &dir)?;
+        let lines = visitors(url, &trust, &exp, &report, &dir)?;
         add_notes(&dir, &lines)?;
         render(&dir)?
     } else {
@@ -149,7 +153,7 @@ fn networks(
 /// Returns the lines that set them beside the forced cells.
 fn visitors(
     url: &str,
-    insecure: bool,
+    trust: &PageTrust,
     exp: &hxlab_lab::experiment::Experiment,
     report: &Report,
     dir: &Path,
@@ -171,7 +175,8 @@ fn visitors(
                 discovery,
                 link: link.clone(),
                 runs: exp.repetitions,
-                insecure,
+                insecure: trust.insecure,
+                spki: trust.spki.clone(),
                 chromium: chromium.clone(),
                 timeout: exp.timeout,
                 ..PageJob::default()
