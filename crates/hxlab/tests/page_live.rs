@@ -253,8 +253,14 @@ fn live_compare_measures_every_protocol_each_server_offers() {
         }
         let blocked = stdout
             .lines()
+            .map(str::trim_start)
             .find(|l| l.starts_with(&format!("{net}, UDP blocked: the link dropped ")))
             .unwrap_or_else(|| panic!("no UDP line for {net}: {stdout}"));
+        // The fallback's cost: against the same visitor with UDP open, and the forced cells.
+        assert!(
+            blocked.contains("with UDP open") && blocked.contains("forced h2"),
+            "{blocked}"
+        );
         let dropped: u64 = blocked
             .split("dropped ")
             .nth(1)

@@ -73,20 +73,23 @@ pub fn run(url: &str, trust: PageTrust, mut common: CommonArgs) -> anyhow::Resul
         .unwrap_or_else(|| format!("hxlab-compare-page-live-{}", super::run::timestamp()).into());
     common.out = Some(root);
     let (summary, report, dir) = execute(&exp, &common, &notes)?;
-    let report = if h3_discoverable {
-        let lines = visitors(url, &trust, &exp, &report, &dir)?;
-        add_notes(&dir, &lines)?;
-        render(&dir)?
+    let lines = if h3_discoverable {
+        visitors(url, &trust, &exp, &report, &dir)?
     } else {
-        let line = format!(
+        vec![format!(
             "first-time and returning visitors: {} advertises no HTTP/3 (no Alt-Svc h3), so a browser that forces nothing stays on {}: the forced figures are what every visitor gets",
             found.authority,
             protocols.last().map_or("h1", |p| p.name())
-        );
-        add_notes(&dir, std::slice::from_ref(&line))?;
-        render(&dir)?
+        )]
     };
-    finish(&summary, &report, &dir)
+    add_notes(&dir, &lines)?;
+    let report = render(&dir)?;
+    let code = finish(&summary, &report, &dir)?;
+    emit!("beside the forced answer, the visitors (nothing forced: hxlab page --discovery; median LCP against the forced cells of the same network):");
+    for l in &lines {
+        emit!("  {l}");
+    }
+    Ok(code)
 }
 
 /// The protocols a browser can be made to use on the page's own origin, as offered: h1-tls
@@ -164,6 +167,7 @@ fn visitors(
     let mut lines = Vec::new();
     for (i, (label, link)) in networks(exp).into_iter().enumerate() {
         let forced = ForcedMedians::of(report, &label);
+        let mut open_returning = None;
         for discovery in [Discovery::AltSvc, Discovery::UdpBlocked] {
             eprintln!(
                 "hxlab: {label}: visitors with --discovery {} ({} run(s)) ...",
@@ -182,17 +186,33 @@ fn visitors(
                 ..PageJob::default()
             };
             let json = dir.join(format!("visitors-{}-{}.json", i + 1, discovery.name()));
-            match hxlab_lab::runner::page_visits(&hxlab, &job, &json) {
-                Ok(page) => lines.extend(visitor_lines(&label, discovery, &page, &forced)),
-                Err(e) => lines.push(format!(
-                    "{label}, --discovery {}: not measured ({e})",
-                    discovery.name()
+            let page = match hxlab_lab::runner::page_visits(&hxlab, &job, &json) {
+                Ok(page) => page,
+                Err(e) => {
+                    lines.push(format!(
+                        "{label}, --discovery {}: not measured ({e})",
+                        discovery.name()
+                    ));
+                    continue;
+                }
+            };
+            let first = Visits::first(&page);
+            let back = Visits::returning(&page);
+            match discovery {
+                Discovery::UdpBlocked => lines.push(blocked_line(
+                    &label,
+                    &page,
+                    &back,
+                    open_returning.as_ref(),
+                    &forced,
                 )),
+                _ => {
+                    lines.push(first.line(&label, "first-time visitor", &forced));
+                    lines.push(back.line(&label, "returning visitor", &forced));
+                    open_returning = Some(back);
+                }
             }
         }
-    }
-    for l in &lines {
-        emit!("{l}");
     }
     Ok(lines)
 }
@@ -215,7 +235,7 @@ impl ForcedMedians {
         ForcedMedians(medians)
     }
 
-    /// ` (forced h2 800 ms: +12.0 %, forced h3 700 ms: +28.0 %)` for a median `ms`.
+    /// `forced h2 800 ms: +12 ms, +1.5 %; forced h3 …` for a median `ms`.
     fn beside(&self, ms: f64) -> String {
         let parts: Vec<String> = self
             .0
@@ -223,104 +243,181 @@ impl ForcedMedians {
             .filter(|(p, _)| matches!(p, Protocol::H2 | Protocol::H3))
             .map(|(p, forced)| {
                 format!(
-                    "forced {} {forced:.0} ms: {:+.0} ms, {:+.1} %",
+                    "forced {} {forced:.0} ms: {}",
                     p.name(),
-                    ms - forced,
-                    (ms / forced - 1.0) * 100.0
+                    change(ms, *forced)
                 )
             })
             .collect();
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", parts.join("; "))
+        parts.join("; ")
+    }
+}
+
+/// `+12 ms, +1.5 %`: `ms` against `base`.
+fn change(ms: f64, base: f64) -> String {
+    format!("{:+.0} ms, {:+.1} %", ms - base, (ms / base - 1.0) * 100.0)
+}
+
+/// One kind of visit over a job's runs: its medians and what the browser used.
+struct Visits {
+    /// Median LCP and load event of the counted visits, ms.
+    lcp_ms: Option<f64>,
+    load_ms: Option<f64>,
+    counted: usize,
+    measured: usize,
+    /// Visits whose document came over each version (h1, h2, h3), over the network.
+    documents: [usize; 3],
+    /// Visits whose document the cache answered.
+    documents_cached: usize,
+    /// Mean share of requests over each version.
+    shares: [f64; 3],
+}
+
+impl Visits {
+    fn first(page: &PageReport) -> Visits {
+        let runs: Vec<&PageRun> = page
+            .runs
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                Outcome::Measured(run) => Some(run.as_ref()),
+                Outcome::Failed(_) => None,
+            })
+            .collect();
+        Visits::of(Some(&page.summary), &runs)
+    }
+
+    fn returning(page: &PageReport) -> Visits {
+        let runs: Vec<&PageRun> = page
+            .runs
+            .iter()
+            .filter_map(|r| match &r.outcome {
+                Outcome::Measured(run) => run.repeat_view.as_deref(),
+                Outcome::Failed(_) => None,
+            })
+            .collect();
+        Visits::of(page.repeat_view_summary.as_ref(), &runs)
+    }
+
+    fn of(summary: Option<&PageSummary>, runs: &[&PageRun]) -> Visits {
+        let median = |key: &str| summary.and_then(|s| s.metrics.get(key)).map(|m| m.median);
+        let mut documents = [0; 3];
+        let mut documents_cached = 0;
+        let mut shares = [0.0; 3];
+        for r in runs {
+            let s = &r.shares;
+            if s.document_from_cache {
+                documents_cached += 1;
+            } else if let Some(i) = s.document.and_then(version_index) {
+                documents[i] += 1;
+            }
+            for (sum, share) in shares.iter_mut().zip([s.h1, s.h2, s.h3]) {
+                *sum += share / runs.len() as f64;
+            }
+        }
+        Visits {
+            lcp_ms: median("lcp_ms"),
+            load_ms: median("load_ms"),
+            counted: summary.map_or(0, |s| s.valid_runs),
+            measured: runs.len(),
+            documents,
+            documents_cached,
+            shares,
         }
     }
-}
 
-/// The lines of one `--discovery` job: the first-time and the returning visitor, each with
-/// its median LCP beside the forced cells, the document's protocol and the share of
-/// requests per protocol the browser used; with UDP blocked, the link's UDP drops.
-fn visitor_lines(
-    network: &str,
-    discovery: Discovery,
-    page: &PageReport,
-    forced: &ForcedMedians,
-) -> Vec<String> {
-    let firsts: Vec<&PageRun> = page
-        .runs
-        .iter()
-        .filter_map(|r| match &r.outcome {
-            Outcome::Measured(run) => Some(run.as_ref()),
-            Outcome::Failed(_) => None,
-        })
-        .collect();
-    let returning: Vec<&PageRun> = firsts
-        .iter()
-        .filter_map(|r| r.repeat_view.as_deref())
-        .collect();
-    let how = match discovery {
-        Discovery::UdpBlocked => ", UDP blocked",
-        _ => "",
-    };
-    let mut lines = vec![
-        visit_line(
-            network,
-            &format!("first-time visitor{how}"),
-            Some(&page.summary),
-            &firsts,
-            forced,
-        ),
-        visit_line(
-            network,
-            &format!("returning visitor{how}"),
-            page.repeat_view_summary.as_ref(),
-            &returning,
-            forced,
-        ),
-    ];
-    if discovery == Discovery::UdpBlocked {
-        let dropped = page
-            .link_stats
-            .as_ref()
-            .map_or(0, |s| s.down.dropped_udp + s.up.dropped_udp);
-        lines.push(format!(
-            "{network}, UDP blocked: the link dropped {dropped} UDP packet(s): the cost of the fallback is the returning visitor's figure beside forced h2"
-        ));
+    /// `document over h2 in 2 of 2 visits; requests 100% h2`.
+    fn used(&self) -> String {
+        let mut docs: Vec<String> = ["h1", "h2", "h3"]
+            .iter()
+            .zip(self.documents)
+            .filter(|(_, n)| *n > 0)
+            .map(|(p, n)| format!("over {p} in {n}"))
+            .collect();
+        if self.documents_cached > 0 {
+            docs.push(format!("from the cache in {}", self.documents_cached));
+        }
+        let shares: Vec<String> = ["h1", "h2", "h3"]
+            .iter()
+            .zip(self.shares)
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(p, s)| format!("{:.0}% {p}", s * 100.0))
+            .collect();
+        format!(
+            "document {} of {} visit(s); requests {}",
+            if docs.is_empty() {
+                "unknown".to_string()
+            } else {
+                docs.join(", ")
+            },
+            self.measured,
+            if shares.is_empty() {
+                "none over the network".to_string()
+            } else {
+                shares.join(", ")
+            }
+        )
     }
-    lines
+
+    /// One visitor's line: median LCP set against the forced cells, load, and what the
+    /// browser used.
+    fn line(&self, network: &str, who: &str, forced: &ForcedMedians) -> String {
+        let figures = match (self.lcp_ms, self.load_ms) {
+            (Some(lcp), load) => format!(
+                "LCP {lcp:.0} ms ({}){}",
+                forced.beside(lcp),
+                load.map(|l| format!(", load {l:.0} ms"))
+                    .unwrap_or_default()
+            ),
+            (None, Some(load)) => format!("no LCP, load {load:.0} ms"),
+            (None, None) => "no visit counted".to_string(),
+        };
+        format!(
+            "{network}, {who}: {figures}; {} of {} counted; {}",
+            self.counted,
+            self.measured,
+            self.used()
+        )
+    }
 }
 
-/// One visitor's line: median LCP (and load) over the counted runs, set against the forced
-/// cells, with what the browser used.
-fn visit_line(
+/// The index of an HTTP version in [`Visits`]' arrays.
+fn version_index(p: hxlab_core::Proto) -> Option<usize> {
+    match p {
+        hxlab_core::Proto::H1 => Some(0),
+        hxlab_core::Proto::H2 => Some(1),
+        hxlab_core::Proto::H3 => Some(2),
+        _ => None,
+    }
+}
+
+/// The line of `--discovery udp-blocked`: what the link dropped, and the returning
+/// visitor's LCP against the same visitor with UDP open (the fallback's cost) and against
+/// the forced cells.
+fn blocked_line(
     network: &str,
-    who: &str,
-    summary: Option<&PageSummary>,
-    runs: &[&PageRun],
+    page: &PageReport,
+    back: &Visits,
+    open: Option<&Visits>,
     forced: &ForcedMedians,
 ) -> String {
-    let median = |key: &str| summary.and_then(|s| s.metrics.get(key)).map(|m| m.median);
-    let figures = match (median("lcp_ms"), median("load_ms")) {
-        (Some(lcp), load) => format!(
-            "LCP {lcp:.0} ms{}{}",
-            forced.beside(lcp),
-            load.map(|l| format!(", load {l:.0} ms"))
-                .unwrap_or_default()
+    let dropped = page
+        .link_stats
+        .as_ref()
+        .map_or(0, |s| s.down.dropped_udp + s.up.dropped_udp);
+    let cost = match (back.lcp_ms, open.and_then(|o| o.lcp_ms)) {
+        (Some(b), Some(o)) => format!(
+            "returning visitor LCP {b:.0} ms, {} against {o:.0} ms with UDP open (the fallback's cost); {}",
+            change(b, o),
+            forced.beside(b)
         ),
-        (None, Some(load)) => format!("no LCP, load {load:.0} ms"),
-        (None, None) => "no run counted".to_string(),
+        (Some(b), None) => format!("returning visitor LCP {b:.0} ms ({})", forced.beside(b)),
+        _ => "no returning visit counted".to_string(),
     };
-    let used: Vec<String> = runs.iter().map(|r| r.shares.describe()).collect();
-    let counted = summary.map_or(0, |s| s.valid_runs);
     format!(
-        "{network}, {who}: {figures}; {counted} of {} run(s) counted; used: {}",
-        runs.len(),
-        if used.is_empty() {
-            "nothing".to_string()
-        } else {
-            used.join(" | ")
-        }
+        "{network}, UDP blocked: the link dropped {dropped} UDP packet(s); {cost}; {} of {} counted; {}",
+        back.counted,
+        back.measured,
+        back.used()
     )
 }
 
