@@ -408,14 +408,15 @@ fn live_mode_refuses_what_it_cannot_reach_in_one_line_and_records_nothing() {
             .env("TMPDIR", tmp.path());
         let (code, stdout, stderr) = run_with_timeout(&mut cmd, Duration::from_secs(60));
         assert_eq!(code, Some(1), "{url}: {stdout}\n{stderr}");
-        let errors: Vec<&str> = stderr
-            .lines()
-            .filter(|l| !l.starts_with("hxlab: probing"))
-            .collect();
+        let errors: Vec<&str> = stderr.lines().collect();
         assert_eq!(errors.len(), 1, "{url}: one line: {stderr}");
         assert!(
             errors[0].contains("cannot be measured") && errors[0].contains("nothing recorded"),
             "{url}: {stderr}"
+        );
+        assert!(
+            stdout.is_empty(),
+            "{url}: nothing measured, nothing printed: {stdout}"
         );
         assert!(
             !out.exists(),

@@ -33,7 +33,10 @@ pub fn run(url: &str, trust: PageTrust, mut common: CommonArgs) -> anyhow::Resul
         insecure: trust.insecure,
         cacert: None,
     };
-    eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
+    // Bad input is one line on stderr: the probe's progress is only shown to a person.
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!("hxlab: probing {url} for h1, h2 and h3 ...");
+    }
     let found =
         probe(url, &probe_trust, PROBE_TIMEOUT).map_err(|e| super::usage(format!("--page {e}")))?;
     let protocols = forced_protocols(&found);
