@@ -383,6 +383,43 @@ mod tests {
             let e = bad.validate().expect_err(want).to_string();
             assert!(e.contains(want), "{e}");
         }
+        for (job, want) in [
+            (
+                PageJob {
+                    url: Some("https://a/".into()),
+                    proto: Proto::H3,
+                    discovery: Discovery::AltSvc,
+                    ..PageJob::default()
+                },
+                "forces no protocol",
+            ),
+            (
+                PageJob {
+                    replay: Some("a.har".into()),
+                    discovery: Discovery::UdpBlocked,
+                    ..PageJob::default()
+                },
+                "not --replay",
+            ),
+        ] {
+            let e = job.validate().expect_err(want).to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        let discovering = PageJob {
+            url: Some("https://a/".into()),
+            discovery: Discovery::UdpBlocked,
+            ..PageJob::default()
+        };
+        discovering.validate().expect("auto with discovery");
+        assert_eq!(
+            PageJob::from_json(&discovering.to_json()).expect("round trip"),
+            discovering
+        );
+        assert!(discovering.to_json().contains("\"udp-blocked\""));
+        for d in [Discovery::Forced, Discovery::AltSvc, Discovery::UdpBlocked] {
+            assert_eq!(Discovery::parse(d.name()), Some(d));
+        }
+        assert_eq!(Discovery::parse("https-rr"), None);
         assert!(Synthetic::parse("n=5000").is_err());
         assert!(Synthetic::parse("origins=3").is_err());
         assert!(PageJob::from_json(r#"{"url": "https://a/", "bogus": 1}"#).is_err());
