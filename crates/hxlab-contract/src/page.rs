@@ -302,9 +302,11 @@ impl PageJob {
         }
         if self.discovery.discovers() {
             let d = self.discovery.name();
-            if self.proto != Proto::Auto {
+            // h1 and h2 stay allowed: a site that offers only that protocol, visited twice
+            // (the lab's h1-tls and h2 cells beside a discovering h3 cell).
+            if self.proto == Proto::H3 {
                 return bad(&format!(
-                    "--discovery {d} forces no protocol: leave out --proto (or give --proto auto)"
+                    "--discovery {d} forces no protocol: leave out --proto (or give --proto auto); --proto h3 is --discovery forced"
                 ));
             }
             if self.replay.is_some() {

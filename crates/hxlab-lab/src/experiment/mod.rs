@@ -62,7 +62,7 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 26] = [
+pub const FACTORS: [(&str, &str); 27] = [
     (
         "origin",
         "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
@@ -123,6 +123,10 @@ pub const FACTORS: [(&str, &str); 26] = [
     (
         "repeat_view",
         "true or false (browser workload: the returning visitor's view, same browser with its cache and connections)",
+    ),
+    (
+        "discovery",
+        "forced, alt-svc or udp-blocked (browser workload: how the browser reaches h3; an h3 cell forces nothing unless forced)",
     ),
     ("clients", "a positive number of connections"),
     (
@@ -235,8 +239,15 @@ pub struct CellConfig {
     /// Use 0-RTT early data.
     pub zero_rtt: bool,
     /// Browser workload: measure the repeat view (`hxlab page --repeat-view`: the same
-    /// browser loads the page again, its cache and connections kept) instead of the first.
+    /// browser loads the page again, its cache and connections kept) instead of the first;
+    /// with `discovery` other than forced, the returning visitor (a new browser on the
+    /// profile the first visit left).
     pub repeat_view: bool,
+    /// Browser workload: how the browser reaches HTTP/3 (`hxlab page --discovery`). Other
+    /// than forced, an h3 cell forces nothing (HTTP/3 only where Alt-Svc offers it) and an
+    /// h1-tls or h2 cell is a site that offers only that protocol; `udp-blocked` puts the
+    /// browser behind a link that drops UDP.
+    pub discovery: hxlab_contract::Discovery,
     /// Connections (throughput workload).
     pub clients: u64,
     /// Streams per connection (throughput workload).
@@ -276,7 +287,7 @@ impl CellConfig {
 
     /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
     pub fn needs_link(&self) -> bool {
-        !self.link_settings().is_empty()
+        !self.link_settings().is_empty() || self.discovery == hxlab_contract::Discovery::UdpBlocked
     }
 
     /// The cell's network as a typed link configuration (None for loopback), built by
@@ -794,6 +805,14 @@ fn check_workload_factors(
     if exp.metric.is_some() && exp.workload != Workload::Browser {
         return Err(ctx
             .whole("metric chooses among a page load's figures; it needs workload = \"browser\""));
+    }
+    if let (Some(PageSource::Har(..)), Some(spec)) =
+        (&exp.page, factor_spec(base, block_specs, "discovery"))
+    {
+        return Err(ctx.at(
+            &spec.span,
+            "`discovery` needs servers that send their own Alt-Svc (the synthetic page or a url page); a replayed recording maps its origins by port, which Alt-Svc does not follow".to_string(),
+        ));
     }
     if let Some(PageSource::Url(url)) = &exp.page {
         for f in ["scheduler", "notsent_lowat"] {

@@ -303,15 +303,23 @@ fn page_proto(p: Protocol) -> Proto {
 }
 
 /// One page load of a cell as a [`PageJob`] (the page itself is set by the caller): one run,
-/// the cell's protocol and link, the experiment's timeout, its JSON written to `json`.
+/// the cell's protocol and link, the experiment's timeout, its JSON written to `json`. With a
+/// discovery other than forced, an h3 cell forces nothing (the browser finds h3 through
+/// Alt-Svc, or not), each run is a first and a returning visit, and `repeat_view` chooses
+/// the returning one (read back by [`read_page_run`]).
 fn page_job(exp: &Experiment, cfg: &CellConfig, json: &Path) -> PageJob {
+    let discovers = cfg.discovery.discovers();
     PageJob {
-        proto: page_proto(cfg.protocol),
+        proto: match cfg.protocol {
+            Protocol::H3 if discovers => Proto::Auto,
+            p => page_proto(p),
+        },
+        discovery: cfg.discovery,
         // Checked when the experiment was read (`CellConfig::link_config`).
         link: cfg.link_config().ok().flatten(),
         runs: 1,
         timeout: exp.timeout,
-        repeat_view: cfg.repeat_view,
+        repeat_view: cfg.repeat_view && !discovers,
         json: Some(json.display().to_string()),
         ..PageJob::default()
     }

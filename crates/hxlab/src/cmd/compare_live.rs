@@ -229,6 +229,8 @@ impl ForcedMedians {
             .cells
             .iter()
             .filter(|c| c.factors.get("profile").map(String::as_str) == Some(network))
+            // With `--set discovery=...`, only the forced cells are the forced answer.
+            .filter(|c| c.factors.get("discovery").is_none_or(|d| d == "forced"))
             .filter(|c| c.median.is_finite())
             .filter_map(|c| {
                 let proto = Protocol::parse(c.factors.get("protocol")?)?;
