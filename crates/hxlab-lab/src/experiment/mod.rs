@@ -1019,6 +1019,31 @@ mod tests {
     }
 
     #[test]
+    fn discovery_is_a_browser_factor_that_udp_blocked_puts_behind_a_link() {
+        use hxlab_contract::Discovery;
+        let e = ok("workload = \"browser\"\nprotocol = [\"h2\", \"h3\"]\ndiscovery = [\"forced\", \"alt-svc\", \"udp-blocked\"]\n");
+        assert_eq!(e.cells.len(), 6);
+        let found: Vec<(Protocol, Discovery, bool)> = e
+            .cells
+            .iter()
+            .map(|c| (c.config.protocol, c.config.discovery, c.config.needs_link()))
+            .collect();
+        assert!(found.contains(&(Protocol::H3, Discovery::AltSvc, false)));
+        assert!(found.contains(&(Protocol::H3, Discovery::UdpBlocked, true)));
+        assert!(found.contains(&(Protocol::H2, Discovery::Forced, false)));
+        assert_eq!(
+            ok("workload = \"browser\"\nprotocol = \"h3\"\n").cells[0]
+                .config
+                .discovery,
+            Discovery::Forced
+        );
+        let m = err("protocol = \"h3\"\ndiscovery = \"alt-svc\"\n");
+        assert!(m.contains("needs workload = \"browser\""), "{m}");
+        let m = err("workload = \"browser\"\nprotocol = \"h3\"\ndiscovery = \"https-rr\"\n");
+        assert!(m.contains("unknown discovery \"https-rr\""), "{m}");
+    }
+
+    #[test]
     fn cc_sets_both_ends_and_each_end_alone() {
         let e = ok("protocol = \"h2\"\ncc = [\"reno\", \"default\"]\n");
         assert_eq!(e.cells[0].config.cc_server, Some(CongestionControl::Reno));
