@@ -25,6 +25,8 @@ pub(crate) struct RequestRecord {
     pub data_encoded: u64,
     pub data_decoded: u64,
     pub error: Option<String>,
+    /// Still open when the page had loaded (`error` then says so too).
+    pub unfinished: bool,
     /// The response body as DevTools gave it: (text, base64-encoded).
     pub body: Option<(String, bool)>,
     /// `Network.requestServedFromCache` came for it (the memory or disk cache answered).
@@ -214,6 +216,7 @@ impl Collected {
     pub(crate) fn mark_unfinished(&mut self) {
         for r in self.records.iter_mut().filter(|r| !r.done()) {
             r.error = Some("unfinished when the page had loaded".into());
+            r.unfinished = true;
         }
     }
 

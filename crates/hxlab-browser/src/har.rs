@@ -163,7 +163,9 @@ fn entry(r: &RequestRecord) -> Value {
         e["connection"] = json!(format!("{}", id as u64));
     }
     if let Some(err) = &r.error {
-        e["_error"] = json!(err);
+        // Where Chrome DevTools' HAR export puts it: on the response, whose status is 0
+        // when the request got no answer.
+        e["response"]["_error"] = json!(err);
     }
     // As DevTools' own HAR export has it.
     if !r.priority.is_empty() {

@@ -78,6 +78,13 @@ pub struct PageConfig {
     /// After the first view, load the page again in the same browser (cache and connections
     /// kept) into [`PageRun::repeat_view`].
     pub repeat_view: bool,
+    /// Leave a run out when any resource failed, answered 4xx/5xx or did not finish
+    /// (`hxlab page --strict`); otherwise a run counts when the page loaded, and those
+    /// resources are counted in [`PageRun::problems`].
+    pub strict: bool,
+    /// The hosts under test (lower case): the protocol check counts only their responses
+    /// and names the others in [`PageRun::outside_protocol_check`]. Empty: every host.
+    pub hosts_under_test: Vec<String>,
     /// After the first view, close the browser and start a new one on the profile it left
     /// (HTTP cache and Alt-Svc records kept, connections closed) and load the page again as
     /// a returning visitor, into [`PageRun::repeat_view`] (`View::Returning`). Not with
@@ -102,6 +109,8 @@ impl PageConfig {
             launcher: None,
             cpu_slowdown: 1.0,
             repeat_view: false,
+            strict: false,
+            hosts_under_test: Vec::new(),
             returning_visit: false,
         }
     }
@@ -124,6 +133,7 @@ impl std::fmt::Debug for PageConfig {
             .field("timeout", &self.timeout)
             .field("cpu_slowdown", &self.cpu_slowdown)
             .field("repeat_view", &self.repeat_view)
+            .field("strict", &self.strict)
             .field("returning_visit", &self.returning_visit)
             .field("launcher", &self.launcher.is_some())
             .finish_non_exhaustive()

@@ -6,6 +6,7 @@ use crate::collected::{num, str_of, Collected, RequestRecord};
 use crate::process::{BrowserDir, BrowserProcess};
 use crate::view::{self, Tab};
 use crate::{vitals, BrowserError, PageConfig, PageRun, Proto, ResourceTiming, View};
+use hxlab_core::page::{party_of, url_host, ProblemKind, ProblemResource, ResourceProblems};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -264,6 +265,15 @@ async fn one_browser(
     outcome
 }
 
+/// Whether the protocol check counts `host`'s responses: every host when none is named.
+fn under_test(cfg: &PageConfig, host: &str) -> bool {
+    cfg.hosts_under_test.is_empty()
+        || cfg
+            .hosts_under_test
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
+}
+
 /// A response header by case-insensitive name (CDP keeps the server's spelling).
 fn header<'a>(response: &'a Value, name: &str) -> Option<&'a str> {
     response
@@ -346,6 +356,14 @@ fn build_view(
     );
     run.view = which;
     view::add_page_metrics(&mut run, &data.perf, &data.frames);
+    // A run counts when the page loaded: its load event, or at least its largest paint.
+    if run.load_ms < 0.0 && run.lcp_ms.is_none() {
+        let why = "the page did not load (no load event, no largest contentful paint)";
+        run.flag = Some(match run.flag.take() {
+            Some(f) => format!("{f}; {why}"),
+            None => why.to_string(),
+        });
+    }
     run
 }
 
@@ -378,6 +396,7 @@ pub(crate) fn build_run(
         .map(|r| t.add(cfg, r, nav_start))
         .collect();
     let reasons = t.reasons(cfg, &nav);
+    let outside_protocol_check = t.outside_text();
     let har = cfg
         .collect_har
         .then(|| crate::har::build(&browser, &cfg.url, &seen.records, &nav, fcp_ms));
@@ -395,7 +414,11 @@ pub(crate) fn build_run(
         flag: (!reasons.is_empty()).then(|| reasons.join("; ")),
         ttfb_ms: num(&nav, "responseStart"),
         dom_content_loaded_ms: num(&nav, "domContentLoadedEventStart"),
-        load_ms: num(&nav, "loadEventStart"),
+        // 0 until the load event fires: a load that never came is not a time.
+        load_ms: match num(&nav, "loadEventStart") {
+            t if t > 0.0 => t,
+            _ => -1.0,
+        },
         fcp_ms,
         cpu_slowdown: cfg.cpu_slowdown,
         connections: t.connections.len() as u32,
@@ -406,6 +429,8 @@ pub(crate) fn build_run(
         early_hints: seen.early_hints,
         early_hint_preloads_used: t.early_hint_preloads_used,
         plain_http_responses: t.plain_http,
+        outside_protocol_check,
+        problems: t.problems,
         resources,
         har,
         // The visual metrics (view.rs) and the repeat view (`drive`) are added later.
@@ -428,6 +453,11 @@ struct Tally {
     early_hint_preloads_used: u32,
     /// Plain http:// responses left out of the protocol check.
     plain_http: u32,
+    /// Responses of hosts not under test that used another protocol: host → protocol →
+    /// responses.
+    outside: BTreeMap<String, BTreeMap<String, u32>>,
+    /// Resources that failed, answered 4xx/5xx or did not finish.
+    problems: ResourceProblems,
 }
 
 impl Tally {
@@ -449,7 +479,18 @@ impl Tally {
             } else if cfg.protocol != Proto::Auto
                 && crate::asked_of_reported(&protocol) != Some(cfg.protocol)
             {
-                self.protocol_ok = false;
+                match url_host(&r.url).filter(|h| !under_test(cfg, h)) {
+                    Some(host) => {
+                        let label = if protocol.is_empty() { "?" } else { &protocol };
+                        *self
+                            .outside
+                            .entry(host)
+                            .or_default()
+                            .entry(label.to_string())
+                            .or_default() += 1;
+                    }
+                    None => self.protocol_ok = false,
+                }
             }
             if connection_id != 0 {
                 self.connections.insert(connection_id);
@@ -470,6 +511,7 @@ impl Tally {
         if status >= 400 {
             self.http_errors += 1;
         }
+        self.add_problem(cfg, r, status);
         // The browser may stop reading a body it has no use for (an <img> whose bytes do not
         // decode): the load then ends before the transfer would have, and must not count.
         let content_length = resp
@@ -515,7 +557,45 @@ impl Tally {
         }
     }
 
-    /// Why the run is left out, if it is (empty: it counts).
+    /// Counts `r` among the problems when it failed, answered 4xx/5xx or did not finish.
+    fn add_problem(&mut self, cfg: &PageConfig, r: &RequestRecord, status: u16) {
+        let (kind, detail) = match (&r.error, status) {
+            (Some(_), _) if r.unfinished => (
+                ProblemKind::Unfinished,
+                "still open when the page was measured".to_string(),
+            ),
+            (Some(e), _) => (ProblemKind::Failed, e.clone()),
+            (None, s) if s >= 400 => (ProblemKind::HttpError, s.to_string()),
+            (None, _) => return,
+        };
+        self.problems.add(ProblemResource {
+            method: if r.method.is_empty() {
+                "GET".into()
+            } else {
+                r.method.clone()
+            },
+            url: r.url.clone(),
+            kind,
+            detail,
+            party: party_of(&r.url, &cfg.url),
+        });
+    }
+
+    /// Hosts outside the origins under test that used another protocol, as the run names
+    /// them: `cdn.example: 2×h2`.
+    fn outside_text(&self) -> Vec<String> {
+        self.outside
+            .iter()
+            .map(|(host, protocols)| {
+                let used: Vec<String> = protocols.iter().map(|(p, n)| format!("{n}×{p}")).collect();
+                format!("{host}: {}", used.join(", "))
+            })
+            .collect()
+    }
+
+    /// Why the run is left out, if it is (empty: it counts). Failed, 4xx/5xx and unfinished
+    /// resources leave it out only when `cfg.strict`; otherwise they are counted beside the
+    /// figures.
     fn reasons(&self, cfg: &PageConfig, nav: &Value) -> Vec<String> {
         let mut reasons = Vec::new();
         if !self.protocol_ok {
@@ -538,7 +618,7 @@ impl Tally {
                 got.join(", ")
             ));
         }
-        if self.failed > 0 {
+        if self.failed > 0 && cfg.strict {
             reasons.push(format!("{} resource(s) failed", self.failed));
         }
         if self.incomplete > 0 {
@@ -547,7 +627,7 @@ impl Tally {
                 self.incomplete
             ));
         }
-        if self.http_errors > 0 {
+        if self.http_errors > 0 && cfg.strict {
             reasons.push(format!(
                 "{} response(s) with status 4xx/5xx",
                 self.http_errors
@@ -717,13 +797,42 @@ mod tests {
             ..Default::default()
         });
         missing.mark_unfinished();
+        // By default the run counts, and the two resources are counted beside it.
         let run = build_run(&cfg, "Chromium 156.0".into(), 156, &missing, &perf);
         assert_eq!(run.resources_failed, 1);
+        assert!(run.is_valid(), "{:?}", run.flag);
+        let p = &run.problems;
+        assert_eq!((p.http_errors, p.unfinished, p.failed), (1, 1, 0));
+        assert_eq!(p.named(), vec!["GET https://h/a", "GET https://h/b"]);
+        assert_eq!(p.first[0].detail, "404");
+        assert_eq!(p.first[0].party, hxlab_core::page::Party::First);
+        // --strict keeps the old rule: any of them leaves the run out.
+        let strict = PageConfig {
+            strict: true,
+            ..cfg.clone()
+        };
+        let run = build_run(&strict, "Chromium 156.0".into(), 156, &missing, &perf);
         let flag = run.flag.unwrap_or_default();
         assert!(
             flag.contains("1 resource(s) failed") && flag.contains("4xx/5xx"),
             "{flag}"
         );
+
+        // A host outside the origins under test that used another protocol is named, not
+        // held against the run; one under test still is.
+        let tested = PageConfig {
+            hosts_under_test: vec!["h".into()],
+            ..cfg.clone()
+        };
+        let third = collected(vec![
+            record("https://h/", "h2", 200, 7, 10.0),
+            record("https://api.other/x", "http/1.1", 200, 8, 10.1),
+        ]);
+        let run = build_run(&tested, "Chromium 156.0".into(), 156, &third, &perf);
+        assert!(run.is_valid() && run.protocol_ok, "{:?}", run.flag);
+        assert_eq!(run.outside_protocol_check, vec!["api.other: 1×http/1.1"]);
+        let run = build_run(&tested, "Chromium 156.0".into(), 156, &fallback, &perf);
+        assert!(!run.protocol_ok);
 
         // A body the browser stopped reading before its Content-Length.
         let mut short = record("https://h/a", "h2", 200, 7, 10.1);

@@ -28,19 +28,25 @@ const FRAME_MAX_HEIGHT: u32 = 300;
 /// JPEG quality of the frames.
 const FRAME_QUALITY: u32 = 70;
 
+/// What a run keeps of its time limit for after the load: the visual settle, the timing
+/// read and the browser's close. A page whose load event has not fired by then is measured
+/// as it is (unless `strict`): its open requests unfinished, its largest paint if it had one.
+const AFTER_LOAD_RESERVE: Duration = Duration::from_secs(10);
+
 /// How long `about:blank` may take to load between the first and the repeat view.
 const BLANK_LOAD_LIMIT: Duration = Duration::from_secs(5);
 
 /// Reads navigation and paint timing, the time origin and the LCP/CLS observer's state once
-/// the load event has ended and the first contentful paint is known (or 3 s have passed: a
-/// page may paint nothing contentful).
-const TIMING_SCRIPT: &str = r#"new Promise(resolve => {
+/// the load event has ended (when `waitLoad`: it fired) and the first contentful paint is
+/// known (or 3 s have passed: a page may paint nothing contentful). A function of
+/// `waitLoad`, called by [`timing_expression`].
+const TIMING_SCRIPT: &str = r#"(waitLoad => new Promise(resolve => {
   const t0 = performance.now();
   (function check() {
     const nav = performance.getEntriesByType('navigation')[0];
     const paint = performance.getEntriesByType('paint');
     const fcp = paint.find(p => p.name === 'first-contentful-paint');
-    if ((nav && nav.loadEventEnd > 0 && fcp) || performance.now() - t0 > 3000) {
+    if ((nav && (nav.loadEventEnd > 0 || !waitLoad) && fcp) || performance.now() - t0 > 3000) {
       resolve(JSON.stringify({
         nav: nav ? nav.toJSON() : null,
         paint: paint.map(p => ({ name: p.name, startTime: p.startTime })),
@@ -52,6 +58,12 @@ const TIMING_SCRIPT: &str = r#"new Promise(resolve => {
     }
   })();
 })"#;
+
+/// The timing read: [`TIMING_SCRIPT`] waiting for the end of the load event when it fired
+/// (a load the wait gave up on has no end to wait for).
+fn timing_expression(load_fired: bool) -> String {
+    format!("{TIMING_SCRIPT})({load_fired})")
+}
 
 /// The tab a view runs in.
 pub(crate) struct Tab<'a> {
@@ -106,13 +118,29 @@ pub(crate) async fn load_view(
     }
     let mut seen = Collected::default();
     let mut frames = Vec::new();
-    until_loaded(cdp, tab, &mut seen, &mut frames, cfg.collect_bodies).await?;
+    // Without --strict a load event that never comes (a resource that hangs) does not cost
+    // the run: the wait ends in time to measure what the page showed.
+    let load_deadline = (!cfg.strict)
+        .then(|| cfg.timeout.checked_sub(AFTER_LOAD_RESERVE))
+        .flatten()
+        .filter(|d| !d.is_zero())
+        .map(|d| tokio::time::Instant::now() + d);
+    until_loaded(
+        cdp,
+        tab,
+        &mut seen,
+        &mut frames,
+        cfg.collect_bodies,
+        load_deadline,
+    )
+    .await?;
     until_settled(cdp, tab, &mut frames).await?;
 
     let timing = cdp
         .call(
             "Runtime.evaluate",
-            json!({ "expression": TIMING_SCRIPT, "awaitPromise": true, "returnByValue": true }),
+            json!({ "expression": timing_expression(seen.load_fired), "awaitPromise": true,
+                    "returnByValue": true }),
             s,
         )
         .await?;
@@ -135,18 +163,23 @@ pub(crate) async fn load_view(
 
 /// Collects events until the load event has fired and every request has ended (requests
 /// still open [`AFTER_LOAD_SETTLE`] after the load, long polls or stuck streams, are
-/// recorded as unfinished instead of holding the run until its timeout). With
-/// `collect_bodies`, each response's body is read as its request finishes (for `--record`).
+/// recorded as unfinished instead of holding the run until its timeout), or until
+/// `load_deadline` when the load event has not fired by then (the requests still open are
+/// unfinished). With `collect_bodies`, each response's body is read as its request
+/// finishes (for `--record`).
 async fn until_loaded(
     cdp: &mut Cdp,
     tab: &Tab<'_>,
     seen: &mut Collected,
     frames: &mut Vec<(f64, String)>,
     collect_bodies: bool,
+    load_deadline: Option<tokio::time::Instant>,
 ) -> Result<(), BrowserError> {
-    let mut settle_deadline: Option<tokio::time::Instant> = None;
+    let mut settle_deadline: Option<tokio::time::Instant> = load_deadline;
+    let mut settling = false;
     while !(seen.load_fired && seen.all_done()) {
-        if seen.load_fired && settle_deadline.is_none() {
+        if seen.load_fired && !settling {
+            settling = true;
             settle_deadline = Some(tokio::time::Instant::now() + AFTER_LOAD_SETTLE);
         }
         let e = match settle_deadline {

@@ -173,6 +173,34 @@ pub fn loopback_to(url: &str, host: &str) -> String {
     url.to_string()
 }
 
+/// Scheme, host (brackets kept for IPv6) and port (the scheme's default when none is given)
+/// of an http(s) URL; None for anything else.
+pub fn host_port(url: &str) -> Option<(&str, &str, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = match scheme.to_ascii_lowercase().as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit('@').next()?;
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (inner, after) = v6.split_once(']')?;
+        let port = after.strip_prefix(':');
+        (&authority[..inner.len() + 2], port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        Some(p) if !p.is_empty() => p.parse().ok()?,
+        _ => default,
+    };
+    (!host.is_empty()).then_some((scheme, host, port))
+}
+
 /// True for a URL on 127.0.0.1, localhost or `[::1]` (one [`loopback_to`] would move).
 pub fn is_loopback_url(url: &str) -> bool {
     loopback_to(url, "0.0.0.0") != url
@@ -193,6 +221,28 @@ pub fn temp_dir(prefix: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_and_port_with_defaults_and_ipv6() {
+        assert_eq!(
+            host_port("https://a.example/x"),
+            Some(("https", "a.example", 443))
+        );
+        assert_eq!(
+            host_port("http://a.example:8080?q"),
+            Some(("http", "a.example", 8080))
+        );
+        assert_eq!(
+            host_port("https://[::1]:8443/"),
+            Some(("https", "[::1]", 8443))
+        );
+        assert_eq!(
+            host_port("https://u:p@h.example:9/"),
+            Some(("https", "h.example", 9))
+        );
+        assert_eq!(host_port("ftp://h/"), None);
+        assert_eq!(host_port("https://h:nope/"), None);
+    }
 
     #[test]
     fn loopback_urls_move_to_the_link_host() {

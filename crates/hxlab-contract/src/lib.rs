@@ -20,6 +20,7 @@
 pub mod duration_text;
 pub mod job;
 pub mod load;
+pub mod metrics;
 pub mod page;
 pub mod page_report;
 pub mod priorities;

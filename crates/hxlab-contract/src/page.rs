@@ -191,6 +191,10 @@ pub struct PageJob {
     pub cpu_slowdown: f64,
     /// After each first view, load the page again in the same browser.
     pub repeat_view: bool,
+    /// Leave out every run in which a resource failed, answered 4xx/5xx or did not finish
+    /// (`--strict`); otherwise a run counts when the page loaded and such resources are
+    /// counted beside its figures.
+    pub strict: bool,
     /// Congestion controller of the origin hxlab starts (synthetic or replay), on TCP and
     /// QUIC alike; None: each stack's own default (not like for like).
     pub server_cc: Option<CongestionControl>,
@@ -228,6 +232,7 @@ impl Default for PageJob {
             timeout: Duration::from_secs(60),
             cpu_slowdown: 1.0,
             repeat_view: false,
+            strict: false,
             server_cc: Some(CongestionControl::Cubic),
             scheduler: None,
             notsent_lowat: None,

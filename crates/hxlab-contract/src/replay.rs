@@ -38,6 +38,9 @@ pub struct ReplayCounts {
     pub near_miss_urls: Vec<NearMiss>,
     /// The first missed requests, `METHOD URL`.
     pub miss_urls: Vec<String>,
+    /// The first requests to hosts outside the recording, `METHOD URL`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_urls: Vec<String>,
     /// Recorded responses whose body the HAR lacks (the whole archive, not just served ones).
     pub bodies_missing: Vec<String>,
     /// Entries of the HAR left out because nothing can replay them, named by kind

@@ -8,8 +8,8 @@
 //! 1. exact: method, scheme, host (no port, lower case), path and query string as sent;
 //! 2. near miss, query: same method, scheme, host and path; the recorded query sharing the most
 //!    `key=value` pairs, then the most keys, then the first recorded;
-//! 3. near miss, host: same method and path on any other host (or scheme), chosen the same
-//!    way;
+//! 3. near miss, host: same method and path on any other recorded host (or scheme), chosen
+//!    the same way (a host the recording never saw is outside it, never a near miss);
 //! 4. otherwise a miss.
 //!
 //! A URL recorded more than once is answered in recorded order, then the last one repeats.
@@ -62,6 +62,62 @@ pub struct Recorded {
     pub body: Vec<u8>,
     /// The HAR had no body for a response that had one.
     pub body_missing: bool,
+}
+
+/// How a recorded request failed, as far as replay can reproduce it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailureKind {
+    /// The name did not resolve (`net::ERR_NAME_NOT_RESOLVED`): replay makes it not
+    /// resolve (`--host-resolver-rules`' `~NOTFOUND`).
+    NameNotResolved,
+    /// No connection (refused, reset, timed out, unreachable, closed): replay sends the
+    /// host to a port that refuses.
+    Unreachable,
+    /// Anything else (aborted by the page, blocked, not said).
+    Other,
+}
+
+impl FailureKind {
+    /// The kind of a browser's error text (`net::ERR_…`; empty: not said).
+    pub fn of(error: &str) -> FailureKind {
+        let e = error.to_ascii_uppercase();
+        if e.contains("NAME_NOT_RESOLVED") || e.contains("NAME_RESOLUTION_FAILED") {
+            FailureKind::NameNotResolved
+        } else if [
+            "CONNECTION_REFUSED",
+            "CONNECTION_RESET",
+            "CONNECTION_CLOSED",
+            "CONNECTION_FAILED",
+            "CONNECTION_TIMED_OUT",
+            "TIMED_OUT",
+            "ADDRESS_UNREACHABLE",
+            "EMPTY_RESPONSE",
+            "QUIC_PROTOCOL_ERROR",
+        ]
+        .iter()
+        .any(|k| e.contains(k))
+        {
+            FailureKind::Unreachable
+        } else {
+            FailureKind::Other
+        }
+    }
+}
+
+/// A request the recording holds as failed: status 0, with the browser's error in
+/// `_error` (on the response, as Chrome DevTools writes it, or on the entry).
+#[derive(Debug, Clone)]
+pub struct RecordedFailure {
+    /// Request method, upper case.
+    pub method: String,
+    /// The full URL recorded.
+    pub url: String,
+    /// Where it went.
+    pub parts: UrlParts,
+    /// The browser's error (empty: the HAR does not say).
+    pub error: String,
+    /// What replay makes of it.
+    pub kind: FailureKind,
 }
 
 /// One origin of the archive: `https://a.test:8443` is ("https", "a.test", 8443).
@@ -197,7 +253,26 @@ pub struct ReplayTally {
     /// Answers whose recorded body the HAR lacks (served with an empty body).
     #[serde(default)]
     pub served_without_body: u64,
+    /// Requests of the page to hosts the recording never saw (a third party it reached this
+    /// time only): the browser is told their names do not resolve, so they fail at once (one
+    /// that reaches the replay server anyway is answered 404); counted here, not as misses
+    /// of the archive.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outside: u64,
+    /// Requests the recording holds as failed (`_error`) on a host that otherwise answered:
+    /// answered with an error status ([`RECORDED_FAILURE_STATUS`]), not as misses.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub recorded_failures: u64,
 }
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The status a replay answers a recorded failure with when the failure cannot be
+/// reproduced on the way to the replay server (an aborted or reset request on a host that
+/// answered other requests): 502, an error the browser reports at once.
+pub const RECORDED_FAILURE_STATUS: u16 = 502;
 
 impl ReplayTally {
     /// Adds another tally's counts to this one.
@@ -207,6 +282,8 @@ impl ReplayTally {
         self.misses += other.misses;
         self.browser_own += other.browser_own;
         self.served_without_body += other.served_without_body;
+        self.outside += other.outside;
+        self.recorded_failures += other.recorded_failures;
     }
 }
 
@@ -259,8 +336,14 @@ pub struct Archive {
     pub page_url: String,
     /// Every origin requests went to, in first-seen order.
     pub origins: Vec<HarOrigin>,
-    /// Entries skipped because they got no response in the recording (status 0).
+    /// Entries that got no response in the recording (status 0): as many as `failures`.
     pub unanswered: usize,
+    /// The requests the recording holds as failed, in recorded order.
+    pub failures: Vec<RecordedFailure>,
+    /// The icons the recorded pages declare (`<link rel="icon" href>` and its kin, resolved
+    /// against the page): the browser fetches them on its own, so a recording of the page's
+    /// traffic may lack them. Host, path and query.
+    pub icons: Vec<(String, String, String)>,
     /// Entries skipped because no server answers their scheme (`data:`, `ws:`, `blob:`, …):
     /// count per scheme, e.g. `"data:" → 2`.
     pub unreplayable: BTreeMap<String, usize>,
@@ -291,6 +374,8 @@ struct HarPage {
 struct HarEntry {
     request: HarRequest,
     response: HarResponse,
+    #[serde(default, rename = "_error")]
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -306,6 +391,8 @@ struct HarResponse {
     headers: Vec<HarHeader>,
     #[serde(default)]
     content: HarContent,
+    #[serde(default, rename = "_error")]
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -373,6 +460,8 @@ impl Archive {
             page_url: String::new(),
             origins: Vec::new(),
             unanswered: 0,
+            failures: Vec::new(),
+            icons: Vec::new(),
             unreplayable: BTreeMap::new(),
             groups: Vec::new(),
             exact: HashMap::new(),
@@ -409,6 +498,14 @@ impl Archive {
         };
         if e.response.status <= 0 {
             self.unanswered += 1;
+            let error = e.response.error.or(e.error).unwrap_or_default();
+            self.failures.push(RecordedFailure {
+                method: e.request.method.to_ascii_uppercase(),
+                url,
+                kind: FailureKind::of(&error),
+                error,
+                parts,
+            });
             return Ok(());
         }
         let status = u16::try_from(e.response.status)
@@ -459,6 +556,13 @@ impl Archive {
             parts.path.clone(),
             parts.query.clone(),
         );
+        if is_html(&headers) {
+            for href in icon_hrefs(&String::from_utf8_lossy(&body)) {
+                if let Some(u) = resolve(&url, &href).as_deref().and_then(split_url) {
+                    self.icons.push((u.origin.host, u.path, u.query));
+                }
+            }
+        }
         let index = self.entries.len();
         self.entries.push(Recorded {
             method: method.clone(),
@@ -484,7 +588,8 @@ impl Archive {
     }
 
     /// What was left out of the archive, as one line: `skipped 5 entries: 2 data:, 2 ws:,
-    /// 1 blob:, 1 unanswered` (None when nothing was).
+    /// 1 blob:` (None when nothing was). Failed requests are not left out: replay answers
+    /// them as they failed ([`Archive::failures_text`]).
     pub fn skipped_text(&self) -> Option<String> {
         let mut kinds: Vec<(usize, String)> = self
             .unreplayable
@@ -493,9 +598,6 @@ impl Archive {
             .collect();
         // Most first; among equals the scheme's name.
         kinds.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        if self.unanswered > 0 {
-            kinds.push((self.unanswered, "unanswered in the recording".into()));
-        }
         let total: usize = kinds.iter().map(|k| k.0).sum();
         (total > 0).then(|| {
             format!(
@@ -508,6 +610,79 @@ impl Archive {
                     .join(", ")
             )
         })
+    }
+
+    /// The recorded failures as one line: `2 recorded failures, replayed as they failed: GET
+    /// https://api.example/x (net::ERR_NAME_NOT_RESOLVED), …` (None without any).
+    pub fn failures_text(&self) -> Option<String> {
+        let first = self.failures.first()?;
+        let n = self.failures.len();
+        let error = if first.error.is_empty() {
+            "no error recorded"
+        } else {
+            &first.error
+        };
+        Some(format!(
+            "{n} recorded failure{}, replayed as {} failed (first: {} {} {error})",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "they" },
+            first.method,
+            first.url
+        ))
+    }
+
+    /// Origins with no recorded answer whose requests failed to connect, with how:
+    /// replay makes them fail the same way (the names that did not resolve do not resolve,
+    /// the rest are refused). In first-failed order, each once.
+    pub fn failed_origins(&self) -> Vec<(HarOrigin, FailureKind)> {
+        let mut out: Vec<(HarOrigin, FailureKind)> = Vec::new();
+        for f in &self.failures {
+            if f.kind == FailureKind::Other
+                || self.origins.contains(&f.parts.origin)
+                || out.iter().any(|(o, _)| *o == f.parts.origin)
+            {
+                continue;
+            }
+            out.push((f.parts.origin.clone(), f.kind));
+        }
+        out
+    }
+
+    /// The recorded failure of a request no answer matched, if the recording holds one
+    /// (method, scheme, host, path and query as sent).
+    pub fn failure_of(
+        &self,
+        method: &str,
+        scheme: &str,
+        host: &str,
+        path: &str,
+        query: &str,
+    ) -> Option<&RecordedFailure> {
+        self.failures.iter().find(|f| {
+            f.method.eq_ignore_ascii_case(method)
+                && f.parts.origin.scheme.eq_ignore_ascii_case(scheme)
+                && f.parts.origin.host.eq_ignore_ascii_case(host)
+                && f.parts.path == path
+                && f.parts.query == query
+        })
+    }
+
+    /// Whether a GET is for an icon a recorded page declares.
+    pub fn is_declared_icon(&self, method: &str, host: &str, path: &str, query: &str) -> bool {
+        method.eq_ignore_ascii_case("GET")
+            && self
+                .icons
+                .iter()
+                .any(|(h, p, q)| h.eq_ignore_ascii_case(host) && p == path && q == query)
+    }
+
+    /// Whether the recording holds any request to `host`, answered or failed.
+    pub fn knows_host(&self, host: &str) -> bool {
+        self.origins
+            .iter()
+            .map(|o| &o.host)
+            .chain(self.failures.iter().map(|f| &f.parts.origin.host))
+            .any(|h| h.eq_ignore_ascii_case(host))
     }
 
     /// The page URL and every URL the recording redirected it to, in order: a recorded
@@ -591,6 +766,8 @@ impl Archive {
         );
         let (g, kind) = match self.exact.get(&key) {
             Some(&g) => (g, MatchKind::Exact),
+            // A host the recording never saw is outside it: no other host's answer stands in.
+            None if !self.knows_host(host) => return None,
             None => self.nearest(&key)?,
         };
         let group = &self.groups[g];
@@ -626,6 +803,63 @@ impl Archive {
             g.served.store(0, Ordering::Relaxed);
         }
     }
+}
+
+/// Whether recorded headers say HTML.
+fn is_html(headers: &[(String, String)]) -> bool {
+    headers
+        .iter()
+        .any(|(n, v)| n == "content-type" && v.to_ascii_lowercase().contains("text/html"))
+}
+
+/// The `href`s of a page's `<link>` elements whose `rel` names an icon (`icon`, `shortcut
+/// icon`, `apple-touch-icon`, `mask-icon`), as written. A small scanner, not an HTML
+/// parser: attributes quoted with `"` or `'` or not at all.
+pub fn icon_hrefs(html: &str) -> Vec<String> {
+    let lower = html.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = lower[at..].find("<link") {
+        let start = at + i + 5;
+        let end = lower[start..].find('>').map_or(lower.len(), |e| start + e);
+        let tag = &html[start..end];
+        let rel = attribute(tag, "rel")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if rel.split_ascii_whitespace().any(|t| t.ends_with("icon")) {
+            if let Some(href) = attribute(tag, "href").filter(|h| !h.is_empty()) {
+                out.push(href.replace("&amp;", "&"));
+            }
+        }
+        at = end;
+    }
+    out
+}
+
+/// One attribute's value in the inside of a tag (names compared without case).
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let lower = tag.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(name) {
+        let at = from + i;
+        from = at + name.len();
+        let before_ok = at == 0 || lower.as_bytes()[at - 1].is_ascii_whitespace();
+        let rest = lower[from..].trim_start();
+        if !before_ok || !rest.starts_with('=') {
+            continue;
+        }
+        let value_at = tag.len() - rest.len() + 1;
+        let value = tag[value_at..].trim_start();
+        return Some(match value.chars().next() {
+            Some(q @ ('"' | '\'')) => value[1..].split(q).next().unwrap_or("").to_string(),
+            _ => value
+                .split(|c: char| c.is_ascii_whitespace())
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        });
+    }
+    None
 }
 
 /// `scheme://host`, lower case: what a recorded response is kept under besides method,
@@ -776,7 +1010,11 @@ mod tests {
         assert_eq!(a.final_url(), "https://a.test/docs/index.html");
         assert_eq!(
             a.skipped_text().as_deref(),
-            Some("skipped 5 entries: 2 data:, 1 blob:, 1 wss:, 1 unanswered in the recording")
+            Some("skipped 4 entries: 2 data:, 1 blob:, 1 wss:")
+        );
+        assert_eq!(
+            a.failures_text().as_deref(),
+            Some("1 recorded failure, replayed as it failed (first: GET https://a.test/gone no error recorded)")
         );
         // A loop ends the chain instead of going round.
         let bytes = format!(
@@ -857,8 +1095,10 @@ mod tests {
         assert_eq!((r.body.as_slice(), k), (&b"v2"[..], MatchKind::NearQuery));
         let (r, k) = a.answer("GET", "https", "a.test", "/s.js", "").unwrap();
         assert_eq!((r.body.as_slice(), k), (&b"v1"[..], MatchKind::NearQuery));
-        let (r, k) = a.answer("GET", "https", "c.test", "/img.png", "").unwrap();
+        let (r, k) = a.answer("GET", "https", "a.test", "/img.png", "").unwrap();
         assert_eq!((r.body.as_slice(), k), (&b"img"[..], MatchKind::NearHost));
+        // A host the recording never saw is outside it, not a near miss.
+        assert!(a.answer("GET", "https", "c.test", "/img.png", "").is_none());
         assert!(a.answer("GET", "https", "a.test", "/nothing", "").is_none());
         assert!(a.answer("POST", "https", "a.test", "/", "").is_none());
         // Dropped headers are gone, the rest kept with lower-case names.
@@ -922,6 +1162,58 @@ mod tests {
         assert_eq!(a.entries[1].body, vec![0u8, 1, 2]);
         assert_eq!(a.bodies_missing(), vec!["https://a.test/gone"]);
         assert_eq!(a.entries[3].status, 302);
+    }
+
+    #[test]
+    fn keeps_failures_and_declared_icons() {
+        let a = Archive::parse(&har(&[
+            r#"{"request":{"method":"GET","url":"https://a.test/"},"response":{"status":200,
+              "headers":[{"name":"Content-Type","value":"text/html; charset=utf-8"}],
+              "content":{"size":1,"text":"<head><LINK href='https://cdn.test/i.png?v=1' REL=\"shortcut icon\"><link rel=preload href=/x.js><link rel=icon href=/fav.svg></head>"}}}"#,
+            r#"{"request":{"method":"GET","url":"https://api.test.invalid/b"},"response":{"status":0,
+              "headers":[],"content":{"size":0},"_error":"net::ERR_NAME_NOT_RESOLVED"}}"#,
+            r#"{"request":{"method":"POST","url":"https://down.test:8443/c"},"response":{"status":0,
+              "headers":[],"content":{"size":0}},"_error":"net::ERR_CONNECTION_REFUSED"}"#,
+            r#"{"request":{"method":"GET","url":"https://a.test/aborted"},"response":{"status":0,
+              "headers":[],"content":{"size":0},"_error":"net::ERR_ABORTED"}}"#,
+        ]
+        .join(",")))
+        .unwrap();
+        assert_eq!(a.failures.len(), 3);
+        assert_eq!(a.skipped_text(), None);
+        let failed: Vec<(String, FailureKind)> = a
+            .failed_origins()
+            .into_iter()
+            .map(|(o, k)| (format!("{}:{}", o.host, o.port), k))
+            .collect();
+        assert_eq!(
+            failed,
+            vec![
+                (
+                    "api.test.invalid:443".to_string(),
+                    FailureKind::NameNotResolved
+                ),
+                ("down.test:8443".to_string(), FailureKind::Unreachable),
+            ]
+        );
+        // A failure on a host that answered is found by its URL, not replaced by a miss.
+        let f = a
+            .failure_of("GET", "https", "a.test", "/aborted", "")
+            .unwrap();
+        assert_eq!(
+            (f.kind, f.error.as_str()),
+            (FailureKind::Other, "net::ERR_ABORTED")
+        );
+        assert!(a.answer("GET", "https", "a.test", "/aborted", "").is_none());
+        // Declared icons, on the page's host and another.
+        assert!(a.is_declared_icon("GET", "cdn.test", "/i.png", "v=1"));
+        assert!(a.is_declared_icon("GET", "a.test", "/fav.svg", ""));
+        assert!(!a.is_declared_icon("GET", "a.test", "/x.js", ""));
+        // Hosts the recording never saw are outside it: no near miss from another host.
+        assert!(a.knows_host("down.test") && !a.knows_host("elsewhere.test"));
+        assert!(a
+            .answer("GET", "https", "elsewhere.test", "/", "")
+            .is_none());
     }
 
     #[test]

@@ -19,6 +19,7 @@
 pub mod atomic_file;
 
 pub mod cc;
+pub mod env;
 pub mod files;
 pub mod har;
 pub mod histogram;

@@ -284,6 +284,11 @@ pub struct RunResult {
     /// run's (see [`Interval`]). Merged: index by index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<Interval>,
+    /// Where and with what it was produced: hxlab's version and commit, the kernel, CPU and
+    /// default congestion controller (see [`crate::env`]). Merged: the first part's. Absent
+    /// in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::env::Environment>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -312,7 +317,8 @@ impl RunResult {
     /// Adds another run's counts and histograms to this one. Runs side by side (several
     /// processes or machines): counts, maps, bytes, CPU and histograms add up; `duration_s`
     /// takes the maximum, `started_unix_s` the earliest known (0 is unknown); `schema`,
-    /// `tool_version` and `config` stay the first result's; `error_samples` keeps the first
+    /// `tool_version`, `config` and `environment` stay the first result's (the first that has
+    /// one); `error_samples` keeps the first
     /// 10 distinct; `shards` lists every part's record; `intervals` add index by index (parts
     /// started together line up), as long as the longer, at the first non-zero `interval_s`
     /// — parts of different widths lose the series (`interval_s` 0; `hxlab merge` refuses
@@ -353,8 +359,12 @@ impl RunResult {
             shards,
             interval_s,
             intervals,
+            environment,
         } = o;
         self.merge_series(*interval_s, intervals);
+        if self.environment.is_none() {
+            self.environment = environment.clone();
+        }
         if self.schema == 0 {
             self.schema = *schema;
             self.tool_version = tool_version.clone();
@@ -529,6 +539,10 @@ mod tests {
                     iv
                 })
                 .collect(),
+            environment: Some(crate::env::Environment {
+                kernel: format!("kernel-{n}"),
+                ..Default::default()
+            }),
         }
     }
 
@@ -581,7 +595,10 @@ mod tests {
                 shards,
                 interval_s,
                 intervals,
+                environment,
             } = m;
+            // The first part's.
+            assert_eq!(environment, a.environment);
             // Index by index, as long as the longer (a has 2 intervals, b 4).
             assert_eq!(interval_s, 0.25);
             let sums: Vec<[u64; 6]> = intervals

@@ -9,7 +9,8 @@
 //! experiment's link factors) into a [`LinkConfig`], by one set of rules.
 //!
 //! What it is not: a traffic generator or a measurement tool (that is hxlab-load), nor a
-//! kernel qdisc; it does not touch routes or interfaces outside the two devices it creates.
+//! kernel qdisc. Outside its own two devices it changes nothing but an nftables table of its
+//! own that the kernel removes when hxlab exits, however it exits (see `nft`).
 //!
 //! ```no_run
 //! let link = hxlab_link::Link::start(hxlab_link::LinkConfig::from_profile("wpt:Cable")?)?;
@@ -21,6 +22,7 @@
 pub mod config;
 pub mod gso;
 pub mod model;
+mod nft;
 pub mod profiles;
 mod relay;
 pub mod settings;

@@ -17,12 +17,19 @@
 //!
 //! [`Pipe`]: crate::model::Pipe
 //!
-//! Cleanup leans on the kernel: TUN devices are not persistent (they vanish with their fd),
-//! the namespace is held only by an fd and the processes in it, commands get
-//! `PR_SET_PDEATHSIG(SIGKILL)`, and the /30 a link uses is claimed with an abstract unix
-//! socket that the kernel releases when hxlab dies.
+//! The namespace reaches whatever this side reaches: OUTER forwards (a setting of that
+//! device only) and the link's own nftables table masquerades the CLIENT's packets and
+//! brings replies back (see [`crate::nft`]); [`Link::expose`] makes servers bound to
+//! 127.0.0.1 here reachable at HOST.
+//!
+//! Cleanup leans on the kernel: TUN devices are not persistent (they vanish with their fd,
+//! and their per-device settings with them), the nftables table is owned by a netlink
+//! socket (it vanishes when the socket closes), the namespace is held only by an fd and the
+//! processes in it, commands get `PR_SET_PDEATHSIG(SIGKILL)`, and the /30 a link uses is
+//! claimed with an abstract unix socket that the kernel releases when hxlab dies.
 
 use crate::model::{Direction, DirectionStats, Pipe};
+use crate::nft::Table;
 use crate::relay::{monotonic_ns, relay, Carry, RelayCtx};
 use crate::sys::{cvt, os_err};
 use crate::tun::{open_tun, tun_open_error, Pool};
@@ -141,6 +148,64 @@ pub struct Link {
     relays: Vec<(Direction, JoinHandle<Result<DirectionStats, LinkError>>)>,
     outer_name: String,
     inner_name: String,
+    /// The nftables table that gives the namespace the host's reach, or why there is none.
+    reach: Result<std::sync::Mutex<Table>, String>,
+    /// The resolv.conf commands inside see, when not this side's own.
+    resolv: Option<ResolvConf>,
+}
+
+/// A resolv.conf of the link's own, bind-mounted over /etc/resolv.conf for its commands,
+/// removed when the link goes. (The kernel refuses to bind-mount an unlinked file, so a
+/// SIGKILL leaves this one small file in the temporary directory.)
+struct ResolvConf {
+    path: std::path::PathBuf,
+    c_path: CString,
+}
+
+impl ResolvConf {
+    fn write(slot: u32, text: &str) -> Result<ResolvConf, LinkError> {
+        let path = std::env::temp_dir().join(format!(
+            "hxlab-link-{}-{slot}-resolv.conf",
+            std::process::id()
+        ));
+        std::fs::write(&path, text)
+            .map_err(|e| LinkError::Setup(format!("writing {}: {e}", path.display())))?;
+        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| LinkError::Setup("resolv.conf path".into()))?;
+        Ok(ResolvConf { path, c_path })
+    }
+}
+
+impl Drop for ResolvConf {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Writes `net.ipv4.conf.DEV.KEY` (a setting of that device alone).
+fn set_dev_sysctl(dev: &str, key: &str, value: &str) -> Result<(), LinkError> {
+    let path = format!("/proc/sys/net/ipv4/conf/{dev}/{key}");
+    std::fs::write(&path, value).map_err(|e| LinkError::Setup(format!("writing {path}: {e}")))
+}
+
+/// The namespace's way out (see [`crate::nft`]): forwarding on OUTER only, and the link's
+/// own nftables table.
+fn start_reach(
+    outer: &str,
+    slot: u32,
+    host: Ipv4Addr,
+    client: Ipv4Addr,
+) -> Result<std::sync::Mutex<Table>, String> {
+    let c = CString::new(outer).map_err(|_| "device name".to_string())?;
+    // SAFETY: valid C string.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if index == 0 {
+        return Err(format!("{outer}: {}", std::io::Error::last_os_error()));
+    }
+    let table = Table::create(&format!("hxlab-link-{slot}"), host, client, index)
+        .map_err(|e| e.to_string())?;
+    set_dev_sysctl(outer, "forwarding", "1").map_err(|e| e.to_string())?;
+    Ok(std::sync::Mutex::new(table))
 }
 
 impl Link {
@@ -174,6 +239,7 @@ impl Link {
             "dev",
             &outer_name,
         ])?;
+        let reach = start_reach(&outer_name, slot.index, host, client);
 
         // Network namespaces are per thread: this thread moves into a new one, creates the
         // inner TUN there and configures it with `ip` children (which inherit the thread's
@@ -245,14 +311,88 @@ impl Link {
                 .map_err(|e| LinkError::Setup(format!("spawn relay thread: {e}")))?;
             relays.push((dir, h));
         }
-        Ok(Link {
+        let mut link = Link {
             slot,
             netns: Arc::new(netns),
             stops,
             relays,
             outer_name,
             inner_name,
-        })
+            reach,
+            resolv: None,
+        };
+        link.resolv = link.host_resolvers()?;
+        Ok(link)
+    }
+
+    /// Why the namespace cannot reach hosts beyond this machine, if it cannot (the link
+    /// itself works either way): no nf_tables, or no right to use it (rootless mode).
+    pub fn reach_error(&self) -> Option<&str> {
+        self.reach.as_ref().err().map(|s| s.as_str())
+    }
+
+    /// Makes a server on this side listening on `to`:`port` (e.g. one bound to 127.0.0.1
+    /// only) reachable from inside at [`Link::host_addr`]:`port`, TCP and UDP. Nothing
+    /// outside the link's namespace gets to it this way.
+    pub fn expose(&self, port: u16, to: Ipv4Addr) -> Result<(), LinkError> {
+        let reach = self
+            .reach
+            .as_ref()
+            .map_err(|e| LinkError::Setup(format!("cannot expose port {port} to the link: {e}")))?;
+        // Packets for 127/8 are taken from OUTER only with route_localnet on it (a setting
+        // of that device only, gone with it).
+        if to.is_loopback() {
+            set_dev_sysctl(&self.outer_name, "route_localnet", "1")?;
+        }
+        let mut table = reach.lock().unwrap_or_else(|p| p.into_inner());
+        table.expose(port, to)
+    }
+
+    /// Commands inside resolve names with `servers` (their /etc/resolv.conf names them
+    /// instead of this side's). Without this call they use this side's resolvers, a resolver
+    /// on 127.0.0.0/8 (systemd-resolved, dnsmasq) reached at [`Link::host_addr`].
+    pub fn use_dns(&mut self, servers: &[Ipv4Addr]) -> Result<(), LinkError> {
+        let text: String = servers
+            .iter()
+            .map(|s| format!("nameserver {s}\n"))
+            .collect();
+        self.resolv = Some(ResolvConf::write(self.slot.index, &text)?);
+        Ok(())
+    }
+
+    /// The resolv.conf commands inside get when this side's names a loopback resolver: the
+    /// same servers, a loopback one replaced by HOST (and exposed there). None when this
+    /// side's works as it is.
+    fn host_resolvers(&self) -> Result<Option<ResolvConf>, LinkError> {
+        let Ok(text) = std::fs::read_to_string("/etc/resolv.conf") else {
+            return Ok(None);
+        };
+        let mut loopback = None;
+        let mut out = String::new();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            if let (Some("nameserver"), Some(addr)) = (words.next(), words.next()) {
+                if let Ok(a) = addr.parse::<Ipv4Addr>() {
+                    if a.is_loopback() {
+                        if loopback.is_none() {
+                            loopback = Some(a);
+                            out.push_str(&format!("nameserver {}\n", self.host_addr()));
+                        }
+                        continue;
+                    }
+                }
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        let Some(lo) = loopback else {
+            return Ok(None);
+        };
+        if self.reach.is_err() {
+            return Ok(None);
+        }
+        self.expose(53, lo)?;
+        Ok(Some(ResolvConf::write(self.slot.index, &out)?))
     }
 
     /// The outside end's address (where servers outside are reached from inside).
@@ -281,11 +421,15 @@ impl Link {
         c.env("HXLAB_LINK_HOST", self.host_addr().to_string());
         c.env("HXLAB_LINK_CLIENT", self.client_addr().to_string());
         let ns = self.netns.as_raw_fd();
+        let resolv = self.resolv.as_ref().map(|r| r.c_path.clone());
         // SAFETY: the closure only makes async-signal-safe syscalls between fork and exec.
         unsafe {
             c.pre_exec(move || {
                 if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(path) = &resolv {
+                    bind_resolv_conf(path)?;
                 }
                 if libc::prctl(
                     libc::PR_SET_PDEATHSIG,
@@ -401,6 +545,36 @@ fn kill_namespace_members(ns: &OwnedFd) {
             }
         }
     }
+}
+
+/// Called between fork and exec (async-signal-safe calls only, no allocation): gives the
+/// command a mount namespace of its own where `path` is its /etc/resolv.conf.
+unsafe fn bind_resolv_conf(path: &CString) -> std::io::Result<()> {
+    if libc::unshare(libc::CLONE_NEWNS) != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // Mounts made here must not propagate back to the namespace we came from.
+    if libc::mount(
+        c"none".as_ptr(),
+        c"/".as_ptr(),
+        std::ptr::null(),
+        libc::MS_REC | libc::MS_SLAVE,
+        std::ptr::null(),
+    ) != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    if libc::mount(
+        path.as_ptr(),
+        c"/etc/resolv.conf".as_ptr(),
+        std::ptr::null(),
+        libc::MS_BIND,
+        std::ptr::null(),
+    ) != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Called between fork and exec (async-signal-safe calls only, no allocation): puts the

@@ -36,6 +36,7 @@ mod connect;
 pub mod h1;
 pub mod h2;
 pub mod h3;
+pub mod live;
 pub mod net;
 pub mod plan;
 pub mod precise_sleep;
@@ -55,7 +56,8 @@ mod worker;
 pub use config::{parse_header_arg, CongestionControl, LoadConfig, Proto, Shard};
 /// The HPACK and QPACK codecs the clients use (from hxlab-wire).
 pub use hxlab_wire::{hpack, qpack};
-pub use worker::{run, run_tapped};
+pub use live::Live;
+pub use worker::{run, run_live, run_tapped};
 
 /// Why a load run could not start (bad configuration, unreadable files, no threads).
 ///

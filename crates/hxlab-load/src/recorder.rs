@@ -112,6 +112,27 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// What it has counted so far, for live metrics.
+    pub fn live(&self) -> hxlab_contract::metrics::LoadLive {
+        let mut l = hxlab_contract::metrics::LoadLive {
+            started: self.started,
+            done: self.done,
+            succeeded: self.succeeded,
+            failed: self.failed,
+            bytes_received: self.bytes.total_received,
+            connections: self.connections,
+            latency: self.hist.latency.clone(),
+            errors: crate::live::errors(&self.errors),
+            ..Default::default()
+        };
+        for (code, n) in self.status.iter().enumerate() {
+            if *n > 0 {
+                l.status.insert(code as u16, *n);
+            }
+        }
+        l
+    }
+
     /// An empty recorder; recording starts with requests sent at or after `measure_start`.
     pub fn new(measure_start: Instant, measuring: bool) -> Recorder {
         Recorder {

@@ -146,6 +146,9 @@ fn finish(cfg: &LoadConfig, config: &mut ClientConfig) {
         config.resumption = rustls::client::Resumption::disabled();
     }
     config.enable_early_data = cfg.zero_rtt;
+    // SSLKEYLOGFILE, as curl, nghttp and browsers honour it: the TLS and QUIC secrets in NSS
+    // key log format, so Wireshark can decrypt a capture (nothing is written without it).
+    config.key_log = Arc::new(rustls::KeyLogFile::new());
 }
 
 thread_local! {

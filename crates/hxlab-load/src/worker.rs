@@ -32,9 +32,13 @@ struct Setup {
     deadline: Option<Instant>,
     /// Width of the time series' intervals (None: no series).
     interval: Option<Duration>,
+    /// Where workers publish their figures as they go (`--metrics-listen`).
+    live: Option<Arc<crate::live::Live>>,
 }
 
 struct WorkerSpec {
+    /// The worker's number, from 0.
+    index: usize,
     clients: u64,
     requests: u64,
     timetable: Option<crate::shard::Timetable>,
@@ -77,7 +81,15 @@ impl WorkerOutput {
 /// request failures are counted in the result. A run in which nothing worked has
 /// `requests_done == 0` and the first failure in `error_samples`.
 pub fn run(cfg: LoadConfig) -> Result<RunResult, LoadError> {
-    run_inner(cfg, None)
+    run_inner(cfg, None, None)
+}
+
+/// [`run`], with the figures published to `live` as the run goes (four times a second per
+/// worker) and its totals once it has ended.
+pub fn run_live(cfg: LoadConfig, live: Arc<crate::live::Live>) -> Result<RunResult, LoadError> {
+    let result = run_inner(cfg, None, Some(live.clone()))?;
+    live.finish(&result);
+    Ok(result)
 }
 
 /// Runs one client on one connection with `tap` installed on it (`hxlab trace`): the tap
@@ -91,10 +103,14 @@ pub fn run_tapped(
     cfg.threads = 1;
     cfg.clients = 1;
     cfg.progress = false;
-    run_inner(cfg, Some(Arc::new(std::sync::Mutex::new(tap))))
+    run_inner(cfg, Some(Arc::new(std::sync::Mutex::new(tap))), None)
 }
 
-fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunResult, LoadError> {
+fn run_inner(
+    cfg: LoadConfig,
+    tap: Option<crate::net::SharedTap>,
+    live: Option<Arc<crate::live::Live>>,
+) -> Result<RunResult, LoadError> {
     cfg.validate()?;
     let target = Target::from_config(&cfg)?;
     let connector = connector(&cfg, &target, tap.as_ref())?;
@@ -116,6 +132,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
         deadline,
         interval: (!cfg.interval.is_zero())
             .then(|| crate::series::width_for(cfg.interval, cfg.duration)),
+        live,
     });
 
     let mut handles = Vec::new();
@@ -124,6 +141,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
         let counter = Arc::new(AtomicU64::new(0));
         progress.push(counter.clone());
         let spec = WorkerSpec {
+            index: w,
             clients: share.clients,
             requests: share.requests,
             timetable: share.timetable,
@@ -144,6 +162,7 @@ fn run_inner(cfg: LoadConfig, tap: Option<crate::net::SharedTap>) -> Result<RunR
     let mut result = RunResult {
         schema: hxlab_core::result::SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        environment: Some(hxlab_core::env::Environment::here()),
         started_unix_s,
         config: run_config(&cfg),
         ..Default::default()
@@ -230,8 +249,10 @@ fn prime(cfg: &LoadConfig, target: &Target, connector: &Connector) -> Result<(),
         measure_start: start,
         deadline: None,
         interval: None,
+        live: None,
     });
     let spec = WorkerSpec {
+        index: 0,
         clients: 1,
         requests: 1,
         timetable: None,
@@ -279,6 +300,16 @@ fn side_tasks(setup: &Setup, spec: &WorkerSpec, rec: &SharedRecorder, cpu0: &Rc<
             tokio::time::sleep_until(at.into()).await;
             rec.borrow_mut().measuring = true;
             cpu0.set(thread_cpu());
+        });
+    }
+    if let Some(live) = &setup.live {
+        let (rec, live, index) = (rec.clone(), live.clone(), spec.index);
+        tokio::task::spawn_local(async move {
+            loop {
+                tokio::time::sleep(crate::live::PUBLISH_EVERY).await;
+                let figures = rec.borrow().live();
+                live.publish(index, figures);
+            }
         });
     }
     if setup.cfg.progress {

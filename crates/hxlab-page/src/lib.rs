@@ -12,6 +12,7 @@
 
 pub mod options;
 pub mod page;
+mod reach;
 pub mod replay;
 pub mod runs;
 mod started;

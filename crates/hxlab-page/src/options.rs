@@ -46,6 +46,8 @@ pub struct PageOptions {
     pub cpu_slowdown: f64,
     /// Load the page a second time in the same browser after each first view.
     pub repeat_view: bool,
+    /// Leave out every run in which a resource failed, answered 4xx/5xx or did not finish.
+    pub strict: bool,
     /// Congestion controller of the origin hxlab starts (synthetic page or replay), on TCP
     /// and QUIC alike (`hxlab serve --cc`); None: each stack's own default (the kernel's on
     /// TCP, Cubic on QUIC), which compares different controllers across protocols.
@@ -79,6 +81,7 @@ impl PageOptions {
             hxlab_bin,
             cpu_slowdown: job.cpu_slowdown,
             repeat_view: job.repeat_view,
+            strict: job.strict,
             server_cc: job.server_cc,
             scheduler: job.scheduler,
             notsent_lowat: job.notsent_lowat,

@@ -5,7 +5,7 @@
 use crate::options::PageOptions;
 use crate::started::Mapping;
 use hxlab_browser::{Launcher, PageConfig, Proto};
-use hxlab_child::origin::{loopback_to, temp_dir, Origin};
+use hxlab_child::origin::{temp_dir, Origin};
 use hxlab_link::Link;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +22,9 @@ pub struct PageSession {
     pub replay_stats: Option<std::net::SocketAddr>,
     /// The plain address of the origin started here (its `/stats`), if one was.
     pub origin_stats: Option<std::net::SocketAddr>,
+    /// With `--replay`: every host the recording has a request to (the others are outside
+    /// it).
+    pub recorded_hosts: Vec<String>,
     template: PageConfig,
     _origin: Option<Origin>,
     origin_dir: Option<PathBuf>,
@@ -65,11 +68,18 @@ impl PageSession {
             Some((s, dir)) => (s.url, vec![s.spki], Some(s.origin), Some(dir), s.mapping),
             None => {
                 let url = opts.url.clone().unwrap_or_default();
-                let url = match &link {
-                    Some(_) => loopback_to(&url, &host),
-                    None => url,
+                let (url, rules) = match &link {
+                    Some(l) => {
+                        let r = crate::reach::reach(&url, l)?;
+                        (r.url, r.rules)
+                    }
+                    None => (url, None),
                 };
-                (url, opts.spki.clone(), None, None, Mapping::default())
+                let mapping = Mapping {
+                    rules,
+                    ..Mapping::default()
+                };
+                (url, opts.spki.clone(), None, None, mapping)
             }
         };
         let origin_stats = origin.as_ref().map(|o| o.ready.plain);
@@ -87,6 +97,9 @@ impl PageSession {
         template.cpu_slowdown = opts.cpu_slowdown;
         template.repeat_view = opts.repeat_view;
         template.returning_visit = opts.returning_visit();
+        template.strict = opts.strict;
+        template.hosts_under_test = mapping.hosts;
+        let recorded_hosts = mapping.recorded_hosts;
         template.host_resolver_rules = mapping.rules;
         if opts.proto == Proto::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.
@@ -105,6 +118,7 @@ impl PageSession {
             link,
             replay_stats,
             origin_stats,
+            recorded_hosts,
             template,
             _origin: origin,
             origin_dir,

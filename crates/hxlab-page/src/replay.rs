@@ -6,7 +6,7 @@ use crate::options::PageOptions;
 use crate::started::{Mapping, Started};
 use hxlab_child::origin::{Origin, OriginOptions};
 use hxlab_contract::ReplayCounts;
-use hxlab_core::har::{Archive, HarOrigin, RecordedStart};
+use hxlab_core::har::{Archive, FailureKind, HarOrigin, RecordedStart};
 use hxlab_core::Proto;
 use std::path::Path;
 
@@ -40,6 +40,9 @@ pub fn replay_notes(har: &Path, proto: Proto) -> Result<Vec<String>, String> {
             }
         ));
     }
+    if let Some(failures) = archive.failures_text() {
+        notes.push(format!("{}: {failures}", har.display()));
+    }
     if let Some(skipped) = archive.skipped_text() {
         notes.push(format!(
             "{}: {skipped} (nothing can replay them)",
@@ -49,26 +52,46 @@ pub fn replay_notes(har: &Path, proto: Proto) -> Result<Vec<String>, String> {
     Ok(notes)
 }
 
+/// A port nothing listens on at the replay server's address: a recorded origin that could
+/// not be reached is sent there, and refused at once.
+const REFUSING_PORT: u16 = 1;
+
 /// `--host-resolver-rules` sending every recorded origin to `bind`: https origins to the
 /// TLS port (h3 shares its number), http ones to the plain port. Rules name `host:port`, so
-/// an archive with both schemes on one host maps each to its own listener.
-pub(crate) fn resolver_rules(origins: &[HarOrigin], bind: &str, tls: u16, plain: u16) -> String {
-    let bind = match bind.parse::<std::net::Ipv6Addr>() {
-        Ok(_) => format!("[{bind}]"),
-        Err(_) => bind.to_string(),
+/// an archive with both schemes on one host maps each to its own listener. Origins whose
+/// requests failed in the recording fail again, promptly: a name that did not resolve does
+/// not resolve (`~NOTFOUND`), an origin that could not be reached is refused. Every other
+/// host does not resolve either (Chromium applies the first rule that matches): a request
+/// of the page outside the recording fails at once instead of reaching the network, and so
+/// does the browser's own background traffic (update and time checks), which would
+/// otherwise share the emulated link with the page.
+pub(crate) fn resolver_rules(
+    origins: &[HarOrigin],
+    failed: &[(HarOrigin, FailureKind)],
+    bind: &str,
+    tls: u16,
+    plain: u16,
+) -> String {
+    let bracket = |h: &str| match h.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("[{h}]"),
+        Err(_) => h.to_string(),
     };
-    origins
+    let bind = bracket(bind);
+    let mut rules: Vec<String> = origins
         .iter()
         .map(|o| {
-            let host = match o.host.parse::<std::net::Ipv6Addr>() {
-                Ok(_) => format!("[{}]", o.host),
-                Err(_) => o.host.clone(),
-            };
             let port = if o.scheme == "https" { tls } else { plain };
-            format!("MAP {host}:{} {bind}:{port}", o.port)
+            format!("MAP {}:{} {bind}:{port}", bracket(&o.host), o.port)
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    for (o, kind) in failed {
+        rules.push(match kind {
+            FailureKind::NameNotResolved => format!("MAP {} ~NOTFOUND", bracket(&o.host)),
+            _ => format!("MAP {}:{} {bind}:{REFUSING_PORT}", bracket(&o.host), o.port),
+        });
+    }
+    rules.push("MAP * ~NOTFOUND".to_string());
+    rules.join(", ")
 }
 
 /// Starts `hxlab serve --replay har` on `bind` and maps the archive's origins to it.
@@ -94,6 +117,7 @@ pub(crate) fn replay_origin(
     }
     let rules = resolver_rules(
         &archive.origins,
+        &archive.failed_origins(),
         bind,
         origin.ready.tls.port(),
         origin.ready.plain.port(),
@@ -111,6 +135,13 @@ pub(crate) fn replay_origin(
         mapping: Mapping {
             rules: Some(rules),
             force_quic,
+            hosts: archive.hosts().into_iter().map(str::to_string).collect(),
+            recorded_hosts: archive
+                .origins
+                .iter()
+                .map(|o| o.host.clone())
+                .chain(archive.failures.iter().map(|f| f.parts.origin.host.clone()))
+                .collect(),
         },
     })
 }
@@ -128,6 +159,28 @@ fn miss_key(method: &str, url: &str) -> Option<String> {
         "{method} {}://{host}{}{q}{}",
         u.origin.scheme, u.path, u.query
     ))
+}
+
+/// Counts the page's requests to hosts the recording never saw (`recorded_hosts` holds
+/// every host it has a request to) as outside the recording: the browser was told those
+/// names do not resolve, so they failed at once without reaching the replay server.
+pub fn add_outside(
+    counts: &mut ReplayCounts,
+    resources: &[hxlab_core::page::ResourceTiming],
+    recorded_hosts: &[String],
+) {
+    for r in resources {
+        let Some(host) = hxlab_core::page::url_host(&r.url) else {
+            continue;
+        };
+        if recorded_hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
+            continue;
+        }
+        counts.tally.outside += 1;
+        if counts.outside_urls.len() < 1000 {
+            counts.outside_urls.push(format!("GET {}", r.url));
+        }
+    }
 }
 
 /// Why a run's replay does not count as clean: resources of the page that missed the
@@ -189,13 +242,21 @@ mod tests {
                 o("http", "a.test", 80),
                 o("https", "::1", 8443),
             ],
+            &[
+                (
+                    o("https", "api.x.invalid", 443),
+                    FailureKind::NameNotResolved,
+                ),
+                (o("https", "down.test", 8443), FailureKind::Unreachable),
+            ],
             "10.0.0.1",
             9443,
             9080,
         );
         assert_eq!(
             rules,
-            "MAP a.test:443 10.0.0.1:9443, MAP a.test:80 10.0.0.1:9080, MAP [::1]:8443 10.0.0.1:9443"
+            "MAP a.test:443 10.0.0.1:9443, MAP a.test:80 10.0.0.1:9080, MAP [::1]:8443 10.0.0.1:9443, \
+             MAP api.x.invalid ~NOTFOUND, MAP down.test:8443 10.0.0.1:1, MAP * ~NOTFOUND"
         );
     }
 
@@ -219,6 +280,27 @@ mod tests {
             priority: String::new(),
             priority_header: None,
         }
+    }
+
+    #[test]
+    fn requests_to_hosts_the_recording_never_saw_are_outside_it() {
+        let mut counts = ReplayCounts::default();
+        let recorded = vec!["a.test".to_string(), "api.x.invalid".to_string()];
+        add_outside(
+            &mut counts,
+            &[
+                resource("https://a.test:8443/"),
+                resource("https://api.x.invalid/b"),
+                resource("https://tracker.example/t.js"),
+            ],
+            &recorded,
+        );
+        assert_eq!(counts.tally.outside, 1);
+        assert_eq!(counts.tally.misses, 0);
+        assert_eq!(
+            counts.outside_urls,
+            vec!["GET https://tracker.example/t.js"]
+        );
     }
 
     #[test]

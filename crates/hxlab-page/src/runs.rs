@@ -232,6 +232,21 @@ fn record_run(path: &Path, run: &PageRun, text: &mut dyn Write) -> Result<bool, 
     hxlab_core::files::write_output(path, &body)
         .map_err(io(format!("writing {}", path.display())))?;
     writeln!(text, "     recorded into {}", path.display())?;
+    let p = &run.problems;
+    if p.failed + p.unfinished > 0 {
+        writeln!(
+            text,
+            "     note: the recording keeps {} request(s) that got no answer as failed entries (with `_error`); replay makes them fail the same way",
+            p.failed + p.unfinished
+        )?;
+    }
+    if p.http_errors > 0 {
+        writeln!(
+            text,
+            "     note: {} 4xx/5xx answer(s) recorded as they came; replay answers them the same",
+            p.http_errors
+        )?;
+    }
     Ok(true)
 }
 
@@ -244,7 +259,8 @@ fn replay_counts(
     let Some(plain) = session.replay_stats else {
         return Ok(None);
     };
-    let counts = hxlab_child::get_replay_counts(plain, false).map_err(PageError::Failed)?;
+    let mut counts = hxlab_child::get_replay_counts(plain, false).map_err(PageError::Failed)?;
+    crate::replay::add_outside(&mut counts, &run.resources, &session.recorded_hosts);
     if let Some(why) = crate::replay::replay_flag(&counts, &run.resources) {
         run.flag = Some(match run.flag.take() {
             Some(f) => format!("{f}; {why}"),

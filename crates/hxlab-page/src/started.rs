@@ -9,6 +9,10 @@ use hxlab_child::origin::Origin;
 pub(crate) struct Mapping {
     pub rules: Option<String>,
     pub force_quic: Vec<String>,
+    /// The hosts under test (those mapped to our origin); empty: every host.
+    pub hosts: Vec<String>,
+    /// With a replay: every host the recording has a request to, answered or failed.
+    pub recorded_hosts: Vec<String>,
 }
 
 /// An origin started for the page: the URL to load, the key to trust, the server, and how

@@ -67,6 +67,7 @@ pub fn run_rows(
     if let Some(c) = replay {
         writeln!(text, "     replay: {}", replay_line(c))?;
     }
+    problem_rows(text, run)?;
     if let Some(flag) = &run.flag {
         writeln!(text, "     ^ left out: {flag}")?;
     }
@@ -77,9 +78,29 @@ pub fn run_rows(
         };
         writeln!(text, "{}", run_row(&label, rv))?;
         writeln!(text, "     used: {}", rv.shares.describe())?;
+        problem_rows(text, rv)?;
         if let Some(flag) = &rv.flag {
             writeln!(text, "     ^ {} left out: {flag}", view_name(rv.view))?;
         }
+    }
+    Ok(())
+}
+
+/// A run's resources that did not load cleanly (up to [`hxlab_core::page::MAX_NAMED`] of
+/// them named), and the hosts the protocol check left out.
+fn problem_rows(text: &mut dyn Write, run: &PageRun) -> std::io::Result<()> {
+    if let Some(line) = run.problems.text() {
+        writeln!(text, "     resources: {line}")?;
+        for r in run.problems.first.iter().skip(1) {
+            writeln!(text, "       also: {}", r.text())?;
+        }
+    }
+    if !run.outside_protocol_check.is_empty() {
+        writeln!(
+            text,
+            "     protocol check: not counted, hosts outside the origins under test: {}",
+            run.outside_protocol_check.join("; ")
+        )?;
     }
     Ok(())
 }
@@ -129,6 +150,9 @@ pub fn footer(
             "  early hints: the browser received 103 in {} of {} run(s); {} resource(s) were served from the preloads it started on them",
             rep.early_hints_runs, rep.finished_runs, rep.preloads_used
         )?;
+    }
+    for l in rep.problems.lines("runs") {
+        writeln!(text, "  resources: {l}")?;
     }
     for l in &summary.left_out {
         writeln!(text, "  left out: {l}")?;
@@ -232,12 +256,28 @@ fn replay_line(c: &ReplayCounts) -> String {
     );
     if t.browser_own > 0 {
         line.push_str(&format!(
-            " ({} request(s) the browser made on its own, e.g. /favicon.ico, not in the recording: answered 404, not counted as misses)",
+            " ({} request(s) the browser made on its own, /favicon.ico or an icon the page declares, not in the recording: answered 404, not counted as misses)",
             t.browser_own
+        ));
+    }
+    if t.outside > 0 {
+        line.push_str(&format!(
+            ", {} outside the recording (hosts it never saw: failed at once, not misses)",
+            t.outside
+        ));
+    }
+    if t.recorded_failures > 0 {
+        line.push_str(&format!(
+            ", {} failed as recorded (answered {})",
+            t.recorded_failures,
+            hxlab_core::har::RECORDED_FAILURE_STATUS
         ));
     }
     for u in c.miss_urls.iter().take(5) {
         line.push_str(&format!("\n       missed: {u}"));
+    }
+    for u in c.outside_urls.iter().take(3) {
+        line.push_str(&format!("\n       outside the recording: {u}"));
     }
     line
 }

@@ -6,7 +6,9 @@ use crate::page::PageSession;
 use hxlab_contract::{
     EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, SyntheticPage,
 };
-use hxlab_core::page::{Outcome, PageRun, PageSummary, PageTotals, PUSH_REMOVED_IN};
+use hxlab_core::page::{
+    Outcome, PageRun, PageSummary, PageTotals, ProblemsAcross, PUSH_REMOVED_IN,
+};
 
 /// Sums up the runs; left-out runs are numbered by their position among all runs.
 pub fn report(outcomes: &[Outcome], push: bool) -> PageTotals {
@@ -59,7 +61,17 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageTotals {
         finished_runs: measured.len(),
         early_hints_runs: measured.iter().filter(|r| r.early_hints > 0).count(),
         preloads_used: measured.iter().map(|r| r.early_hint_preloads_used).sum(),
+        problems: problems_across(&measured),
     }
+}
+
+/// What went wrong with resources over the runs that finished.
+fn problems_across(measured: &[PageRun]) -> ProblemsAcross {
+    let mut across = ProblemsAcross::default();
+    for r in measured {
+        across.add(&r.problems);
+    }
+    across
 }
 
 /// The summary of the repeat views (`None` when no run has one). A run whose repeat view is

@@ -99,6 +99,9 @@ pub struct CellSummary {
     pub replay: Option<hxlab_core::har::ReplayOutcome>,
     /// Repetitions whose replay had at least one miss.
     pub replay_missed_runs: usize,
+    /// A page's resources that failed, answered 4xx/5xx or did not finish, over the
+    /// repetitions that loaded it (browser workload).
+    pub page_problems: hxlab_core::page::ProblemsAcross,
     /// What hxlab's origin sent with, read back, over every repetition: the scheduler (None
     /// when repetitions disagree or it was not said), the marks and priorities summed. None
     /// for other origins.
@@ -326,6 +329,9 @@ fn add_read_back(s: &mut CellSummary, r: &Record) {
     hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
     if let Some(rp) = &r.replay {
         add_replay(s, rp);
+    }
+    if let Some(p) = &r.page_problems {
+        s.page_problems.add(p);
     }
     if let Some(seen) = &r.scheduling {
         match &mut s.scheduling {

@@ -173,6 +173,15 @@ pub struct Record {
     /// answered from the recording in this repetition (hits, near misses, misses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<hxlab_core::har::ReplayOutcome>,
+    /// Where and with what the repetition ran: hxlab's version and commit, kernel, CPU,
+    /// default congestion controller and the peers' versions. None in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<hxlab_core::env::Environment>,
+    /// A page load's resources that failed, answered 4xx/5xx or did not finish (browser
+    /// workload): counted beside the figures instead of making the repetition unclean.
+    /// None for other workloads and for records written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_problems: Option<hxlab_core::page::ResourceProblems>,
 }
 
 impl Record {
@@ -203,11 +212,21 @@ impl Record {
     /// True when the run produced a result with no failed request and no error. (Open-model
     /// runs, which the lab does not make, may also end with requests unanswered at the
     /// deadline; that is not a failure, and [`Record::failure_text`] names them.)
+    ///
+    /// A page load's failed or unfinished resources ([`Record::page_problems`]) are counted
+    /// there, not held against the repetition: the page loaded (else `hxlab page` left the
+    /// run out, and `error` says why).
     pub fn is_clean(&self) -> bool {
+        let page_failures = self
+            .page_problems
+            .as_ref()
+            .map_or(0, |p| u64::from(p.failed + p.unfinished));
         self.error.is_none()
             && self.skipped.is_none()
             && self.result.as_ref().is_some_and(|r| {
-                r.requests_done > 0 && r.requests_failed == 0 && r.errors.total() == 0
+                r.requests_done > 0
+                    && r.requests_failed <= page_failures
+                    && r.errors.total() <= page_failures
             })
     }
 }
@@ -283,6 +302,9 @@ pub struct ExperimentMeta {
     /// or `speed_index` instead of the load event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<Metric>,
+    /// Where and with what the experiment ran (as its records say); None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<hxlab_core::env::Environment>,
 }
 
 impl ExperimentMeta {

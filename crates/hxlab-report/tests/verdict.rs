@@ -491,6 +491,88 @@ fn a_replay_that_missed_the_recording_is_named() {
         .any(|w| w.contains("protocol=h3") && w.contains("missed 1 request(s)")));
 }
 
+/// A page load's one failed resource, a beacon of another site, as `hxlab page` counts it;
+/// the record's RunResult has it as a failed request, as `PageRun::to_run_result` writes it.
+fn with_failed_beacon(r: &mut Record) {
+    use hxlab_core::page::{Party, ProblemKind, ProblemResource, ResourceProblems};
+    let mut p = ResourceProblems::default();
+    p.add(ProblemResource {
+        method: "POST".into(),
+        url: "https://beacon.example/collect".into(),
+        kind: ProblemKind::Failed,
+        detail: "net::ERR_CONNECTION_REFUSED".into(),
+        party: Party::Third,
+    });
+    r.page_problems = Some(p);
+    let res = r.result.as_mut().expect("result");
+    res.requests_started += 1;
+    res.requests_failed += 1;
+    res.errors.other += 1;
+}
+
+#[test]
+fn failed_page_resources_are_grouped_and_a_pair_whose_failures_differ_says_so() {
+    // The beacon failed in every h2 run and in no h3 run.
+    let mut records = browser_records(true);
+    for r in records.iter_mut().filter(|r| r.cell == "protocol=h2") {
+        with_failed_beacon(r);
+        r.page_problems.get_or_insert_with(Default::default);
+    }
+    for r in records.iter_mut().filter(|r| r.cell == "protocol=h3") {
+        r.page_problems = Some(Default::default());
+    }
+    let r = Report::build(browser_meta(hxlab_report::Metric::LcpS), records.clone());
+    // The runs with the failed beacon still count: LCP and load in every cell.
+    for c in &r.cells {
+        assert_eq!((c.values.len(), c.failed), (5, 0), "{}", c.key);
+    }
+    let v = r.verdict();
+    let problems: Vec<&str> = v
+        .lines
+        .iter()
+        .filter(|l| l.problem == Some(Problem::ResourcesFailed))
+        .map(|l| l.text.as_str())
+        .collect();
+    assert_eq!(
+        problems,
+        vec!["page resources failed: h2: 1 resource failed in 5 of 5 runs: POST https://beacon.example/collect (net::ERR_CONNECTION_REFUSED, third party)"]
+    );
+    assert!(
+        v.headline.ends_with(
+            "Page resources failed in 1 cell(s) (!); the pages loaded, so their runs count."
+        ),
+        "{}",
+        v.headline
+    );
+    assert!(!v.headline.contains("have problems"), "{}", v.headline);
+    let pairs = texts(&r, Kind::Significant);
+    assert!(
+        pairs[0].starts_with("LCP: h3 vs h2: ")
+            && pairs[0].ends_with("; their failures differ, so the difference is not the protocol's alone: h3 none, h2 1 failed in 5 of 5 (POST https://beacon.example/collect)"),
+        "{pairs:?}"
+    );
+    // The same failure on both sides: grouped, but the pair is like for like.
+    for r in records.iter_mut().filter(|r| r.cell == "protocol=h3") {
+        with_failed_beacon(r);
+    }
+    let r = Report::build(browser_meta(hxlab_report::Metric::LcpS), records);
+    let v = r.verdict();
+    assert!(v.lines.iter().all(|l| !l.text.contains("failures differ")));
+    let grouped: Vec<&hxlab_report::verdict::Line> = v
+        .lines
+        .iter()
+        .filter(|l| l.problem == Some(Problem::ResourcesFailed))
+        .collect();
+    assert_eq!(grouped.len(), 1);
+    assert!(
+        grouped[0]
+            .text
+            .starts_with("page resources failed ×2 (first: h2: 1 resource failed in 5 of 5 runs"),
+        "{}",
+        grouped[0].text
+    );
+}
+
 /// One repetition of a scheduler sweep: `secs` to the last byte, with what hxlab's origin
 /// read back (the scheduler it ran, the 16 KiB mark on every TCP connection, and on h2 the
 /// default priority of its 30 responses).

@@ -1,8 +1,11 @@
 //! `hxlab serve --replay site.har`: every request is answered from a HAR archive (matching in
 //! `hxlab_core::har`), and every answer is counted: hits, near misses (with the URL asked
 //! for and the one served) and misses (answered 404 with `x-hxlab-replay: miss`); the
-//! browser's own `/favicon.ico`, which no recording holds, is answered 404 and counted apart
-//! (`browser_own`, `x-hxlab-replay: browser-own`). The counters are served at
+//! browser's own `/favicon.ico` and the icons the recorded pages declare, which a recording
+//! of the page's traffic lacks, are answered 404 and counted apart (`browser_own`,
+//! `x-hxlab-replay: browser-own`); so are requests to hosts the recording never saw
+//! (`outside`, `x-hxlab-replay: outside`) and requests it holds as failed on a host that
+//! answered others (`recorded_failures`, 502, `x-hxlab-replay: recorded-failure`). The counters are served at
 //! `/replay-stats` as hxlab-contract's `ReplayCounts`; `?reset=1` also zeroes them and
 //! starts every recorded sequence over, as `hxlab page --replay` does before each page load.
 
@@ -12,7 +15,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::StatusCode;
 use hxlab_contract::{NearMiss, NearMissRule, ReplayCounts};
-use hxlab_core::har::{Archive, MatchKind};
+use hxlab_core::har::{Archive, MatchKind, RECORDED_FAILURE_STATUS};
 use std::sync::Mutex;
 
 /// URLs kept per list in the counters; the counts go on past it.
@@ -68,19 +71,43 @@ impl Replay {
         let found = self.archive.answer(method, scheme, host, path, query);
         let mut c = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let Some((rec, kind)) = found else {
-            if hxlab_core::har::is_browser_own(method, path, query) {
-                c.tally.browser_own += 1;
-                drop(c);
-                let mut r = Reply::text(
-                    StatusCode::NOT_FOUND,
-                    format!(
-                        "the browser's own request, not in the replayed archive: {method} {}\n",
-                        asked()
-                    ),
-                );
+            let unanswered = |status, text: String, tag| {
+                let mut r = Reply::text(status, text);
                 r.headers
-                    .push((REPLAY_HEADER, HeaderValue::from_static("browser-own")));
-                return r;
+                    .push((REPLAY_HEADER, HeaderValue::from_static(tag)));
+                r
+            };
+            if let Some(f) = self.archive.failure_of(method, scheme, host, path, query) {
+                c.tally.recorded_failures += 1;
+                let status = StatusCode::from_u16(RECORDED_FAILURE_STATUS)
+                    .unwrap_or(StatusCode::BAD_GATEWAY);
+                let text = format!(
+                    "failed in the recording ({}): {method} {}\n",
+                    f.error,
+                    asked()
+                );
+                return unanswered(status, text, "recorded-failure");
+            }
+            if hxlab_core::har::is_browser_own(method, path, query)
+                || self.archive.is_declared_icon(method, host, path, query)
+            {
+                c.tally.browser_own += 1;
+                let text = format!(
+                    "the browser's own request, not in the replayed archive: {method} {}\n",
+                    asked()
+                );
+                return unanswered(StatusCode::NOT_FOUND, text, "browser-own");
+            }
+            if !self.archive.knows_host(host) {
+                c.tally.outside += 1;
+                if c.outside_urls.len() < MAX_LISTED {
+                    c.outside_urls.push(format!("{method} {}", asked()));
+                }
+                let text = format!(
+                    "outside the recording (it holds no request to {host}): {method} {}\n",
+                    asked()
+                );
+                return unanswered(StatusCode::NOT_FOUND, text, "outside");
             }
             c.tally.misses += 1;
             if c.miss_urls.len() < MAX_LISTED {
@@ -146,5 +173,6 @@ impl Replay {
     }
 }
 
-/// `x-hxlab-replay: hit | near-miss | miss` on every replayed answer.
+/// `x-hxlab-replay: hit | near-miss | miss | browser-own | outside | recorded-failure` on
+/// every replayed answer.
 pub(crate) const REPLAY_HEADER: HeaderName = HeaderName::from_static("x-hxlab-replay");

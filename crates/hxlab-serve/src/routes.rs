@@ -154,7 +154,7 @@ pub(crate) fn route_target(
     if path == "/replay-stats" {
         return replay_stats(ctx, query);
     }
-    if let (Some(replay), false) = (&ctx.replay, path == "/stats") {
+    if let (Some(replay), false) = (&ctx.replay, path == "/stats" || path == "/metrics") {
         let host = target.host.unwrap_or("");
         // `Host: a.test:8443` and `[::1]:8443` name the host without the port.
         let host = match host.strip_prefix('[') {
@@ -183,6 +183,15 @@ pub(crate) fn route_target(
         page_endpoint(ctx, query)
     } else if path == "/stats" {
         counters(serde_json::to_vec(&ctx.stats.snapshot()))
+    } else if path == "/metrics" {
+        let text = hxlab_contract::metrics::serve_metrics(&ctx.stats.snapshot());
+        let mut r = Reply::new(
+            StatusCode::OK,
+            hxlab_contract::metrics::CONTENT_TYPE,
+            BodySpec::Bytes(Bytes::from(text)),
+        );
+        r.counted = false;
+        r
     } else if path == "/" || path == "/index.html" {
         Reply::new(
             StatusCode::OK,
@@ -193,7 +202,7 @@ pub(crate) fn route_target(
         Reply::text(
             StatusCode::NOT_FOUND,
             format!(
-                "not found: {path}; endpoints: /bytes/N /option /delay/MS /status/CODE /headers /static/PATH /page /stats /\n"
+                "not found: {path}; endpoints: /bytes/N /option /delay/MS /status/CODE /headers /static/PATH /page /stats /metrics /\n"
             ),
         )
     };

@@ -118,6 +118,8 @@ impl Identity {
             .with_single_cert(self.certs.clone(), self.key.clone_key())
             .map_err(cert_err)?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // SSLKEYLOGFILE: the session secrets in NSS key log format (see docs/serve.md).
+        config.key_log = Arc::new(rustls::KeyLogFile::new());
         if early_data {
             config.max_early_data_size = 16 * 1024;
             config.send_half_rtt_data = true;
@@ -138,6 +140,7 @@ impl Identity {
             .with_single_cert(self.certs.clone(), self.key.clone_key())
             .map_err(cert_err)?;
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        tls.key_log = Arc::new(rustls::KeyLogFile::new());
         // Accept QUIC 0-RTT from resuming clients (quinn wants exactly u32::MAX or 0 here).
         tls.max_early_data_size = u32::MAX;
         let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(cert_err)?;

@@ -94,6 +94,10 @@ fn install_hint(name: &str) -> String {
         "nginx" => "nginx-light",
         "ab" => "apache2-utils",
         "ip" => "iproute2",
+        "nft" => "nftables",
+        "dnsmasq" => "dnsmasq-base",
+        "dumpcap" => "tshark",
+        "promtool" => "prometheus",
         "podman" => "podman runc",
         "kubernetes-validate" => {
             return "install it with `pip install kubernetes-validate` (in a venv) and put it on PATH"

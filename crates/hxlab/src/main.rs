@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 /// Should we turn on HTTP/2 or HTTP/3, and what does it buy us here?
 #[derive(Parser, Debug)]
-#[command(name = "hxlab", version, about, long_about = None, propagate_version = true)]
+#[command(name = "hxlab", version = VERSION, about, long_about = None, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,7 +44,20 @@ enum Command {
     Probe(cmd::probe::Args),
 }
 
+/// `hxlab --version`: the version, the commit it was built from, and its optional features.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("HXLAB_COMMIT"),
+    "; optional features: none)"
+);
+
 fn main() -> ExitCode {
+    hxlab_core::env::set_build(hxlab_core::env::Build {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        commit: env!("HXLAB_COMMIT").to_string(),
+        features: Vec::new(),
+    });
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),

@@ -705,6 +705,25 @@ fn compare_small_writes_the_reports() {
         assert!(out.join(f).is_file(), "{f} missing");
     }
     assert!(stdout.contains("runner overhead:"), "{stdout}");
+    // Every record, experiment.json and summary.json say where they were produced, and the
+    // report ends with it.
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let records = std::fs::read_to_string(out.join("results.jsonl")).expect("records");
+    for line in records.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("record");
+        assert_eq!(r["environment"]["kernel"], kernel.trim(), "{line}");
+        assert_eq!(
+            r["environment"]["hxlab"]["version"],
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    for f in ["experiment.json", "summary.json"] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join(f)).expect(f)).expect(f);
+        assert_eq!(v["environment"]["kernel"], kernel.trim(), "{f}");
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(md.contains("Produced by hxlab "), "{md}");
     // Every cell spoke the protocol it asked for, and warnings name the right cell (network
     // cells sharing one link once all warned with the first cell's name).
     assert!(

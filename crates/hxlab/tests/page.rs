@@ -794,3 +794,64 @@ fn synthetic_page_behind_an_emulated_link() {
         assert_no_browser_left(tmp.path());
     }
 }
+
+/// A page whose load event never comes (an image the server never answers) still counts
+/// by its largest paint: the wait for the load ends in time to measure it (15 s limit: at
+/// 5 s), the image is listed as unfinished, and there is no load time.
+#[test]
+fn a_page_whose_load_event_never_comes_counts_by_its_largest_paint() {
+    if require_peer("chromium").is_none() || require_peer("python3").is_none() {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-page-hung");
+    let script = "import http.server,time\n\
+        class Q(http.server.BaseHTTPRequestHandler):\n    protocol_version='HTTP/1.1'\n    def log_message(self,*a): pass\n    def do_GET(self):\n        if self.path=='/hang':\n            time.sleep(120)\n            return\n        b=b'<!doctype html><h1>a heading that paints</h1><img src=\"/hang\">'\n        self.send_response(200); self.send_header('content-type','text/html'); self.send_header('content-length',str(len(b))); self.end_headers(); self.wfile.write(b)\n\
+        s=http.server.ThreadingHTTPServer(('127.0.0.1',0),Q)\n\
+        print(s.server_address[1],flush=True)\n\
+        s.serve_forever()\n";
+    let mut py = PeerProcess::spawn(
+        Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .stdout(Stdio::piped()),
+    );
+    let mut line = String::new();
+    BufReader::new(py.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("python port");
+    let port: u16 = line.trim().parse().expect("port");
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, json, err) = page(
+        tmp.path(),
+        &[
+            &url,
+            "--proto",
+            "h1",
+            "--runs",
+            "1",
+            "--timeout",
+            "15s",
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(code, Some(0), "stderr: {err}");
+    let json = json.expect("a --json document");
+    let entry = &json.runs[0];
+    let run = measured(entry);
+    assert!(entry.counted(), "{:?}", run.flag);
+    assert!(run.lcp_ms.is_some_and(|l| l > 0.0), "{:?}", run.lcp_ms);
+    assert!(
+        run.load_ms < 0.0,
+        "no load event, no load time: {}",
+        run.load_ms
+    );
+    let p = &run.problems;
+    assert_eq!((p.unfinished, p.failed), (1, 0), "{p:?}");
+    assert_eq!(p.first[0].url, format!("http://127.0.0.1:{port}/hang"));
+    assert!(
+        !json.summary.metrics.contains_key("load_ms") || json.summary.metrics["load_ms"].n == 0
+    );
+    assert_no_browser_left(tmp.path());
+}

@@ -1,10 +1,14 @@
 //! A real site nobody here wrote: a page of the Python 3.11 manual (Debian's python3.11-doc,
 //! Sphinx HTML with its CSS, JavaScript and images) served by nginx under three host names
-//! (pages, static, images), started by the test. It is recorded with `hxlab page --record`
-//! through an http:// start URL that nginx redirects to https, replayed over h1, h2 and h3
-//! (exit 0, no miss, every body identical to the file nginx served), and compared with
-//! `hxlab compare --har` behind two networks (a report with the verdict and a waterfall per
-//! cell).
+//! (pages, static, images), started by the test. Like real pages it is not perfect: a script
+//! fetches an API on a host that does not resolve ([`BROKEN_API`]), and the page declares
+//! its icon on the asset host (`<link rel="icon">`, a file nothing else loads). It is
+//! recorded with `hxlab page --record` through an http:// start URL that nginx redirects to
+//! https (every run counts, the failed fetch listed beside the figures, exit 0), replayed
+//! over h1, h2 and h3 (exit 0, no miss, the fetch failing again as recorded, every body
+//! identical to the file nginx served; with `--strict` the run is left out), and compared
+//! with `hxlab compare --har` behind two networks (a report with the verdict, LCP and load
+//! in every cell, the failed fetch among the grouped problems, and a waterfall per cell).
 
 mod common;
 
@@ -13,7 +17,7 @@ use common::{
     free_port, hxlab, make_cert_for, require_peer, require_root, run_with_timeout, PeerProcess,
 };
 use hxlab_contract::{PageReport, PageRunEntry};
-use hxlab_core::page::{Outcome, PageRun};
+use hxlab_core::page::{Outcome, PageRun, Party};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,6 +28,8 @@ const MANUAL: &str = "/usr/share/doc/python3.11/html";
 /// The page: Sphinx HTML with stylesheets, scripts, an SVG logo and a PNG screenshot.
 const PAGE: &str = "library/tkinter.messagebox.html";
 const HOSTS: [&str; 3] = ["pages.localhost", "static.localhost", "images.localhost"];
+/// What the page's script fetches: a host under `.invalid` (RFC 6761), which never resolves.
+const BROKEN_API: &str = "https://api.hxlab.invalid/v1/beacon?page=messagebox";
 
 /// nginx serving the manual: `pages` the page (its asset references pointed at the other two
 /// hosts), `static` the manual's `_static/`, `images` its `_images/`; a plain port that
@@ -68,6 +74,23 @@ impl Site {
             html.contains("https://images.localhost"),
             "the page lost its image"
         );
+        // The imperfections of a real page: a third-party API that does not answer, and an
+        // icon on the asset host that only the browser itself asks for.
+        let declared = format!(
+            "<link rel=\"shortcut icon\" type=\"image/png\" href=\"https://static.localhost:{tls}/_static/py.svg\" />"
+        );
+        assert!(html.contains(&declared), "the page lost its icon");
+        let html = html
+            .replacen(
+                &declared,
+                &format!("<link rel=\"icon\" type=\"image/png\" href=\"https://static.localhost:{tls}/_static/py.png\" />"),
+                1,
+            )
+            .replacen(
+                "</head>",
+                &format!("<script>fetch(\"{BROKEN_API}\").catch(() => {{}});</script>\n</head>"),
+                1,
+            );
         std::fs::write(www.join(PAGE), html).expect("write page");
         let p = d.display();
         let tls_server = |name: &str, root: &str| {
@@ -135,6 +158,21 @@ fn measured(run: &PageRunEntry) -> &PageRun {
     }
 }
 
+/// The run counted the page's fetch of [`BROKEN_API`] as its one failed resource, a third
+/// party's name that did not resolve.
+fn broken_api_failed(run: &PageRun, what: &str) {
+    let p = &run.problems;
+    assert_eq!(
+        (p.failed, p.http_errors, p.unfinished),
+        (1, 0, 0),
+        "{what}: {p:?}"
+    );
+    let failed = &p.first[0];
+    assert_eq!(failed.url, BROKEN_API, "{what}");
+    assert_eq!(failed.detail, "net::ERR_NAME_NOT_RESOLVED", "{what}");
+    assert_eq!(failed.party, Party::Third, "{what}");
+}
+
 /// A HAR entry's body, decoded.
 fn body(e: &Value) -> Option<Vec<u8>> {
     use base64::Engine;
@@ -194,7 +232,7 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
             "--proto",
             "h2",
             "--runs",
-            "1",
+            "2",
             "--timeout",
             "60s",
             "--record",
@@ -204,9 +242,22 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
         ],
         Duration::from_secs(120),
     );
+    // The failed fetch neither voids a run nor the recording.
     assert_eq!(code, Some(0), "record: stderr: {err}");
     let json = json.expect("a --json document");
-    assert!(json.runs[0].counted(), "{:?}", measured(&json.runs[0]).flag);
+    assert_eq!(json.summary.valid_runs, 2, "{:?}", json.summary.left_out);
+    for entry in &json.runs {
+        assert!(entry.counted(), "{:?}", measured(entry).flag);
+        broken_api_failed(measured(entry), "record");
+    }
+    assert!(
+        err.contains("1 resource failed in 2 of 2 runs: GET https://api.hxlab.invalid/"),
+        "{err}"
+    );
+    assert!(
+        err.contains("note: the recording keeps 1 request(s)"),
+        "{err}"
+    );
     let recorded: Value =
         serde_json::from_slice(&std::fs::read(&har).expect("HAR written")).expect("JSON");
     let entries = recorded["log"]["entries"].as_array().expect("entries");
@@ -220,7 +271,19 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
         .filter_map(|e| e["request"]["url"].as_str())
         .filter_map(|u| u.split('/').nth(2)?.split(':').next())
         .collect();
-    assert_eq!(hosts.len(), 3, "{hosts:?}");
+    assert_eq!(hosts.len(), 4, "{hosts:?}");
+    // The failed fetch is kept, as Chrome's HAR keeps one: status 0 and the error.
+    let failed: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["request"]["url"] == BROKEN_API)
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["response"]["status"], 0);
+    assert_eq!(
+        failed[0]["response"]["_error"], "net::ERR_NAME_NOT_RESOLVED",
+        "{:?}",
+        failed[0]
+    );
     let served = bodies_intact(&site, &har, "recording");
     assert!(served >= 10, "only {served} bodies recorded");
     for (proto, want) in [("h1", "http/1.1"), ("h2", "h2"), ("h3", "h3")] {
@@ -255,9 +318,12 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
             .expect("the run's replay counts");
         assert_eq!(counts.tally.misses, 0, "{proto}: {counts:?}");
         assert_eq!(counts.tally.near_misses, 0, "{proto}: {counts:?}");
+        assert_eq!(counts.tally.outside, 0, "{proto}: {counts:?}");
         assert!(counts.tally.hits >= served as u64, "{proto}: {counts:?}");
+        // The recorded failure fails again, the same way, and no faster path stands in.
+        broken_api_failed(run, proto);
         for r in &run.resources {
-            if r.url.starts_with("https://") {
+            if r.url.starts_with("https://") && r.error.is_none() {
                 assert_eq!(r.protocol, want, "{proto}: {}", r.url);
             }
         }
@@ -267,6 +333,27 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
             "{proto}: every recorded body replayed"
         );
     }
+    // --strict keeps the old rule: the failed fetch leaves the run out, so nothing counts.
+    let (code, json, err) = hxlab_page(
+        tmp.path(),
+        &[
+            "--replay",
+            &har.display().to_string(),
+            "--proto",
+            "h2",
+            "--runs",
+            "1",
+            "--strict",
+            "--json",
+            "-",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(1), "--strict: stderr: {err}");
+    let json = json.expect("a --json document");
+    assert!(!json.runs[0].counted());
+    let flag = measured(&json.runs[0]).flag.clone().unwrap_or_default();
+    assert!(flag.contains("1 resource(s) failed"), "{flag}");
     if !require_root("hxlab compare --har behind an emulated network") {
         return;
     }
@@ -288,6 +375,13 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
     assert_eq!(code, Some(0), "compare --har: {stdout}\n{stderr}");
     let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(md.contains("## Verdict"), "{md}");
+    // Every cell has its figures, and the failed fetch is among the grouped problems.
+    assert!(!md.contains("not recorded: LCP"), "{md}");
+    assert!(
+        md.contains("page resources failed")
+            && md.contains("1 resource failed in 2 of 2 runs: GET https://api.hxlab.invalid/"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
     let results = std::fs::read_to_string(out.join("results.jsonl")).expect("results");
     let records: Vec<hxlab_report::Record> = results
@@ -305,6 +399,18 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
         assert_eq!(replay.misses, 0, "{}", r.cell);
         assert!(replay.hits > 0, "{}", r.cell);
         assert!(r.error.is_none(), "{}: {:?}", r.cell, r.error);
+        assert!(r.is_clean(), "{}: {}", r.cell, r.failure_text());
+        let problems = r.page_problems.clone().unwrap_or_default();
+        assert_eq!(
+            problems.named(),
+            vec![format!("GET {BROKEN_API}")],
+            "{}",
+            r.cell
+        );
+        let extra = &r.result.as_ref().expect("a result").config.extra;
+        for metric in ["lcp_ms", "load_ms"] {
+            assert!(extra.contains_key(metric), "{}: no {metric}", r.cell);
+        }
     }
     assert_eq!(cells.len(), 6, "{cells:?}");
     // One waterfall per cell: its median repetition.

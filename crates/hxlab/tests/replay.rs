@@ -1,7 +1,8 @@
 //! Record and replay against a real headless Chromium, everything on loopback: the
 //! two-hostname synthetic page recorded into a HAR and replayed over h1, h2 and h3 with the
 //! protocol forced (every resource from the archive, byte-identical), a DevTools-style HAR
-//! made here, and HAR files that cannot be replayed.
+//! made here, HAR files that cannot be replayed, and what a real recording holds besides
+//! answers (a failed request, a declared icon, a host it never saw), none of them a miss.
 
 mod common;
 
@@ -310,4 +311,70 @@ fn replay_stats_read_back_as_replay_counts() {
         vec!["GET http://shop.example.test/gone".to_string()]
     );
     assert!(counts.skipped.is_some(), "{body}");
+}
+
+/// The answer to `GET path` with `Host: host` on the plain port: its status line and its
+/// `x-hxlab-replay` tag.
+fn plain_tag(plain: &str, path: &str, host: &str) -> (String, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let text = common::h1_exchange(plain, request.as_bytes()).expect("an answer");
+    let status = text.lines().next().unwrap_or("").to_string();
+    let tag = text
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("x-hxlab-replay")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_default();
+    (status, tag)
+}
+
+/// What a real page's recording holds besides answers: a request that failed on a host
+/// that answered others is answered at once with an error status, an icon the page
+/// declares on another host is the browser's own, and a host the recording never saw is
+/// outside it; none of them is a miss.
+#[test]
+fn recorded_failures_declared_icons_and_outside_hosts_are_not_misses() {
+    let tmp = TempDir::new("hxlab-replay-imperfect");
+    let har = tmp.path().join("imperfect.har");
+    let doc = serde_json::json!({ "log": {
+        "version": "1.2",
+        "pages": [{ "id": "page_1", "title": "http://shop.example.test/" }],
+        "entries": [
+            { "request": { "method": "GET", "url": "http://shop.example.test/" },
+              "response": { "status": 200, "headers": [{ "name": "Content-Type", "value": "text/html" }],
+                "content": { "size": 70, "mimeType": "text/html",
+                  "text": "<link rel=\"icon\" href=\"http://cdn.example.test/brand.png?v=2\"><p>shop</p>" } } },
+            { "request": { "method": "GET", "url": "http://shop.example.test/beacon" },
+              "response": { "status": 0, "headers": [], "content": { "size": 0 },
+                "_error": "net::ERR_CONNECTION_RESET" } }
+        ] } });
+    std::fs::write(&har, serde_json::to_vec(&doc).expect("json")).expect("write");
+    let server = common::Server::start(&["--replay", &har.display().to_string()]);
+    let plain = server.ready.plain.to_string();
+    let (status, tag) = plain_tag(&plain, "/beacon", "shop.example.test");
+    assert!(status.contains(" 502"), "{status}");
+    assert_eq!(tag, "recorded-failure");
+    let (status, tag) = plain_tag(&plain, "/brand.png?v=2", "cdn.example.test");
+    assert!(status.contains(" 404"), "{status}");
+    assert_eq!(tag, "browser-own");
+    let (status, tag) = plain_tag(&plain, "/t.js", "tracker.example.test");
+    assert!(status.contains(" 404"), "{status}");
+    assert_eq!(tag, "outside");
+    let (_, tag) = plain_tag(&plain, "/gone", "shop.example.test");
+    assert_eq!(tag, "miss");
+    let body = plain_get(&plain, "/replay-stats", "127.0.0.1");
+    let counts = ReplayCounts::from_json(&body).expect("a /replay-stats document");
+    let t = counts.tally;
+    assert_eq!(
+        (t.recorded_failures, t.browser_own, t.outside, t.misses),
+        (1, 1, 1, 1),
+        "{body}"
+    );
+    assert_eq!(
+        counts.outside_urls,
+        vec!["GET http://tracker.example.test/t.js"]
+    );
+    assert_eq!(counts.miss_urls, vec!["GET http://shop.example.test/gone"]);
 }

@@ -5,9 +5,14 @@
 //! (`record.rs`). hxlab-browser fills it from a real Chromium; hxlab-page runs the series;
 //! hxlab-report draws it. Plain data and pure functions: no browser, no I/O.
 
+mod problems;
 mod record;
 mod summary;
 
+pub use problems::{
+    party_of, same_site, site_of, url_host, Party, ProblemKind, ProblemResource, ProblemsAcross,
+    ResourceProblems, MAX_NAMED,
+};
 pub use summary::{summarize, MetricSummary, PageSummary};
 
 use crate::waterfall::{short_label, Mark, Phases, Waterfall, WaterfallRow};
@@ -235,6 +240,14 @@ pub struct PageRun {
     /// browsers speak those over TLS only).
     #[serde(default)]
     pub plain_http_responses: u32,
+    /// Hosts outside the origins under test whose responses used another protocol than
+    /// asked, with what they used (`cdn.example: 2×h2`): named, not held against the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_protocol_check: Vec<String>,
+    /// Resources that failed, answered 4xx/5xx or did not finish: counted and the first
+    /// named. They leave the run out only under `--strict`.
+    #[serde(default, skip_serializing_if = "ResourceProblems::is_empty")]
+    pub problems: ResourceProblems,
     /// Why this run must not count (protocol fallback, failed resources); `None`: it counts.
     pub flag: Option<String>,
     /// Navigation start to first byte of the document (navigation timing `responseStart`), ms.
@@ -309,6 +322,8 @@ impl Default for PageRun {
             shares: ProtocolShares::default(),
             protocol_ok: true,
             plain_http_responses: 0,
+            outside_protocol_check: Vec::new(),
+            problems: ResourceProblems::default(),
             flag: None,
             ttfb_ms: 0.0,
             dom_content_loaded_ms: 0.0,
@@ -438,6 +453,8 @@ pub struct PageTotals {
     pub early_hints_runs: usize,
     /// Resources served from the preloads the early hints started.
     pub preloads_used: u32,
+    /// What went wrong with resources over the finished runs' first views.
+    pub problems: ProblemsAcross,
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ impl PageRun {
         for (k, v) in [
             ("ttfb_ms", Some(self.ttfb_ms)),
             ("dom_content_loaded_ms", Some(self.dom_content_loaded_ms)),
-            ("load_ms", Some(self.load_ms)),
+            // -1: the load event never fired.
+            ("load_ms", Some(self.load_ms).filter(|v| *v >= 0.0)),
             ("fcp_ms", self.fcp_ms),
             ("lcp_ms", self.lcp_ms),
             ("speed_index_ms", self.speed_index_ms),

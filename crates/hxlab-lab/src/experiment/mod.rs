@@ -413,6 +413,7 @@ impl Experiment {
             notes: Vec::new(),
             cells: self.cells.iter().map(|c| c.key.clone()).collect(),
             metric: self.metric,
+            environment: Some(crate::runner::environment(self)),
         }
     }
 }

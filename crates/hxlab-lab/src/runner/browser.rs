@@ -288,7 +288,11 @@ fn read_page_run(
     };
     if let Some(flag) = &run.flag {
         record.error = Some(format!("page load left out by hxlab page: {flag}"));
+    } else if run.load_ms < 0.0 {
+        // The page painted but its load event never came: it has no load time to compare.
+        record.error = Some("the page's load event did not fire (it counted by its largest contentful paint in hxlab page)".into());
     }
+    record.page_problems = Some(run.problems.clone());
     record.result = Some(run.to_run_result());
     record.waterfall = Some(run.waterfall());
 }

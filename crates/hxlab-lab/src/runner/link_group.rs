@@ -32,12 +32,22 @@ struct LinkLoad {
 }
 
 impl LinkLoad {
-    /// Starts `hxlab link --config LINK -- hxlab load --jobs`, the link written to `file`.
-    fn start(bin: &Path, link: &LinkConfig, file: &Path) -> Result<LinkLoad, String> {
+    /// Starts `hxlab link --config LINK -- hxlab load --jobs`, the link written to `file`,
+    /// with `expose`d ports (servers of this machine's loopback that cells load from).
+    fn start(
+        bin: &Path,
+        link: &LinkConfig,
+        file: &Path,
+        expose: &[u16],
+    ) -> Result<LinkLoad, String> {
         let json = link.to_json().map_err(|e| e.to_string())?;
         std::fs::write(file, json).map_err(|e| format!("{}: {e}", file.display()))?;
         let mut cmd = Command::new(bin);
         cmd.arg("link").arg("--config").arg(file);
+        if !expose.is_empty() {
+            let ports: Vec<String> = expose.iter().map(u16::to_string).collect();
+            cmd.arg("--expose").arg(ports.join(","));
+        }
         cmd.arg("--").arg(bin).args(["load", "--jobs"]);
         let (mut child, stderr) = spawn_group(cmd, true)?;
         let jobs = child.stdin.take();
@@ -158,12 +168,22 @@ impl Runner {
         }
         // The runner groups only cells of one origin with the same server controller.
         let mut meter = None;
+        // Loopback origins are reached inside at the link's host address: their ports are
+        // exposed there (a server bound to 127.0.0.1 only is reached too).
+        let mut expose = Vec::new();
         let plans: Vec<Option<LoadPlan>> = group
             .iter()
             .zip(out.iter_mut())
             .map(|((c, _), records)| {
                 let planned = self.target(exp, c).and_then(|t| {
                     meter.get_or_insert(t.meter);
+                    if t.local {
+                        if let Some((_, _, port)) = hxlab_child::origin::host_port(&t.base) {
+                            if !expose.contains(&port) {
+                                expose.push(port);
+                            }
+                        }
+                    }
                     plan(exp, &c.config, &t).map_err(NoTarget::Fail)
                 });
                 match planned {
@@ -196,7 +216,7 @@ impl Runner {
         };
         let link_file = dir.join(".link.json");
         let group_start = Instant::now();
-        let mut load = match LinkLoad::start(&self.opts.hxlab_bin, &link, &link_file) {
+        let mut load = match LinkLoad::start(&self.opts.hxlab_bin, &link, &link_file, &expose) {
             Ok(a) => a,
             Err(e) => {
                 fail_all(&mut out, false, &e);

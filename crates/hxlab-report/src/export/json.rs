@@ -140,7 +140,7 @@ impl SummaryJsonExporter {
                 "only_before": b.only_before,
             })
         });
-        json!({
+        let mut v = json!({
             "schema": SUMMARY_SCHEMA,
             "experiment": r.meta.name,
             "title": r.meta.title,
@@ -154,7 +154,11 @@ impl SummaryJsonExporter {
             "comparisons": comparisons,
             "before_after": before_after,
             "warnings": r.warnings,
-        })
+        });
+        if let Some(env) = &r.meta.environment {
+            v["environment"] = json!(env);
+        }
+        v
     }
 }
 

@@ -175,5 +175,8 @@ impl Document for MarkdownExporter {
                 cell(&scheduling_text(c.scheduling.as_ref())),
             );
         }
+        if let Some(env) = &r.meta.environment {
+            let _ = writeln!(o, "\nProduced by {env}.");
+        }
     }
 }

@@ -97,6 +97,8 @@ pub enum Problem {
     NotRecorded,
     /// A replayed recording that lacked requests the page made (answered 404).
     ReplayMissed,
+    /// Page resources that failed, answered 4xx/5xx or did not finish in runs that counted.
+    ResourcesFailed,
 }
 
 impl Problem {
@@ -111,6 +113,7 @@ impl Problem {
             Problem::NotLikeForLike => "not like for like",
             Problem::NotRecorded => "metric not recorded",
             Problem::ReplayMissed => "replay missed the recording",
+            Problem::ResourcesFailed => "page resources failed",
         }
     }
     /// The kind's key in summary.json.
@@ -124,6 +127,7 @@ impl Problem {
             Problem::NotLikeForLike => "not_like_for_like",
             Problem::NotRecorded => "not_recorded",
             Problem::ReplayMissed => "replay_missed",
+            Problem::ResourcesFailed => "resources_failed",
         }
     }
 }
@@ -257,7 +261,12 @@ impl Report {
             } else {
                 String::new()
             };
-            lines.extend(pairs::pair_lines(&comparisons, &self.meta.factors, &prefix));
+            lines.extend(pairs::pair_lines(
+                self,
+                &comparisons,
+                &self.meta.factors,
+                &prefix,
+            ));
         }
         if metrics.len() > 1 {
             lines.extend(pairs::page_figures(self, &missing));
@@ -314,14 +323,24 @@ impl Report {
                 NEGLIGIBLE * 100.0
             ));
         }
-        let problems = self
-            .cells
-            .iter()
-            .filter(|c| !problems::cell_problems(c).is_empty())
-            .count();
+        // Failed page resources are part of the page as it loaded, not of the figures'
+        // meaning: counted apart.
+        let count = |keep: &dyn Fn(Problem) -> bool| {
+            self.cells
+                .iter()
+                .filter(|c| problems::cell_problems(c).iter().any(|(p, _)| keep(*p)))
+                .count()
+        };
+        let problems = count(&|p| p != Problem::ResourcesFailed);
         if problems > 0 {
             parts.push(format!(
                 "{problems} cell(s) have problems (!) that change what their figures mean."
+            ));
+        }
+        let failed = count(&|p| p == Problem::ResourcesFailed);
+        if failed > 0 {
+            parts.push(format!(
+                "Page resources failed in {failed} cell(s) (!); the pages loaded, so their runs count."
             ));
         }
         if parts.is_empty() {

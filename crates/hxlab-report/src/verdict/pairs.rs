@@ -12,6 +12,7 @@ use hxlab_core::stats;
 /// One line per (protocol, reference) pair of `comparisons`, in the order they first
 /// appear, each line starting with `prefix` (e.g. `LCP: `); `factors` orders the levels.
 pub(super) fn pair_lines(
+    report: &Report,
     comparisons: &[Comparison],
     factors: &[FactorLevels],
     prefix: &str,
@@ -31,7 +32,11 @@ pub(super) fn pair_lines(
                 .iter()
                 .filter(|c| c.protocol == p && c.baseline == b)
                 .collect();
-            pair_line(p, b, &group, &all, factors, prefix)
+            let mut line = pair_line(p, b, &group, &all, factors, prefix);
+            if let Some(differ) = super::problems::failures_differ(report, &group) {
+                line.text.push_str(&format!("; {differ}"));
+            }
+            line
         })
         .collect()
 }

@@ -52,6 +52,9 @@ pub(super) fn cell_problems(c: &CellSummary) -> Vec<(Problem, String)> {
             ),
         ));
     }
+    for line in c.page_problems.lines("runs") {
+        out.push((Problem::ResourcesFailed, format!("{proto}: {line}")));
+    }
     // Clean repetitions without the metric (a page that painted nothing): left out of the
     // figures, so said.
     let unrecorded = c.clean.len().saturating_sub(c.values.len());
@@ -112,6 +115,37 @@ pub(super) fn problem_lines(r: &Report, tied: &[String]) -> Vec<Line> {
             })
         })
         .collect()
+}
+
+/// When the cells of one pair's comparisons had different resources go wrong (a beacon that
+/// failed in the h2 runs but not in the h3 runs): the clause said beside the pair, for the
+/// first such comparison and how many there were. None when every comparison's cells had
+/// the same failures.
+pub(super) fn failures_differ(r: &Report, group: &[&Comparison]) -> Option<String> {
+    let cell = |k: &str| r.cells.iter().find(|x| x.key == k);
+    let differing: Vec<(&Comparison, String, String)> = group
+        .iter()
+        .filter_map(|c| {
+            let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
+            a.page_problems
+                .differs_from(&b.page_problems)
+                .then(|| (*c, a.page_problems.brief(), b.page_problems.brief()))
+        })
+        .collect();
+    let (c, a, b) = differing.first()?;
+    let at = if c.condition.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", c.condition)
+    };
+    let more = match differing.len() {
+        1 => String::new(),
+        n => format!(" (and {} more condition(s))", n - 1),
+    };
+    Some(format!(
+        "their failures differ, so the difference is not the protocol's alone: {} {a}, {} {b}{at}{more}",
+        c.protocol, c.baseline
+    ))
 }
 
 /// When the two cells of a comparison sent with different congestion controllers, as

@@ -19,7 +19,7 @@ pub struct Args {
 /// The flags of `hxlab link`.
 #[derive(clap::Args, Debug, Default)]
 #[command(
-    after_help = "\"down\" is outside → inside (server → client), \"up\" inside → outside. COMMAND gets HXLAB_LINK_HOST (the outside address; a server bound there or on 0.0.0.0 is reachable) and HXLAB_LINK_CLIENT. See docs/link.md."
+    after_help = "\"down\" is outside → inside (server → client), \"up\" inside → outside. COMMAND gets HXLAB_LINK_HOST (the outside address; a server bound there or on 0.0.0.0 is reachable, one bound to 127.0.0.1 with --expose) and HXLAB_LINK_CLIENT. Every other address this machine reaches is reached through the link, translated. See docs/link.md."
 )]
 pub struct LinkArgs {
     /// A published profile (see --list-profiles): RTT split half each way, down/up rates.
@@ -73,6 +73,14 @@ pub struct LinkArgs {
     /// Write per-direction packet, byte, drop and queue-delay counters (JSON) at the end.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
+    /// Make servers on this side bound to 127.0.0.1 reachable from inside at
+    /// $HXLAB_LINK_HOST on these ports (TCP and UDP), e.g. `--expose 8443,8080`.
+    #[arg(long, value_name = "PORT[,PORT]", value_delimiter = ',')]
+    pub expose: Vec<u16>,
+    /// Resolvers the command uses (its /etc/resolv.conf), e.g. `--dns 10.250.0.2`; default:
+    /// this side's, a loopback resolver reached through $HXLAB_LINK_HOST.
+    #[arg(long, value_name = "ADDR[,ADDR]", value_delimiter = ',')]
+    pub dns: Vec<std::net::Ipv4Addr>,
     /// List the profiles with their sources and exit.
     #[arg(long)]
     pub list_profiles: bool,
@@ -209,7 +217,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let seed = cfg.seed;
     let profile = cfg.profile.clone();
     let summary = describe(&cfg);
-    let link = Link::start(cfg).context("starting the link")?;
+    let mut link = Link::start(cfg).context("starting the link")?;
+    for &port in &args.expose {
+        if port == 0 {
+            return Err(usage("--expose: port 0 is not a port"));
+        }
+        link.expose(port, std::net::Ipv4Addr::LOCALHOST)
+            .context("--expose")?;
+    }
+    if !args.dns.is_empty() {
+        link.use_dns(&args.dns).context("--dns")?;
+    }
+    if let Some(e) = link.reach_error() {
+        eprintln!("hxlab link: the command reaches only this machine, not hosts beyond it: {e}");
+    }
     if std::env::var_os("HXLAB_LINK_QUIET").is_none() {
         eprintln!(
             "hxlab link: HOST {} ⇄ CLIENT {} ({summary}; seed {seed}){}",

@@ -27,7 +27,7 @@ pub struct Args {
         hide = true,
         conflicts_with_all = [
             "config", "urls", "json", "shard", "shards", "run_id", "start_at", "interval",
-            "print_intervals",
+            "print_intervals", "metrics_listen",
         ]
     )]
     pub jobs: bool,
@@ -197,6 +197,21 @@ pub struct Args {
     /// -q).
     #[arg(long = "print-intervals")]
     pub print_intervals: bool,
+    /// Serve the run's figures as they go at http://ADDR/metrics, in the OpenMetrics text
+    /// format Prometheus scrapes (requests, statuses, errors, bytes, connections, latency
+    /// histogram), e.g. 127.0.0.1:9464.
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// How long /metrics keeps serving the run's totals after it ends, so the last scrape
+    /// sees them.
+    #[arg(
+        long = "metrics-linger",
+        value_name = "DUR",
+        default_value = "15s",
+        requires = "metrics_listen",
+        allow_hyphen_values = true
+    )]
+    pub metrics_linger: String,
     /// Write the RunResult as JSON to FILE, or to stdout with "-".
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<String>,
@@ -354,10 +369,15 @@ fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConf
 
 /// Runs one configuration; a configuration the engine refuses is a usage error.
 fn execute(cfg: LoadConfig) -> anyhow::Result<RunResult> {
-    hxlab_load::run(cfg).map_err(|e| match e {
+    hxlab_load::run(cfg).map_err(load_error)
+}
+
+/// A run that could not start: a usage error for bad configuration or URLs.
+fn load_error(e: LoadError) -> anyhow::Error {
+    match e {
         LoadError::Config(_) | LoadError::Url { .. } => super::usage(e.to_string()),
         e => anyhow::Error::new(e),
-    })
+    }
 }
 
 /// Writes the RunResult to a file, whole or not at all (a kill mid-write leaves the old
@@ -394,7 +414,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => config_from_args(&args)?,
     };
     let asked_interval = (!cfg.interval.is_zero()).then_some(cfg.interval.as_secs_f64());
-    let result = execute(cfg)?;
+    let result = match args.metrics_listen {
+        Some(addr) => {
+            let linger = duration_arg("--metrics-linger", &args.metrics_linger)?;
+            super::metrics::with_live_metrics(addr, linger, |live| {
+                hxlab_load::run_live(cfg, live).map_err(load_error)
+            })?
+        }
+        None => execute(cfg)?,
+    };
     if let Some(p) = result.shards.iter().find(|p| p.late) {
         // On stderr even with -q: a part that started late is a different run.
         eprintln!(

@@ -9,6 +9,7 @@ pub mod k8s;
 pub mod link;
 pub mod load;
 pub mod merge;
+mod metrics;
 pub mod page;
 pub mod probe;
 mod probe_priorities;

@@ -25,7 +25,7 @@ pub struct Args {
         "url", "synthetic", "record", "replay", "proto", "profile", "delay", "down", "up",
         "loss", "jitter", "queue", "runs", "push", "early_hints", "har", "json", "html",
         "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc", "scheduler",
-        "notsent_lowat", "discovery",
+        "notsent_lowat", "strict", "discovery",
     ])]
     pub config: Option<String>,
     /// Page to load (http:// or https://). Or use --synthetic.
@@ -120,6 +120,11 @@ pub struct Args {
     /// connections kept), as a returning visitor.
     #[arg(long)]
     pub repeat_view: bool,
+    /// Leave out every run in which a resource failed, answered 4xx/5xx or did not finish
+    /// (by default such a run counts when the page loaded, and those resources are listed
+    /// beside its figures).
+    #[arg(long)]
+    pub strict: bool,
     /// Congestion controller of the origin hxlab starts (--synthetic, --replay): reno, cubic
     /// or bbr, set on its TCP and QUIC connections alike and read back from /stats; "default"
     /// leaves each stack's own (the kernel's on TCP, Cubic on QUIC: not like for like).
@@ -227,6 +232,7 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
         timeout,
         cpu_slowdown,
         repeat_view: args.repeat_view,
+        strict: args.strict,
         server_cc,
         scheduler: args.scheduler,
         notsent_lowat: args.notsent_lowat,

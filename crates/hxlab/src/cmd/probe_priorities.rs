@@ -1,8 +1,8 @@
 //! `hxlab probe URL --priorities`: the flags turned into a probe target, a plan and a link;
 //! the link started; hxlab-load's priority probe run on a thread inside its namespace; the
-//! scorecards as lines. Servers on this machine only: a URL (or `--connect-to`) naming this
-//! machine is reached at the link's outside address, with the URL's name kept for SNI and
-//! `:authority`.
+//! scorecards as lines. A server on this machine's loopback is reached at the link's outside
+//! address (its port exposed there), any other through the link as it is; the URL's name is
+//! kept for SNI and `:authority`.
 
 use super::usage;
 use anyhow::Context;
@@ -194,9 +194,9 @@ fn probe_link(a: &PriorityArgs) -> anyhow::Result<ProbeLink> {
     Ok(link)
 }
 
-/// Where the probe connects: `--connect-to` or the URL's host, which must be this machine
-/// (the link reaches no other host yet). Its port is kept; the link's outside address
-/// replaces the host when the link starts.
+/// Where the probe connects: `--connect-to` or the URL's host (an IPv4 address: the link
+/// carries IPv4). A loopback address is replaced by the link's outside address when the
+/// link starts.
 fn connect_addr(
     authority: &str,
     https: bool,
@@ -219,21 +219,14 @@ fn connect_addr(
         .to_socket_addrs()
         .map_err(|e| usage(format!("{flag} {hostport}: {e}")))?
         .collect();
-    let Some(addr) = addrs.iter().find(|a| is_this_machine(a.ip())) else {
+    // The link carries IPv4 only (docs/link.md).
+    let Some(addr) = addrs.iter().find(|a| a.is_ipv4() || a.ip().is_loopback()) else {
         return Err(usage(format!(
-            "{flag} {hostport}: --priorities reaches only servers on this machine for now (it resolves to {}); run it there",
+            "{flag} {hostport}: resolves to no IPv4 address ({}), and the emulated link carries IPv4 only",
             addrs.first().map_or("nothing".into(), |a| a.ip().to_string())
         )));
     };
     Ok(*addr)
-}
-
-/// Loopback, unspecified, or an address of one of this machine's interfaces (binding to it
-/// works only then).
-fn is_this_machine(ip: IpAddr) -> bool {
-    ip.is_loopback()
-        || ip.is_unspecified()
-        || std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
 /// Starts the link, runs the probe inside it and stops the link.
@@ -243,7 +236,18 @@ pub fn run(p: Prepared) -> anyhow::Result<PrioritiesReport> {
     }
     let link = Link::start(p.link_config.clone()).context("starting the link for --priorities")?;
     let mut target = p.target.clone();
-    target.addr = SocketAddr::new(IpAddr::V4(link.host_addr()), target.addr.port());
+    // Inside, loopback is the namespace's own: a server on this machine's loopback is
+    // reached at the link's host address, its port exposed there; any other address (this
+    // machine's own, or a host beyond it) through the link as it is.
+    if target.addr.ip().is_loopback() || target.addr.ip().is_unspecified() {
+        let to = match target.addr.ip() {
+            IpAddr::V4(v4) if v4.is_loopback() => v4,
+            _ => std::net::Ipv4Addr::LOCALHOST,
+        };
+        link.expose(target.addr.port(), to)
+            .context("exposing the server's port to the link")?;
+        target.addr = SocketAddr::new(IpAddr::V4(link.host_addr()), target.addr.port());
+    }
     let (plan, probe_link) = (p.plan.clone(), p.link.clone());
     let inside = link
         .spawn_inside(move || priority_probe::run(&target, &plan, &probe_link))

@@ -1,0 +1,421 @@
+//! Evidence in the field's own formats: what a result says about where it came from is true,
+//! and the TLS/QUIC key log hxlab writes lets tshark decrypt a capture and count the same
+//! requests the RunResult counts.
+
+mod common;
+
+use common::{hxlab, run_with_timeout, PeerProcess};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn out_of(cmd: &mut Command) -> String {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `hxlab load --json -` of 12 requests over `proto` on `conns` connections against `url`,
+/// with `SSLKEYLOGFILE=keys` (when given).
+fn load(proto: &str, url: &str, keys: Option<&Path>, conns: &str) -> serde_json::Value {
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["load", "--proto", proto, "-k", "-n", "12", "-c", conns])
+        .args(["--no-progress", "-q", "--json", "-", url]);
+    if let Some(k) = keys {
+        cmd.env("SSLKEYLOGFILE", k);
+    }
+    let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{proto}: {err}");
+    let v: serde_json::Value = out
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no RunResult: {out} {err}"));
+    assert_eq!(v["status"]["200"], 12, "{v}");
+    v
+}
+
+/// The commit and kernel a RunResult names are the ones it was produced with, and
+/// `hxlab --version` names the same commit.
+#[test]
+fn a_result_names_the_commit_and_kernel_it_was_produced_with() {
+    let server = common::Server::start(&[]);
+    let v = load(
+        "h2",
+        &format!("https://127.0.0.1:{}/bytes/100", server.ready.tls.port()),
+        None,
+        "1",
+    );
+    let env = &v["environment"];
+    let here = env!("CARGO_MANIFEST_DIR");
+    let commit = out_of(Command::new("git").args(["-C", here, "rev-parse", "HEAD"]));
+    assert_eq!(env["hxlab"]["commit"], commit.as_str(), "{env}");
+    assert_eq!(env["hxlab"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        env["kernel"],
+        out_of(Command::new("uname").arg("-r")).as_str()
+    );
+    assert_eq!(
+        env["machine"],
+        out_of(Command::new("uname").arg("-m")).as_str()
+    );
+    let default_cc = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(env["default_cc"], default_cc.as_str());
+    assert!(env["cpus"].as_u64().is_some_and(|n| n >= 1), "{env}");
+    let version = out_of(Command::new(hxlab()).arg("--version"));
+    assert!(version.contains(&commit), "{version}");
+}
+
+/// Fields of tshark's reading of `capture` decrypted with `keys`, one line per packet
+/// matching `filter`, each field's occurrences comma-separated.
+fn tshark_fields(capture: &Path, keys: &Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let tshark = common::require_peer("tshark").expect("tshark");
+    let mut cmd = Command::new(tshark);
+    cmd.arg("-r")
+        .arg(capture)
+        .arg("-o")
+        .arg(format!("tls.keylog_file:{}", keys.display()))
+        .args([
+            "-Y",
+            filter,
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-E",
+            "separator=/t",
+        ]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    out_of(&mut cmd)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+fn truthy(s: &str) -> bool {
+    matches!(s, "1" | "True" | "true")
+}
+
+/// A capture of an h2 and an h3 run on loopback, decrypted by tshark with the key log
+/// `hxlab load` wrote (and again with the one `hxlab serve` wrote), shows exactly the
+/// requests the RunResults count: HEADERS frames with END_STREAM from the client on h2,
+/// client request streams that end (FIN) on h3.
+#[test]
+fn the_key_log_lets_tshark_decrypt_and_count_the_requests() {
+    let (Some(_), Some(dumpcap)) = (
+        common::require_peer("tshark"),
+        common::require_peer("dumpcap"),
+    ) else {
+        return;
+    };
+    let dir = common::tempfile_dir::TempDir::new("hxlab-evidence");
+    let (client_keys, server_keys) = (
+        dir.path().join("client.keys"),
+        dir.path().join("server.keys"),
+    );
+    let ready = dir.path().join("ready.json");
+    let mut server = PeerProcess::spawn(
+        Command::new(hxlab())
+            .args([
+                "serve",
+                "--bind",
+                "127.0.0.1",
+                "--tls-port",
+                "0",
+                "--plain-port",
+                "0",
+            ])
+            .arg("--ready-file")
+            .arg(&ready)
+            .env("SSLKEYLOGFILE", &server_keys)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+    );
+    let port = server
+        .wait_until("ready", Duration::from_secs(20), || {
+            hxlab_contract::ReadyFile::read(&ready).ok()
+        })
+        .tls
+        .port();
+    let capture = dir.path().join("run.pcapng");
+    let mut cap = PeerProcess::spawn(
+        Command::new(dumpcap)
+            .args(["-q", "-i", "lo", "-f", &format!("port {port}"), "-w"])
+            .arg(&capture)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+    );
+    cap.wait_until("capturing", Duration::from_secs(15), || {
+        std::fs::metadata(&capture)
+            .ok()
+            .filter(|m| m.len() > 0)
+            .map(|_| ())
+    });
+    let url = format!("https://127.0.0.1:{port}/bytes/1000");
+    let h2 = load("h2", &url, Some(&client_keys), "3");
+    // One QUIC connection: hxlab load sends all its QUIC connections from one socket, and
+    // tshark 4.0 then finds no keys for the short-header packets of all but one of them
+    // (one 4-tuple, several connections), which would make this a test of tshark.
+    let h3 = load("h3", &url, Some(&client_keys), "1");
+    // Let dumpcap write out what it holds, then stop it.
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let stop_by = std::time::Instant::now() + Duration::from_secs(10);
+    while cap.try_wait().ok().flatten().is_none() {
+        assert!(std::time::Instant::now() < stop_by, "dumpcap did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(server);
+
+    let text = std::fs::read_to_string(&client_keys).expect("client key log");
+    let randoms: BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("CLIENT_TRAFFIC_SECRET_0 "))
+        .filter_map(|l| l.split(' ').nth(1))
+        .collect();
+    // Three h2 connections and one h3 connection, one line each.
+    assert_eq!(randoms.len(), 4, "{text}");
+    let served = std::fs::read_to_string(&server_keys).expect("server key log");
+    for r in &randoms {
+        assert!(served.contains(r), "the server logged no secret of {r}");
+    }
+
+    for keys in [&client_keys, &server_keys] {
+        // h2: frames in order with their types and flags, from the client's side.
+        let mut requests = BTreeSet::new();
+        for row in tshark_fields(
+            &capture,
+            keys,
+            &format!("http2 && tcp.dstport == {port}"),
+            &["tcp.srcport", "http2.type", "http2.flags", "http2.streamid"],
+        ) {
+            let [src, types, flags, ids] = &row[..] else {
+                continue;
+            };
+            let (types, flags, ids): (Vec<_>, Vec<_>, Vec<_>) = (
+                types.split(',').collect(),
+                flags.split(',').collect(),
+                ids.split(',').collect(),
+            );
+            for ((t, f), id) in types.iter().zip(&flags).zip(&ids) {
+                let f = u8::from_str_radix(f.trim_start_matches("0x"), 16).unwrap_or(0);
+                if *t == "1" && f & 1 == 1 {
+                    requests.insert((src.clone(), id.to_string()));
+                }
+            }
+        }
+        assert_eq!(
+            requests.len() as u64,
+            h2["requests_done"].as_u64().unwrap(),
+            "h2 requests tshark decrypted with {}",
+            keys.display()
+        );
+
+        // h3: STREAM frames with FIN on client-initiated bidirectional streams, by tshark's
+        // connection number.
+        let mut requests = BTreeSet::new();
+        for row in tshark_fields(
+            &capture,
+            keys,
+            &format!("quic.stream.fin == 1 && udp.dstport == {port}"),
+            &[
+                "quic.connection.number",
+                "quic.stream.stream_id",
+                "quic.stream.fin",
+            ],
+        ) {
+            let [src, ids, fins] = &row[..] else {
+                continue;
+            };
+            for (id, fin) in ids.split(',').zip(fins.split(',')) {
+                let id: u64 = id.parse().unwrap_or(1);
+                if id & 3 == 0 && truthy(fin) {
+                    requests.insert((src.clone(), id));
+                }
+            }
+        }
+        assert_eq!(
+            requests.len() as u64,
+            h3["requests_done"].as_u64().unwrap(),
+            "h3 requests tshark decrypted with {}",
+            keys.display()
+        );
+    }
+}
+
+/// GET `url` with curl; the body.
+fn curl(url: &str) -> String {
+    let (code, out, err) = run_with_timeout(
+        Command::new("curl").args(["-s", "-g", "-m", "5", "-f", url]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(0), "curl {url}: {err}");
+    out
+}
+
+/// Prometheus' instant query `q`: the first result's value.
+fn prometheus_value(port: u16, q: &str) -> Option<f64> {
+    let url = format!("http://127.0.0.1:{port}/api/v1/query?query={q}");
+    let v: serde_json::Value = serde_json::from_str(&curl(&url)).ok()?;
+    v["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+}
+
+/// A real Prometheus scrapes `hxlab serve`'s /metrics and `hxlab load --metrics-listen`;
+/// promtool accepts both, and the request counters Prometheus stores equal the RunResult's.
+#[test]
+fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
+    let (Some(prometheus), Some(promtool)) = (
+        common::require_peer("prometheus"),
+        common::require_peer("promtool"),
+    ) else {
+        return;
+    };
+    let server = common::Server::start(&[]);
+    let plain = server.ready.plain.port();
+    let (load_port, prom_port) = (common::free_port(), common::free_port());
+    let dir = common::tempfile_dir::TempDir::new("hxlab-prometheus");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: serve\n    static_configs: [{{targets: ['127.0.0.1:{plain}']}}]\n  - job_name: load\n    static_configs: [{{targets: ['127.0.0.1:{load_port}']}}]\n"
+        ),
+    )
+    .unwrap();
+    let _prom = PeerProcess::start(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+        &[prom_port],
+    );
+    // 400 requests at 100/s: four seconds of scrapes while it runs, then four of its totals.
+    let run = std::thread::spawn(move || {
+        run_with_timeout(
+            Command::new(hxlab())
+                .args([
+                    "load",
+                    "-n",
+                    "400",
+                    "-c",
+                    "2",
+                    "--rate",
+                    "100",
+                    "--no-progress",
+                ])
+                .args([
+                    "-q",
+                    "--json",
+                    "-",
+                    "--metrics-linger",
+                    "4s",
+                    "--metrics-listen",
+                ])
+                .arg(format!("127.0.0.1:{load_port}"))
+                .arg(format!("http://127.0.0.1:{plain}/bytes/100")),
+            Duration::from_secs(60),
+        )
+    });
+    // The load's totals, read while it lingers.
+    let load_url = format!("http://127.0.0.1:{load_port}/metrics");
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let load_text = loop {
+        let text = run_with_timeout(
+            Command::new("curl").args(["-s", "-m", "2", &load_url]),
+            Duration::from_secs(5),
+        )
+        .1;
+        if text.contains("\nhxlab_load_finished 1\n") {
+            break text;
+        }
+        assert!(std::time::Instant::now() < until, "no totals at {load_url}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (code, out, err) = run.join().unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let result: serde_json::Value = out
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .expect("RunResult");
+    let done = result["requests_done"].as_f64().unwrap();
+    assert_eq!(done, 400.0);
+    assert!(
+        load_text.contains("hxlab_load_requests_done_total 400\n"),
+        "{load_text}"
+    );
+    for text in [
+        load_text,
+        curl(&format!("http://127.0.0.1:{plain}/metrics")),
+    ] {
+        let mut lint = Command::new(&promtool);
+        lint.args(["check", "metrics"]).stdin(Stdio::piped());
+        let mut child = lint
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Prometheus stored the load's totals (scraped during the linger) and the server's count.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let (mut load_seen, mut serve_seen) = (None, None);
+    while std::time::Instant::now() < deadline {
+        load_seen = prometheus_value(
+            prom_port,
+            "max_over_time(hxlab_load_requests_done_total[1m])",
+        );
+        serve_seen = prometheus_value(
+            prom_port,
+            "hxlab_serve_requests_total%7Bprotocol%3D%22h1%22%7D",
+        );
+        if load_seen == Some(done) && serve_seen == Some(done) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        load_seen,
+        Some(done),
+        "hxlab_load_requests_done_total in Prometheus"
+    );
+    assert_eq!(
+        serve_seen,
+        Some(done),
+        "hxlab_serve_requests_total{{protocol=\"h1\"}}"
+    );
+}
