@@ -1,5 +1,7 @@
 //! The live site and how browsers reach HTTP/3, against real servers the tests start on
-//! every address of this machine (the emulated link reaches the host at its link address):
+//! 127.0.0.1 (behind the emulated link, `hxlab page` exposes the URL's loopback port at the
+//! link's host address; a UDP server bound to every address gets no QUIC through that
+//! translation: seen with Caddy, its replies do not find their way back):
 //! nginx (HTTP/1.1 and HTTP/2 by ALPN) and Caddy (HTTP/1.1, HTTP/2 and HTTP/3, with the
 //! `Alt-Svc: h3` header browsers discover HTTP/3 from), each serving one small page.
 //!
@@ -77,7 +79,7 @@ fn spki_of(cert: &Path) -> String {
     spki
 }
 
-/// nginx on 0.0.0.0: HTTP/1.1 and HTTP/2 over TLS on one port, no HTTP/3.
+/// nginx on 127.0.0.1: HTTP/1.1 and HTTP/2 over TLS on one port, no HTTP/3.
 fn nginx() -> Option<Site> {
     let nginx = require_peer("nginx")?;
     let dir = TempDir::new("hxlab-live-nginx");
@@ -91,7 +93,7 @@ fn nginx() -> Option<Site> {
          events {{ worker_connections 1024; }}\n\
          http {{ access_log off; include /etc/nginx/mime.types; default_type application/octet-stream;\n\
            client_body_temp_path {p}/b; proxy_temp_path {p}/p; fastcgi_temp_path {p}/f; uwsgi_temp_path {p}/u; scgi_temp_path {p}/s;\n\
-           server {{ listen 0.0.0.0:{tls} ssl http2; root {p}/www; ssl_protocols TLSv1.2 TLSv1.3;\n\
+           server {{ listen 127.0.0.1:{tls} ssl http2; root {p}/www; ssl_protocols TLSv1.2 TLSv1.3;\n\
              ssl_certificate {}; ssl_certificate_key {}; }} }}\n",
         cert.display(),
         key.display()
@@ -108,7 +110,7 @@ fn nginx() -> Option<Site> {
     })
 }
 
-/// Caddy on 0.0.0.0: HTTP/1.1, HTTP/2 and HTTP/3 on one port (TCP and UDP), sending
+/// Caddy on 127.0.0.1: HTTP/1.1, HTTP/2 and HTTP/3 on one port (TCP and UDP), sending
 /// `Alt-Svc: h3=":PORT"` on its TCP responses; nothing written outside its directory. The
 /// page is `Cache-Control: no-cache`, as sites send their HTML, so a returning visitor asks
 /// for it again (the browser's heuristic freshness would serve it from the cache).
@@ -122,8 +124,8 @@ fn caddy() -> Option<Site> {
     let p = d.display();
     let conf = format!(
         "{{\n\tadmin off\n\tauto_https off\n\tstorage file_system {p}/data\n\tdefault_sni localhost\n\
-         \tservers 0.0.0.0:{tls} {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
-         https://:{tls} {{\n\tbind 0.0.0.0\n\ttls {} {}\n\theader /index.html Cache-Control no-cache\n\troot * {p}/www\n\tfile_server\n}}\n",
+         \tservers 127.0.0.1:{tls} {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
+         https://:{tls} {{\n\tbind 127.0.0.1\n\ttls {} {}\n\theader /index.html Cache-Control no-cache\n\troot * {p}/www\n\tfile_server\n}}\n",
         cert.display(),
         key.display()
     );
