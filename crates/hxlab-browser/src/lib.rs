@@ -44,16 +44,7 @@ pub use hxlab_core::Proto;
 /// Maps Chromium's `response.protocol` ("http/1.1", "h2", "h3", "h3-29", "quic/…") to the
 /// protocol a page load asks for; `None` for anything else (e.g. "data", "blob", empty).
 pub fn asked_of_reported(reported: &str) -> Option<Proto> {
-    let p = reported.to_ascii_lowercase();
-    if p == "http/1.1" || p == "http/1.0" {
-        Some(Proto::H1)
-    } else if p == "h2" {
-        Some(Proto::H2)
-    } else if p.starts_with("h3") || p.starts_with("quic") || p.contains("+quic") {
-        Some(Proto::H3)
-    } else {
-        None
-    }
+    Proto::of_reported(reported)
 }
 
 /// What one page load should do.
@@ -94,6 +85,11 @@ pub struct PageConfig {
     /// The hosts under test (lower case): the protocol check counts only their responses
     /// and names the others in [`PageRun::outside_protocol_check`]. Empty: every host.
     pub hosts_under_test: Vec<String>,
+    /// After the first view, close the browser and start a new one on the profile it left
+    /// (HTTP cache and Alt-Svc records kept, connections closed) and load the page again as
+    /// a returning visitor, into [`PageRun::repeat_view`] (`View::Returning`). Not with
+    /// `repeat_view`, which takes that place.
+    pub returning_visit: bool,
 }
 
 impl PageConfig {
@@ -115,6 +111,7 @@ impl PageConfig {
             repeat_view: false,
             strict: false,
             hosts_under_test: Vec::new(),
+            returning_visit: false,
         }
     }
 }
@@ -137,6 +134,7 @@ impl std::fmt::Debug for PageConfig {
             .field("cpu_slowdown", &self.cpu_slowdown)
             .field("repeat_view", &self.repeat_view)
             .field("strict", &self.strict)
+            .field("returning_visit", &self.returning_visit)
             .field("launcher", &self.launcher.is_some())
             .finish_non_exhaustive()
     }

@@ -3,7 +3,7 @@
 
 use crate::cdp::Cdp;
 use crate::collected::{num, str_of, Collected, RequestRecord};
-use crate::process::BrowserProcess;
+use crate::process::{BrowserDir, BrowserProcess};
 use crate::view::{self, Tab};
 use crate::{vitals, BrowserError, PageConfig, PageRun, Proto, ResourceTiming, View};
 use hxlab_core::page::{party_of, url_host, ProblemKind, ProblemResource, ResourceProblems};
@@ -209,9 +209,37 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
 }
 
 async fn run(cfg: &PageConfig, program: &Path, args: &[String]) -> Result<PageRun, BrowserError> {
-    let (mut browser, pipe) = BrowserProcess::spawn(program, args, cfg.launcher.as_ref())?;
+    let dir = BrowserDir::fresh()?;
+    let mut first = one_browser(cfg, program, args, &dir, View::First).await?;
+    if cfg.returning_visit {
+        match one_browser(cfg, program, args, &dir, View::Returning).await {
+            Ok(back) => first.repeat_view = Some(Box::new(back)),
+            // The first visit stands on its own, but a job that asked for both views does
+            // not count one without the other.
+            Err(e) => {
+                let why = format!("the returning visit failed: {e}");
+                first.flag = Some(match first.flag.take() {
+                    Some(f) => format!("{f}; {why}"),
+                    None => why,
+                });
+            }
+        }
+    }
+    Ok(first)
+}
+
+/// One browser process on the profile in `dir`: `view` is the first view (and its repeat
+/// view when asked for) or a returning visitor's view.
+async fn one_browser(
+    cfg: &PageConfig,
+    program: &Path,
+    args: &[String],
+    dir: &BrowserDir,
+    view: View,
+) -> Result<PageRun, BrowserError> {
+    let (mut browser, pipe) = BrowserProcess::spawn_on(program, args, cfg.launcher.as_ref(), dir)?;
     let mut cdp = Cdp::new(pipe);
-    let outcome = drive(cfg, &mut cdp).await;
+    let outcome = drive(cfg, &mut cdp, view).await;
     let outcome = match outcome {
         Err(BrowserError::Crashed(msg)) => {
             let status = browser.settle_after_crash().await;
@@ -256,7 +284,7 @@ fn header<'a>(response: &'a Value, name: &str) -> Option<&'a str> {
         .and_then(|(_, v)| v.as_str())
 }
 
-async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError> {
+async fn drive(cfg: &PageConfig, cdp: &mut Cdp, which: View) -> Result<PageRun, BrowserError> {
     let version = cdp.call("Browser.getVersion", json!({}), None).await?;
     let product = str_of(&version, "product");
     let version_number = product.split('/').nth(1).unwrap_or("").to_string();
@@ -301,8 +329,8 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp) -> Result<PageRun, BrowserError>
         target_id: &target_id,
     };
     let first = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
-    let mut run = build_view(cfg, &browser, browser_major, &first, View::First);
-    if cfg.repeat_view {
+    let mut run = build_view(cfg, &browser, browser_major, &first, which);
+    if cfg.repeat_view && which == View::First {
         view::blank(cdp, &tab).await?;
         let repeat = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
         let repeat = build_view(cfg, &browser, browser_major, &repeat, View::Repeat);
@@ -381,6 +409,7 @@ pub(crate) fn build_run(
         browser_major,
         started_unix_s: seen.records.first().map(|r| r.wall_time).unwrap_or(0.0),
         protocols: t.protocols,
+        shares: hxlab_core::page::ProtocolShares::of(&resources),
         protocol_ok: t.protocol_ok,
         flag: (!reasons.is_empty()).then(|| reasons.join("; ")),
         ttfb_ms: num(&nav, "responseStart"),

@@ -32,6 +32,32 @@ pub(crate) struct BrowserProcess {
     stderr_tail: Arc<Mutex<String>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
     cleaned: bool,
+    /// The directory belongs to a [`BrowserDir`] that outlives this process (a returning
+    /// visitor starts on the profile it leaves): clean-up leaves it in place.
+    keep_dir: bool,
+}
+
+/// A browser directory (profile and TMPDIR) shared by browser processes started one after
+/// another; removed when dropped.
+pub(crate) struct BrowserDir(PathBuf);
+
+impl BrowserDir {
+    /// A fresh, empty directory.
+    pub(crate) fn fresh() -> Result<BrowserDir, BrowserError> {
+        fresh_browser_dir().map(BrowserDir)
+    }
+}
+
+impl Drop for BrowserDir {
+    fn drop(&mut self) {
+        for _ in 0..20 {
+            match std::fs::remove_dir_all(&self.0) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(_) => std::thread::sleep(Duration::from_millis(25)),
+            }
+        }
+    }
 }
 
 /// Both ends of the DevTools pipe, seen from our side.
@@ -98,18 +124,17 @@ fn fresh_browser_dir() -> Result<PathBuf, BrowserError> {
 }
 
 impl BrowserProcess {
-    /// Starts `program` with `args` plus a fresh `--user-data-dir` and `--remote-debugging-pipe`.
-    pub(crate) fn spawn(
+    /// Starts `program` on the profile in `dir`, which it leaves in place when it ends (the
+    /// [`BrowserDir`] removes it).
+    pub(crate) fn spawn_on(
         program: &Path,
         args: &[String],
         launcher: Option<&Launcher>,
+        dir: &BrowserDir,
     ) -> Result<(BrowserProcess, DevtoolsPipe), BrowserError> {
-        let dir = fresh_browser_dir()?;
-        let result = Self::spawn_in(program, args, launcher, &dir);
-        if result.is_err() {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        result
+        let (mut process, pipe) = Self::spawn_in(program, args, launcher, &dir.0)?;
+        process.keep_dir = true;
+        Ok((process, pipe))
     }
 
     fn spawn_in(
@@ -194,6 +219,7 @@ impl BrowserProcess {
             stderr_tail,
             stderr_task,
             cleaned: false,
+            keep_dir: false,
         };
         let to_browser = pipe::Sender::from_owned_fd(browser_in_w)
             .map_err(|e| BrowserError::Launch(format!("devtools pipe: {e}")))?;
@@ -267,6 +293,9 @@ impl BrowserProcess {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+        if self.keep_dir {
+            return;
         }
         // Chromium may still be flushing the profile for a moment; retry briefly.
         for _ in 0..20 {

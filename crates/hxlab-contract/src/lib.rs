@@ -31,9 +31,10 @@ pub mod serve;
 pub mod stats;
 pub mod synthetic_html;
 
+pub use hxlab_core::page::ProtocolShares;
 pub use job::{JobDone, LoadJob};
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
-pub use page::{PageJob, Synthetic};
+pub use page::{Discovery, PageJob, Synthetic};
 pub use page_report::{
     EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, Recording, ReplaySource,
     SyntheticPage,

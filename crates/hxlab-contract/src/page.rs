@@ -106,6 +106,50 @@ impl Synthetic {
     }
 }
 
+/// How the browser comes to use HTTP/3 (`hxlab page --discovery`, the lab's `discovery`
+/// factor).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Discovery {
+    /// The protocol is forced on the page's origins (`--proto h1|h2|h3`): every visitor
+    /// already uses it.
+    #[default]
+    Forced,
+    /// Nothing is forced: a first visit from a fresh profile, then a returning visitor (a
+    /// new browser on the profile the first left: Alt-Svc and HTTP caches kept, connections
+    /// closed). HTTP/3 is used where an Alt-Svc header offered it.
+    AltSvc,
+    /// As `alt-svc`, behind a link that drops every UDP packet: the browser tries QUIC
+    /// where Alt-Svc offered it and falls back to TCP.
+    UdpBlocked,
+}
+
+impl Discovery {
+    /// Parses `forced`, `alt-svc`, `udp-blocked`.
+    pub fn parse(s: &str) -> Option<Discovery> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "forced" => Discovery::Forced,
+            "alt-svc" | "altsvc" => Discovery::AltSvc,
+            "udp-blocked" => Discovery::UdpBlocked,
+            _ => return None,
+        })
+    }
+
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Discovery::Forced => "forced",
+            Discovery::AltSvc => "alt-svc",
+            Discovery::UdpBlocked => "udp-blocked",
+        }
+    }
+
+    /// True when the browser discovers the protocol (a first visit and a returning one).
+    pub fn discovers(self) -> bool {
+        self != Discovery::Forced
+    }
+}
+
 /// One `hxlab page` invocation, as asked. `Default` is the flags' defaults (10 runs, 60 s per
 /// run, the origin on cubic); exactly one of `url`, `synthetic` and `replay` names the page.
 ///
@@ -123,6 +167,9 @@ pub struct PageJob {
     pub replay: Option<PathBuf>,
     /// The protocol to force; a browser speaks HTTP/2 over TLS only, so not `h2c`.
     pub proto: Proto,
+    /// How the browser reaches HTTP/3: forced (`proto`), or discovered through Alt-Svc
+    /// (`proto` must then be `auto`), with UDP blocked or not.
+    pub discovery: Discovery,
     /// The link the browser sits behind (None: loopback, no emulation).
     pub link: Option<LinkConfig>,
     /// Page loads, each in a fresh browser with a fresh profile.
@@ -174,6 +221,7 @@ impl Default for PageJob {
             synthetic: None,
             replay: None,
             proto: Proto::Auto,
+            discovery: Discovery::Forced,
             link: None,
             runs: 10,
             push: false,
@@ -257,6 +305,21 @@ impl PageJob {
         if let Some(link) = &self.link {
             link.validate().map_err(|e| ConfigError(e.to_string()))?;
         }
+        if self.discovery.discovers() {
+            let d = self.discovery.name();
+            // h1 and h2 stay allowed: a site that offers only that protocol, visited twice
+            // (the lab's h1-tls and h2 cells beside a discovering h3 cell).
+            if self.proto == Proto::H3 {
+                return bad(&format!(
+                    "--discovery {d} forces no protocol: leave out --proto (or give --proto auto); --proto h3 is --discovery forced"
+                ));
+            }
+            if self.replay.is_some() {
+                return bad(&format!(
+                    "--discovery {d} needs a page whose servers send their own Alt-Svc (a URL or --synthetic), not --replay"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -327,6 +390,43 @@ mod tests {
             let e = bad.validate().expect_err(want).to_string();
             assert!(e.contains(want), "{e}");
         }
+        for (job, want) in [
+            (
+                PageJob {
+                    url: Some("https://a/".into()),
+                    proto: Proto::H3,
+                    discovery: Discovery::AltSvc,
+                    ..PageJob::default()
+                },
+                "forces no protocol",
+            ),
+            (
+                PageJob {
+                    replay: Some("a.har".into()),
+                    discovery: Discovery::UdpBlocked,
+                    ..PageJob::default()
+                },
+                "not --replay",
+            ),
+        ] {
+            let e = job.validate().expect_err(want).to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        let discovering = PageJob {
+            url: Some("https://a/".into()),
+            discovery: Discovery::UdpBlocked,
+            ..PageJob::default()
+        };
+        discovering.validate().expect("auto with discovery");
+        assert_eq!(
+            PageJob::from_json(&discovering.to_json()).expect("round trip"),
+            discovering
+        );
+        assert!(discovering.to_json().contains("\"udp-blocked\""));
+        for d in [Discovery::Forced, Discovery::AltSvc, Discovery::UdpBlocked] {
+            assert_eq!(Discovery::parse(d.name()), Some(d));
+        }
+        assert_eq!(Discovery::parse("https-rr"), None);
         assert!(Synthetic::parse("n=5000").is_err());
         assert!(Synthetic::parse("origins=3").is_err());
         assert!(PageJob::from_json(r#"{"url": "https://a/", "bogus": 1}"#).is_err());

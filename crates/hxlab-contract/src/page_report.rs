@@ -27,6 +27,14 @@ pub struct PageReport {
     pub url: String,
     /// The protocol asked for.
     pub protocol: Proto,
+    /// How the browser reached HTTP/3 (`forced`: `protocol` was forced; otherwise each
+    /// run's `repeat_view` is the returning visitor, unless `repeat_view` was asked for).
+    #[serde(default)]
+    pub discovery: crate::Discovery,
+    /// The link's counters over the whole job (every run), read when the link stopped:
+    /// with `--discovery udp-blocked`, `dropped_udp` says QUIC was tried and dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_stats: Option<hxlab_link::LinkStats>,
     /// The browser's name and version ("Chromium (no run finished)" without a run).
     pub browser: String,
     /// Its major version (0 when no run finished).

@@ -123,6 +123,22 @@ impl Proto {
         })
     }
 
+    /// The HTTP version a browser reports for a response (Chromium's `response.protocol`:
+    /// "http/1.1", "h2", "h3", "h3-29", "quic/…"); `None` for anything else ("data", "blob",
+    /// empty).
+    pub fn of_reported(reported: &str) -> Option<Proto> {
+        let p = reported.to_ascii_lowercase();
+        if p == "http/1.1" || p == "http/1.0" {
+            Some(Proto::H1)
+        } else if p == "h2" {
+            Some(Proto::H2)
+        } else if p.starts_with("h3") || p.starts_with("quic") || p.contains("+quic") {
+            Some(Proto::H3)
+        } else {
+            None
+        }
+    }
+
     /// The name as written on the command line.
     pub fn name(self) -> &'static str {
         match self {

@@ -114,6 +114,40 @@ pub fn page_experiment(har: &std::path::Path, label: &str) -> Description {
     }
 }
 
+/// The experiment of `hxlab compare --page URL --live`: the site itself (its own servers,
+/// caches and CDN), not a recording, loaded over each of `protocols` it offers (as probed
+/// first: h1-tls, h2, h3) behind [`PAGE_NETWORKS`], 5 repetitions each in a fresh browser,
+/// judged on largest contentful paint (the load event beside it). The first protocol
+/// offered is the baseline.
+pub fn live_page_experiment(url: &str, protocols: &[Protocol]) -> Description {
+    let text = |s: &str| FactorValue::Text(s.to_string());
+    let names: Vec<&str> = protocols.iter().map(|p| p.name()).collect();
+    Description {
+        name: "compare-page-live".into(),
+        title: format!("hxlab compare --page --live: {url} (live) over {}", names.join(", ")),
+        description: format!(
+            "The page {url}, live: loaded from the site itself (its own servers, caches and CDN, not a recording) \
+             over each protocol it offers ({}), behind packet-level emulations of published networks. Each \
+             repetition is a fresh headless Chromium with the protocol forced. The site's servers, their congestion \
+             control and scheduling are its own and are not read back.",
+            names.join(", ")
+        ),
+        workload: Workload::Browser,
+        repetitions: 5,
+        timeout: std::time::Duration::from_secs(180),
+        columns: Some("profile"),
+        baseline: protocols.first().copied(),
+        seed: Some(1),
+        page: Some(PageInput::Url(url.to_string())),
+        metric: Some(hxlab_report::Metric::LcpS),
+        origins: Vec::new(),
+        factors: vec![
+            ("protocol", names.iter().map(|n| text(n)).collect()),
+            ("profile", PAGE_NETWORKS.iter().map(|n| text(n)).collect()),
+        ],
+    }
+}
+
 /// Finds a scenario by name.
 pub fn find(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)

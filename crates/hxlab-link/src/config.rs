@@ -80,6 +80,9 @@ pub struct DirectionConfig {
     pub queue: QueueLimit,
     /// Queue management.
     pub aqm: Aqm,
+    /// Drop every UDP packet (IPv4 or IPv6) at ingress, before the loss stage, and count it
+    /// (`dropped_udp`): a network where QUIC cannot pass, so a browser falls back to TCP.
+    pub block_udp: bool,
 }
 
 /// The largest unit a pure-delay direction carries whole: a GSO super-packet's segments
@@ -184,6 +187,7 @@ impl Default for DirectionConfig {
             server: Server::Unlimited,
             queue: DEFAULT_QUEUE,
             aqm: Aqm::DropTail,
+            block_udp: false,
         }
     }
 }
@@ -228,6 +232,18 @@ pub struct LinkConfig {
 }
 
 impl LinkConfig {
+    /// Drops UDP in both directions (`hxlab link --block-udp`): see
+    /// [`DirectionConfig::block_udp`].
+    pub fn block_udp(&mut self) {
+        self.down.block_udp = true;
+        self.up.block_udp = true;
+    }
+
+    /// True when either direction drops UDP.
+    pub fn blocks_udp(&self) -> bool {
+        self.down.block_udp || self.up.block_udp
+    }
+
     /// The link a named profile describes (see [`crate::profiles`]): RTT split half each way,
     /// down/up rates, profile loss.
     pub fn from_profile(name: &str) -> Result<LinkConfig, LinkError> {

@@ -38,7 +38,7 @@ pub use settings::{Bottleneck, LinkSettings, Setting, SettingsError};
 pub use shell::Link;
 pub use trace::Trace;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What can go wrong configuring or starting a link; each is one line for the user.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +57,8 @@ pub enum LinkError {
     Setup(String),
 }
 
-/// Counters of both directions, as `--stats` writes them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Counters of both directions, as `--stats` writes them (and `hxlab page --json` carries).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkStats {
     /// Outside → inside.
     pub down: DirectionStats,

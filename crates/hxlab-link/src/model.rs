@@ -17,7 +17,7 @@
 
 use crate::config::{Aqm, DirectionConfig, Loss, QueueLimit, Server};
 use crate::trace::{Trace, TRACE_OPPORTUNITY_BYTES};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -95,7 +95,7 @@ impl Rng {
 }
 
 /// Per-direction counters, as written by `--stats`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DirectionStats {
     /// Packets that entered the link.
     pub packets_in: u64,
@@ -113,6 +113,9 @@ pub struct DirectionStats {
     pub dropped_aqm: u64,
     /// Packets dropped because the driver's in-flight safety cap was hit.
     pub dropped_overflow: u64,
+    /// UDP packets dropped because the direction blocks UDP ([`DirectionConfig::block_udp`]).
+    #[serde(default)]
+    pub dropped_udp: u64,
     /// Sum of queueing delays (arrival to start of transmission) in nanoseconds.
     pub queue_delay_sum_ns: u128,
     /// Largest queueing delay seen, in nanoseconds.
@@ -132,7 +135,11 @@ impl DirectionStats {
 
     /// All drops together.
     pub fn dropped(&self) -> u64 {
-        self.dropped_loss + self.dropped_queue + self.dropped_aqm + self.dropped_overflow
+        self.dropped_loss
+            + self.dropped_queue
+            + self.dropped_aqm
+            + self.dropped_overflow
+            + self.dropped_udp
     }
 
     fn record_queue_delay(&mut self, d: Duration, segments: u32) {
@@ -238,6 +245,7 @@ pub struct Pipe<P> {
     in_flight_segs: usize,
     last_delivery: Duration,
     rng: Rng,
+    block_udp: bool,
     stats: DirectionStats,
     /// Dropped packets, kept for a capture ([`Pipe::keep_dropped`]); None: let go at once.
     dropped: Option<Vec<(P, Dropped)>>,
@@ -319,6 +327,7 @@ impl<P: Packet> Pipe<P> {
             in_flight_segs: 0,
             last_delivery: Duration::ZERO,
             rng: Rng::new(seed),
+            block_udp: cfg.block_udp,
             stats: DirectionStats::default(),
             dropped: None,
         }
@@ -327,6 +336,21 @@ impl<P: Packet> Pipe<P> {
     /// Counters so far.
     pub fn stats(&self) -> &DirectionStats {
         &self.stats
+    }
+
+    /// True when this direction drops UDP ([`DirectionConfig::block_udp`]); the driver, which
+    /// knows what a packet carries, asks before it hands one over.
+    pub fn blocks_udp(&self) -> bool {
+        self.block_udp
+    }
+
+    /// `segments` UDP packets of `len` wire bytes in all arrive at `now` on a direction that
+    /// blocks UDP: counted in, and dropped (`dropped_udp`).
+    pub fn drop_udp(&mut self, now: Duration, segments: u32, len: usize) {
+        self.advance(now);
+        self.stats.packets_in += segments as u64;
+        self.stats.bytes_in += len as u64;
+        self.stats.dropped_udp += segments as u64;
     }
 
     /// Packets waiting in the queue (not yet on the wire).
@@ -768,6 +792,24 @@ mod tests {
             queue: QueueLimit::Unlimited,
             ..DirectionConfig::default()
         }
+    }
+
+    #[test]
+    fn a_direction_that_blocks_udp_counts_what_it_drops() {
+        let mut pipe: Pipe<P> = Pipe::new(
+            &DirectionConfig {
+                block_udp: true,
+                ..cfg()
+            },
+            1,
+        );
+        assert!(pipe.blocks_udp());
+        pipe.drop_udp(ms(1), 3, 3 * 1200);
+        let s = pipe.stats();
+        assert_eq!((s.packets_in, s.bytes_in, s.dropped_udp), (3, 3600, 3));
+        assert_eq!(s.dropped(), 3);
+        assert_eq!(pipe.poll_deliver(ms(1000)), None);
+        assert!(!Pipe::<P>::new(&cfg(), 1).blocks_udp());
     }
 
     #[test]

@@ -145,6 +145,16 @@ fn read_counter(fd: RawFd) {
     unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
 }
 
+/// True when an IP packet carries UDP: IPv4 protocol 17, or IPv6 next header 17 (a UDP
+/// datagram behind IPv6 extension headers is not looked for; QUIC sends none).
+fn is_udp(ip: &[u8]) -> bool {
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => ip.get(9) == Some(&17),
+        Some(6) => ip.get(6) == Some(&17),
+        _ => false,
+    }
+}
+
 impl RelayCtx {
     /// Time on the link's clock.
     fn now(&self) -> Duration {
@@ -185,6 +195,23 @@ impl RelayCtx {
             }
             big.len = n;
             let hdr = VnetHdr::parse(&big.data);
+            if self.pipe.blocks_udp() && is_udp(&big.data[VNET_HDR_LEN..n]) {
+                let (segs, wire) = Gso::parse(&hdr, &big.data[VNET_HDR_LEN..n])
+                    .filter(|_| hdr.is_gso())
+                    .map(|g| (g.segments(), g.wire_len()))
+                    .unwrap_or((1, n - VNET_HDR_LEN));
+                self.pipe.drop_udp(now, segs, wire);
+                if let Some(cap) = &self.capture {
+                    let why = format!("dropped by udp blocked, {}", self.dir_name());
+                    cap.lock().unwrap_or_else(|p| p.into_inner()).relayed(
+                        crate::pcap::IF_DROPPED,
+                        now,
+                        &big.data[..n],
+                        Some(&why),
+                    );
+                }
+                continue;
+            }
             if !hdr.is_gso() {
                 let pkt = if n <= SMALL_BUF {
                     let mut b = self.pool.small();
@@ -422,5 +449,27 @@ pub(crate) fn relay(mut ctx: RelayCtx) -> Result<DirectionStats, LinkError> {
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_udp;
+
+    #[test]
+    fn tells_udp_from_tcp_on_ipv4_and_ipv6() {
+        let mut v4 = [0u8; 28];
+        v4[0] = 0x45;
+        v4[9] = 17;
+        assert!(is_udp(&v4));
+        v4[9] = 6;
+        assert!(!is_udp(&v4));
+        let mut v6 = [0u8; 48];
+        v6[0] = 0x60;
+        v6[6] = 17;
+        assert!(is_udp(&v6));
+        v6[6] = 6;
+        assert!(!is_udp(&v6));
+        assert!(!is_udp(&[]));
     }
 }

@@ -18,6 +18,8 @@ pub struct PageOptions {
     pub synthetic: Option<Synthetic>,
     /// The protocol to force.
     pub proto: Proto,
+    /// How the browser reaches HTTP/3 (forced, or discovered: a first and a returning visit).
+    pub discovery: hxlab_contract::Discovery,
     /// The link to run the browser behind (checked with [`LinkConfig::validate`]).
     pub link: Option<LinkConfig>,
     /// Ask the synthetic origin to push the sub-resources.
@@ -65,7 +67,8 @@ impl PageOptions {
             url: job.url.clone(),
             synthetic: job.synthetic.clone(),
             proto: job.proto,
-            link: job.link.clone(),
+            discovery: job.discovery,
+            link: link_of(job),
             push: job.push,
             early_hints: job.early_hints,
             spki: job.spki.clone(),
@@ -85,6 +88,13 @@ impl PageOptions {
         }
     }
 
+    /// True when each run is a first visit followed by a returning visitor's (a new browser
+    /// on the profile the first left); with `repeat_view` the second view is the same
+    /// browser's instead.
+    pub fn returning_visit(&self) -> bool {
+        self.discovery.discovers() && !self.repeat_view
+    }
+
     /// What the origin started here (synthetic page or replay) is set to.
     pub fn origin_settings(&self) -> hxlab_child::origin::OriginSettings {
         hxlab_child::origin::OriginSettings {
@@ -94,6 +104,17 @@ impl PageOptions {
         }
     }
 }
+/// The job's link; with `--discovery udp-blocked` the same link (or one that only blocks,
+/// when none was asked for) dropping UDP both ways.
+fn link_of(job: &hxlab_contract::PageJob) -> Option<LinkConfig> {
+    if job.discovery != hxlab_contract::Discovery::UdpBlocked {
+        return job.link.clone();
+    }
+    let mut link = job.link.clone().unwrap_or_default();
+    link.block_udp();
+    Some(link)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

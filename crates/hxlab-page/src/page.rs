@@ -96,6 +96,7 @@ impl PageSession {
         template.collect_bodies = opts.collect_bodies;
         template.cpu_slowdown = opts.cpu_slowdown;
         template.repeat_view = opts.repeat_view;
+        template.returning_visit = opts.returning_visit();
         template.strict = opts.strict;
         template.hosts_under_test = mapping.hosts;
         let recorded_hosts = mapping.recorded_hosts;
@@ -150,6 +151,15 @@ impl PageSession {
     /// The configuration of one run (each run gets a fresh browser and profile).
     pub fn run_config(&self) -> PageConfig {
         self.template.clone()
+    }
+
+    /// Stops the link after the runs and returns its counters (None without a link). The
+    /// session cannot start another browser behind it afterwards.
+    pub fn stop_link(&mut self) -> Option<hxlab_link::LinkStats> {
+        // The launcher holds the other reference to the link.
+        self.template.launcher = None;
+        let link = self.link.take()?;
+        Arc::try_unwrap(link).ok().map(Link::stop)
     }
 }
 

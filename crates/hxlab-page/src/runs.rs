@@ -88,7 +88,7 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(io("starting the tokio runtime".into()))?;
-    let session = PageSession::start(&opts).map_err(PageError::Failed)?;
+    let mut session = PageSession::start(&opts).map_err(PageError::Failed)?;
     crate::text::header(text, job, &session)?;
     let mut runs = Runs::default();
     for i in 1..=job.runs {
@@ -96,13 +96,8 @@ pub fn run(
     }
     let rep = crate::totals::report(&runs.outcomes, job.push);
     let mut doc = crate::totals::report_json(&session, &opts, &runs.outcomes, &rep);
-    crate::text::footer(
-        text,
-        job,
-        &rep,
-        doc.server_cc.as_ref(),
-        doc.scheduling.as_ref(),
-    )?;
+    doc.link_stats = session.stop_link();
+    crate::text::footer(text, job, &rep, &doc)?;
     runs.add_replay(&mut doc, job);
     if let Some(dest) = &job.json {
         write_json(dest, &doc)?;

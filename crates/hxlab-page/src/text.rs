@@ -4,18 +4,20 @@
 //! owns stdout).
 
 use crate::page::PageSession;
-use hxlab_contract::{PageJob, ReplayCounts};
-use hxlab_core::page::{PageRun, PageSummary, PageTotals};
-use hxlab_core::sched::Scheduling;
-use std::collections::BTreeMap;
+use hxlab_contract::{Discovery, PageJob, PageReport, ReplayCounts};
+use hxlab_core::page::{PageRun, PageSummary, PageTotals, View};
 use std::io::Write;
 
 /// The lines before the runs: what is loaded, behind what, and the table's head.
 pub fn header(text: &mut dyn Write, job: &PageJob, session: &PageSession) -> std::io::Result<()> {
+    let over = match job.discovery {
+        Discovery::Forced => job.proto.to_string(),
+        d => format!("the protocol the browser finds (--discovery {})", d.name()),
+    };
     writeln!(
         text,
-        "hxlab page: {} over {}, {} run(s)",
-        session.url, job.proto, job.runs
+        "hxlab page: {} over {over}, {} run(s)",
+        session.url, job.runs
     )?;
     if let Some(l) = &session.link {
         let what = match job.link.as_ref().and_then(|l| l.profile.as_deref()) {
@@ -34,6 +36,17 @@ pub fn header(text: &mut dyn Write, job: &PageJob, session: &PageSession) -> std
             text,
             "run Nr is run N's repeat view: the same browser, its cache and connections kept"
         )?;
+    } else if job.discovery.discovers() {
+        writeln!(
+            text,
+            "run N is a first visit from a fresh profile; run Nret the returning visitor: a new browser on the profile N left (Alt-Svc and HTTP caches kept, connections closed)"
+        )?;
+    }
+    if job.discovery == Discovery::UdpBlocked {
+        writeln!(
+            text,
+            "the link drops every UDP packet: QUIC cannot pass, so the browser falls back to TCP"
+        )?;
     }
     writeln!(
         text,
@@ -50,6 +63,7 @@ pub fn run_rows(
     replay: Option<&ReplayCounts>,
 ) -> std::io::Result<()> {
     writeln!(text, "{}", run_row(&i.to_string(), run))?;
+    writeln!(text, "     used: {}", run.shares.describe())?;
     if let Some(c) = replay {
         writeln!(text, "     replay: {}", replay_line(c))?;
     }
@@ -58,10 +72,15 @@ pub fn run_rows(
         writeln!(text, "     ^ left out: {flag}")?;
     }
     if let Some(rv) = &run.repeat_view {
-        writeln!(text, "{}", run_row(&format!("{i}r"), rv))?;
+        let label = match rv.view {
+            View::Returning => format!("{i}ret"),
+            _ => format!("{i}r"),
+        };
+        writeln!(text, "{}", run_row(&label, rv))?;
+        writeln!(text, "     used: {}", rv.shares.describe())?;
         problem_rows(text, rv)?;
         if let Some(flag) = &rv.flag {
-            writeln!(text, "     ^ repeat view left out: {flag}")?;
+            writeln!(text, "     ^ {} left out: {flag}", view_name(rv.view))?;
         }
     }
     Ok(())
@@ -93,26 +112,34 @@ pub fn footer(
     text: &mut dyn Write,
     job: &PageJob,
     rep: &PageTotals,
-    server_cc: Option<&BTreeMap<String, u64>>,
-    scheduling: Option<&Scheduling>,
+    doc: &PageReport,
 ) -> std::io::Result<()> {
     let summary = &rep.summary;
+    let (first, second) = match (job.repeat_view, job.discovery.discovers()) {
+        (true, _) => (" (first view)", " (repeat view)"),
+        (false, true) => (" (first visit)", " (returning visitor)"),
+        (false, false) => ("", ""),
+    };
+    let asked = match job.discovery {
+        Discovery::Forced => job.proto.to_string(),
+        d => format!("--discovery {}", d.name()),
+    };
     let views = [
-        (
-            if job.repeat_view { " (first view)" } else { "" },
-            Some(summary),
-        ),
-        (" (repeat view)", rep.repeat_summary.as_ref()),
+        (first, Some(summary)),
+        (second, rep.repeat_summary.as_ref()),
     ];
     for (view, s) in views {
         let Some(s) = s else { continue };
         writeln!(text)?;
         writeln!(
             text,
-            "{}, {}{view}: {} of {} run(s) counted; median [95% CI]",
-            rep.browser, job.proto, s.valid_runs, s.runs
+            "{}, {asked}{view}: {} of {} run(s) counted; median [95% CI]",
+            rep.browser, s.valid_runs, s.runs
         )?;
         summary_lines(text, s)?;
+    }
+    if let Some(stats) = &doc.link_stats {
+        writeln!(text, "  link: {}", link_line(stats))?;
     }
     if let Some(note) = &rep.push_note {
         writeln!(text, "  push: {note}")?;
@@ -131,16 +158,20 @@ pub fn footer(
         writeln!(text, "  left out: {l}")?;
     }
     for l in rep.repeat_summary.iter().flat_map(|s| &s.left_out) {
-        writeln!(text, "  repeat view left out: {l}")?;
+        writeln!(
+            text,
+            "  {} left out: {l}",
+            second.trim_matches([' ', '(', ')'])
+        )?;
     }
-    if let Some(cc) = server_cc {
+    if let Some(cc) = &doc.server_cc {
         let counts = hxlab_core::cc::counts_text(cc);
         writeln!(
             text,
             "  origin's congestion control, read back from its connections: {counts}"
         )?;
     }
-    if let Some(s) = scheduling {
+    if let Some(s) = &doc.scheduling {
         let scheduler = match (s.scheduler, s.scheduler_applies) {
             (_, false) => "none (HTTP/1.1 sends one response at a time per connection)".into(),
             (Some(sched), true) => sched.name().to_string(),
@@ -153,6 +184,35 @@ pub fn footer(
         )?;
     }
     Ok(())
+}
+
+/// What a second view is called in the text.
+fn view_name(view: View) -> &'static str {
+    match view {
+        View::First => "first view",
+        View::Repeat => "repeat view",
+        View::Returning => "returning visit",
+    }
+}
+
+/// The link's counters in a line: packets each way and what it dropped, UDP apart.
+fn link_line(stats: &hxlab_link::LinkStats) -> String {
+    let (down, up) = (&stats.down, &stats.up);
+    let mut line = format!(
+        "{} packet(s) down, {} up; dropped {} down, {} up",
+        down.packets_in,
+        up.packets_in,
+        down.dropped(),
+        up.dropped()
+    );
+    let udp = down.dropped_udp + up.dropped_udp;
+    if udp > 0 {
+        line.push_str(&format!(
+            " ({udp} UDP packet(s) blocked: {} down, {} up)",
+            down.dropped_udp, up.dropped_udp
+        ));
+    }
+    line
 }
 
 /// One line per metric: median and interval.

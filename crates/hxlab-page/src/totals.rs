@@ -133,6 +133,8 @@ pub fn report_json(
         version: env!("CARGO_PKG_VERSION").to_string(),
         url: session.url.clone(),
         protocol: opts.proto,
+        discovery: opts.discovery,
+        link_stats: None,
         browser: rep.browser.clone(),
         browser_major: rep.browser_major,
         link,

@@ -274,7 +274,14 @@ pub(crate) fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellS
             first_error.unwrap_or_default()
         ));
     }
-    if let Some(proto) = s.factors.get("protocol") {
+    // An h3 cell whose browser discovers h3 (the `discovery` factor other than forced) uses
+    // what it found: h2 connections there are the answer, not a fallback.
+    let discovered = s.factors.get("discovery").is_some_and(|d| d != "forced");
+    if let Some(proto) = s
+        .factors
+        .get("protocol")
+        .filter(|p| !(discovered && p.as_str() == "h3"))
+    {
         let want = family(proto);
         let other = counts_except(&s.negotiated, |k| family(k) == want);
         if !other.is_empty() {

@@ -3,7 +3,7 @@
 //! and filmstrip per run and view.
 
 use crate::waterfall::{escape, waterfall_svg};
-use hxlab_core::page::{Outcome, PageRun, PageSummary, PageTotals};
+use hxlab_core::page::{Outcome, PageRun, PageSummary, PageTotals, View};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;margin:1.5em;color:#111;max-width:1240px}\
@@ -40,15 +40,20 @@ pub fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageTotals) ->
         escape(&rep.browser),
         s.valid_runs,
         s.runs,
-        if rep.repeat_summary.is_some() {
-            "; its repeat view loads the page again in the same browser, cache and connections kept"
-        } else {
-            ""
+        match (rep.repeat_summary.is_some(), returning(outcomes)) {
+            (true, true) => "; its returning visitor is a new browser on the profile the first view left (HTTP cache and Alt-Svc records kept, connections closed)",
+            (true, false) => "; its repeat view loads the page again in the same browser, cache and connections kept",
+            (false, _) => "",
         }
     );
     summary(&mut out, &rep.summary, "Summary");
     if let Some(r) = &rep.repeat_summary {
-        summary(&mut out, r, "Summary of the repeat views");
+        let title = if returning(outcomes) {
+            "Summary of the returning visitors"
+        } else {
+            "Summary of the repeat views"
+        };
+        summary(&mut out, r, title);
     }
     runs_table(&mut out, outcomes);
     out.push_str("<h2>Waterfalls</h2>\n<p>Phases per resource from the browser's own timing, in ms since the navigation started; hover a bar for its figures. Bold connection ids are new connections, ↺ marks a reused one. Under each waterfall, the filmstrip: what the page showed at fixed ticks, one picture per change, with its visual progress.</p>\n");
@@ -58,7 +63,8 @@ pub fn render(url: &str, proto: &str, outcomes: &[Outcome], rep: &PageTotals) ->
             Outcome::Measured(run) => {
                 view_figure(&mut out, run, proto, &format!("run {n}"));
                 if let Some(rv) = &run.repeat_view {
-                    view_figure(&mut out, rv, proto, &format!("run {n}, repeat view"));
+                    let name = second_view_name(rv);
+                    view_figure(&mut out, rv, proto, &format!("run {n}, {name}"));
                 }
             }
             Outcome::Failed(e) => {
@@ -159,6 +165,23 @@ fn summary(out: &mut String, s: &PageSummary, title: &str) {
     }
 }
 
+/// Whether the runs' second views are returning visitors (`hxlab page --discovery`) rather
+/// than same-browser repeat views.
+fn returning(outcomes: &[Outcome]) -> bool {
+    outcomes.iter().any(|o| {
+        matches!(o, Outcome::Measured(r)
+            if r.repeat_view.as_ref().is_some_and(|rv| rv.view == View::Returning))
+    })
+}
+
+/// What a run's second view is called.
+fn second_view_name(view: &PageRun) -> &'static str {
+    match view.view {
+        View::Returning => "returning visitor",
+        _ => "repeat view",
+    }
+}
+
 /// One table row per run.
 fn runs_table(out: &mut String, outcomes: &[Outcome]) {
     out.push_str("<h2>Runs</h2>\n<table>\n<tr><th>run</th><th>protocols</th><th>loaded</th><th>connections</th><th>bytes</th><th>TTFB (ms)</th><th>DCL (ms)</th><th>load (ms)</th><th>FCP (ms)</th><th>LCP (ms)</th><th>SI (ms)</th><th>CLS</th><th>note</th></tr>\n");
@@ -168,7 +191,8 @@ fn runs_table(out: &mut String, outcomes: &[Outcome]) {
             Outcome::Measured(r) => {
                 let _ = writeln!(out, "<tr><td>{n}</td>{}</tr>", run_cells(r));
                 if let Some(rv) = &r.repeat_view {
-                    let _ = writeln!(out, "<tr><td>{n} repeat</td>{}</tr>", run_cells(rv));
+                    let name = second_view_name(rv);
+                    let _ = writeln!(out, "<tr><td>{n} {name}</td>{}</tr>", run_cells(rv));
                 }
             }
             Outcome::Failed(e) => {

@@ -782,6 +782,36 @@ mod tests {
     }
 
     #[test]
+    fn an_h3_cell_that_discovers_uses_what_it_found_and_is_not_a_fallback() {
+        let mut recs = Vec::new();
+        for discovery in ["forced", "alt-svc"] {
+            for rep in 0..5 {
+                let mut r = rec("h3", "0ms", rep, 0.1, "h2");
+                r.factors.insert("discovery".into(), discovery.into());
+                r.cell = format!("protocol=h3 discovery={discovery}");
+                recs.push(r);
+            }
+        }
+        let r = Report::build(meta(), recs);
+        let cell = |d: &str| {
+            r.cells
+                .iter()
+                .find(|c| c.key == format!("protocol=h3 discovery={d}"))
+                .expect("cell")
+        };
+        assert!(
+            cell("forced").fell_back.is_some(),
+            "forced h3 over h2 fell back"
+        );
+        assert_eq!(cell("alt-svc").fell_back, None);
+        assert!(
+            cell("alt-svc").warnings.is_empty(),
+            "{:?}",
+            cell("alt-svc").warnings
+        );
+    }
+
+    #[test]
     fn warns_on_fallback_errors_and_wide_spread() {
         let mut recs = synthetic();
         // h2 that fell back to HTTP/1.1.

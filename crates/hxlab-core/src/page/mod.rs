@@ -95,7 +95,7 @@ pub struct ResourceTiming {
     pub priority_header: Option<String>,
 }
 
-/// Which load of the page in one browser a [`PageRun`] is.
+/// Which load of the page a [`PageRun`] is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum View {
@@ -104,6 +104,107 @@ pub enum View {
     First,
     /// The same page again in the same browser: its cache and open connections kept.
     Repeat,
+    /// A returning visitor: a new browser process on the profile the first view left, so its
+    /// HTTP cache and Alt-Svc records are kept and its connections are not.
+    Returning,
+}
+
+/// The requests of one view per HTTP version, as the browser itself reported them
+/// (`response.protocol` of the document and of every resource).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolShares {
+    /// The version the page's document came over (after any redirect); None when the browser
+    /// named none.
+    pub document: Option<Proto>,
+    /// The browser's cache answered the document (`document` is then the version the cached
+    /// response first came over).
+    #[serde(default)]
+    pub document_from_cache: bool,
+    /// Responses that came over the network with a version the browser named: what the
+    /// shares below are shares of.
+    pub requests: u32,
+    /// Share of those over HTTP/1.x, 0 to 1.
+    pub h1: f64,
+    /// Share over HTTP/2.
+    pub h2: f64,
+    /// Share over HTTP/3.
+    pub h3: f64,
+    /// Responses the browser's cache answered (not in the shares: no protocol was used).
+    pub from_cache: u32,
+}
+
+impl ProtocolShares {
+    /// The shares of a view's resources, in request order (the document is the first
+    /// `Document` resource that answered 2xx, so an http → https redirect is skipped).
+    pub fn of(resources: &[ResourceTiming]) -> ProtocolShares {
+        let mut counts = [0u32; 3];
+        let mut from_cache = 0;
+        for r in resources {
+            if r.from_cache {
+                from_cache += 1;
+                continue;
+            }
+            match Proto::of_reported(&r.protocol) {
+                Some(Proto::H1) => counts[0] += 1,
+                Some(Proto::H2) => counts[1] += 1,
+                Some(Proto::H3) => counts[2] += 1,
+                _ => {}
+            }
+        }
+        let doc = resources
+            .iter()
+            .find(|r| r.resource_type == "Document" && (200..300).contains(&r.status));
+        let document = doc.and_then(|r| Proto::of_reported(&r.protocol));
+        let requests: u32 = counts.iter().sum();
+        let share = |n: u32| {
+            if requests == 0 {
+                0.0
+            } else {
+                f64::from(n) / f64::from(requests)
+            }
+        };
+        ProtocolShares {
+            document,
+            document_from_cache: doc.is_some_and(|r| r.from_cache),
+            requests,
+            h1: share(counts[0]),
+            h2: share(counts[1]),
+            h3: share(counts[2]),
+            from_cache,
+        }
+    }
+
+    /// `document h2; 40% h2, 60% h3 of 10 requests` (the versions with a share only).
+    pub fn describe(&self) -> String {
+        let doc = format!(
+            "{}{}",
+            self.document.map_or("?", Proto::name),
+            if self.document_from_cache {
+                " (from cache)"
+            } else {
+                ""
+            }
+        );
+        let shares: Vec<String> = [("h1", self.h1), ("h2", self.h2), ("h3", self.h3)]
+            .into_iter()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(p, s)| format!("{:.0}% {p}", s * 100.0))
+            .collect();
+        let cache = if self.from_cache > 0 {
+            format!(", {} from cache", self.from_cache)
+        } else {
+            String::new()
+        };
+        format!(
+            "document {doc}; {} of {} requests{cache}",
+            if shares.is_empty() {
+                "none".to_string()
+            } else {
+                shares.join(", ")
+            },
+            self.requests
+        )
+    }
 }
 
 fn no_slowdown() -> f64 {
@@ -128,6 +229,9 @@ pub struct PageRun {
     pub started_unix_s: f64,
     /// Responses per protocol as the browser reported them ("h2": 31).
     pub protocols: BTreeMap<String, u32>,
+    /// The document's version and the share of requests per version the browser used.
+    #[serde(default)]
+    pub shares: ProtocolShares,
     /// Every response used the protocol asked for (over TLS: when HTTP/2 or HTTP/3 is asked
     /// for, plain http:// responses, such as a recorded http → https redirect, are left out
     /// of the check and counted in [`PageRun::plain_http_responses`]).
@@ -215,6 +319,7 @@ impl Default for PageRun {
             browser_major: 0,
             started_unix_s: 0.0,
             protocols: BTreeMap::new(),
+            shares: ProtocolShares::default(),
             protocol_ok: true,
             plain_http_responses: 0,
             outside_protocol_check: Vec::new(),
@@ -350,4 +455,42 @@ pub struct PageTotals {
     pub preloads_used: u32,
     /// What went wrong with resources over the finished runs' first views.
     pub problems: ProblemsAcross,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(kind: &str, protocol: &str, status: u16, from_cache: bool) -> ResourceTiming {
+        serde_json::from_value(serde_json::json!({
+            "url": "https://a.example/", "resource_type": kind, "protocol": protocol,
+            "status": status, "connection_id": 1, "connection_reused": false, "start_ms": 0.0,
+            "encoded_bytes": 0, "body_bytes": 0, "from_cache": from_cache,
+        }))
+        .expect("a resource")
+    }
+
+    #[test]
+    fn shares_count_what_came_over_the_network_and_name_the_document_after_redirects() {
+        let shares = ProtocolShares::of(&[
+            resource("Document", "http/1.1", 301, false),
+            resource("Document", "h2", 200, false),
+            resource("Script", "h3", 200, false),
+            resource("Image", "h3", 200, false),
+            resource("Image", "h2", 200, true),
+            resource("Other", "data", 200, false),
+        ]);
+        assert_eq!(shares.document, Some(Proto::H2));
+        assert!(!shares.document_from_cache);
+        assert_eq!((shares.requests, shares.from_cache), (4, 1));
+        assert_eq!((shares.h1, shares.h2, shares.h3), (0.25, 0.25, 0.5));
+        assert_eq!(
+            shares.describe(),
+            "document h2; 25% h1, 25% h2, 50% h3 of 4 requests, 1 from cache"
+        );
+        let cached = ProtocolShares::of(&[resource("Document", "h2", 200, true)]);
+        assert!(cached.document_from_cache);
+        assert_eq!(cached.requests, 0);
+        assert_eq!(cached.h2, 0.0);
+    }
 }

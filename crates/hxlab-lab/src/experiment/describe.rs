@@ -111,6 +111,7 @@ impl Description {
             origins,
             page: None,
             metric: self.metric,
+            page_trust: super::PageTrust::default(),
         };
         exp.page = match &self.page {
             Some(PageInput::Har(p)) => Some(page_source(

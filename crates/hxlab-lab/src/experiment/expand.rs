@@ -262,6 +262,9 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
         tls_resume: flag("tls_resume", false),
         zero_rtt: flag("zero_rtt", false),
         repeat_view: flag("repeat_view", false),
+        discovery: text("discovery")
+            .and_then(|d| hxlab_contract::Discovery::parse(&d))
+            .unwrap_or_default(),
         clients: count("clients").unwrap_or(1),
         streams: count("streams").unwrap_or(1),
         requests: count("requests").unwrap_or(0),
@@ -324,6 +327,12 @@ fn check_cell(
         return Err(ctx.at(
             &place("push"),
             format!("impossible cell `{key}`: push needs at least one resource"),
+        ));
+    }
+    if cfg.discovery.discovers() && workload != Workload::Browser {
+        return Err(ctx.at(
+            &place("discovery"),
+            format!("cell `{key}`: discovery is how a browser reaches h3; it needs workload = \"browser\""),
         ));
     }
     if cfg.repeat_view && workload != Workload::Browser {

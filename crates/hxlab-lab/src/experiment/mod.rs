@@ -62,7 +62,7 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 26] = [
+pub const FACTORS: [(&str, &str); 27] = [
     (
         "origin",
         "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
@@ -123,6 +123,10 @@ pub const FACTORS: [(&str, &str); 26] = [
     (
         "repeat_view",
         "true or false (browser workload: the returning visitor's view, same browser with its cache and connections)",
+    ),
+    (
+        "discovery",
+        "forced, alt-svc or udp-blocked (browser workload: how the browser reaches h3; an h3 cell forces nothing unless forced)",
     ),
     ("clients", "a positive number of connections"),
     (
@@ -235,8 +239,15 @@ pub struct CellConfig {
     /// Use 0-RTT early data.
     pub zero_rtt: bool,
     /// Browser workload: measure the repeat view (`hxlab page --repeat-view`: the same
-    /// browser loads the page again, its cache and connections kept) instead of the first.
+    /// browser loads the page again, its cache and connections kept) instead of the first;
+    /// with `discovery` other than forced, the returning visitor (a new browser on the
+    /// profile the first visit left).
     pub repeat_view: bool,
+    /// Browser workload: how the browser reaches HTTP/3 (`hxlab page --discovery`). Other
+    /// than forced, an h3 cell forces nothing (HTTP/3 only where Alt-Svc offers it) and an
+    /// h1-tls or h2 cell is a site that offers only that protocol; `udp-blocked` puts the
+    /// browser behind a link that drops UDP.
+    pub discovery: hxlab_contract::Discovery,
     /// Connections (throughput workload).
     pub clients: u64,
     /// Streams per connection (throughput workload).
@@ -276,7 +287,7 @@ impl CellConfig {
 
     /// True when the cell needs `hxlab link` (a profile, loss, RTT, rate, jitter or queue).
     pub fn needs_link(&self) -> bool {
-        !self.link_settings().is_empty()
+        !self.link_settings().is_empty() || self.discovery == hxlab_contract::Discovery::UdpBlocked
     }
 
     /// The cell's network as a typed link configuration (None for loopback), built by
@@ -339,6 +350,20 @@ pub struct Experiment {
     /// The primary figure when not the workload's (browser workload: `metric = "lcp"`,
     /// `"fcp"`, `"speed_index"` or `"load"`).
     pub metric: Option<hxlab_report::Metric>,
+    /// How the browser trusts a `url` page's certificate (`hxlab compare --page URL --live
+    /// -k --spki ...`).
+    pub page_trust: PageTrust,
+}
+
+/// How the browser trusts the certificate of a page the lab does not serve.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageTrust {
+    /// Accept any certificate (Chromium's `--ignore-certificate-errors`; TCP only: Chromium's
+    /// QUIC does not honour it).
+    pub insecure: bool,
+    /// Server keys to trust by the base64 SHA-256 of their SubjectPublicKeyInfo (TCP and
+    /// QUIC alike).
+    pub spki: Vec<String>,
 }
 
 /// A page the browser workload loads instead of the synthetic one.
@@ -509,6 +534,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         origins: ctx.origins.clone(),
         page: None,
         metric: None,
+        page_trust: PageTrust::default(),
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;
@@ -781,6 +807,14 @@ fn check_workload_factors(
         return Err(ctx
             .whole("metric chooses among a page load's figures; it needs workload = \"browser\""));
     }
+    if let (Some(PageSource::Har(..)), Some(spec)) =
+        (&exp.page, factor_spec(base, block_specs, "discovery"))
+    {
+        return Err(ctx.at(
+            &spec.span,
+            "`discovery` needs servers that send their own Alt-Svc (the synthetic page or a url page); a replayed recording maps its origins by port, which Alt-Svc does not follow".to_string(),
+        ));
+    }
     if let Some(PageSource::Url(url)) = &exp.page {
         for f in ["scheduler", "notsent_lowat"] {
             if let Some(spec) = factor_spec(base, block_specs, f) {
@@ -983,6 +1017,31 @@ mod tests {
         );
         let m = err("workload = \"browser\"\nprotocol = \"h3\"\ncc = \"bbr\"\n");
         assert!(m.contains("`cc` cannot be set for a real browser"), "{m}");
+    }
+
+    #[test]
+    fn discovery_is_a_browser_factor_that_udp_blocked_puts_behind_a_link() {
+        use hxlab_contract::Discovery;
+        let e = ok("workload = \"browser\"\nprotocol = [\"h2\", \"h3\"]\ndiscovery = [\"forced\", \"alt-svc\", \"udp-blocked\"]\n");
+        assert_eq!(e.cells.len(), 6);
+        let found: Vec<(Protocol, Discovery, bool)> = e
+            .cells
+            .iter()
+            .map(|c| (c.config.protocol, c.config.discovery, c.config.needs_link()))
+            .collect();
+        assert!(found.contains(&(Protocol::H3, Discovery::AltSvc, false)));
+        assert!(found.contains(&(Protocol::H3, Discovery::UdpBlocked, true)));
+        assert!(found.contains(&(Protocol::H2, Discovery::Forced, false)));
+        assert_eq!(
+            ok("workload = \"browser\"\nprotocol = \"h3\"\n").cells[0]
+                .config
+                .discovery,
+            Discovery::Forced
+        );
+        let m = err("protocol = \"h3\"\ndiscovery = \"alt-svc\"\n");
+        assert!(m.contains("needs workload = \"browser\""), "{m}");
+        let m = err("workload = \"browser\"\nprotocol = \"h3\"\ndiscovery = \"https-rr\"\n");
+        assert!(m.contains("unknown discovery \"https-rr\""), "{m}");
     }
 
     #[test]

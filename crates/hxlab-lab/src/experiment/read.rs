@@ -100,6 +100,13 @@ pub(super) fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level
                 ))
             }
         }
+        "discovery" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            match hxlab_contract::Discovery::parse(s) {
+                Some(d) => Ok((d.name().to_string(), Level::Text(d.name().to_string()))),
+                None => Err(format!("unknown discovery {s:?}; expected {expected}")),
+            }
+        }
         "scheduler" => {
             let s = v.as_str().ok_or_else(wrong)?;
             let sched = Scheduler::parse(s)?;

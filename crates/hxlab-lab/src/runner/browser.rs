@@ -110,6 +110,8 @@ impl Runner {
             },
             PageSource::Url(url) => PageJob {
                 url: Some(url.clone()),
+                insecure: exp.page_trust.insecure,
+                spki: exp.page_trust.spki.clone(),
                 ..base
             },
         };
@@ -203,6 +205,31 @@ pub fn record_page(
     ))
 }
 
+/// Runs one page job as its own child (`hxlab page --config`, bounded by the job's runs
+/// times its timeout plus a minute, its process tree killed at the end) and reads back the
+/// report it wrote to `json`: how `hxlab compare --page --live` measures first-time and
+/// returning visitors beside its forced cells. The error is one line.
+pub fn page_visits(hxlab_bin: &Path, job: &PageJob, json: &Path) -> Result<PageReport, String> {
+    let job = PageJob {
+        json: Some(json.display().to_string()),
+        ..job.clone()
+    };
+    let _ = std::fs::remove_file(json);
+    let cmd = page_command(hxlab_bin, &job, json)?;
+    let mut record = Record::default();
+    let limit = job.timeout * job.runs * 2 + Duration::from_secs(60);
+    let stderr = run_child(&mut record, cmd, limit, None);
+    let _ = std::fs::remove_file(json.with_extension("config.json"));
+    match read_page_report(json) {
+        Some(report) => report,
+        None => Err(format!(
+            "hxlab page gave no report (exit {:?}): {}",
+            record.exit_code,
+            last_line(&stderr)
+        )),
+    }
+}
+
 /// `hxlab page --json`'s document as the child wrote it; None when it wrote none.
 fn read_page_report(json: &Path) -> Option<Result<PageReport, String>> {
     let text = std::fs::read_to_string(json).ok()?;
@@ -280,15 +307,23 @@ fn page_proto(p: Protocol) -> Proto {
 }
 
 /// One page load of a cell as a [`PageJob`] (the page itself is set by the caller): one run,
-/// the cell's protocol and link, the experiment's timeout, its JSON written to `json`.
+/// the cell's protocol and link, the experiment's timeout, its JSON written to `json`. With a
+/// discovery other than forced, an h3 cell forces nothing (the browser finds h3 through
+/// Alt-Svc, or not), each run is a first and a returning visit, and `repeat_view` chooses
+/// the returning one (read back by [`read_page_run`]).
 fn page_job(exp: &Experiment, cfg: &CellConfig, json: &Path) -> PageJob {
+    let discovers = cfg.discovery.discovers();
     PageJob {
-        proto: page_proto(cfg.protocol),
+        proto: match cfg.protocol {
+            Protocol::H3 if discovers => Proto::Auto,
+            p => page_proto(p),
+        },
+        discovery: cfg.discovery,
         // Checked when the experiment was read (`CellConfig::link_config`).
         link: cfg.link_config().ok().flatten(),
         runs: 1,
         timeout: exp.timeout,
-        repeat_view: cfg.repeat_view,
+        repeat_view: cfg.repeat_view && !discovers,
         json: Some(json.display().to_string()),
         ..PageJob::default()
     }

@@ -28,7 +28,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use target::{client_requests, NoTarget};
 
-pub use browser::record_page;
+pub use browser::{page_visits, record_page};
 pub(crate) use record::environment;
 
 /// Why an experiment could not run (a single repetition's failure is recorded, not raised).
@@ -566,7 +566,7 @@ fn origin_notes(exp: &Experiment, meta: &mut ExperimentMeta) {
             return;
         }
         Some(crate::experiment::PageSource::Url(u)) => {
-            note(meta, format!("page: {u}, loaded as it is (a server the lab does not run): server CPU and congestion control unknown"));
+            note(meta, format!("page: {u}, live: loaded from the site itself as it is (servers the lab does not run, not a recording): server CPU and congestion control unknown"));
             return;
         }
         None => {}

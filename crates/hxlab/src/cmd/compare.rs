@@ -25,7 +25,7 @@ use std::time::Duration;
 /// Options of `hxlab compare`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  hxlab compare\n  hxlab compare --page https://www.example.com/ -k\n  hxlab compare --har site.har --set profile=none,\"Regular 4G\" -r 3\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem\n  hxlab compare --url https://127.0.0.1:8443/bytes/3MB -k --priorities --small https://127.0.0.1:8443/bytes/20KB"
+    after_help = "Examples:\n  hxlab compare\n  hxlab compare --page https://www.example.com/ -k\n  hxlab compare --page https://www.example.com/ --live --set profile=none,\"Regular 4G\" -r 3\n  hxlab compare --har site.har --set profile=none,\"Regular 4G\" -r 3\n  hxlab compare --url https://staging.example.com/app.js -r 3\n  hxlab compare --url https://127.0.0.1:8443/ --cacert ca.pem\n  hxlab compare --url https://127.0.0.1:8443/bytes/3MB -k --priorities --small https://127.0.0.1:8443/bytes/20KB"
 )]
 pub struct Args {
     /// Measure this URL's host instead of hxlab's own origin: the protocols it offers, a
@@ -36,6 +36,16 @@ pub struct Args {
     /// own server over each protocol behind a set of published networks (LCP and load time).
     #[arg(long, value_name = "URL", conflicts_with = "har")]
     pub page: Option<String>,
+    /// With --page: measure the site itself (its own servers, caches and CDN), not a
+    /// recording: probe what it offers, load it over each of h1, h2 and h3 it offers behind
+    /// the default networks, and measure first-time and returning visitors beside that.
+    #[arg(long, requires = "page")]
+    pub live: bool,
+    /// With --page --live: trust a server key by the base64 SHA-256 of its
+    /// SubjectPublicKeyInfo (repeatable). Chromium's QUIC ignores -k, so a self-signed site
+    /// needs this for h3.
+    #[arg(long, value_name = "BASE64", requires = "live")]
+    pub spki: Vec<String>,
     /// As --page, from a recording: a HAR exported from Chrome DevTools ("Save all as HAR
     /// with content") or written by `hxlab page --record`.
     #[arg(long, value_name = "FILE")]
@@ -71,6 +81,13 @@ pub fn run(mut args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(url) = args.url.clone() {
         return run_url(&url, args);
+    }
+    if let (Some(page), true) = (&args.page, args.live) {
+        let trust = hxlab_lab::experiment::PageTrust {
+            insecure: args.insecure,
+            spki: args.spki.clone(),
+        };
+        return super::compare_live::run(page, trust, args.common);
     }
     if args.page.is_some() || args.har.is_some() {
         return super::compare_page::run(

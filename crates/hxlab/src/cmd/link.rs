@@ -52,6 +52,10 @@ pub struct LinkArgs {
     /// Queue management: droptail (default) or codel.
     #[arg(long, value_name = "AQM")]
     pub aqm: Option<String>,
+    /// Drop every UDP packet in both directions (QUIC cannot pass; TCP can), counted as
+    /// `dropped_udp` in --stats.
+    #[arg(long)]
+    pub block_udp: bool,
     /// Take the whole link from FILE, a LinkConfig in JSON (see docs/link.md), instead of the
     /// flags that describe it; --seed may still replace its seed.
     #[arg(
@@ -146,9 +150,15 @@ pub fn link_config(a: &LinkArgs) -> anyhow::Result<LinkConfig> {
         if let Some(v) = &a.seed {
             cfg.seed = seed(v)?;
         }
+        if a.block_udp {
+            cfg.block_udp();
+        }
         return Ok(cfg);
     }
     let mut cfg = settings(a)?.build().map_err(|e| usage(e.flag_message()))?;
+    if a.block_udp {
+        cfg.block_udp();
+    }
     cfg.seed = match &a.seed {
         Some(v) => seed(v)?,
         None => hxlab_link::config::random_seed(),
@@ -181,7 +191,12 @@ fn describe(cfg: &LinkConfig) -> String {
         };
         format!("{server}, delay {:?} ±{:?}, {loss}", d.delay, d.jitter)
     };
-    format!("down: {}; up: {}", dir(&cfg.down), dir(&cfg.up))
+    let udp = if cfg.blocks_udp() {
+        "; UDP blocked"
+    } else {
+        ""
+    };
+    format!("down: {}; up: {}{udp}", dir(&cfg.down), dir(&cfg.up))
 }
 
 /// Runs `hxlab link`.

@@ -2,6 +2,7 @@
 //! code. Errors become one line on stderr in `main`.
 
 pub mod compare;
+mod compare_live;
 mod compare_page;
 pub mod diff;
 pub mod k8s;

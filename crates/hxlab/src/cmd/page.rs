@@ -25,7 +25,7 @@ pub struct Args {
         "url", "synthetic", "record", "replay", "proto", "profile", "delay", "down", "up",
         "loss", "jitter", "queue", "runs", "push", "early_hints", "har", "json", "html",
         "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc", "scheduler",
-        "notsent_lowat", "strict",
+        "notsent_lowat", "strict", "discovery",
     ])]
     pub config: Option<String>,
     /// Page to load (http:// or https://). Or use --synthetic.
@@ -45,8 +45,13 @@ pub struct Args {
     #[arg(long, value_name = "HAR", conflicts_with_all = ["url", "synthetic"])]
     pub replay: Option<PathBuf>,
     /// Protocol to force: h1, h2 or h3; or auto (none forced: HTTP/3 where Alt-Svc offers it).
-    #[arg(long, value_parser = browser_proto(), ignore_case = true, required_unless_present = "config")]
+    #[arg(long, value_parser = browser_proto(), ignore_case = true, required_unless_present_any = ["config", "discovery"])]
     pub proto: Option<Proto>,
+    /// How the browser reaches HTTP/3: forced (--proto), alt-svc (nothing forced: a first
+    /// visit from a fresh profile, then a returning visitor on the profile it left) or
+    /// udp-blocked (as alt-svc, behind a link that drops every UDP packet).
+    #[arg(long, value_name = "forced|alt-svc|udp-blocked", value_parser = discovery())]
+    pub discovery: Option<hxlab_contract::Discovery>,
     /// Network profile to run the browser behind (see `hxlab link --list-profiles`).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
@@ -175,6 +180,13 @@ fn browser_proto() -> impl clap::builder::TypedValueParser<Value = Proto> {
     })
 }
 
+/// `--discovery`: forced, alt-svc or udp-blocked, listed in `--help`.
+fn discovery() -> impl clap::builder::TypedValueParser<Value = hxlab_contract::Discovery> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["forced", "alt-svc", "udp-blocked"])
+        .map(|s: String| hxlab_contract::Discovery::parse(&s).unwrap_or_default())
+}
+
 /// The flags as a [`PageJob`] (values parsed here; the job's own validator checks the rest).
 fn job_from(args: &Args) -> anyhow::Result<PageJob> {
     let cpu_slowdown = args.cpu_slowdown.trim().parse::<f64>().map_err(|_| {
@@ -199,11 +211,17 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
             ))
         })?),
     };
+    if args.discovery == Some(hxlab_contract::Discovery::Forced) && args.proto.is_none() {
+        return Err(super::usage(
+            "--discovery forced needs the protocol to force: --proto h1, h2 or h3",
+        ));
+    }
     Ok(PageJob {
         url: args.url.clone(),
         synthetic,
         replay: args.replay.clone(),
         proto: args.proto.unwrap_or_default(),
+        discovery: args.discovery.unwrap_or_default(),
         link: link_config(args)?,
         runs: args.runs,
         push: args.push,
