@@ -378,9 +378,10 @@ impl Table {
         Ok(t)
     }
 
-    /// Makes `to`:`port` (TCP and UDP) reachable from inside at HOST:`port`.
-    pub fn expose(&mut self, port: u16, to: Ipv4Addr) -> Result<(), LinkError> {
-        let msgs = [6u8, 17]
+    /// Makes `to`:`port` (TCP, and UDP when `udp`) reachable from inside at HOST:`port`.
+    pub fn expose(&mut self, port: u16, to: Ipv4Addr, udp: bool) -> Result<(), LinkError> {
+        let protos: &[u8] = if udp { &[6, 17] } else { &[6] };
+        let msgs = protos
             .iter()
             .map(|&proto| self.rule("exposed", &expose(self.host, self.outer, proto, port, to)))
             .collect();

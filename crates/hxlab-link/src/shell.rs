@@ -182,6 +182,22 @@ impl Drop for ResolvConf {
     }
 }
 
+/// True when a UDP socket of this network namespace is bound to the wildcard address
+/// (0.0.0.0 or ::) on `port` (from /proc/net/udp and udp6).
+fn udp_wildcard_listener(port: u16) -> bool {
+    let suffix = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|text| {
+            text.lines().skip(1).any(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|local| local.strip_suffix(&suffix))
+                    .is_some_and(|addr| addr.bytes().all(|b| b == b'0'))
+            })
+        })
+    })
+}
+
 /// Writes `net.ipv4.conf.DEV.KEY` (a setting of that device alone).
 fn set_dev_sysctl(dev: &str, key: &str, value: &str) -> Result<(), LinkError> {
     let path = format!("/proc/sys/net/ipv4/conf/{dev}/{key}");
@@ -368,7 +384,13 @@ impl Link {
             set_dev_sysctl(&self.outer_name, "route_localnet", "1")?;
         }
         let mut table = reach.lock().unwrap_or_else(|p| p.into_inner());
-        table.expose(port, to)
+        // A UDP socket on the wildcard address already takes HOST:port, and one that
+        // answers from the routed source (no IP_PKTINFO) would answer from HOST, not from
+        // `to`: conntrack would then remap its port and the client drop the answers. Only
+        // TCP is translated then (an accepted TCP socket answers from the address it was
+        // reached at).
+        let udp = !udp_wildcard_listener(port);
+        table.expose(port, to, udp)
     }
 
     /// Commands inside resolve names with `servers` (their /etc/resolv.conf names them
