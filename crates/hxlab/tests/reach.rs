@@ -87,12 +87,16 @@ fn back_to(before: &str) -> Result<(), String> {
 struct Remote {
     ns: String,
     addr: String,
+    /// The veth end on this side.
+    outer: String,
 }
 
 impl Remote {
     fn new() -> Remote {
-        let id = std::process::id() % 250;
-        let ns = format!("hxt-reach-{}", std::process::id());
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = (std::process::id() + 7 * n) % 250;
+        let ns = format!("hxt-reach-{}-{n}", std::process::id());
         let (outer, inner) = (format!("hxr{id}o"), format!("hxr{id}i"));
         let _ = Command::new("ip")
             .args(["netns", "del", &ns])
@@ -102,6 +106,7 @@ impl Remote {
         let r = Remote {
             ns: ns.clone(),
             addr: format!("10.253.{id}.2"),
+            outer: outer.clone(),
         };
         sh(&[
             "ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner,
@@ -149,7 +154,11 @@ impl Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        // Deleting the namespace deletes the veth pair with it.
+        // The pair goes at once with its end here; the namespace's own teardown is deferred.
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.outer])
+            .stderr(Stdio::null())
+            .status();
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
     }
 }
