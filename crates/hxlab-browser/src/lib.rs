@@ -90,6 +90,9 @@ pub struct PageConfig {
     /// a returning visitor, into [`PageRun::repeat_view`] (`View::Returning`). Not with
     /// `repeat_view`, which takes that place.
     pub returning_visit: bool,
+    /// Write Chromium's NetLog of the run to this file (`--log-net-log`); a returning
+    /// visitor's goes beside it, `.returning` before the extension.
+    pub netlog: Option<PathBuf>,
 }
 
 impl PageConfig {
@@ -112,6 +115,7 @@ impl PageConfig {
             strict: false,
             hosts_under_test: Vec::new(),
             returning_visit: false,
+            netlog: None,
         }
     }
 }

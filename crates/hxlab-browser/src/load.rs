@@ -204,15 +204,36 @@ pub(crate) fn browser_args(cfg: &PageConfig) -> Result<Vec<String>, BrowserError
     if let Some(rules) = &cfg.host_resolver_rules {
         args.push(format!("--host-resolver-rules={rules}"));
     }
+    // SSLKEYLOGFILE, as every other hxlab part honours it: Chromium's own switch, so the
+    // browser's TLS and QUIC secrets go there too.
+    if let Some(keys) = std::env::var_os("SSLKEYLOGFILE").filter(|k| !k.is_empty()) {
+        args.push(format!("--ssl-key-log-file={}", Path::new(&keys).display()));
+    }
     args.extend(cfg.extra_args.iter().cloned());
     Ok(args)
 }
 
+/// `args` with the NetLog switches of `view` when the config asks for a NetLog.
+fn with_netlog(cfg: &PageConfig, args: &[String], view: View) -> Vec<String> {
+    let mut args = args.to_vec();
+    if let Some(path) = &cfg.netlog {
+        let path = match view {
+            View::Returning => path.with_extension("returning.json"),
+            _ => path.clone(),
+        };
+        args.push(format!("--log-net-log={}", path.display()));
+        args.push("--net-log-capture-mode=Default".into());
+    }
+    args
+}
+
 async fn run(cfg: &PageConfig, program: &Path, args: &[String]) -> Result<PageRun, BrowserError> {
     let dir = BrowserDir::fresh()?;
-    let mut first = one_browser(cfg, program, args, &dir, View::First).await?;
+    let first_args = with_netlog(cfg, args, View::First);
+    let mut first = one_browser(cfg, program, &first_args, &dir, View::First).await?;
     if cfg.returning_visit {
-        match one_browser(cfg, program, args, &dir, View::Returning).await {
+        let again = with_netlog(cfg, args, View::Returning);
+        match one_browser(cfg, program, &again, &dir, View::Returning).await {
             Ok(back) => first.repeat_view = Some(Box::new(back)),
             // The first visit stands on its own, but a job that asked for both views does
             // not count one without the other.

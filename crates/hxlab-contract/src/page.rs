@@ -212,6 +212,10 @@ pub struct PageJob {
     pub json: Option<String>,
     /// Write a self-contained HTML page here.
     pub html: Option<PathBuf>,
+    /// Keep Chromium's NetLog of every run in this directory (`hxlab page --qlog DIR`):
+    /// `netlog.run-N.json`, and `netlog.run-N.returning.json` for a returning visitor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl Default for PageJob {
@@ -240,6 +244,7 @@ impl Default for PageJob {
             har_dir: None,
             json: None,
             html: None,
+            qlog_dir: None,
         }
     }
 }

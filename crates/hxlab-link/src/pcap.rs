@@ -78,7 +78,7 @@ impl Capture {
     ) -> Result<Capture, LinkError> {
         let file = std::fs::File::create(path)
             .map_err(|e| LinkError::Setup(format!("--pcap {}: {e}", path.display())))?;
-        let now_mono = crate::relay::monotonic_ns();
+        let now_mono = crate::sys::monotonic_ns();
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -287,7 +287,7 @@ mod tests {
     fn blocks_are_aligned_and_measured() {
         let path = std::env::temp_dir().join(format!("hxlab-pcap-{}.pcapng", std::process::id()));
         {
-            let mut c = Capture::create(&path, crate::relay::monotonic_ns(), None).unwrap();
+            let mut c = Capture::create(&path, crate::sys::monotonic_ns(), None).unwrap();
             let mut buf = vec![0u8; VNET_HDR_LEN];
             buf.extend_from_slice(&[
                 0x45, 0, 0, 21, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9,

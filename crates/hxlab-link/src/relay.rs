@@ -27,7 +27,7 @@
 
 use crate::gso::{Csum, Gso, VnetHdr, F_NEEDS_CSUM, VNET_HDR_LEN};
 use crate::model::{Direction, DirectionStats, Pipe};
-use crate::sys::cvt;
+use crate::sys::{cvt, monotonic_ns};
 use crate::tun::{Buf, Pool, SMALL_BUF};
 use crate::LinkError;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -37,16 +37,6 @@ use std::time::Duration;
 /// Reads from a TUN per wakeup before the due deliveries are written (a super-packet is one
 /// read).
 const READ_BATCH: usize = 64;
-
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// How a direction carries GSO super-packets (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,8 +30,8 @@
 
 use crate::model::{Direction, DirectionStats, Pipe};
 use crate::nft::Table;
-use crate::relay::{monotonic_ns, relay, Carry, RelayCtx};
-use crate::sys::{cvt, os_err};
+use crate::relay::{relay, Carry, RelayCtx};
+use crate::sys::{cvt, monotonic_ns, os_err};
 use crate::tun::{open_tun, tun_open_error, Pool};
 use crate::{LinkConfig, LinkError, LinkStats};
 use std::ffi::CString;
@@ -139,6 +139,60 @@ fn claim_slot() -> Result<Slot, LinkError> {
     ))
 }
 
+/// The outside TUN device `name`, up, with HOST and CLIENT as its point-to-point pair.
+fn outside_device(name: &str, host: Ipv4Addr, client: Ipv4Addr) -> Result<OwnedFd, LinkError> {
+    let (outer, _) = open_tun(name)?;
+    // No IPv6 link-local address: its router solicitations would be noise on the link.
+    let _ = ip(&["link", "set", "dev", name, "addrgenmode", "none"]);
+    ip(&["link", "set", "dev", name, "mtu", &MTU.to_string(), "up"])?;
+    ip(&[
+        "addr",
+        "add",
+        &host.to_string(),
+        "peer",
+        &format!("{client}/32"),
+        "dev",
+        name,
+    ])?;
+    Ok(outer)
+}
+
+/// A new network namespace with the inside TUN device `name` (CLIENT, HOST its peer, the
+/// default route) and loopback up: the namespace's fd and the device's.
+fn inside_namespace(
+    name: &str,
+    host: Ipv4Addr,
+    client: Ipv4Addr,
+) -> Result<(OwnedFd, OwnedFd), LinkError> {
+    // Network namespaces are per thread: this thread moves into a new one, creates the
+    // inner TUN there and configures it with `ip` children (which inherit the thread's
+    // namespace), then hands back the namespace fd and the TUN fd and exits.
+    let name = name.to_string();
+    std::thread::Builder::new()
+        .name("hxlab-link-setup".into())
+        .spawn(move || -> Result<(OwnedFd, OwnedFd), LinkError> {
+            // SAFETY: unshare affects only this thread's namespaces.
+            cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) }, "unshare(CLONE_NEWNET)").map_err(|e| {
+                LinkError::Permission(format!("{e}; creating a network namespace needs root (CAP_SYS_ADMIN): run `sudo hxlab link ...`"))
+            })?;
+            let p = CString::new("/proc/thread-self/ns/net").map_err(|_| LinkError::Setup("path".into()))?;
+            // SAFETY: valid path; fd checked.
+            let ns = cvt(unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }, "open netns")?;
+            // SAFETY: fresh fd.
+            let ns = unsafe { OwnedFd::from_raw_fd(ns) };
+            let (inner, _) = open_tun(&name)?;
+            ip(&["link", "set", "dev", "lo", "up"])?;
+            let _ = ip(&["link", "set", "dev", &name, "addrgenmode", "none"]);
+            ip(&["link", "set", "dev", &name, "mtu", &MTU.to_string(), "up"])?;
+            ip(&["addr", "add", &client.to_string(), "peer", &format!("{host}/32"), "dev", &name])?;
+            ip(&["route", "add", "default", "dev", &name])?;
+            Ok((ns, inner))
+        })
+        .map_err(|e| LinkError::Setup(format!("spawn setup thread: {e}")))?
+        .join()
+        .map_err(|_| LinkError::Setup("setup thread panicked".into()))?
+}
+
 /// A running link: namespace, TUN devices and relay threads. Stop it with [`Link::stop`]
 /// (dropping it also tears everything down, without returning the counters).
 pub struct Link {
@@ -243,57 +297,10 @@ impl Link {
         let inner_name = format!("hxlab-i-{}", slot.index);
         let (host, client) = (slot.host(), slot.client());
 
-        let (outer, _) = open_tun(&outer_name)?;
-        // No IPv6 link-local address: its router solicitations would be noise on the link.
-        let _ = ip(&["link", "set", "dev", &outer_name, "addrgenmode", "none"]);
-        ip(&[
-            "link",
-            "set",
-            "dev",
-            &outer_name,
-            "mtu",
-            &MTU.to_string(),
-            "up",
-        ])?;
-        ip(&[
-            "addr",
-            "add",
-            &host.to_string(),
-            "peer",
-            &format!("{client}/32"),
-            "dev",
-            &outer_name,
-        ])?;
+        let outer = outside_device(&outer_name, host, client)?;
         let reach = start_reach(&outer_name, slot.index, host, client);
 
-        // Network namespaces are per thread: this thread moves into a new one, creates the
-        // inner TUN there and configures it with `ip` children (which inherit the thread's
-        // namespace), then hands back the namespace fd and the TUN fd and exits.
-        let inner_name2 = inner_name.clone();
-        let setup = std::thread::Builder::new()
-            .name("hxlab-link-setup".into())
-            .spawn(move || -> Result<(OwnedFd, OwnedFd), LinkError> {
-                // SAFETY: unshare affects only this thread's namespaces.
-                cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) }, "unshare(CLONE_NEWNET)").map_err(|e| {
-                    LinkError::Permission(format!("{e}; creating a network namespace needs root (CAP_SYS_ADMIN): run `sudo hxlab link ...`"))
-                })?;
-                let p = CString::new("/proc/thread-self/ns/net").map_err(|_| LinkError::Setup("path".into()))?;
-                // SAFETY: valid path; fd checked.
-                let ns = cvt(unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }, "open netns")?;
-                // SAFETY: fresh fd.
-                let ns = unsafe { OwnedFd::from_raw_fd(ns) };
-                let (inner, _) = open_tun(&inner_name2)?;
-                ip(&["link", "set", "dev", "lo", "up"])?;
-                let _ = ip(&["link", "set", "dev", &inner_name2, "addrgenmode", "none"]);
-                ip(&["link", "set", "dev", &inner_name2, "mtu", &MTU.to_string(), "up"])?;
-                ip(&["addr", "add", &client.to_string(), "peer", &format!("{host}/32"), "dev", &inner_name2])?;
-                ip(&["route", "add", "default", "dev", &inner_name2])?;
-                Ok((ns, inner))
-            })
-            .map_err(|e| LinkError::Setup(format!("spawn setup thread: {e}")))?;
-        let (netns, inner) = setup
-            .join()
-            .map_err(|_| LinkError::Setup("setup thread panicked".into()))??;
+        let (netns, inner) = inside_namespace(&inner_name, host, client)?;
 
         let outer = Arc::new(outer);
         let inner = Arc::new(inner);

@@ -1,5 +1,5 @@
-//! A failed libc call as a [`LinkError`]: the one conversion the shell and the relay share,
-//! kept below both so neither imports the other for it.
+//! What the shell, the relay and the capture share, kept below them so none imports another
+//! for it: a failed libc call as a [`LinkError`], and the monotonic clock.
 
 use crate::LinkError;
 
@@ -15,4 +15,15 @@ pub(crate) fn cvt(ret: libc::c_int, what: &str) -> Result<libc::c_int, LinkError
     } else {
         Ok(ret)
     }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock the link and its capture run on.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

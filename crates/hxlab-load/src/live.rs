@@ -72,9 +72,7 @@ impl Live {
             for (k, v) in &s.status {
                 *sum.status.entry(*k).or_default() += v;
             }
-            for (k, v) in &s.errors {
-                *sum.errors.entry(k.clone()).or_default() += v;
-            }
+            hxlab_core::cc::add_counts(&mut sum.errors, &s.errors);
         }
         sum
     }

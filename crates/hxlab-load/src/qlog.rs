@@ -35,20 +35,6 @@ struct Reader {
     skip: u64,
 }
 
-/// QUIC variable-length integer at the start of `b`: (value, length), None if incomplete.
-fn varint(b: &[u8]) -> Option<(u64, usize)> {
-    let first = *b.first()?;
-    let len = 1usize << (first >> 6);
-    if b.len() < len {
-        return None;
-    }
-    let mut v = u64::from(first & 0x3f);
-    for x in &b[1..len] {
-        v = (v << 8) | u64::from(*x);
-    }
-    Some((v, len))
-}
-
 /// The HTTP/3 events of one connection, written into its qlog.
 pub struct H3Events {
     file: SharedFile,
@@ -100,10 +86,10 @@ impl Tap for H3Events {
                 }
                 r.head.push(data[0]);
                 data = &data[1..];
-                let Some((kind, a)) = varint(&r.head) else {
+                let Some((kind, a)) = hxlab_wire::varint::read(&r.head) else {
                     continue;
                 };
-                let Some((len, b)) = varint(&r.head[a..]) else {
+                let Some((len, b)) = hxlab_wire::varint::read(&r.head[a..]) else {
                     continue;
                 };
                 debug_assert_eq!(a + b, r.head.len());

@@ -90,6 +90,10 @@ pub fn run(
         .map_err(io("starting the tokio runtime".into()))?;
     let mut session = PageSession::start(&opts).map_err(PageError::Failed)?;
     crate::text::header(text, job, &session)?;
+    if let Some(d) = &job.qlog_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| PageError::Failed(format!("--qlog {}: {e}", d.display())))?;
+    }
     let mut runs = Runs::default();
     for i in 1..=job.runs {
         runs.one(&rt, job, &session, i, text)?;
@@ -165,7 +169,11 @@ impl Runs {
         if let Some(plain) = session.replay_stats {
             hxlab_child::get_replay_counts(plain, true).map_err(PageError::Failed)?;
         }
-        let cfg = session.run_config();
+        let mut cfg = session.run_config();
+        cfg.netlog = job
+            .qlog_dir
+            .as_ref()
+            .map(|d| d.join(format!("netlog.run-{i}.json")));
         let result = rt.block_on(async {
             tokio::select! {
                 r = hxlab_browser::load_page_async(&cfg) => Some(r),

@@ -77,25 +77,32 @@ fn a_result_names_the_commit_and_kernel_it_was_produced_with() {
     assert!(version.contains(&commit), "{version}");
 }
 
-/// Fields of tshark's reading of `capture` decrypted with `keys`, one line per packet
-/// matching `filter`, each field's occurrences comma-separated.
-fn tshark_fields(capture: &Path, keys: &Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+/// Fields of tshark's reading of `capture` (decrypted with `keys` when given, else with
+/// the secrets it embeds), one line per packet matching `filter`, each field's occurrences
+/// comma-separated.
+fn tshark_fields(
+    capture: &Path,
+    keys: Option<&Path>,
+    filter: &str,
+    fields: &[&str],
+) -> Vec<Vec<String>> {
     let tshark = common::require_peer("tshark").expect("tshark");
     let mut cmd = Command::new(tshark);
-    cmd.arg("-r")
-        .arg(capture)
-        .arg("-o")
-        .arg(format!("tls.keylog_file:{}", keys.display()))
-        .args([
-            "-Y",
-            filter,
-            "-T",
-            "fields",
-            "-E",
-            "occurrence=a",
-            "-E",
-            "separator=/t",
-        ]);
+    cmd.arg("-r").arg(capture);
+    if let Some(k) = keys {
+        cmd.arg("-o")
+            .arg(format!("tls.keylog_file:{}", k.display()));
+    }
+    cmd.args([
+        "-Y",
+        filter,
+        "-T",
+        "fields",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "separator=/t",
+    ]);
     for f in fields {
         cmd.args(["-e", f]);
     }
@@ -103,6 +110,56 @@ fn tshark_fields(capture: &Path, keys: &Path, filter: &str, fields: &[&str]) -> 
         .lines()
         .map(|l| l.split('\t').map(str::to_string).collect())
         .collect()
+}
+
+/// HTTP/2 requests tshark finds in `capture` to `port`: HEADERS frames with END_STREAM from
+/// the client, once per (client port, stream).
+fn h2_requests(capture: &Path, keys: Option<&Path>, port: u16) -> usize {
+    let mut requests = BTreeSet::new();
+    for row in tshark_fields(
+        capture,
+        keys,
+        &format!("http2 && tcp.dstport == {port}"),
+        &["tcp.srcport", "http2.type", "http2.flags", "http2.streamid"],
+    ) {
+        let [src, types, flags, ids] = &row[..] else {
+            continue;
+        };
+        for ((t, f), id) in types.split(',').zip(flags.split(',')).zip(ids.split(',')) {
+            let f = u8::from_str_radix(f.trim_start_matches("0x"), 16).unwrap_or(0);
+            if t == "1" && f & 1 == 1 {
+                requests.insert((src.clone(), id.to_string()));
+            }
+        }
+    }
+    requests.len()
+}
+
+/// HTTP/3 requests tshark finds in `capture` to `port`: client-initiated bidirectional
+/// streams whose STREAM frames end (FIN), once per (tshark's connection number, stream).
+fn h3_requests(capture: &Path, keys: Option<&Path>, port: u16) -> usize {
+    let mut requests = BTreeSet::new();
+    for row in tshark_fields(
+        capture,
+        keys,
+        &format!("quic.stream.fin == 1 && udp.dstport == {port}"),
+        &[
+            "quic.connection.number",
+            "quic.stream.stream_id",
+            "quic.stream.fin",
+        ],
+    ) {
+        let [conn, ids, fins] = &row[..] else {
+            continue;
+        };
+        for (id, fin) in ids.split(',').zip(fins.split(',')) {
+            let id: u64 = id.parse().unwrap_or(1);
+            if id & 3 == 0 && truthy(fin) {
+                requests.insert((conn.clone(), id));
+            }
+        }
+    }
+    requests.len()
 }
 
 fn truthy(s: &str) -> bool {
@@ -195,61 +252,15 @@ fn the_key_log_lets_tshark_decrypt_and_count_the_requests() {
     }
 
     for keys in [&client_keys, &server_keys] {
-        // h2: frames in order with their types and flags, from the client's side.
-        let mut requests = BTreeSet::new();
-        for row in tshark_fields(
-            &capture,
-            keys,
-            &format!("http2 && tcp.dstport == {port}"),
-            &["tcp.srcport", "http2.type", "http2.flags", "http2.streamid"],
-        ) {
-            let [src, types, flags, ids] = &row[..] else {
-                continue;
-            };
-            let (types, flags, ids): (Vec<_>, Vec<_>, Vec<_>) = (
-                types.split(',').collect(),
-                flags.split(',').collect(),
-                ids.split(',').collect(),
-            );
-            for ((t, f), id) in types.iter().zip(&flags).zip(&ids) {
-                let f = u8::from_str_radix(f.trim_start_matches("0x"), 16).unwrap_or(0);
-                if *t == "1" && f & 1 == 1 {
-                    requests.insert((src.clone(), id.to_string()));
-                }
-            }
-        }
+        let k = Some(keys.as_path());
         assert_eq!(
-            requests.len() as u64,
+            h2_requests(&capture, k, port) as u64,
             h2["requests_done"].as_u64().unwrap(),
             "h2 requests tshark decrypted with {}",
             keys.display()
         );
-
-        // h3: STREAM frames with FIN on client-initiated bidirectional streams, by tshark's
-        // connection number.
-        let mut requests = BTreeSet::new();
-        for row in tshark_fields(
-            &capture,
-            keys,
-            &format!("quic.stream.fin == 1 && udp.dstport == {port}"),
-            &[
-                "quic.connection.number",
-                "quic.stream.stream_id",
-                "quic.stream.fin",
-            ],
-        ) {
-            let [src, ids, fins] = &row[..] else {
-                continue;
-            };
-            for (id, fin) in ids.split(',').zip(fins.split(',')) {
-                let id: u64 = id.parse().unwrap_or(1);
-                if id & 3 == 0 && truthy(fin) {
-                    requests.insert((src.clone(), id));
-                }
-            }
-        }
         assert_eq!(
-            requests.len() as u64,
+            h3_requests(&capture, k, port) as u64,
             h3["requests_done"].as_u64().unwrap(),
             "h3 requests tshark decrypted with {}",
             keys.display()
@@ -589,60 +600,13 @@ fn a_link_capture_opens_decrypted_in_tshark_with_its_drops() {
             serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         v["requests_done"].as_u64().unwrap()
     };
-    let fields = |filter: &str, names: &[&str]| -> Vec<Vec<String>> {
-        let mut cmd = Command::new(&tshark);
-        cmd.arg("-r")
-            .arg(&capture)
-            .args(["-Y", filter, "-T", "fields", "-E", "occurrence=a"]);
-        for n in names {
-            cmd.args(["-e", n]);
-        }
-        out_of(&mut cmd)
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect()
-    };
-    let mut h2 = BTreeSet::new();
-    for row in fields(
-        &format!("http2 && tcp.dstport == {port}"),
-        &["tcp.srcport", "http2.type", "http2.flags", "http2.streamid"],
-    ) {
-        let [src, types, flags, ids] = &row[..] else {
-            continue;
-        };
-        for ((t, f), id) in types.split(',').zip(flags.split(',')).zip(ids.split(',')) {
-            let f = u8::from_str_radix(f.trim_start_matches("0x"), 16).unwrap_or(0);
-            if t == "1" && f & 1 == 1 {
-                h2.insert((src.clone(), id.to_string()));
-            }
-        }
-    }
     assert_eq!(
-        h2.len() as u64,
+        h2_requests(&capture, None, port) as u64,
         done(&h2_json),
         "h2 requests decrypted from the capture"
     );
-    let mut h3 = BTreeSet::new();
-    for row in fields(
-        &format!("quic.stream.fin == 1 && udp.dstport == {port}"),
-        &[
-            "quic.connection.number",
-            "quic.stream.stream_id",
-            "quic.stream.fin",
-        ],
-    ) {
-        let [conn, ids, fins] = &row[..] else {
-            continue;
-        };
-        for (id, fin) in ids.split(',').zip(fins.split(',')) {
-            let id: u64 = id.parse().unwrap_or(1);
-            if id & 3 == 0 && truthy(fin) {
-                h3.insert((conn.clone(), id));
-            }
-        }
-    }
     assert_eq!(
-        h3.len() as u64,
+        h3_requests(&capture, None, port) as u64,
         done(&h3_json),
         "h3 requests decrypted from the capture"
     );
@@ -766,4 +730,49 @@ fn the_lab_keeps_a_capture_and_qlogs_per_cell() {
             .any(|n| n.starts_with("protocol=h2") && !n.ends_with(".pcapng")),
         "{evidence:?}"
     );
+}
+
+/// `hxlab page` hands SSLKEYLOGFILE to Chromium (its TLS and QUIC secrets land there) and
+/// keeps its NetLog per run with `--qlog DIR`.
+#[test]
+fn page_gives_the_browser_the_key_log_and_keeps_its_netlog() {
+    if common::require_peer("chromium").is_none() {
+        return;
+    }
+    let dir = common::tempfile_dir::TempDir::new("hxlab-page-evidence");
+    let keys = dir.path().join("keys");
+    let netlogs = dir.path().join("netlog");
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .env("SSLKEYLOGFILE", &keys)
+            .args([
+                "page",
+                "--synthetic",
+                "n=2,size=1KiB",
+                "--proto",
+                "h3",
+                "--runs",
+                "2",
+            ])
+            .arg("--qlog")
+            .arg(&netlogs),
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let text = std::fs::read_to_string(&keys).expect("the browser's key log");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")),
+        "{text}"
+    );
+    for run in 1..=2 {
+        let f = netlogs.join(format!("netlog.run-{run}.json"));
+        let v: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display())),
+        )
+        .unwrap_or_else(|e| panic!("{}: not JSON ({e})", f.display()));
+        assert!(v["constants"].is_object(), "{}", f.display());
+        let events = v["events"].as_array().expect("events");
+        assert!(!events.is_empty(), "{}", f.display());
+    }
 }

@@ -221,8 +221,9 @@ fn bad_priority_flags_are_usage_errors() {
             "--priorities",
             "--small",
             small,
+            // The emulated link carries IPv4 only.
             "--connect-to",
-            "192.0.2.1:443",
+            "[2001:db8::1]:443",
         ],
     ] {
         let (code, _, err) = probe(&bad);

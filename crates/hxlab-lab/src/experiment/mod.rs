@@ -398,6 +398,24 @@ impl Experiment {
     pub fn total_runs(&self) -> usize {
         self.cells.len() * self.repetitions as usize
     }
+    /// The environment of the experiment's records: this machine now, with the versions of
+    /// the peers its cells use (each command origin's program; Chromium for browser cells).
+    pub fn environment(&self) -> hxlab_core::env::Environment {
+        let mut env = hxlab_core::env::Environment::here();
+        for def in self.origins.values() {
+            if let OriginKind::Command(c) = &def.kind {
+                if let Some(program) = c.command.first() {
+                    env = env.with_peer(program);
+                }
+            }
+        }
+        if self.workload == Workload::Browser {
+            let chromium = std::env::var("HXLAB_CHROMIUM").unwrap_or_else(|_| "chromium".into());
+            env = env.with_peer(&chromium);
+        }
+        env
+    }
+
     /// The description the report reads (`experiment.json`).
     pub fn meta(&self) -> ExperimentMeta {
         ExperimentMeta {
@@ -413,7 +431,7 @@ impl Experiment {
             notes: Vec::new(),
             cells: self.cells.iter().map(|c| c.key.clone()).collect(),
             metric: self.metric,
-            environment: Some(crate::runner::environment(self)),
+            environment: Some(self.environment()),
         }
     }
 }

@@ -60,6 +60,7 @@ impl Runner {
         let job = PageJob {
             url: Some(url),
             spki: target.spki.iter().cloned().collect(),
+            qlog_dir: self.opts.qlog.then(|| super::evidence_path(dir, cell, "")),
             ..page_job(exp, cfg, &json)
         };
         let cmd = match page_command(&self.opts.hxlab_bin, &job, &json) {
@@ -97,7 +98,10 @@ impl Runner {
         let cfg = &cell.config;
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
-        let base = page_job(exp, cfg, &json);
+        let base = PageJob {
+            qlog_dir: self.opts.qlog.then(|| super::evidence_path(dir, cell, "")),
+            ..page_job(exp, cfg, &json)
+        };
         let job = match page {
             // The replay server sends the page: the same controller on TCP and QUIC (the
             // cell's cc_server, else cubic), read back into the record.

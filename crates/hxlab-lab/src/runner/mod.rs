@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use target::{client_requests, NoTarget};
 
 pub use browser::{page_visits, record_page};
-pub(crate) use record::environment;
 
 /// Why an experiment could not run (a single repetition's failure is recorded, not raised).
 #[derive(Debug, thiserror::Error)]

@@ -20,28 +20,10 @@ pub(crate) fn new_records(exp: &Experiment, cell: &Cell, reps: &[u32]) -> Vec<Re
             factors: cell.factors.clone(),
             repetition: rep,
             started_unix_s,
-            environment: Some(environment(exp)),
+            environment: Some(exp.environment()),
             ..Default::default()
         })
         .collect()
-}
-
-/// The environment of an experiment's records: this machine now, with the versions of the
-/// peers its cells use (each command origin's program; Chromium for browser cells).
-pub(crate) fn environment(exp: &Experiment) -> hxlab_core::env::Environment {
-    let mut env = hxlab_core::env::Environment::here();
-    for def in exp.origins.values() {
-        if let crate::experiment::OriginKind::Command(c) = &def.kind {
-            if let Some(program) = c.command.first() {
-                env = env.with_peer(program);
-            }
-        }
-    }
-    if exp.workload == hxlab_report::Workload::Browser {
-        let chromium = std::env::var("HXLAB_CHROMIUM").unwrap_or_else(|_| "chromium".into());
-        env = env.with_peer(&chromium);
-    }
-    env
 }
 
 /// Reads a repetition's RunResult and decides whether it failed. `link_exit` is the link's

@@ -162,13 +162,30 @@ impl SummaryJsonExporter {
     }
 }
 
+/// `v` with every object's keys in sorted order, whatever serde_json's map keeps (with its
+/// `preserve_order` feature, which a dependency may switch on for the whole build, objects
+/// keep insertion order): summary.json reads the same however hxlab was built.
+fn sorted(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut pairs: Vec<_> = m.into_iter().collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
+}
+
 impl Exporter for SummaryJsonExporter {
     fn file_name(&self) -> Option<&'static str> {
         Some("summary.json")
     }
 
     fn render(&self, r: &Report) -> Result<String, ReportError> {
-        let mut s = serde_json::to_string_pretty(&self.value(r)).unwrap_or_default();
+        let mut s = serde_json::to_string_pretty(&sorted(self.value(r))).unwrap_or_default();
         s.push('\n');
         Ok(s)
     }

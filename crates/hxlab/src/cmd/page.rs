@@ -25,7 +25,7 @@ pub struct Args {
         "url", "synthetic", "record", "replay", "proto", "profile", "delay", "down", "up",
         "loss", "jitter", "queue", "runs", "push", "early_hints", "har", "json", "html",
         "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc", "scheduler",
-        "notsent_lowat", "strict", "discovery",
+        "notsent_lowat", "strict", "discovery", "qlog",
     ])]
     pub config: Option<String>,
     /// Page to load (http:// or https://). Or use --synthetic.
@@ -125,6 +125,10 @@ pub struct Args {
     /// beside its figures).
     #[arg(long)]
     pub strict: bool,
+    /// Keep Chromium's NetLog of every run in DIR (netlog.run-N.json; qvis and Chrome's
+    /// netlog viewer read it), the browser's counterpart of load's and serve's --qlog.
+    #[arg(long, value_name = "DIR")]
+    pub qlog: Option<PathBuf>,
     /// Congestion controller of the origin hxlab starts (--synthetic, --replay): reno, cubic
     /// or bbr, set on its TCP and QUIC connections alike and read back from /stats; "default"
     /// leaves each stack's own (the kernel's on TCP, Cubic on QUIC: not like for like).
@@ -233,6 +237,7 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
         cpu_slowdown,
         repeat_view: args.repeat_view,
         strict: args.strict,
+        qlog_dir: args.qlog.clone(),
         server_cc,
         scheduler: args.scheduler,
         notsent_lowat: args.notsent_lowat,
