@@ -27,12 +27,17 @@ fn label(k: &str, v: &str) -> Labels {
 }
 
 /// A counter family by one label, each value set once.
-fn counters(reg: &mut Registry, name: &str, help: &str, key: &str, values: &BTreeMap<String, u64>) {
+fn family(key: &str, values: &BTreeMap<String, u64>) -> Family<Labels, Counter> {
     let f = Family::<Labels, Counter>::default();
     for (k, v) in values {
         f.get_or_create(&label(key, k)).inc_by(*v);
     }
-    reg.register(name, help, f);
+    f
+}
+
+/// Registers [`family`]`(key, values)` as `name`.
+fn counters(reg: &mut Registry, name: &str, help: &str, key: &str, values: &BTreeMap<String, u64>) {
+    reg.register(name, help, family(key, values));
 }
 
 /// The registry in the Prometheus text format: prometheus-client writes OpenMetrics, which
@@ -93,17 +98,11 @@ pub fn serve_metrics(s: &StatsSnapshot) -> String {
         "protocol",
         &by(|p| p.requests),
     );
-    let bytes = Family::<Labels, Counter>::default();
-    for (p, v) in &s.by_protocol {
-        bytes
-            .get_or_create(&label("protocol", p))
-            .inc_by(v.body_bytes);
-    }
     reg.register_with_unit(
         "response_body",
         "Response body bytes handed to the protocol stack",
         Unit::Bytes,
-        bytes,
+        family("protocol", &by(|p| p.body_bytes)),
     );
     counters(
         &mut reg,
