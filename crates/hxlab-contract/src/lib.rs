@@ -9,7 +9,7 @@
 //! the edge and never sees argv strings of another's making. Inside a link, the lab hands
 //! `hxlab load --jobs` one [`LoadJob`] per repetition and reads back a [`JobDone`].
 //! It also types what the children say back, the only way those outputs are written and
-//! read: `hxlab serve`'s [`ReadyFile`], its `/stats` ([`StatsSnapshot`]) and `/replay-stats`
+//! read: `hxlab link --stats` ([`LinkStatsFile`]), `hxlab serve`'s [`ReadyFile`], its `/stats` ([`StatsSnapshot`]) and `/replay-stats`
 //! ([`ReplayCounts`]), `hxlab page --json` ([`PageReport`]) and `hxlab probe --json`
 //! ([`ProbeReport`], with `--priorities` its [`PrioritiesReport`]). The synthetic page, the
 //! static one a [`Synthetic`] spec asks for and `hxlab serve`'s `/page`, has one writer:
@@ -19,6 +19,7 @@
 
 pub mod duration_text;
 pub mod job;
+pub mod link_stats;
 pub mod load;
 pub mod metrics;
 pub mod page;
@@ -33,6 +34,7 @@ pub mod synthetic_html;
 
 pub use hxlab_core::page::ProtocolShares;
 pub use job::{JobDone, LoadJob};
+pub use link_stats::LinkStatsFile;
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
 pub use page::{Discovery, PageJob, Synthetic};
 pub use page_report::{

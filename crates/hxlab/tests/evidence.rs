@@ -630,11 +630,10 @@ fn a_link_capture_opens_decrypted_in_tshark_with_its_drops() {
         Duration::from_secs(90),
     );
     assert_eq!(code, Some(0), "{err}");
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let lost =
-        s["down"]["dropped_loss"].as_u64().unwrap() + s["up"]["dropped_loss"].as_u64().unwrap();
-    assert!(lost > 0, "10 % loss dropped nothing: {s}");
+    let s = hxlab_contract::LinkStatsFile::from_json(&std::fs::read_to_string(&stats).unwrap())
+        .expect("hxlab link --stats");
+    let lost = s.down.dropped_loss + s.up.dropped_loss;
+    assert!(lost > 0, "10 % loss dropped nothing: {s:?}");
     let mut cmd = Command::new(&tshark);
     cmd.arg("-r").arg(&lossy).args([
         "-Y",

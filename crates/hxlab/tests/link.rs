@@ -260,14 +260,12 @@ fn profile_end_to_end_with_curl() {
         (1.5..=5.1).contains(&mbit),
         "download at {mbit:.2} Mbit/s through a 5 Mbit/s link"
     );
-    let stats: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats_path).unwrap()).unwrap();
-    assert_eq!(stats["profile"], "wpt:Cable");
-    assert!(
-        stats["down"]["bytes_out"].as_u64().unwrap() > 600_000,
-        "{stats}"
-    );
-    assert!(stats["up"]["packets_out"].as_u64().unwrap() > 10, "{stats}");
+    let stats =
+        hxlab_contract::LinkStatsFile::from_json(&std::fs::read_to_string(&stats_path).unwrap())
+            .expect("hxlab link --stats");
+    assert_eq!(stats.profile.as_deref(), Some("wpt:Cable"));
+    assert!(stats.down.bytes_out > 600_000, "{stats:?}");
+    assert!(stats.up.packets_out > 10, "{stats:?}");
 }
 
 #[test]

@@ -254,16 +254,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stats = link.stop();
     let status = status.with_context(|| format!("running {}", program.to_string_lossy()))?;
     if let Some(path) = &args.stats {
-        let doc = serde_json::json!({
-            "profile": profile,
-            "seed": seed,
-            "host": host.to_string(),
-            "client": client.to_string(),
-            "down": stats.down,
-            "up": stats.up,
-        });
-        let text = serde_json::to_string_pretty(&doc).context("encoding stats")?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        let doc = hxlab_contract::LinkStatsFile {
+            profile,
+            seed,
+            host: host.to_string(),
+            client: client.to_string(),
+            down: stats.down,
+            up: stats.up,
+        };
+        let text = doc.to_json().context("encoding stats")?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {
