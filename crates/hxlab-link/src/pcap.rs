@@ -31,6 +31,8 @@ pub const IF_DROPPED: u32 = 2;
 const LINKTYPE_RAW: u16 = 101;
 /// Secrets type of a TLS key log (`TLSK`).
 const SECRETS_TLS_KEYLOG: u32 = 0x544c_534b;
+/// How often (link time) the key log is looked at while packets are written.
+const SECRETS_EVERY: Duration = Duration::from_millis(10);
 /// Most key log bytes read for one block.
 const KEYLOG_CHUNK: u64 = 1 << 20;
 
@@ -40,6 +42,8 @@ pub struct Capture {
     /// Wall-clock nanoseconds at the link's time zero.
     base_ns: u64,
     keylog: Option<(PathBuf, u64)>,
+    /// Link time the key log was last looked at.
+    secrets_seen: Duration,
     /// Scratch for one segment of a super-packet.
     seg: Vec<u8>,
     path: PathBuf,
@@ -87,6 +91,7 @@ impl Capture {
             out: BufWriter::with_capacity(1 << 20, file),
             base_ns: wall.saturating_sub(now_mono.saturating_sub(start_ns)),
             keylog: keylog.map(|p| (p, 0)),
+            secrets_seen: Duration::ZERO,
             seg: vec![0u8; crate::tun::SMALL_BUF],
             path: path.to_path_buf(),
         };
@@ -156,8 +161,13 @@ impl Capture {
         let _ = self.write(&Capture::dsb(&buf));
     }
 
-    /// One IP packet on `iface` at link time `at`, with an optional comment.
+    /// One IP packet on `iface` at link time `at`, with an optional comment (after what the
+    /// key log gained, looked at every [`SECRETS_EVERY`], not for every packet).
     fn packet(&mut self, iface: u32, at: Duration, ip: &[u8], comment: Option<&str>) {
+        if at >= self.secrets_seen + SECRETS_EVERY {
+            self.secrets_seen = at;
+            self.secrets();
+        }
         let ts = self.base_ns + at.as_nanos() as u64;
         let mut epb = Vec::with_capacity(28 + pad4(ip.len()) + 64);
         epb.extend_from_slice(&iface.to_le_bytes());
@@ -177,25 +187,29 @@ impl Capture {
     /// A packet as the relay holds it (vnet header, then the IP packet, possibly a GSO
     /// super-packet): written as the wire packets it stands for.
     pub fn relayed(&mut self, iface: u32, at: Duration, buf: &[u8], comment: Option<&str>) {
-        self.secrets();
         if buf.len() <= VNET_HDR_LEN {
             return;
         }
         let hdr = VnetHdr::parse(buf);
         let ip = &buf[VNET_HDR_LEN..];
-        let gso = hdr.is_gso().then(|| Gso::parse(&hdr, ip)).flatten();
-        let Some(g) = gso else {
-            self.packet(iface, at, ip, comment);
-            return;
-        };
-        let mut seg = std::mem::take(&mut self.seg);
-        for i in 0..g.segments() {
-            if VNET_HDR_LEN + g.segment_len(i) > seg.len() {
-                break;
+        match hdr.is_gso().then(|| Gso::parse(&hdr, ip)).flatten() {
+            Some(g) => {
+                for i in 0..g.segments() {
+                    self.segment(iface, at, &g, i, comment);
+                }
             }
-            let n = g.write_segment(i, &mut seg, Csum::Full);
-            self.packet(iface, at, &seg[VNET_HDR_LEN..n], comment);
+            None => self.packet(iface, at, ip, comment),
         }
+    }
+
+    /// Segment `i` of super-packet `g`, cut out with its own headers and full checksums.
+    pub fn segment(&mut self, iface: u32, at: Duration, g: &Gso, i: u32, comment: Option<&str>) {
+        if VNET_HDR_LEN + g.segment_len(i) > self.seg.len() {
+            return;
+        }
+        let mut seg = std::mem::take(&mut self.seg);
+        let n = g.write_segment(i, &mut seg, Csum::Full);
+        self.packet(iface, at, &seg[VNET_HDR_LEN..n], comment);
         self.seg = seg;
     }
 

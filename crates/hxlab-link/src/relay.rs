@@ -191,14 +191,9 @@ impl RelayCtx {
                     .map(|g| (g.segments(), g.wire_len()))
                     .unwrap_or((1, n - VNET_HDR_LEN));
                 self.pipe.drop_udp(now, segs, wire);
-                if let Some(cap) = &self.capture {
-                    let why = format!("dropped by udp blocked, {}", self.dir_name());
-                    cap.lock().unwrap_or_else(|p| p.into_inner()).relayed(
-                        crate::pcap::IF_DROPPED,
-                        now,
-                        &big.data[..n],
-                        Some(&why),
-                    );
+                if let Some(mut cap) = self.capture() {
+                    let why = self.drop_comment("udp blocked");
+                    cap.relayed(crate::pcap::IF_DROPPED, now, &big.data[..n], Some(&why));
                 }
                 continue;
             }
@@ -259,13 +254,10 @@ impl RelayCtx {
         if self.lost.is_empty() {
             return Some((n, g.wire_len()));
         }
-        if let Some(cap) = &self.capture {
-            let mut seg = vec![0u8; SMALL_BUF];
-            let why = format!("dropped by loss, {}", self.dir_name());
-            let mut cap = cap.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut cap) = self.capture() {
+            let why = self.drop_comment("loss");
             for &i in &self.lost {
-                let n = g.write_segment(i, &mut seg, Csum::Full);
-                cap.relayed(crate::pcap::IF_DROPPED, now, &seg[..n], Some(&why));
+                cap.segment(crate::pcap::IF_DROPPED, now, &g, i, Some(&why));
             }
         }
         let mut first = 0;
@@ -314,48 +306,56 @@ impl RelayCtx {
         }
     }
 
-    fn dir_name(&self) -> &'static str {
-        match self.dir {
-            Direction::Down => "down",
-            Direction::Up => "up",
-        }
+    /// The capture, locked for this thread's writes (None without `--pcap`).
+    fn capture(&self) -> Option<std::sync::MutexGuard<'_, crate::pcap::Capture>> {
+        self.capture
+            .as_ref()
+            .map(|c| c.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Writes every packet that is due, each with its vnet header (and into the capture,
-    /// with what the pipe dropped meanwhile).
+    /// A dropped packet's comment in the capture: why, and which way it was going.
+    fn drop_comment(&self, why: &str) -> String {
+        let dir = match self.dir {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        };
+        format!("dropped by {why}, {dir}")
+    }
+
+    /// Writes every packet that is due, each with its vnet header (and, with a capture,
+    /// into it, with what the pipe dropped meanwhile).
     fn write_due(&mut self) {
         let now = self.now();
         let tx = self.tx.as_raw_fd();
-        if let Some(cap) = self.capture.clone() {
-            let iface = match self.dir {
-                Direction::Down => crate::pcap::IF_DOWN,
-                Direction::Up => crate::pcap::IF_UP,
-            };
-            let dir = self.dir_name();
-            let mut cap = cap.lock().unwrap_or_else(|p| p.into_inner());
-            while let Some(buf) = self.pipe.poll_deliver(now) {
-                cap.relayed(iface, now, &buf.data[..buf.len], None);
-                // SAFETY: buf.len <= data.len() bytes are initialised.
-                unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
-                self.pool.put(buf);
-            }
-            let dropped: Vec<_> = self.pipe.take_dropped().collect();
-            for (buf, why) in dropped {
-                let text = format!("dropped by {}, {dir}", why.as_str());
-                cap.relayed(
-                    crate::pcap::IF_DROPPED,
-                    now,
-                    &buf.data[..buf.len],
-                    Some(&text),
-                );
-                self.pool.put(buf);
-            }
-            return;
-        }
+        let iface = match self.dir {
+            Direction::Down => crate::pcap::IF_DOWN,
+            Direction::Up => crate::pcap::IF_UP,
+        };
+        let shared = self.capture.clone();
+        let mut cap = shared
+            .as_ref()
+            .map(|c| c.lock().unwrap_or_else(|p| p.into_inner()));
         while let Some(buf) = self.pipe.poll_deliver(now) {
+            if let Some(cap) = cap.as_mut() {
+                cap.relayed(iface, now, &buf.data[..buf.len], None);
+            }
             // SAFETY: buf.len <= data.len() bytes are initialised.
             // A failed write (device going away) loses the packet, as a wire would.
             unsafe { libc::write(tx, buf.data.as_ptr() as *const libc::c_void, buf.len) };
+            self.pool.put(buf);
+        }
+        let Some(mut cap) = cap else {
+            return;
+        };
+        let dropped: Vec<_> = self.pipe.take_dropped().collect();
+        for (buf, why) in dropped {
+            let text = self.drop_comment(why.as_str());
+            cap.relayed(
+                crate::pcap::IF_DROPPED,
+                now,
+                &buf.data[..buf.len],
+                Some(&text),
+            );
             self.pool.put(buf);
         }
     }
