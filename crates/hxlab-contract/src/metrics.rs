@@ -218,30 +218,25 @@ struct Buckets {
 }
 
 impl Buckets {
+    /// One pass over the recorded values: each counted in the first bucket that holds it.
     fn of(h: &LatencyHistogram) -> Buckets {
         let raw = h.raw();
-        let mut buckets = Vec::with_capacity(BUCKETS_S.len() + 1);
-        let mut below = 0u64;
-        for b in BUCKETS_S {
-            let upto = (b * 1e6) as u64;
-            let n: u64 = raw
-                .iter_recorded()
-                .filter(|v| v.value_iterated_to() <= upto)
-                .map(|v| v.count_at_value())
-                .sum();
-            buckets.push((b, n - below));
-            below = n;
+        let mut counts = vec![0u64; BUCKETS_S.len() + 1];
+        let mut sum_us = 0f64;
+        for v in raw.iter_recorded() {
+            let (value, n) = (v.value_iterated_to(), v.count_at_value());
+            let i = BUCKETS_S
+                .iter()
+                .position(|b| value <= (b * 1e6) as u64)
+                .unwrap_or(BUCKETS_S.len());
+            counts[i] += n;
+            sum_us += value as f64 * n as f64;
         }
-        buckets.push((f64::MAX, raw.len() - below));
-        let sum_s = raw
-            .iter_recorded()
-            .map(|v| v.value_iterated_to() as f64 * v.count_at_value() as f64)
-            .sum::<f64>()
-            / 1e6;
+        let bounds = BUCKETS_S.iter().copied().chain([f64::MAX]);
         Buckets {
-            sum_s,
+            sum_s: sum_us / 1e6,
             count: raw.len(),
-            buckets,
+            buckets: bounds.zip(counts).collect(),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! other host (this machine's own non-loopback addresses, remote hosts) is reached through
 //! the link's translation as it is.
 
-use hxlab_child::origin::{host_port, loopback_to};
+use hxlab_child::origin::host_port;
 use hxlab_link::Link;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 
@@ -73,9 +73,9 @@ pub(crate) fn reach(url: &str, link: &Link) -> Result<Reached, String> {
         .map_err(|e| format!("{url} is on this machine's loopback: {e}"))?;
     let literal = name.starts_with('[') || name.parse::<Ipv4Addr>().is_ok();
     if literal || name.eq_ignore_ascii_case("localhost") {
-        let rewritten = rewrite_host(url, name, &host.to_string());
+        // The host is in the URL (host_port found it there), so the rewrite always applies.
         return Ok(Reached {
-            url: rewritten.unwrap_or_else(|| loopback_to(url, &host.to_string())),
+            url: rewrite_host(url, name, &host.to_string()).unwrap_or(unchanged.url),
             rules: None,
         });
     }
