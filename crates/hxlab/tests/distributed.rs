@@ -331,6 +331,8 @@ fn rendered_jobs_pass_kubernetes_validate_strict() {
         "load",
         "-n",
         "10",
+        "-c",
+        "2",
         "http://o/",
     ]);
     let docs = YamlLoader::load_from_str(&text).expect("YAML");
