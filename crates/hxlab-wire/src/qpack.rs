@@ -1,24 +1,31 @@
-//! A small QPACK (RFC 9204) codec for the load generator's HTTP/3 client, static table only,
-//! and (in [`display`]) decoding for the frame view.
+//! QPACK (RFC 9204), one implementation for the origin's HTTP/3 server, the load client and
+//! the frame view:
+//! - [`table`]: the dynamic table;
+//! - [`instruction`]: the encoder- and decoder-stream instructions, read at any split;
+//! - [`QpackEncoder`] and [`QpackDecoder`]: one per connection and direction, with the
+//!   dynamic table, acknowledgements and the blocked-streams budget;
+//! - [`FieldDecoder`]: the static-only field-section walk both build on (also the frame
+//!   view's, through [`display`]), and [`encode_field_section`], the static-only encoder
+//!   (what a capacity of 0 encodes).
 //!
-//! The client advertises a dynamic table capacity of 0 and no blocked streams, so a compliant
-//! server references only the static table: a field section with a Required Insert Count
-//! other than 0, or any dynamic or post-base reference, is a decoding error
-//! (QPACK_DECOMPRESSION_FAILED). There is one field-section decoder, [`FieldDecoder`] (a
-//! callback per field line); [`Decoder`] is the load client's use of it, which keeps only what
-//! the recorder needs: `:status` and the decoded size of the field section (name + value
-//! length of every field, as h2load counts it), with the last whole section remembered.
-//!
-//! The encoder builds a request's field section once per URL: static-table references where
-//! the table has the field or its name, literals otherwise, Huffman-coded when shorter.
+//! [`Decoder`] keeps what the load client's recorder needs from a static-only section:
+//! `:status` and the decoded size (name + value length of every field, as h2load counts it).
 
 use crate::hpack::{huffman_encode, status_of};
 use crate::prefix::write as write_int;
 pub use crate::qpack_table::STATIC_TABLE;
 use thiserror::Error;
 
+pub mod decoder;
 pub mod display;
+#[cfg(test)]
+mod dynamic_tests;
+pub mod encoder;
 mod fields;
+pub mod instruction;
+pub mod table;
+pub use decoder::{Decoded, DecoderStats, QpackDecoder};
+pub use encoder::{EncoderStats, QpackEncoder};
 pub use fields::{decode_fields, DynamicRef, FieldDecoder, FieldLine};
 
 /// A field section that cannot be decoded (a connection error of type

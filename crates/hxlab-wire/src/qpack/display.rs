@@ -1,10 +1,13 @@
 //! QPACK (RFC 9204) decoding for display: whole field sections as text (through the one
 //! field-section decoder, [`super::FieldDecoder::decode_lines`]) and encoder/decoder stream
-//! instructions. The clients advertise a zero-capacity dynamic table, so a compliant peer never
-//! references the dynamic table; if one does anyway, the field says so instead of guessing.
+//! instructions. A section read alone cannot resolve dynamic-table references (the table lives
+//! in the connection's decoder); the field then says which entry it named instead of guessing.
 
+use super::instruction::{
+    read_decoder_instruction, read_encoder_instruction, DecoderInstruction, EncoderInstruction,
+};
 use super::{DynamicRef, FieldDecoder, FieldLine, QpackError};
-use crate::hpack::{read_string, HuffMemo};
+use crate::hpack::HuffMemo;
 
 /// Why a field section or instruction could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,35 +33,6 @@ pub struct FieldList {
     pub fields: Vec<(String, String)>,
     /// How many field lines referenced the dynamic table.
     pub dynamic_refs: usize,
-}
-
-/// Decodes a prefixed integer (see [`crate::prefix`]) with an `n`-bit prefix from
-/// `buf[*pos..]`.
-pub fn prefix_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<u64, DisplayError> {
-    crate::prefix::read(buf, pos, u32::from(n)).map_err(|e| match e {
-        crate::prefix::PrefixError::Truncated => DisplayError::Truncated,
-        crate::prefix::PrefixError::Overflow => DisplayError::Overflow,
-    })
-}
-
-/// Decodes a string literal whose Huffman flag is bit `n` of the first byte and whose length
-/// uses the `n`-bit prefix below it, with the one string reader of HPACK and QPACK
-/// ([`crate::hpack`]'s), shown lossily as UTF-8.
-pub fn string(buf: &[u8], pos: &mut usize, n: u8) -> Result<String, DisplayError> {
-    let mut scratch = Vec::new();
-    let loc = read_string(
-        buf,
-        pos,
-        (1 << n, u32::from(n)),
-        &mut scratch,
-        &mut HuffMemo::default(),
-    )
-    .map_err(|e| match e.0 {
-        "truncated string" | "truncated integer" => DisplayError::Truncated,
-        "integer too large" => DisplayError::Overflow,
-        _ => DisplayError::Huffman,
-    })?;
-    Ok(String::from_utf8_lossy(loc.get(buf, &scratch)).into_owned())
 }
 
 /// Decodes one field section (the payload of an HTTP/3 HEADERS or PUSH_PROMISE frame).
@@ -88,58 +62,54 @@ pub fn decode_field_section(buf: &[u8]) -> Result<FieldList, QpackError> {
     Ok(out)
 }
 
-/// Decodes one encoder-stream instruction; `Ok(None)` when more bytes are needed.
+/// Decodes one encoder-stream instruction (through the one reader,
+/// [`super::instruction`]); `Ok(None)` when more bytes are needed.
 pub fn encoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, DisplayError> {
-    let Some(&b) = buf.first() else {
-        return Ok(None);
-    };
-    let mut pos = 0;
-    let r = (|| {
-        if b & 0x80 != 0 {
-            let is_static = b & 0x40 != 0;
-            let i = prefix_int(buf, &mut pos, 6)?;
-            let v = string(buf, &mut pos, 7)?;
-            Ok(format!(
-                "Insert With Name Reference ({} #{i}) value={v:?}",
-                if is_static { "static" } else { "dynamic" }
-            ))
-        } else if b & 0x40 != 0 {
-            let n = string(buf, &mut pos, 5)?;
-            let v = string(buf, &mut pos, 7)?;
-            Ok(format!("Insert With Literal Name {n}: {v}"))
-        } else if b & 0x20 != 0 {
-            Ok(format!(
-                "Set Dynamic Table Capacity {}",
-                prefix_int(buf, &mut pos, 5)?
-            ))
-        } else {
-            Ok(format!("Duplicate #{}", prefix_int(buf, &mut pos, 5)?))
-        }
-    })();
-    match r {
-        Ok(s) => Ok(Some((pos, s))),
-        Err(DisplayError::Truncated) => Ok(None),
-        Err(e) => Err(e),
-    }
+    let mut scratch = Vec::new();
+    let read = read_encoder_instruction(buf, &mut scratch, &mut HuffMemo::default())
+        .map_err(display_error)?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Ok(read.map(|(n, ins)| {
+        let s = match ins {
+            EncoderInstruction::InsertNameRef {
+                is_static,
+                index,
+                value,
+            } => format!(
+                "Insert With Name Reference ({} #{index}) value={:?}",
+                if is_static { "static" } else { "dynamic" },
+                text(value)
+            ),
+            EncoderInstruction::InsertLiteral { name, value } => {
+                format!("Insert With Literal Name {}: {}", text(name), text(value))
+            }
+            EncoderInstruction::SetCapacity(c) => format!("Set Dynamic Table Capacity {c}"),
+            EncoderInstruction::Duplicate(i) => format!("Duplicate #{i}"),
+        };
+        (n, s)
+    }))
 }
 
-/// Decodes one decoder-stream instruction; `Ok(None)` when more bytes are needed.
+/// Decodes one decoder-stream instruction (through [`super::instruction`]); `Ok(None)`
+/// when more bytes are needed.
 pub fn decoder_instruction(buf: &[u8]) -> Result<Option<(usize, String)>, DisplayError> {
-    let Some(&b) = buf.first() else {
-        return Ok(None);
-    };
-    let mut pos = 0;
-    let r = if b & 0x80 != 0 {
-        prefix_int(buf, &mut pos, 7).map(|s| format!("Section Acknowledgment (stream {s})"))
-    } else if b & 0x40 != 0 {
-        prefix_int(buf, &mut pos, 6).map(|s| format!("Stream Cancellation (stream {s})"))
-    } else {
-        prefix_int(buf, &mut pos, 6).map(|n| format!("Insert Count Increment {n}"))
-    };
-    match r {
-        Ok(s) => Ok(Some((pos, s))),
-        Err(DisplayError::Truncated) => Ok(None),
-        Err(e) => Err(e),
+    let read = read_decoder_instruction(buf).map_err(display_error)?;
+    Ok(read.map(|(n, ins)| {
+        let s = match ins {
+            DecoderInstruction::SectionAck(s) => format!("Section Acknowledgment (stream {s})"),
+            DecoderInstruction::StreamCancel(s) => format!("Stream Cancellation (stream {s})"),
+            DecoderInstruction::InsertCountIncrement(n) => format!("Insert Count Increment {n}"),
+        };
+        (n, s)
+    }))
+}
+
+/// An instruction reader's error as the display names it.
+fn display_error(e: QpackError) -> DisplayError {
+    match e.0 {
+        "integer too large" => DisplayError::Overflow,
+        "truncated string" | "truncated integer" => DisplayError::Truncated,
+        _ => DisplayError::Huffman,
     }
 }
 

@@ -32,8 +32,8 @@ fn read_str(
 /// from one section to the next.
 #[derive(Debug, Default)]
 pub struct FieldDecoder {
-    scratch: Vec<u8>,
-    memo: HuffMemo,
+    pub(super) scratch: Vec<u8>,
+    pub(super) memo: HuffMemo,
 }
 
 /// Which dynamic-table reference a field line made (RFC 9204 §4.5).
@@ -158,7 +158,7 @@ impl FieldDecoder {
 }
 
 /// One field line read: a known name and value, or a dynamic reference.
-enum Line {
+pub(super) enum Line {
     Known(Loc, Loc),
     Dynamic(DynamicRef, u64, Option<Loc>),
 }
@@ -166,7 +166,7 @@ enum Line {
 /// Reads the field line at `block[*pos]` (RFC 9204 §4.5), decoding its strings into
 /// `scratch`.
 #[inline]
-fn read_line(
+pub(super) fn read_line(
     block: &[u8],
     pos: &mut usize,
     scratch: &mut Vec<u8>,
