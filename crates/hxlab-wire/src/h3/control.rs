@@ -6,7 +6,7 @@
 //! the same code and reason. Fed any split of the bytes; unknown and reserved frames are
 //! skipped as they arrive, never buffered.
 
-use super::{code, frame, FrameHeadReader};
+use super::{code, frame, setting, FrameHeadReader};
 use crate::varint;
 
 /// Largest control frame buffered (SETTINGS, GOAWAY, CANCEL_PUSH, MAX_PUSH_ID are a few
@@ -102,10 +102,22 @@ pub struct ControlReader {
     left: u64,
     in_frame: bool,
     buf: Vec<u8>,
-    settings: bool,
+    settings: Option<PeerSettings>,
     goaway: Option<u64>,
     /// PRIORITY_UPDATE frames for request streams read and not taken yet.
     updates: Vec<PriorityUpdate>,
+}
+
+/// The settings a peer's SETTINGS frame gave that this crate acts on; what it left out has
+/// its RFC default (QPACK: 0, no dynamic table; field section size: unlimited).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PeerSettings {
+    /// SETTINGS_QPACK_MAX_TABLE_CAPACITY.
+    pub qpack_max_table_capacity: u64,
+    /// SETTINGS_QPACK_BLOCKED_STREAMS.
+    pub qpack_blocked_streams: u64,
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE, when given.
+    pub max_field_section_size: Option<u64>,
 }
 
 /// A client's PRIORITY_UPDATE for a request stream (RFC 9218 §7.2), as read off its control
@@ -128,7 +140,7 @@ impl ControlReader {
             left: 0,
             in_frame: false,
             buf: Vec::new(),
-            settings: false,
+            settings: None,
             goaway: None,
             updates: Vec::new(),
         }
@@ -142,6 +154,12 @@ impl ControlReader {
 
     /// Whether the SETTINGS frame has arrived whole.
     pub fn settings_seen(&self) -> bool {
+        self.settings.is_some()
+    }
+
+    /// What the peer's SETTINGS said (RFC 9114 §7.2.4.1 defaults for what it left out), once
+    /// the frame has arrived whole.
+    pub fn settings(&self) -> Option<PeerSettings> {
         self.settings
     }
 
@@ -184,14 +202,14 @@ impl ControlReader {
     }
 
     fn start(&mut self, kind: u64, len: u64) -> Result<(), ControlError> {
-        if !self.settings && kind != frame::SETTINGS {
+        if self.settings.is_none() && kind != frame::SETTINGS {
             return Err(err(
                 code::H3_MISSING_SETTINGS,
                 "control stream without SETTINGS first",
             ));
         }
         let keep = match kind {
-            frame::SETTINGS if self.settings => {
+            frame::SETTINGS if self.settings.is_some() => {
                 return Err(err(code::H3_FRAME_UNEXPECTED, "second SETTINGS"))
             }
             frame::DATA | frame::HEADERS | frame::PUSH_PROMISE => {
@@ -241,7 +259,16 @@ impl ControlReader {
         };
         if kind == frame::SETTINGS {
             check_settings(&self.buf)?;
-            self.settings = true;
+            let mut seen = PeerSettings::default();
+            for (id, value) in settings(&self.buf).flatten() {
+                match id {
+                    setting::QPACK_MAX_TABLE_CAPACITY => seen.qpack_max_table_capacity = value,
+                    setting::QPACK_BLOCKED_STREAMS => seen.qpack_blocked_streams = value,
+                    setting::MAX_FIELD_SECTION_SIZE => seen.max_field_section_size = Some(value),
+                    _ => {}
+                }
+            }
+            self.settings = Some(seen);
             return Ok(());
         }
         if kind == frame::PRIORITY_UPDATE_REQUEST {
@@ -497,5 +524,29 @@ mod tests {
             settings(&[0x06, 0x44]).collect::<Vec<_>>(),
             [Err(MALFORMED_SETTINGS)]
         );
+    }
+
+    #[test]
+    fn settings_values_are_read_back_with_defaults() {
+        let mut r = ControlReader::new(Sender::Server);
+        assert_eq!(r.settings(), None);
+        r.feed(&settings_frame(&[
+            (setting::QPACK_MAX_TABLE_CAPACITY, 4096),
+            (setting::QPACK_BLOCKED_STREAMS, 100),
+        ]))
+        .unwrap();
+        let s = r.settings().unwrap();
+        assert_eq!(
+            (
+                s.qpack_max_table_capacity,
+                s.qpack_blocked_streams,
+                s.max_field_section_size
+            ),
+            (4096, 100, None)
+        );
+        let mut r = ControlReader::new(Sender::Client);
+        r.feed(&settings_frame(&[(setting::MAX_FIELD_SECTION_SIZE, 9)]))
+            .unwrap();
+        assert_eq!(r.settings().unwrap().qpack_max_table_capacity, 0);
     }
 }
