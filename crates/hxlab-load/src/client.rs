@@ -57,6 +57,8 @@ pub struct ClientCtx {
     pub h1_depth: usize,
     /// An observer of the client's QUIC connections (`hxlab trace`; TCP streams carry theirs).
     pub tap: Option<SharedTap>,
+    /// HTTP/3: the QPACK tables we advertise and use.
+    pub qpack: crate::h3::QpackConfig,
     /// The index of the next URL (round-robin); set by the worker to spread its clients'
     /// first requests over the URLs.
     pub(crate) url: usize,
@@ -99,6 +101,7 @@ impl ClientCtx {
             push: false,
             h1_depth: depth,
             tap: None,
+            qpack: crate::h3::QpackConfig::STATIC,
             url: 0,
             reserved: None,
         }

@@ -46,6 +46,9 @@ pub struct RequestTemplate {
     pub h3_request: bytes::Bytes,
     /// Payload size of that HEADERS frame (the QPACK wire size).
     pub h3_header_payload: u64,
+    /// The HTTP/3 request head's fields, in order (pseudo-headers first), for encoders with
+    /// a dynamic table.
+    pub h3_fields: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 fn url_err(url: &str, reason: impl Into<String>) -> LoadError {
@@ -190,8 +193,14 @@ impl Target {
                 .path_and_query(path)
                 .build()
                 .map_err(|e| url_err(&uri.to_string(), format!("{e}")))?;
-            let (h3_request, h3_header_payload) =
-                h3_request(&method, https, &authority, path, &headers, body.as_deref());
+            let h3_fields = h3_fields(&method, https, &authority, path, &headers);
+            let mut section = Vec::new();
+            crate::qpack::encode_field_section(
+                h3_fields.iter().map(|(n, v)| (n.as_slice(), v.as_slice())),
+                &mut section,
+            );
+            let h3_request = h3_stream_bytes(&section, body.as_deref());
+            let h3_header_payload = section.len() as u64;
             requests.push(RequestTemplate {
                 uri: full,
                 headers,
@@ -200,6 +209,7 @@ impl Target {
                 h2_header_size: h2_size,
                 h3_request,
                 h3_header_payload,
+                h3_fields,
             });
         }
         Ok(Target {
@@ -236,15 +246,14 @@ fn h3_frame_head(out: &mut Vec<u8>, kind: u8, len: usize) {
     hxlab_wire::varint::put(out, len as u64);
 }
 
-/// The bytes of an HTTP/3 request stream and its HEADERS payload size.
-fn h3_request(
+/// The fields of an HTTP/3 request head: pseudo-headers, then `headers`.
+fn h3_fields(
     method: &Method,
     https: bool,
     authority: &str,
     path: &str,
     headers: &HeaderMap,
-    body: Option<&[u8]>,
-) -> (bytes::Bytes, u64) {
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let scheme: &[u8] = if https { b"https" } else { b"http" };
     let pseudo: [(&[u8], &[u8]); 4] = [
         (b":method", method.as_str().as_bytes()),
@@ -252,23 +261,28 @@ fn h3_request(
         (b":authority", authority.as_bytes()),
         (b":path", path.as_bytes()),
     ];
-    let mut section = Vec::new();
-    crate::qpack::encode_field_section(
-        pseudo.into_iter().chain(
+    pseudo
+        .into_iter()
+        .chain(
             headers
                 .iter()
                 .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes())),
-        ),
-        &mut section,
-    );
+        )
+        .map(|(n, v)| (n.to_vec(), v.to_vec()))
+        .collect()
+}
+
+/// The bytes of an HTTP/3 request stream: a HEADERS frame with field section `section`,
+/// then a DATA frame with `body`, if any.
+pub(crate) fn h3_stream_bytes(section: &[u8], body: Option<&[u8]>) -> bytes::Bytes {
     let mut out = Vec::with_capacity(section.len() + 16 + body.map_or(0, <[u8]>::len));
     h3_frame_head(&mut out, 0x01, section.len());
-    out.extend_from_slice(&section);
+    out.extend_from_slice(section);
     if let Some(b) = body.filter(|b| !b.is_empty()) {
         h3_frame_head(&mut out, 0x00, b.len());
         out.extend_from_slice(b);
     }
-    (bytes::Bytes::from(out), section.len() as u64)
+    bytes::Bytes::from(out)
 }
 
 fn bracket(host: &str) -> String {

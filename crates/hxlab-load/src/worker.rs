@@ -419,6 +419,10 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
                 Connector::Quic { tap, .. } => tap.clone(),
                 Connector::Tcp { .. } => None,
             },
+            qpack: crate::h3::QpackConfig::new(
+                hxlab_wire::qpack::DEFAULT_TABLE_CAPACITY,
+                hxlab_wire::qpack::DEFAULT_TABLE_CAPACITY,
+            ),
             url: (k as usize) % target.requests.len(),
             reserved: None,
         };

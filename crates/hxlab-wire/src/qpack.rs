@@ -28,6 +28,12 @@ pub use decoder::{Decoded, DecoderStats, QpackDecoder};
 pub use encoder::{EncoderStats, QpackEncoder};
 pub use fields::{decode_fields, DynamicRef, FieldDecoder, FieldLine};
 
+/// The header table size hxlab uses by default on both ends and both protocols (HPACK's
+/// SETTINGS_HEADER_TABLE_SIZE and QPACK's SETTINGS_QPACK_MAX_TABLE_CAPACITY): 4096 bytes,
+/// RFC 7541's initial HPACK table size, which nginx, h2o and nghttp2 keep for HTTP/2 and
+/// nghttp3's and ngtcp2's examples advertise for QPACK.
+pub const DEFAULT_TABLE_CAPACITY: u64 = 4096;
+
 /// A field section that cannot be decoded (a connection error of type
 /// QPACK_DECOMPRESSION_FAILED).
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +51,18 @@ pub struct FieldSection {
     pub fields: u32,
 }
 
+impl FieldSection {
+    /// Counts one field line.
+    #[inline]
+    pub fn add(&mut self, name: &[u8], value: &[u8]) {
+        self.fields += 1;
+        self.uncompressed += (name.len() + value.len()) as u64;
+        if self.status.is_none() && name == b":status" {
+            self.status = status_of(value);
+        }
+    }
+}
+
 /// Reads a prefixed integer (see [`crate::prefix`]) with an `n`-bit prefix.
 #[inline]
 fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<u64, QpackError> {
@@ -56,7 +74,7 @@ fn read_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<u64, QpackError> {
 
 /// Writes a string literal whose Huffman flag is `hbit` and whose length has an `n`-bit
 /// prefix, Huffman-coded when that is shorter.
-fn write_str(out: &mut Vec<u8>, first: u8, hbit: u8, n: u32, s: &[u8]) {
+pub(crate) fn write_str(out: &mut Vec<u8>, first: u8, hbit: u8, n: u32, s: &[u8]) {
     let mut huff = Vec::with_capacity(s.len());
     huffman_encode(s, &mut huff);
     if huff.len() < s.len() {
@@ -159,11 +177,7 @@ impl Decoder {
     pub fn decode(&mut self, block: &[u8], max_size: u64) -> Result<FieldSection, QpackError> {
         let mut info = FieldSection::default();
         self.fields.decode(block, max_size, |name, value| {
-            info.fields += 1;
-            info.uncompressed += (name.len() + value.len()) as u64;
-            if info.status.is_none() && name == b":status" {
-                info.status = status_of(value);
-            }
+            info.add(name, value);
             Ok(())
         })?;
         Ok(info)

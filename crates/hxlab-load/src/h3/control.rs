@@ -1,7 +1,9 @@
 //! The control streams: ours (SETTINGS), and the server's unidirectional streams, read by
 //! the session as they become readable ([`UniReader`]): SETTINGS errors and GOAWAY reach the
-//! session through [`ControlState`].
+//! session through [`ControlState`], the server's SETTINGS and QPACK streams go to the
+//! connection's [`Qpack`].
 
+use super::qpack_state::{Qpack, QpackConfig, UniWriter};
 use super::*;
 use crate::net::with_tap;
 use hxlab_wire::h3::control::{ControlReader, Sender};
@@ -34,7 +36,7 @@ impl ControlState {
 }
 
 /// One server unidirectional stream: its type, then the control stream's frames, or QPACK
-/// instructions (discarded: with capacity 0 there is nothing to insert).
+/// instructions (to the connection's [`Qpack`]).
 pub(super) struct UniReader {
     pub(super) id: StreamId,
     head: [u8; 8],
@@ -62,6 +64,7 @@ impl UniReader {
         &mut self,
         q: &mut quinn_proto::Connection,
         st: &mut ControlState,
+        qpack: &mut Qpack,
         tap: Option<&crate::net::SharedTap>,
     ) {
         if self.done {
@@ -106,7 +109,7 @@ impl UniReader {
                 let id = Channel::Quic(u64::from(self.id));
                 with_tap(tap, |t| t.bytes(Dir::Recv, id, &chunk));
             }
-            if !self.take(&chunk, st) {
+            if !self.take(&chunk, st, qpack) {
                 self.done = true;
                 break;
             }
@@ -121,7 +124,7 @@ impl UniReader {
     }
 
     /// Takes one chunk; false when the stream is not read further.
-    fn take(&mut self, chunk: &[u8], st: &mut ControlState) -> bool {
+    fn take(&mut self, chunk: &[u8], st: &mut ControlState, qpack: &mut Qpack) -> bool {
         let mut data = chunk;
         if self.kind.is_none() {
             let have = self.have;
@@ -157,30 +160,37 @@ impl UniReader {
             }
             *seen = true;
         }
-        if self.kind == Some(0x00) {
-            if let Err(e) = self.control.feed(data) {
-                let (H3Error::Connection { code, message } | H3Error::Stream { code, message }) =
-                    e.into();
-                st.fail(code, &message);
-                return false;
-            }
-            if let Some(id) = self.control.goaway() {
-                st.goaway = Some(id);
-            }
+        let r = match self.kind {
+            Some(0x00) => self.control.feed(data).map_err(H3Error::from).map(|()| {
+                if let Some(id) = self.control.goaway() {
+                    st.goaway = Some(id);
+                }
+                if let Some(s) = self.control.settings() {
+                    qpack.peer_settings(s);
+                }
+            }),
+            Some(0x02) => qpack.encoder_stream(data),
+            Some(0x03) => qpack.decoder_stream(data),
+            _ => Ok(()),
+        };
+        if let Err(H3Error::Connection { code, message } | H3Error::Stream { code, message }) = r {
+            st.fail(code, &message);
+            return false;
         }
         true
     }
 }
 
-/// Our control stream's bytes: the stream type (control), then one SETTINGS frame.
-pub(crate) fn control_stream_bytes() -> Vec<u8> {
+/// Our control stream's bytes: the stream type (control), then one SETTINGS frame with what
+/// `qpack` advertises.
+pub(crate) fn control_stream_bytes(qpack: QpackConfig) -> Vec<u8> {
     let mut payload = Vec::with_capacity(16);
     use hxlab_wire::h3::setting::{
         MAX_FIELD_SECTION_SIZE, QPACK_BLOCKED_STREAMS, QPACK_MAX_TABLE_CAPACITY,
     };
     for (id, v) in [
-        (QPACK_MAX_TABLE_CAPACITY, 0),
-        (QPACK_BLOCKED_STREAMS, 0),
+        (QPACK_MAX_TABLE_CAPACITY, qpack.decoder_capacity),
+        (QPACK_BLOCKED_STREAMS, qpack.blocked_streams),
         (MAX_FIELD_SECTION_SIZE, MAX_FIELD_SECTION),
     ] {
         put_varint(&mut payload, id);
@@ -192,61 +202,18 @@ pub(crate) fn control_stream_bytes() -> Vec<u8> {
     out
 }
 
-/// Our control stream being opened and written (SETTINGS); retried as stream credit and
-/// flow control allow.
-pub(super) struct ControlOpener {
-    out: Bytes,
-    id: Option<StreamId>,
-}
-
-impl ControlOpener {
-    pub(super) fn new() -> ControlOpener {
-        ControlOpener {
-            out: Bytes::from(control_stream_bytes()),
-            id: None,
-        }
-    }
-
-    /// Opens the stream if it is not yet and writes what is left: `Ok(Some(id))` once all of
-    /// SETTINGS is written, `Ok(None)` while waiting for credit.
-    pub(super) fn poll(
-        &mut self,
-        q: &mut quinn_proto::Connection,
-        tap: Option<&crate::net::SharedTap>,
-    ) -> Result<Option<StreamId>, String> {
-        let id = match self.id {
-            Some(id) => id,
-            None => match q.streams().open(quinn_proto::Dir::Uni) {
-                Some(id) => *self.id.insert(id),
-                None => return Ok(None),
-            },
-        };
-        let before = self.out.clone();
-        let mut bufs = [std::mem::take(&mut self.out)];
-        let r = q.send_stream(id).write_chunks(&mut bufs);
-        self.out = std::mem::take(&mut bufs[0]);
-        match r {
-            Ok(_) | Err(quinn_proto::WriteError::Blocked) => {}
-            Err(e) => return Err(e.to_string()),
-        }
-        if let Some(tap) = tap {
-            let sent = &before[..before.len() - self.out.len()];
-            if !sent.is_empty() {
-                with_tap(tap, |t| {
-                    t.bytes(Dir::Send, Channel::Quic(u64::from(id)), sent)
-                });
-            }
-        }
-        Ok(self.out.is_empty().then_some(id))
-    }
+/// Our control stream: SETTINGS, written as stream credit and flow control allow.
+pub(super) fn control_opener(qpack: QpackConfig) -> UniWriter {
+    UniWriter::new(control_stream_bytes(qpack))
 }
 
 /// Opens our control stream and sends SETTINGS (shown to `tap`).
 pub(super) async fn open_control(
     conn: &QuicConn,
+    qpack: QpackConfig,
     tap: Option<&crate::net::SharedTap>,
 ) -> Result<StreamId, String> {
-    let mut opener = ControlOpener::new();
+    let mut opener = control_opener(qpack);
     conn.until(|s| {
         if let Some(e) = &s.lost {
             return Some(Err(e.to_string()));

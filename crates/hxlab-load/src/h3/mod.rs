@@ -49,6 +49,7 @@ use crate::net::ConnectError;
 use crate::qpack;
 use crate::recorder::ErrorKind;
 use crate::session::{Fail, Outcome, Req, Session, SessionIo};
+use crate::target::Target;
 use bytes::Bytes;
 use std::cell::RefCell;
 use std::future::Future;
@@ -61,7 +62,8 @@ use std::time::{Duration, Instant};
 
 use hxlab_wire::h3::code::{
     H3_CLOSED_CRITICAL_STREAM, H3_EXCESSIVE_LOAD, H3_FRAME_ERROR, H3_FRAME_UNEXPECTED, H3_ID_ERROR,
-    H3_MESSAGE_ERROR, H3_REQUEST_CANCELLED, H3_STREAM_CREATION_ERROR, QPACK_DECOMPRESSION_FAILED,
+    H3_MESSAGE_ERROR, H3_REQUEST_CANCELLED, H3_STREAM_CREATION_ERROR, QPACK_DECODER_STREAM_ERROR,
+    QPACK_DECOMPRESSION_FAILED, QPACK_ENCODER_STREAM_ERROR,
 };
 use hxlab_wire::h3::frame::{
     CANCEL_PUSH, DATA, GOAWAY, HEADERS, MAX_PUSH_ID, PUSH_PROMISE, SETTINGS,
@@ -118,12 +120,14 @@ mod control;
 mod dial;
 mod driver;
 mod parse;
+mod qpack_state;
 mod session;
 
 pub(crate) use control::control_stream_bytes;
 pub use dial::{client_endpoint, QuicConnection, QuicDialer};
 pub use driver::{udp_transmit, ConnState, Driver, QuicConn};
 pub use parse::ResponseParser;
+pub use qpack_state::{QpackConfig, ResponseDecoder, BLOCKED_STREAMS};
 pub use session::{session, H3Session, Quic};
 
 #[cfg(test)]

@@ -42,17 +42,55 @@ pub struct ResponseParser {
     pub header_bytes: u64,
     /// When the final HEADERS was decoded.
     pub first_byte: Option<Instant>,
+    /// A field section waiting for QPACK inserts (its stream is blocked), and the stream
+    /// bytes that came after it (at most what one read handed over: the session stops
+    /// reading a blocked stream).
+    blocked: Option<Vec<u8>>,
+    stash: Vec<u8>,
+    /// The stream ended while its head was blocked.
+    pub ended: bool,
 }
 
 impl ResponseParser {
     /// Ready for the next request (keeps the buffer).
     pub fn reset(&mut self) {
         let block = std::mem::take(&mut self.block);
+        let stash = std::mem::take(&mut self.stash);
         *self = ResponseParser {
             block,
+            stash,
             ..Default::default()
         };
         self.block.clear();
+        self.stash.clear();
+    }
+
+    /// True while the response head waits for QPACK inserts.
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.is_some()
+    }
+
+    /// Decodes a blocked head again (inserts arrived), then what came after it.
+    pub fn resume(
+        &mut self,
+        dec: &mut ResponseDecoder,
+        stream: u64,
+        now: Instant,
+    ) -> Result<(), H3Error> {
+        let Some(block) = self.blocked.take() else {
+            return Ok(());
+        };
+        if !self.headers_done(dec, stream, &block, now)? {
+            self.blocked = Some(block);
+            return Ok(());
+        }
+        let stash = std::mem::take(&mut self.stash);
+        let r = self.feed(dec, stream, &stash, now);
+        if self.stash.is_empty() {
+            self.stash = stash;
+            self.stash.clear();
+        }
+        r
     }
 
     /// True once the final (non-1xx) response head arrived.
@@ -60,14 +98,19 @@ impl ResponseParser {
         self.final_seen
     }
 
-    /// Parses the next bytes of the stream.
+    /// Parses the next bytes of stream `stream` (kept aside while its head is blocked).
     pub fn feed(
         &mut self,
-        dec: &mut qpack::Decoder,
+        dec: &mut ResponseDecoder,
+        stream: u64,
         mut buf: &[u8],
         now: Instant,
     ) -> Result<(), H3Error> {
         while !buf.is_empty() {
+            if self.blocked.is_some() {
+                self.stash.extend_from_slice(buf);
+                return Ok(());
+            }
             if !self.in_frame {
                 let (head, used) = self.head.feed(buf);
                 buf = &buf[used..];
@@ -76,7 +119,7 @@ impl ResponseParser {
                 if len == 0 {
                     self.in_frame = false;
                     if kind == HEADERS {
-                        self.headers_done(dec, &[], now)?;
+                        self.headers_done(dec, stream, &[], now)?;
                     }
                 }
                 continue;
@@ -91,12 +134,17 @@ impl ResponseParser {
                     self.header_bytes += n as u64;
                     if self.left == 0 && self.block.is_empty() {
                         // The whole payload is in this chunk: decode in place.
-                        self.headers_done(dec, part, now)?;
+                        if !self.headers_done(dec, stream, part, now)? {
+                            self.blocked = Some(part.to_vec());
+                        }
                     } else {
                         self.block.extend_from_slice(part);
                         if self.left == 0 {
                             let block = std::mem::take(&mut self.block);
-                            let r = self.headers_done(dec, &block, now);
+                            let r = self.headers_done(dec, stream, &block, now);
+                            if matches!(r, Ok(false)) {
+                                self.blocked = Some(block.clone());
+                            }
                             self.block = block;
                             self.block.clear();
                             r?;
@@ -158,18 +206,23 @@ impl ResponseParser {
         Ok(())
     }
 
+    /// A whole HEADERS payload: `Ok(false)` when it waits for QPACK inserts.
     fn headers_done(
         &mut self,
-        dec: &mut qpack::Decoder,
+        dec: &mut ResponseDecoder,
+        stream: u64,
         block: &[u8],
         now: Instant,
-    ) -> Result<(), H3Error> {
-        let f = dec
-            .decode_memo(block, MAX_FIELD_SECTION)
-            .map_err(|e| conn_error(QPACK_DECOMPRESSION_FAILED, &e.to_string()))?;
+    ) -> Result<bool, H3Error> {
+        let Some(f) = dec
+            .decode(stream, block, MAX_FIELD_SECTION)
+            .map_err(|e| conn_error(QPACK_DECOMPRESSION_FAILED, &e.to_string()))?
+        else {
+            return Ok(false);
+        };
         if self.final_seen {
             self.trailers_seen = true;
-            return Ok(());
+            return Ok(true);
         }
         let status = match f.status {
             Some(s) if (100..1000).contains(&s) => s,
@@ -182,13 +235,13 @@ impl ResponseParser {
         };
         if status < 200 {
             // Informational: the final response follows.
-            return Ok(());
+            return Ok(true);
         }
         self.final_seen = true;
         self.status = status;
         self.uncompressed = f.uncompressed;
         self.first_byte = Some(now);
-        Ok(())
+        Ok(true)
     }
 
     /// The stream ended: the response must be complete.

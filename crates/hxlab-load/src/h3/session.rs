@@ -1,7 +1,8 @@
 //! [`H3Session`]: the [`Session`] of one QUIC connection, and the [`Quic`] transport that
 //! runs it through the client loop.
 
-use super::control::{open_control, ControlOpener, ControlState, UniReader};
+use super::control::{control_opener, open_control, ControlState, UniReader};
+use super::qpack_state::{Qpack, UniWriter};
 use super::*;
 use crate::net::with_tap;
 use hxlab_wire::tap::Channel;
@@ -88,7 +89,10 @@ pub struct H3Session {
     by_stream: HashMap<StreamId, usize, BuildHasherDefault<IdHasher>>,
     parsers: Vec<ResponseParser>,
     free: Vec<usize>,
-    dec: qpack::Decoder,
+    /// The connection's QPACK encoder, decoder and streams.
+    qpack: Qpack,
+    /// The decoder's insert count when blocked heads were last retried.
+    inserts_seen: u64,
     opening: Option<Opening>,
     inflight: usize,
     /// A request was started since the slots were last polled.
@@ -103,7 +107,7 @@ pub struct H3Session {
     /// The connection started in 0-RTT and its verdict has not been looked at yet.
     early: bool,
     /// Our control stream being opened again (0-RTT was rejected).
-    reopen_control: Option<ControlOpener>,
+    reopen_control: Option<UniWriter>,
     /// The driver's events, taken each wake-up (the buffer is kept).
     events: Vec<StreamEvent>,
 }
@@ -125,7 +129,8 @@ impl H3Session {
             by_stream: HashMap::with_capacity_and_hasher(depth, Default::default()),
             parsers: (0..depth).map(|_| ResponseParser::default()).collect(),
             free: (0..depth).rev().collect(),
-            dec: qpack::Decoder::new(),
+            qpack: Qpack::new(ctx.qpack, ctx.target.requests.len()),
+            inserts_seen: 0,
             opening: None,
             inflight: 0,
             started_unpolled: false,
@@ -146,6 +151,10 @@ impl H3Session {
     fn release(&mut self, i: usize, code: Option<u64>) {
         if let Some(s) = self.slots[i].take() {
             self.by_stream.remove(&s.id);
+            if code.is_some() && !self.parsers[i].has_response() {
+                // Abandoned before its head was decoded: the server's encoder is told.
+                self.qpack.cancel(u64::from(s.id));
+            }
             // Nothing to tell quinn-proto about a stream answered and fully sent (the usual
             // case), nor about streams that are gone.
             let gone = s.zero_rtt && self.rejected();
@@ -228,8 +237,11 @@ impl H3Session {
             }
         }
         self.sent_any = false;
+        // The QPACK streams and what they carried are gone with the 0-RTT data.
+        self.qpack = Qpack::new(self.qpack.config(), ctx.target.requests.len());
+        self.inserts_seen = 0;
         if self.conn.state().lost.is_none() {
-            self.reopen_control = Some(ControlOpener::new());
+            self.reopen_control = Some(control_opener(self.qpack.config()));
         }
     }
 
@@ -249,20 +261,25 @@ impl H3Session {
             ctx.plan.give_back(o.req.ticket);
             return;
         };
-        let t = &ctx.target.requests[o.url];
+        let (bytes, header) = self.qpack.request(&ctx.target, o.url, u64::from(id));
+        // The inserts this request references go out first.
+        let (qpack, tap) = (&mut self.qpack, self.tap.as_ref());
+        if let Err(e) = self.conn.with(|q| qpack.flush_encoder(q, tap)) {
+            self.control_state.fail(
+                QPACK_ENCODER_STREAM_ERROR,
+                &format!("h3: QPACK encoder stream: {e}"),
+            );
+        }
         {
             let mut rec = ctx.rec.borrow_mut();
             rec.request_started(o.req.scheduled, now);
-            rec.sent(
-                t.h3_request.len() as u64,
-                t.h3_header_payload,
-                t.h2_header_size,
-            );
+            let t = &ctx.target.requests[o.url];
+            rec.sent(bytes.len() as u64, header, t.h2_header_size);
         }
         self.slots[i] = Some(Slot {
             id,
             sending: true,
-            pending: t.h3_request.clone(),
+            pending: bytes,
             zero_rtt,
             req: o.req,
         });
@@ -343,7 +360,17 @@ impl H3Session {
             return SlotPoll::Freed;
         };
         let id = slot.id;
-        let (p, dec, tap) = (&mut self.parsers[i], &mut self.dec, &self.tap);
+        let (p, dec, tap) = (&mut self.parsers[i], &mut self.qpack.dec, &self.tap);
+        if let Err(e) = p.resume(dec, id.into(), now) {
+            return self.h3_error(ctx, i, e);
+        }
+        if p.is_blocked() {
+            // Not read further until the inserts it waits for arrive.
+            return SlotPoll::Pending;
+        }
+        if p.ended {
+            return self.response_done(ctx, i, now);
+        }
         let mut result = Ok(());
         let mut bytes = 0u64;
         let mut end: Result<bool, Option<ReadError>> = Ok(false);
@@ -363,8 +390,8 @@ impl H3Session {
                             });
                         }
                         bytes += chunk.bytes.len() as u64;
-                        result = p.feed(dec, &chunk.bytes, now);
-                        if result.is_err() {
+                        result = p.feed(dec, id.into(), &chunk.bytes, now);
+                        if result.is_err() || p.is_blocked() {
                             break;
                         }
                     }
@@ -392,6 +419,10 @@ impl H3Session {
             Ok(true) => {
                 if let Some(tap) = &self.tap {
                     with_tap(tap, |t| t.stream_end(Dir::Recv, Channel::Quic(id.into())));
+                }
+                if self.parsers[i].is_blocked() {
+                    self.parsers[i].ended = true;
+                    return SlotPoll::Pending;
                 }
                 self.response_done(ctx, i, now)
             }
@@ -504,9 +535,10 @@ impl H3Session {
     /// Reads the server's unidirectional stream `id` (all of them with `None`).
     fn read_uni(&mut self, id: Option<StreamId>) {
         let (uni, st, tap) = (&mut self.uni, &mut self.control_state, self.tap.as_ref());
+        let qpack = &mut self.qpack;
         self.conn.with(|q| {
             for r in uni.iter_mut().filter(|r| id.is_none_or(|id| r.id == id)) {
-                r.read(q, st, tap);
+                r.read(q, st, qpack, tap);
             }
         });
         // Finished readers go, but the control stream's stays (its end is an error once).
@@ -531,6 +563,16 @@ impl H3Session {
                 self.refuse_from(ctx, id);
             }
         }
+        let inserts = self.qpack.dec.insert_count();
+        if inserts != self.inserts_seen {
+            // New entries: blocked heads are tried again.
+            self.inserts_seen = inserts;
+            for i in 0..self.depth {
+                if self.parsers[i].is_blocked() {
+                    self.ready[i] = true;
+                }
+            }
+        }
         self.try_open(ctx, now);
         for i in 0..self.depth {
             if self.ready[i] && self.slots[i].is_some() {
@@ -544,11 +586,42 @@ impl H3Session {
         if let Some(e) = self.lost() {
             return Err(lost(&e));
         }
+        self.flush_qpack(ctx, now)?;
         if let Some(opener) = &mut self.reopen_control {
             let tap = self.tap.as_ref();
             if !matches!(self.conn.with(|q| opener.poll(q, tap)), Ok(None)) {
                 self.reopen_control = None;
             }
+        }
+        Ok(())
+    }
+}
+
+impl H3Session {
+    /// Writes the decoder's acknowledgements (and any encoder bytes still queued) and
+    /// records the QPACK stream bytes both ways as header bytes.
+    fn flush_qpack(&mut self, ctx: &mut ClientCtx, now: Instant) -> Result<(), Fail> {
+        let (qpack, tap) = (&mut self.qpack, self.tap.as_ref());
+        let r = self.conn.with(|q| {
+            qpack
+                .flush_encoder(q, tap)
+                .and_then(|()| qpack.flush_decoder(q, tap))
+        });
+        if let Err(e) = r {
+            return Err(Fail {
+                kind: ErrorKind::Protocol,
+                message: format!("h3: QPACK stream: {e}"),
+                code: H3_CLOSED_CRITICAL_STREAM,
+            });
+        }
+        let (out, inn) = (
+            std::mem::take(&mut self.qpack.bytes_out),
+            std::mem::take(&mut self.qpack.bytes_in),
+        );
+        if out + inn > 0 {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.sent(out, out, 0);
+            rec.received(now, inn, inn, 0);
         }
         Ok(())
     }
@@ -670,7 +743,8 @@ impl SessionIo<H3Session> for Quic {
 /// Runs requests on one HTTP/3 connection until the plan is done or the connection fails:
 /// opens our control stream, then the client loop drives an [`H3Session`].
 pub async fn session(ctx: &mut ClientCtx, conn: QuicConn) -> SessionEnd {
-    match tokio::time::timeout(ctx.connect_timeout, open_control(&conn, ctx.tap.as_ref())).await {
+    let opened = open_control(&conn, ctx.qpack, ctx.tap.as_ref());
+    match tokio::time::timeout(ctx.connect_timeout, opened).await {
         Err(_) => return setup_failed(ctx, ErrorKind::Timeout, "h3 setup timed out".into()),
         Ok(Err(e)) => return setup_failed(ctx, ErrorKind::Protocol, format!("h3 setup: {e}")),
         Ok(Ok(_)) => {}

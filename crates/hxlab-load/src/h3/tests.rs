@@ -22,11 +22,11 @@ pub(super) fn section(fields: &[(&str, &str)]) -> Vec<u8> {
 /// Feeds `chunks` to a fresh parser and finishes it.
 fn run(chunks: &[&[u8]]) -> Result<ResponseParser, H3Error> {
     let mut p = ResponseParser::default();
-    let mut dec = qpack::Decoder::new();
+    let mut dec = ResponseDecoder::Static(qpack::Decoder::new());
     let now = Instant::now();
     let mut header_bytes = 0;
     for c in chunks {
-        p.feed(&mut dec, c, now)?;
+        p.feed(&mut dec, 0, c, now)?;
         header_bytes += std::mem::take(&mut p.header_bytes);
     }
     p.finish()?;
@@ -94,10 +94,10 @@ fn response_parses_the_same_for_every_split() {
     check(run(&ones).unwrap(), "bytewise");
     // A parser reused after reset gives the same again.
     let mut p = ResponseParser::default();
-    let mut dec = qpack::Decoder::new();
-    p.feed(&mut dec, &bytes[..10], Instant::now()).unwrap();
+    let mut dec = ResponseDecoder::Static(qpack::Decoder::new());
+    p.feed(&mut dec, 0, &bytes[..10], Instant::now()).unwrap();
     p.reset();
-    p.feed(&mut dec, &bytes, Instant::now()).unwrap();
+    p.feed(&mut dec, 0, &bytes, Instant::now()).unwrap();
     p.finish().unwrap();
     assert_eq!((p.status, p.body), (200, 75));
 }
@@ -178,12 +178,12 @@ fn malformed_responses_are_errors_not_panics() {
     let got = run(&[&huge]).unwrap_err();
     assert_eq!(code(&got), (false, H3_EXCESSIVE_LOAD));
     let mut p = ResponseParser::default();
-    let mut dec = qpack::Decoder::new();
+    let mut dec = ResponseDecoder::Static(qpack::Decoder::new());
     let mut big = ok.clone();
     put_varint(&mut big, DATA);
     put_varint(&mut big, 1 << 40);
-    p.feed(&mut dec, &big, Instant::now()).unwrap();
-    p.feed(&mut dec, &[0u8; 4096], Instant::now()).unwrap();
+    p.feed(&mut dec, 0, &big, Instant::now()).unwrap();
+    p.feed(&mut dec, 0, &[0u8; 4096], Instant::now()).unwrap();
     assert_eq!(p.body, 4096);
     assert!(p.block.capacity() < 4096);
 }
@@ -224,4 +224,47 @@ fn request_bytes_are_a_headers_frame_and_a_data_frame() {
     let rest = &b[used + len as usize..];
     let (kind, len, used) = parse_head(rest).unwrap();
     assert_eq!((kind, len, rest.len() - used), (DATA, 300, 300));
+}
+
+#[test]
+fn a_head_waiting_for_inserts_blocks_the_stream_then_resumes() {
+    use hxlab_wire::qpack::QpackEncoder;
+    // The server's encoder, told our SETTINGS, inserts and references in one go.
+    let cfg = QpackConfig::new(4096, 4096);
+    let mut enc = QpackEncoder::new(4096);
+    enc.peer_settings(cfg.decoder_capacity, cfg.blocked_streams);
+    let mut block = Vec::new();
+    let fields: [(&[u8], &[u8]); 2] = [(b":status", b"200"), (b"x-served-by", b"origin-1")];
+    enc.encode(0, &fields, &mut block);
+    assert_ne!(block[0], 0, "references the table");
+    let mut stream = frame(HEADERS, &block);
+    stream.extend(frame(DATA, b"hello"));
+    let mut dec = ResponseDecoder::new(cfg);
+    let mut p = ResponseParser::default();
+    let now = Instant::now();
+    // Every split: the head blocks, what follows is kept aside, nothing is counted yet.
+    for at in 1..stream.len() {
+        p.reset();
+        let mut dec = ResponseDecoder::new(cfg);
+        p.feed(&mut dec, 0, &stream[..at], now).unwrap();
+        p.feed(&mut dec, 0, &stream[at..], now).unwrap();
+        assert!(p.is_blocked(), "split at {at}");
+        assert_eq!((p.status, p.body), (0, 0));
+        if let ResponseDecoder::Dynamic(d) = &mut dec {
+            d.cancel_stream(0);
+        }
+    }
+    p.reset();
+    p.feed(&mut dec, 0, &stream, now).unwrap();
+    assert!(p.is_blocked());
+    let mut ins = Vec::new();
+    enc.drain_output(&mut ins);
+    let ResponseDecoder::Dynamic(d) = &mut dec else {
+        panic!("dynamic decoder")
+    };
+    d.feed_encoder(&ins).unwrap();
+    p.resume(&mut dec, 0, now).unwrap();
+    assert!(!p.is_blocked());
+    assert_eq!((p.status, p.body), (200, 5));
+    p.finish().unwrap();
 }

@@ -214,7 +214,9 @@ impl Dialer for H3Dialer {
         };
         let mut control = conn.open_uni().await.map_err(|e| fail(e.to_string()))?;
         control
-            .write_all(&crate::h3::control_stream_bytes())
+            .write_all(&crate::h3::control_stream_bytes(
+                crate::h3::QpackConfig::STATIC,
+            ))
             .await
             .map_err(|e| fail(e.to_string()))?;
         tokio::spawn(drain_server_streams(conn.clone()));
