@@ -25,22 +25,9 @@ const RATE: f64 = 1_250.0;
 const RTT_MS: f64 = 50.0;
 const QUEUE: f64 = 65_536.0;
 
-/// The Python with python-h2 and aioquic (`.ci/run` makes it), or None after skipping.
+/// The Python with python-h2 and aioquic (see [`common::aioquic_python`]).
 fn python() -> Option<String> {
-    let py = std::env::var("HXLAB_PRIORITY_PYTHON")
-        .unwrap_or_else(|_| "/opt/hxlab-ci/priority/bin/python".to_string());
-    let ok = Command::new(&py)
-        .args(["-c", "import h2, aioquic"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        hxlab_testkit::skip(&format!(
-            "no Python with python-h2 and aioquic at {py}: python3 -m venv /opt/hxlab-ci/priority && /opt/hxlab-ci/priority/bin/pip install h2==4.1.0 aioquic==1.2.0 (or set HXLAB_PRIORITY_PYTHON)"
-        ));
-        return None;
-    }
-    Some(py)
+    common::aioquic_python()
 }
 
 /// `runs` urgent-behind-bulk runs per protocol through the link: the client's JSON lines.

@@ -636,6 +636,11 @@ impl Session for H3Session {
     fn submit(&mut self, ctx: &mut ClientCtx, url: usize, req: Req) {
         // A stream id rejected 0-RTT used is handed out again: settle that first.
         self.check_early_data(ctx);
+        if self.qpack.enc.peer().is_none() {
+            // The server's SETTINGS may have arrived unread: with them the request can use
+            // the table (read once; later requests find them read).
+            self.take_events();
+        }
         self.opening = Some(Opening { req, url });
         // With stream credit the stream opens at once: the request starts in this turn and
         // the flush writes it. Otherwise it opens when the driver reports credit.

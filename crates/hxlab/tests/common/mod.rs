@@ -552,3 +552,22 @@ pub fn measured(run: &hxlab_contract::PageRunEntry) -> &hxlab_core::page::PageRu
         hxlab_core::page::Outcome::Failed(e) => panic!("run {} failed: {e}", run.run),
     }
 }
+
+/// The Python with python-h2 and aioquic (`.ci/run` makes it at /opt/hxlab-ci/priority, or
+/// `HXLAB_PRIORITY_PYTHON`), or None after skipping (a failure under CI).
+pub fn aioquic_python() -> Option<String> {
+    let py = std::env::var("HXLAB_PRIORITY_PYTHON")
+        .unwrap_or_else(|_| "/opt/hxlab-ci/priority/bin/python".to_string());
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import h2, aioquic"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        hxlab_testkit::skip(&format!(
+            "no Python with python-h2 and aioquic at {py}: python3 -m venv /opt/hxlab-ci/priority && /opt/hxlab-ci/priority/bin/pip install h2==4.1.0 aioquic==1.2.0 (or set HXLAB_PRIORITY_PYTHON)"
+        ));
+        return None;
+    }
+    Some(py)
+}
