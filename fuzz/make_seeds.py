@@ -79,6 +79,21 @@ write("qpack", "b3-encoder-stream", b"\x00" + h("4a 6375 7374 6f6d 2d6b 6579 0c6
 write("qpack", "decoder-stream", b"\x00" + h("84 01 41"))
 
 # --- HTTP/2 frames ---
+# --- QPACK dynamic table: encoder stream (capacity selector first), decoder stream (sections
+# selector first), sections after an encoder stream (records, piece seed first) ---
+B2_ENC = h("3fbd01 c00f 7777 772e 6578 616d 706c 652e 636f 6d c10c 2f73 616d 706c 652f 7061 7468")
+B3_ENC = h("4a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65")
+write("qpack_encoder_stream", "b2", b"\x01" + B2_ENC)
+write("qpack_encoder_stream", "b2-b5", b"\x01" + B2_ENC + B3_ENC + h("02 810d 6375 7374 6f6d 2d76 616c 7565 32"))
+write("qpack_encoder_stream", "capacity-4096", b"\x02" + h("3fe11f"))
+write("qpack_encoder_stream", "over-capacity", b"\x00" + h("3fe11f"))
+write("qpack_decoder_stream", "acks", b"\x03" + h("80 84 88 02"))
+write("qpack_decoder_stream", "cancel-increment", b"\x04" + h("44 01 02"))
+write("qpack_decoder_stream", "bogus-ack", b"\x00" + h("84"))
+write("qpack_dynamic", "b2-b4", b"\x05" + rec(B2_ENC + B3_ENC + h("02"), h("0381 10 11"), h("0500 80 c1 81")))
+write("qpack_dynamic", "static", b"\x80" + rec(b"", h("0000 510b 2f69 6e64 6578 2e68 746d 6c")))
+
+
 def h2(kind, flags, sid, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", sid) + payload
 

@@ -27,7 +27,7 @@ struct Conn {
     c: quinn_proto::Connection,
     slots: Vec<(StreamId, ResponseParser)>,
     uni: Vec<StreamId>,
-    dec: hxlab_load::qpack::Decoder,
+    dec: hxlab_load::h3::ResponseDecoder,
     connected: bool,
     dirty: bool,
 }
@@ -75,7 +75,7 @@ fn main() {
                 c,
                 slots: Vec::new(),
                 uni: Vec::new(),
-                dec: hxlab_load::qpack::Decoder::new(),
+                dec: hxlab_load::h3::ResponseDecoder::Static(hxlab_load::qpack::Decoder::new()),
                 connected: false,
                 dirty: true,
             },
@@ -211,7 +211,7 @@ fn main() {
                                     match chunks.next(usize::MAX) {
                                         Ok(Some(ch)) => conn.slots[k]
                                             .1
-                                            .feed(&mut conn.dec, &ch.bytes, now)
+                                            .feed(&mut conn.dec, id.into(), &ch.bytes, now)
                                             .unwrap(),
                                         Ok(None) => {
                                             fin = true;

@@ -4,6 +4,7 @@
 
 use crate::event::{Dir, Event};
 use hxlab_wire::qpack::display as qpack;
+use hxlab_wire::qpack::{Decoded, QpackDecoder};
 use serde_json::{json, Value};
 
 /// HEADERS/SETTINGS payloads above this are reported but not buffered (a hostile peer cannot
@@ -40,6 +41,74 @@ fn uni_type_name(t: u64) -> String {
         0x03 => "QPACK decoder stream (0x03)".into(),
         t if is_grease(t) => format!("reserved stream type 0x{t:x} (grease)"),
         t => format!("unknown stream type 0x{t:x}"),
+    }
+}
+
+/// The QPACK dynamic tables of one connection as the trace rebuilds them from what it sees:
+/// per direction, a decoder fed that direction's encoder stream and sized by the other
+/// direction's SETTINGS (the side that decodes). A field section is shown resolved when the
+/// inserts it references were seen before it; else its references are shown as such.
+#[derive(Default)]
+pub struct QpackMirror {
+    send: Option<QpackDecoder>,
+    recv: Option<QpackDecoder>,
+}
+
+impl QpackMirror {
+    fn side(&mut self, dir: Dir) -> &mut Option<QpackDecoder> {
+        match dir {
+            Dir::Send => &mut self.send,
+            Dir::Recv => &mut self.recv,
+        }
+    }
+
+    /// SETTINGS sent in `dir` size the table of the sections sent the other way.
+    fn settings(&mut self, dir: Dir, capacity: u64) {
+        let other = match dir {
+            Dir::Send => Dir::Recv,
+            Dir::Recv => Dir::Send,
+        };
+        let side = self.side(other);
+        if side.is_none() {
+            *side = Some(QpackDecoder::new(
+                capacity,
+                hxlab_wire::qpack::decoder::MAX_BLOCKED_STREAMS,
+            ));
+        }
+    }
+
+    /// One encoder-stream instruction sent in `dir`; a mirror that cannot follow it stops.
+    fn instruction(&mut self, dir: Dir, bytes: &[u8]) {
+        let side = self.side(dir);
+        if side
+            .as_mut()
+            .is_some_and(|d| d.feed_encoder(bytes).is_err())
+        {
+            *side = None;
+        }
+    }
+
+    /// The fields of a section sent in `dir` on `stream`, when its references resolve.
+    fn resolve(&mut self, dir: Dir, stream: u64, block: &[u8]) -> Option<Vec<(String, String)>> {
+        let d = self.side(dir).as_mut()?;
+        let mut fields = Vec::new();
+        let r = d.decode(stream, block, u64::MAX, |n, v| {
+            fields.push((
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            ));
+            Ok(())
+        });
+        let mut acks = Vec::new();
+        d.drain_output(&mut acks);
+        match r {
+            Ok(Decoded::Done) => Some(fields),
+            Ok(Decoded::Blocked) => {
+                d.cancel_stream(stream);
+                None
+            }
+            Err(_) => None,
+        }
     }
 }
 
@@ -88,8 +157,15 @@ impl H3StreamWire {
         self.base("stream_fin", format!("FIN on stream {}", self.stream_id))
     }
 
-    /// Feeds the next bytes; returns the events they completed.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> Vec<Event> {
+    /// Feeds the next bytes; returns the events they completed (dynamic-table references
+    /// shown unresolved: see [`H3StreamWire::feed_with`]).
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
+        self.feed_with(bytes, &mut QpackMirror::default())
+    }
+
+    /// Feeds the next bytes with the connection's [`QpackMirror`]; returns the events they
+    /// completed.
+    pub fn feed_with(&mut self, mut bytes: &[u8], mirror: &mut QpackMirror) -> Vec<Event> {
         let mut out = Vec::new();
         if self.broken {
             return out;
@@ -107,10 +183,12 @@ impl H3StreamWire {
         while match self.kind {
             StreamKind::UniUntyped => self.stream_type(&mut out),
             StreamKind::Push { id_read: false } => self.push_id(&mut out),
-            StreamKind::QpackEncoder | StreamKind::QpackDecoder => self.instruction(&mut out),
+            StreamKind::QpackEncoder | StreamKind::QpackDecoder => {
+                self.instruction(&mut out, mirror)
+            }
             StreamKind::Other(_) => false,
             StreamKind::Request | StreamKind::Control | StreamKind::Push { id_read: true } => {
-                self.frame(&mut out)
+                self.frame(&mut out, mirror)
             }
         } {}
         out
@@ -162,7 +240,7 @@ impl H3StreamWire {
     }
 
     /// One QPACK encoder or decoder stream instruction.
-    fn instruction(&mut self, out: &mut Vec<Event>) -> bool {
+    fn instruction(&mut self, out: &mut Vec<Event>, mirror: &mut QpackMirror) -> bool {
         let encoder = self.kind == StreamKind::QpackEncoder;
         let r = if encoder {
             qpack::encoder_instruction(&self.buf)
@@ -171,6 +249,9 @@ impl H3StreamWire {
         };
         match r {
             Ok(Some((n, text))) => {
+                if encoder {
+                    mirror.instruction(self.dir, &self.buf[..n]);
+                }
                 self.buf.drain(..n);
                 let which = if encoder { "encoder" } else { "decoder" };
                 out.push(
@@ -197,7 +278,7 @@ impl H3StreamWire {
     }
 
     /// One HTTP/3 frame (DATA, reserved and oversized frames from their head alone).
-    fn frame(&mut self, out: &mut Vec<Event>) -> bool {
+    fn frame(&mut self, out: &mut Vec<Event>, mirror: &mut QpackMirror) -> bool {
         let Some((ftype, len, hdr)) = hxlab_wire::h3::parse_frame_head(&self.buf) else {
             return false;
         };
@@ -218,7 +299,7 @@ impl H3StreamWire {
         }
         let payload: Vec<u8> = self.buf[hdr..hdr + len as usize].to_vec();
         self.buf.drain(..hdr + len as usize);
-        out.push(self.frame_event(ftype, &payload));
+        out.push(self.frame_event(ftype, &payload, mirror));
         true
     }
 
@@ -238,14 +319,17 @@ impl H3StreamWire {
         .field("length", len)
     }
 
-    fn frame_event(&self, ftype: u64, p: &[u8]) -> Event {
+    fn frame_event(&self, ftype: u64, p: &[u8], mirror: &mut QpackMirror) -> Event {
         let mut e = self.frame_head(ftype, p.len() as u64);
         match ftype {
-            0x1 => e = field_section(e, p),
+            0x1 => {
+                let resolved = mirror.resolve(self.dir, self.stream_id, p);
+                e = field_section(e, p, resolved);
+            }
             0x5 => {
                 if let Some((id, n)) = varint(p) {
                     e = e.detail(format!("(push_id={id})")).field("push_id", id);
-                    e = field_section(e, &p[n..]);
+                    e = field_section(e, &p[n..], None);
                 }
             }
             0x4 => {
@@ -256,6 +340,9 @@ impl H3StreamWire {
                         break;
                     };
                     rest = &rest[n1 + n2..];
+                    if id == hxlab_wire::h3::setting::QPACK_MAX_TABLE_CAPACITY {
+                        mirror.settings(self.dir, value);
+                    }
                     e = e.detail(format!("[{}(0x{id:x}): {value}]", setting_name(id)));
                     list.push(json!({"id": id, "name": setting_name(id), "value": value}));
                 }
@@ -277,10 +364,17 @@ impl H3StreamWire {
     }
 }
 
-fn field_section(mut e: Event, block: &[u8]) -> Event {
+/// A HEADERS (or PUSH_PROMISE) field section: its lines, with dynamic-table references
+/// replaced by `resolved` fields when the trace's mirror of the table could resolve them.
+fn field_section(mut e: Event, block: &[u8], resolved: Option<Vec<(String, String)>>) -> Event {
     e = e.field("header_block_size", block.len());
     match qpack::decode_field_section(block) {
-        Ok(fs) => {
+        Ok(mut fs) => {
+            let resolved = resolved.filter(|r| fs.dynamic_refs > 0 && r.len() == fs.fields.len());
+            let shown_resolved = resolved.is_some();
+            if let Some(r) = resolved {
+                fs.fields = r;
+            }
             e = e.detail(format!(
                 "; field section {} bytes (QPACK, required insert count {}), {} fields",
                 block.len(),
@@ -289,8 +383,13 @@ fn field_section(mut e: Event, block: &[u8]) -> Event {
             ));
             if fs.dynamic_refs > 0 {
                 e = e.detail(format!(
-                    "; {} field lines use the QPACK dynamic table (shown as references, not resolved)",
-                    fs.dynamic_refs
+                    "; {} field lines use the QPACK dynamic table{}",
+                    fs.dynamic_refs,
+                    if shown_resolved {
+                        " (resolved from the inserts seen)"
+                    } else {
+                        " (shown as references, not resolved)"
+                    }
                 ));
             }
             for (n, v) in &fs.fields {
@@ -300,6 +399,7 @@ fn field_section(mut e: Event, block: &[u8]) -> Event {
             e.field("headers", Value::Array(list))
                 .field("required_insert_count", fs.required_insert_count)
                 .field("dynamic_refs", fs.dynamic_refs)
+                .field("dynamic_resolved", shown_resolved)
         }
         Err(err) => e
             .detail(format!("; QPACK decoding failed: {err}"))
@@ -342,5 +442,38 @@ mod tests {
         assert_eq!(ev[0].fields["headers"][0], json!([":status", "200"]));
         assert_eq!(ev[1].fields["length"], 100);
         assert_eq!(ev[2].fields["length"], 2);
+    }
+
+    #[test]
+    fn dynamic_references_resolve_from_the_inserts_seen() {
+        use hxlab_wire::qpack::QpackEncoder;
+        let mut mirror = QpackMirror::default();
+        // The server's SETTINGS (received): capacity 4096 for what we send.
+        let mut control = H3StreamWire::new(Dir::Recv, 3, false);
+        let settings = [0x00, 0x04, 0x03, 0x01, 0x50, 0x00];
+        control.feed_with(&settings, &mut mirror);
+        let mut enc = QpackEncoder::new(4096);
+        enc.peer_settings(4096, 16);
+        let mut block = Vec::new();
+        enc.encode(
+            0,
+            &[(&b":path"[..], &b"/x"[..]), (&b"x-a"[..], &b"b"[..])],
+            &mut block,
+        );
+        let mut ins = vec![0x02];
+        enc.drain_output(&mut ins);
+        let mut encoder = H3StreamWire::new(Dir::Send, 2, false);
+        let ev = encoder.feed_with(&ins, &mut mirror);
+        assert!(ev.iter().any(|e| e.kind == "qpack_instruction"));
+        let mut frame = vec![0x01, block.len() as u8];
+        frame.extend_from_slice(&block);
+        let mut req = H3StreamWire::new(Dir::Send, 0, true);
+        let ev = req.feed_with(&frame, &mut mirror);
+        assert_eq!(ev[0].fields["dynamic_refs"], 2);
+        assert_eq!(ev[0].fields["dynamic_resolved"], true);
+        assert_eq!(ev[0].fields["headers"][1][1], "b");
+        // Without the mirror the references are shown as such.
+        let ev = H3StreamWire::new(Dir::Send, 0, true).feed(&frame);
+        assert_eq!(ev[0].fields["dynamic_resolved"], false);
     }
 }

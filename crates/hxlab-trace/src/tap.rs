@@ -10,7 +10,7 @@
 use crate::event::{Dir, Event, Tracer};
 use crate::h1wire::H1Wire;
 use crate::h2wire::H2Wire;
-use crate::h3wire::H3StreamWire;
+use crate::h3wire::{H3StreamWire, QpackMirror};
 use hxlab_wire::tap::{Channel, QuicStats, TransportFacts};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -82,6 +82,8 @@ enum Conn {
     H3 {
         wires: HashMap<(u64, bool), H3StreamWire>,
         streams: BTreeMap<u64, Pending>,
+        /// The connection's QPACK tables, rebuilt from its encoder streams.
+        qpack: Box<QpackMirror>,
     },
 }
 
@@ -266,6 +268,7 @@ impl TraceTap {
         self.conn = Conn::H3 {
             wires: HashMap::new(),
             streams: BTreeMap::new(),
+            qpack: Box::default(),
         };
         let mut s = self.summary();
         s.protocol = "h3".into();
@@ -382,7 +385,12 @@ impl TraceTap {
     }
 
     fn h3_bytes(&mut self, dir: hxlab_wire::Dir, id: u64, data: &[u8], fin: bool) {
-        let Conn::H3 { wires, streams } = &mut self.conn else {
+        let Conn::H3 {
+            wires,
+            streams,
+            qpack,
+        } = &mut self.conn
+        else {
             return;
         };
         let send = dir == hxlab_wire::Dir::Send;
@@ -390,7 +398,7 @@ impl TraceTap {
             let d = if send { Dir::Send } else { Dir::Recv };
             H3StreamWire::new(d, id, id.is_multiple_of(4))
         });
-        let mut events = wire.feed(data);
+        let mut events = wire.feed_with(data, qpack);
         if fin {
             events.push(wire.finish());
         }

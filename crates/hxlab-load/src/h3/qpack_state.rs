@@ -62,8 +62,8 @@ impl QpackConfig {
 pub enum ResponseDecoder {
     /// We advertised capacity 0.
     Static(qpack::Decoder),
-    /// We advertised a table.
-    Dynamic(QpackDecoder),
+    /// We advertised a table (boxed: the table's state is much larger).
+    Dynamic(Box<QpackDecoder>),
 }
 
 impl ResponseDecoder {
@@ -72,10 +72,10 @@ impl ResponseDecoder {
         if config.decoder_capacity == 0 {
             ResponseDecoder::Static(qpack::Decoder::new())
         } else {
-            ResponseDecoder::Dynamic(QpackDecoder::new(
+            ResponseDecoder::Dynamic(Box::new(QpackDecoder::new(
                 config.decoder_capacity,
                 config.blocked_streams,
-            ))
+            )))
         }
     }
 
