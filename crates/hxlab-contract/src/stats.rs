@@ -49,6 +49,19 @@ pub struct ProtoStats {
     /// "default" (no signal).
     #[serde(default)]
     pub priority_signals: BTreeMap<String, u64>,
+    /// Response head bytes the server sent, as they went on the wire before framing: the
+    /// status line and header lines (h1), the HPACK blocks of HEADERS (h2) or the QPACK
+    /// field sections (h3).
+    #[serde(default)]
+    pub response_header_bytes: u64,
+    /// Request head bytes the server received, counted the same way.
+    #[serde(default)]
+    pub request_header_bytes: u64,
+    /// Connections by the header table size their response encoder used ("4096": n),
+    /// min(`--header-table`, what the client advertised), taken at their first response
+    /// (h2: HPACK; h3: the QPACK capacity); h1 has none.
+    #[serde(default)]
+    pub encoder_tables: BTreeMap<String, u64>,
 }
 
 /// The `/stats` document.

@@ -7,6 +7,7 @@
 
 use crate::cc::add_counts;
 use crate::histogram::LatencyHistogram;
+pub use crate::header_table::HeaderTableSeen;
 pub use crate::interval::Interval;
 pub use crate::shard::ShardInfo;
 use serde::{Deserialize, Serialize};
@@ -289,6 +290,11 @@ pub struct RunResult {
     /// in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<crate::env::Environment>,
+    /// The header tables (HPACK, QPACK) the connections agreed on, one entry per distinct
+    /// set of sizes with its connection count (see [`HeaderTableSeen`]). Merged: entries
+    /// equal in every size add their connections. Absent in older files and for h1: empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header_tables: Vec<HeaderTableSeen>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -360,6 +366,7 @@ impl RunResult {
             interval_s,
             intervals,
             environment,
+            header_tables,
         } = o;
         self.merge_series(*interval_s, intervals);
         if self.environment.is_none() {
@@ -405,6 +412,9 @@ impl RunResult {
         self.cpu_user_s += cpu_user_s;
         self.cpu_sys_s += cpu_sys_s;
         self.histograms.merge(histograms);
+        for t in header_tables {
+            crate::header_table::add_header_table(&mut self.header_tables, t);
+        }
         self.shards.extend(shards.iter().cloned());
         self.shards
             .sort_by(|a, b| (&a.run_id, a.index).cmp(&(&b.run_id, b.index)));
