@@ -64,7 +64,7 @@ impl HeaderTableSeen {
 /// a new one. The h2 client adds one per connection; the h3 client calls the same.
 pub fn add_header_table(all: &mut Vec<HeaderTableSeen>, seen: &HeaderTableSeen) {
     match all.iter_mut().find(|e| e.same_sizes(seen)) {
-        Some(e) => e.connections += seen.connections,
+        Some(e) => e.connections = e.connections.saturating_add(seen.connections),
         None => {
             all.push(seen.clone());
             all.sort_by(|a, b| {

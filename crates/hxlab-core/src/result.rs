@@ -553,6 +553,19 @@ mod tests {
                 kernel: format!("kernel-{n}"),
                 ..Default::default()
             }),
+            header_tables: vec![table(Some(4096), 4096, n + 60), table(None, n, 1)],
+        }
+    }
+
+    /// An h2 entry of `header_tables`.
+    fn table(server: Option<u64>, encoder: u64, connections: u64) -> HeaderTableSeen {
+        HeaderTableSeen {
+            protocol: "h2".into(),
+            client_advertised: 4096,
+            server_advertised: server,
+            encoder_table: encoder,
+            connections,
+            ..Default::default()
         }
     }
 
@@ -606,7 +619,17 @@ mod tests {
                 interval_s,
                 intervals,
                 environment,
+                header_tables,
             } = m;
+            // Entries equal in every size add their connections; the others are kept.
+            assert_eq!(
+                header_tables,
+                [
+                    table(None, 1000, 1),
+                    table(None, 3000, 1),
+                    table(Some(4096), 4096, 4120)
+                ]
+            );
             // The first part's.
             assert_eq!(environment, a.environment);
             // Index by index, as long as the longer (a has 2 intervals, b 4).
