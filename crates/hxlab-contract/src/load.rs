@@ -275,8 +275,11 @@ impl LoadConfig {
                 .map_err(|e| ConfigError(format!("--cc: {e}")))?;
         }
         check_header_table("--header-table-size", self.header_table_size).map_err(ConfigError)?;
-        check_header_table("--encoder-header-table-size", self.encoder_header_table_size)
-            .map_err(ConfigError)?;
+        check_header_table(
+            "--encoder-header-table-size",
+            self.encoder_header_table_size,
+        )
+        .map_err(ConfigError)?;
         self.validate_parts()
     }
 
@@ -437,6 +440,8 @@ mod tests {
             prime: true,
             tfo: true,
             cc: Some(CongestionControl::Cubic),
+            header_table_size: 0,
+            encoder_header_table_size: 1024,
             shard: Some(Shard { index: 2, count: 5 }),
             run_id: Some("job-7".into()),
             start_at: Some(1_795_000_000.5),
@@ -463,6 +468,17 @@ mod tests {
         assert_eq!(cfg.requests, 1);
         assert_eq!(cfg.proto, Proto::Auto);
         assert_eq!(cfg.interval, Duration::from_secs(1));
+        assert_eq!(
+            (cfg.header_table_size, cfg.encoder_header_table_size),
+            (4096, 4096)
+        );
+        let mut big = cfg.clone();
+        big.encoder_header_table_size = 70_000;
+        let e = big.validate().unwrap_err().0;
+        assert!(
+            e.contains("--encoder-header-table-size 70000: at most 65536"),
+            "{e}"
+        );
         let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"clinets":2}"#).unwrap_err();
         assert!(e.to_string().contains("clinets"), "{e}");
         let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"proto":"h4"}"#).unwrap_err();

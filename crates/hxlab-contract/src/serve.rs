@@ -256,7 +256,10 @@ mod tests {
             (r#"{"threads": 0}"#, "--threads"),
             (r#"{"send_timeout": "0s"}"#, "--send-timeout"),
             (r#"{"cc": "vegas"}"#, "vegas"),
-            (r#"{"header_table": 70000}"#, "--header-table 70000: at most 65536"),
+            (
+                r#"{"header_table": 70000}"#,
+                "--header-table 70000: at most 65536",
+            ),
             (r#"{"bogus": 1}"#, "unknown field"),
         ] {
             let e = ServeConfig::from_json(json).expect_err(json).to_string();

@@ -68,12 +68,18 @@ pub fn add_header_table(all: &mut Vec<HeaderTableSeen>, seen: &HeaderTableSeen) 
         None => {
             all.push(seen.clone());
             all.sort_by(|a, b| {
-                (&a.protocol, a.client_advertised, a.server_advertised, a.encoder_table).cmp(&(
-                    &b.protocol,
-                    b.client_advertised,
-                    b.server_advertised,
-                    b.encoder_table,
-                ))
+                (
+                    &a.protocol,
+                    a.client_advertised,
+                    a.server_advertised,
+                    a.encoder_table,
+                )
+                    .cmp(&(
+                        &b.protocol,
+                        b.client_advertised,
+                        b.server_advertised,
+                        b.encoder_table,
+                    ))
             });
         }
     }

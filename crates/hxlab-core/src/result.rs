@@ -6,8 +6,8 @@
 //! field name says otherwise; counts are totals over the whole run.
 
 use crate::cc::add_counts;
-use crate::histogram::LatencyHistogram;
 pub use crate::header_table::HeaderTableSeen;
+use crate::histogram::LatencyHistogram;
 pub use crate::interval::Interval;
 pub use crate::shard::ShardInfo;
 use serde::{Deserialize, Serialize};

@@ -57,10 +57,7 @@ impl LastHead {
         status: StatusCode,
         fields: impl FnOnce(&mut dyn FnMut(&[u8], &[u8])),
         stamp: u64,
-        encode: impl for<'a> FnOnce(
-            &mut dyn Iterator<Item = (&'a [u8], &'a [u8])>,
-            &mut Vec<u8>,
-        ) -> u64,
+        encode: impl for<'a> FnOnce(&mut dyn Iterator<Item = (&'a [u8], &'a [u8])>, &mut Vec<u8>) -> u64,
         out: &mut Vec<u8>,
     ) {
         let scratch = &mut self.scratch;

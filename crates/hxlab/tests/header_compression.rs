@@ -94,8 +94,17 @@ fn repeated_heads_shrink_on_one_connection_and_table_zero_stays_static() {
     // same static-only block.
     assert_eq!(s0.received[0], s0.received[1] + 1, "{:?}", s0.received);
     assert_eq!(s0.received[1], s0.received[2], "{:?}", s0.received);
-    assert!(s0.received[2] > h.received[2], "{:?} vs {:?}", s0.received, h.received);
-    assert_eq!(s0.sent[1], s0.sent[2], "requests static-only too: {:?}", s0.sent);
+    assert!(
+        s0.received[2] > h.received[2],
+        "{:?} vs {:?}",
+        s0.received,
+        h.received
+    );
+    assert_eq!(
+        s0.sent[1], s0.sent[2],
+        "requests static-only too: {:?}",
+        s0.sent
+    );
     assert!(s0.sent[2] > h.sent[2]);
     let stats = serve_stats(&z.ready.plain.to_string());
     let h2 = stats.protocol(hxlab_core::Protocol::H2).expect("h2 stats");
@@ -195,7 +204,11 @@ fn a_load_record_carries_the_tables_both_ends_advertised() {
     let t = &r.expect("a record").header_tables;
     assert_eq!(t.len(), 1, "{t:?}");
     assert_eq!(
-        (t[0].client_advertised, t[0].server_advertised, t[0].encoder_table),
+        (
+            t[0].client_advertised,
+            t[0].server_advertised,
+            t[0].encoder_table
+        ),
         (0, Some(1024), 512)
     );
     // The server's encoder followed our advertised 0.
@@ -210,7 +223,12 @@ fn a_table_over_64k_is_a_usage_error() {
     for args in [
         vec!["serve", "--header-table", "70000"],
         vec!["load", "--header-table", "70000", "http://127.0.0.1:9/"],
-        vec!["load", "--encoder-header-table-size", "1MiB", "http://127.0.0.1:9/"],
+        vec![
+            "load",
+            "--encoder-header-table-size",
+            "1MiB",
+            "http://127.0.0.1:9/",
+        ],
     ] {
         let (code, out, err) = run_with_timeout(Command::new(hxlab()).args(&args), LIMIT);
         assert_eq!(code, Some(2), "{args:?}: {out}{err}");

@@ -1106,7 +1106,11 @@ mod tests {
     fn header_table_is_a_factor_of_both_ends() {
         let e = ok("protocol = \"h2\"\nheader_table = [0, \"4KiB\"]\n");
         assert_eq!(e.cells.len(), 2);
-        assert!(e.cells[0].key.contains("header_table=0"), "{}", e.cells[0].key);
+        assert!(
+            e.cells[0].key.contains("header_table=0"),
+            "{}",
+            e.cells[0].key
+        );
         let tables: Vec<Option<u64>> = e.cells.iter().map(|c| c.config.header_table).collect();
         assert_eq!(tables, [Some(0), Some(4096)]);
         assert_eq!(e.cells[1].config.origin_settings().header_table, Some(4096));

@@ -209,7 +209,8 @@ impl Conn {
             return Ok(());
         }
         self.got_settings = true;
-        self.server_table.get_or_insert(hxlab_wire::hpack::DEFAULT_TABLE);
+        self.server_table
+            .get_or_insert(hxlab_wire::hpack::DEFAULT_TABLE);
         for s in settings.iter() {
             match s? {
                 Setting::HeaderTableSize(v) => {

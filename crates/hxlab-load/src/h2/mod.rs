@@ -30,12 +30,12 @@
 //! header wire bytes. Without `--push` a PUSH_PROMISE is a connection error (RFC 9113 §8.4).
 
 use crate::client::{ClientCtx, HeaderTables, SessionEnd};
-use hxlab_core::header_table::HeaderTableSeen;
 use crate::hpack::{Decoder, Encoder};
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
 use crate::session::{ByteSession, Consumed, Fail, Outcome, Session};
 use crate::target::Target;
+use hxlab_core::header_table::HeaderTableSeen;
 use std::time::Instant;
 
 /// Largest response header list accepted (decoded size), as h1 accepts a 64 KiB head.

@@ -349,7 +349,12 @@ impl ResponseHpack {
 /// Appends the HPACK block of `reply`'s response head to `out`: fields worth indexing go
 /// into the connection's table ([`response_field_indexed`]); with no table, the block is
 /// the thread's static-only one.
-pub(super) fn put_response_block(ctx: &Ctx, reply: &Reply, hpack: &mut ResponseHpack, out: &mut Vec<u8>) {
+pub(super) fn put_response_block(
+    ctx: &Ctx,
+    reply: &Reply,
+    hpack: &mut ResponseHpack,
+    out: &mut Vec<u8>,
+) {
     hpack.encoder.write_size_update(out);
     let fields = |f: &mut dyn FnMut(&[u8], &[u8])| reply.each_field(ctx.alt_svc.as_ref(), f);
     if hpack.encoder.table_limit() == 0 {

@@ -82,7 +82,8 @@ impl Conn {
         if let Some(table) = self.hpack.first_table_limit() {
             ctx.stats.encoder_table(self.proto, table);
         }
-        ctx.stats.response_head_bytes(self.proto, block.len() as u64);
+        ctx.stats
+            .response_head_bytes(self.proto, block.len() as u64);
         let body = std::mem::replace(&mut reply.body, BodySpec::Empty);
         let body = if head_only { BodySpec::Empty } else { body };
         let len = body.len();

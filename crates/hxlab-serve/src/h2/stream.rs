@@ -140,7 +140,11 @@ impl Conn {
     fn decoder(&mut self) -> &mut Decoder {
         // Until the client has our SETTINGS it may use the initial 4096 bytes even when we
         // advertise less, so the decoder accepts up to the larger of the two.
-        let limit = self.ctx.limits.header_table.max(hxlab_wire::hpack::DEFAULT_TABLE);
+        let limit = self
+            .ctx
+            .limits
+            .header_table
+            .max(hxlab_wire::hpack::DEFAULT_TABLE);
         self.decoder
             .get_or_insert_with(|| Box::new(Decoder::new(limit as usize)))
     }
