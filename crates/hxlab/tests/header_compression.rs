@@ -261,3 +261,57 @@ fn a_table_over_64k_is_a_usage_error() {
         assert!(err.contains("65536"), "{args:?}: {err}");
     }
 }
+
+/// Against h2o (an independent HPACK encoder and decoder): its SETTINGS say no table size, so
+/// the record carries the protocol's 4096 as what it advertised, and our encoder uses 4096.
+#[test]
+fn a_load_record_against_h2o_reads_its_settings() {
+    let Some(h2o) = require_peer("h2o") else {
+        return;
+    };
+    let tmp = common::tempfile_dir::TempDir::new("hxlab-hpack-h2o");
+    let Some((cert, key)) = common::make_cert(tmp.path()) else {
+        return;
+    };
+    let www = tmp.path().join("www/bytes");
+    std::fs::create_dir_all(&www).expect("docroot");
+    std::fs::write(www.join("100"), [b'x'; 100]).expect("a file");
+    let tls = common::free_port();
+    let conf = format!(
+        "pid-file: {d}/h2o.pid\nerror-log: {d}/error.log\ntemp-buffer-path: {d}\nnum-threads: 1\n{user}\
+         listen:\n  host: 127.0.0.1\n  port: {tls}\n  ssl:\n    certificate-file: {c}\n    key-file: {k}\n    ocsp-update-interval: 0\n\
+         hosts:\n  default:\n    paths:\n      /:\n        file.dir: {w}\n",
+        d = tmp.path().display(),
+        user = if common::is_root() { "user: root\n" } else { "" },
+        c = cert.display(),
+        k = key.display(),
+        w = tmp.path().join("www").display(),
+    );
+    let conf_path = tmp.path().join("h2o.conf");
+    std::fs::write(&conf_path, conf).expect("h2o.conf");
+    let _h2o = common::PeerProcess::start(
+        Command::new(h2o)
+            .args(["-m", "worker", "-c"])
+            .arg(&conf_path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null()),
+        &[tls],
+    );
+    let url = format!("https://localhost:{tls}/bytes/100");
+    let cacert = cert.display().to_string();
+    let (code, r, err) = load(&[
+        "-c1", "-m1", "-n3", "--proto", "h2", "--cacert", &cacert, &url,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let r = r.expect("a record");
+    assert_eq!(r.requests_succeeded, 3);
+    let want = HeaderTableSeen {
+        protocol: "h2".into(),
+        client_advertised: 4096,
+        server_advertised: Some(4096),
+        encoder_table: 4096,
+        connections: 1,
+        ..HeaderTableSeen::default()
+    };
+    assert_eq!(r.header_tables, vec![want]);
+}
