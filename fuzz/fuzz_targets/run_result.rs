@@ -26,11 +26,17 @@ fuzz_target!(|data: &[u8]| {
     let mut merged = RunResult::default();
     merged.merge(&r);
     assert_eq!(merged.requests_done, r.requests_done);
+    // Header tables merge by their sizes: no connection is lost or counted twice.
+    let conns = |t: &[hxlab_core::result::HeaderTableSeen]| {
+        t.iter().fold(0u64, |a, e| a.saturating_add(e.connections))
+    };
+    assert_eq!(conns(&merged.header_tables), conns(&r.header_tables));
 
     let text = serde_json::to_string(&r).expect("a RunResult always serialises");
     let back: RunResult = serde_json::from_str(&text).expect("our own JSON must read back");
     assert_eq!(back.requests_done, r.requests_done);
     assert_eq!(back.status, r.status);
+    assert_eq!(back.header_tables, r.header_tables);
     assert_eq!(back.histograms.latency.len(), r.histograms.latency.len());
     assert_eq!(
         back.histograms.latency.percentiles().p99,

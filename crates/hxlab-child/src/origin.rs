@@ -23,6 +23,9 @@ pub struct OriginSettings {
     pub scheduler: Scheduler,
     /// TCP send low-water mark of every TCP socket (`notsent_lowat`).
     pub notsent_lowat: Lowat,
+    /// The header table advertised and used for responses (`header_table`; None: the
+    /// server's default, 4096).
+    pub header_table: Option<u64>,
 }
 
 /// How to start an origin.
@@ -84,6 +87,10 @@ impl Origin {
             cc: opts.settings.cc,
             scheduler: opts.settings.scheduler,
             notsent_lowat: opts.settings.notsent_lowat,
+            header_table: opts
+                .settings
+                .header_table
+                .unwrap_or(hxlab_contract::ServeConfig::default().header_table),
             // The lab's own load generator is this origin's only client, from one address,
             // and may open as many connections as the table holds.
             quic_max_per_address: hxlab_contract::ServeConfig::default().quic_max_connections,

@@ -6,6 +6,7 @@
 use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::header_table::{check_header_table, DEFAULT_HEADER_TABLE};
 use hxlab_core::Proto;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -76,6 +77,13 @@ pub struct LoadConfig {
     pub tfo: bool,
     /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
     pub cc: Option<CongestionControl>,
+    /// The header table our decoder keeps, advertised to the server: HPACK's
+    /// SETTINGS_HEADER_TABLE_SIZE (h2), QPACK_MAX_TABLE_CAPACITY (h3). h2load's
+    /// `--header-table-size`; `--header-table` sets it and `encoder_header_table_size`.
+    pub header_table_size: u64,
+    /// The most our encoder uses; it uses min(this, what the server advertised). h2load's
+    /// `--encoder-header-table-size`. 0: static table only from the first request.
+    pub encoder_header_table_size: u64,
     /// This process runs one part of a run spread over several (`--shard I/N`): its share of
     /// the connections and of `-n`, and in the open model the timetable's requests `j` with
     /// `j mod N = I`. None: the whole run.
@@ -133,6 +141,8 @@ impl Default for LoadConfig {
             prime: false,
             tfo: false,
             cc: None,
+            header_table_size: DEFAULT_HEADER_TABLE,
+            encoder_header_table_size: DEFAULT_HEADER_TABLE,
             shard: None,
             run_id: None,
             start_at: None,
@@ -264,6 +274,12 @@ impl LoadConfig {
             CongestionControl::parse_available(cc.name())
                 .map_err(|e| ConfigError(format!("--cc: {e}")))?;
         }
+        check_header_table("--header-table-size", self.header_table_size).map_err(ConfigError)?;
+        check_header_table(
+            "--encoder-header-table-size",
+            self.encoder_header_table_size,
+        )
+        .map_err(ConfigError)?;
         self.validate_parts()
     }
 
@@ -424,6 +440,8 @@ mod tests {
             prime: true,
             tfo: true,
             cc: Some(CongestionControl::Cubic),
+            header_table_size: 0,
+            encoder_header_table_size: 1024,
             shard: Some(Shard { index: 2, count: 5 }),
             run_id: Some("job-7".into()),
             start_at: Some(1_795_000_000.5),
@@ -450,6 +468,17 @@ mod tests {
         assert_eq!(cfg.requests, 1);
         assert_eq!(cfg.proto, Proto::Auto);
         assert_eq!(cfg.interval, Duration::from_secs(1));
+        assert_eq!(
+            (cfg.header_table_size, cfg.encoder_header_table_size),
+            (4096, 4096)
+        );
+        let mut big = cfg.clone();
+        big.encoder_header_table_size = 70_000;
+        let e = big.validate().unwrap_err().0;
+        assert!(
+            e.contains("--encoder-header-table-size 70000: at most 65536"),
+            "{e}"
+        );
         let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"clinets":2}"#).unwrap_err();
         assert!(e.to_string().contains("clinets"), "{e}");
         let e = LoadConfig::from_json(r#"{"urls":["http://x/"],"proto":"h4"}"#).unwrap_err();

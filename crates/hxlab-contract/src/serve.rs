@@ -4,6 +4,7 @@
 use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::header_table::{check_header_table, DEFAULT_HEADER_TABLE};
 use hxlab_core::sched::{Lowat, Scheduler};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
@@ -122,6 +123,12 @@ pub struct ServeConfig {
     /// Where the `hxlab serve` command writes its [`ReadyFile`](crate::ReadyFile) once every
     /// listener accepts (the library's `start` does not write it).
     pub ready_file: Option<PathBuf>,
+    /// Header compression (`--header-table`): the dynamic table we advertise to clients
+    /// (h2: SETTINGS_HEADER_TABLE_SIZE; h3: QPACK_MAX_TABLE_CAPACITY) and the most our
+    /// encoder uses for responses (it uses min(this, what the client advertised)). 0: static
+    /// table only from the first response. Default 4096, RFC 7541's initial size and what
+    /// nginx, h2o and nghttp2 use; at most 65536.
+    pub header_table: u64,
     /// Write a qlog (JSON-SEQ, quinn's transport events) of every QUIC connection into this
     /// directory, as `serve.N.sqlog` (`--qlog DIR`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,6 +171,7 @@ impl Default for ServeConfig {
             idle_timeout: Duration::from_secs(15),
             replay: None,
             ready_file: None,
+            header_table: DEFAULT_HEADER_TABLE,
             qlog_dir: None,
         }
     }
@@ -212,6 +220,7 @@ impl ServeConfig {
             CongestionControl::parse_available(cc.name())
                 .map_err(|e| ConfigError(format!("--cc: {e}")))?;
         }
+        check_header_table("--header-table", self.header_table).map_err(ConfigError)?;
         Ok(())
     }
 }
@@ -247,6 +256,10 @@ mod tests {
             (r#"{"threads": 0}"#, "--threads"),
             (r#"{"send_timeout": "0s"}"#, "--send-timeout"),
             (r#"{"cc": "vegas"}"#, "vegas"),
+            (
+                r#"{"header_table": 70000}"#,
+                "--header-table 70000: at most 65536",
+            ),
             (r#"{"bogus": 1}"#, "unknown field"),
         ] {
             let e = ServeConfig::from_json(json).expect_err(json).to_string();

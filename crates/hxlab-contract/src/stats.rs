@@ -49,6 +49,19 @@ pub struct ProtoStats {
     /// "default" (no signal).
     #[serde(default)]
     pub priority_signals: BTreeMap<String, u64>,
+    /// Response head bytes the server sent, as they went on the wire before framing: the
+    /// status line and header lines (h1), the HPACK blocks of HEADERS (h2) or the QPACK
+    /// field sections (h3).
+    #[serde(default)]
+    pub response_header_bytes: u64,
+    /// Request head bytes the server received, counted the same way.
+    #[serde(default)]
+    pub request_header_bytes: u64,
+    /// Connections by the header table size their response encoder used ("4096": n),
+    /// min(`--header-table`, what the client advertised), taken at their first response
+    /// (h2: HPACK; h3: the QPACK capacity); h1 has none.
+    #[serde(default)]
+    pub encoder_tables: BTreeMap<String, u64>,
 }
 
 /// The `/stats` document.
@@ -121,7 +134,7 @@ mod tests {
     use super::*;
 
     /// A body as `hxlab serve` writes it (key order, every field present, `cc` as a map).
-    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1}},"scheduler":"rfc9218"}"#;
+    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{},"response_header_bytes":300,"request_header_bytes":120,"encoder_tables":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":20,"request_header_bytes":10,"encoder_tables":{"4096":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":320,"request_header_bytes":130,"encoder_tables":{"4096":1}},"scheduler":"rfc9218"}"#;
 
     #[test]
     fn a_body_round_trips_byte_for_byte() {
@@ -133,6 +146,15 @@ mod tests {
         assert!(s.protocol(Protocol::H2).is_none());
         assert_eq!(s.scheduler, "rfc9218");
         assert_eq!(s.total.priorities["u=0, i"], 1);
+        let h3 = s.protocol(Protocol::H3).unwrap();
+        assert_eq!(
+            (h3.response_header_bytes, h3.encoder_tables["4096"]),
+            (20, 1)
+        );
+        // A server that does not count head bytes yet: zeros and no tables.
+        let old =
+            StatsSnapshot::from_json(&BODY.replace(",\"response_header_bytes\":300", "")).unwrap();
+        assert_eq!(old.protocol(Protocol::H1).unwrap().response_header_bytes, 0);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod cc;
 pub mod env;
 pub mod files;
 pub mod har;
+pub mod header_table;
 pub mod histogram;
 pub mod interval;
 pub mod page;

@@ -6,6 +6,7 @@
 //! field name says otherwise; counts are totals over the whole run.
 
 use crate::cc::add_counts;
+pub use crate::header_table::HeaderTableSeen;
 use crate::histogram::LatencyHistogram;
 pub use crate::interval::Interval;
 pub use crate::shard::ShardInfo;
@@ -289,6 +290,11 @@ pub struct RunResult {
     /// in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<crate::env::Environment>,
+    /// The header tables (HPACK, QPACK) the connections agreed on, one entry per distinct
+    /// set of sizes with its connection count (see [`HeaderTableSeen`]). Merged: entries
+    /// equal in every size add their connections. Absent in older files and for h1: empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header_tables: Vec<HeaderTableSeen>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -360,6 +366,7 @@ impl RunResult {
             interval_s,
             intervals,
             environment,
+            header_tables,
         } = o;
         self.merge_series(*interval_s, intervals);
         if self.environment.is_none() {
@@ -405,6 +412,9 @@ impl RunResult {
         self.cpu_user_s += cpu_user_s;
         self.cpu_sys_s += cpu_sys_s;
         self.histograms.merge(histograms);
+        for t in header_tables {
+            crate::header_table::add_header_table(&mut self.header_tables, t);
+        }
         self.shards.extend(shards.iter().cloned());
         self.shards
             .sort_by(|a, b| (&a.run_id, a.index).cmp(&(&b.run_id, b.index)));
@@ -543,6 +553,19 @@ mod tests {
                 kernel: format!("kernel-{n}"),
                 ..Default::default()
             }),
+            header_tables: vec![table(Some(4096), 4096, n + 60), table(None, n, 1)],
+        }
+    }
+
+    /// An h2 entry of `header_tables`.
+    fn table(server: Option<u64>, encoder: u64, connections: u64) -> HeaderTableSeen {
+        HeaderTableSeen {
+            protocol: "h2".into(),
+            client_advertised: 4096,
+            server_advertised: server,
+            encoder_table: encoder,
+            connections,
+            ..Default::default()
         }
     }
 
@@ -596,7 +619,17 @@ mod tests {
                 interval_s,
                 intervals,
                 environment,
+                header_tables,
             } = m;
+            // Entries equal in every size add their connections; the others are kept.
+            assert_eq!(
+                header_tables,
+                [
+                    table(None, 1000, 1),
+                    table(None, 3000, 1),
+                    table(Some(4096), 4096, 4120)
+                ]
+            );
             // The first part's.
             assert_eq!(environment, a.environment);
             // Index by index, as long as the longer (a has 2 intervals, b 4).

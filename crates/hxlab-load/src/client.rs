@@ -35,6 +35,26 @@ pub enum SessionEnd {
     },
 }
 
+/// The header-compression factor as one client uses it (`--header-table-size`,
+/// `--encoder-header-table-size`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeaderTables {
+    /// The table our decoder keeps, advertised to the server (h2:
+    /// SETTINGS_HEADER_TABLE_SIZE; h3: QPACK_MAX_TABLE_CAPACITY).
+    pub decoder: u64,
+    /// The most our encoder uses: it uses min(this, what the server advertised).
+    pub encoder: u64,
+}
+
+impl Default for HeaderTables {
+    fn default() -> Self {
+        HeaderTables {
+            decoder: hxlab_core::header_table::DEFAULT_HEADER_TABLE,
+            encoder: hxlab_core::header_table::DEFAULT_HEADER_TABLE,
+        }
+    }
+}
+
 /// One client (connection slot): what it sends, where it counts.
 pub struct ClientCtx {
     /// The target.
@@ -57,8 +77,9 @@ pub struct ClientCtx {
     pub h1_depth: usize,
     /// An observer of the client's QUIC connections (`hxlab trace`; TCP streams carry theirs).
     pub tap: Option<SharedTap>,
-    /// HTTP/3: the QPACK tables we advertise and use.
-    pub qpack: crate::h3::QpackConfig,
+    /// The header tables to advertise and to encode with (h2: HPACK; h3: used by the QPACK
+    /// wiring).
+    pub header_tables: HeaderTables,
     /// The index of the next URL (round-robin); set by the worker to spread its clients'
     /// first requests over the URLs.
     pub(crate) url: usize,
@@ -101,7 +122,7 @@ impl ClientCtx {
             push: false,
             h1_depth: depth,
             tap: None,
-            qpack: crate::h3::QpackConfig::STATIC,
+            header_tables: HeaderTables::default(),
             url: 0,
             reserved: None,
         }

@@ -6,6 +6,7 @@
 
 use crate::plan::SharedLedger;
 use crate::series::Series;
+use hxlab_core::header_table::{add_header_table, HeaderTableSeen};
 use hxlab_core::result::{ByteCounts, ErrorCounts, Histograms};
 use hxlab_core::RunResult;
 use std::cell::RefCell;
@@ -109,6 +110,7 @@ pub struct Recorder {
     /// The time series (None with `--interval 0`): every count above that has a time goes
     /// into its interval too, under the same rules (warm-up, deadline, open model).
     pub series: Option<Series>,
+    pub header_tables: Vec<HeaderTableSeen>,
 }
 
 impl Recorder {
@@ -163,6 +165,7 @@ impl Recorder {
             not_sent: 0,
             in_flight_at_end: 0,
             series: None,
+            header_tables: Vec::new(),
         }
     }
 
@@ -422,6 +425,12 @@ impl Recorder {
         }
     }
 
+    /// Counts a connection's header tables (HPACK or QPACK), as read from the settings the
+    /// two ends exchanged; the h2 and h3 sessions call it once per connection.
+    pub fn header_table(&mut self, seen: &HeaderTableSeen) {
+        add_header_table(&mut self.header_tables, seen);
+    }
+
     /// `n` pushed responses completed with the request scheduled at `scheduled`.
     #[inline]
     pub fn pushed_responses(&mut self, scheduled: Instant, n: u64) {
@@ -491,6 +500,7 @@ impl Recorder {
             part.tls_versions.insert(k.to_string(), *v);
         }
         part.congestion_control = self.cc.clone();
+        part.header_tables = self.header_tables.clone();
         for (k, (a, r)) in &self.tfo {
             part.tfo_syn_data_acked.insert(k.to_string(), *a);
             part.tfo_syn_data_not_acked.insert(k.to_string(), *r);

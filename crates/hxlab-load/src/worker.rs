@@ -4,7 +4,7 @@
 //! recorded. The progress bar is [`crate::progress`], the result's configuration
 //! [`crate::run_config`].
 
-use crate::client::ClientCtx;
+use crate::client::{ClientCtx, HeaderTables};
 use crate::connect::{client_loop, connector, Connector};
 use crate::h3::QuicDialer;
 use crate::plan::{OpenLedger, Plan, SharedLedger};
@@ -419,10 +419,10 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
                 Connector::Quic { tap, .. } => tap.clone(),
                 Connector::Tcp { .. } => None,
             },
-            qpack: crate::h3::QpackConfig::new(
-                hxlab_wire::qpack::DEFAULT_TABLE_CAPACITY,
-                hxlab_wire::qpack::DEFAULT_TABLE_CAPACITY,
-            ),
+            header_tables: HeaderTables {
+                decoder: cfg.header_table_size,
+                encoder: cfg.encoder_header_table_size,
+            },
             url: (k as usize) % target.requests.len(),
             reserved: None,
         };

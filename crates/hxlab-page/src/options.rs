@@ -101,6 +101,9 @@ impl PageOptions {
             cc: self.server_cc,
             scheduler: self.scheduler.unwrap_or_default(),
             notsent_lowat: self.notsent_lowat.unwrap_or_default(),
+            // A page load's client is Chromium, whose own tables cannot be set: the origin
+            // keeps its default so both ends run the same.
+            header_table: None,
         }
     }
 }

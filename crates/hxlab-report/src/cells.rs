@@ -8,6 +8,20 @@ use hxlab_core::sched::{Lowat, Scheduling};
 use hxlab_core::stats;
 use std::collections::BTreeMap;
 
+/// Request and response head bytes on the wire per completed request (h1: lines; h2: HPACK
+/// blocks; h3: QPACK sections), None without a completed request or a head byte counted
+/// (a record that did not count them says nothing rather than 0).
+pub(crate) fn head_bytes_per_request(res: &hxlab_core::RunResult) -> Option<(f64, f64)> {
+    let n = res.requests_done as f64;
+    let counted = res.bytes.header_sent + res.bytes.header_received > 0;
+    (res.requests_done > 0 && counted).then(|| {
+        (
+            res.bytes.header_sent as f64 / n,
+            res.bytes.header_received as f64 / n,
+        )
+    })
+}
+
 /// Secondary figures of one repetition.
 fn secondary(r: &Record) -> BTreeMap<&'static str, f64> {
     let mut m = BTreeMap::new();
@@ -23,6 +37,10 @@ fn secondary(r: &Record) -> BTreeMap<&'static str, f64> {
     }
     if res.bytes.header_uncompressed > 0 {
         m.insert("header_savings_pct", res.bytes.header_savings() * 100.0);
+    }
+    if let Some((sent, received)) = head_bytes_per_request(res) {
+        m.insert("header_sent_per_req", sent);
+        m.insert("header_received_per_req", received);
     }
     if let Some(c) = r.server.as_ref().and_then(|s| s.cpu_us_per_request()) {
         m.insert("server_cpu_us_per_req", c);
@@ -349,4 +367,33 @@ fn add_replay(s: &mut CellSummary, rp: &hxlab_core::har::ReplayOutcome) {
         sum.first_miss.clone_from(&rp.first_miss);
     }
     s.replay_missed_runs += usize::from(rp.tally.misses > 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hxlab_core::RunResult;
+
+    #[test]
+    fn head_bytes_are_per_completed_request_and_absent_when_not_counted() {
+        let mut r = RunResult {
+            requests_done: 4,
+            ..RunResult::default()
+        };
+        assert_eq!(head_bytes_per_request(&r), None, "nothing counted");
+        r.bytes.header_sent = 44 + 3 * 5;
+        r.bytes.header_received = 73 + 3 * 9;
+        assert_eq!(head_bytes_per_request(&r), Some((14.75, 25.0)));
+        let rec = Record {
+            result: Some(r),
+            ..Record::default()
+        };
+        let m = secondary(&rec);
+        assert_eq!(
+            (m["header_sent_per_req"], m["header_received_per_req"]),
+            (14.75, 25.0)
+        );
+        r = RunResult::default();
+        assert_eq!(head_bytes_per_request(&r), None, "no request done");
+    }
 }

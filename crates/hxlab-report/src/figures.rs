@@ -13,15 +13,18 @@ pub const SIGNIFICANCE: f64 = 0.05;
 
 /// Secondary figures per cell, by name, as used in metric tables and published tables:
 /// `time_s`, `req_s`, `mean_latency_us`, `ttfb_ms`, `header_savings_pct`,
-/// `server_cpu_us_per_req`, `client_cpu_us_per_req`. [`CellSummary::secondary`](crate::CellSummary::secondary) also holds
+/// `header_sent_per_req`, `header_received_per_req` (head bytes on the wire per completed
+/// request, each way), `server_cpu_us_per_req`, `client_cpu_us_per_req`. [`CellSummary::secondary`](crate::CellSummary::secondary) also holds
 /// `connections`, `bytes_received` and, for page loads, `page_ttfb_ms` (the document's
 /// TTFB), which the verdict of a browser experiment shows.
-pub const METRICS: [&str; 7] = [
+pub const METRICS: [&str; 9] = [
     "time_s",
     "req_s",
     "mean_latency_us",
     "ttfb_ms",
     "header_savings_pct",
+    "header_sent_per_req",
+    "header_received_per_req",
     "server_cpu_us_per_req",
     "client_cpu_us_per_req",
 ];
@@ -34,6 +37,8 @@ pub fn metric_header(name: &str) -> &str {
         "mean_latency_us" => "mean latency (µs)",
         "ttfb_ms" => "TTFB p50 (ms)",
         "header_savings_pct" => "header savings (%)",
+        "header_sent_per_req" => "head sent (B/req)",
+        "header_received_per_req" => "head received (B/req)",
         "server_cpu_us_per_req" => "server CPU (µs/req)",
         "client_cpu_us_per_req" => "client CPU (µs/req)",
         "fcp_s" => "FCP (s)",

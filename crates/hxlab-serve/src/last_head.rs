@@ -11,6 +11,8 @@ pub(crate) struct LastHead {
     key: Vec<u8>,
     encoded: Vec<u8>,
     scratch: Vec<u8>,
+    /// The encoder state the encoding is valid in (HPACK: its table's generation).
+    stamp: u64,
 }
 
 impl LastHead {
@@ -20,6 +22,7 @@ impl LastHead {
             key: Vec::new(),
             encoded: Vec::new(),
             scratch: Vec::new(),
+            stamp: 0,
         }
     }
 
@@ -34,6 +37,29 @@ impl LastHead {
         encode: impl for<'a> FnOnce(&mut dyn Iterator<Item = (&'a [u8], &'a [u8])>, &mut Vec<u8>),
         out: &mut Vec<u8>,
     ) {
+        self.put_stamped(
+            status,
+            fields,
+            0,
+            |f, block| {
+                encode(f, block);
+                0
+            },
+            out,
+        )
+    }
+
+    /// Like [`LastHead::put`] for an encoder with state (a dynamic table): the remembered
+    /// encoding is reused only when the encoder is at `stamp`, the stamp `encode` returned
+    /// for it (an encoding that changed the state returns one that never matches).
+    pub(crate) fn put_stamped(
+        &mut self,
+        status: StatusCode,
+        fields: impl FnOnce(&mut dyn FnMut(&[u8], &[u8])),
+        stamp: u64,
+        encode: impl for<'a> FnOnce(&mut dyn Iterator<Item = (&'a [u8], &'a [u8])>, &mut Vec<u8>) -> u64,
+        out: &mut Vec<u8>,
+    ) {
         let scratch = &mut self.scratch;
         scratch.clear();
         scratch.extend_from_slice(status.as_str().as_bytes());
@@ -43,14 +69,14 @@ impl LastHead {
             scratch.push(0);
             scratch.extend_from_slice(v);
         });
-        if self.scratch != self.key {
+        if self.scratch != self.key || self.stamp != stamp {
             std::mem::swap(&mut self.scratch, &mut self.key);
             let mut parts = self.key.split(|&b| b == 0);
             let code = parts.next().unwrap_or_default();
             let pairs = std::iter::from_fn(|| Some((parts.next()?, parts.next()?)));
             let mut all = std::iter::once((&b":status"[..], code)).chain(pairs);
             self.encoded.clear();
-            encode(&mut all, &mut self.encoded);
+            self.stamp = encode(&mut all, &mut self.encoded);
         }
         out.extend_from_slice(&self.encoded);
     }

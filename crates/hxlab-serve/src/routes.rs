@@ -46,6 +46,9 @@ pub(crate) struct Limits {
     /// TCP_NOTSENT_LOWAT of the TCP sockets: with a mark, HTTP/2 builds frames only as the
     /// socket takes them.
     pub lowat: hxlab_core::sched::Lowat,
+    /// The HPACK table we advertise and the most our encoder uses (`--header-table`); h3:
+    /// used by the QPACK wiring.
+    pub header_table: u64,
 }
 
 impl Limits {
@@ -67,6 +70,7 @@ impl Limits {
             idle_timeout: cfg.idle_timeout,
             scheduler: cfg.scheduler,
             lowat: cfg.notsent_lowat,
+            header_table: cfg.header_table,
         }
     }
 }

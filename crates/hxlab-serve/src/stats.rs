@@ -40,6 +40,11 @@ struct Counters {
     priorities: [AtomicU64; 16],
     /// Responses by where their priority came from ([`SIGNALS`]).
     signals: [AtomicU64; 4],
+    response_header_bytes: AtomicU64,
+    request_header_bytes: AtomicU64,
+    /// Connections by their encoder's table size: locked once per connection, at its first
+    /// response, never per request.
+    encoder_tables: std::sync::Mutex<BTreeMap<u64, u64>>,
 }
 
 /// Where a response's priority came from, in slot order.
@@ -90,6 +95,30 @@ impl Stats {
         let slot = usize::from(priority.urgency.min(7)) * 2 + usize::from(priority.incremental);
         c.priorities[slot].fetch_add(1, Ordering::Relaxed);
         c.signals[signal_slot(source)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` bytes of response head sent on `p` (h1: status and header lines; h2: HPACK
+    /// block; h3: QPACK field section).
+    pub fn response_head_bytes(&self, p: Protocol, n: u64) {
+        self.by[p.index()]
+            .response_header_bytes
+            .fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` bytes of request head received on `p`, counted as responses are.
+    pub fn request_head_bytes(&self, p: Protocol, n: u64) {
+        self.by[p.index()]
+            .request_header_bytes
+            .fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a connection of `p` whose response encoder uses a table of `size` bytes.
+    pub fn encoder_table(&self, p: Protocol, size: u64) {
+        let mut m = self.by[p.index()]
+            .encoder_tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *m.entry(size).or_default() += 1;
     }
 
     pub fn request_done(&self, p: Protocol) {
@@ -209,6 +238,15 @@ impl Stats {
                     .map(|(n, v)| (n.to_string(), v.load(Ordering::Relaxed)))
                     .filter(|(_, v)| *v > 0)
                     .collect(),
+                response_header_bytes: c.response_header_bytes.load(Ordering::Relaxed),
+                request_header_bytes: c.request_header_bytes.load(Ordering::Relaxed),
+                encoder_tables: c
+                    .encoder_tables
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect(),
             };
             total.requests += s.requests;
             total.body_bytes += s.body_bytes;
@@ -222,6 +260,9 @@ impl Stats {
             hxlab_core::cc::add_counts(&mut total.notsent_lowat, &s.notsent_lowat);
             hxlab_core::cc::add_counts(&mut total.priorities, &s.priorities);
             hxlab_core::cc::add_counts(&mut total.priority_signals, &s.priority_signals);
+            hxlab_core::cc::add_counts(&mut total.encoder_tables, &s.encoder_tables);
+            total.response_header_bytes += s.response_header_bytes;
+            total.request_header_bytes += s.request_header_bytes;
             by_protocol.insert(p.stats_key().to_string(), s);
         }
         let (cpu_user_s, cpu_sys_s) = hxlab_core::rusage::process_cpu();

@@ -6,15 +6,18 @@
 //! lists) and [`Decoder::decode`] keeping only the `:status` code and the decoded size of the
 //! header list (the recorder's, on the load client's hot path). Neither allocates once warm.
 //!
-//! The encoder produces request header blocks: the first occurrence of a field is sent as a
-//! literal with incremental indexing, later ones as one-byte indexed fields, so a repeated
-//! request costs a few bytes on the wire (what nghttp2 sends).
+//! The encoder, [`Encoder`], keeps the dynamic table of one connection's sending side: the
+//! first occurrence of a field is sent as a literal with incremental indexing, later ones as
+//! one-byte indexed fields, so a repeated head costs a few bytes on the wire (what nghttp2,
+//! nginx and h2o send). The load client indexes every request field; the server indexes the
+//! response fields [`response_field_indexed`] names.
 
-use crate::prefix::write as write_int;
 use thiserror::Error;
 
 mod decoder;
+mod encoder;
 pub use decoder::{BlockInfo, Decoder, Field};
+pub use encoder::{response_field_indexed, Encoder, DEFAULT_TABLE, MAX_TABLE};
 
 /// A malformed header block (a connection error of type COMPRESSION_ERROR).
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]
@@ -388,126 +391,6 @@ impl HuffMemo {
     }
 }
 
-/// A (name, value) pair the encoder has in its table.
-type TableField = (Box<[u8]>, Box<[u8]>);
-
-/// The request side of HPACK: a dynamic table mirrored from what we sent, so a repeated
-/// field is sent as a one-byte index.
-#[derive(Debug)]
-pub struct Encoder {
-    /// (name, value) with the newest at the back.
-    table: std::collections::VecDeque<TableField>,
-    size: usize,
-    max: usize,
-    /// A size update must open the next block.
-    pending_update: Option<usize>,
-    /// Bumped by every insertion or eviction: cached blocks are valid only within one.
-    generation: u64,
-}
-
-impl Default for Encoder {
-    fn default() -> Self {
-        Encoder::new()
-    }
-}
-
-fn write_str(out: &mut Vec<u8>, s: &[u8]) {
-    write_int(out, 0, 7, s.len() as u64);
-    out.extend_from_slice(s);
-}
-
-impl Encoder {
-    /// An encoder with the default table size (4096).
-    pub fn new() -> Encoder {
-        Encoder {
-            table: std::collections::VecDeque::with_capacity(32),
-            size: 0,
-            max: 4096,
-            pending_update: None,
-            generation: 0,
-        }
-    }
-
-    /// Changes of this value invalidate blocks encoded earlier.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// The peer's SETTINGS_HEADER_TABLE_SIZE: our table shrinks to it (never above 4096, the
-    /// size we start with) and the next block announces it.
-    pub fn set_peer_limit(&mut self, limit: u32) {
-        let m = (limit as usize).min(4096);
-        if m != self.max {
-            self.max = m;
-            self.pending_update = Some(m);
-            self.evict_to(m);
-            self.generation += 1;
-        }
-    }
-
-    fn evict_to(&mut self, max: usize) {
-        while self.size > max {
-            match self.table.pop_front() {
-                Some((n, v)) => self.size -= n.len() + v.len() + ENTRY_OVERHEAD,
-                None => break,
-            }
-        }
-    }
-
-    /// Appends the block for `fields` (lowercase names) to `out`.
-    pub fn encode<'a>(
-        &mut self,
-        fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-        out: &mut Vec<u8>,
-    ) {
-        if let Some(m) = self.pending_update.take() {
-            write_int(out, 0x20, 5, m as u64);
-        }
-        for (name, value) in fields {
-            // Exact match: dynamic first (newest = 62), then static.
-            let n = self.table.len();
-            if let Some(k) = self
-                .table
-                .iter()
-                .rev()
-                .position(|(tn, tv)| **tn == *name && **tv == *value)
-            {
-                let _ = n;
-                write_int(out, 0x80, 7, 62 + k as u64);
-                continue;
-            }
-            if let Some(k) = STATIC_TABLE
-                .iter()
-                .position(|(sn, sv)| sn.as_bytes() == name && sv.as_bytes() == value)
-            {
-                write_int(out, 0x80, 7, k as u64 + 1);
-                continue;
-            }
-            let name_index = STATIC_TABLE
-                .iter()
-                .position(|(sn, _)| sn.as_bytes() == name)
-                .map(|k| k + 1);
-            let size = name.len() + value.len() + ENTRY_OVERHEAD;
-            let index = size <= self.max;
-            let (first, prefix) = if index { (0x40, 6) } else { (0x00, 4) };
-            match name_index {
-                Some(k) => write_int(out, first, prefix, k as u64),
-                None => {
-                    out.push(first);
-                    write_str(out, name);
-                }
-            }
-            write_str(out, value);
-            if index {
-                self.evict_to(self.max - size);
-                self.table.push_back((name.into(), value.into()));
-                self.size += size;
-                self.generation += 1;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -806,34 +689,5 @@ mod tests {
             1,
             "each insertion of 55 bytes evicts the previous one"
         );
-    }
-
-    #[test]
-    fn encoder_indexes_repeated_requests() {
-        let fields = crate::fixtures::REQUEST;
-        let mut e = Encoder::new();
-        let mut d = Decoder::new(4096);
-        let mut first = Vec::new();
-        e.encode(fields.iter().copied(), &mut first);
-        let g = e.generation();
-        let mut second = Vec::new();
-        e.encode(fields.iter().copied(), &mut second);
-        assert_eq!(e.generation(), g, "nothing new inserted");
-        // Indexed: 2 static + 4 dynamic, one byte each.
-        assert_eq!(second.len(), fields.len(), "{second:02x?}");
-        let want: u64 = fields.iter().map(|(n, v)| (n.len() + v.len()) as u64).sum();
-        for b in [&first, &second] {
-            let info = d.decode(b).unwrap();
-            assert_eq!(info.uncompressed, want);
-            assert_eq!(info.fields as usize, fields.len());
-        }
-        // A smaller peer table: announced, and entries that do not fit are literal.
-        e.set_peer_limit(0);
-        let mut third = Vec::new();
-        e.encode(fields.iter().copied(), &mut third);
-        assert_eq!(third[0], 0x20);
-        let info = d.decode(&third).unwrap();
-        assert_eq!(info.uncompressed, want);
-        assert_eq!(d.len(), 0);
     }
 }

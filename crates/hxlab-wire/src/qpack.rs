@@ -28,12 +28,6 @@ pub use decoder::{Decoded, DecoderStats, QpackDecoder};
 pub use encoder::{EncoderStats, QpackEncoder};
 pub use fields::{decode_fields, DynamicRef, FieldDecoder, FieldLine};
 
-/// The header table size hxlab uses by default on both ends and both protocols (HPACK's
-/// SETTINGS_HEADER_TABLE_SIZE and QPACK's SETTINGS_QPACK_MAX_TABLE_CAPACITY): 4096 bytes,
-/// RFC 7541's initial HPACK table size, which nginx, h2o and nghttp2 keep for HTTP/2 and
-/// nghttp3's and ngtcp2's examples advertise for QPACK.
-pub const DEFAULT_TABLE_CAPACITY: u64 = 4096;
-
 /// A field section that cannot be decoded (a connection error of type
 /// QPACK_DECOMPRESSION_FAILED).
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]

@@ -129,6 +129,56 @@ fn load_uses_the_dynamic_table_with_aioquic_both_ways() {
     let savings =
         1.0 - b["header_received"].as_f64().unwrap() / b["header_uncompressed"].as_f64().unwrap();
     assert!(savings > 0.7, "{b}");
+    // The tables read back from the SETTINGS exchanged: ours, and aioquic's 4096 and 16.
+    let t = &r["header_tables"][0];
+    assert_eq!(t["protocol"], "h3", "{r}");
+    assert_eq!(
+        (
+            &t["client_advertised"],
+            &t["server_advertised"],
+            &t["server_blocked_streams"]
+        ),
+        (&Value::from(4096), &Value::from(4096), &Value::from(16)),
+        "{t}"
+    );
+    assert_eq!(
+        (&t["encoder_table"], &t["connections"]),
+        (&Value::from(4096), &Value::from(1))
+    );
+}
+
+#[test]
+fn a_table_of_zero_is_static_only_both_ways_from_the_first_request() {
+    let Some(peer) = Aioquic::start() else { return };
+    let url = peer.url("/bytes/100");
+    let r = load_json(&[
+        "-k",
+        "--proto",
+        "h3",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "-m",
+        "5",
+        "--header-table",
+        "0",
+        &url,
+    ]);
+    let counts = peer.counts();
+    assert_eq!(r["requests_succeeded"], 20, "{r}");
+    assert_eq!(counts["client_max_table_capacity"], 0, "{counts}");
+    assert_eq!(counts["client_blocked_streams"], 0, "{counts}");
+    // No reference either way: we used no table, and allowed the server none.
+    assert_eq!(counts["request_dynamic_refs"], 0, "{counts}");
+    assert_eq!(counts["response_dynamic_refs"], 0, "{counts}");
+    let sizes = counts["request_header_bytes"].as_array().unwrap();
+    assert!(sizes.iter().all(|s| s == &sizes[0]), "{sizes:?}");
+    let t = &r["header_tables"][0];
+    assert_eq!(
+        (&t["client_advertised"], &t["encoder_table"]),
+        (&Value::from(0), &Value::from(0))
+    );
 }
 
 #[test]

@@ -251,6 +251,10 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
             Some(_) => Some(Lowat::Off),
             None => None,
         },
+        header_table: match get("header_table") {
+            Some(Level::Bytes(n)) => Some(n),
+            _ => None,
+        },
         delay: time("delay").unwrap_or_default(),
         resources: count("resources").unwrap_or(1),
         size: match get("size") {
@@ -428,6 +432,7 @@ fn check_origin(
     for (f, set) in [
         ("scheduler", cfg.scheduler.is_some()),
         ("notsent_lowat", cfg.notsent_lowat.is_some()),
+        ("header_table", cfg.header_table.is_some()),
     ] {
         if set {
             return Err(ctx.at(

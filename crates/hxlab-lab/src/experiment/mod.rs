@@ -62,7 +62,7 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 27] = [
+pub const FACTORS: [(&str, &str); 28] = [
     (
         "origin",
         "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
@@ -109,6 +109,10 @@ pub const FACTORS: [(&str, &str); 27] = [
     (
         "notsent_lowat",
         "hxlab's origin's TCP send low-water mark (TCP_NOTSENT_LOWAT): a size like \"16KiB\" or \"off\"",
+    ),
+    (
+        "header_table",
+        "header compression on both ends (HPACK/QPACK dynamic table, advertised and used): a size like \"4KiB\", 4096 or 0 (static table only), at most 64KiB",
     ),
     ("delay", "a server delay like \"10ms\""),
     ("resources", "a positive number of resources"),
@@ -224,6 +228,9 @@ pub struct CellConfig {
     /// hxlab's origin's TCP send low-water mark (`hxlab serve --notsent-lowat`; None: its
     /// default).
     pub notsent_lowat: Option<Lowat>,
+    /// The header table both ends advertise and encode with (`hxlab serve --header-table`,
+    /// `hxlab load --header-table`; None: their default, 4096).
+    pub header_table: Option<u64>,
     /// Server delay per response.
     pub delay: Duration,
     /// Resources to fetch (resources workload).
@@ -282,6 +289,7 @@ impl CellConfig {
             cc: self.cc_server,
             scheduler: self.scheduler.unwrap_or_default(),
             notsent_lowat: self.notsent_lowat.unwrap_or_default(),
+            header_table: self.header_table,
         }
     }
 
@@ -843,6 +851,14 @@ fn check_workload_factors(
             }
         }
     }
+    if exp.workload == Workload::Browser {
+        if let Some(spec) = factor_spec(base, block_specs, "header_table") {
+            return Err(ctx.at(
+                &spec.span,
+                "`header_table` is set on both ends; Chromium's HPACK and QPACK tables are its own and cannot be set, so a browser cell would change only the server's side".to_string(),
+            ));
+        }
+    }
     if exp.page.is_some() {
         for f in ["delay", "resources", "size", "push"] {
             if let Some(spec) = factor_spec(base, block_specs, f) {
@@ -1084,6 +1100,25 @@ mod tests {
         ok("workload = \"browser\"\nprotocol = \"h3\"\ncc_server = \"bbr\"\n");
         let m = err("workload = \"browser\"\nprotocol = \"h3\"\ncc_client = \"bbr\"\n");
         assert!(m.contains("`cc_client` cannot be set"), "{m}");
+    }
+
+    #[test]
+    fn header_table_is_a_factor_of_both_ends() {
+        let e = ok("protocol = \"h2\"\nheader_table = [0, \"4KiB\"]\n");
+        assert_eq!(e.cells.len(), 2);
+        assert!(
+            e.cells[0].key.contains("header_table=0"),
+            "{}",
+            e.cells[0].key
+        );
+        let tables: Vec<Option<u64>> = e.cells.iter().map(|c| c.config.header_table).collect();
+        assert_eq!(tables, [Some(0), Some(4096)]);
+        assert_eq!(e.cells[1].config.origin_settings().header_table, Some(4096));
+        assert_eq!(ok("protocol = \"h2\"\n").cells[0].config.header_table, None);
+        let m = err("protocol = \"h2\"\nheader_table = 70000\n");
+        assert!(m.contains("header_table 70000: at most 65536"), "{m}");
+        let m = err("workload = \"browser\"\nprotocol = \"h2\"\nheader_table = 0\n");
+        assert!(m.contains("Chromium's HPACK and QPACK tables"), "{m}");
     }
 
     #[test]

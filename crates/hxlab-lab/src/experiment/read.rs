@@ -115,6 +115,7 @@ pub(super) fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level
                 Level::Text(sched.name().to_string()),
             ))
         }
+        "header_table" => read_header_table(v, wrong),
         "notsent_lowat" => {
             let s = match v {
                 toml::Value::String(s) => s.clone(),
@@ -190,6 +191,23 @@ fn read_time(
         return Err("duration: must be more than zero".into());
     }
     Ok((s, Level::Time(d)))
+}
+
+/// `header_table`: bytes, as a count or with a unit, at most 64 KiB (0: static table only).
+fn read_header_table(
+    v: &toml::Value,
+    wrong: impl Fn() -> String,
+) -> Result<(String, Level), String> {
+    let (s, bytes) = match v {
+        toml::Value::String(s) => (
+            s.clone(),
+            parse_size(s).map_err(|e| format!("header_table: {e}"))?,
+        ),
+        toml::Value::Integer(n) if *n >= 0 => (n.to_string(), *n as u64),
+        _ => return Err(wrong()),
+    };
+    hxlab_core::header_table::check_header_table("header_table", bytes)?;
+    Ok((s, Level::Bytes(bytes)))
 }
 
 /// `size`: bytes, as a count or with a unit, at most 1 GiB.

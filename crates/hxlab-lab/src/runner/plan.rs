@@ -65,6 +65,11 @@ pub(crate) fn plan(
     if cfg.cc_client.is_some() {
         load.cc = cfg.cc_client;
     }
+    if let Some(t) = cfg.header_table {
+        // Both of the client's tables, as the origin's one (`hxlab load --header-table`).
+        load.header_table_size = t;
+        load.encoder_header_table_size = t;
+    }
     load.no_keepalive = !cfg.keepalive;
     if cfg.tls_resume || cfg.zero_rtt {
         // A returning visitor: one unmeasured request first, so the measured connections

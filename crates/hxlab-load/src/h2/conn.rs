@@ -13,6 +13,13 @@ impl Conn {
     /// Like [`Conn::new`]; with `push` it advertises SETTINGS_ENABLE_PUSH=1 and a request
     /// completes only when its response and every stream it promised have ended.
     pub fn with_push(target: &Target, depth: usize, push: bool) -> Conn {
+        Conn::with_options(target, depth, push, HeaderTables::default())
+    }
+
+    /// Like [`Conn::with_push`], with the header tables to advertise (`tables.decoder`, in
+    /// SETTINGS_HEADER_TABLE_SIZE when not the default 4096) and to encode with (at most
+    /// `tables.encoder`, announced in the first block when below 4096).
+    pub fn with_options(target: &Target, depth: usize, push: bool, tables: HeaderTables) -> Conn {
         let scheme: &[u8] = if target.https { b"https" } else { b"http" };
         let fields: Vec<Vec<(Vec<u8>, Vec<u8>)>> = target
             .requests
@@ -43,8 +50,10 @@ impl Conn {
             fields,
             cache: (0..n).map(|_| (u64::MAX, Vec::new())).collect(),
             body: target.body.clone(),
-            enc: Encoder::new(),
-            dec: Decoder::new(OUR_TABLE),
+            enc: Encoder::with_limit(tables.encoder as usize),
+            dec: Decoder::new(tables.decoder as usize),
+            our_table: tables.decoder,
+            server_table: None,
             streams: Vec::with_capacity(depth),
             depth: depth.max(1),
             next_id: 1,
@@ -65,16 +74,31 @@ impl Conn {
             last_promised: 0,
         };
         c.out.extend_from_slice(PREFACE);
-        control::write_settings(
-            &mut c.out,
-            &[
-                (setting::ENABLE_PUSH, u32::from(push)),
-                (setting::INITIAL_WINDOW_SIZE, WINDOW),
-                (setting::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
-            ],
-        );
+        let mut settings = vec![
+            (setting::ENABLE_PUSH, u32::from(push)),
+            (setting::INITIAL_WINDOW_SIZE, WINDOW),
+            (setting::MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
+        ];
+        if tables.decoder != hxlab_wire::hpack::DEFAULT_TABLE {
+            settings.push((setting::HEADER_TABLE_SIZE, tables.decoder as u32));
+        }
+        control::write_settings(&mut c.out, &settings);
         control::write_window_update(&mut c.out, 0, WINDOW - 65_535);
         c
+    }
+
+    /// What this connection's header tables are, from the SETTINGS exchanged: what we
+    /// advertised, what the server's said (None before they came), what our encoder uses.
+    pub fn header_table_seen(&self) -> HeaderTableSeen {
+        HeaderTableSeen {
+            protocol: "h2".to_string(),
+            client_advertised: self.our_table,
+            server_advertised: self.server_table,
+            client_blocked_streams: None,
+            server_blocked_streams: None,
+            encoder_table: self.enc.table_limit() as u64,
+            connections: 1,
+        }
     }
 
     /// Streams in flight.

@@ -209,9 +209,14 @@ impl Conn {
             return Ok(());
         }
         self.got_settings = true;
+        self.server_table
+            .get_or_insert(hxlab_wire::hpack::DEFAULT_TABLE);
         for s in settings.iter() {
             match s? {
-                Setting::HeaderTableSize(v) => self.enc.set_peer_limit(v),
+                Setting::HeaderTableSize(v) => {
+                    self.server_table = Some(u64::from(v));
+                    self.enc.set_peer_limit(v);
+                }
                 Setting::MaxConcurrentStreams(v) => self.peer_max_streams = v,
                 Setting::InitialWindowSize(v) => {
                     let delta = i64::from(v) - self.peer_initial_window;

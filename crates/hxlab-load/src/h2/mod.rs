@@ -29,12 +29,13 @@
 //! pushed resources, and its body/header counts include theirs. PUSH_PROMISE payload counts as
 //! header wire bytes. Without `--push` a PUSH_PROMISE is a connection error (RFC 9113 §8.4).
 
-use crate::client::{ClientCtx, SessionEnd};
+use crate::client::{ClientCtx, HeaderTables, SessionEnd};
 use crate::hpack::{Decoder, Encoder};
 use crate::net::io_phrase;
 use crate::recorder::ErrorKind;
 use crate::session::{ByteSession, Consumed, Fail, Outcome, Session};
 use crate::target::Target;
+use hxlab_core::header_table::HeaderTableSeen;
 use std::time::Instant;
 
 /// Largest response header list accepted (decoded size), as h1 accepts a 64 KiB head.
@@ -67,8 +68,6 @@ use hxlab_wire::h2::{be32, control, setting, MAX_STREAM_ID, PREFACE};
 const WINDOW: u32 = (1 << 30) - 1;
 /// The frame size we accept (the default; we do not raise it).
 const OUR_MAX_FRAME: usize = 16_384;
-/// Our HPACK table size (the default).
-const OUR_TABLE: usize = 4096;
 /// Largest header block (wire) we buffer across CONTINUATION frames.
 const MAX_BLOCK: usize = MAX_HEADER_LIST as usize;
 /// Read buffer: several full frames.
@@ -181,6 +180,10 @@ pub struct Conn {
     body: Option<bytes::Bytes>,
     enc: Encoder,
     dec: Decoder,
+    /// The SETTINGS_HEADER_TABLE_SIZE we advertised.
+    our_table: u64,
+    /// The server's SETTINGS_HEADER_TABLE_SIZE once its SETTINGS came (4096 unsaid).
+    server_table: Option<u64>,
     streams: Vec<Slot>,
     depth: usize,
     next_id: u32,

@@ -11,6 +11,8 @@ pub struct H2Session {
     /// No response yet: a protocol error then suggests the server does not speak HTTP/2.
     first: bool,
     used: bool,
+    /// Whether this connection's header tables went to the recorder.
+    tables_recorded: bool,
 }
 
 impl H2Session {
@@ -19,11 +21,23 @@ impl H2Session {
     pub fn new(ctx: &ClientCtx, h2c: bool) -> H2Session {
         let depth = if ctx.no_keepalive { 1 } else { ctx.depth };
         H2Session {
-            conn: Conn::with_push(&ctx.target, depth, ctx.push),
+            conn: Conn::with_options(&ctx.target, depth, ctx.push, ctx.header_tables),
             h2c,
             answered: 0,
             first: true,
             used: false,
+            tables_recorded: false,
+        }
+    }
+
+    /// Records the connection's header tables once: when the server's SETTINGS came, or at
+    /// its end without them.
+    fn record_tables(&mut self, ctx: &ClientCtx, ending: bool) {
+        if !self.tables_recorded && (ending || self.conn.got_settings) {
+            self.tables_recorded = true;
+            ctx.rec
+                .borrow_mut()
+                .header_table(&self.conn.header_table_seen());
         }
     }
 
@@ -130,6 +144,7 @@ impl Session for H2Session {
     fn finish(&mut self, ctx: &mut ClientCtx, result: Outcome) -> SessionEnd {
         // Account what finished before the end, then fail what is left.
         self.settle(ctx);
+        self.record_tables(ctx, true);
         let e = match result {
             Ok(end) => return end,
             Err(e) => e,
@@ -175,6 +190,7 @@ impl ByteSession for H2Session {
         let r = self.conn.receive(input, now);
         let header = std::mem::take(&mut self.conn.rx_header);
         ctx.rec.borrow_mut().received(now, new as u64, header, 0);
+        self.record_tables(ctx, false);
         let used = r?;
         self.settle(ctx);
         Ok((used, None))

@@ -46,6 +46,11 @@ impl QpackConfig {
         blocked_streams: 0,
     };
 
+    /// What `ctx`'s header tables say (`--header-table` and h2load's two flags).
+    pub fn of(ctx: &crate::client::ClientCtx) -> QpackConfig {
+        QpackConfig::new(ctx.header_tables.decoder, ctx.header_tables.encoder)
+    }
+
     /// A table of `decoder` bytes for responses and at most `encoder` bytes for requests,
     /// with [`BLOCKED_STREAMS`] when `decoder` is above 0.
     pub fn new(decoder: u64, encoder: u64) -> QpackConfig {
@@ -195,6 +200,8 @@ pub struct Qpack {
     /// QPACK stream bytes written and received, not yet recorded.
     pub(super) bytes_out: u64,
     pub(super) bytes_in: u64,
+    /// The tables this connection agreed on were recorded.
+    recorded: bool,
 }
 
 impl Qpack {
@@ -211,12 +218,35 @@ impl Qpack {
             section: Vec::new(),
             bytes_out: 0,
             bytes_in: 0,
+            recorded: false,
         }
     }
 
     /// What we advertise.
     pub fn config(&self) -> QpackConfig {
         self.config
+    }
+
+    /// What this connection's tables came to, once: when the server's SETTINGS have arrived,
+    /// or (`at_end`) without them. Read from the SETTINGS exchanged, not from the flags.
+    pub(super) fn seen(
+        &mut self,
+        at_end: bool,
+    ) -> Option<hxlab_core::header_table::HeaderTableSeen> {
+        let peer = self.enc.peer();
+        if self.recorded || (peer.is_none() && !at_end) {
+            return None;
+        }
+        self.recorded = true;
+        Some(hxlab_core::header_table::HeaderTableSeen {
+            protocol: "h3".into(),
+            client_advertised: self.config.decoder_capacity,
+            server_advertised: peer.map(|p| p.0),
+            client_blocked_streams: Some(self.config.blocked_streams),
+            server_blocked_streams: peer.map(|p| p.1),
+            encoder_table: self.enc.capacity(),
+            connections: 1,
+        })
     }
 
     /// The server's SETTINGS arrived.

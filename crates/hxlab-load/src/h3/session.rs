@@ -2,7 +2,7 @@
 //! runs it through the client loop.
 
 use super::control::{control_opener, open_control, ControlState, UniReader};
-use super::qpack_state::{Qpack, UniWriter};
+use super::qpack_state::{Qpack, QpackConfig, UniWriter};
 use super::*;
 use crate::net::with_tap;
 use hxlab_wire::tap::Channel;
@@ -129,7 +129,7 @@ impl H3Session {
             by_stream: HashMap::with_capacity_and_hasher(depth, Default::default()),
             parsers: (0..depth).map(|_| ResponseParser::default()).collect(),
             free: (0..depth).rev().collect(),
-            qpack: Qpack::new(ctx.qpack, ctx.target.requests.len()),
+            qpack: Qpack::new(QpackConfig::of(ctx), ctx.target.requests.len()),
             inserts_seen: 0,
             opening: None,
             inflight: 0,
@@ -623,6 +623,9 @@ impl H3Session {
             rec.sent(out, out, 0);
             rec.received(now, inn, inn, 0);
         }
+        if let Some(seen) = self.qpack.seen(false) {
+            ctx.rec.borrow_mut().header_table(&seen);
+        }
         Ok(())
     }
 }
@@ -677,6 +680,12 @@ impl Session for H3Session {
         // A request whose stream never opened was not sent: it goes back to the plan.
         if let Some(o) = self.opening.take() {
             ctx.plan.give_back(o.req.ticket);
+        }
+        if self.sent_any {
+            // A connection the server's SETTINGS never reached still says what we offered.
+            if let Some(seen) = self.qpack.seen(true) {
+                ctx.rec.borrow_mut().header_table(&seen);
+            }
         }
         match result {
             Ok(end) => end,
@@ -748,7 +757,7 @@ impl SessionIo<H3Session> for Quic {
 /// Runs requests on one HTTP/3 connection until the plan is done or the connection fails:
 /// opens our control stream, then the client loop drives an [`H3Session`].
 pub async fn session(ctx: &mut ClientCtx, conn: QuicConn) -> SessionEnd {
-    let opened = open_control(&conn, ctx.qpack, ctx.tap.as_ref());
+    let opened = open_control(&conn, QpackConfig::of(ctx), ctx.tap.as_ref());
     match tokio::time::timeout(ctx.connect_timeout, opened).await {
         Err(_) => return setup_failed(ctx, ErrorKind::Timeout, "h3 setup timed out".into()),
         Ok(Err(e)) => return setup_failed(ctx, ErrorKind::Protocol, format!("h3 setup: {e}")),

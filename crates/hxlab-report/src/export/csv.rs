@@ -25,7 +25,7 @@ fn num(x: Option<f64>) -> String {
 }
 
 /// Names of the figure columns after the factors, in order.
-const FIGURE_COLUMNS: [&str; 22] = [
+const FIGURE_COLUMNS: [&str; 24] = [
     "repetition",
     "status",
     "duration_s",
@@ -44,6 +44,8 @@ const FIGURE_COLUMNS: [&str; 22] = [
     "priorities",
     "body_bytes",
     "header_savings_pct",
+    "header_sent_per_req",
+    "header_received_per_req",
     "server_cpu_us_per_req",
     "client_cpu_us_per_req",
     "wall_s",
@@ -155,6 +157,9 @@ fn record_row(rec: &Record, factor_names: &[String]) -> Vec<String> {
     row.push(num(res
         .filter(|r| r.bytes.header_uncompressed > 0)
         .map(|r| r.bytes.header_savings() * 100.0)));
+    let per_request = res.and_then(crate::cells::head_bytes_per_request);
+    row.push(num(per_request.map(|p| p.0)));
+    row.push(num(per_request.map(|p| p.1)));
     row.push(num(rec
         .server
         .as_ref()

@@ -151,13 +151,13 @@ impl Document for MarkdownExporter {
     /// The cells section: one row per cell with its statistics, or why it was skipped.
     fn cells(&self, o: &mut String, r: &Report) {
         let _ = writeln!(o, "## Cells\n");
-        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | negotiated | cc server/client (read back) | scheduler / TCP mark / priorities (read back) |");
-        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(o, "| cell | n | median | mean | stdev | 95 % CI | TTFB p50 (ms) | server CPU (µs/req) | head bytes/req sent / received | negotiated | cc server/client (read back) | scheduler / TCP mark / priorities (read back) |");
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|---|");
         for c in &r.cells {
             if let Some(why) = &c.skipped {
                 let _ = writeln!(
                     o,
-                    "| {} | 0 | skipped: {} | | | | | | | | |",
+                    "| {} | 0 | skipped: {} | | | | | | | | | |",
                     cell(&c.key),
                     cell(why)
                 );
@@ -166,10 +166,12 @@ impl Document for MarkdownExporter {
             let [n, median, mean, stdev, ci] = cell_figures(c);
             let _ = writeln!(
                 o,
-                "| {} | {n} | {median} | {mean} | {stdev} | {ci} | {} | {} | {} | {} | {} |",
+                "| {} | {n} | {median} | {mean} | {stdev} | {ci} | {} | {} | {} / {} | {} | {} | {} |",
                 cell(&c.key),
                 secondary_text(c, "ttfb_ms"),
                 secondary_text(c, "server_cpu_us_per_req"),
+                secondary_text(c, "header_sent_per_req"),
+                secondary_text(c, "header_received_per_req"),
                 cell(&negotiated_text(&c.negotiated)),
                 cell(&cc_text(&c.server_cc, &c.client_cc)),
                 cell(&scheduling_text(c.scheduling.as_ref())),

@@ -96,8 +96,10 @@ pub(super) fn method(head: &RequestHead<'_>) -> Method {
 }
 
 /// Appends the head of `reply` to `out`: its status line and the fields every protocol
-/// sends ([`Reply::each_field`]), then what `after` says of the connection.
-pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, after: After) {
+/// sends ([`Reply::each_field`]), then what `after` says of the connection. Returns the
+/// head's length (for `/stats`).
+pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, after: After) -> u64 {
+    let start = out.len();
     status_line(out, reply.status);
     reply.each_field(ctx.alt_svc.as_ref(), |name, value| {
         out.extend_from_slice(name);
@@ -110,6 +112,7 @@ pub(super) fn write(out: &mut Vec<u8>, ctx: &Ctx, reply: &Reply, after: After) {
         After::KeepAlive10 => b"connection: keep-alive\r\n\r\n",
         After::Close => b"connection: close\r\n\r\n",
     });
+    (out.len() - start) as u64
 }
 
 /// The interim answer to `Expect: 100-continue`.

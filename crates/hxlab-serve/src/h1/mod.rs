@@ -455,6 +455,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
                 }
             };
             at += used;
+            self.ctx.stats.request_head_bytes(self.proto, used as u64);
             at += self.request(&head, &input[at..], batch);
         }
     }
@@ -545,7 +546,8 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         } else {
             after
         };
-        head::write(batch, &self.ctx, &reply, after);
+        let head_len = head::write(batch, &self.ctx, &reply, after);
+        self.ctx.stats.response_head_bytes(self.proto, head_len);
         self.closing |= after == After::Close;
         self.counted = reply.counted;
         let stats = &self.ctx.stats;

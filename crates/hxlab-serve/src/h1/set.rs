@@ -455,7 +455,9 @@ impl Set {
             let Some(body) = body.filter(|_| reply.ready_now()) else {
                 return at;
             };
-            head::write(out, ctx, &reply, after);
+            let head_len = head::write(out, ctx, &reply, after);
+            ctx.stats.request_head_bytes(Protocol::H1, used as u64);
+            ctx.stats.response_head_bytes(Protocol::H1, head_len);
             out.extend_from_slice(body);
             if reply.counted {
                 ctx.stats.body_bytes(Protocol::H1, body.len() as u64);

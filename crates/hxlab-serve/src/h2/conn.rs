@@ -4,6 +4,7 @@
 //! what the connection holds is in `state.rs`, streams in `stream.rs`, responses and flow
 //! control of what we send in `send.rs`.
 
+use super::head::ResponseHpack;
 use super::state::{
     Conn, ConnError, Peer, Phase, CONN_WINDOW, MAX_FRAME, MAX_WINDOW, STREAM_WINDOW,
 };
@@ -33,6 +34,7 @@ impl Conn {
             preface_left: PREFACE.len(),
             got_settings: false,
             decoder: None,
+            hpack: ResponseHpack::new(ctx.limits.header_table),
             scratch: Vec::new(),
             send_window: 65_535,
             recv_window: CONN_WINDOW,
@@ -60,6 +62,10 @@ impl Conn {
             (setting::INITIAL_WINDOW_SIZE, STREAM_WINDOW as u32),
             (setting::MAX_HEADER_LIST_SIZE, c.ctx.limits.max_header_size),
         ];
+        if c.ctx.limits.header_table != hxlab_wire::hpack::DEFAULT_TABLE {
+            // The table our decoder keeps for the client's requests (4096 goes unsaid).
+            settings.push((setting::HEADER_TABLE_SIZE, c.ctx.limits.header_table as u32));
+        }
         if c.ctx.limits.scheduler == Scheduler::Rfc9218 {
             // RFC 9218 §2.1: we schedule by RFC 9218's signals (RFC 7540 weights are only
             // a fallback for clients that send nothing else).
@@ -172,7 +178,8 @@ impl Conn {
                 Setting::MaxConcurrentStreams(v) => self.peer.max_streams = v,
                 Setting::InitialWindowSize(v) => self.set_initial_window(i64::from(v))?,
                 Setting::MaxFrameSize(v) => self.peer.max_frame = v as usize,
-                // HEADER_TABLE_SIZE: our responses use no dynamic table. Others: ignored.
+                Setting::HeaderTableSize(v) => self.hpack.set_peer_limit(v),
+                // Others: ignored.
                 _ => {}
             }
         }

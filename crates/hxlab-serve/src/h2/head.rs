@@ -1,13 +1,16 @@
 //! Request heads in, response heads out: HPACK ([`hxlab_wire::hpack`]) to what the router
 //! takes, with RFC 9113 §8.2–8.3's rules for a well-formed request, and response heads
-//! encoded against the static table only (no dynamic table to keep in step), the last one
-//! remembered per thread ([`crate::last_head`]) so a repeated head is a compare and a copy.
+//! encoded with the connection's dynamic table ([`ResponseHpack`]), the last one remembered
+//! per connection ([`crate::last_head`]) so a repeated head is a compare and a copy. With no
+//! table (`--header-table 0`), heads are static-only and remembered per thread instead.
 
 use crate::last_head::LastHead;
 use crate::reply::Reply;
 use crate::routes::Ctx;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
-use hxlab_wire::hpack::{huffman_encode, Decoder, HpackError, STATIC_TABLE};
+use hxlab_wire::hpack::{
+    huffman_encode, response_field_indexed, Decoder, Encoder, HpackError, STATIC_TABLE,
+};
 use hxlab_wire::prefix::write as write_int;
 use hxlab_wire::priority::{self, Priority};
 
@@ -300,30 +303,105 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 thread_local! {
-    /// The last response head this thread encoded, and its HPACK block.
+    /// The last static-only response head this thread encoded, and its HPACK block: shared
+    /// by the thread's connections whose encoder uses no dynamic table (nothing in the block
+    /// depends on the connection).
     static LAST_HEAD: std::cell::RefCell<LastHead> = const { std::cell::RefCell::new(LastHead::new()) };
 }
 
-/// Appends the HPACK block of `reply`'s response head to `out`.
-pub(super) fn put_response_block(ctx: &Ctx, reply: &Reply, out: &mut Vec<u8>) {
-    LAST_HEAD.with_borrow_mut(|last| {
-        last.put(
-            reply.status,
-            |f| reply.each_field(ctx.alt_svc.as_ref(), f),
-            |fields, block| fields.for_each(|(n, v)| put_field(block, n, v)),
-            out,
-        )
-    });
+/// One connection's sending side of HPACK: its encoder (a dynamic table bounded by
+/// min(`--header-table`, the client's SETTINGS_HEADER_TABLE_SIZE)) and its last response
+/// head, whose block is reused while the table has not changed since it was encoded.
+pub(super) struct ResponseHpack {
+    encoder: Encoder,
+    last: LastHead,
+    /// Whether the table size in force was counted in `/stats` (at the first response).
+    counted: bool,
+}
+
+impl ResponseHpack {
+    /// The encoder of a connection whose server lets it use `own` bytes of table.
+    pub(super) fn new(own: u64) -> ResponseHpack {
+        ResponseHpack {
+            encoder: Encoder::with_limit(own as usize).huffman(),
+            last: LastHead::new(),
+            counted: false,
+        }
+    }
+
+    /// The client's SETTINGS_HEADER_TABLE_SIZE.
+    pub(super) fn set_peer_limit(&mut self, limit: u32) {
+        self.encoder.set_peer_limit(limit);
+    }
+
+    /// The table size the encoder uses now, the first time it is asked (for `/stats`).
+    pub(super) fn first_table_limit(&mut self) -> Option<u64> {
+        (!std::mem::replace(&mut self.counted, true)).then_some(self.encoder.table_limit() as u64)
+    }
+
+    /// Opens a header block encoded against the static table only (a 103, a pushed
+    /// request) with the size updates it owes.
+    fn open_static_block(&mut self, out: &mut Vec<u8>) {
+        self.encoder.write_size_update(out);
+    }
+}
+
+/// Appends the HPACK block of `reply`'s response head to `out`: fields worth indexing go
+/// into the connection's table ([`response_field_indexed`]); with no table, the block is
+/// the thread's static-only one.
+pub(super) fn put_response_block(
+    ctx: &Ctx,
+    reply: &Reply,
+    hpack: &mut ResponseHpack,
+    out: &mut Vec<u8>,
+) {
+    hpack.encoder.write_size_update(out);
+    let fields = |f: &mut dyn FnMut(&[u8], &[u8])| reply.each_field(ctx.alt_svc.as_ref(), f);
+    if hpack.encoder.table_limit() == 0 {
+        LAST_HEAD.with_borrow_mut(|last| {
+            last.put(
+                reply.status,
+                fields,
+                |fields, block| fields.for_each(|(n, v)| put_field(block, n, v)),
+                out,
+            )
+        });
+        return;
+    }
+    let encoder = &mut hpack.encoder;
+    let before = encoder.generation();
+    hpack.last.put_stamped(
+        reply.status,
+        fields,
+        before,
+        |fields, block| {
+            encoder.encode_indexing(fields, response_field_indexed, block);
+            // Reusable only if encoding it inserted nothing: a repeat is all indexes.
+            let after = encoder.generation();
+            if after == before {
+                before
+            } else {
+                u64::MAX
+            }
+        },
+        out,
+    );
 }
 
 /// The HPACK block of a 103 Early Hints response carrying `link`.
-pub(super) fn early_hints_block(link: &HeaderValue, out: &mut Vec<u8>) {
+pub(super) fn early_hints_block(link: &HeaderValue, hpack: &mut ResponseHpack, out: &mut Vec<u8>) {
+    hpack.open_static_block(out);
     put_field(out, b":status", b"103");
     put_field(out, b"link", link.as_bytes());
 }
 
 /// The HPACK block of a pushed request: GET `path` on `scheme://authority`.
-pub(super) fn push_request_block(scheme: &[u8], authority: &[u8], path: &[u8], out: &mut Vec<u8>) {
+pub(super) fn push_request_block(
+    (scheme, authority, path): (&[u8], &[u8], &[u8]),
+    hpack: &mut ResponseHpack,
+    out: &mut Vec<u8>,
+) {
+    hpack.open_static_block(out);
     put_field(out, b":method", b"GET");
     put_field(out, b":scheme", scheme);
     put_field(out, b":authority", authority);

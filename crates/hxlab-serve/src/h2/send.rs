@@ -72,13 +72,18 @@ impl Conn {
         self.ctx.stats.priority(self.proto, priority.0, priority.1);
         if let Some(link) = &reply.early_hints {
             let mut block = Vec::with_capacity(64);
-            early_hints_block(link, &mut block);
+            early_hints_block(link, &mut self.hpack, &mut block);
             self.write_headers(id, 0, &block);
         }
         let promised = self.promise(id, &reply.push, &scheme, &authority);
         let mut block = Vec::new();
         let ctx = self.ctx.clone();
-        put_response_block(&ctx, &reply, &mut block);
+        put_response_block(&ctx, &reply, &mut self.hpack, &mut block);
+        if let Some(table) = self.hpack.first_table_limit() {
+            ctx.stats.encoder_table(self.proto, table);
+        }
+        ctx.stats
+            .response_head_bytes(self.proto, block.len() as u64);
         let body = std::mem::replace(&mut reply.body, BodySpec::Empty);
         let body = if head_only { BodySpec::Empty } else { body };
         let len = body.len();
@@ -172,7 +177,8 @@ impl Conn {
             let pid = self.next_push_id;
             self.next_push_id += 2;
             let mut block = pid.to_be_bytes().to_vec();
-            push_request_block(scheme, authority, path.as_bytes(), &mut block);
+            let request = (scheme, authority, path.as_bytes());
+            push_request_block(request, &mut self.hpack, &mut block);
             self.write_frames(id, frame::PUSH_PROMISE, 0, &block);
             let r = route(
                 &self.ctx,

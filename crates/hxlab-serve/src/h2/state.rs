@@ -4,7 +4,7 @@
 //! and connection-level control, `stream.rs`: streams, `send.rs`: responses), which each add
 //! their `impl Conn` and share only these types.
 
-use super::head::Head;
+use super::head::{Head, ResponseHpack};
 use crate::body::Source;
 use crate::reply::{Opening, Reply};
 use crate::routes::Ctx;
@@ -56,6 +56,8 @@ pub(crate) struct Conn {
     pub(super) preface_left: usize,
     pub(super) got_settings: bool,
     pub(super) decoder: Option<Box<Decoder>>,
+    /// Our HPACK encoder and the last response head it encoded.
+    pub(super) hpack: ResponseHpack,
     /// Pseudo-header values of the request head being decoded.
     pub(super) scratch: Vec<u8>,
     pub(super) peer: Peer,

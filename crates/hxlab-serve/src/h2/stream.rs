@@ -138,8 +138,15 @@ impl Conn {
     }
 
     fn decoder(&mut self) -> &mut Decoder {
+        // Until the client has our SETTINGS it may use the initial 4096 bytes even when we
+        // advertise less, so the decoder accepts up to the larger of the two.
+        let limit = self
+            .ctx
+            .limits
+            .header_table
+            .max(hxlab_wire::hpack::DEFAULT_TABLE);
         self.decoder
-            .get_or_insert_with(|| Box::new(Decoder::new(4096)))
+            .get_or_insert_with(|| Box::new(Decoder::new(limit as usize)))
     }
 
     /// A complete header block on stream `id`: a new request, trailers, or a protocol error.
@@ -170,6 +177,7 @@ impl Conn {
         }
         self.last_client_id = id;
         let ctx = self.ctx.clone();
+        ctx.stats.request_head_bytes(self.proto, block.len() as u64);
         let mut scratch = std::mem::take(&mut self.scratch);
         let decoded = decode_request(&ctx, block, self.decoder(), &mut scratch);
         self.scratch = scratch;

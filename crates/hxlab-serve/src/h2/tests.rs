@@ -630,3 +630,62 @@ fn a_flood_of_priority_frames_gets_enhance_your_calm() {
     assert_eq!(goaway_code(&c.out), Some(code::ENHANCE_YOUR_CALM));
     assert!(c.signals.early_len() <= crate::schedule::EARLY_UPDATES);
 }
+
+/// The response HEADERS payloads of three GETs of /bytes/10 on one new connection opened
+/// with `settings`, each decoded by a decoder that follows the whole connection. A second
+/// boundary between them changes `date`: then the three are asked again on a new connection.
+fn three_response_heads(settings: &[u8]) -> Vec<Vec<u8>> {
+    loop {
+        let mut c = open(settings);
+        let mut enc = Encoder::new();
+        let mut dec = hxlab_wire::hpack::Decoder::new(4096);
+        let (mut heads, mut dates) = (Vec::new(), Vec::new());
+        for id in [1u32, 3, 5] {
+            let block = get(&mut enc, "/bytes/10");
+            let end = flag::END_HEADERS | flag::END_STREAM;
+            c.receive(&raw(frame::HEADERS, end, id, &block));
+            fill(&mut c);
+            for (kind, _, stream, payload) in frames(&c.out) {
+                if kind == frame::HEADERS && stream == id {
+                    let mut status = None;
+                    dec.decode_fields(&payload, |f| match f.name {
+                        b":status" => status = Some(f.value.to_vec()),
+                        b"date" => dates.push(f.value.to_vec()),
+                        _ => {}
+                    })
+                    .expect("our decoder reads what the server's encoder wrote");
+                    assert_eq!(status.as_deref(), Some(&b"200"[..]));
+                    heads.push(payload);
+                }
+            }
+            c.out.clear();
+        }
+        assert_eq!(heads.len(), 3);
+        if dates.iter().all(|d| *d == dates[0]) {
+            return heads;
+        }
+    }
+}
+
+#[test]
+fn response_heads_are_indexed_per_connection() {
+    let heads = three_response_heads(&[]);
+    assert_ne!(heads[0][0] & 0xe0, 0x20, "no size update at the default");
+    assert!(heads[2].len() * 10 <= heads[0].len() * 4, "{heads:02x?}");
+    assert_eq!(heads[1], heads[2], "a repeat is all indexes");
+    // A second connection starts from an empty table: its first head is the long one again.
+    assert_eq!(three_response_heads(&[])[0].len(), heads[0].len());
+}
+
+#[test]
+fn a_client_table_of_zero_gets_a_size_update_and_static_heads() {
+    // SETTINGS_HEADER_TABLE_SIZE = 0.
+    let heads = three_response_heads(&[0, 1, 0, 0, 0, 0]);
+    assert_eq!(
+        heads[0][0], 0x20,
+        "the first block opens with a size update to 0"
+    );
+    assert_eq!(&heads[0][1..], &heads[1][..]);
+    assert_eq!(heads[1], heads[2]);
+    assert!(heads[2].len() > three_response_heads(&[])[2].len());
+}

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use hxlab_contract::{JobDone, LoadJob};
-use hxlab_core::units::parse_duration;
+use hxlab_core::units::{parse_duration, parse_size};
 use hxlab_core::RunResult;
 use hxlab_load::{CongestionControl, LoadConfig, LoadError, Proto};
 use hxlab_report::run_summary::{intervals_table, summary};
@@ -42,7 +42,8 @@ pub struct Args {
             "urls", "requests", "clients", "max_concurrent_streams", "threads", "duration",
             "warm_up", "headers", "data", "data_file", "method", "timeout", "connect_timeout",
             "insecure", "cacert", "no_keepalive", "rate", "proto", "h1", "alpn_list", "push",
-            "tls_resume", "zero_rtt", "prime", "tfo", "cc",
+            "tls_resume", "zero_rtt", "prime", "tfo", "cc", "header_table", "header_table_size",
+            "encoder_header_table_size",
         ]
     )]
     pub config: Option<PathBuf>,
@@ -162,6 +163,20 @@ pub struct Args {
     /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
     #[arg(long = "cc", value_name = "CC")]
     pub cc: Option<CongestionControl>,
+    /// Header compression, both ways: sets --header-table-size and
+    /// --encoder-header-table-size (either, given too, overrides it). 0 = static table only
+    /// from the first request. Default 4096; at most 64KiB.
+    #[arg(long = "header-table", value_name = "SIZE")]
+    pub header_table: Option<String>,
+    /// The decoder header table size we advertise (h2: SETTINGS_HEADER_TABLE_SIZE; h3:
+    /// QPACK_MAX_TABLE_CAPACITY), as h2load's option. Default: 4K.
+    #[arg(long = "header-table-size", value_name = "SIZE")]
+    pub header_table_size: Option<String>,
+    /// The encoder header table size: the server's decoder says the most it accepts, and
+    /// the negotiated size is the minimum of this and the server's, as h2load's option.
+    /// Default: 4K.
+    #[arg(long = "encoder-header-table-size", value_name = "SIZE")]
+    pub encoder_header_table_size: Option<String>,
     /// Run part INDEX/COUNT of a run spread over COUNT processes or machines (e.g. 0/4): this
     /// part opens its share of -c and sends its share of -n; with --rate it sends the
     /// timetable's requests j with j mod COUNT = INDEX. `hxlab merge` adds the parts back.
@@ -315,9 +330,33 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     if a.cc.is_some() {
         cfg.cc = a.cc;
     }
+    header_tables(a, &mut cfg)?;
     apply_parts(a, &mut cfg)?;
     cfg.progress = progress(a);
     Ok(cfg)
+}
+
+/// --header-table (both tables), then --header-table-size and --encoder-header-table-size
+/// (h2load's), onto `cfg`; sizes take a unit (4KiB) and are bounded by the validator.
+fn header_tables(a: &Args, cfg: &mut LoadConfig) -> anyhow::Result<()> {
+    let size = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|s| parse_size(s).map_err(|e| super::usage(format!("{flag}: {e}"))))
+            .transpose()
+    };
+    if let Some(both) = size("--header-table", &a.header_table)? {
+        hxlab_core::header_table::check_header_table("--header-table", both)
+            .map_err(super::usage)?;
+        cfg.header_table_size = both;
+        cfg.encoder_header_table_size = both;
+    }
+    if let Some(n) = size("--header-table-size", &a.header_table_size)? {
+        cfg.header_table_size = n;
+    }
+    if let Some(n) = size("--encoder-header-table-size", &a.encoder_header_table_size)? {
+        cfg.encoder_header_table_size = n;
+    }
+    Ok(())
 }
 
 /// --shard/--shards, --run-id, --start-at and --start-tolerance onto a configuration (from

@@ -27,7 +27,7 @@ pub struct Options {
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
         "max_header_size",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay", "scheduler",
-        "notsent_lowat", "qlog",
+        "notsent_lowat", "qlog", "header_table",
     ])]
     pub config: Option<String>,
     /// Address to listen on (an IP address, e.g. 127.0.0.1, ::1 or 0.0.0.0).
@@ -152,6 +152,12 @@ pub struct Options {
     /// near misses and misses (see docs/serve.md).
     #[arg(long, value_name = "HAR")]
     pub replay: Option<PathBuf>,
+    /// Header compression: the dynamic table advertised to clients (h2:
+    /// SETTINGS_HEADER_TABLE_SIZE, h3: QPACK_MAX_TABLE_CAPACITY) and the most the response
+    /// encoder uses (never above what the client allows). 0 = static table only. Default
+    /// 4096 (RFC 7541's initial size; nginx, h2o, nghttp2); at most 64KiB.
+    #[arg(long, value_name = "SIZE", default_value = "4096")]
+    pub header_table: String,
 }
 
 /// The server's configuration: from `--config`, or the flags mapped onto it; either way
@@ -217,6 +223,7 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         tcp_max_connections: args.tcp_max_connections,
         tcp_max_per_address: args.tcp_max_per_address,
         ready_file: args.ready_file.clone(),
+        header_table: size("--header-table", &args.header_table)?,
         qlog_dir: args.qlog.clone(),
         head_timeout: duration("--head-timeout", &args.head_timeout)?,
         idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,

@@ -39,6 +39,10 @@ pub struct Args {
     /// Limit for the traced connection (each one with --resume): connect, handshake, responses.
     #[arg(long, default_value = "10s", value_name = "DUR")]
     pub timeout: String,
+    /// Header compression, both ways, as `hxlab load --header-table`: the table advertised
+    /// and the most the request encoder uses. 0 = static table only. Default 4096.
+    #[arg(long, value_name = "SIZE", default_value = "4096")]
+    pub header_table: String,
 }
 
 /// The most requests one trace sends (-m times URLs): a trace is for reading, not for load.
@@ -81,6 +85,9 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Proto)> {
     if let Some(p) = &args.cacert {
         std::fs::metadata(p).map_err(|e| super::usage(format!("--cacert {}: {e}", p.display())))?;
     }
+    let table = hxlab_core::parse_size(&args.header_table)
+        .map_err(|e| super::usage(format!("--header-table: {e}")))?;
+    hxlab_core::header_table::check_header_table("--header-table", table).map_err(super::usage)?;
     let mut urls = Vec::with_capacity(total);
     for u in &args.urls {
         urls.extend(std::iter::repeat_n(u.clone(), args.multiply));
@@ -105,6 +112,8 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Proto)> {
         alpn_list: (asked == Proto::H2 && https).then(|| vec!["h2".into(), "http/1.1".into()]),
         tls_resume: args.resume,
         prime: args.resume,
+        header_table_size: table,
+        encoder_header_table_size: table,
         ..Default::default()
     };
     Ok((cfg, asked))
