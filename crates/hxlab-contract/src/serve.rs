@@ -45,6 +45,10 @@ pub struct ServeConfig {
     pub max_size: u64,
     /// Largest request header block accepted, in bytes.
     pub max_header_size: u32,
+    /// Dynamic header table size, in bytes: on HTTP/3 the QPACK capacity advertised for
+    /// request heads and the most our response encoder uses (capped at 64 KiB; 0: static
+    /// table only).
+    pub header_table: u64,
     /// Most sub-resources a `/page` may reference.
     pub max_page_resources: u32,
     /// How long a shutdown waits for in-flight requests before giving up on them.
@@ -146,6 +150,7 @@ impl Default for ServeConfig {
             max_delay: Duration::from_secs(60),
             max_size: 1 << 40,
             max_header_size: 64 * 1024,
+            header_table: 4096,
             max_page_resources: 1000,
             drain_timeout: Duration::from_secs(10),
             cc: None,

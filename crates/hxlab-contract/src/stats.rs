@@ -68,6 +68,40 @@ pub struct StatsSnapshot {
     /// `round-robin`, `fifo`); empty from a server that does not say.
     #[serde(default)]
     pub scheduler: String,
+    /// HTTP/3 header compression (QPACK) counters, every connection so far.
+    #[serde(default)]
+    pub h3_qpack: H3QpackStats,
+}
+
+/// HTTP/3 header bytes and QPACK dynamic-table use, summed over every HTTP/3 connection a
+/// server has served (`/stats`, `h3_qpack`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct H3QpackStats {
+    /// Request header bytes received: HEADERS frame payloads plus the clients' QPACK
+    /// encoder-stream bytes.
+    pub request_header_bytes: u64,
+    /// Response header bytes sent: HEADERS frame payloads plus our encoder-stream bytes.
+    pub response_header_bytes: u64,
+    /// Field lines of request heads that referenced the dynamic table.
+    pub dynamic_refs_decoded: u64,
+    /// Field lines of response heads that referenced the dynamic table.
+    pub dynamic_refs_encoded: u64,
+    /// Entries the clients' encoders inserted into our decoders' tables.
+    pub inserts_received: u64,
+    /// Entries our encoders inserted into the clients' tables.
+    pub inserts_made: u64,
+    /// Times a request head had to wait for inserts (a blocked stream).
+    pub blocked_streams: u64,
+    /// Request streams reset because their head stayed blocked past the deadline.
+    pub blocked_resets: u64,
+    /// The table capacity we advertised (SETTINGS_QPACK_MAX_TABLE_CAPACITY).
+    pub table_capacity: u64,
+    /// The blocked streams we advertised (SETTINGS_QPACK_BLOCKED_STREAMS).
+    pub blocked_streams_allowed: u64,
+    /// Connections by the QPACK settings their client advertised, keyed
+    /// `"capacity=N,blocked=M"`.
+    pub client_settings: BTreeMap<String, u64>,
 }
 
 impl StatsSnapshot {

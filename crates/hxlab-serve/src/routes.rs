@@ -23,6 +23,8 @@ pub(crate) struct Limits {
     pub max_delay: Duration,
     pub max_size: u64,
     pub max_header_size: u32,
+    /// Dynamic header table size (`--header-table`): QPACK capacity on HTTP/3.
+    pub header_table: u64,
     pub max_page_resources: u32,
     pub max_streams: u32,
     pub drain_timeout: Duration,
@@ -55,6 +57,7 @@ impl Limits {
             max_delay: cfg.max_delay,
             max_size: cfg.max_size,
             max_header_size: cfg.max_header_size,
+            header_table: cfg.header_table,
             max_page_resources: cfg.max_page_resources,
             max_streams: cfg.max_streams,
             drain_timeout: cfg.drain_timeout,

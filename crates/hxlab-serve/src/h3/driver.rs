@@ -487,6 +487,21 @@ impl SendStream {
         });
     }
 
+    /// Writes what flow control takes of `bytes` now, without waiting: how many bytes went.
+    pub fn write_now(&mut self, bytes: &[u8]) -> Result<usize, WriteError> {
+        let id = self.id;
+        self.conn.with(|s| {
+            if s.lost.is_some() {
+                return Err(WriteError);
+            }
+            match s.quic.q.send_stream(id).write(bytes) {
+                Ok(n) => Ok(n),
+                Err(quinn_proto::WriteError::Blocked) => Ok(0),
+                Err(_) => Err(WriteError),
+            }
+        })
+    }
+
     /// Writes all of `bytes`.
     pub async fn write_all(&mut self, bytes: &[u8]) -> Result<(), WriteError> {
         self.write_all_chunks(&mut [Bytes::copy_from_slice(bytes)])

@@ -25,7 +25,7 @@ pub struct Options {
         "dir", "max_streams", "quic_window", "quic_max_connections", "quic_retry_threshold",
         "quic_max_per_address", "tcp_max_connections", "tcp_max_per_address", "send_timeout",
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
-        "max_header_size",
+        "max_header_size", "header_table",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay", "scheduler",
         "notsent_lowat", "qlog",
     ])]
@@ -120,6 +120,10 @@ pub struct Options {
     /// Largest request header block accepted (e.g. 64KiB).
     #[arg(long, default_value = "64KiB")]
     pub max_header_size: String,
+    /// Dynamic header table size (e.g. 4KiB; 0: static table only): on HTTP/3 the QPACK
+    /// table capacity advertised and used for responses (at most 64KiB).
+    #[arg(long, default_value = "4KiB", value_name = "SIZE")]
+    pub header_table: String,
     /// Most sub-resources a /page may reference.
     #[arg(long, default_value_t = 1000)]
     pub max_page_resources: u32,
@@ -206,6 +210,7 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         max_delay: duration("--max-delay", &args.max_delay)?,
         max_size: size("--max-size", &args.max_size)?,
         max_header_size,
+        header_table: size("--header-table", &args.header_table)?,
         max_page_resources: args.max_page_resources,
         drain_timeout: duration("--drain-timeout", &args.drain_timeout)?,
         quic_window: size("--quic-window", &args.quic_window)?,
