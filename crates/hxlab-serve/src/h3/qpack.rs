@@ -274,9 +274,9 @@ impl ConnQpack {
         self.write(&mut s);
     }
 
-    /// Waits until the client's encoder stream inserts something.
-    pub async fn inserted(&self) {
-        self.inserted.notified().await
+    /// Ready once the client's encoder stream inserts something after this call.
+    pub fn inserted(&self) -> tokio::sync::futures::Notified<'_> {
+        self.inserted.notified()
     }
 
     /// Appends the HEADERS frame of a response on stream `stream_id`: encoded with the
