@@ -2398,10 +2398,18 @@ fn qpack_encoder_stream_and_reference_violations_close_the_connection() {
     let mut big = vec![0x02, 0x3f, 0xe1, 0x1f, 0x41, b'x'];
     hxlab_wire::prefix::write(&mut big, 0x00, 7, 5000);
     big.extend(std::iter::repeat_n(b'v', 5000));
-    assert_eq!(h3_qpack_attack(addr, &big, &[]), Some(0x201), "insert past capacity");
+    assert_eq!(
+        h3_qpack_attack(addr, &big, &[]),
+        Some(0x201),
+        "insert past capacity"
+    );
     // Capacity 8192 against the 4096 we advertised.
     let over = [0x02, 0x3f, 0xe1, 0x3f];
-    assert_eq!(h3_qpack_attack(addr, &over, &[]), Some(0x201), "capacity above ours");
+    assert_eq!(
+        h3_qpack_attack(addr, &over, &[]),
+        Some(0x201),
+        "capacity above ours"
+    );
     // One insert, then a section with Required Insert Count 1 (encoded 2), Base 1, whose
     // post-base reference 0 is absolute index 1: not below the Required Insert Count.
     let beyond = h3_dynamic_request([0x02, 0x00], &[0x10]);

@@ -54,9 +54,7 @@ fn qpack_stats(server: &Server) -> H3QpackStats {
 }
 
 fn num(v: &serde_json::Value, key: &str) -> u64 {
-    v[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} in {v}"))
+    v[key].as_u64().unwrap_or_else(|| panic!("{key} in {v}"))
 }
 
 /// 100 requests on one aioquic connection (10 at a time), then three identical ones: every

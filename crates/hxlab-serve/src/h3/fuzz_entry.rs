@@ -109,7 +109,10 @@ mod tests {
         let enc = [0x3f, 0xe1, 0x1f, 0xc0, 0x01, b'h'];
         let mut dynamic = vec![0x02, 0x00];
         dynamic.extend_from_slice(&block[2..]);
-        let at = dynamic.iter().position(|b| *b == 0x50).expect(":authority literal");
+        let at = dynamic
+            .iter()
+            .position(|b| *b == 0x50)
+            .expect(":authority literal");
         dynamic.splice(at..at + 3, [0x80]);
         assert_eq!(
             request_head_after(&enc, &dynamic, 1 << 16),

@@ -312,9 +312,10 @@ impl ConnQpack {
         });
         let mut parts = buf.split(|&b| b == 0);
         let pairs = std::iter::from_fn(|| Some((parts.next()?, parts.next()?)));
-        let list: Vec<(&[u8], &[u8])> = std::iter::once((&b":status"[..], status.as_str().as_bytes()))
-            .chain(pairs)
-            .collect();
+        let list: Vec<(&[u8], &[u8])> =
+            std::iter::once((&b":status"[..], status.as_str().as_bytes()))
+                .chain(pairs)
+                .collect();
         let mut section = Vec::with_capacity(64);
         encoder.encode(stream_id, &list, &mut section);
         encoder.drain_output(&mut ours[ENCODER].pending);

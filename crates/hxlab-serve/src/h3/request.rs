@@ -8,7 +8,9 @@
 
 use super::control::close;
 use super::driver::{Conn, RecvStream, SendStream};
-use super::head::{data_head, decode_request, put_static_response_head, FieldSink, Head, HeadError};
+use super::head::{
+    data_head, decode_request, put_static_response_head, FieldSink, Head, HeadError,
+};
 use super::priority;
 use super::qpack::{ConnQpack, BLOCKED_DEADLINE};
 use crate::body::{BodySpec, CHUNK};
@@ -20,8 +22,8 @@ use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
 use hxlab_wire::qpack::{Decoded, QpackError};
 use quinn_proto::VarInt;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -659,7 +661,9 @@ mod tests {
         // Ends inside a frame: H3_FRAME_ERROR.
         let wire = request("/", b"abc", 3);
         let mut r = Reader::default();
-        r.feed(&wire[..wire.len() - 1], 1 << 16, &table(0)).ok().unwrap();
+        r.feed(&wire[..wire.len() - 1], 1 << 16, &table(0))
+            .ok()
+            .unwrap();
         assert!(matches!(r.finish(), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_ERROR));
         // A HEADERS frame over the limit: 431.
         let mut r = Reader::default();
@@ -699,7 +703,10 @@ mod tests {
         let mut enc = vec![0x3f, 0xe1, 0x1f];
         enc.extend_from_slice(&[0x43, b'x', b'-', b'a', 0x01, b'b']);
         q.borrow_mut().feed_encoder(&enc).unwrap();
-        assert!(!r.retry(1 << 16, &q).ok().unwrap(), "decoded after the insert");
+        assert!(
+            !r.retry(1 << 16, &q).ok().unwrap(),
+            "decoded after the insert"
+        );
         r.feed(&[], 1 << 16, &q).ok().unwrap();
         assert_eq!(r.body, 3);
         let h = r.finish().ok().unwrap();
