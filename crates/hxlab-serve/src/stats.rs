@@ -358,3 +358,49 @@ impl Drop for ConnectionGuard {
             .fetch_sub(1, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qpack_counters_add_up_and_client_settings_stay_bounded() {
+        let stats = Stats::new(Scheduler::default(), Lowat::default());
+        let q = &stats.h3_qpack;
+        q.advertised(4096, 100);
+        let d = QpackDelta {
+            request_header_bytes: 10,
+            dynamic_refs_decoded: 3,
+            inserts_made: 2,
+            ..QpackDelta::default()
+        };
+        q.add(&d);
+        q.add(&d);
+        // A client choosing new numbers on every connection fills 32 keys, then "other".
+        for i in 0..100 {
+            q.client_settings(i, 1);
+        }
+        q.client_settings(0, 1);
+        let s = stats.snapshot().h3_qpack;
+        assert_eq!(
+            (
+                s.request_header_bytes,
+                s.dynamic_refs_decoded,
+                s.inserts_made
+            ),
+            (20, 6, 4)
+        );
+        assert_eq!((s.table_capacity, s.blocked_streams_allowed), (4096, 100));
+        assert_eq!(s.client_settings.len(), 33);
+        assert_eq!(s.client_settings.get("other"), Some(&68));
+        assert_eq!(s.client_settings.get("capacity=0,blocked=1"), Some(&2));
+        // The snapshot's JSON carries them, and a document without them still parses.
+        let back = StatsSnapshot::from_json(&stats.snapshot().to_json()).expect("json");
+        assert_eq!(back.h3_qpack, s);
+        let old = r#"{"uptime_s":1,"cpu_user_s":0,"cpu_sys_s":0,"by_protocol":{},"total":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0}}"#;
+        assert_eq!(
+            StatsSnapshot::from_json(old).expect("old").h3_qpack,
+            Default::default()
+        );
+    }
+}
