@@ -100,12 +100,13 @@ fn aioquic_and_the_origin_use_each_others_dynamic_tables() {
 
     // Three identical requests on a fresh connection: the first response's header cost is
     // its HEADERS payload plus the inserts it brought on our encoder stream (with blocked
-    // streams allowed it may reference them at once); the third needs no insert.
+    // streams allowed it may reference them at once; before aioquic's SETTINGS arrive it
+    // is static-only). The third references what is in the table (a `date` of a new second
+    // may be inserted for it, and is referenced as well).
     let r = aioquic_client(&py, &server, &["--requests", "0", "--repeat", "3"]);
     let rep = r["repeat"].as_array().expect("repeat");
     let cost = |i: usize| num(&rep[i], "headers") + num(&rep[i], "encoder_stream");
     eprintln!("three identical: {rep:?}");
-    assert_eq!(num(&rep[2], "encoder_stream"), 0, "{r}");
     assert!(
         num(&rep[2], "headers") * 10 <= cost(0) * 4,
         "third HEADERS {} bytes against the first's {} (with its inserts): {r}",
