@@ -2433,7 +2433,8 @@ fn qpack_encoder_stream_and_reference_violations_close_the_connection() {
 }
 
 /// A request head blocked forever (its Required Insert Count never reached) is reset with
-/// H3_REQUEST_CANCELLED after the 5 s deadline, while the same connection goes on serving;
+/// H3_REQUEST_CANCELLED after the 5 s deadline and cancelled on our decoder stream, while the
+/// same connection goes on serving; one whose stream the client resets is cancelled at once;
 /// more blocked streams than the 100 we advertised close it with QPACK_DECOMPRESSION_FAILED.
 #[test]
 fn blocked_qpack_streams_are_bounded_in_time_and_number() {
@@ -2496,9 +2497,28 @@ fn blocked_qpack_streams_are_bounded_in_time_and_number() {
         // The decoder forgot it and told our encoder: Stream Cancellation of stream 0.
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(*decoder_stream.lock().expect("lock"), vec![0x40]);
+        // A blocked head whose stream the client resets is cancelled at once (stream 8).
+        let (mut send, _recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&h3_dynamic_request([0x06, 0x00], &[0x80]))
+            .await
+            .expect("blocked head");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _ = send.reset(quinn::VarInt::from_u32(0x10c));
+        let t1 = Instant::now();
+        while decoder_stream.lock().expect("lock").len() < 2
+            && t1.elapsed() < Duration::from_secs(3)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(*decoder_stream.lock().expect("lock"), vec![0x40, 0x48]);
+        assert!(
+            t1.elapsed() < Duration::from_secs(2),
+            "cancelled after {:?}",
+            t1.elapsed()
+        );
     });
     let st = common::serve_stats(&server.ready.plain.to_string()).h3_qpack;
-    assert_eq!((st.blocked_streams, st.blocked_resets), (1, 1), "{st:?}");
+    assert_eq!((st.blocked_streams, st.blocked_resets), (2, 1), "{st:?}");
     // 101 blocked streams against the 100 we allow.
     let code = rt.block_on(async {
         let (_ep, conn, _control) = common::h3_connect(addr).await;

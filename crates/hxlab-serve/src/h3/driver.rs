@@ -402,6 +402,29 @@ impl RecvStream {
         out
     }
 
+    /// Ready when the peer reset the stream or the connection is gone, without reading
+    /// anything: what a request waiting for something else watches.
+    pub async fn reset_or_gone(&mut self) {
+        poll_fn(|cx| {
+            let mut s = self.conn.state.borrow_mut();
+            if s.lost.is_some() {
+                self.done = true;
+                return Poll::Ready(());
+            }
+            match s.quic.q.recv_stream(self.id).received_reset() {
+                Ok(None) => {
+                    s.readers.insert(self.id, cx.waker().clone());
+                    Poll::Pending
+                }
+                Ok(Some(_)) | Err(_) => {
+                    self.done = true;
+                    Poll::Ready(())
+                }
+            }
+        })
+        .await
+    }
+
     /// Asks the client to stop sending, with `code`.
     pub fn stop(&mut self, code: VarInt) {
         if !std::mem::replace(&mut self.done, true) {

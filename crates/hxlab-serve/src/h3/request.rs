@@ -213,7 +213,7 @@ async fn read_frames(
     let mut charge = Charge { heads, bytes: 0 };
     loop {
         if r.blocked.is_some() {
-            Box::pin(unblock(qpack, r, max)).await?;
+            Box::pin(unblock(qpack, recv, r, max)).await?;
         }
         // Most reads are ready at once; only one that waits gets a timer.
         let mut read = pin!(recv.read_chunk(usize::MAX));
@@ -253,16 +253,23 @@ async fn read_frames(
 }
 
 /// Waits until the blocked field section of `r` decodes (then parses what followed it), at
-/// most [`BLOCKED_DEADLINE`].
-async fn unblock(qpack: &ConnQpack, r: &mut Reader, max: u64) -> Result<(), Fail> {
+/// most [`BLOCKED_DEADLINE`], and no longer than the stream or the connection lives.
+async fn unblock(
+    qpack: &ConnQpack,
+    recv: &mut RecvStream,
+    r: &mut Reader,
+    max: u64,
+) -> Result<(), Fail> {
     let deadline = tokio::time::Instant::now() + BLOCKED_DEADLINE;
     loop {
         let inserted = qpack.inserted();
         if !r.retry(max, qpack)? {
             return r.feed(&[], max, qpack);
         }
-        if tokio::time::timeout_at(deadline, inserted).await.is_err() {
-            return Err(Fail::Blocked);
+        tokio::select! {
+            _ = inserted => {}
+            _ = tokio::time::sleep_until(deadline) => return Err(Fail::Blocked),
+            _ = recv.reset_or_gone() => return Err(Fail::Gone),
         }
     }
 }
