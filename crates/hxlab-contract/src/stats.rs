@@ -155,7 +155,7 @@ mod tests {
     use super::*;
 
     /// A body as `hxlab serve` writes it (key order, every field present, `cc` as a map).
-    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1}},"scheduler":"rfc9218"}"#;
+    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1}},"scheduler":"rfc9218","h3_qpack":{"request_header_bytes":900,"response_header_bytes":300,"dynamic_refs_decoded":40,"dynamic_refs_encoded":30,"inserts_received":5,"inserts_made":9,"blocked_streams":1,"blocked_resets":0,"table_capacity":4096,"blocked_streams_allowed":100,"client_settings":{"capacity=65536,blocked=100":1}}}"#;
 
     #[test]
     fn a_body_round_trips_byte_for_byte() {
@@ -167,6 +167,8 @@ mod tests {
         assert!(s.protocol(Protocol::H2).is_none());
         assert_eq!(s.scheduler, "rfc9218");
         assert_eq!(s.total.priorities["u=0, i"], 1);
+        assert_eq!(s.h3_qpack.dynamic_refs_decoded, 40);
+        assert_eq!(s.h3_qpack.client_settings["capacity=65536,blocked=100"], 1);
     }
 
     #[test]
