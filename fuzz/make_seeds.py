@@ -136,10 +136,15 @@ write("h3_frame", "settings", h3(4, v(6) + v(16383) + v(1) + v(0)))
 write("h3_frame", "headers", h3(1, h("0000 510b 2f69 6e64 6578 2e68 746d 6c")))
 write("h3_frame", "grease", v(0x21 + 0x1f * 7) + v(1 << 20))
 
-# serve_h3: bit 0 selects request head (0, other bits the size limit × 64) or control stream
-# (1, other bits the split size).
-write("serve_h3", "request-head", b"\x7e" + h("0000 d1d7 5102 2f78 2378 2d61 0162"))
-write("serve_h3", "request-no-path", b"\x7e" + h("0000 d1d7"))
+# serve_h3: bit 0 selects request head (0) or control stream (1, other bits the split size).
+# Request heads: bit 1 set, a length byte and that many QPACK encoder-stream bytes come first
+# (a decoder with a dynamic table); the other bits are the size limit × 64.
+write("serve_h3", "request-head", b"\x7c" + h("0000 d1d7 5102 2f78 2378 2d61 0162"))
+write("serve_h3", "request-no-path", b"\x7c" + h("0000 d1d7"))
+# Capacity 4096, ":authority h" inserted by static name reference; the head's :authority is
+# dynamic entry 0 (Required Insert Count 1, Base 1).
+enc = h("3fe11f c001 68")
+write("serve_h3", "request-head-dynamic", b"\x7e" + bytes([len(enc)]) + enc + h("0200 d1d7 80 5102 2f78"))
 write("serve_h3", "control", b"\x07" + h3(4, v(6) + v(16383)) + h3(0x21, b"abc") + h3(7, v(0)))
 write("serve_h3", "control-no-settings", b"\x01" + h3(7, v(0)))
 

@@ -81,6 +81,40 @@ pub struct StatsSnapshot {
     /// `round-robin`, `fifo`); empty from a server that does not say.
     #[serde(default)]
     pub scheduler: String,
+    /// HTTP/3 header compression (QPACK) counters, every connection so far.
+    #[serde(default)]
+    pub h3_qpack: H3QpackStats,
+}
+
+/// HTTP/3 header bytes and QPACK dynamic-table use, summed over every HTTP/3 connection a
+/// server has served (`/stats`, `h3_qpack`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct H3QpackStats {
+    /// Request header bytes received: HEADERS frame payloads plus the clients' QPACK
+    /// encoder-stream bytes.
+    pub request_header_bytes: u64,
+    /// Response header bytes sent: HEADERS frame payloads plus our encoder-stream bytes.
+    pub response_header_bytes: u64,
+    /// Field lines of request heads that referenced the dynamic table.
+    pub dynamic_refs_decoded: u64,
+    /// Field lines of response heads that referenced the dynamic table.
+    pub dynamic_refs_encoded: u64,
+    /// Entries the clients' encoders inserted into our decoders' tables.
+    pub inserts_received: u64,
+    /// Entries our encoders inserted into the clients' tables.
+    pub inserts_made: u64,
+    /// Times a request head had to wait for inserts (a blocked stream).
+    pub blocked_streams: u64,
+    /// Request streams reset because their head stayed blocked past the deadline.
+    pub blocked_resets: u64,
+    /// The table capacity we advertised (SETTINGS_QPACK_MAX_TABLE_CAPACITY).
+    pub table_capacity: u64,
+    /// The blocked streams we advertised (SETTINGS_QPACK_BLOCKED_STREAMS).
+    pub blocked_streams_allowed: u64,
+    /// Connections by the QPACK settings their client advertised, keyed
+    /// `"capacity=N,blocked=M"`.
+    pub client_settings: BTreeMap<String, u64>,
 }
 
 impl StatsSnapshot {
@@ -134,7 +168,7 @@ mod tests {
     use super::*;
 
     /// A body as `hxlab serve` writes it (key order, every field present, `cc` as a map).
-    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{},"response_header_bytes":300,"request_header_bytes":120,"encoder_tables":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":20,"request_header_bytes":10,"encoder_tables":{"4096":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":320,"request_header_bytes":130,"encoder_tables":{"4096":1}},"scheduler":"rfc9218"}"#;
+    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{},"response_header_bytes":300,"request_header_bytes":120,"encoder_tables":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":20,"request_header_bytes":10,"encoder_tables":{"4096":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":320,"request_header_bytes":130,"encoder_tables":{"4096":1}},"scheduler":"rfc9218","h3_qpack":{"request_header_bytes":900,"response_header_bytes":300,"dynamic_refs_decoded":40,"dynamic_refs_encoded":30,"inserts_received":5,"inserts_made":9,"blocked_streams":1,"blocked_resets":0,"table_capacity":4096,"blocked_streams_allowed":100,"client_settings":{"capacity=65536,blocked=100":1}}}"#;
 
     #[test]
     fn a_body_round_trips_byte_for_byte() {
@@ -155,6 +189,8 @@ mod tests {
         let old =
             StatsSnapshot::from_json(&BODY.replace(",\"response_header_bytes\":300", "")).unwrap();
         assert_eq!(old.protocol(Protocol::H1).unwrap().response_header_bytes, 0);
+        assert_eq!(s.h3_qpack.dynamic_refs_decoded, 40);
+        assert_eq!(s.h3_qpack.client_settings["capacity=65536,blocked=100"], 1);
     }
 
     #[test]

@@ -198,7 +198,10 @@ pub mod experiment {
     /// The first bytes of the HTTP/3 control stream `hxlab serve` opens for `cfg`: its type
     /// and SETTINGS.
     pub fn h3_control_preamble(cfg: &ServeConfig) -> Vec<u8> {
-        h3::control_preamble(u64::from(cfg.max_header_size))
+        h3::control_preamble(
+            u64::from(cfg.max_header_size),
+            h3::advertised_qpack(cfg.header_table),
+        )
     }
 }
 

@@ -46,8 +46,8 @@ pub(crate) struct Limits {
     /// TCP_NOTSENT_LOWAT of the TCP sockets: with a mark, HTTP/2 builds frames only as the
     /// socket takes them.
     pub lowat: hxlab_core::sched::Lowat,
-    /// The HPACK table we advertise and the most our encoder uses (`--header-table`); h3:
-    /// used by the QPACK wiring.
+    /// The header table we advertise and the most our encoders use (`--header-table`): the
+    /// HPACK table on HTTP/2, the QPACK capacity on HTTP/3.
     pub header_table: u64,
 }
 

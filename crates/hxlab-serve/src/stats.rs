@@ -65,6 +65,8 @@ pub(crate) struct Stats {
     by: [Counters; 5],
     scheduler: Scheduler,
     lowat: Lowat,
+    /// HTTP/3 header compression, kept apart from the per-protocol counters.
+    pub h3_qpack: QpackCounters,
 }
 
 impl Stats {
@@ -76,6 +78,7 @@ impl Stats {
             by: Default::default(),
             scheduler,
             lowat,
+            h3_qpack: QpackCounters::default(),
         }
     }
 
@@ -273,6 +276,100 @@ impl Stats {
             by_protocol,
             total,
             scheduler: self.scheduler.name().to_string(),
+            h3_qpack: self.h3_qpack.snapshot(),
+        }
+    }
+}
+
+/// HTTP/3 header bytes and QPACK counters (what `/stats` shows as `h3_qpack`); a
+/// connection adds what it did as it goes.
+#[derive(Default)]
+pub(crate) struct QpackCounters {
+    request_header_bytes: AtomicU64,
+    response_header_bytes: AtomicU64,
+    dynamic_refs_decoded: AtomicU64,
+    dynamic_refs_encoded: AtomicU64,
+    inserts_received: AtomicU64,
+    inserts_made: AtomicU64,
+    blocked_streams: AtomicU64,
+    blocked_resets: AtomicU64,
+    table_capacity: AtomicU64,
+    blocked_streams_allowed: AtomicU64,
+    /// Client SETTINGS seen, by "capacity=N,blocked=M" (one entry per distinct pair).
+    client_settings: std::sync::Mutex<BTreeMap<String, u64>>,
+}
+
+/// What one HTTP/3 connection's QPACK did since it last reported ([`QpackCounters::add`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct QpackDelta {
+    pub request_header_bytes: u64,
+    pub response_header_bytes: u64,
+    pub dynamic_refs_decoded: u64,
+    pub dynamic_refs_encoded: u64,
+    pub inserts_received: u64,
+    pub inserts_made: u64,
+    pub blocked_streams: u64,
+    pub blocked_resets: u64,
+}
+
+impl QpackCounters {
+    /// Adds what a connection did.
+    pub fn add(&self, d: &QpackDelta) {
+        for (c, v) in [
+            (&self.request_header_bytes, d.request_header_bytes),
+            (&self.response_header_bytes, d.response_header_bytes),
+            (&self.dynamic_refs_decoded, d.dynamic_refs_decoded),
+            (&self.dynamic_refs_encoded, d.dynamic_refs_encoded),
+            (&self.inserts_received, d.inserts_received),
+            (&self.inserts_made, d.inserts_made),
+            (&self.blocked_streams, d.blocked_streams),
+            (&self.blocked_resets, d.blocked_resets),
+        ] {
+            if v > 0 {
+                c.fetch_add(v, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Records what we advertise: table capacity and blocked streams.
+    pub fn advertised(&self, capacity: u64, blocked: u64) {
+        self.table_capacity.store(capacity, Ordering::Relaxed);
+        self.blocked_streams_allowed
+            .store(blocked, Ordering::Relaxed);
+    }
+
+    /// Counts a client's QPACK SETTINGS (once per connection).
+    pub fn client_settings(&self, capacity: u64, blocked: u64) {
+        let key = format!("capacity={capacity},blocked={blocked}");
+        if let Ok(mut m) = self.client_settings.lock() {
+            // Clients choose these numbers: past a few distinct pairs, the rest is "other".
+            let key = if m.len() < 32 || m.contains_key(&key) {
+                key
+            } else {
+                "other".to_string()
+            };
+            *m.entry(key).or_default() += 1;
+        }
+    }
+
+    fn snapshot(&self) -> hxlab_contract::H3QpackStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        hxlab_contract::H3QpackStats {
+            request_header_bytes: get(&self.request_header_bytes),
+            response_header_bytes: get(&self.response_header_bytes),
+            dynamic_refs_decoded: get(&self.dynamic_refs_decoded),
+            dynamic_refs_encoded: get(&self.dynamic_refs_encoded),
+            inserts_received: get(&self.inserts_received),
+            inserts_made: get(&self.inserts_made),
+            blocked_streams: get(&self.blocked_streams),
+            blocked_resets: get(&self.blocked_resets),
+            table_capacity: get(&self.table_capacity),
+            blocked_streams_allowed: get(&self.blocked_streams_allowed),
+            client_settings: self
+                .client_settings
+                .lock()
+                .map(|m| m.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -300,5 +397,51 @@ impl Drop for ConnectionGuard {
         self.stats.by[self.proto.index()]
             .open_connections
             .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qpack_counters_add_up_and_client_settings_stay_bounded() {
+        let stats = Stats::new(Scheduler::default(), Lowat::default());
+        let q = &stats.h3_qpack;
+        q.advertised(4096, 100);
+        let d = QpackDelta {
+            request_header_bytes: 10,
+            dynamic_refs_decoded: 3,
+            inserts_made: 2,
+            ..QpackDelta::default()
+        };
+        q.add(&d);
+        q.add(&d);
+        // A client choosing new numbers on every connection fills 32 keys, then "other".
+        for i in 0..100 {
+            q.client_settings(i, 1);
+        }
+        q.client_settings(0, 1);
+        let s = stats.snapshot().h3_qpack;
+        assert_eq!(
+            (
+                s.request_header_bytes,
+                s.dynamic_refs_decoded,
+                s.inserts_made
+            ),
+            (20, 6, 4)
+        );
+        assert_eq!((s.table_capacity, s.blocked_streams_allowed), (4096, 100));
+        assert_eq!(s.client_settings.len(), 33);
+        assert_eq!(s.client_settings.get("other"), Some(&68));
+        assert_eq!(s.client_settings.get("capacity=0,blocked=1"), Some(&2));
+        // The snapshot's JSON carries them, and a document without them still parses.
+        let back = StatsSnapshot::from_json(&stats.snapshot().to_json()).expect("json");
+        assert_eq!(back.h3_qpack, s);
+        let old = r#"{"uptime_s":1,"cpu_user_s":0,"cpu_sys_s":0,"by_protocol":{},"total":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0}}"#;
+        assert_eq!(
+            StatsSnapshot::from_json(old).expect("old").h3_qpack,
+            Default::default()
+        );
     }
 }

@@ -259,7 +259,8 @@ impl H3StreamWire {
                         "qpack_instruction",
                         format!("QPACK {which} instruction: {text}"),
                     )
-                    .field("instruction", text),
+                    .field("instruction", text)
+                    .field("length", n),
                 );
                 true
             }

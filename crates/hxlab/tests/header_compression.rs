@@ -304,3 +304,83 @@ fn a_load_record_against_h2o_reads_its_settings() {
     };
     assert_eq!(r.header_tables, vec![want]);
 }
+
+/// One `hxlab trace -m 3 --serial` connection, in order: for each HEADERS frame its
+/// direction, its length, and the QPACK encoder-stream bytes that came the same way since the
+/// previous HEADERS in that direction (the inserts it may reference: part of its cost).
+fn serial_heads(url: &str, cacert: &str, extra: &[&str]) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    let mut cmd = Command::new(hxlab());
+    cmd.args([
+        "trace", url, "-m", "3", "--serial", "--cacert", cacert, "--json",
+    ])
+    .args(extra);
+    let (code, out, err) = run_with_timeout(&mut cmd, LIMIT);
+    assert_eq!(code, Some(0), "hxlab trace failed: {err}\n{out}");
+    let (mut sent, mut recv) = (Vec::new(), Vec::new());
+    let (mut enc_sent, mut enc_recv) = (0, 0);
+    for line in out.lines() {
+        let e: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let send = e["dir"] == "send";
+        let len = e["length"].as_u64().unwrap_or(0);
+        let pending = if send { &mut enc_sent } else { &mut enc_recv };
+        if e["event"] == "qpack_instruction"
+            && e["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("encoder instruction")
+        {
+            *pending += len;
+        } else if e["event"] == "frame" && e["type"] == "HEADERS" {
+            let list = if send { &mut sent } else { &mut recv };
+            list.push((len, std::mem::take(pending)));
+        }
+    }
+    assert_eq!((sent.len(), recv.len()), (3, 3), "{out}");
+    (sent, recv)
+}
+
+#[test]
+fn h3_heads_shrink_as_h2_heads_do_and_table_zero_stays_static_on_both() {
+    let s = Server::start(&[]);
+    let cert = s.cert();
+    let cacert = cert.to_str().expect("utf-8");
+    let url = format!("https://{}/bytes/100", s.ready.tls);
+    let (h2_sent, h2_recv) = serial_heads(&url, cacert, &["--proto", "h2"]);
+    let (h3_sent, h3_recv) = serial_heads(&url, cacert, &["--proto", "h3"]);
+    for (proto, sent, recv) in [("h2", &h2_sent, &h2_recv), ("h3", &h3_sent, &h3_recv)] {
+        assert!(sent[2].0 <= 10, "{proto} third request HEADERS: {sent:?}");
+        // The first response's cost is its HEADERS and the inserts it brought.
+        let first = recv[0].0 + recv[0].1;
+        assert!(
+            recv[2].0 * 10 <= first * 4,
+            "{proto} third response HEADERS over 40 % of the first's cost: {recv:?}"
+        );
+    }
+    assert!(
+        h3_recv[2].0.abs_diff(h2_recv[2].0) <= 5,
+        "third responses, h3 {h3_recv:?} against h2 {h2_recv:?}"
+    );
+    // /stats: the client's references decoded, and head bytes counted for h3 as for h2.
+    let stats = serve_stats(&s.ready.plain.to_string());
+    assert!(
+        stats.h3_qpack.dynamic_refs_decoded >= 2 * 3,
+        "{:?}",
+        stats.h3_qpack
+    );
+    let h3 = stats.protocol(hxlab_core::Protocol::H3).expect("h3 stats");
+    assert!(h3.request_header_bytes >= h3_sent.iter().map(|h| h.0 + h.1).sum::<u64>());
+    assert!(h3.response_header_bytes >= h3_recv.iter().map(|h| h.0 + h.1).sum::<u64>());
+    assert_eq!(h3.encoder_tables.get("4096"), Some(&1), "{h3:?}");
+
+    // A table of 0 on both ends: every head at its static-only size, on both protocols.
+    let z = Server::start(&["--header-table", "0"]);
+    let cert = z.cert();
+    let cacert = cert.to_str().expect("utf-8");
+    let url = format!("https://{}/bytes/100", z.ready.tls);
+    let (sent, recv) = serial_heads(&url, cacert, &["--proto", "h3", "--header-table", "0"]);
+    assert!(sent.iter().all(|h| *h == (sent[0].0, 0)), "{sent:?}");
+    assert!(recv.iter().all(|h| *h == (recv[0].0, 0)), "{recv:?}");
+    assert!(sent[2].0 > h3_sent[2].0 && recv[2].0 > h3_recv[2].0);
+    let (sent, _) = serial_heads(&url, cacert, &["--proto", "h2", "--header-table", "0"]);
+    assert_eq!(sent[1], sent[2], "{sent:?}");
+}

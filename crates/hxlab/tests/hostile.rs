@@ -2334,3 +2334,255 @@ fn a_million_priority_updates_get_enhance_your_calm_in_bounded_memory() {
         "a request after the flood"
     );
 }
+
+/// QPACK encoder-stream bytes of a client that sets the table to 4096 bytes (what the origin
+/// advertises by default) and inserts `x-a: b` with a literal name, after the stream type.
+const QPACK_INSERT_X_A: &[u8] = &[0x02, 0x3f, 0xe1, 0x1f, 0x43, b'x', b'-', b'a', 0x01, b'b'];
+
+/// A HEADERS frame for GET / whose field section has the prefix `prefix` (Required Insert
+/// Count, Base) and ends with the field lines `extra` (dynamic references).
+fn h3_dynamic_request(prefix: [u8; 2], extra: &[u8]) -> Vec<u8> {
+    let mut fields = prefix.to_vec();
+    fields.extend_from_slice(&[0xc0 | 17, 0xc0 | 23, 0x51, 1, b'/', 0x50, 9]);
+    fields.extend_from_slice(b"localhost");
+    fields.extend_from_slice(extra);
+    let mut frame = vec![0x01];
+    hxlab_wire::varint::put(&mut frame, fields.len() as u64);
+    frame.extend(fields);
+    frame
+}
+
+/// The error code the server closed `conn` with within `limit`, if it did.
+async fn h3_closed_with(conn: &quinn::Connection, limit: Duration) -> Option<u64> {
+    match tokio::time::timeout(limit, conn.closed()).await {
+        Ok(quinn::ConnectionError::ApplicationClosed(c)) => Some(c.error_code.into_inner()),
+        _ => None,
+    }
+}
+
+/// On a fresh h3 connection: opens a client uni stream with `uni` (its type first), then a
+/// request stream with `request` (when not empty); the code the server closed with.
+fn h3_qpack_attack(addr: std::net::SocketAddr, uni: &[u8], request: &[u8]) -> Option<u64> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (_ep, conn, _control) = common::h3_connect(addr).await;
+        let mut s = conn.open_uni().await.expect("uni stream");
+        s.write_all(uni).await.expect("QPACK stream bytes");
+        let mut streams = Vec::new();
+        if !request.is_empty() {
+            let (mut send, recv) = conn.open_bi().await.expect("request stream");
+            send.write_all(request).await.expect("request");
+            let _ = send.finish();
+            streams.push((send, recv));
+        }
+        let code = h3_closed_with(&conn, Duration::from_secs(10)).await;
+        drop(s);
+        code
+    })
+}
+
+/// A client's QPACK encoder stream that breaks the table's rules (an insert larger than the
+/// capacity, a capacity above what we advertised) closes the connection with
+/// QPACK_ENCODER_STREAM_ERROR; a field section referencing an entry outside its Required
+/// Insert Count, or one evicted, with QPACK_DECOMPRESSION_FAILED. Each time a legitimate
+/// client is served afterwards.
+#[test]
+fn qpack_encoder_stream_and_reference_violations_close_the_connection() {
+    let server = Server::start(&[]);
+    let tls = server.ready.tls.to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    // Capacity 4096, then "x: <5000 bytes>" inserted with a literal name.
+    let mut big = vec![0x02, 0x3f, 0xe1, 0x1f, 0x41, b'x'];
+    hxlab_wire::prefix::write(&mut big, 0x00, 7, 5000);
+    big.extend(std::iter::repeat_n(b'v', 5000));
+    assert_eq!(
+        h3_qpack_attack(addr, &big, &[]),
+        Some(0x201),
+        "insert past capacity"
+    );
+    // Capacity 8192 against the 4096 we advertised.
+    let over = [0x02, 0x3f, 0xe1, 0x3f];
+    assert_eq!(
+        h3_qpack_attack(addr, &over, &[]),
+        Some(0x201),
+        "capacity above ours"
+    );
+    // One insert, then a section with Required Insert Count 1 (encoded 2), Base 1, whose
+    // post-base reference 0 is absolute index 1: not below the Required Insert Count.
+    let beyond = h3_dynamic_request([0x02, 0x00], &[0x10]);
+    assert_eq!(
+        h3_qpack_attack(addr, QPACK_INSERT_X_A, &beyond),
+        Some(0x200),
+        "a reference past the Required Insert Count"
+    );
+    // Capacity 64: "a: b" (34 bytes) then "c: d" evicts it; a section with Required Insert
+    // Count 2 (encoded 3), Base 2, referencing relative index 1 (the evicted entry).
+    let evicting = [
+        0x02, 0x3f, 0x21, 0x41, b'a', 0x01, b'b', 0x41, b'c', 0x01, b'd',
+    ];
+    let evicted = h3_dynamic_request([0x03, 0x00], &[0x81]);
+    assert_eq!(
+        h3_qpack_attack(addr, &evicting, &evicted),
+        Some(0x200),
+        "a reference to an evicted entry"
+    );
+    h3_requests_answered(&tls, 5, "h3 after the QPACK violations");
+}
+
+/// A request head blocked forever (its Required Insert Count never reached) is reset with
+/// H3_REQUEST_CANCELLED after the 5 s deadline and cancelled on our decoder stream, while the
+/// same connection goes on serving; one whose stream the client resets is cancelled at once;
+/// more blocked streams than the 100 we advertised close it with QPACK_DECOMPRESSION_FAILED.
+#[test]
+fn blocked_qpack_streams_are_bounded_in_time_and_number() {
+    let server = Server::start(&["--max-streams", "200"]);
+    let tls = server.ready.tls.to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (_ep, conn, _control) = common::h3_connect(addr).await;
+        // The server's decoder stream (type 0x03), read as it comes.
+        let decoder_stream = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (c2, seen) = (conn.clone(), decoder_stream.clone());
+        tokio::spawn(async move {
+            while let Ok(mut r) = c2.accept_uni().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut kind = [0u8; 1];
+                    if r.read_exact(&mut kind).await.is_err() || kind[0] != 0x03 {
+                        return;
+                    }
+                    let mut buf = [0u8; 256];
+                    while let Ok(Some(n)) = r.read(&mut buf).await {
+                        seen.lock().expect("lock").extend_from_slice(&buf[..n]);
+                    }
+                });
+            }
+        });
+        // Required Insert Count 5 (encoded 6): nothing is ever inserted.
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&h3_dynamic_request([0x06, 0x00], &[0x80]))
+            .await
+            .expect("blocked head");
+        let _ = send.finish();
+        let t0 = Instant::now();
+        // A static-only request on the same connection is answered meanwhile.
+        let (mut s2, mut r2) = conn.open_bi().await.expect("stream");
+        s2.write_all(&h3_request("/bytes/10", "localhost"))
+            .await
+            .expect("request");
+        let _ = s2.finish();
+        let answer = tokio::time::timeout(Duration::from_secs(4), r2.read_to_end(1 << 16))
+            .await
+            .expect("answered within 4 s")
+            .expect("a response");
+        assert!(answer.ends_with(b"xxxxxxxxxx"), "{answer:02x?}");
+        let mut buf = [0u8; 64];
+        let reset = tokio::time::timeout(Duration::from_secs(15), recv.read(&mut buf)).await;
+        let took = t0.elapsed();
+        match reset {
+            Ok(Err(quinn::ReadError::Reset(c))) => assert_eq!(c.into_inner(), 0x10c),
+            other => panic!("the blocked stream was not reset: {other:?}"),
+        }
+        assert!(
+            took >= Duration::from_millis(4500) && took < Duration::from_secs(10),
+            "reset after {took:?}"
+        );
+        // The decoder forgot it and told our encoder: Stream Cancellation of stream 0.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(*decoder_stream.lock().expect("lock"), vec![0x40]);
+        // A blocked head whose stream the client resets is cancelled at once (stream 8).
+        let (mut send, _recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&h3_dynamic_request([0x06, 0x00], &[0x80]))
+            .await
+            .expect("blocked head");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _ = send.reset(quinn::VarInt::from_u32(0x10c));
+        let t1 = Instant::now();
+        while decoder_stream.lock().expect("lock").len() < 2
+            && t1.elapsed() < Duration::from_secs(3)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(*decoder_stream.lock().expect("lock"), vec![0x40, 0x48]);
+        assert!(
+            t1.elapsed() < Duration::from_secs(2),
+            "cancelled after {:?}",
+            t1.elapsed()
+        );
+    });
+    let st = common::serve_stats(&server.ready.plain.to_string()).h3_qpack;
+    assert_eq!((st.blocked_streams, st.blocked_resets), (2, 1), "{st:?}");
+    // 101 blocked streams against the 100 we allow.
+    let code = rt.block_on(async {
+        let (_ep, conn, _control) = common::h3_connect(addr).await;
+        let mut held = Vec::new();
+        for _ in 0..101 {
+            let Ok((mut send, recv)) = conn.open_bi().await else {
+                break;
+            };
+            if send
+                .write_all(&h3_dynamic_request([0x06, 0x00], &[0x80]))
+                .await
+                .is_err()
+            {
+                break;
+            }
+            held.push((send, recv));
+        }
+        h3_closed_with(&conn, Duration::from_secs(10)).await
+    });
+    assert_eq!(code, Some(0x200), "101 blocked streams");
+    h3_requests_answered(&tls, 5, "h3 after the blocked streams");
+}
+
+/// A client's QPACK decoder stream flooding a million Stream Cancellations costs bounded
+/// memory and leaves the connection serving; a Section Acknowledgment for a section never
+/// sent, or an Insert Count Increment past our inserts, closes it with
+/// QPACK_DECODER_STREAM_ERROR.
+#[test]
+fn a_qpack_decoder_stream_flood_is_bounded_and_bogus_acks_are_errors() {
+    let server = Server::start(&[]);
+    let tls = server.ready.tls.to_string();
+    let addr: std::net::SocketAddr = tls.parse().expect("addr");
+    let pid = server.child.id();
+    let before = rss(pid);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (_ep, conn, _control) = common::h3_connect(addr).await;
+        let mut dec = conn.open_uni().await.expect("decoder stream");
+        dec.write_all(&[0x03]).await.expect("type");
+        // Stream Cancellation (01xxxxxx) of streams 0..63, a million of them.
+        let batch: Vec<u8> = (0..100_000u32).map(|i| 0x40 | (i % 64) as u8).collect();
+        for _ in 0..10 {
+            dec.write_all(&batch).await.expect("cancellations");
+        }
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&h3_request("/bytes/10", "localhost"))
+            .await
+            .expect("request");
+        let _ = send.finish();
+        let answer = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1 << 16))
+            .await
+            .expect("answered after the flood")
+            .expect("a response");
+        assert!(answer.ends_with(b"xxxxxxxxxx"));
+        drop(dec);
+    });
+    let grown = rss(pid).saturating_sub(before);
+    assert!(grown < 16 << 20, "the server grew by {} MB", grown >> 20);
+    // Section Acknowledgment (1xxxxxxx) for stream 0, which had no dynamic section.
+    assert_eq!(h3_qpack_attack(addr, &[0x03, 0x80], &[]), Some(0x202));
+    // Insert Count Increment (00xxxxxx) of 5: we inserted nothing.
+    assert_eq!(h3_qpack_attack(addr, &[0x03, 0x05], &[]), Some(0x202));
+    h3_requests_answered(&tls, 5, "h3 after the decoder-stream attacks");
+}

@@ -174,7 +174,11 @@ fn a_real_stats_body_round_trips_through_the_contract_type() {
     let golden = format!(
         "{{\"uptime_s\":0,\"cpu_user_s\":0,\"cpu_sys_s\":0,\"by_protocol\":{{\
          \"h1\":{used},\"h1-tls\":{unused},\"h2\":{unused},\"h2c\":{unused},\"h3\":{unused}}},\
-         \"total\":{used},\"scheduler\":\"rfc9218\"}}"
+         \"total\":{used},\"scheduler\":\"rfc9218\",\"h3_qpack\":{{\
+         \"request_header_bytes\":0,\"response_header_bytes\":0,\"dynamic_refs_decoded\":0,\
+         \"dynamic_refs_encoded\":0,\"inserts_received\":0,\"inserts_made\":0,\
+         \"blocked_streams\":0,\"blocked_resets\":0,\"table_capacity\":0,\
+         \"blocked_streams_allowed\":0,\"client_settings\":{{}}}}}}"
     );
     assert_eq!(zero_numbers(&body), golden);
     rt.block_on(server.shutdown());

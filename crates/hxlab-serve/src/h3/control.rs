@@ -1,14 +1,16 @@
 //! The client's unidirectional streams (RFC 9114 §6.2): its control stream (exactly one,
 //! read by hxlab-wire's [`ControlReader`], the load client's reader too: SETTINGS first and
 //! once, no DATA, HEADERS or PUSH_PROMISE, HTTP/2's frame types are errors; closing it is
-//! H3_CLOSED_CRITICAL_STREAM), its QPACK encoder and decoder streams
-//! (at most one each, read and discarded: we advertise a dynamic table capacity of 0, so
-//! there is nothing for them to say; closing one is also a critical-stream error), push
+//! H3_CLOSED_CRITICAL_STREAM; its SETTINGS hand the client's QPACK limits to our encoder),
+//! its QPACK encoder and decoder streams (at most one each, fed to the connection's QPACK:
+//! errors close with QPACK_ENCODER_STREAM_ERROR or QPACK_DECODER_STREAM_ERROR; closing one
+//! is also a critical-stream error), push
 //! streams (a client may not open them: H3_STREAM_CREATION_ERROR) and reserved or unknown
 //! types, which are stopped and ignored.
 
 use super::driver::{Conn, ReadError, RecvStream};
 use super::priority::Shared;
+use super::qpack::ConnQpack;
 use crate::schedule::Calm;
 use hxlab_wire::h3::control::{ControlError, ControlReader, Sender};
 use hxlab_wire::h3::{code, stream as stream_type};
@@ -24,7 +26,7 @@ pub(super) fn close(conn: &Conn, err: u64, why: &'static str) {
 
 /// Accepts the client's unidirectional streams until the connection ends; each critical
 /// stream is read by a task of its own.
-pub(super) async fn read_uni_streams(conn: Conn, priorities: Shared) {
+pub(super) async fn read_uni_streams(conn: Conn, priorities: Shared, qpack: Rc<ConnQpack>) {
     // Bits: which critical stream types (control, encoder, decoder) were opened already.
     let seen = Rc::new(Cell::new(0u8));
     while let Ok(recv) = conn.accept_uni().await {
@@ -33,11 +35,18 @@ pub(super) async fn read_uni_streams(conn: Conn, priorities: Shared) {
             recv,
             seen.clone(),
             priorities.clone(),
+            qpack.clone(),
         ));
     }
 }
 
-async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>, priorities: Shared) {
+async fn uni_stream(
+    conn: Conn,
+    mut recv: RecvStream,
+    seen: Rc<Cell<u8>>,
+    priorities: Shared,
+    qpack: Rc<ConnQpack>,
+) {
     let mut buf: Vec<u8> = Vec::new();
     let kind = loop {
         if let Some((t, used)) = varint::read(&buf) {
@@ -74,19 +83,48 @@ async fn uni_stream(conn: Conn, mut recv: RecvStream, seen: Rc<Cell<u8>>, priori
         );
     }
     let r = if kind == stream_type::CONTROL {
-        control_stream(&conn, &mut recv, buf, &priorities).await
+        control_stream(&conn, &mut recv, buf, &priorities, &qpack).await
     } else {
-        // QPACK streams: read and discard until the connection ends.
-        loop {
-            match recv.read_chunk(usize::MAX).await {
-                Ok(Some(_)) => continue,
-                Ok(None) => break Err((code::H3_CLOSED_CRITICAL_STREAM, "QPACK stream closed")),
-                Err(_) => break Ok(()),
-            }
-        }
+        qpack_stream(&mut recv, buf, kind == stream_type::QPACK_ENCODER, &qpack).await
     };
     if let Err((c, why)) = r {
         close(&conn, c, why);
+    }
+}
+
+/// The client's QPACK encoder stream (`encoder`) or decoder stream, after its type (`buf`:
+/// what came with the type), fed to the connection's QPACK until the connection ends.
+async fn qpack_stream(
+    recv: &mut RecvStream,
+    buf: Vec<u8>,
+    encoder: bool,
+    qpack: &ConnQpack,
+) -> Result<(), (u64, &'static str)> {
+    let feed = |bytes: &[u8]| {
+        if encoder {
+            qpack
+                .feed_encoder(bytes)
+                .map_err(|e| (code::QPACK_ENCODER_STREAM_ERROR, e.0))
+        } else {
+            qpack
+                .feed_decoder(bytes)
+                .map_err(|e| (code::QPACK_DECODER_STREAM_ERROR, e.0))
+        }
+    };
+    if !buf.is_empty() {
+        feed(&buf)?;
+    }
+    loop {
+        match recv.read_chunk(usize::MAX).await {
+            Ok(Some(c)) => feed(&c)?,
+            Ok(None) | Err(ReadError::Reset) => {
+                return Err((code::H3_CLOSED_CRITICAL_STREAM, "QPACK stream closed"))
+            }
+            Err(_) => return Ok(()),
+        }
+        if qpack.overloaded() {
+            return Err((code::H3_EXCESSIVE_LOAD, "QPACK streams not read"));
+        }
     }
 }
 
@@ -98,11 +136,19 @@ async fn control_stream(
     recv: &mut RecvStream,
     buf: Vec<u8>,
     priorities: &Shared,
+    qpack: &ConnQpack,
 ) -> Result<(), (u64, &'static str)> {
     let mut reader = ControlReader::new(Sender::Client);
     reader.feed(&buf).map_err(reason)?;
     apply_updates(conn, &mut reader, priorities)?;
+    let mut settings_given = false;
     loop {
+        if !settings_given {
+            if let Some(s) = reader.settings() {
+                qpack.peer_settings(s.qpack_max_table_capacity, s.qpack_blocked_streams);
+                settings_given = true;
+            }
+        }
         match recv.read_chunk(usize::MAX).await {
             Ok(Some(c)) => {
                 reader.feed(&c).map_err(reason)?;

@@ -402,6 +402,29 @@ impl RecvStream {
         out
     }
 
+    /// Ready when the peer reset the stream or the connection is gone, without reading
+    /// anything: what a request waiting for something else watches.
+    pub async fn reset_or_gone(&mut self) {
+        poll_fn(|cx| {
+            let mut s = self.conn.state.borrow_mut();
+            if s.lost.is_some() {
+                self.done = true;
+                return Poll::Ready(());
+            }
+            match s.quic.q.recv_stream(self.id).received_reset() {
+                Ok(None) => {
+                    s.readers.insert(self.id, cx.waker().clone());
+                    Poll::Pending
+                }
+                Ok(Some(_)) | Err(_) => {
+                    self.done = true;
+                    Poll::Ready(())
+                }
+            }
+        })
+        .await
+    }
+
     /// Asks the client to stop sending, with `code`.
     pub fn stop(&mut self, code: VarInt) {
         if !std::mem::replace(&mut self.done, true) {
@@ -485,6 +508,21 @@ impl SendStream {
         self.conn.with(|s| {
             let _ = s.quic.q.send_stream(id).set_priority(rank);
         });
+    }
+
+    /// Writes what flow control takes of `bytes` now, without waiting: how many bytes went.
+    pub fn write_now(&mut self, bytes: &[u8]) -> Result<usize, WriteError> {
+        let id = self.id;
+        self.conn.with(|s| {
+            if s.lost.is_some() {
+                return Err(WriteError);
+            }
+            match s.quic.q.send_stream(id).write(bytes) {
+                Ok(n) => Ok(n),
+                Err(quinn_proto::WriteError::Blocked) => Ok(0),
+                Err(_) => Err(WriteError),
+            }
+        })
     }
 
     /// Writes all of `bytes`.

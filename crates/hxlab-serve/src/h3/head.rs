@@ -1,12 +1,14 @@
-//! Request heads in, response heads out: QPACK (static table only, [`hxlab_wire::qpack`])
-//! to and from `http` types, with RFC 9114 §4.3's rules for a well-formed request.
+//! Request heads in, response heads out: QPACK field sections ([`hxlab_wire::qpack`]; the
+//! connection's dynamic table lives in `qpack.rs`) to and from `http` types, with RFC 9114
+//! §4.3's rules for a well-formed request, and the static-only response head cached per
+//! thread (what a connection sends until, or unless, the client allows a dynamic table).
 
 use crate::last_head::LastHead;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use hxlab_wire::h3::frame::{DATA, HEADERS};
 use hxlab_wire::h3::write_frame_head;
-use hxlab_wire::qpack::{encode_field_section, FieldDecoder, QpackError};
+use hxlab_wire::qpack::{encode_field_section, Decoded, QpackError};
 
 /// A request head as the router wants it.
 pub(super) struct Head {
@@ -54,12 +56,15 @@ fn connection_specific(name: &[u8]) -> bool {
     )
 }
 
-/// Decodes and validates one request field section.
+/// One field line handed over by a decoder.
+pub(super) type FieldSink<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<(), QpackError>;
+
+/// Decodes and validates one request field section: `decode` runs the connection's decoder
+/// over it, handing each field line to its sink. `Ok(None)`: the section is blocked (it
+/// references inserts that have not arrived; nothing was handed over).
 pub(super) fn decode_request(
-    block: &[u8],
-    max_size: u64,
-    decoder: &mut FieldDecoder,
-) -> Result<Head, HeadError> {
+    decode: impl FnOnce(FieldSink<'_>) -> Result<Decoded, QpackError>,
+) -> Result<Option<Head>, HeadError> {
     let mut method: Option<Vec<u8>> = None;
     let mut scheme: Option<Vec<u8>> = None;
     let mut authority: Option<Vec<u8>> = None;
@@ -68,7 +73,7 @@ pub(super) fn decode_request(
     let mut regular_seen = false;
     let mut content_length: Option<u64> = None;
     let mut priority = hxlab_wire::priority::Field::Absent;
-    let r = decoder.decode(block, max_size, |name, value| {
+    let r = decode(&mut |name, value| {
         if let Some(pseudo) = name.strip_prefix(b":") {
             if regular_seen {
                 return Err(malformed("malformed: pseudo-header after a regular field"));
@@ -111,14 +116,18 @@ pub(super) fn decode_request(
         headers.append(n, v);
         Ok(())
     });
-    if let Err(e) = r {
-        return Err(if e.0.starts_with(MALFORMED) {
-            HeadError::Malformed
-        } else if e.0 == "field section larger than we accept" {
-            HeadError::TooLarge
-        } else {
-            HeadError::Qpack(e)
-        });
+    match r {
+        Ok(Decoded::Done) => {}
+        Ok(Decoded::Blocked) => return Ok(None),
+        Err(e) => {
+            return Err(if e.0.starts_with(MALFORMED) {
+                HeadError::Malformed
+            } else if e.0 == "field section larger than we accept" {
+                HeadError::TooLarge
+            } else {
+                HeadError::Qpack(e)
+            })
+        }
     }
     let p = Pseudo {
         method: method.as_deref(),
@@ -127,13 +136,13 @@ pub(super) fn decode_request(
         path: path.as_deref(),
     };
     let (method, uri) = request_target(&p)?;
-    Ok(Head {
+    Ok(Some(Head {
         method,
         uri,
         headers,
         content_length,
         priority: priority.priority(),
-    })
+    }))
 }
 
 /// The method and URI from the pseudo-headers (§4.3.1): `:method`, `:scheme` and a non-empty
@@ -170,8 +179,9 @@ thread_local! {
 
 /// Appends a HEADERS frame carrying `status` and the fields `fields` hands to its visitor
 /// (for a routed answer, [`crate::reply::Reply::each_field`]: the field list every protocol
-/// sends).
-pub(super) fn put_response_head(
+/// sends), static table only: the same frame for every connection, so the last one is
+/// cached per thread.
+pub(super) fn put_static_response_head(
     status: StatusCode,
     fields: impl FnOnce(&mut dyn FnMut(&[u8], &[u8])),
     out: &mut Vec<u8>,
@@ -211,8 +221,14 @@ mod tests {
         out
     }
 
+    /// Decodes `block` as a connection without a dynamic table does.
+    fn decode_block(block: &[u8], max: u64) -> Result<Head, HeadError> {
+        let mut d = hxlab_wire::qpack::QpackDecoder::new(0, 0);
+        decode_request(|f| d.decode(0, block, max, f)).map(|h| h.expect("not blocked"))
+    }
+
     fn decode(fields: &[(&str, &str)]) -> Result<Head, HeadError> {
-        decode_request(&block(fields), 64 << 10, &mut FieldDecoder::new())
+        decode_block(&block(fields), 64 << 10)
     }
 
     #[test]
@@ -268,11 +284,11 @@ mod tests {
             );
         }
         assert!(matches!(
-            decode_request(&[0x01, 0x00], 1 << 10, &mut FieldDecoder::new()),
+            decode_block(&[0x01, 0x00], 1 << 10),
             Err(HeadError::Qpack(_))
         ));
         assert!(matches!(
-            decode_request(&block(&base), 20, &mut FieldDecoder::new()),
+            decode_block(&block(&base), 20),
             Err(HeadError::TooLarge)
         ));
     }
@@ -285,10 +301,10 @@ mod tests {
             f(b"x-empty", b"");
         };
         let mut out = Vec::new();
-        put_response_head(StatusCode::NOT_FOUND, fields, &mut out);
+        put_static_response_head(StatusCode::NOT_FOUND, fields, &mut out);
         // Twice: the second comes from the cache and must be the same frame.
         let mut again = Vec::new();
-        put_response_head(StatusCode::NOT_FOUND, fields, &mut again);
+        put_static_response_head(StatusCode::NOT_FOUND, fields, &mut again);
         assert_eq!(out, again);
         let (kind, len, used) = hxlab_wire::h3::parse_frame_head(&out).unwrap();
         assert_eq!((kind, len as usize), (HEADERS, out.len() - used));
@@ -310,7 +326,7 @@ mod tests {
         assert_eq!(got, want);
         // Another status with the same fields is another frame, not the cached one.
         let mut other = Vec::new();
-        put_response_head(StatusCode::OK, fields, &mut other);
+        put_static_response_head(StatusCode::OK, fields, &mut other);
         assert_ne!(other, out);
     }
 }

@@ -1,6 +1,7 @@
 //! HTTP/3 over QUIC v1 on the UDP twin of the TLS port: our own HTTP/3 (RFC 9114) on our
-//! own QUIC driver over quinn-proto, with QPACK (RFC 9204) from [`hxlab_wire::qpack`],
-//! static table only, the same core the load generator's client and the frame view use.
+//! own QUIC driver over quinn-proto, with QPACK (RFC 9204) from [`hxlab_wire::qpack`] (the
+//! dynamic table both ways, one encoder and one decoder per connection: `qpack.rs`), the
+//! same core the load generator's client and the frame view use.
 //!
 //! Why not the `h3` crate: per request it spawned a large future, Huffman-coded every
 //! response field, decoded request heads bit by bit and allocated its frames; it made our h3
@@ -22,7 +23,8 @@
 //! each accepted connection (0-RTT, the congestion controller read back) and runs HTTP/3 on
 //! it ([`serve_h3`]: control stream with SETTINGS, GOAWAY on shutdown); `control.rs` reads
 //! the client's unidirectional streams (its control stream: SETTINGS first, at most one;
-//! QPACK streams read and discarded; push streams refused; unknown types stopped). Every
+//! QPACK encoder and decoder streams fed to the connection's QPACK; push streams refused;
+//! unknown types stopped). Every
 //! request stream is read to its end before it is answered (a stream dropped with unread
 //! data is stopped, and some clients then fail the request). Errors follow RFC 9114 §8:
 //! frame-level violations close the connection with their code, malformed requests reset
@@ -34,6 +36,7 @@ mod driver;
 pub mod fuzz_entry;
 mod head;
 mod priority;
+mod qpack;
 mod request;
 
 use crate::routes::Ctx;
@@ -42,6 +45,7 @@ pub(crate) use driver::QlogServer;
 use driver::{Conn, SendStream};
 use hxlab_wire::h3::{code, frame, setting, stream as stream_type, write_frame_head};
 use hxlab_wire::varint;
+pub(crate) use qpack::advertised as advertised_qpack;
 use quinn_proto::VarInt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -180,14 +184,14 @@ impl Drop for InFlightGuard {
     }
 }
 
-/// Our control stream's first bytes: its type and SETTINGS. A dynamic table capacity of 0
-/// and no blocked streams are the defaults; MAX_FIELD_SECTION_SIZE is our limit.
-pub(crate) fn control_preamble(max_field_section: u64) -> Vec<u8> {
+/// Our control stream's first bytes: its type and SETTINGS: the QPACK table capacity and
+/// blocked streams we allow (`qpack.rs`) and MAX_FIELD_SECTION_SIZE, our limit.
+pub(crate) fn control_preamble(max_field_section: u64, qpack: (u64, u64)) -> Vec<u8> {
     let mut payload = Vec::new();
     varint::put(&mut payload, setting::QPACK_MAX_TABLE_CAPACITY);
-    varint::put(&mut payload, 0);
+    varint::put(&mut payload, qpack.0);
     varint::put(&mut payload, setting::QPACK_BLOCKED_STREAMS);
-    varint::put(&mut payload, 0);
+    varint::put(&mut payload, qpack.1);
     varint::put(&mut payload, setting::MAX_FIELD_SECTION_SIZE);
     varint::put(&mut payload, max_field_section);
     let mut out = Vec::new();
@@ -197,26 +201,39 @@ pub(crate) fn control_preamble(max_field_section: u64) -> Vec<u8> {
     out
 }
 
-/// Runs HTTP/3 on an established connection: our control stream, the client's
-/// unidirectional streams (`control.rs`) and one task per request stream (`request.rs`).
-/// Shutdown sends GOAWAY naming the first request stream not accepted, refuses later
-/// streams with H3_REQUEST_REJECTED, lets those in flight finish and closes with
-/// H3_NO_ERROR.
+/// Runs HTTP/3 on an established connection ([`serve_requests`]), with the connection's
+/// QPACK state, whose writer task ends with it.
 async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
+    let qpack = qpack::ConnQpack::new(ctx.limits.header_table, ctx.stats.clone());
+    serve_requests(conn, ctx, qpack.clone()).await;
+    qpack.close();
+}
+
+/// Our control stream, our QPACK streams, the client's unidirectional streams
+/// (`control.rs`) and one task per request stream (`request.rs`). Shutdown sends GOAWAY
+/// naming the first request stream not accepted, refuses later streams with
+/// H3_REQUEST_REJECTED, lets those in flight finish and closes with H3_NO_ERROR.
+async fn serve_requests(conn: Conn, ctx: Arc<Ctx>, qpack: std::rc::Rc<qpack::ConnQpack>) {
     let Ok(mut control) = conn.open_uni().await else {
         return;
     };
     let max_field = u64::from(ctx.limits.max_header_size);
     if control
-        .write_all(&control_preamble(max_field))
+        .write_all(&control_preamble(max_field, qpack.advertised()))
         .await
         .is_err()
     {
         return;
     }
-    // QPACK encoder and decoder streams, as other servers open them, though with no dynamic
-    // table either way they carry nothing but their type. Held open for the connection's
-    // life: closing one is a connection error (H3_CLOSED_CRITICAL_STREAM).
+    // The client's streams are read from now on: its encoder stream may come before ours.
+    let priorities = priority::Priorities::new(ctx.limits.scheduler);
+    tokio::task::spawn_local(control::read_uni_streams(
+        conn.clone(),
+        priorities.clone(),
+        qpack.clone(),
+    ));
+    // QPACK encoder and decoder streams, held open for the connection's life: closing one
+    // is a connection error (H3_CLOSED_CRITICAL_STREAM).
     let mut qpack_streams = Vec::with_capacity(2);
     for kind in [stream_type::QPACK_ENCODER, stream_type::QPACK_DECODER] {
         let Ok(mut s) = conn.open_uni().await else {
@@ -227,8 +244,11 @@ async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
         }
         qpack_streams.push(s);
     }
-    let priorities = priority::Priorities::new(ctx.limits.scheduler);
-    tokio::task::spawn_local(control::read_uni_streams(conn.clone(), priorities.clone()));
+    let (Some(decoder), Some(encoder)) = (qpack_streams.pop(), qpack_streams.pop()) else {
+        return;
+    };
+    qpack.attach(encoder, decoder);
+    tokio::task::spawn_local(qpack.clone().run_writer());
     let inflight = Arc::new(InFlight::default());
     let heads = Arc::new(request::HeadBytes::default());
     // Idle: no request accepted during a whole period and none in flight at its end.
@@ -267,9 +287,9 @@ async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
                     next_id = id + 4;
                     let guard = inflight.enter();
                     let (ctx2, conn2, heads2) = (ctx.clone(), conn.clone(), heads.clone());
-                    let prio2 = priorities.clone();
+                    let (prio2, qpack2) = (priorities.clone(), qpack.clone());
                     ctx.tracker.spawn_local(async move {
-                        request::serve(ctx2, conn2, send, recv, heads2, prio2).await;
+                        request::serve(ctx2, conn2, send, recv, heads2, prio2, qpack2).await;
                         drop(guard);
                     });
                 }

@@ -8,17 +8,21 @@
 
 use super::control::close;
 use super::driver::{Conn, RecvStream, SendStream};
-use super::head::{data_head, decode_request, put_response_head, Head, HeadError};
+use super::head::{
+    data_head, decode_request, put_static_response_head, FieldSink, Head, HeadError,
+};
 use super::priority;
+use super::qpack::{ConnQpack, BLOCKED_DEADLINE};
 use crate::body::{BodySpec, CHUNK};
 use crate::routes::{route, Ctx};
 use crate::stats::Protocol;
 use bytes::Bytes;
 use http::Method;
 use hxlab_wire::h3::{code, frame, parse_frame_head, write_frame_head};
-use hxlab_wire::qpack::FieldDecoder;
+use hxlab_wire::qpack::{Decoded, QpackError};
 use quinn_proto::VarInt;
 use std::pin::pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
@@ -75,6 +79,33 @@ enum Fail {
     TooLarge,
     /// The client went away, or the body stalled past --body-timeout (stream stopped).
     Gone,
+    /// The head waited for QPACK inserts past [`BLOCKED_DEADLINE`] (stream reset with
+    /// H3_REQUEST_CANCELLED).
+    Blocked,
+}
+
+/// What decodes a request stream's field sections: the connection's QPACK decoder.
+pub(super) trait Sections {
+    /// Decodes `block` of stream `stream_id` (see [`ConnQpack::decode`]).
+    fn decode(
+        &self,
+        stream_id: u64,
+        block: &[u8],
+        max: u64,
+        field: FieldSink<'_>,
+    ) -> Result<Decoded, QpackError>;
+}
+
+impl Sections for ConnQpack {
+    fn decode(
+        &self,
+        stream_id: u64,
+        block: &[u8],
+        max: u64,
+        field: FieldSink<'_>,
+    ) -> Result<Decoded, QpackError> {
+        ConnQpack::decode(self, stream_id, block, max, field)
+    }
 }
 
 fn vi(c: u64) -> VarInt {
@@ -89,8 +120,9 @@ pub(super) async fn serve(
     mut recv: RecvStream,
     heads: Arc<HeadBytes>,
     priorities: priority::Shared,
+    qpack: Rc<ConnQpack>,
 ) {
-    let head = match read_request(&ctx, &mut recv, &heads).await {
+    let head = match read_request(&ctx, &mut recv, &heads, &qpack).await {
         Ok(h) => h,
         Err(Fail::Conn(c, why)) => return close(&conn, c, why),
         Err(Fail::Stream(c)) => {
@@ -101,7 +133,7 @@ pub(super) async fn serve(
         Err(Fail::TooLarge) => {
             recv.stop(vi(code::H3_REQUEST_REJECTED));
             let mut out = Vec::new();
-            put_response_head(
+            put_static_response_head(
                 http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 |f| f(b"content-length", b"0"),
                 &mut out,
@@ -111,18 +143,21 @@ pub(super) async fn serve(
             }
             return;
         }
-        Err(Fail::Gone) => {
+        Err(Fail::Gone | Fail::Blocked) => {
             recv.stop(vi(code::H3_REQUEST_CANCELLED));
             send.reset(vi(code::H3_REQUEST_CANCELLED));
             return;
         }
     };
+    if qpack.overloaded() {
+        return close(&conn, code::H3_EXCESSIVE_LOAD, "QPACK streams not read");
+    }
     let id = recv.id().index() * 4;
     let (p, signal, rank) = priorities.borrow_mut().start(id, head.priority);
     ctx.stats.priority(Protocol::H3, p, signal);
     send.set_priority(rank);
     let _live = Live(priorities, id);
-    respond(&ctx, head, send).await;
+    respond(&ctx, head, send, id, &qpack).await;
 }
 
 /// A request being answered: its stream leaves the connection's priorities when dropped.
@@ -137,15 +172,49 @@ impl Drop for Live {
 /// Reads the request stream to its end: the head, then DATA (discarded, checked against
 /// `content-length`), then optional trailers. The head must be complete within
 /// --head-timeout of the stream's opening, and while it is not, the bytes buffered for it
-/// count against the connection's [`HeadBytes`].
-async fn read_request(ctx: &Ctx, recv: &mut RecvStream, heads: &HeadBytes) -> Result<Head, Fail> {
+/// count against the connection's [`HeadBytes`]. A head that references QPACK inserts not
+/// yet received waits for them (reading nothing more meanwhile) at most
+/// [`BLOCKED_DEADLINE`]. A stream given up before its head was decoded is cancelled in the
+/// connection's decoder.
+async fn read_request(
+    ctx: &Ctx,
+    recv: &mut RecvStream,
+    heads: &HeadBytes,
+    qpack: &ConnQpack,
+) -> Result<Head, Fail> {
+    let mut r = Reader {
+        id: recv.id().index() * 4,
+        ..Reader::default()
+    };
+    let got = read_frames(ctx, recv, heads, qpack, &mut r).await;
+    match got {
+        Err(Fail::Conn(..)) => {}
+        Err(ref e) if r.head.is_none() && r.started => {
+            qpack.cancel(r.id, matches!(e, Fail::Blocked));
+        }
+        _ => {}
+    }
+    got?;
+    r.finish()
+}
+
+/// The reading loop of [`read_request`].
+async fn read_frames(
+    ctx: &Ctx,
+    recv: &mut RecvStream,
+    heads: &HeadBytes,
+    qpack: &ConnQpack,
+    r: &mut Reader,
+) -> Result<(), Fail> {
     let max = u64::from(ctx.limits.max_header_size);
     let budget = head_budget(ctx.limits.max_header_size);
     // The clock is read only when a read has to wait, and once.
     let mut head_deadline = None;
     let mut charge = Charge { heads, bytes: 0 };
-    let mut r = Reader::default();
     loop {
+        if r.blocked.is_some() {
+            Box::pin(unblock(qpack, recv, r, max)).await?;
+        }
         // Most reads are ready at once; only one that waits gets a timer.
         let mut read = pin!(recv.read_chunk(usize::MAX));
         let got = match futures::poll!(read.as_mut()) {
@@ -167,9 +236,9 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream, heads: &HeadBytes) -> Re
             Ok(None) => break,
             Err(_) => return Err(Fail::Gone),
         };
-        r.feed(&chunk, max)?;
+        r.feed(&chunk, max, qpack)?;
         let buffered = if r.head.is_none() {
-            r.pending.len() as u64
+            (r.pending.len() + r.blocked.as_ref().map_or(0, |b| b.block.len())) as u64
         } else {
             0
         };
@@ -180,12 +249,46 @@ async fn read_request(ctx: &Ctx, recv: &mut RecvStream, heads: &HeadBytes) -> Re
             ));
         }
     }
-    r.finish()
+    Ok(())
+}
+
+/// Waits until the blocked field section of `r` decodes (then parses what followed it), at
+/// most [`BLOCKED_DEADLINE`], and no longer than the stream or the connection lives.
+async fn unblock(
+    qpack: &ConnQpack,
+    recv: &mut RecvStream,
+    r: &mut Reader,
+    max: u64,
+) -> Result<(), Fail> {
+    let deadline = tokio::time::Instant::now() + BLOCKED_DEADLINE;
+    loop {
+        let inserted = qpack.inserted();
+        if !r.retry(max, qpack)? {
+            return r.feed(&[], max, qpack);
+        }
+        tokio::select! {
+            _ = inserted => {}
+            _ = tokio::time::sleep_until(deadline) => return Err(Fail::Blocked),
+            _ = recv.reset_or_gone() => return Err(Fail::Gone),
+        }
+    }
+}
+
+/// A field section that waits for QPACK inserts.
+struct BlockedSection {
+    block: Vec<u8>,
+    trailers: bool,
 }
 
 /// The sans-IO side of reading a request stream.
 #[derive(Default)]
 struct Reader {
+    /// The stream's id.
+    id: u64,
+    /// A HEADERS frame has begun.
+    started: bool,
+    /// The field section waiting for inserts; nothing after it is parsed meanwhile.
+    blocked: Option<BlockedSection>,
     /// Bytes of an incomplete frame head or HEADERS frame, carried to the next chunk.
     pending: Vec<u8>,
     /// DATA or unknown-frame payload bytes still to skip.
@@ -197,24 +300,18 @@ struct Reader {
     body: u64,
 }
 
-thread_local! {
-    /// One QPACK decoder per server thread: its scratch buffer and Huffman memo outlive
-    /// requests (a decode never awaits, so a request task borrows it only in passing).
-    static DECODER: std::cell::RefCell<FieldDecoder> = std::cell::RefCell::new(FieldDecoder::new());
-}
-
 impl Reader {
-    fn feed(&mut self, chunk: &[u8], max: u64) -> Result<(), Fail> {
+    fn feed(&mut self, chunk: &[u8], max: u64, q: &dyn Sections) -> Result<(), Fail> {
         let mut input = chunk;
         if !self.pending.is_empty() {
             self.pending.extend_from_slice(input);
             let pending = std::mem::take(&mut self.pending);
-            let used = self.parse(&pending, max)?;
+            let used = self.parse(&pending, max, q)?;
             self.pending = pending;
             self.pending.drain(..used);
             return Ok(());
         }
-        let used = self.parse(input, max)?;
+        let used = self.parse(input, max, q)?;
         input = &input[used..];
         self.pending.extend_from_slice(input);
         Ok(())
@@ -222,9 +319,12 @@ impl Reader {
 
     /// Parses whole frames from `buf`; returns how many bytes were used (the rest waits for
     /// more input).
-    fn parse(&mut self, buf: &[u8], max: u64) -> Result<usize, Fail> {
+    fn parse(&mut self, buf: &[u8], max: u64, q: &dyn Sections) -> Result<usize, Fail> {
         let mut pos = 0;
         loop {
+            if self.blocked.is_some() {
+                return Ok(pos);
+            }
             if self.skip > 0 {
                 let n = self.skip.min((buf.len() - pos) as u64);
                 if self.skipping_data {
@@ -247,6 +347,7 @@ impl Reader {
                             "HEADERS after trailers",
                         ));
                     }
+                    self.started = true;
                     if len > max {
                         return Err(Fail::TooLarge);
                     }
@@ -254,23 +355,16 @@ impl Reader {
                     if end > buf.len() {
                         return Ok(pos);
                     }
+                    let trailers = self.head.is_some();
                     let block = &buf[pos + hl..end];
-                    let first = self.head.is_none();
-                    let decoded = DECODER.with_borrow_mut(|d| {
-                        if first {
-                            decode_request(block, max, d).map(Some).map_err(head_fail)
-                        } else {
-                            // Trailers: decoded for validity, not kept.
-                            d.decode(block, max, |_, _| Ok(()))
-                                .map(|_| None)
-                                .map_err(|e| Fail::Conn(code::QPACK_DECOMPRESSION_FAILED, e.0))
-                        }
-                    })?;
-                    match decoded {
-                        Some(h) => self.head = Some(h),
-                        None => self.trailers = true,
-                    }
                     pos = end;
+                    if !self.section(block, trailers, max, q)? {
+                        self.blocked = Some(BlockedSection {
+                            block: block.to_vec(),
+                            trailers,
+                        });
+                        return Ok(pos);
+                    }
                 }
                 frame::DATA => {
                     if self.head.is_none() || self.trailers {
@@ -304,6 +398,48 @@ impl Reader {
         }
     }
 
+    /// Decodes a field section: the head, or (`trailers`) trailers, decoded for validity and
+    /// not kept. False when it is blocked.
+    fn section(
+        &mut self,
+        block: &[u8],
+        trailers: bool,
+        max: u64,
+        q: &dyn Sections,
+    ) -> Result<bool, Fail> {
+        let id = self.id;
+        if trailers {
+            let r = q.decode(id, block, max, &mut |_, _| Ok(()));
+            return match r {
+                Ok(Decoded::Done) => {
+                    self.trailers = true;
+                    Ok(true)
+                }
+                Ok(Decoded::Blocked) => Ok(false),
+                Err(e) => Err(Fail::Conn(code::QPACK_DECOMPRESSION_FAILED, e.0)),
+            };
+        }
+        match decode_request(|f| q.decode(id, block, max, f)).map_err(head_fail)? {
+            Some(h) => {
+                self.head = Some(h);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Decodes the blocked section again; true while it is still blocked.
+    fn retry(&mut self, max: u64, q: &dyn Sections) -> Result<bool, Fail> {
+        let Some(b) = self.blocked.take() else {
+            return Ok(false);
+        };
+        if self.section(&b.block, b.trailers, max, q)? {
+            return Ok(false);
+        }
+        self.blocked = Some(b);
+        Ok(true)
+    }
+
     fn finish(self) -> Result<Head, Fail> {
         if self.skip > 0 || !self.pending.is_empty() {
             // The stream ended inside a frame.
@@ -328,8 +464,8 @@ fn head_fail(e: HeadError) -> Fail {
     }
 }
 
-/// Routes and answers a complete request.
-async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
+/// Routes and answers a complete request on stream `id`.
+async fn respond(ctx: &Ctx, head: Head, mut send: SendStream, id: u64, qpack: &ConnQpack) {
     let mut reply = route(ctx, &head.method, &head.uri, &head.headers, Protocol::H3);
     if reply.lookup.is_some() {
         // A `/static/` file, looked up off the runtime (boxed, as below).
@@ -342,13 +478,14 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream) {
     }
     let mut out = Vec::with_capacity(256);
     if let Some(link) = &reply.early_hints {
-        put_response_head(
+        qpack.put_response_head(
+            id,
             http::StatusCode::EARLY_HINTS,
             |f| f(b"link", link.as_bytes()),
             &mut out,
         );
     }
-    put_response_head(reply.status, |f| reply.each_field(None, f), &mut out);
+    qpack.put_response_head(id, reply.status, |f| reply.each_field(None, f), &mut out);
     let body = if head.method == Method::HEAD {
         BodySpec::Empty
     } else {
@@ -448,7 +585,25 @@ async fn send_chunks(ctx: &Ctx, send: &mut SendStream, chunks: &mut [Bytes]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hxlab_wire::qpack::encode_field_section;
+    use hxlab_wire::qpack::{encode_field_section, QpackDecoder};
+    use std::cell::RefCell;
+
+    impl Sections for RefCell<QpackDecoder> {
+        fn decode(
+            &self,
+            stream_id: u64,
+            block: &[u8],
+            max: u64,
+            field: FieldSink<'_>,
+        ) -> Result<Decoded, QpackError> {
+            self.borrow_mut().decode(stream_id, block, max, field)
+        }
+    }
+
+    /// A connection's decoder that advertised `capacity` (and 100 blocked streams).
+    fn table(capacity: u64) -> RefCell<QpackDecoder> {
+        RefCell::new(QpackDecoder::new(capacity, 100))
+    }
 
     fn request(path: &str, body: &[u8], content_length: usize) -> Vec<u8> {
         let mut section = Vec::new();
@@ -481,8 +636,8 @@ mod tests {
         let wire = request("/echo?a=1", b"hello body", 10);
         for split in 1..wire.len() {
             let mut r = Reader::default();
-            r.feed(&wire[..split], 1 << 16).ok().unwrap();
-            r.feed(&wire[split..], 1 << 16).ok().unwrap();
+            r.feed(&wire[..split], 1 << 16, &table(0)).ok().unwrap();
+            r.feed(&wire[split..], 1 << 16, &table(0)).ok().unwrap();
             assert_eq!(r.body, 10, "split at {split}");
             let h = r.finish().ok().unwrap();
             assert_eq!(h.uri.path(), "/echo");
@@ -494,12 +649,12 @@ mod tests {
         // DATA before HEADERS: connection error.
         let mut r = Reader::default();
         assert!(
-            matches!(r.feed(&[0x00, 0x01, b'x'], 1 << 16), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_UNEXPECTED)
+            matches!(r.feed(&[0x00, 0x01, b'x'], 1 << 16, &table(0)), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_UNEXPECTED)
         );
         // SETTINGS on a request stream: connection error.
         let mut r = Reader::default();
         assert!(
-            matches!(r.feed(&[0x04, 0x00], 1 << 16), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_UNEXPECTED)
+            matches!(r.feed(&[0x04, 0x00], 1 << 16, &table(0)), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_UNEXPECTED)
         );
         // No HEADERS at all: H3_REQUEST_INCOMPLETE.
         assert!(
@@ -508,18 +663,61 @@ mod tests {
         // Body shorter than content-length: H3_MESSAGE_ERROR.
         let wire = request("/", b"abc", 4);
         let mut r = Reader::default();
-        r.feed(&wire, 1 << 16).ok().unwrap();
+        r.feed(&wire, 1 << 16, &table(0)).ok().unwrap();
         assert!(matches!(r.finish(), Err(Fail::Stream(c)) if c == code::H3_MESSAGE_ERROR));
         // Ends inside a frame: H3_FRAME_ERROR.
         let wire = request("/", b"abc", 3);
         let mut r = Reader::default();
-        r.feed(&wire[..wire.len() - 1], 1 << 16).ok().unwrap();
+        r.feed(&wire[..wire.len() - 1], 1 << 16, &table(0))
+            .ok()
+            .unwrap();
         assert!(matches!(r.finish(), Err(Fail::Conn(c, _)) if c == code::H3_FRAME_ERROR));
         // A HEADERS frame over the limit: 431.
         let mut r = Reader::default();
         assert!(matches!(
-            r.feed(&[0x01, 0x44, 0x00], 100),
+            r.feed(&[0x01, 0x44, 0x00], 100, &table(0)),
             Err(Fail::TooLarge)
         ));
+    }
+
+    #[test]
+    fn a_blocked_head_waits_then_the_rest_of_the_stream_is_read() {
+        // A head referencing entry 0 of the dynamic table (Required Insert Count 1, Base 1,
+        // indexed relative 0), then DATA; the insert arrives afterwards.
+        let q = table(4096);
+        let mut section = vec![0x02, 0x00];
+        encode_field_section(
+            [
+                (&b":method"[..], &b"POST"[..]),
+                (b":scheme", b"https"),
+                (b":authority", b"x"),
+                (b":path", b"/"),
+            ],
+            &mut section,
+        );
+        section.drain(2..4);
+        section.push(0x80);
+        let mut wire = Vec::new();
+        hxlab_wire::h3::write_frame_head(&mut wire, frame::HEADERS, section.len() as u64);
+        wire.extend_from_slice(&section);
+        hxlab_wire::h3::write_frame_head(&mut wire, frame::DATA, 3);
+        wire.extend_from_slice(b"abc");
+        let mut r = Reader::default();
+        r.feed(&wire, 1 << 16, &q).ok().unwrap();
+        assert!(r.blocked.is_some() && r.head.is_none() && r.body == 0);
+        assert!(r.retry(1 << 16, &q).ok().unwrap(), "still blocked");
+        // Set Dynamic Table Capacity 4096, then insert "x-a: b" with a literal name.
+        let mut enc = vec![0x3f, 0xe1, 0x1f];
+        enc.extend_from_slice(&[0x43, b'x', b'-', b'a', 0x01, b'b']);
+        q.borrow_mut().feed_encoder(&enc).unwrap();
+        assert!(
+            !r.retry(1 << 16, &q).ok().unwrap(),
+            "decoded after the insert"
+        );
+        r.feed(&[], 1 << 16, &q).ok().unwrap();
+        assert_eq!(r.body, 3);
+        let h = r.finish().ok().unwrap();
+        assert_eq!(h.headers["x-a"], "b");
+        assert_eq!(q.borrow().stats().dynamic_refs, 1);
     }
 }

@@ -25,7 +25,7 @@ pub struct Options {
         "dir", "max_streams", "quic_window", "quic_max_connections", "quic_retry_threshold",
         "quic_max_per_address", "tcp_max_connections", "tcp_max_per_address", "send_timeout",
         "body_timeout", "head_timeout", "idle_timeout", "threads", "max_delay", "max_size",
-        "max_header_size",
+        "max_header_size", "header_table",
         "max_page_resources", "drain_timeout", "cc", "no_early_data", "replay", "scheduler",
         "notsent_lowat", "qlog", "header_table",
     ])]

@@ -17,6 +17,11 @@ pub struct Args {
     /// Request each URL N times, all at once on h2/h3 (like `nghttp -m`).
     #[arg(short = 'm', long = "multiply", default_value_t = 1, value_name = "N")]
     pub multiply: usize,
+    /// Send the requests one after another on the connection, each once the previous
+    /// response has ended (as `h2load -m 1`), instead of all at once: what a dynamic header
+    /// table does for repeated requests is then visible request by request.
+    #[arg(long)]
+    pub serial: bool,
     /// Extra request header "Name: value" (repeatable).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
@@ -95,8 +100,9 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Proto)> {
     let cfg = LoadConfig {
         urls,
         requests: total as u64,
-        // h2/h3 send every request at once; HTTP/1.1 one after another (no pipelining).
-        max_concurrent_streams: total as u64,
+        // h2/h3 send every request at once (unless --serial); HTTP/1.1 one after another
+        // (no pipelining).
+        max_concurrent_streams: if args.serial { 1 } else { total as u64 },
         headers: args
             .headers
             .iter()
