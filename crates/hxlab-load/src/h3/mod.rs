@@ -1,5 +1,5 @@
-//! HTTP/3: an own HTTP/3 client (RFC 9114, QPACK of RFC 9204 with the static table
-//! only) directly on quinn-proto, up to `-m` requests in flight per connection.
+//! HTTP/3: an own HTTP/3 client (RFC 9114, QPACK of RFC 9204 with the dynamic table of
+//! `--header-table`, `qpack_state.rs`) directly on quinn-proto, up to `-m` requests in flight per connection.
 //!
 //! Why not the `h3` crate: per request it Huffman-encoded our headers, decoded the response
 //! bit by bit, allocated frames and futures; this client sends each URL's request as one
@@ -22,19 +22,20 @@
 //! heads, DATA counting, trailers) and
 //! the server's control stream (SETTINGS first, GOAWAY: hxlab-wire's
 //! [`hxlab_wire::h3::control::ControlReader`], the one the origin reads clients' with) are
-//! tested on their own. [`session`] opens our control stream (SETTINGS: dynamic table
-//! capacity 0, no blocked streams, MAX_FIELD_SECTION_SIZE; `control.rs`), then runs the
+//! tested on their own. [`session`] opens our control stream (SETTINGS: the QPACK table and
+//! blocked streams we allow, MAX_FIELD_SECTION_SIZE; `control.rs`), then runs the
 //! requests of one connection as an [`H3Session`] through the client loop
 //! ([`crate::session::drive`] over [`Quic`]): the driver queues the connection's stream
 //! events and wakes the session, which marks the request slots they concern and polls only
 //! those (a slot's stream is read chunk by chunk until quinn-proto has no more), reads the
 //! server's unidirectional streams as they become readable (control parsed, QPACK
-//! encoder/decoder streams read and discarded, anything else stopped), and allocates
+//! encoder/decoder streams to the connection's [`qpack_state::Qpack`], anything else stopped), and allocates
 //! nothing per request on our side. The dialer ([`QuicDialer`]: 0-RTT, resumption,
 //! handshake limit) and the worker's driver ([`client_endpoint`]) are in `dial.rs`.
 //!
 //! Counting (docs/run-result.md): wire bytes are request-stream bytes (frames with their
-//! heads; control and QPACK streams are not counted), header bytes are HEADERS payloads (the
+//! heads) and QPACK stream bytes (control streams are not counted), header bytes are HEADERS
+//! payloads and QPACK stream bytes (the
 //! QPACK wire size, trailers included), body bytes are DATA payloads counted when the
 //! response completes; the uncompressed size is h2load's (name + value of every field of
 //! the final response head, `:status` included); ttfb is taken when the final HEADERS is
