@@ -11,7 +11,7 @@ of h3 CPU per request, client and server."""
 import json, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import Lab, hx_path, measure_clients, median  # noqa: E402
+from benchlib import Lab, hx_path, measure_clients, median, run  # noqa: E402
 
 BIN, REPS, N, CONNS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 M = 10
@@ -71,3 +71,47 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def page_heads(binary, runs=3):
+    """Header bytes per request and per response of a 30-resource page as Chromium requests
+    it, over h2 and h3, from one `hxlab serve` (default table, then `--header-table 0`): the
+    server's /stats head counters (HEADERS/HPACK blocks, and on h3 the QPACK streams both
+    ways) before and after `hxlab page URL --proto P --runs N`, divided by the requests."""
+    import urllib.request
+
+    import subprocess
+    lab = Lab(core=1)
+    try:
+        # Chromium's QUIC trusts the lab's certificate by its key's hash (it ignores -k).
+        spki = subprocess.run(
+            f"openssl x509 -in '{lab.cert}' -pubkey -noout | openssl pkey -pubin -outform der"
+            " | openssl dgst -sha256 -binary | base64", shell=True, check=True, capture_output=True,
+            text=True).stdout.strip()
+        print(f"\nHeader bytes per request / per response, Chromium loading /page?n=30 (31 requests a load), "
+              f"{runs} loads each, read from `hxlab serve`'s /stats (h3: HEADERS + QPACK streams)")
+        for table in ("4096", "0"):
+            hx = lab.hxlab(binary, h3=True, extra=["--header-table", table])
+            stats_url = f"http://127.0.0.1:{hx.ports['plain']}/stats"
+            for proto in ("h2", "h3"):
+                def snap():
+                    s = json.load(urllib.request.urlopen(stats_url))
+                    p = s["by_protocol"].get(proto, {})
+                    return p.get("requests", 0), p.get("request_header_bytes", 0), p.get("response_header_bytes", 0)
+                a = snap()
+                rc, out = run([binary, "page", "-k", "--spki", spki, "--proto", proto, "--runs", str(runs),
+                               f"https://127.0.0.1:{hx.ports['tls']}/page?n=30&size=1000"], core=0, timeout=600)
+                b = snap()
+                n = b[0] - a[0]
+                if rc != 0 or n == 0:
+                    print(f"  ! page {proto} table {table}: rc {rc}\n    {out[-400:]}")
+                    continue
+                print(f"  server table {table:>4}  {proto}: {n:>4} requests, {(b[1] - a[1]) / n:>6.1f} B/request, "
+                      f"{(b[2] - a[2]) / n:>6.1f} B/response")
+            hx.close()
+    finally:
+        lab.close()
+
+
+if __name__ == "__main__" and os.environ.get("HEADER_TABLE_PAGE", "1") == "1":
+    page_heads(BIN)
