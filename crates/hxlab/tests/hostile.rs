@@ -958,13 +958,22 @@ fn the_tls_port_resets_stalled_streams_and_survives_rapid_reset() {
 
 /// An HTTP/3 HEADERS frame for GET `path` (QPACK: static references and literals only).
 fn h3_request(path: &str, authority: &str) -> Vec<u8> {
-    // Required Insert Count 0, Delta Base 0; :method GET (17), :scheme https (23) indexed;
-    // :path and :authority as literals with static name references (1, 0).
-    let mut fields = vec![0, 0, 0xc0 | 17, 0xc0 | 23, 0x51, path.len() as u8];
+    h3_request_with([0, 0], path, authority, &[])
+}
+
+/// A HEADERS frame for GET `path` whose field section has the prefix `prefix` (Required
+/// Insert Count, Base: `[0, 0]` for static only): :method GET (17), :scheme https (23)
+/// indexed; :path and :authority as literals with static name references (1, 0); then the
+/// field lines `extra` (dynamic references).
+fn h3_request_with(prefix: [u8; 2], path: &str, authority: &str, extra: &[u8]) -> Vec<u8> {
+    let mut fields = prefix.to_vec();
+    fields.extend_from_slice(&[0xc0 | 17, 0xc0 | 23, 0x51, path.len() as u8]);
     fields.extend_from_slice(path.as_bytes());
     fields.extend_from_slice(&[0x50, authority.len() as u8]);
     fields.extend_from_slice(authority.as_bytes());
-    let mut frame = vec![0x01, fields.len() as u8];
+    fields.extend_from_slice(extra);
+    let mut frame = vec![0x01];
+    hxlab_wire::varint::put(&mut frame, fields.len() as u64);
     frame.extend(fields);
     frame
 }
@@ -2339,17 +2348,10 @@ fn a_million_priority_updates_get_enhance_your_calm_in_bounded_memory() {
 /// advertises by default) and inserts `x-a: b` with a literal name, after the stream type.
 const QPACK_INSERT_X_A: &[u8] = &[0x02, 0x3f, 0xe1, 0x1f, 0x43, b'x', b'-', b'a', 0x01, b'b'];
 
-/// A HEADERS frame for GET / whose field section has the prefix `prefix` (Required Insert
-/// Count, Base) and ends with the field lines `extra` (dynamic references).
+/// A HEADERS frame for GET / on localhost with the prefix `prefix` and the field lines
+/// `extra` (see [`h3_request_with`]).
 fn h3_dynamic_request(prefix: [u8; 2], extra: &[u8]) -> Vec<u8> {
-    let mut fields = prefix.to_vec();
-    fields.extend_from_slice(&[0xc0 | 17, 0xc0 | 23, 0x51, 1, b'/', 0x50, 9]);
-    fields.extend_from_slice(b"localhost");
-    fields.extend_from_slice(extra);
-    let mut frame = vec![0x01];
-    hxlab_wire::varint::put(&mut frame, fields.len() as u64);
-    frame.extend(fields);
-    frame
+    h3_request_with(prefix, "/", "localhost", extra)
 }
 
 /// The error code the server closed `conn` with within `limit`, if it did.

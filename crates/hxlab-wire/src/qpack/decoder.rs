@@ -15,7 +15,7 @@
 use super::fields::{read_line, Line};
 use super::instruction::{
     pending_string_len, read_encoder_instruction, write_decoder_instruction, DecoderInstruction,
-    EncoderInstruction,
+    EncoderInstruction, Partial,
 };
 use super::table::DynamicTable;
 use super::{read_int, static_entry, DynamicRef, FieldDecoder, QpackError};
@@ -65,7 +65,7 @@ pub struct QpackDecoder {
     /// The insert count the peer's encoder knows we have (acknowledged so far).
     acked: u64,
     /// Encoder-stream bytes not yet a whole instruction.
-    pending: Vec<u8>,
+    pending: Partial,
     /// Decoder-stream bytes to send.
     out: Vec<u8>,
     fields: FieldDecoder,
@@ -87,7 +87,7 @@ impl QpackDecoder {
             max_blocked: max_blocked.min(MAX_BLOCKED_STREAMS),
             blocked: Vec::new(),
             acked: 0,
-            pending: Vec::new(),
+            pending: Partial::default(),
             out: Vec::new(),
             fields: FieldDecoder::new(),
             ins_scratch: Vec::new(),
@@ -155,39 +155,24 @@ impl QpackDecoder {
     /// [`QpackDecoder::drain_output`].
     pub fn feed_encoder(&mut self, data: &[u8]) -> Result<(), QpackError> {
         self.stats.encoder_stream_bytes += data.len() as u64;
-        // Whole instructions are read where they are; only a partial one is kept.
-        let joined;
-        let buf: &[u8] = if self.pending.is_empty() {
-            data
-        } else {
-            self.pending.extend_from_slice(data);
-            joined = std::mem::take(&mut self.pending);
-            &joined
-        };
-        let mut at = 0;
-        while let Some((n, ins)) =
-            read_encoder_instruction(&buf[at..], &mut self.ins_scratch, &mut self.ins_memo)?
-        {
-            apply(
-                &mut self.table,
-                self.max_capacity,
-                ins,
-                &mut self.name_copy,
-                &mut self.stats,
-            )?;
-            at += n;
-        }
-        self.pending.clear();
-        self.pending.extend_from_slice(&buf[at..]);
+        let (table, max_capacity) = (&mut self.table, self.max_capacity);
+        let (scratch, memo) = (&mut self.ins_scratch, &mut self.ins_memo);
+        let (name_copy, stats) = (&mut self.name_copy, &mut self.stats);
+        self.pending.feed(data, |buf| {
+            let mut at = 0;
+            while let Some((n, ins)) = read_encoder_instruction(&buf[at..], scratch, memo)? {
+                apply(table, max_capacity, ins, name_copy, stats)?;
+                at += n;
+            }
+            Ok(at)
+        })?;
         // What is left is less than one instruction; one whose strings could not fit in
         // the largest table we allow is refused now rather than buffered.
-        if pending_string_len(&self.pending) > self.max_capacity
-            || self.pending.len() as u64 > self.max_capacity + 32
+        let kept = self.pending.kept();
+        if pending_string_len(kept) > self.max_capacity
+            || kept.len() as u64 > self.max_capacity + 32
         {
             return Err(QpackError("encoder instruction larger than the table"));
-        }
-        if self.pending.is_empty() && self.pending.capacity() > 256 {
-            self.pending = Vec::new();
         }
         Ok(())
     }

@@ -25,6 +25,7 @@
 use super::decoder::{encode_required_insert_count, MAX_TABLE_CAPACITY};
 use super::instruction::{
     read_decoder_instruction, write_encoder_instruction, DecoderInstruction, EncoderInstruction,
+    Partial,
 };
 use super::table::{entry_size, DynamicTable};
 use super::{write_str, QpackError, STATIC_TABLE};
@@ -97,7 +98,7 @@ pub struct QpackEncoder {
     /// Encoder-stream bytes to send.
     out: Vec<u8>,
     /// Decoder-stream bytes not yet a whole instruction.
-    pending: Vec<u8>,
+    pending: Partial,
     plan: Vec<Rep>,
     stats: EncoderStats,
 }
@@ -115,7 +116,7 @@ impl QpackEncoder {
             known_received: 0,
             outstanding: VecDeque::new(),
             out: Vec::new(),
-            pending: Vec::new(),
+            pending: Partial::default(),
             plan: Vec::new(),
             stats: EncoderStats::default(),
         }
@@ -208,23 +209,18 @@ impl QpackEncoder {
     /// error of type QPACK_DECODER_STREAM_ERROR.
     pub fn feed_decoder(&mut self, data: &[u8]) -> Result<(), QpackError> {
         self.stats.decoder_stream_bytes += data.len() as u64;
-        // Whole instructions are read where they are; only a partial one is kept.
-        let joined;
-        let buf: &[u8] = if self.pending.is_empty() {
-            data
-        } else {
-            self.pending.extend_from_slice(data);
-            joined = std::mem::take(&mut self.pending);
-            &joined
-        };
-        let mut at = 0;
-        while let Some((n, ins)) = read_decoder_instruction(&buf[at..])? {
-            at += n;
-            self.apply(ins)?;
-        }
-        self.pending.clear();
-        self.pending.extend_from_slice(&buf[at..]);
-        if self.pending.len() > 10 {
+        let mut pending = std::mem::take(&mut self.pending);
+        let r = pending.feed(data, |buf| {
+            let mut at = 0;
+            while let Some((n, ins)) = read_decoder_instruction(&buf[at..])? {
+                at += n;
+                self.apply(ins)?;
+            }
+            Ok(at)
+        });
+        self.pending = pending;
+        r?;
+        if self.pending.kept().len() > 10 {
             return Err(QpackError("decoder instruction too long"));
         }
         Ok(())

@@ -44,6 +44,47 @@ pub enum DecoderInstruction {
     InsertCountIncrement(u64),
 }
 
+/// What has arrived of an instruction stream and is not a whole instruction yet. Whole
+/// instructions are read where the bytes are; only the incomplete tail is kept.
+#[derive(Debug, Default)]
+pub(crate) struct Partial(Vec<u8>);
+
+impl Partial {
+    /// Hands `parse` the bytes to read (`data`, after what was kept), which returns how many
+    /// it consumed (whole instructions); the rest is kept for the next call.
+    pub(crate) fn feed(
+        &mut self,
+        data: &[u8],
+        parse: impl FnOnce(&[u8]) -> Result<usize, QpackError>,
+    ) -> Result<(), QpackError> {
+        let joined;
+        let buf: &[u8] = if self.0.is_empty() {
+            data
+        } else {
+            self.0.extend_from_slice(data);
+            joined = std::mem::take(&mut self.0);
+            &joined
+        };
+        let used = parse(buf)?;
+        self.0.clear();
+        self.0.extend_from_slice(&buf[used..]);
+        if self.0.is_empty() && self.0.capacity() > 256 {
+            self.0 = Vec::new();
+        }
+        Ok(())
+    }
+
+    /// The bytes kept (less than one instruction).
+    pub(crate) fn kept(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Bytes of memory held.
+    pub(crate) fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
 /// Skips a prefix integer; `Ok(false)` when the bytes end inside it.
 fn skip_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<bool, QpackError> {
     match crate::prefix::read(buf, pos, n) {
