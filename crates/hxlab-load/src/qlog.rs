@@ -1,8 +1,10 @@
 //! `--qlog DIR` / `--qlog-file-base BASE`: one qlog file (JSON-SEQ, qlog 0.3) per QUIC
 //! connection, `BASE.N.sqlog`. quinn-proto writes the transport events (packets sent,
 //! received and lost, recovery metrics) into it; this module adds HTTP/3 frame events of
-//! the request streams (`http3:frame_created` for what the client sends, `http3:frame_parsed`
-//! for what it reads) into the same trace, read from the bytes the session hands its tap.
+//! the request and control streams (`http3:frame_created` for what the client sends,
+//! `http3:frame_parsed` for what it reads) and the QPACK encoder- and decoder-stream
+//! instructions (`qpack:instruction_created` / `qpack:instruction_parsed`) into the same
+//! trace, read from the bytes the session hands its tap.
 //! Both write through one handle, from the connection's one thread, so records never
 //! interleave.
 
@@ -27,12 +29,45 @@ fn frame_name(kind: u64) -> &'static str {
     }
 }
 
-/// Where a stream's frame reader is: reading a frame's type and length, or skipping its
-/// payload.
+/// Where a stream's reader is: for frames, reading a frame's type and length or skipping its
+/// payload; for a unidirectional stream, its type first; for QPACK streams, the bytes of an
+/// instruction not complete yet.
 #[derive(Default)]
 struct Reader {
     head: Vec<u8>,
     skip: u64,
+    /// Unidirectional streams: the type, once read.
+    uni_type: Option<u64>,
+}
+
+/// The most bytes of one QPACK instruction kept while waiting for the rest (a larger one is
+/// not followed further: the qlog loses that stream's later instructions, never the run).
+const MAX_INSTRUCTION: usize = 64 * 1024 + 64;
+
+/// A QPACK instruction as qlog's `QPACKInstruction`.
+fn instruction_json(i: &hxlab_wire::qpack::instruction::InstructionSummary) -> serde_json::Value {
+    let mut v = serde_json::json!({"instruction_type": i.instruction_type});
+    let key = match i.instruction_type {
+        "set_dynamic_table_capacity" => "capacity",
+        "insert_with_name_reference" => "name_index",
+        "duplicate" => "index",
+        "insert_count_increment" => "increment",
+        "insert_without_name_reference" => "",
+        _ => "stream_id",
+    };
+    if !key.is_empty() {
+        v[key] = i.value.into();
+    }
+    if let Some(s) = i.is_static {
+        v["table_type"] = if s { "static" } else { "dynamic" }.into();
+    }
+    if let Some(n) = i.name_length {
+        v["name_length"] = n.into();
+    }
+    if let Some(n) = i.value_length {
+        v["value_length"] = n.into();
+    }
+    v
 }
 
 /// The HTTP/3 events of one connection, written into its qlog.
@@ -69,33 +104,26 @@ impl Tap for H3Events {
         let Channel::Quic(id) = channel else {
             return;
         };
-        // Request streams only (client-initiated, bidirectional).
-        if id & 3 != 0 {
-            return;
-        }
         let sending = dir == Dir::Send;
-        let mut found = Vec::new();
+        let mut frames = Vec::new();
+        let mut instructions = Vec::new();
         {
             let r = self.readers.entry((sending, id)).or_default();
-            while !data.is_empty() {
-                if r.skip > 0 {
-                    let n = (r.skip as usize).min(data.len());
-                    r.skip -= n as u64;
-                    data = &data[n..];
-                    continue;
+            // Unidirectional streams (id bit 1): the stream type first.
+            if id & 2 != 0 && r.uni_type.is_none() {
+                while r.uni_type.is_none() && !data.is_empty() {
+                    r.head.push(data[0]);
+                    data = &data[1..];
+                    if let Some((t, _)) = hxlab_wire::varint::read(&r.head) {
+                        r.uni_type = Some(t);
+                        r.head.clear();
+                    }
                 }
-                r.head.push(data[0]);
-                data = &data[1..];
-                let Some((kind, a)) = hxlab_wire::varint::read(&r.head) else {
-                    continue;
-                };
-                let Some((len, b)) = hxlab_wire::varint::read(&r.head[a..]) else {
-                    continue;
-                };
-                debug_assert_eq!(a + b, r.head.len());
-                r.head.clear();
-                r.skip = len;
-                found.push((kind, len));
+            }
+            match r.uni_type {
+                None | Some(0x00) => read_frames(r, data, &mut frames),
+                Some(t @ (0x02 | 0x03)) => read_instructions(r, t == 0x02, data, &mut instructions),
+                Some(_) => {}
             }
         }
         let name = if sending {
@@ -103,13 +131,28 @@ impl Tap for H3Events {
         } else {
             "http3:frame_parsed"
         };
-        for (kind, len) in found {
+        for (kind, len) in frames {
             self.event(
                 name,
                 serde_json::json!({
                     "stream_id": id,
                     "length": len,
                     "frame": {"frame_type": frame_name(kind)},
+                }),
+            );
+        }
+        let name = if sending {
+            "qpack:instruction_created"
+        } else {
+            "qpack:instruction_parsed"
+        };
+        for (len, ins) in instructions {
+            self.event(
+                name,
+                serde_json::json!({
+                    "stream_id": id,
+                    "length": len,
+                    "instruction": instruction_json(&ins),
                 }),
             );
         }
@@ -120,6 +163,67 @@ impl Tap for H3Events {
             self.readers.remove(&(dir == Dir::Send, id));
         }
     }
+}
+
+/// Frame heads of a request or control stream: (type, length) of each frame begun.
+fn read_frames(r: &mut Reader, mut data: &[u8], found: &mut Vec<(u64, u64)>) {
+    while !data.is_empty() {
+        if r.skip > 0 {
+            let n = (r.skip as usize).min(data.len());
+            r.skip -= n as u64;
+            data = &data[n..];
+            continue;
+        }
+        r.head.push(data[0]);
+        data = &data[1..];
+        let Some((kind, a)) = hxlab_wire::varint::read(&r.head) else {
+            continue;
+        };
+        let Some((len, b)) = hxlab_wire::varint::read(&r.head[a..]) else {
+            continue;
+        };
+        debug_assert_eq!(a + b, r.head.len());
+        r.head.clear();
+        r.skip = len;
+        found.push((kind, len));
+    }
+}
+
+/// Whole QPACK instructions of an encoder (`encoder`) or decoder stream: (length, summary).
+fn read_instructions(
+    r: &mut Reader,
+    encoder: bool,
+    data: &[u8],
+    found: &mut Vec<(usize, hxlab_wire::qpack::instruction::InstructionSummary)>,
+) {
+    use hxlab_wire::qpack::instruction::{
+        summarize_decoder_instruction, summarize_encoder_instruction,
+    };
+    if r.head.len() > MAX_INSTRUCTION {
+        return;
+    }
+    r.head.extend_from_slice(data);
+    let mut at = 0;
+    loop {
+        let next = if encoder {
+            summarize_encoder_instruction(&r.head[at..])
+        } else {
+            summarize_decoder_instruction(&r.head[at..])
+        };
+        match next {
+            Ok(Some((n, ins))) => {
+                found.push((n, ins));
+                at += n;
+            }
+            Ok(None) => break,
+            Err(_) => {
+                // Not readable: the stream is not followed further.
+                r.head = vec![0; MAX_INSTRUCTION + 1];
+                return;
+            }
+        }
+    }
+    r.head.drain(..at);
 }
 
 #[cfg(test)]
@@ -156,6 +260,57 @@ mod tests {
                 ["\"headers\":3", "\"data\":70", "\"headers\":0"],
                 "cut at {cut}"
             );
+        }
+    }
+
+    #[test]
+    fn qpack_instructions_and_control_frames_are_found_at_every_split() {
+        // Our encoder stream (client uni stream 2): type 0x02, Set Dynamic Table Capacity
+        // 4096, Insert With Name Reference static 1 ":path" "/x"; the server's decoder
+        // stream (3): type 0x03, Section Acknowledgment 0; the server's control stream (7):
+        // type 0x00, SETTINGS of 2 bytes.
+        let enc = [0x02, 0x3f, 0xe1, 0x1f, 0xc1, 0x02, b'/', b'x'];
+        let dec = [0x03, 0x80];
+        let control = [0x00, 0x04, 0x02, 0x01, 0x00];
+        for cut in 0..=enc.len() {
+            let dir =
+                std::env::temp_dir().join(format!("hxlab-qlog-q-{}-{cut}", std::process::id()));
+            let (file, path, start) = QlogFiles::new(&dir).open().unwrap();
+            let mut ev = H3Events::new(file, start);
+            ev.bytes(Dir::Send, Channel::Quic(2), &enc[..cut]);
+            ev.bytes(Dir::Send, Channel::Quic(2), &enc[cut..]);
+            ev.bytes(Dir::Recv, Channel::Quic(3), &dec);
+            ev.bytes(Dir::Recv, Channel::Quic(7), &control);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let _ = std::fs::remove_file(&path);
+            let got: Vec<(String, serde_json::Value)> = text
+                .split('\u{1e}')
+                .filter(|r| !r.trim().is_empty())
+                .map(|r| {
+                    let v: serde_json::Value = serde_json::from_str(r.trim()).unwrap();
+                    let d = &v["data"];
+                    match v["name"].as_str().unwrap() {
+                        "http3:frame_parsed" => ("frame".into(), d["frame"]["frame_type"].clone()),
+                        n => (n.to_string(), d["instruction"].clone()),
+                    }
+                })
+                .collect();
+            let want = vec![
+                (
+                    "qpack:instruction_created".to_string(),
+                    serde_json::json!({"instruction_type": "set_dynamic_table_capacity", "capacity": 4096}),
+                ),
+                (
+                    "qpack:instruction_created".to_string(),
+                    serde_json::json!({"instruction_type": "insert_with_name_reference", "name_index": 1, "table_type": "static", "value_length": 2}),
+                ),
+                (
+                    "qpack:instruction_parsed".to_string(),
+                    serde_json::json!({"instruction_type": "section_acknowledgement", "stream_id": 0}),
+                ),
+                ("frame".to_string(), serde_json::json!("settings")),
+            ];
+            assert_eq!(got, want, "cut at {cut}");
         }
     }
 }

@@ -525,6 +525,25 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
             };
             created += headers("http3:frame_created");
             parsed += headers("http3:frame_parsed");
+            // The QPACK streams' instructions: our table's capacity set on our encoder stream,
+            // and the server's inserts or acknowledgements read.
+            let instruction = |n: &str, t: &str| {
+                records
+                    .iter()
+                    .any(|r| r["name"] == n && r["data"]["instruction"]["instruction_type"] == t)
+            };
+            assert!(
+                instruction("qpack:instruction_created", "set_dynamic_table_capacity"),
+                "{}",
+                f.display()
+            );
+            assert!(
+                records
+                    .iter()
+                    .any(|r| r["name"] == "qpack:instruction_parsed"),
+                "{}",
+                f.display()
+            );
             assert!(
                 records.iter().skip(1).all(|r| r["time"].is_number()),
                 "{}",

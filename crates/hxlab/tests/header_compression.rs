@@ -305,10 +305,13 @@ fn a_load_record_against_h2o_reads_its_settings() {
     assert_eq!(r.header_tables, vec![want]);
 }
 
+/// HEADERS frames of one direction, in order: (length, encoder-stream bytes before it).
+type HeadCosts = Vec<(u64, u64)>;
+
 /// One `hxlab trace -m 3 --serial` connection, in order: for each HEADERS frame its
 /// direction, its length, and the QPACK encoder-stream bytes that came the same way since the
 /// previous HEADERS in that direction (the inserts it may reference: part of its cost).
-fn serial_heads(url: &str, cacert: &str, extra: &[&str]) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+fn serial_heads(url: &str, cacert: &str, extra: &[&str]) -> (HeadCosts, HeadCosts) {
     let mut cmd = Command::new(hxlab());
     cmd.args([
         "trace", url, "-m", "3", "--serial", "--cacert", cacert, "--json",

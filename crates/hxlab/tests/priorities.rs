@@ -15,7 +15,7 @@
 mod common;
 
 use common::{hxlab, run_with_timeout};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const BULK: u64 = 2_000_000;

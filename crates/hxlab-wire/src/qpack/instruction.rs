@@ -223,6 +223,89 @@ pub fn read_decoder_instruction(
     }
 }
 
+/// An instruction as qlog's QPACK events describe it (draft-ietf-quic-qlog-h3-events,
+/// `QPACKInstruction`): its type and its numbers, strings by length only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstructionSummary {
+    /// `set_dynamic_table_capacity`, `insert_with_name_reference`,
+    /// `insert_without_name_reference`, `duplicate`, `section_acknowledgement`,
+    /// `stream_cancellation` or `insert_count_increment`.
+    pub instruction_type: &'static str,
+    /// The capacity, index, stream id or increment the instruction carries.
+    pub value: u64,
+    /// Insert with name reference: whether the name is the static table's.
+    pub is_static: Option<bool>,
+    /// Inserts: the name's length (literal names) and the value's length, decoded.
+    pub name_length: Option<u64>,
+    /// Inserts: the value's length, decoded.
+    pub value_length: Option<u64>,
+}
+
+/// The encoder instruction at the start of `buf` summarized for qlog (see
+/// [`InstructionSummary`]), with its length; `None` when more bytes are needed.
+pub fn summarize_encoder_instruction(
+    buf: &[u8],
+) -> Result<Option<(usize, InstructionSummary)>, QpackError> {
+    let mut scratch = Vec::new();
+    let read = read_encoder_instruction(buf, &mut scratch, &mut HuffMemo::default())?;
+    Ok(read.map(|(n, ins)| {
+        let (instruction_type, value, is_static, name, val) = match ins {
+            EncoderInstruction::SetCapacity(c) => {
+                ("set_dynamic_table_capacity", c, None, None, None)
+            }
+            EncoderInstruction::InsertNameRef {
+                is_static,
+                index,
+                value,
+            } => (
+                "insert_with_name_reference",
+                index,
+                Some(is_static),
+                None,
+                Some(value.len() as u64),
+            ),
+            EncoderInstruction::InsertLiteral { name, value } => (
+                "insert_without_name_reference",
+                0,
+                None,
+                Some(name.len() as u64),
+                Some(value.len() as u64),
+            ),
+            EncoderInstruction::Duplicate(i) => ("duplicate", i, None, None, None),
+        };
+        let summary = InstructionSummary {
+            instruction_type,
+            value,
+            is_static,
+            name_length: name,
+            value_length: val,
+        };
+        (n, summary)
+    }))
+}
+
+/// The decoder instruction at the start of `buf` summarized for qlog, with its length;
+/// `None` when more bytes are needed.
+pub fn summarize_decoder_instruction(
+    buf: &[u8],
+) -> Result<Option<(usize, InstructionSummary)>, QpackError> {
+    Ok(read_decoder_instruction(buf)?.map(|(n, ins)| {
+        let (instruction_type, value) = match ins {
+            DecoderInstruction::SectionAck(s) => ("section_acknowledgement", s),
+            DecoderInstruction::StreamCancel(s) => ("stream_cancellation", s),
+            DecoderInstruction::InsertCountIncrement(i) => ("insert_count_increment", i),
+        };
+        let summary = InstructionSummary {
+            instruction_type,
+            value,
+            is_static: None,
+            name_length: None,
+            value_length: None,
+        };
+        (n, summary)
+    }))
+}
+
 /// Appends an encoder instruction.
 pub fn write_encoder_instruction(out: &mut Vec<u8>, ins: &EncoderInstruction<'_>) {
     match *ins {
