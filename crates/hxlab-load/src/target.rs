@@ -194,13 +194,7 @@ impl Target {
                 .build()
                 .map_err(|e| url_err(&uri.to_string(), format!("{e}")))?;
             let h3_fields = h3_fields(&method, https, &authority, path, &headers);
-            let mut section = Vec::new();
-            crate::qpack::encode_field_section(
-                h3_fields.iter().map(|(n, v)| (n.as_slice(), v.as_slice())),
-                &mut section,
-            );
-            let h3_request = h3_stream_bytes(&section, body.as_deref());
-            let h3_header_payload = section.len() as u64;
+            let (h3_request, h3_header_payload) = h3_static_request(&h3_fields, body.as_deref());
             requests.push(RequestTemplate {
                 uri: full,
                 headers,
@@ -270,6 +264,17 @@ fn h3_fields(
         )
         .map(|(n, v)| (n.to_vec(), v.to_vec()))
         .collect()
+}
+
+/// The static-only HTTP/3 request stream of `fields` (what is sent while the encoder has no
+/// table) and its HEADERS payload size.
+fn h3_static_request(fields: &[(Vec<u8>, Vec<u8>)], body: Option<&[u8]>) -> (bytes::Bytes, u64) {
+    let mut section = Vec::new();
+    crate::qpack::encode_field_section(
+        fields.iter().map(|(n, v)| (n.as_slice(), v.as_slice())),
+        &mut section,
+    );
+    (h3_stream_bytes(&section, body), section.len() as u64)
 }
 
 /// The bytes of an HTTP/3 request stream: a HEADERS frame with field section `section`,
