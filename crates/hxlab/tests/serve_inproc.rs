@@ -167,7 +167,8 @@ fn a_real_stats_body_round_trips_through_the_contract_type() {
         format!(
             "{{\"requests\":0,\"body_bytes\":0,\"connections\":0,\"open_connections\":0,\
              \"early_data_accepted\":0,\"tfo_accepted\":0,\"retries\":0,\"refused\":0,\
-             \"cc\":{{{cc}}},\"notsent_lowat\":{{{lowat}}},\"priorities\":{{}},\"priority_signals\":{{}}}}"
+             \"cc\":{{{cc}}},\"notsent_lowat\":{{{lowat}}},\"priorities\":{{}},\"priority_signals\":{{}},\
+             \"response_header_bytes\":0,\"request_header_bytes\":0,\"encoder_tables\":{{}}}}"
         )
     };
     let (used, unused) = (counters("\"cubic\":0", "\"16384\":0"), counters("", ""));

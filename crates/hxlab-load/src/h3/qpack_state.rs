@@ -155,7 +155,12 @@ impl UniWriter {
         let id = match self.id {
             Some(id) => id,
             None => match q.streams().open(quinn_proto::Dir::Uni) {
-                Some(id) => *self.id.insert(id),
+                Some(id) => {
+                    // Control and QPACK streams go before request data: a request head may
+                    // reference an insert on the encoder stream.
+                    let _ = q.send_stream(id).set_priority(i32::MAX);
+                    *self.id.insert(id)
+                }
                 None => return Ok(None),
             },
         };

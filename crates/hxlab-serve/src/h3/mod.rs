@@ -52,6 +52,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 
+/// quinn's send priority of our control and QPACK streams: above every response's rank, so
+/// an insert a response head references never waits behind another response's data.
+const CRITICAL: i32 = i32::MAX;
+
 /// The QUIC thread: the HTTP/3 server's driver and every HTTP/3 connection and request task.
 /// It ends when [`QuicThread::close`] is called or the handle is dropped.
 pub(crate) struct QuicThread {
@@ -203,6 +207,9 @@ pub(crate) fn control_preamble(max_field_section: u64, qpack: (u64, u64)) -> Vec
 
 /// Runs HTTP/3 on an established connection ([`serve_requests`]), with the connection's
 /// QPACK state, whose writer task ends with it.
+///
+/// Our control and QPACK streams are sent at [`CRITICAL`], above every request stream's
+/// rank.
 async fn serve_h3(conn: Conn, ctx: Arc<Ctx>) {
     let qpack = qpack::ConnQpack::new(ctx.limits.header_table, ctx.stats.clone());
     serve_requests(conn, ctx, qpack.clone()).await;
@@ -217,6 +224,9 @@ async fn serve_requests(conn: Conn, ctx: Arc<Ctx>, qpack: std::rc::Rc<qpack::Con
     let Ok(mut control) = conn.open_uni().await else {
         return;
     };
+    // Our critical streams go before any response: a response head may reference an insert
+    // on the encoder stream, and waiting behind bulk data for it is head-of-line blocking.
+    control.set_priority(CRITICAL);
     let max_field = u64::from(ctx.limits.max_header_size);
     if control
         .write_all(&control_preamble(max_field, qpack.advertised()))
@@ -239,6 +249,7 @@ async fn serve_requests(conn: Conn, ctx: Arc<Ctx>, qpack: std::rc::Rc<qpack::Con
         let Ok(mut s) = conn.open_uni().await else {
             return;
         };
+        s.set_priority(CRITICAL);
         if s.write_all(&[kind as u8]).await.is_err() {
             return;
         }
