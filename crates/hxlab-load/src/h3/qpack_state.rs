@@ -268,13 +268,8 @@ impl Qpack {
         if self.enc.capacity() == 0 {
             return (t.h3_request.clone(), t.h3_header_payload);
         }
-        let fields: Vec<(&[u8], &[u8])> = t
-            .h3_fields
-            .iter()
-            .map(|(n, v)| (n.as_slice(), v.as_slice()))
-            .collect();
         self.section.clear();
-        self.enc.encode(stream, &fields, &mut self.section);
+        self.enc.encode(stream, &t.h3_fields, &mut self.section);
         let len = self.section.len() as u64;
         if let Some((s, b)) = &self.last[url] {
             if *s == self.section {

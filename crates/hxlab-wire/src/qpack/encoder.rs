@@ -100,6 +100,8 @@ pub struct QpackEncoder {
     /// Decoder-stream bytes not yet a whole instruction.
     pending: Partial,
     plan: Vec<Rep>,
+    /// Scratch of [`QpackEncoder::blocking_count`].
+    seen: Vec<u64>,
     stats: EncoderStats,
 }
 
@@ -118,6 +120,7 @@ impl QpackEncoder {
             out: Vec::new(),
             pending: Partial::default(),
             plan: Vec::new(),
+            seen: Vec::new(),
             stats: EncoderStats::default(),
         }
     }
@@ -193,13 +196,18 @@ impl QpackEncoder {
         self.outstanding.iter().any(|o| o.stream == s && o.ric > kr)
     }
 
-    /// How many streams are blocking (see [`QpackEncoder::stream_blocking`]).
-    fn blocking_count(&self) -> u64 {
+    /// How many streams are blocking (see [`QpackEncoder::stream_blocking`]), counted up to
+    /// `limit` (past it the answer is the same for the caller), in a kept scratch list.
+    fn blocking_count(&mut self, limit: u64) -> u64 {
         let kr = self.known_received;
-        let mut seen: Vec<u64> = Vec::new();
+        let seen = &mut self.seen;
+        seen.clear();
         for o in self.outstanding.iter().filter(|o| o.ric > kr) {
             if !seen.contains(&o.stream) {
                 seen.push(o.stream);
+                if seen.len() as u64 >= limit {
+                    break;
+                }
             }
         }
         seen.len() as u64
@@ -256,16 +264,23 @@ impl QpackEncoder {
     /// Encodes `fields` (lowercase names) as the field section of stream `stream_id` onto
     /// `section`, inserting into the table (instructions for [`QpackEncoder::drain_output`]) as it
     /// goes.
-    pub fn encode(&mut self, stream_id: u64, fields: &[(&[u8], &[u8])], section: &mut Vec<u8>) {
+    pub fn encode<N: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        stream_id: u64,
+        fields: &[(N, V)],
+        section: &mut Vec<u8>,
+    ) {
         let mut plan = std::mem::take(&mut self.plan);
         plan.clear();
         let use_table = self.table.capacity() > 0 && self.outstanding.len() < MAX_OUTSTANDING;
         let may_block = use_table
             && self.peer_blocked > 0
-            && (self.stream_blocking(stream_id) || self.blocking_count() < self.peer_blocked);
+            && (self.stream_blocking(stream_id)
+                || self.blocking_count(self.peer_blocked) < self.peer_blocked);
         // The oldest entry this section references: nothing below it may be evicted.
         let mut pinned = u64::MAX;
-        for &(name, value) in fields {
+        for (name, value) in fields {
+            let (name, value) = (name.as_ref(), value.as_ref());
             let rep = if use_table {
                 self.plan_field(name, value, may_block, &mut pinned)
             } else {
@@ -394,10 +409,10 @@ impl QpackEncoder {
 
     /// Writes the section: prefix (Required Insert Count, Base = RIC) and the lines, and
     /// records it as outstanding when it references the table.
-    fn write_section(
+    fn write_section<N: AsRef<[u8]>, V: AsRef<[u8]>>(
         &mut self,
         stream_id: u64,
-        fields: &[(&[u8], &[u8])],
+        fields: &[(N, V)],
         plan: &[Rep],
         ric: u64,
         out: &mut Vec<u8>,
@@ -410,7 +425,8 @@ impl QpackEncoder {
         );
         out.push(0); // Sign 0, Delta Base 0: Base = RIC.
         let mut min_ref = u64::MAX;
-        for (&(name, value), rep) in fields.iter().zip(plan) {
+        for ((name, value), rep) in fields.iter().zip(plan) {
+            let (name, value) = (name.as_ref(), value.as_ref());
             match *rep {
                 Rep::Static(i) => write_int(out, 0xc0, 6, i),
                 Rep::Dynamic(a) => {
@@ -448,16 +464,30 @@ impl QpackEncoder {
     }
 }
 
+/// The static table's indexes by name (a name may appear at several places: `:status` is at
+/// 24–28 and 63–71), built once: a lookup is one hash of the name instead of a scan of 99
+/// entries per field.
+fn static_by_name() -> &'static std::collections::HashMap<&'static [u8], Vec<u8>> {
+    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static [u8], Vec<u8>>> =
+        std::sync::OnceLock::new();
+    BY_NAME.get_or_init(|| {
+        let mut m: std::collections::HashMap<&'static [u8], Vec<u8>> = Default::default();
+        for (i, (n, _)) in STATIC_TABLE.iter().enumerate() {
+            m.entry(n.as_bytes()).or_default().push(i as u8);
+        }
+        m
+    })
+}
+
 /// A field's static-table representation: the whole field, its name, or a literal.
 fn static_rep(name: &[u8], value: &[u8]) -> Rep {
-    let mut by_name = None;
-    for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
-        if n.as_bytes() == name {
-            if v.as_bytes() == value {
-                return Rep::Static(i as u64);
-            }
-            by_name.get_or_insert(i as u64);
+    let Some(at) = static_by_name().get(name) else {
+        return Rep::Literal;
+    };
+    for &i in at {
+        if STATIC_TABLE[usize::from(i)].1.as_bytes() == value {
+            return Rep::Static(u64::from(i));
         }
     }
-    by_name.map_or(Rep::Literal, Rep::StaticName)
+    Rep::StaticName(u64::from(at[0]))
 }
