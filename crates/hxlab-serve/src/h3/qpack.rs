@@ -264,7 +264,12 @@ impl ConnQpack {
             s.request_heads += block.len() as u64;
             let State { decoder, ours, .. } = &mut *s;
             decoder.drain_output(&mut ours[DECODER].pending);
-            self.write(&mut s);
+            // The acknowledgement goes out with the writer task, after the tasks this turn
+            // runs: the heads of one flight are acknowledged in one write, not one each.
+            if !ours[DECODER].pending.is_empty() {
+                self.flush.notify_one();
+            }
+            self.report(&mut s);
         } else {
             self.report(&mut s);
         }
