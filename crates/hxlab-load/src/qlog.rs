@@ -38,6 +38,8 @@ struct Reader {
     skip: u64,
     /// Unidirectional streams: the type, once read.
     uni_type: Option<u64>,
+    /// A QPACK stream that could not be read (or an instruction too large): not followed.
+    broken: bool,
 }
 
 /// The most bytes of one QPACK instruction kept while waiting for the rest (a larger one is
@@ -199,7 +201,7 @@ fn read_instructions(
     use hxlab_wire::qpack::instruction::{
         summarize_decoder_instruction, summarize_encoder_instruction,
     };
-    if r.head.len() > MAX_INSTRUCTION {
+    if r.broken {
         return;
     }
     r.head.extend_from_slice(data);
@@ -218,12 +220,17 @@ fn read_instructions(
             Ok(None) => break,
             Err(_) => {
                 // Not readable: the stream is not followed further.
-                r.head = vec![0; MAX_INSTRUCTION + 1];
+                r.broken = true;
+                r.head = Vec::new();
                 return;
             }
         }
     }
     r.head.drain(..at);
+    if r.head.len() > MAX_INSTRUCTION {
+        r.broken = true;
+        r.head = Vec::new();
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use thiserror::Error;
 mod decoder;
 mod encoder;
 pub use decoder::{BlockInfo, Decoder, Field};
-pub use encoder::{response_field_indexed, Encoder, DEFAULT_TABLE, MAX_TABLE};
+pub use encoder::{response_field_indexed, Encoder, DEFAULT_TABLE};
 
 /// A malformed header block (a connection error of type COMPRESSION_ERROR).
 #[derive(Debug, Error, Clone, Copy, PartialEq, Eq)]

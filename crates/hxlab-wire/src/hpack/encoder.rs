@@ -15,9 +15,6 @@ use std::collections::VecDeque;
 /// default on both ends: what nginx, h2o and nghttp2 use.
 pub const DEFAULT_TABLE: u64 = 4096;
 
-/// The largest table the `--header-table` factor accepts (64 KiB).
-pub const MAX_TABLE: u64 = 65536;
-
 /// Per-entry overhead counted in table sizes (RFC 7541 §4.1).
 const ENTRY_OVERHEAD: usize = 32;
 

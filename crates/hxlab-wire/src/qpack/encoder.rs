@@ -333,13 +333,21 @@ impl QpackEncoder {
 
     /// Whether entry `a` is in the oldest quarter of the table (by size): soon evicted.
     fn draining(&self, a: u64) -> bool {
+        let cap = self.table.capacity();
+        // Only a table over three quarters full drains (the usual case asks no more).
+        if self.table.size() * 4 <= cap * 3 {
+            return false;
+        }
         let mut older = 0;
         for abs in self.table.first()..a {
             if let Some((n, v)) = self.table.get(abs) {
                 older += entry_size(n, v);
+                if older >= cap / 4 {
+                    return false;
+                }
             }
         }
-        older < self.table.capacity() / 4 && self.table.size() * 4 > self.table.capacity() * 3
+        older < cap / 4
     }
 
     /// The first absolute index that must survive: acknowledged-only eviction, never an entry
