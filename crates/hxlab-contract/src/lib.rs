@@ -17,6 +17,7 @@
 //! What it is not: no I/O beyond reading a config's or a ready file's text, no protocol
 //! stack, no async runtime (so hxlab-lab builds without quinn, rustls or the load engine).
 
+pub mod connect_to;
 pub mod duration_text;
 pub mod job;
 pub mod link_stats;
@@ -32,6 +33,7 @@ pub mod serve;
 pub mod stats;
 pub mod synthetic_html;
 
+pub use connect_to::ConnectTo;
 pub use hxlab_core::page::ProtocolShares;
 pub use job::{JobDone, LoadJob};
 pub use link_stats::LinkStatsFile;

@@ -4,17 +4,18 @@
 //! for the flags, the file and the lab alike.
 
 use crate::duration_text;
-use crate::ConfigError;
+use crate::{ConfigError, ConnectTo};
 use hxlab_core::cc::CongestionControl;
 use hxlab_core::header_table::{check_header_table, DEFAULT_HEADER_TABLE};
 use hxlab_core::Proto;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// One load run, as asked. `Default` is `-n 1 -c 1 -m 1 -t 1`, GET, auto protocol.
+/// One load run, as asked. `Default` is `-n 1 -c 1 -m 1 -t 1`, GET, auto protocol, cubic.
 ///
-/// In JSON, durations are strings with a unit (`"30s"`, `"250ms"`), `proto` and `cc` their
-/// command-line names, and `headers` a list of `[name, value]` pairs.
+/// In JSON, durations are strings with a unit (`"30s"`, `"250ms"`), `proto`,
+/// `no_tls_proto` and `cc` their command-line names (`cc` null: the system's default),
+/// `connect_to` the flag's `HOST[:PORT]`, and `headers` a list of `[name, value]` pairs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LoadConfig {
@@ -36,7 +37,8 @@ pub struct LoadConfig {
     pub warm_up: Duration,
     /// Extra request headers (name, value); a `host` header replaces the URL authority.
     pub headers: Vec<(String, String)>,
-    /// Request body (from -d or --data-file); its presence makes the default method POST.
+    /// Request body (the contents of h2load's `-d FILE`, or `--data-string`); its presence
+    /// makes the default method POST and HTTP/1.1 send one request at a time (as h2load).
     pub body: Option<Vec<u8>>,
     /// Request method; None: GET, or POST with a body.
     pub method: Option<String>,
@@ -61,8 +63,29 @@ pub struct LoadConfig {
     pub h1_pipeline: bool,
     /// Open model: requests per second over all connections.
     pub rate: Option<f64>,
+    /// h2load's `--rps`: each client sends at most this many requests per second (a closed
+    /// model at a pace; latency counts from the send).
+    pub rps: Option<f64>,
     /// Protocol to speak.
     pub proto: Proto,
+    /// h2load's `-p/--no-tls-proto`: what `proto: auto` speaks on an http:// URL, `h1` or
+    /// `h2c`. None: HTTP/1.1 (h2load's default is h2c).
+    pub no_tls_proto: Option<Proto>,
+    /// h2load's `--connect-to`: connect here instead of the URL's host and port; the URL's
+    /// authority stays in Host/:authority and, unless `sni` says otherwise, in TLS SNI.
+    pub connect_to: Option<ConnectTo>,
+    /// h2load's `--sni`: the TLS server name sent (and verified) instead of the URL's host.
+    pub sni: Option<String>,
+    /// h2load's `-T/--connection-active-timeout`: once a client has sent its last request,
+    /// the longest its connection stays open for the answers; then the requests still in
+    /// flight fail as `timeout` and the client is done.
+    #[serde(with = "duration_text::optional")]
+    pub connection_active_timeout: Option<Duration>,
+    /// h2load's `-N/--connection-inactivity-timeout`: the longest a connection may go
+    /// without sending or receiving; then its requests in flight fail as `timeout` and the
+    /// client is done.
+    #[serde(with = "duration_text::optional")]
+    pub connection_inactivity_timeout: Option<Duration>,
     /// ALPN ids to offer (TLS over TCP); None: derived from `proto`.
     pub alpn_list: Option<Vec<String>>,
     /// Resume TLS sessions on new connections (and report resumed handshakes apart).
@@ -75,7 +98,9 @@ pub struct LoadConfig {
     pub prime: bool,
     /// TCP Fast Open on TCP connections (TCP_FASTOPEN_CONNECT).
     pub tfo: bool,
-    /// Congestion controller (TCP_CONGESTION on TCP, quinn's controllers on QUIC).
+    /// Congestion controller, the same on every protocol: TCP_CONGESTION on TCP, quinn's
+    /// controller on QUIC. Cubic unless told otherwise; None: whatever each stack runs by
+    /// default (the kernel's `net.ipv4.tcp_congestion_control`, quinn's Cubic).
     pub cc: Option<CongestionControl>,
     /// The header table our decoder keeps, advertised to the server: HPACK's
     /// SETTINGS_HEADER_TABLE_SIZE (h2), QPACK_MAX_TABLE_CAPACITY (h3). h2load's
@@ -111,6 +136,12 @@ pub struct LoadConfig {
     /// connections from 0 (`--qlog DIR`, h2load's `--qlog-file-base BASE`); none when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qlog_base: Option<std::path::PathBuf>,
+    /// h2load's `--log-file`: append one line per measured request to this file (start in
+    /// µs since the epoch, status or -1, µs to the end of the response; tab-separated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+    /// h2load's `-v`: a line per connection and per request on stderr.
+    pub verbose: bool,
 }
 
 impl Default for LoadConfig {
@@ -134,13 +165,19 @@ impl Default for LoadConfig {
             push: false,
             h1_pipeline: true,
             rate: None,
+            rps: None,
             proto: Proto::Auto,
+            no_tls_proto: None,
+            connect_to: None,
+            sni: None,
+            connection_active_timeout: None,
+            connection_inactivity_timeout: None,
             alpn_list: None,
             tls_resume: false,
             zero_rtt: false,
             prime: false,
             tfo: false,
-            cc: None,
+            cc: Some(CongestionControl::Cubic),
             header_table_size: DEFAULT_HEADER_TABLE,
             encoder_header_table_size: DEFAULT_HEADER_TABLE,
             shard: None,
@@ -150,6 +187,8 @@ impl Default for LoadConfig {
             interval: Duration::from_secs(1),
             progress: false,
             qlog_base: None,
+            log_file: None,
+            verbose: false,
         }
     }
 }
@@ -247,6 +286,14 @@ impl LoadConfig {
             ("--timeout", self.timeout),
             ("--connect-timeout", self.connect_timeout),
             ("--interval", self.interval),
+            (
+                "-T/--connection-active-timeout",
+                self.connection_active_timeout.unwrap_or_default(),
+            ),
+            (
+                "-N/--connection-inactivity-timeout",
+                self.connection_inactivity_timeout.unwrap_or_default(),
+            ),
         ] {
             if d > MAX_DURATION {
                 return bad(format!("{flag}: longer than a year"));
@@ -274,6 +321,7 @@ impl LoadConfig {
             CongestionControl::parse_available(cc.name())
                 .map_err(|e| ConfigError(format!("--cc: {e}")))?;
         }
+        self.validate_h2load()?;
         check_header_table("--header-table-size", self.header_table_size).map_err(ConfigError)?;
         check_header_table(
             "--encoder-header-table-size",
@@ -323,6 +371,62 @@ impl LoadConfig {
         }
         if self.timeout.is_zero() || self.connect_timeout.is_zero() {
             return bad("timeouts must be longer than 0");
+        }
+        Ok(())
+    }
+
+    /// The options that take h2load's meanings: `--rps`, `-p`, `--sni`, `-T`, `-N`.
+    fn validate_h2load(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError(m));
+        if let Some(rps) = self.rps {
+            if !(rps.is_finite() && rps > 0.0 && rps <= 1e9) {
+                return bad(format!(
+                    "--rps {rps}: must be a positive number of requests per second (at most 1e9)"
+                ));
+            }
+            if self.rate.is_some() {
+                return bad("--rps (each client's pace) and --rate (the open model's timetable) do not go together: give one".into());
+            }
+        }
+        if let Some(p) = self.no_tls_proto {
+            if !matches!(p, Proto::H1 | Proto::H2c) {
+                return bad(format!(
+                    "-p/--no-tls-proto {}: use h2c or http/1.1",
+                    p.name()
+                ));
+            }
+            let agrees = match self.proto {
+                Proto::Auto => true,
+                Proto::H1 => p == Proto::H1,
+                Proto::H2 | Proto::H2c => p == Proto::H2c,
+                Proto::H3 => false,
+            };
+            if !agrees {
+                return bad(format!(
+                    "-p/--no-tls-proto {} contradicts --proto {}: give one of them",
+                    p.name(),
+                    self.proto.name()
+                ));
+            }
+        }
+        if let Some(sni) = &self.sni {
+            if sni.is_empty() || sni.len() > 253 || sni.chars().any(|c| c.is_whitespace()) {
+                return bad(format!("--sni {sni:?}: not a host name"));
+            }
+        }
+        for (flag, t) in [
+            (
+                "-T/--connection-active-timeout",
+                self.connection_active_timeout,
+            ),
+            (
+                "-N/--connection-inactivity-timeout",
+                self.connection_inactivity_timeout,
+            ),
+        ] {
+            if t.is_some_and(|t| t.is_zero()) {
+                return bad(format!("{flag} must be longer than 0"));
+            }
         }
         Ok(())
     }
@@ -433,7 +537,13 @@ mod tests {
             push: true,
             h1_pipeline: false,
             rate: Some(123.5),
+            rps: Some(7.5),
             proto: Proto::H2c,
+            no_tls_proto: Some(Proto::H2c),
+            connect_to: Some(ConnectTo::parse("[::1]:8443").unwrap()),
+            sni: Some("example.test".into()),
+            connection_active_timeout: Some(Duration::from_millis(700)),
+            connection_inactivity_timeout: Some(Duration::from_secs(2)),
             alpn_list: Some(vec!["h2".into()]),
             tls_resume: true,
             zero_rtt: true,
@@ -449,6 +559,8 @@ mod tests {
             interval: Duration::from_millis(100),
             progress: false,
             qlog_base: Some("qlogs/run".into()),
+            log_file: Some("requests.log".into()),
+            verbose: true,
         };
         let text = cfg.to_json();
         let back: LoadConfig = serde_json::from_str(&text).unwrap();
@@ -458,6 +570,9 @@ mod tests {
         assert_eq!(v["proto"], "h2c");
         assert_eq!(v["cc"], "cubic");
         assert_eq!(v["interval"], "100ms");
+        assert_eq!(v["connect_to"], "[::1]:8443");
+        assert_eq!(v["no_tls_proto"], "h2c");
+        assert_eq!(v["connection_active_timeout"], "700ms");
     }
 
     #[test]
@@ -468,6 +583,11 @@ mod tests {
         assert_eq!(cfg.requests, 1);
         assert_eq!(cfg.proto, Proto::Auto);
         assert_eq!(cfg.interval, Duration::from_secs(1));
+        // One controller on every protocol unless told otherwise; null: each stack's own.
+        assert_eq!(cfg.cc, Some(CongestionControl::Cubic));
+        let system =
+            LoadConfig::from_json(r#"{"urls":["http://127.0.0.1:1/"],"cc":null}"#).unwrap();
+        assert_eq!(system.cc, None);
         assert_eq!(
             (cfg.header_table_size, cfg.encoder_header_table_size),
             (4096, 4096)
@@ -529,6 +649,45 @@ mod tests {
             ..ok.clone()
         })
         .contains("without a request"));
+        assert!(refused(LoadConfig {
+            rps: Some(10.0),
+            rate: Some(10.0),
+            ..ok.clone()
+        })
+        .contains("--rps"));
+        assert!(refused(LoadConfig {
+            rps: Some(0.0),
+            ..ok.clone()
+        })
+        .contains("--rps"));
+        assert!(refused(LoadConfig {
+            no_tls_proto: Some(Proto::H3),
+            ..ok.clone()
+        })
+        .contains("use h2c or http/1.1"));
+        assert!(refused(LoadConfig {
+            no_tls_proto: Some(Proto::H2c),
+            proto: Proto::H1,
+            ..ok.clone()
+        })
+        .contains("contradicts --proto h1"));
+        assert!(LoadConfig {
+            no_tls_proto: Some(Proto::H1),
+            proto: Proto::H1,
+            ..ok.clone()
+        }
+        .validate()
+        .is_ok());
+        assert!(refused(LoadConfig {
+            connection_inactivity_timeout: Some(Duration::ZERO),
+            ..ok.clone()
+        })
+        .contains("-N/"));
+        assert!(refused(LoadConfig {
+            sni: Some("a b".into()),
+            ..ok.clone()
+        })
+        .contains("--sni"));
         assert!(refused(LoadConfig {
             run_id: Some("a b".into()),
             ..ok.clone()

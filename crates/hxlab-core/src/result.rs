@@ -173,8 +173,29 @@ pub struct RunConfig {
     pub rate: Option<f64>,
     /// New connection per request.
     pub no_keepalive: bool,
-    /// Congestion control asked for, if any (its name in JSON).
+    /// Congestion control asked for (its name in JSON); None: the system's default on TCP
+    /// and quinn's on QUIC (`hxlab load --cc system`). What ran is `congestion_control`.
     pub cc: Option<crate::cc::CongestionControl>,
+    /// h2load's `--rps`: each client's most requests per second (None: unpaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rps: Option<f64>,
+    /// h2load's `-p/--no-tls-proto`: what `auto` speaks on an http:// URL (h1 or h2c; None:
+    /// h1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_tls_proto: Option<crate::protocol::Proto>,
+    /// h2load's `--connect-to`: where the connections went instead of the URL's host and
+    /// port (`host:port`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_to: Option<String>,
+    /// h2load's `--sni`: the TLS server name sent instead of the URL's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni: Option<String>,
+    /// h2load's `-T`, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_active_timeout_s: Option<f64>,
+    /// h2load's `-N`, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_inactivity_timeout_s: Option<f64>,
     /// Any other option, free-form, for the record.
     #[serde(default)]
     pub extra: BTreeMap<String, String>,
@@ -295,6 +316,13 @@ pub struct RunResult {
     /// equal in every size add their connections. Absent in older files and for h1: empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header_tables: Vec<HeaderTableSeen>,
+    /// Each client's (connection slot's) answered requests per second of the time it was
+    /// active — from its first connection (or the end of the warm-up) to its last
+    /// disconnection (or the end of the run) — as h2load's `req/s` row computes it, in no
+    /// particular order; clients that never connected are left out. Merged: concatenated.
+    /// Absent in older files: empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_request_rates: Vec<f64>,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -367,8 +395,11 @@ impl RunResult {
             intervals,
             environment,
             header_tables,
+            client_request_rates,
         } = o;
         self.merge_series(*interval_s, intervals);
+        self.client_request_rates
+            .extend_from_slice(client_request_rates);
         if self.environment.is_none() {
             self.environment = environment.clone();
         }
@@ -472,6 +503,12 @@ mod tests {
                 rate: Some(f + 0.75),
                 no_keepalive: true,
                 cc: Some(crate::cc::CongestionControl::ALL[(n % 3) as usize]),
+                rps: Some(f + 0.5),
+                no_tls_proto: Some(crate::protocol::Proto::H2c),
+                connect_to: Some(format!("127.0.0.1:{n}")),
+                sni: Some(format!("s{n}.test")),
+                connection_active_timeout_s: Some(f + 1.5),
+                connection_inactivity_timeout_s: Some(f + 2.5),
                 extra: counts(&[("k", n)])
                     .into_iter()
                     .map(|(k, v)| (k, v.to_string()))
@@ -554,6 +591,7 @@ mod tests {
                 ..Default::default()
             }),
             header_tables: vec![table(Some(4096), 4096, n + 60), table(None, n, 1)],
+            client_request_rates: vec![f + 0.5, f + 0.25],
         }
     }
 
@@ -620,7 +658,10 @@ mod tests {
                 intervals,
                 environment,
                 header_tables,
+                client_request_rates,
             } = m;
+            // Concatenated, the first part's first.
+            assert_eq!(client_request_rates, [1000.5, 1000.25, 3000.5, 3000.25]);
             // Entries equal in every size add their connections; the others are kept.
             assert_eq!(
                 header_tables,

@@ -55,8 +55,22 @@ impl Default for HeaderTables {
     }
 }
 
+/// h2load's connection timeouts (`-T`, `-N`): when one expires, the requests in flight on
+/// the connection fail as `timeout` and the client opens no other connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionTimeouts {
+    /// `-T`: once the client has sent its last request, the longest its connection stays
+    /// open for the answers.
+    pub active: Option<Duration>,
+    /// `-N`: the longest a connection may go without sending or receiving anything.
+    pub inactivity: Option<Duration>,
+}
+
 /// One client (connection slot): what it sends, where it counts.
 pub struct ClientCtx {
+    /// The client's number within its worker (requests carry it, so the recorder can count
+    /// per client).
+    pub index: u32,
     /// The target.
     pub target: Rc<Target>,
     /// The worker's recorder.
@@ -80,6 +94,12 @@ pub struct ClientCtx {
     /// The header tables to advertise and to encode with (h2: HPACK; h3: used by the QPACK
     /// wiring).
     pub header_tables: HeaderTables,
+    /// `-T` and `-N`.
+    pub connection_timeouts: ConnectionTimeouts,
+    /// Set when a connection timeout (`-T`, `-N`) ended a connection: the client is done.
+    pub(crate) retired: bool,
+    /// QUIC connections this client has dialled (names its qlog files).
+    pub(crate) quic_dials: u32,
     /// The index of the next URL (round-robin); set by the worker to spread its clients'
     /// first requests over the URLs.
     pub(crate) url: usize,
@@ -93,11 +113,7 @@ impl ClientCtx {
     pub fn next(&mut self, now: Instant) -> Next {
         if let Some((scheduled, ticket)) = self.reserved.take() {
             // Closed model: latency counts from the actual send, not from the reservation.
-            let scheduled = if matches!(self.plan, Plan::Closed(_)) {
-                now
-            } else {
-                scheduled
-            };
+            let scheduled = if self.plan.is_open() { scheduled } else { now };
             return Next::Go { scheduled, ticket };
         }
         self.plan.next(now)
@@ -112,6 +128,7 @@ impl ClientCtx {
         depth: usize,
     ) -> ClientCtx {
         ClientCtx {
+            index: 0,
             target,
             rec,
             plan,
@@ -123,6 +140,9 @@ impl ClientCtx {
             h1_depth: depth,
             tap: None,
             header_tables: HeaderTables::default(),
+            connection_timeouts: ConnectionTimeouts::default(),
+            retired: false,
+            quic_dials: 0,
             url: 0,
             reserved: None,
         }
@@ -167,7 +187,7 @@ impl ClientCtx {
                 },
                 None => 0,
             },
-            Plan::Closed(_) => 0,
+            Plan::Closed(_) | Plan::Paced(..) => 0,
         }
     }
 }

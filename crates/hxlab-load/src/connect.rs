@@ -72,17 +72,29 @@ pub(crate) fn connector(
             .clone()
             .unwrap_or_else(|| default.iter().map(|p| p.to_vec()).collect())
     };
+    // `--sni` names the server in the handshake (and the certificate check) instead of
+    // the URL's host; the URL's authority stays in Host and :authority.
+    let sni = cfg.sni.clone().unwrap_or_else(|| target.host.clone());
     let with_tls = |alpn: Vec<Vec<u8>>, session| -> Result<Connector, LoadError> {
         let refs: Vec<&[u8]> = alpn.iter().map(|v| v.as_slice()).collect();
         let config = tls::tcp_config(cfg, &refs)?;
-        let name = tls::server_name(&target.host)?;
+        let name = tls::server_name(&sni)?;
         Ok(Connector::Tcp {
             dialer: dialer.clone().with_tls(config, name),
             session,
         })
     };
+    // h2load's `-p`: what auto speaks without TLS.
+    let cleartext = match cfg.no_tls_proto {
+        Some(Proto::H2c) => TcpSession::H2c,
+        _ => TcpSession::H1,
+    };
     match (cfg.proto, target.https) {
-        (Proto::H1, false) | (Proto::Auto, false) => Ok(Connector::Tcp {
+        (Proto::Auto, false) => Ok(Connector::Tcp {
+            dialer,
+            session: cleartext,
+        }),
+        (Proto::H1, false) => Ok(Connector::Tcp {
             dialer,
             session: TcpSession::H1,
         }),
@@ -101,7 +113,7 @@ pub(crate) fn connector(
         )),
         (Proto::H3, true) => Ok(Connector::Quic {
             configs: tls::quic_config(cfg)?,
-            server_name: target.host.clone(),
+            server_name: sni,
             tap: tap.cloned(),
         }),
     }
@@ -147,20 +159,30 @@ pub(crate) async fn client_loop(
                 Next::Wait(_) => {}
             }
         }
+        let measure_start = ctx.rec.borrow().measure_start;
+        ctx.rec
+            .borrow_mut()
+            .clients
+            .connecting(ctx.index, Instant::now(), measure_start);
         let end = match &connector {
             Connector::Tcp { dialer, session } => {
                 tcp_connection(&mut ctx, dialer, *session, &mut bufs).await
             }
             Connector::Quic { .. } => quic_connection(&mut ctx, quic.as_ref()).await,
         };
+        ctx.rec
+            .borrow_mut()
+            .clients
+            .disconnected(ctx.index, Instant::now());
         let Some(end) = end else {
             // Connecting failed (counted): this client gives up.
             ctx.unreserve();
             return ctx.unsent();
         };
         ctx.unreserve();
-        if tapped(&connector) {
-            // A traced run is one connection.
+        if tapped(&connector) || ctx.retired {
+            // A traced run is one connection; a client whose connection timed out (-T, -N)
+            // is done, as in h2load.
             return ctx.unsent();
         }
         match end {
@@ -304,7 +326,9 @@ async fn tcp_connection(
 /// run the h3 session. `None` when connecting failed (counted).
 async fn quic_connection(ctx: &mut ClientCtx, dialer: Option<&QuicDialer>) -> Option<SessionEnd> {
     let dialer = dialer?;
-    let mut qc = match dialer.dial().await {
+    let dial = dialer.dial(ctx.index, ctx.quic_dials);
+    ctx.quic_dials += 1;
+    let mut qc = match dial.await {
         Ok(c) => c,
         Err(e) => {
             ctx.rec.borrow_mut().connect_failed(e.kind, &e);

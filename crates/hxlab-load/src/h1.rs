@@ -80,7 +80,7 @@ impl H1Session {
         let first_byte = f.first_byte.unwrap_or(now);
         ctx.rec
             .borrow_mut()
-            .response(f.req.scheduled, f.req.sent, first_byte, now, status);
+            .response(&f.req, first_byte, now, status);
         self.answered += 1;
         true
     }
@@ -150,7 +150,7 @@ impl Session for H1Session {
             Err(Fail { kind, message, .. }) => {
                 let mut rec = ctx.rec.borrow_mut();
                 for f in self.inflight.drain(..) {
-                    rec.request_failed(f.req.scheduled, kind, &message);
+                    rec.request_failed(&f.req, kind, &message);
                 }
                 SessionEnd::Failed {
                     answered,

@@ -1,13 +1,61 @@
 //! What a client sends next and when: a closed-model budget shared by the clients of one
-//! worker (a plain `Rc<Cell>`, never across threads) or the client's open-model
-//! [`Schedule`], kept in the worker's [`OpenLedger`] so that what was never sent or never
-//! answered can still be counted when the run is cut at its deadline.
+//! worker (a plain `Rc<Cell>`, never across threads), the same budget at a per-client pace
+//! (h2load's `--rps`, [`Pace`]), or the client's open-model [`Schedule`], kept in the
+//! worker's [`OpenLedger`] so that what was never sent or never answered can still be
+//! counted when the run is cut at its deadline. A request taken from a plan and sent is a
+//! [`Req`].
 
 use crate::scheduler::Schedule;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// A request in flight, as a session keeps it and the recorder counts it.
+#[derive(Clone, Copy, Debug)]
+pub struct Req {
+    /// When the request was due.
+    pub scheduled: Instant,
+    /// When it was sent (the loop turn that submitted it).
+    pub sent: Instant,
+    /// Plan ticket (given back when the request may be sent again).
+    pub ticket: u64,
+    /// The client (connection slot) that sent it, numbered within its worker.
+    pub client: u32,
+}
+
+/// h2load's `--rps`: a client sends its *i*-th request no earlier than *i / rps* after its
+/// first. A request that could not go when due (every stream busy) goes as soon as one
+/// frees, and the ones after it keep their times, so the client catches up as h2load's
+/// does. Latency counts from the actual send: this is a closed-model limit, not the open
+/// model's timetable.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// 1 / rps.
+    every: Duration,
+    /// When the next request may go (None: at once, the client's first).
+    next: Option<Instant>,
+}
+
+impl Pace {
+    /// At most `rps` requests per second (a positive, finite rate).
+    pub fn new(rps: f64) -> Pace {
+        Pace {
+            every: Duration::from_secs_f64(1.0 / rps),
+            next: None,
+        }
+    }
+
+    /// When the next request may go, if that is later than `now`.
+    fn wait(&self, now: Instant) -> Option<Instant> {
+        self.next.filter(|t| *t > now)
+    }
+
+    /// A request went at `now`: the one after it is due one period after this one's slot.
+    fn took(&mut self, now: Instant) {
+        self.next = Some(self.next.unwrap_or(now) + self.every);
+    }
+}
 
 /// The decision for the next request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,6 +141,9 @@ impl OpenLedger {
 pub enum Plan {
     /// Closed model: take from the worker's remaining count (u64::MAX when time-bound).
     Closed(Rc<Cell<u64>>),
+    /// Closed model at a pace (`--rps`): the worker's count, at most one request per
+    /// [`Pace`] period for this client.
+    Paced(Rc<Cell<u64>>, Pace),
     /// Open model: client `client`'s timetable in the worker's ledger, relative to `start`.
     Open {
         /// The worker's books (timetables and outstanding requests).
@@ -109,18 +160,16 @@ impl Plan {
     #[inline]
     pub fn next(&mut self, now: Instant) -> Next {
         match self {
-            Plan::Closed(budget) => {
-                let left = budget.get();
-                if left == 0 {
+            Plan::Closed(budget) => take(budget, now),
+            Plan::Paced(budget, pace) => {
+                if budget.get() == 0 {
                     return Next::Done;
                 }
-                if left != u64::MAX {
-                    budget.set(left - 1);
+                if let Some(t) = pace.wait(now) {
+                    return Next::Wait(t);
                 }
-                Next::Go {
-                    scheduled: now,
-                    ticket: 0,
-                }
+                pace.took(now);
+                take(budget, now)
             }
             Plan::Open {
                 ledger,
@@ -150,10 +199,16 @@ impl Plan {
         }
     }
 
+    /// Whether latency counts from when a request was due rather than from its send (the
+    /// open model's correction for coordinated omission).
+    pub fn is_open(&self) -> bool {
+        matches!(self, Plan::Open { .. })
+    }
+
     /// Returns an unanswered request so it is sent again.
     pub fn give_back(&mut self, ticket: u64) {
         match self {
-            Plan::Closed(budget) => {
+            Plan::Closed(budget) | Plan::Paced(budget, _) => {
                 let left = budget.get();
                 if left != u64::MAX {
                     budget.set(left + 1);
@@ -170,13 +225,28 @@ impl Plan {
     /// True when nothing is left to send.
     pub fn is_done(&self) -> bool {
         match self {
-            Plan::Closed(b) => b.get() == 0,
+            Plan::Closed(b) | Plan::Paced(b, _) => b.get() == 0,
             Plan::Open { ledger, client, .. } => ledger
                 .borrow()
                 .schedules
                 .get(*client)
                 .is_none_or(|s| s.peek().is_none()),
         }
+    }
+}
+
+/// Takes one request from a closed-model budget (u64::MAX: endless), due now.
+fn take(budget: &Cell<u64>, now: Instant) -> Next {
+    let left = budget.get();
+    if left == 0 {
+        return Next::Done;
+    }
+    if left != u64::MAX {
+        budget.set(left - 1);
+    }
+    Next::Go {
+        scheduled: now,
+        ticket: 0,
     }
 }
 
@@ -229,5 +299,24 @@ mod tests {
         ledger.borrow_mut().settled(b0);
         assert_eq!(count(&ledger), 1);
         assert!(!a.is_done());
+    }
+
+    /// `--rps 4`: one request every 250 ms from the first; one that goes late does not move
+    /// the ones after it (the client catches up), and the budget still ends the plan.
+    #[test]
+    fn a_paced_plan_spaces_requests_and_catches_up() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let budget = Rc::new(Cell::new(4));
+        let mut p = Plan::Paced(budget.clone(), Pace::new(4.0));
+        assert!(matches!(p.next(t0), Next::Go { scheduled, .. } if scheduled == t0));
+        assert_eq!(p.next(ms(10)), Next::Wait(ms(250)));
+        // Sent late at 600 ms: the third is still due at 500 ms, so it goes at once too.
+        assert!(matches!(p.next(ms(600)), Next::Go { .. }));
+        assert!(matches!(p.next(ms(600)), Next::Go { .. }));
+        assert_eq!(p.next(ms(600)), Next::Wait(ms(750)));
+        assert!(matches!(p.next(ms(750)), Next::Go { .. }));
+        assert_eq!((p.next(ms(2000)), budget.get()), (Next::Done, 0));
+        assert!(!p.is_open() && p.is_done());
     }
 }

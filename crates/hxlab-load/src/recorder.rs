@@ -4,7 +4,9 @@
 //! One recorder per worker thread (shared by that worker's connections through `Rc`, never
 //! across threads); the worker recorders are merged once at the end into a `RunResult`.
 
-use crate::plan::SharedLedger;
+use crate::per_client::ClientSpans;
+use crate::plan::{Req, SharedLedger};
+use crate::request_log::RequestLog;
 use crate::series::Series;
 use hxlab_core::header_table::{add_header_table, HeaderTableSeen};
 use hxlab_core::result::{ByteCounts, ErrorCounts, Histograms};
@@ -110,7 +112,12 @@ pub struct Recorder {
     /// The time series (None with `--interval 0`): every count above that has a time goes
     /// into its interval too, under the same rules (warm-up, deadline, open model).
     pub series: Option<Series>,
+    /// The header tables the connections agreed on.
     pub header_tables: Vec<HeaderTableSeen>,
+    /// Each client's answers and active span (h2load's `req/s` row).
+    pub clients: ClientSpans,
+    /// `--log-file` and `-v` (None: neither asked).
+    pub log: Option<RequestLog>,
 }
 
 impl Recorder {
@@ -166,6 +173,8 @@ impl Recorder {
             in_flight_at_end: 0,
             series: None,
             header_tables: Vec::new(),
+            clients: ClientSpans::default(),
+            log: None,
         }
     }
 
@@ -249,23 +258,21 @@ impl Recorder {
         }
     }
 
-    /// A complete response: latency from `scheduled` (= `sent` in the closed model) and from
-    /// `sent`, time to first byte from `sent`.
+    /// A complete response to `req`: latency from its due time (= its send in the closed
+    /// model) and from its send, time to first byte from its send.
     #[inline]
-    pub fn response(
-        &mut self,
-        scheduled: Instant,
-        sent: Instant,
-        first_byte: Instant,
-        done: Instant,
-        status: u16,
-    ) {
+    pub fn response(&mut self, req: &Req, first_byte: Instant, done: Instant, status: u16) {
+        let (scheduled, sent) = (req.scheduled, req.sent);
         self.settle(scheduled);
         if scheduled < self.measure_start {
             self.warm_up_done += 1;
             return;
         }
         self.done += 1;
+        self.clients.answered(req.client);
+        if let Some(log) = &mut self.log {
+            log.response(req, first_byte, done, status);
+        }
         let ok = (200..400).contains(&status);
         if ok {
             self.succeeded += 1;
@@ -289,18 +296,16 @@ impl Recorder {
     }
 
     /// A request that got no complete response.
-    pub fn request_failed(
-        &mut self,
-        scheduled: Instant,
-        kind: ErrorKind,
-        message: &dyn std::fmt::Display,
-    ) {
-        self.settle(scheduled);
-        if scheduled < self.measure_start {
+    pub fn request_failed(&mut self, req: &Req, kind: ErrorKind, message: &dyn std::fmt::Display) {
+        self.settle(req.scheduled);
+        if req.scheduled < self.measure_start {
             return;
         }
         self.failed += 1;
         let now = Instant::now();
+        if let Some(log) = &mut self.log {
+            log.failed(req, now, message);
+        }
         if let Some(series) = &mut self.series {
             series.at(now).requests_failed += 1;
         }
@@ -318,6 +323,9 @@ impl Recorder {
 
     /// A connection attempt failed (counted once, as an error of `kind`).
     pub fn connect_failed(&mut self, kind: ErrorKind, message: &dyn std::fmt::Display) {
+        if let Some(log) = &self.log {
+            log.connection(format_args!("connection failed: {message}"));
+        }
         if self.first_connect_error.is_none() {
             self.first_connect_error = Some(message.to_string());
         }
@@ -363,6 +371,19 @@ impl Recorder {
         // Counted during warm-up too: kept-alive connections opened then carry the measured
         // requests, and `negotiated` must say what they speak.
         self.connections += 1;
+        if let Some(log) = &self.log {
+            let ms = |d: Option<Duration>| {
+                d.map_or("-".into(), |d| format!("{:.3} ms", d.as_secs_f64() * 1e3))
+            };
+            log.connection(format_args!(
+                "connected: {negotiated}{}, cc {}, connect {}, handshake {}{}",
+                tls_version.map_or(String::new(), |v| format!(" {v}")),
+                cc.unwrap_or("-"),
+                ms(connect),
+                ms(handshake),
+                if resumed { " (resumed)" } else { "" }
+            ));
+        }
         if let Some(c) = connect {
             self.hist.connect.record(c);
         }
@@ -500,6 +521,7 @@ impl Recorder {
             part.tls_versions.insert(k.to_string(), *v);
         }
         part.congestion_control = self.cc.clone();
+        part.client_request_rates = self.clients.rates();
         part.header_tables = self.header_tables.clone();
         for (k, (a, r)) in &self.tfo {
             part.tfo_syn_data_acked.insert(k.to_string(), *a);
@@ -524,6 +546,16 @@ mod tests {
     use super::*;
     use hxlab_core::result::Interval;
 
+    /// A request of client 0 due at `scheduled`, sent at `sent`.
+    fn req(scheduled: Instant, sent: Instant) -> Req {
+        Req {
+            scheduled,
+            sent,
+            ticket: 0,
+            client: 0,
+        }
+    }
+
     /// The series counts what the totals count, where the totals count it: a response in the
     /// interval of its completion, warm-up requests nowhere, bytes only while measuring,
     /// failures and errors in theirs; the sums equal the totals.
@@ -535,17 +567,21 @@ mod tests {
         let mut r = Recorder::new(measure_start, false);
         r.series = Some(Series::new(measure_start, Duration::from_millis(100)));
         // Warm-up: sent before the measured start, answered after it.
-        r.response(ms(990), ms(990), ms(1005), ms(1010), 200);
+        r.response(&req(ms(990), ms(990)), ms(1005), ms(1010), 200);
         r.received(ms(999), 50, 10, 40);
         r.measuring = true;
         r.received(ms(1050), 300, 100, 200);
         r.received(ms(1250), 70, 0, 70);
         // Completions at 1.05 s, 1.1 s (a boundary: the later interval) and 1.25 s.
-        r.response(ms(1001), ms(1001), ms(1040), ms(1050), 200);
-        r.response(ms(1002), ms(1003), ms(1090), ms(1100), 503);
-        r.response(ms(1200), ms(1200), ms(1240), ms(1250), 204);
-        r.request_failed(ms(1000), ErrorKind::Reset, &"reset");
-        r.request_failed(ms(999), ErrorKind::Reset, &"warm-up: not counted");
+        r.response(&req(ms(1001), ms(1001)), ms(1040), ms(1050), 200);
+        r.response(&req(ms(1002), ms(1003)), ms(1090), ms(1100), 503);
+        r.response(&req(ms(1200), ms(1200)), ms(1240), ms(1250), 204);
+        r.request_failed(&req(ms(1000), ms(1000)), ErrorKind::Reset, &"reset");
+        r.request_failed(
+            &req(ms(999), ms(999)),
+            ErrorKind::Reset,
+            &"warm-up: not counted",
+        );
         let mut out = RunResult::default();
         r.add_to(&mut out);
         assert_eq!(out.interval_s, 0.1);

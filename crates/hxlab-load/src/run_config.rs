@@ -63,6 +63,12 @@ pub(crate) fn run_config(cfg: &LoadConfig) -> RunConfig {
         rate: cfg.rate,
         no_keepalive: cfg.no_keepalive,
         cc: cfg.cc,
+        rps: cfg.rps,
+        no_tls_proto: cfg.no_tls_proto,
+        connect_to: cfg.connect_to.as_ref().map(|c| c.to_string()),
+        sni: cfg.sni.clone(),
+        connection_active_timeout_s: cfg.connection_active_timeout.map(|d| d.as_secs_f64()),
+        connection_inactivity_timeout_s: cfg.connection_inactivity_timeout.map(|d| d.as_secs_f64()),
         extra,
     }
 }

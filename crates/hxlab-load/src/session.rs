@@ -34,8 +34,10 @@
 //! [`H2Session`]: crate::h2::H2Session
 
 use crate::client::{ClientCtx, SessionEnd};
+use crate::deadlines::{Deadlines, Expired};
 use crate::net::{io_phrase, Stream};
 use crate::plan::Next;
+pub use crate::plan::Req;
 use crate::recorder::ErrorKind;
 use std::cell::RefCell;
 use std::future::Future;
@@ -43,17 +45,6 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
-
-/// A request in flight, as a session keeps it.
-#[derive(Clone, Copy, Debug)]
-pub struct Req {
-    /// When the request was due.
-    pub scheduled: Instant,
-    /// When it was sent (the loop turn that submitted it).
-    pub sent: Instant,
-    /// Plan ticket (given back when the request may be sent again).
-    pub ticket: u64,
-}
 
 /// Why a connection ends with a failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +202,7 @@ fn fill<S: Session>(ctx: &mut ClientCtx, s: &mut S, now: Instant) -> (Option<Ins
                     scheduled,
                     sent: now,
                     ticket,
+                    client: ctx.index,
                 };
                 s.submit(ctx, url, req);
                 if ctx.no_keepalive {
@@ -231,43 +223,43 @@ pub async fn drive<S: Session, T: SessionIo<S>>(
     s: &mut S,
     io: &mut T,
 ) -> SessionEnd {
-    let timeout = ctx.timeout;
     let mut now = Instant::now();
-    let mut timer = std::pin::pin!(tokio::time::sleep_until((now + timeout).into()));
+    let mut deadlines = Deadlines::new(ctx.timeout, ctx.connection_timeouts, now);
+    let mut timer = std::pin::pin!(tokio::time::sleep_until(deadlines.next(None, now).into()));
     let mut due_timer = crate::precise_sleep::Sleep::until(now);
     let result: Outcome = loop {
+        let before = s.inflight();
         let (wait_until, plan_done) = fill(ctx, s, now);
+        if s.inflight() > before {
+            deadlines.activity(now);
+        }
+        // -T starts once the client has taken its last request (h2load: when it submits it).
+        if ctx.connection_timeouts.active.is_some() && (plan_done || ctx.plan.is_done()) {
+            if let Some(at) = deadlines.last_request_sent(now) {
+                if at < timer.deadline().into_std() {
+                    timer.as_mut().reset(at.into());
+                }
+            }
+        }
         if let Err(f) = io.flush(s, ctx, now).await {
             break Err(f);
         }
         if s.inflight() == 0 {
-            if let Some(end) = s.idle_end() {
-                break end;
+            match idle(
+                ctx,
+                s,
+                io,
+                wait_until,
+                plan_done,
+                &deadlines,
+                &mut due_timer,
+            )
+            .await
+            {
+                Idle::Next(t) => now = t,
+                Idle::End(end) => break end,
             }
-            if ctx.no_keepalive && s.used() {
-                break Ok(SessionEnd::Closed {
-                    answered: s.answered(),
-                });
-            }
-            if let Some(t) = wait_until {
-                io.idle();
-                due_timer.reset(t);
-                (&mut due_timer).await;
-                now = Instant::now();
-                if io.closed_while_idle() {
-                    break Ok(SessionEnd::Closed {
-                        answered: s.answered(),
-                    });
-                }
-                continue;
-            }
-            break Ok(if plan_done {
-                SessionEnd::PlanDone
-            } else {
-                SessionEnd::Closed {
-                    answered: s.answered(),
-                }
-            });
+            continue;
         }
         if let Some(t) = wait_until {
             due_timer.reset(t);
@@ -279,26 +271,92 @@ pub async fn drive<S: Session, T: SessionIo<S>>(
             _ = &mut timer => Wake::Timeout,
         };
         now = Instant::now();
-        match wake {
-            Wake::Due => {}
-            Wake::Timeout => match s.oldest_sent().map(|t| t + timeout) {
-                Some(deadline) if deadline <= now => break Err(Fail::timeout(timeout)),
-                Some(deadline) => timer.as_mut().reset(deadline.into()),
-                None => timer.as_mut().reset((now + timeout).into()),
-            },
-            Wake::Input(input) => match io.on_input(s, ctx, input, now) {
-                // Input keeps coming (a server sending endless 1xx or headers) and `biased`
-                // polls it first: the deadline is checked here too, so it is kept to the read.
-                Ok(None) if s.oldest_sent().is_some_and(|t| t + timeout <= now) => {
-                    break Err(Fail::timeout(timeout))
+        let input = match wake {
+            Wake::Due => None,
+            Wake::Timeout => {
+                timer
+                    .as_mut()
+                    .reset(deadlines.next(s.oldest_sent(), now).into());
+                None
+            }
+            Wake::Input(input) => {
+                deadlines.activity(now);
+                Some(io.on_input(s, ctx, input, now))
+            }
+        };
+        match input {
+            Some(Ok(Some(end))) => break Ok(end),
+            Some(Err(f)) => break Err(f),
+            // Input keeps coming (a server sending endless 1xx or headers) and `biased` polls
+            // it first: the deadlines are checked here too, so they are kept to the read.
+            Some(Ok(None)) | None => {
+                if let Some(which) = deadlines.expired(s.oldest_sent(), now) {
+                    break Err(expired(ctx, &deadlines, which));
                 }
-                Ok(None) => {}
-                Ok(Some(end)) => break Ok(end),
-                Err(f) => break Err(f),
-            },
+            }
         }
     };
     io.close(s, ctx, result).await
+}
+
+/// How the loop goes on after a turn that left nothing in flight.
+enum Idle {
+    /// Go on at this time (the next request is due).
+    Next(Instant),
+    /// The session ends.
+    End(Outcome),
+}
+
+/// Nothing in flight: the session ends (GOAWAY, `--no-keepalive`, the plan done), or the
+/// loop sleeps until the next request is due, unless `-N` ends the connection first.
+async fn idle<S: Session, T: SessionIo<S>>(
+    ctx: &mut ClientCtx,
+    s: &mut S,
+    io: &mut T,
+    wait_until: Option<Instant>,
+    plan_done: bool,
+    deadlines: &Deadlines,
+    due_timer: &mut crate::precise_sleep::Sleep,
+) -> Idle {
+    if let Some(end) = s.idle_end() {
+        return Idle::End(end);
+    }
+    let closed = || {
+        Idle::End(Ok(SessionEnd::Closed {
+            answered: s.answered(),
+        }))
+    };
+    if ctx.no_keepalive && s.used() {
+        return closed();
+    }
+    let Some(t) = wait_until else {
+        return if plan_done {
+            Idle::End(Ok(SessionEnd::PlanDone))
+        } else {
+            closed()
+        };
+    };
+    io.idle();
+    if let Some(inactive) = deadlines.inactive_at().filter(|i| *i < t) {
+        due_timer.reset(inactive);
+        due_timer.await;
+        return Idle::End(Err(expired(ctx, deadlines, Expired::Inactive)));
+    }
+    due_timer.reset(t);
+    due_timer.await;
+    if io.closed_while_idle() {
+        return closed();
+    }
+    Idle::Next(Instant::now())
+}
+
+/// The failure of the requests in flight when deadline `which` passed; a connection
+/// timeout (`-T`, `-N`) also retires the client.
+fn expired(ctx: &mut ClientCtx, deadlines: &Deadlines, which: Expired) -> Fail {
+    if which.retires_client() {
+        ctx.retired = true;
+    }
+    Fail::new(ErrorKind::Timeout, deadlines.message(which))
 }
 
 thread_local! {

@@ -58,7 +58,8 @@ fn url_err(url: &str, reason: impl Into<String>) -> LoadError {
     }
 }
 
-/// The one origin of all `urls` (scheme, host, port) and the parsed URLs.
+/// The one origin of all `urls` (scheme, host, port) and the parsed URLs. A URL after the
+/// first may be a bare path (`/b`), as in h2load, and is on the first one's origin.
 fn origin(urls: &[String]) -> Result<(bool, String, u16, Vec<Uri>), LoadError> {
     let first = urls
         .first()
@@ -66,6 +67,12 @@ fn origin(urls: &[String]) -> Result<(bool, String, u16, Vec<Uri>), LoadError> {
     let mut origin: Option<(bool, String, u16)> = None;
     let mut uris = Vec::new();
     for url in urls {
+        if url.starts_with('/') && origin.is_some() {
+            let path: http::uri::PathAndQuery =
+                url.parse().map_err(|e| url_err(url, format!("{e}")))?;
+            uris.push(Uri::from(path));
+            continue;
+        }
         let uri: Uri = url.parse().map_err(|e| url_err(url, format!("{e}")))?;
         let https = match uri.scheme_str() {
             Some("http") => false,
@@ -100,21 +107,11 @@ fn origin(urls: &[String]) -> Result<(bool, String, u16, Vec<Uri>), LoadError> {
 }
 
 impl Target {
-    /// Parses and resolves the URLs of `cfg`; all must share scheme, host and port.
+    /// Parses and resolves the URLs of `cfg`; all must share scheme, host and port (or be
+    /// bare paths after the first). The address is `connect_to`'s when given.
     pub fn from_config(cfg: &LoadConfig) -> Result<Target, LoadError> {
         let (https, host, port, uris) = origin(&cfg.urls)?;
-        let addr = (host.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| LoadError::Resolve {
-                host: host.clone(),
-                reason: e.to_string(),
-            })?
-            .next()
-            .ok_or_else(|| LoadError::Resolve {
-                host: host.clone(),
-                reason: "no address".into(),
-            })?;
-
+        let addr = resolve(cfg, &host, port)?;
         let method = match (&cfg.method, &cfg.body) {
             (Some(m), _) => Method::from_bytes(m.as_bytes())
                 .map_err(|_| LoadError::Config(format!("bad method {m:?}")))?,
@@ -122,99 +119,83 @@ impl Target {
             (None, None) => Method::GET,
         };
         let body = cfg.body.clone().map(bytes::Bytes::from);
-
-        // Authority: the user's Host header wins, as with curl and h2load.
         let default_port = if https { 443 } else { 80 };
         let url_authority = if port == default_port {
             bracket(&host)
         } else {
             format!("{}:{port}", bracket(&host))
         };
-        let mut authority = url_authority;
-        let mut user_headers: Vec<(HeaderName, HeaderValue)> = Vec::new();
-        let mut has_user_agent = false;
-        for (name, value) in &cfg.headers {
-            let n = HeaderName::from_bytes(name.trim().as_bytes())
-                .map_err(|_| LoadError::Config(format!("bad header name {name:?}")))?;
-            let v = HeaderValue::from_str(value.trim())
-                .map_err(|_| LoadError::Config(format!("bad value for header {name:?}")))?;
-            if n == http::header::HOST {
-                authority = value.trim().to_string();
-                continue;
-            }
-            if n == http::header::USER_AGENT {
-                has_user_agent = true;
-            }
-            user_headers.push((n, v));
-        }
-        if !has_user_agent {
-            user_headers.push((
-                http::header::USER_AGENT,
-                HeaderValue::from_static(concat!("hxlab/", env!("CARGO_PKG_VERSION"))),
-            ));
-        }
-        if let Some(b) = &body {
-            user_headers.push((http::header::CONTENT_LENGTH, HeaderValue::from(b.len())));
-        }
-
-        let mut requests = Vec::new();
-        for uri in uris {
-            let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-            let path = if path.is_empty() { "/" } else { path };
-            let mut headers = HeaderMap::new();
-            let mut h1 = format!(
-                "{} {path} HTTP/1.1\r\nHost: {authority}\r\n",
-                method.as_str()
-            )
-            .into_bytes();
-            let mut h2_size = (":method".len()
-                + method.as_str().len()
-                + ":scheme".len()
-                + if https { 5 } else { 4 }
-                + ":authority".len()
-                + authority.len()
-                + ":path".len()
-                + path.len()) as u64;
-            for (n, v) in &user_headers {
-                headers.append(n.clone(), v.clone());
-                h1.extend_from_slice(n.as_str().as_bytes());
-                h1.extend_from_slice(b": ");
-                h1.extend_from_slice(v.as_bytes());
-                h1.extend_from_slice(b"\r\n");
-                h2_size += (n.as_str().len() + v.len()) as u64;
-            }
-            let mut h1_close = h1.clone();
-            h1_close.extend_from_slice(b"Connection: close\r\n\r\n");
-            h1.extend_from_slice(b"\r\n");
-            // h2/h3 carry the authority as :authority; rebuild the URI so it matches.
-            let full: Uri = Uri::builder()
-                .scheme(if https { "https" } else { "http" })
-                .authority(authority.as_str())
-                .path_and_query(path)
-                .build()
-                .map_err(|e| url_err(&uri.to_string(), format!("{e}")))?;
-            let h3_fields = h3_fields(&method, https, &authority, path, &headers);
-            let (h3_request, h3_header_payload) = h3_static_request(&h3_fields, body.as_deref());
-            requests.push(RequestTemplate {
-                uri: full,
-                headers,
-                h1_head: h1,
-                h1_head_close: h1_close,
-                h2_header_size: h2_size,
-                h3_request,
-                h3_header_payload,
-                h3_fields,
-            });
-        }
-        Ok(Target {
+        let (authority, user_headers) = request_headers(cfg, url_authority, body.as_ref())?;
+        let mut target = Target {
             https,
             host,
             port,
             addr,
             authority,
-            requests,
+            requests: Vec::with_capacity(uris.len()),
             method,
             body,
+        };
+        for uri in uris {
+            let template = target.template(&uri, &user_headers)?;
+            target.requests.push(template);
+        }
+        Ok(target)
+    }
+
+    /// What is sent for `uri`: the HTTP/1.1 head (both forms), the h2/h3 URI and headers,
+    /// the HTTP/3 request stream.
+    fn template(
+        &self,
+        uri: &Uri,
+        user_headers: &[(HeaderName, HeaderValue)],
+    ) -> Result<RequestTemplate, LoadError> {
+        let (method, https, authority) = (&self.method, self.https, &self.authority);
+        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let path = if path.is_empty() { "/" } else { path };
+        let mut headers = HeaderMap::new();
+        let mut h1 = format!(
+            "{} {path} HTTP/1.1\r\nHost: {authority}\r\n",
+            method.as_str()
+        )
+        .into_bytes();
+        let mut h2_size = (":method".len()
+            + method.as_str().len()
+            + ":scheme".len()
+            + if https { 5 } else { 4 }
+            + ":authority".len()
+            + authority.len()
+            + ":path".len()
+            + path.len()) as u64;
+        for (n, v) in user_headers {
+            headers.append(n.clone(), v.clone());
+            h1.extend_from_slice(n.as_str().as_bytes());
+            h1.extend_from_slice(b": ");
+            h1.extend_from_slice(v.as_bytes());
+            h1.extend_from_slice(b"\r\n");
+            h2_size += (n.as_str().len() + v.len()) as u64;
+        }
+        let mut h1_close = h1.clone();
+        h1_close.extend_from_slice(b"Connection: close\r\n\r\n");
+        h1.extend_from_slice(b"\r\n");
+        // h2/h3 carry the authority as :authority; rebuild the URI so it matches.
+        let full: Uri = Uri::builder()
+            .scheme(if https { "https" } else { "http" })
+            .authority(authority.as_str())
+            .path_and_query(path)
+            .build()
+            .map_err(|e| url_err(&uri.to_string(), format!("{e}")))?;
+        let h3_fields = h3_fields(method, https, authority, path, &headers);
+        let (h3_request, h3_header_payload) = h3_static_request(&h3_fields, self.body.as_deref());
+        Ok(RequestTemplate {
+            uri: full,
+            headers,
+            h1_head: h1,
+            h1_head_close: h1_close,
+            h2_header_size: h2_size,
+            h3_request,
+            h3_header_payload,
+            h3_fields,
         })
     }
 
@@ -232,6 +213,61 @@ impl Target {
     pub fn is_head(&self) -> bool {
         self.method == Method::HEAD
     }
+}
+
+/// The address to connect to: `--connect-to`'s host and port (its port defaulting to the
+/// URL's), or the URL's; the first address the resolver returns.
+fn resolve(cfg: &LoadConfig, host: &str, port: u16) -> Result<SocketAddr, LoadError> {
+    let (host, port) = match &cfg.connect_to {
+        Some(c) => (c.host.as_str(), c.port.unwrap_or(port)),
+        None => (host, port),
+    };
+    let failed = |reason: String| LoadError::Resolve {
+        host: host.to_string(),
+        reason,
+    };
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| failed(e.to_string()))?
+        .next()
+        .ok_or_else(|| failed("no address".into()))
+}
+
+/// The request's authority (the user's `Host` header wins over the URL's, as with curl and
+/// h2load) and its other headers: the user's, a user-agent unless given, content-length
+/// with a body.
+fn request_headers(
+    cfg: &LoadConfig,
+    url_authority: String,
+    body: Option<&bytes::Bytes>,
+) -> Result<(String, Vec<(HeaderName, HeaderValue)>), LoadError> {
+    let mut authority = url_authority;
+    let mut user_headers: Vec<(HeaderName, HeaderValue)> = Vec::new();
+    let mut has_user_agent = false;
+    for (name, value) in &cfg.headers {
+        let n = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| LoadError::Config(format!("bad header name {name:?}")))?;
+        let v = HeaderValue::from_str(value.trim())
+            .map_err(|_| LoadError::Config(format!("bad value for header {name:?}")))?;
+        if n == http::header::HOST {
+            authority = value.trim().to_string();
+            continue;
+        }
+        if n == http::header::USER_AGENT {
+            has_user_agent = true;
+        }
+        user_headers.push((n, v));
+    }
+    if !has_user_agent {
+        user_headers.push((
+            http::header::USER_AGENT,
+            HeaderValue::from_static(concat!("hxlab/", env!("CARGO_PKG_VERSION"))),
+        ));
+    }
+    if let Some(b) = body {
+        user_headers.push((http::header::CONTENT_LENGTH, HeaderValue::from(b.len())));
+    }
+    Ok((authority, user_headers))
 }
 
 /// An HTTP/3 frame head (type and length varints).

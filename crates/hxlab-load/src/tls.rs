@@ -282,16 +282,18 @@ impl QuicConfigs {
         self.with_clock(tls, transport)
     }
 
-    /// [`QuicConfigs::for_connection`] with a qlog file of its own when `--qlog` is on
-    /// (None when off, or when the file cannot be made: the run goes on without it).
+    /// [`QuicConfigs::for_connection`] with a qlog file of its own, `BASE.NAME.sqlog`, when
+    /// `--qlog` is on (None when off, or when the file cannot be made: the run goes on
+    /// without it).
     pub fn for_connection_logged(
         &self,
+        name: &str,
     ) -> (quinn::ClientConfig, Option<CertCheck>, Option<QlogEvents>) {
         let Some((tls, files, cfg)) = &self.qlog else {
             let (c, check) = self.for_connection();
             return (c, check, None);
         };
-        let Ok((file, path, start)) = files.open() else {
+        let Ok((file, path, start)) = files.open_named(name) else {
             let (c, check) = self.for_connection();
             return (c, check, None);
         };

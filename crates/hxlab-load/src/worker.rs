@@ -4,10 +4,10 @@
 //! recorded. The progress bar is [`crate::progress`], the result's configuration
 //! [`crate::run_config`].
 
-use crate::client::{ClientCtx, HeaderTables};
+use crate::client::{ClientCtx, ConnectionTimeouts, HeaderTables};
 use crate::connect::{client_loop, connector, Connector};
 use crate::h3::QuicDialer;
-use crate::plan::{OpenLedger, Plan, SharedLedger};
+use crate::plan::{OpenLedger, Pace, Plan, SharedLedger};
 use crate::progress::draw_progress;
 use crate::recorder::{Recorder, SharedRecorder};
 use crate::run_config::run_config;
@@ -34,6 +34,8 @@ struct Setup {
     interval: Option<Duration>,
     /// Where workers publish their figures as they go (`--metrics-listen`).
     live: Option<Arc<crate::live::Live>>,
+    /// `--log-file`, opened for appending (each worker writes through its own handle).
+    log_file: Option<std::fs::File>,
 }
 
 struct WorkerSpec {
@@ -117,6 +119,7 @@ fn run_inner(
     if cfg.prime {
         prime(&cfg, &target, &connector)?;
     }
+    let log_file = open_log(&cfg)?;
     let run_id = crate::shard::run_id(&cfg);
     let started = crate::shard::wait_for_start(&cfg);
     let started_unix_s = started.unix_s;
@@ -133,6 +136,7 @@ fn run_inner(
         interval: (!cfg.interval.is_zero())
             .then(|| crate::series::width_for(cfg.interval, cfg.duration)),
         live,
+        log_file,
     });
 
     let mut handles = Vec::new();
@@ -240,6 +244,7 @@ fn prime(cfg: &LoadConfig, target: &Target, connector: &Connector) -> Result<(),
     one.warm_up = Duration::ZERO;
     one.progress = false;
     one.prime = false;
+    one.verbose = false;
     let start = Instant::now();
     let setup = Arc::new(Setup {
         cfg: one,
@@ -250,6 +255,7 @@ fn prime(cfg: &LoadConfig, target: &Target, connector: &Connector) -> Result<(),
         deadline: None,
         interval: None,
         live: None,
+        log_file: None,
     });
     let spec = WorkerSpec {
         index: 0,
@@ -325,7 +331,7 @@ fn side_tasks(setup: &Setup, spec: &WorkerSpec, rec: &SharedRecorder, cpu0: &Rc<
 }
 
 /// The worker's QUIC dialer (one UDP socket and driver per worker); `None` on TCP.
-fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
+fn quic_dialer(setup: &Setup, index: usize) -> Result<Option<QuicDialer>, String> {
     let Connector::Quic {
         configs,
         server_name,
@@ -349,6 +355,7 @@ fn quic_dialer(setup: &Setup) -> Result<Option<QuicDialer>, String> {
         server_name: server_name.clone(),
         limit: setup.cfg.connect_timeout,
         zero_rtt: setup.cfg.zero_rtt,
+        worker: index,
     }))
 }
 
@@ -370,17 +377,89 @@ fn open_ledger(setup: &Setup, spec: &WorkerSpec) -> Option<SharedLedger> {
     })
 }
 
+/// Client `k` of a worker: what it sends (`plan`, `target`), where it counts (`rec`), its
+/// limits.
+fn client_ctx(
+    setup: &Setup,
+    k: u64,
+    plan: Plan,
+    target: &Rc<Target>,
+    rec: &SharedRecorder,
+) -> ClientCtx {
+    let cfg = &setup.cfg;
+    // h2load: with a request body, HTTP/1.1 sends one request at a time.
+    let pipelined = cfg.h1_pipeline && cfg.body.is_none();
+    ClientCtx {
+        index: k as u32,
+        target: target.clone(),
+        rec: rec.clone(),
+        plan,
+        depth: cfg.max_concurrent_streams as usize,
+        timeout: cfg.timeout,
+        connect_timeout: cfg.connect_timeout,
+        no_keepalive: cfg.no_keepalive,
+        push: cfg.push,
+        h1_depth: if pipelined {
+            cfg.max_concurrent_streams as usize
+        } else {
+            1
+        },
+        tap: match &setup.connector {
+            Connector::Quic { tap, .. } => tap.clone(),
+            Connector::Tcp { .. } => None,
+        },
+        header_tables: HeaderTables {
+            decoder: cfg.header_table_size,
+            encoder: cfg.encoder_header_table_size,
+        },
+        connection_timeouts: ConnectionTimeouts {
+            active: cfg.connection_active_timeout,
+            inactivity: cfg.connection_inactivity_timeout,
+        },
+        retired: false,
+        quic_dials: 0,
+        url: (k as usize) % target.requests.len(),
+        reserved: None,
+    }
+}
+
+/// A worker's recorder: measuring from the start unless there is a warm-up, with its time
+/// series, its clients' spans and its per-request output (`--log-file`, `-v`).
+fn recorder(setup: &Setup, spec: &WorkerSpec) -> SharedRecorder {
+    let cfg = &setup.cfg;
+    let mut rec = Recorder::new(setup.measure_start, cfg.warm_up.is_zero());
+    if let Some(w) = setup.interval {
+        rec.series = Some(crate::series::Series::new(setup.measure_start, w));
+    }
+    rec.clients = crate::per_client::ClientSpans::new(spec.clients as usize);
+    let file = setup.log_file.as_ref().and_then(|f| f.try_clone().ok());
+    rec.log = crate::request_log::RequestLog::new(file, cfg.verbose, spec.index);
+    Rc::new(RefCell::new(rec))
+}
+
+/// `--log-file`: the file, created if missing and appended to (as h2load opens it).
+fn open_log(cfg: &LoadConfig) -> Result<Option<std::fs::File>, LoadError> {
+    let Some(path) = &cfg.log_file else {
+        return Ok(None);
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(Some)
+        .map_err(|source| LoadError::File {
+            path: format!("--log-file {}", path.display()),
+            source,
+        })
+}
+
 async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let cfg = &setup.cfg;
-    let warm = !cfg.warm_up.is_zero();
-    let rec: SharedRecorder = Rc::new(RefCell::new(Recorder::new(setup.measure_start, !warm)));
-    if let Some(w) = setup.interval {
-        rec.borrow_mut().series = Some(crate::series::Series::new(setup.measure_start, w));
-    }
+    let rec = recorder(&setup, &spec);
     let cpu0 = Rc::new(Cell::new(thread_cpu()));
     side_tasks(&setup, &spec, &rec, &cpu0);
     let target = Rc::new(setup.target.clone());
-    let quic = match quic_dialer(&setup) {
+    let quic = match quic_dialer(&setup, spec.index) {
         Ok(q) => q,
         Err(e) => return WorkerOutput::setup_failed(e),
     };
@@ -394,38 +473,17 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let mut tasks = Vec::new();
     for k in 0..spec.clients {
         let plan = match &ledger {
-            None => Plan::Closed(budget.clone()),
+            None => match cfg.rps {
+                Some(rps) => Plan::Paced(budget.clone(), Pace::new(rps)),
+                None => Plan::Closed(budget.clone()),
+            },
             Some(ledger) => Plan::Open {
                 ledger: ledger.clone(),
                 client: k as usize,
                 start: setup.start,
             },
         };
-        let ctx = ClientCtx {
-            target: target.clone(),
-            rec: rec.clone(),
-            plan,
-            depth: cfg.max_concurrent_streams as usize,
-            timeout: cfg.timeout,
-            connect_timeout: cfg.connect_timeout,
-            no_keepalive: cfg.no_keepalive,
-            push: cfg.push,
-            h1_depth: if cfg.h1_pipeline {
-                cfg.max_concurrent_streams as usize
-            } else {
-                1
-            },
-            tap: match &setup.connector {
-                Connector::Quic { tap, .. } => tap.clone(),
-                Connector::Tcp { .. } => None,
-            },
-            header_tables: HeaderTables {
-                decoder: cfg.header_table_size,
-                encoder: cfg.encoder_header_table_size,
-            },
-            url: (k as usize) % target.requests.len(),
-            reserved: None,
-        };
+        let ctx = client_ctx(&setup, k, plan, &target, &rec);
         let connector = setup.connector.clone();
         let quic = quic.clone();
         tasks.push(tokio::task::spawn_local(client_loop(ctx, connector, quic)));
@@ -446,6 +504,14 @@ async fn worker_main(setup: Arc<Setup>, spec: WorkerSpec) -> WorkerOutput {
     let finished = Instant::now();
     let (u1, s1) = thread_cpu();
     let (u0, s0) = cpu0.get();
+    {
+        let mut r = rec.borrow_mut();
+        r.clients
+            .finish(setup.deadline.map_or(finished, |d| finished.min(d)));
+        if let Some(log) = &mut r.log {
+            log.flush();
+        }
+    }
     if ledger.is_none() && finished_all.is_none() {
         rec.borrow_mut().cut_at_deadline();
     }

@@ -1,4 +1,5 @@
-//! qlog files of QUIC connections, one per connection (`BASE.N.sqlog`, JSON-SEQ), for both
+//! qlog files of QUIC connections, one per connection (`BASE.N.sqlog`, or a name the caller
+//! gives, `BASE.NAME.sqlog`; JSON-SEQ), for both
 //! drivers: quinn-proto writes the transport's events through a [`SharedFile`], which the
 //! driver may also write its own events to (hxlab-load adds HTTP/3 frame events). All
 //! writes for a connection come from the thread that drives it, so records never
@@ -37,12 +38,20 @@ impl QlogFiles {
         }
     }
 
-    /// The next connection's file, created, with the moment its times count from.
+    /// The next connection's file, `BASE.N.sqlog`, created, with the moment its times count
+    /// from.
     pub fn open(&self) -> std::io::Result<(SharedFile, PathBuf, Instant)> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut name = self.base.as_os_str().to_owned();
-        name.push(format!(".{n}.sqlog"));
-        let path = PathBuf::from(name);
+        self.open_named(&n.to_string())
+    }
+
+    /// A connection's file named by the caller, `BASE.NAME.sqlog` (h2load's
+    /// `BASE.WORKER.CLIENT.sqlog`), created (replacing one of that name), with the moment its
+    /// times count from.
+    pub fn open_named(&self, name: &str) -> std::io::Result<(SharedFile, PathBuf, Instant)> {
+        let mut path = self.base.as_os_str().to_owned();
+        path.push(format!(".{name}.sqlog"));
+        let path = PathBuf::from(path);
         let file = std::fs::File::create(&path)?;
         Ok((SharedFile(Arc::new(Mutex::new(file))), path, Instant::now()))
     }

@@ -1,7 +1,7 @@
 //! The text summary of one [`RunResult`], as `hxlab load` and `hxlab merge` print it:
-//! h2load's layout (requests, status codes, traffic, a row per latency histogram) with
-//! percentiles, the per-interval table, the connections' protocols and controllers, and the
-//! open model's send-lag warning.
+//! h2load's layout (requests with h2load's counts, status codes, traffic, a row per latency
+//! histogram, h2load's `req/s` row over the clients) with percentiles, the per-interval
+//! table, the connections' protocols and controllers, and the open model's send-lag warning.
 
 use hxlab_core::histogram::Percentiles;
 use hxlab_core::units::format_bytes;
@@ -44,15 +44,7 @@ pub fn summary(r: &RunResult) -> String {
         r.requests_per_sec(),
         format_bytes((b.total_received as f64 / secs) as u64)
     ));
-    s.push_str(&format!(
-        "requests: {} started, {} done, {} succeeded, {} failed, {} errored, {} timeout\n",
-        r.requests_started,
-        r.requests_done,
-        r.requests_succeeded,
-        r.requests_failed,
-        r.errors.total(),
-        r.errors.timeout
-    ));
+    s.push_str(&requests_line(r));
     if r.config.rate.is_none() && r.requests_in_flight_at_end > 0 {
         s.push_str(&format!(
             "unanswered: {} requests in flight when the run ended\n",
@@ -113,6 +105,11 @@ pub fn summary(r: &RunResult) -> String {
     hist_row(&mut s, "time for connect:", &h.connect);
     hist_row(&mut s, "time for handshake:", &h.handshake);
     hist_row(&mut s, "  (resumed):", &h.handshake_resumed);
+    s.push_str(&client_rates_rows(&r.client_request_rates));
+    if let Some(w) = cc_warning(r) {
+        s.push_str(&w);
+        s.push('\n');
+    }
     if let Some(w) = send_lag_warning(r) {
         s.push_str(&w);
         s.push('\n');
@@ -122,6 +119,106 @@ pub fn summary(r: &RunResult) -> String {
         s.push('\n');
     }
     s
+}
+
+/// h2load's `requests:` line, with h2load's meanings read from the result: `total` the
+/// requests the run was to make (answered, failed, in flight at the end, never sent),
+/// `done` those that ended (answered or failed after they were sent), `succeeded` the 2xx
+/// and 3xx answers, `failed` every request without a 2xx/3xx answer (HTTP errors
+/// included), `errored` those without any answer (never sent included), `timeout` the
+/// timeouts.
+pub fn requests_line(r: &RunResult) -> String {
+    let errored = r.requests_failed + r.requests_not_sent;
+    let total = r.requests_done + errored + r.requests_in_flight_at_end;
+    let done = r
+        .requests_started
+        .saturating_sub(r.requests_in_flight_at_end);
+    let failed = r.requests_done.saturating_sub(r.requests_succeeded) + errored;
+    format!(
+        "requests: {total} total, {} started, {done} done, {} succeeded, {failed} failed, {errored} errored, {} timeout\n",
+        r.requests_started, r.requests_succeeded, r.errors.timeout
+    )
+}
+
+/// h2load's `req/s` row: min, max, mean, sd and the share within one sd of the mean of the
+/// clients' request rates (population sd, as h2load when it keeps every client); nothing
+/// when no client was active.
+pub fn client_rates_rows(rates: &[f64]) -> String {
+    let Some(st) = SpreadStat::of(rates) else {
+        return String::new();
+    };
+    format!(
+        "{:<22}{:>12}{:>12}{:>12}{:>12}{:>12}\n{:<22}{:>12.2}{:>12.2}{:>12.2}{:>12.2}{:>11.2}%\n",
+        "",
+        "min",
+        "max",
+        "mean",
+        "sd",
+        "+/- sd",
+        "req/s (per client):",
+        st.min,
+        st.max,
+        st.mean,
+        st.sd,
+        st.within_sd * 100.0
+    )
+}
+
+/// Min, max, mean, population sd and the share of values within one sd of the mean.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpreadStat {
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub sd: f64,
+    /// Share (0..1) of the values in [mean − sd, mean + sd].
+    pub within_sd: f64,
+}
+
+impl SpreadStat {
+    /// The spread of `v` (None when empty).
+    pub fn of(v: &[f64]) -> Option<SpreadStat> {
+        if v.is_empty() {
+            return None;
+        }
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let within = v
+            .iter()
+            .filter(|x| (mean - sd..=mean + sd).contains(*x))
+            .count();
+        Some(SpreadStat {
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean,
+            sd,
+            within_sd: within as f64 / n,
+        })
+    }
+}
+
+/// A warning when the connections ran a controller other than the one asked for (the
+/// kernel refused it, or a QUIC stack ignored it).
+pub fn cc_warning(r: &RunResult) -> Option<String> {
+    let asked = r.config.cc?;
+    let other: u64 = r
+        .congestion_control
+        .iter()
+        .filter(|(name, _)| name.as_str() != asked.name())
+        .map(|(_, n)| n)
+        .sum();
+    (other > 0).then(|| {
+        format!(
+            "warning: congestion control {} was asked for, but connections ran {}",
+            asked.name(),
+            hxlab_core::cc::counts_text(&r.congestion_control)
+        )
+    })
 }
 
 /// The time series as a table: one line per interval with its start, requests and megabits
@@ -194,7 +291,7 @@ fn connections_lines(r: &RunResult) -> String {
         if r.congestion_control.is_empty() {
             String::new()
         } else {
-            format!(", cc {cc}")
+            format!(", cc {cc} (read back)")
         }
     ));
     if r.pushed > 0 {
@@ -241,4 +338,46 @@ pub fn send_lag_warning(r: &RunResult) -> Option<String> {
             hxlab_core::units::format_duration(Duration::from_micros(p.max))
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// h2load's counts from an open-model result: 10 due, 8 sent, 1 in flight at the end, 5
+    /// answered (one of them a 503), 2 failed after sending, 2 never sent.
+    #[test]
+    fn the_requests_line_counts_as_h2load() {
+        let mut r = RunResult {
+            requests_started: 8,
+            requests_done: 5,
+            requests_succeeded: 4,
+            requests_failed: 2,
+            requests_not_sent: 2,
+            requests_in_flight_at_end: 1,
+            requests_scheduled: 10,
+            ..Default::default()
+        };
+        r.errors.timeout = 1;
+        assert_eq!(
+            requests_line(&r),
+            "requests: 10 total, 8 started, 7 done, 4 succeeded, 5 failed, 4 errored, 1 timeout\n"
+        );
+    }
+
+    /// The `req/s` row: min, max, mean, population sd, and the share within one sd.
+    #[test]
+    fn the_client_rate_row_is_h2loads() {
+        let st = SpreadStat::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!((st.min, st.max, st.mean, st.sd), (2.0, 9.0, 5.0, 2.0));
+        assert_eq!(st.within_sd, 0.75);
+        let rows = client_rates_rows(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        let last = rows.lines().last().unwrap();
+        assert!(last.starts_with("req/s (per client):"), "{rows}");
+        assert!(
+            last.ends_with("2.00        9.00        5.00        2.00      75.00%"),
+            "{rows}"
+        );
+        assert_eq!(client_rates_rows(&[]), "");
+    }
 }

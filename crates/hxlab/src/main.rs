@@ -19,7 +19,7 @@ enum Command {
     /// Origin server for HTTP/1.1, HTTP/1.1+TLS, HTTP/2 (ALPN), h2c and HTTP/3.
     Serve(cmd::serve::Args),
     /// Load generator for every protocol, h2load-compatible flags, one way of counting.
-    Load(cmd::load::Args),
+    Load(Box<cmd::load::Args>),
     /// Packet-level network emulation around a command (delay, loss, rate, queues, traces).
     Link(cmd::link::Args),
     /// Run an experiment file or a built-in scenario; write results and reports.
@@ -64,7 +64,7 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         Command::Serve(a) => cmd::serve::run(a),
-        Command::Load(a) => cmd::load::run(a),
+        Command::Load(a) => cmd::load::run(*a),
         Command::Link(a) => cmd::link::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Compare(a) => cmd::compare::run(a),

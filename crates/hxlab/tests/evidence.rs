@@ -449,8 +449,9 @@ fn json_seq(path: &Path) -> Vec<serde_json::Value> {
 }
 
 /// `hxlab load --qlog DIR` (and h2load's `--qlog-file-base`) writes one JSON-SEQ qlog per
-/// QUIC connection: a qlog 0.3 header, quinn's packet events, and an HTTP/3 HEADERS frame
-/// created and one parsed for every request the RunResult counts. `hxlab serve --qlog DIR`
+/// QUIC connection, named as h2load names them (`BASE.WORKER.CLIENT.sqlog`): a qlog 0.3
+/// header, quinn's packet events, and an HTTP/3 HEADERS frame created and one parsed for
+/// every request the RunResult counts. `hxlab serve --qlog DIR`
 /// writes one per connection it served, with its packet events.
 #[test]
 fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
@@ -509,6 +510,14 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
             v["connections"].as_u64().unwrap(),
             "{flag}: {files:?}"
         );
+        // h2load's names: BASE.WORKER.CLIENT.sqlog (one worker, three clients here).
+        let mut names: Vec<String> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let want: Vec<String> = (0..3).map(|c| format!("{prefix}.0.{c}.sqlog")).collect();
+        assert_eq!(names, want, "{flag}");
         let (mut created, mut parsed) = (0, 0);
         for f in &files {
             let records = json_seq(f);

@@ -1240,7 +1240,7 @@ fn h3_tls_resume_without_0rtt_reports_resumed_handshakes() {
 }
 
 /// HTTP/3 against hxlab serve beyond 200s: error statuses are counted as they come, a
-/// request body (-d, and a --data-file larger than one write) reaches the server, which
+/// request body (--data-string, and a -d file larger than one write) reaches the server, which
 /// answers only after reading it to its end, and an interim 103 head is not counted as a
 /// response.
 #[test]
@@ -1261,7 +1261,7 @@ fn h3_statuses_request_bodies_and_interim_heads() {
         assert_eq!(v["errors"]["protocol"].as_u64().unwrap_or(0), 0, "{v}");
     }
 
-    // Request bodies: the same run with and without -d differs on the wire by the DATA
+    // Request bodies: the same run with and without a body differs on the wire by the DATA
     // frames (body + frame head) and a slightly different head, and the server, which
     // reads every request to its end before answering, answers all of them.
     let url = format!("https://{h3}/bytes/10");
@@ -1271,7 +1271,7 @@ fn h3_statuses_request_bodies_and_interim_heads() {
         let before = serve_stats(&plain);
         let mut args = vec!["-n", "50", "-c", "2", "-m", "5", "--proto", "h3", "-k"];
         if let Some(d) = data {
-            args.extend_from_slice(&["-d", d]);
+            args.extend_from_slice(&["--data-string", d]);
         }
         args.push(&url);
         let (code, v, err) = load(&args);
@@ -1329,7 +1329,7 @@ fn h3_statuses_request_bodies_and_interim_heads() {
 
 /// `hxlab serve --cc reno`: every TCP and QUIC connection it serves runs reno, as read back
 /// from the sockets and quinn's controller; the client's controllers are read back too, and
-/// without `--cc` they are whatever the system gives (not echoed from a flag).
+/// with `--cc system` they are whatever the system gives (not echoed from a flag).
 #[test]
 fn serve_cc_applies_to_every_protocol_and_both_ends_read_back() {
     let server = common::Server::start(&["--cc", "reno"]);
@@ -1363,8 +1363,17 @@ fn serve_cc_applies_to_every_protocol_and_both_ends_read_back() {
         assert_eq!(cc.keys().collect::<Vec<_>>(), ["reno"], "{key}: {cc:?}");
         assert!(cc["reno"] >= 2, "{key}: {cc:?}");
     }
-    // Without --cc on the client: what the connection actually ran, whatever it is.
-    let (code, v, err) = load(&["-n", "4", "--proto", "h3", "-k", &cases[4].1]);
+    // `--cc system` on the client: what the connection actually ran, whatever it is.
+    let (code, v, err) = load(&[
+        "-n",
+        "4",
+        "--proto",
+        "h3",
+        "-k",
+        "--cc",
+        "system",
+        &cases[4].1,
+    ]);
     assert_eq!(code, 0, "{err}");
     let v = v.expect("json");
     assert_eq!(v["config"]["cc"], Value::Null);

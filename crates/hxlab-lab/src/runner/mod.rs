@@ -77,7 +77,7 @@ pub struct RunOptions {
     /// Keep a pcapng of every network cell (`evidence/CELL.pcapng`): each cell then gets a
     /// link of its own.
     pub pcap: bool,
-    /// Keep the qlog of every QUIC connection (`evidence/CELL/load.N.sqlog`).
+    /// Keep the qlog of every QUIC connection (`evidence/CELL/load.M.N.sqlog`).
     pub qlog: bool,
 }
 

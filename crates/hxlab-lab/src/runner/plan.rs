@@ -62,9 +62,9 @@ pub(crate) fn plan(
             (load.clients, load.max_concurrent_streams) = browser_like(cfg);
         }
     }
-    if cfg.cc_client.is_some() {
-        load.cc = cfg.cc_client;
-    }
+    // The cell's `cc`/`cc_client`, or none: the system's default, as the lab's factor
+    // means (not `hxlab load`'s own default, cubic).
+    load.cc = cfg.cc_client;
     if let Some(t) = cfg.header_table {
         // Both of the client's tables, as the origin's one (`hxlab load --header-table`).
         load.header_table_size = t;
@@ -271,5 +271,8 @@ mod tests {
         let c = &p[0].config;
         assert!(c.zero_rtt && c.tls_resume && c.prime && c.tfo);
         assert_eq!(c.cc, Some(CongestionControl::Cubic));
+        // Without `cc` the client keeps the system's default, as the factor's levels say.
+        let p = plans("protocol = \"h2\"\n");
+        assert_eq!(p[0].config.cc, None);
     }
 }

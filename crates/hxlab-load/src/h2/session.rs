@@ -57,7 +57,7 @@ impl H2Session {
                     r.received(done, 0, 0, body);
                     r.pushed_responses(ev.req.scheduled, pushed);
                     r.received_header_uncompressed(uncompressed);
-                    r.response(ev.req.scheduled, ev.req.sent, first_byte, done, status);
+                    r.response(&ev.req, first_byte, done, status);
                     self.answered += 1;
                     self.first = false;
                 }
@@ -74,9 +74,7 @@ impl H2Session {
                         } else {
                             message
                         };
-                    ctx.rec
-                        .borrow_mut()
-                        .request_failed(ev.req.scheduled, kind, &message);
+                    ctx.rec.borrow_mut().request_failed(&ev.req, kind, &message);
                 }
             }
         }

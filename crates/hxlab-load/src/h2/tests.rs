@@ -19,6 +19,7 @@ fn req() -> Req {
         scheduled: now,
         sent: now,
         ticket: 0,
+        client: 0,
     }
 }
 

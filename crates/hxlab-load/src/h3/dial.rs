@@ -36,6 +36,8 @@ pub struct QuicDialer {
     pub limit: Duration,
     /// Try 0-RTT when a ticket is available.
     pub zero_rtt: bool,
+    /// The worker's number (qlog files are named by worker and client, as h2load's).
+    pub worker: usize,
 }
 
 /// An established QUIC connection and what its setup measured.
@@ -78,10 +80,17 @@ fn quic_error(addr: SocketAddr, e: &quinn::ConnectionError, limit: Duration) -> 
 }
 
 impl QuicDialer {
-    /// Opens one connection (0-RTT when asked and possible).
-    pub async fn dial(&self) -> Result<QuicConnection, ConnectError> {
+    /// Opens one connection (0-RTT when asked and possible), the `connection`-th (from 0)
+    /// of the worker's client `client`. Its qlog, with `--qlog`, is h2load's
+    /// `BASE.WORKER.CLIENT.sqlog`, and `BASE.WORKER.CLIENT.K.sqlog` for the client's K-th
+    /// later connection (where h2load would overwrite the first).
+    pub async fn dial(&self, client: u32, connection: u32) -> Result<QuicConnection, ConnectError> {
         let t0 = Instant::now();
-        let (config, cert_check, mut qlog) = self.configs.for_connection_logged();
+        let name = match connection {
+            0 => format!("{}.{client}", self.worker),
+            k => format!("{}.{client}.{k}", self.worker),
+        };
+        let (config, cert_check, mut qlog) = self.configs.for_connection_logged(&name);
         let conn = self
             .driver
             .connect(config, self.addr, &self.server_name)

@@ -192,9 +192,7 @@ impl H3Session {
 
     fn fail_slot(&mut self, ctx: &mut ClientCtx, i: usize, kind: ErrorKind, message: &str) {
         if let Some(s) = &self.slots[i] {
-            ctx.rec
-                .borrow_mut()
-                .request_failed(s.req.scheduled, kind, &message);
+            ctx.rec.borrow_mut().request_failed(&s.req, kind, &message);
         }
         self.release(i, Some(H3_REQUEST_CANCELLED));
     }
@@ -466,7 +464,7 @@ impl H3Session {
             r.received(now, 0, 0, p.body);
             r.received_header_uncompressed(p.uncompressed);
             let first_byte = p.first_byte.unwrap_or(now);
-            r.response(slot.req.scheduled, slot.req.sent, first_byte, now, p.status);
+            r.response(&slot.req, first_byte, now, p.status);
         }
         self.answered += 1;
         self.release(i, None);
@@ -477,11 +475,9 @@ impl H3Session {
         match e {
             H3Error::Stream { code, message } => {
                 if let Some(s) = &self.slots[i] {
-                    ctx.rec.borrow_mut().request_failed(
-                        s.req.scheduled,
-                        ErrorKind::Protocol,
-                        &message,
-                    );
+                    ctx.rec
+                        .borrow_mut()
+                        .request_failed(&s.req, ErrorKind::Protocol, &message);
                 }
                 self.release(i, Some(code));
                 SlotPoll::Freed

@@ -3,9 +3,9 @@
 //! with the commands that collect the pods' results and merge them exactly.
 //!
 //! The load arguments are checked here as `hxlab load` would check them, for every shard, so
-//! a manifest that renders is one whose pods start. Files named by flags (--config,
-//! --data-file, --cacert) would not exist in the pod and are refused. The manifest itself is
-//! hxlab-k8s's [`JobSpec`](hxlab_k8s::JobSpec).
+//! a manifest that renders is one whose pods start. Files named by flags (--config, -d, -i,
+//! --cacert) would not exist in the pod, and one written there (--log-file) would stay in
+//! it: they are refused. The manifest itself is hxlab-k8s's [`JobSpec`](hxlab_k8s::JobSpec).
 
 use super::load;
 use clap::Parser;
@@ -165,14 +165,22 @@ pub fn render(r: &RenderArgs, now: f64) -> anyhow::Result<String> {
 }
 
 /// Load flags a pod cannot take, in the order `check_load_args` tests them, with why.
-const REFUSED: [(&str, &str); 9] = [
+const REFUSED: [(&str, &str); 11] = [
     ("--shard", "the Job gives each pod its shard"),
     ("--shards", "use k8s render --shards"),
     ("--start-at", "use k8s render --start-at or --lead"),
     ("--run-id", "the Job name is the run id (--name)"),
     ("--json", "each pod prints its result on stdout"),
     ("--config", "the file is not in the pod; give the flags"),
-    ("--data-file", "the file is not in the pod; use -d"),
+    (
+        "-d/--data",
+        "the file is not in the pod; give the body with --data-string",
+    ),
+    (
+        "-i/--input-file",
+        "the file is not in the pod; give the URLs",
+    ),
+    ("--log-file", "the file would stay in the pod"),
     (
         "--cacert",
         "the file is not in the pod; build it into the image or use -k",
@@ -209,7 +217,9 @@ fn check_load_args(command: &[String], shards: u64) -> anyhow::Result<load::Args
         a.run_id.is_some(),
         a.json.is_some(),
         a.config.is_some(),
-        a.data_file.is_some(),
+        a.data.is_some(),
+        a.input_file.is_some(),
+        a.log_file.is_some(),
         a.cacert.is_some(),
         a.metrics_listen.is_some(),
     ];

@@ -15,9 +15,22 @@ use std::time::Duration;
 /// Options of `hxlab load` (h2load-compatible where h2load has the flag).
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Target URLs (same scheme, host and port), requested round-robin.
-    #[arg(required_unless_present_any = ["config", "jobs"], value_name = "URL")]
+    /// Target URLs (same scheme, host and port; after the first, a bare path such as /b is
+    /// on the first one's origin, as in h2load), requested round-robin.
+    #[arg(
+        required_unless_present_any = ["config", "jobs", "input_file"],
+        value_name = "URL"
+    )]
     pub urls: Vec<String>,
+    /// h2load's -i: read the URLs from FILE, one per line ("-": standard input), instead of
+    /// the command line; blank lines are skipped.
+    #[arg(
+        short = 'i',
+        long = "input-file",
+        value_name = "FILE",
+        conflicts_with = "urls"
+    )]
+    pub input_file: Option<String>,
     /// Internal, for `hxlab run` inside `hxlab link`: run the lab's jobs read from standard
     /// input (one JSON `LoadJob` per line: a LoadConfig, where to write its RunResult, a time
     /// limit), loopback URLs sent to `$HXLAB_LINK_HOST`, answering each with one JSON
@@ -32,18 +45,19 @@ pub struct Args {
     )]
     pub jobs: bool,
     /// Take the whole run from FILE, a LoadConfig in JSON (see docs/load.md) instead of the
-    /// flags that describe a run; only --json, --no-progress, -q, --interval and
-    /// --print-intervals (and the flags of a part: --shard, --run-id, --start-at) may go
+    /// flags that describe a run; only --json, --no-progress, -q, -v, --log-file, --interval
+    /// and --print-intervals (and the flags of a part: --shard, --run-id, --start-at) may go
     /// with it.
     #[arg(
         long = "config",
         value_name = "FILE",
         conflicts_with_all = [
-            "urls", "requests", "clients", "max_concurrent_streams", "threads", "duration",
-            "warm_up", "headers", "data", "data_file", "method", "timeout", "connect_timeout",
-            "insecure", "cacert", "no_keepalive", "rate", "proto", "h1", "alpn_list", "push",
-            "tls_resume", "zero_rtt", "prime", "tfo", "cc", "header_table", "header_table_size",
-            "encoder_header_table_size",
+            "urls", "input_file", "requests", "clients", "max_concurrent_streams", "threads",
+            "duration", "warm_up", "headers", "data", "data_string", "method", "timeout",
+            "connect_timeout", "insecure", "cacert", "no_keepalive", "rate", "rps", "proto",
+            "h1", "h3", "no_tls_proto", "alpn_list", "push", "tls_resume", "zero_rtt", "prime", "tfo",
+            "cc", "header_table", "header_table_size", "encoder_header_table_size",
+            "connect_to", "sni", "connection_active_timeout", "connection_inactivity_timeout",
         ]
     )]
     pub config: Option<PathBuf>,
@@ -87,18 +101,30 @@ pub struct Args {
         allow_hyphen_values = true
     )]
     pub duration: Option<String>,
-    /// Warm-up before the measured duration (needs -D).
-    #[arg(long = "warm-up", value_name = "DUR", allow_hyphen_values = true)]
+    /// Warm-up before the measured duration (needs -D); h2load's --warm-up-time.
+    #[arg(
+        long = "warm-up",
+        visible_alias = "warm-up-time",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
     pub warm_up: Option<String>,
     /// Extra request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
-    /// Request body (makes the default method POST).
-    #[arg(short = 'd', long = "data", conflicts_with = "data_file")]
-    pub data: Option<String>,
-    /// Request body read from a file.
-    #[arg(long = "data-file", value_name = "FILE")]
-    pub data_file: Option<PathBuf>,
+    /// h2load's -d: send FILE's contents as the request body (the default method becomes
+    /// POST, and HTTP/1.1 sends one request at a time). Literal data: --data-string.
+    #[arg(
+        short = 'd',
+        long = "data",
+        visible_alias = "data-file",
+        value_name = "FILE",
+        conflicts_with = "data_string"
+    )]
+    pub data: Option<PathBuf>,
+    /// The request body given literally (what -d took before it took h2load's meaning).
+    #[arg(long = "data-string", value_name = "TEXT")]
+    pub data_string: Option<String>,
     /// Request method (default GET, or POST with a body).
     #[arg(long = "method")]
     pub method: Option<String>,
@@ -128,15 +154,52 @@ pub struct Args {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
     /// Open model: requests per second over all connections (latency corrected for
-    /// coordinated omission).
+    /// coordinated omission). Not h2load's -r (a connection rate).
     #[arg(long = "rate", value_name = "R", allow_hyphen_values = true)]
     pub rate: Option<String>,
+    /// h2load's --rps: each client sends at most N requests per second (closed model,
+    /// latency from the send).
+    #[arg(long = "rps", value_name = "N", allow_hyphen_values = true)]
+    pub rps: Option<String>,
     /// Protocol: h1, h2, h2c, h3 or auto (https: ALPN h2,http/1.1; http: HTTP/1.1).
     #[arg(long = "proto", value_enum, ignore_case = true, default_value = "auto")]
     pub proto: Proto,
     /// Same as --proto h1.
     #[arg(long = "h1", conflicts_with = "proto")]
     pub h1: bool,
+    /// Same as --proto h3 (h2load's --h3).
+    #[arg(long = "h3", conflicts_with_all = ["proto", "h1"])]
+    pub h3: bool,
+    /// h2load's -p: what --proto auto speaks on an http:// URL, h2c or http/1.1 (default
+    /// http/1.1; h2load's is h2c).
+    #[arg(short = 'p', long = "no-tls-proto", value_name = "PROTO", value_parser = no_tls_proto)]
+    pub no_tls_proto: Option<Proto>,
+    /// h2load's --connect-to: connect to HOST[:PORT] instead of the URL's host and port
+    /// (Host, :authority and TLS SNI stay the URL's).
+    #[arg(long = "connect-to", value_name = "HOST[:PORT]")]
+    pub connect_to: Option<String>,
+    /// h2load's --sni: the TLS server name to send (and to check the certificate against)
+    /// instead of the URL's host.
+    #[arg(long = "sni", value_name = "NAME")]
+    pub sni: Option<String>,
+    /// h2load's -T: once a client has sent its last request, the longest its connection
+    /// stays open for the answers (then they fail as timeout and the client is done).
+    #[arg(
+        short = 'T',
+        long = "connection-active-timeout",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
+    pub connection_active_timeout: Option<String>,
+    /// h2load's -N: the longest a connection may go without sending or receiving (then its
+    /// requests in flight fail as timeout and the client is done).
+    #[arg(
+        short = 'N',
+        long = "connection-inactivity-timeout",
+        value_name = "DUR",
+        allow_hyphen_values = true
+    )]
+    pub connection_inactivity_timeout: Option<String>,
     /// ALPN protocol ids to offer, comma-separated (TLS over TCP), e.g. h2,http/1.1.
     #[arg(long = "alpn-list", value_name = "LIST")]
     pub alpn_list: Option<String>,
@@ -160,9 +223,10 @@ pub struct Args {
     /// net.ipv4.tcp_fastopen bit 1 here and bit 2 on the server.
     #[arg(long = "tfo")]
     pub tfo: bool,
-    /// Congestion controller: reno, cubic or bbr (TCP_CONGESTION; quinn's on QUIC).
-    #[arg(long = "cc", value_name = "CC")]
-    pub cc: Option<CongestionControl>,
+    /// Congestion controller on every protocol: reno, cubic (the default) or bbr
+    /// (TCP_CONGESTION on TCP, quinn's on QUIC); system: each stack's own default.
+    #[arg(long = "cc", value_name = "CC", value_parser = cc_choice)]
+    pub cc: Option<CcChoice>,
     /// Header compression, both ways: sets --header-table-size and
     /// --encoder-header-table-size (either, given too, overrides it). 0 = static table only
     /// from the first request. Default 4096; at most 64KiB.
@@ -219,6 +283,14 @@ pub struct Args {
     /// h2load's spelling: a qlog of every QUIC connection as BASE.N.sqlog.
     #[arg(long = "qlog-file-base", value_name = "BASE")]
     pub qlog_file_base: Option<std::path::PathBuf>,
+    /// h2load's --log-file: append a line per measured request to FILE: its start in µs
+    /// since the epoch, the status (-1: failed) and µs to the end of the response,
+    /// tab-separated.
+    #[arg(long = "log-file", value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// h2load's -v: a line per connection and per request on stderr.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
     /// Serve the run's figures as they go at http://ADDR/metrics, in the OpenMetrics text
     /// format Prometheus scrapes (requests, statuses, errors, bytes, connections, latency
     /// histogram), e.g. 127.0.0.1:9464.
@@ -245,6 +317,44 @@ pub struct Args {
     pub quiet: bool,
 }
 
+/// `--cc`: a controller, or `system` for each stack's own default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcChoice {
+    /// This controller on every connection.
+    Set(CongestionControl),
+    /// The kernel's default on TCP, quinn's on QUIC.
+    System,
+}
+
+impl CcChoice {
+    /// As `LoadConfig::cc` holds it.
+    pub fn config(self) -> Option<CongestionControl> {
+        match self {
+            CcChoice::Set(cc) => Some(cc),
+            CcChoice::System => None,
+        }
+    }
+}
+
+/// Reads `--cc`: a controller this kernel offers, or `system`.
+fn cc_choice(s: &str) -> Result<CcChoice, String> {
+    if s.eq_ignore_ascii_case("system") {
+        return Ok(CcChoice::System);
+    }
+    CongestionControl::parse_available(s)
+        .map(CcChoice::Set)
+        .map_err(|e| format!("{e}, or system"))
+}
+
+/// Reads `-p/--no-tls-proto`: h2c or http/1.1, as h2load takes them.
+fn no_tls_proto(s: &str) -> Result<Proto, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "h2c" => Ok(Proto::H2c),
+        "http/1.1" | "h1" => Ok(Proto::H1),
+        _ => Err(format!("{s:?}: use h2c or http/1.1")),
+    }
+}
+
 /// A duration with a unit, or a bare number of seconds (as h2load's -D).
 fn duration_arg(flag: &str, s: &str) -> anyhow::Result<Duration> {
     if let Ok(secs) = s.trim().parse::<f64>() {
@@ -261,7 +371,10 @@ fn duration_arg(flag: &str, s: &str) -> anyhow::Result<Duration> {
 /// Builds the library configuration from the command line (usage errors exit 2).
 pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     let mut cfg = LoadConfig {
-        urls: a.urls.clone(),
+        urls: match &a.input_file {
+            Some(file) => urls_from_file(file)?,
+            None => a.urls.clone(),
+        },
         ..Default::default()
     };
     cfg.requests = a.requests;
@@ -280,13 +393,11 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         cfg.headers
             .push(hxlab_load::parse_header_arg(h).map_err(super::usage)?);
     }
-    if let Some(d) = &a.data {
-        cfg.body = Some(d.as_bytes().to_vec());
+    if let Some(p) = &a.data {
+        cfg.body = Some(body_file(p)?);
     }
-    if let Some(p) = &a.data_file {
-        let body = hxlab_core::read_capped(p, hxlab_core::files::cap::BODY)
-            .map_err(|e| super::usage(format!("cannot read --data-file {}: {e}", p.display())))?;
-        cfg.body = Some(body);
+    if let Some(d) = &a.data_string {
+        cfg.body = Some(d.as_bytes().to_vec());
     }
     cfg.method = a.method.clone();
     cfg.timeout = duration_arg("--timeout", &a.timeout)?;
@@ -308,7 +419,21 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
         }
         cfg.rate = Some(rate);
     }
-    cfg.proto = if a.h1 { Proto::H1 } else { a.proto };
+    if let Some(r) = &a.rps {
+        let rps: f64 = r.trim().parse().map_err(|_| {
+            super::usage(format!(
+                "--rps {r:?}: expected requests per second per client, e.g. 100"
+            ))
+        })?;
+        cfg.rps = Some(rps);
+    }
+    cfg.proto = match (a.h1, a.h3) {
+        (true, _) => Proto::H1,
+        (_, true) => Proto::H3,
+        _ => a.proto,
+    };
+    cfg.no_tls_proto = a.no_tls_proto;
+    h2load_connection(a, &mut cfg)?;
     if let Some(list) = &a.alpn_list {
         let ids: Vec<String> = list
             .split(',')
@@ -327,13 +452,74 @@ pub fn config_from_args(a: &Args) -> anyhow::Result<LoadConfig> {
     cfg.zero_rtt = a.zero_rtt;
     cfg.prime = a.prime;
     cfg.tfo = a.tfo;
-    if a.cc.is_some() {
-        cfg.cc = a.cc;
+    if let Some(cc) = a.cc {
+        cfg.cc = cc.config();
     }
     header_tables(a, &mut cfg)?;
     apply_parts(a, &mut cfg)?;
     cfg.progress = progress(a);
     Ok(cfg)
+}
+
+/// h2load's connection flags onto `cfg`: --connect-to, --sni, -T and -N.
+fn h2load_connection(a: &Args, cfg: &mut LoadConfig) -> anyhow::Result<()> {
+    if let Some(c) = &a.connect_to {
+        cfg.connect_to = Some(hxlab_contract::ConnectTo::parse(c).map_err(super::usage)?);
+    }
+    cfg.sni = a.sni.clone();
+    let dur =
+        |flag: &str, v: &Option<String>| v.as_deref().map(|s| duration_arg(flag, s)).transpose();
+    cfg.connection_active_timeout = dur(
+        "-T/--connection-active-timeout",
+        &a.connection_active_timeout,
+    )?;
+    cfg.connection_inactivity_timeout = dur(
+        "-N/--connection-inactivity-timeout",
+        &a.connection_inactivity_timeout,
+    )?;
+    Ok(())
+}
+
+/// `-d FILE`: the file's contents (at most the body cap). A value that names no file is
+/// most likely literal data given as before -d took h2load's meaning: the error says so.
+fn body_file(p: &Path) -> anyhow::Result<Vec<u8>> {
+    if !p.exists() {
+        return Err(super::usage(format!(
+            "-d/--data {}: no such file; -d takes a file whose contents are the body, as in h2load (give literal data with --data-string)",
+            p.display()
+        )));
+    }
+    hxlab_core::read_capped(p, hxlab_core::files::cap::BODY)
+        .map_err(|e| super::usage(format!("-d/--data {}: {e}", p.display())))
+}
+
+/// `-i FILE` (or `-` for standard input): one URL per line, blank lines skipped.
+fn urls_from_file(file: &str) -> anyhow::Result<Vec<String>> {
+    let text = if file == "-" {
+        use std::io::Read;
+        let mut text = String::new();
+        std::io::stdin()
+            .lock()
+            .take(hxlab_core::files::cap::SMALL)
+            .read_to_string(&mut text)
+            .map_err(|e| super::usage(format!("-i/--input-file -: {e}")))?;
+        text
+    } else {
+        hxlab_core::read_capped_string(Path::new(file), hxlab_core::files::cap::SMALL)
+            .map_err(|e| super::usage(format!("-i/--input-file {file}: {e}")))?
+    };
+    let urls: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    if urls.is_empty() {
+        return Err(super::usage(format!(
+            "-i/--input-file {file}: no URL in it (one per line)"
+        )));
+    }
+    Ok(urls)
 }
 
 /// --header-table (both tables), then --header-table-size and --encoder-header-table-size
@@ -395,6 +581,17 @@ fn apply_parts(a: &Args, cfg: &mut LoadConfig) -> anyhow::Result<()> {
     if let Some(base) = qlog_base(a)? {
         cfg.qlog_base = Some(base);
     }
+    if let Some(f) = &a.log_file {
+        // Opened as the run will open it (created, appended to), so a bad path is a usage
+        // error before anything is sent.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(f)
+            .map_err(|e| super::usage(format!("--log-file {}: {e}", f.display())))?;
+        cfg.log_file = Some(f.clone());
+    }
+    cfg.verbose |= a.verbose;
     cfg.validate().map_err(|e| super::usage(e.to_string()))?;
     Ok(())
 }
