@@ -26,6 +26,7 @@ pub mod figures;
 pub mod model;
 pub mod page_html;
 pub mod report;
+pub mod run_factors;
 pub mod run_summary;
 pub mod rundiff;
 pub mod verdict;

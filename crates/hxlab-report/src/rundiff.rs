@@ -1,18 +1,20 @@
 //! `hxlab diff A.json B.json`: two sets of `hxlab load` results side by side. Each side is
 //! one or more RunResults (repetitions: `--json -` appended to one file, or several files);
-//! every figure gets A, B and B/A, and with two or more runs on each side a bootstrap
-//! interval of the ratio and a Mann-Whitney test over the runs, so "faster" means faster
-//! than run-to-run noise. With one run a side the figures are shown without significance,
-//! and the text says so.
+//! first every factor that differs — asked, read back from the connections, or of the
+//! environment ([`crate::run_factors`]) — then every figure with A, B and B/A, and with two
+//! or more runs on each side a bootstrap interval of the ratio and a Mann-Whitney test over
+//! the runs, so "faster" means faster than run-to-run noise. With one run a side the figures
+//! are shown without significance, and the text says so.
 
 use crate::comparisons::{fmt_ratio, mann_whitney_p};
 use crate::figures::{fmt_num, CONFIDENCE, RESAMPLES, SIGNIFICANCE};
+use crate::run_factors::side_factors;
 use hxlab_core::{stats, LatencyHistogram, RunResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// One figure of both sides.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Figure {
     /// What it is, with its unit.
     pub name: String,
@@ -68,8 +70,27 @@ impl Figure {
     }
 }
 
+/// A factor whose value differs between the sides.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FactorChange {
+    /// The factor: a configuration field (`protocol`, `cc`, `tls_resume`), a factor read back
+    /// from the connections (`congestion control, client (read back)`), or of the
+    /// environment (`environment: kernel`).
+    pub factor: String,
+    /// A's value (`mixed: x | y` when A's runs disagree; `—` when A's runs lack it).
+    pub a: String,
+    /// B's value.
+    pub b: String,
+}
+
+impl std::fmt::Display for FactorChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} → {}", self.factor, self.a, self.b)
+    }
+}
+
 /// The diff of two sides.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunDiff {
     /// Label of A (its files).
     pub a_label: String,
@@ -77,8 +98,9 @@ pub struct RunDiff {
     pub b_label: String,
     /// Runs on each side.
     pub runs: (usize, usize),
-    /// Configuration differences, `field: a → b` (empty: the same configuration).
-    pub config_changes: Vec<String>,
+    /// Every factor that differs, asked, read back or of the environment (empty: the same
+    /// in every factor the results carry).
+    pub changes: Vec<FactorChange>,
     /// The figures.
     pub figures: Vec<Figure>,
 }
@@ -125,26 +147,36 @@ const FIGURES: [(&str, Option<bool>, Pick); 14] = [
     }),
 ];
 
-/// The configuration fields that differ between the first runs of each side.
-fn config_changes(a: &RunResult, b: &RunResult) -> Vec<String> {
-    let (Ok(va), Ok(vb)) = (
-        serde_json::to_value(&a.config),
-        serde_json::to_value(&b.config),
-    ) else {
-        return Vec::new();
+/// Every factor whose value differs between the sides, in A's order, with B's own factors
+/// placed after the factor they follow in B (so asked, read back and environment stay
+/// together).
+fn changes(a: &[RunResult], b: &[RunResult]) -> Vec<FactorChange> {
+    let (fa, fb) = (side_factors(a), side_factors(b));
+    let value = |side: &[(String, String)], name: &str| {
+        side.iter()
+            .find(|(n, _)| n == name)
+            .map_or_else(|| "—".to_string(), |(_, v)| v.clone())
     };
-    let (Some(ma), Some(mb)) = (va.as_object(), vb.as_object()) else {
-        return Vec::new();
-    };
-    let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter(|k| ma.get(*k) != mb.get(*k))
-        .map(|k| {
-            let show =
-                |v: Option<&serde_json::Value>| v.map_or("—".to_string(), |v| v.to_string());
-            format!("{k}: {} → {}", show(ma.get(k)), show(mb.get(k)))
+    let mut names: Vec<&String> = fa.iter().map(|(n, _)| n).collect();
+    let mut at = 0;
+    for (name, _) in &fb {
+        match names.iter().position(|m| *m == name) {
+            Some(i) => at = i + 1,
+            None => {
+                names.insert(at, name);
+                at += 1;
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let (va, vb) = (value(&fa, name), value(&fb, name));
+            (va != vb).then(|| FactorChange {
+                factor: name.clone(),
+                a: va,
+                b: vb,
+            })
         })
         .collect()
 }
@@ -188,11 +220,7 @@ impl RunDiff {
             a_label: a_label.to_string(),
             b_label: b_label.to_string(),
             runs: (a.len(), b.len()),
-            config_changes: a
-                .first()
-                .zip(b.first())
-                .map(|(x, y)| config_changes(x, y))
-                .unwrap_or_default(),
+            changes: changes(a, b),
             figures,
         }
     }
@@ -205,11 +233,11 @@ impl RunDiff {
             "A: {} ({} run(s))\nB: {} ({} run(s))",
             self.a_label, self.runs.0, self.b_label, self.runs.1
         );
-        if self.config_changes.is_empty() {
-            let _ = writeln!(o, "configuration: the same");
+        if self.changes.is_empty() {
+            let _ = writeln!(o, "factors: the same (asked, read back and environment)");
         } else {
-            let _ = writeln!(o, "configuration changes (A → B):");
-            for c in &self.config_changes {
+            let _ = writeln!(o, "{} factor(s) differ (A → B):", self.changes.len());
+            for c in &self.changes {
                 let _ = writeln!(o, "  {c}");
             }
         }
@@ -291,10 +319,8 @@ mod tests {
             x.config.protocol = "h3".into();
         }
         let d = RunDiff::build("a.json", &a, "b.json", &b);
-        assert_eq!(
-            d.config_changes,
-            vec!["protocol: \"h2\" → \"h3\"".to_string()]
-        );
+        let named: Vec<String> = d.changes.iter().map(|c| c.to_string()).collect();
+        assert_eq!(named, ["protocol: h2 → h3"]);
         let rps = &d.figures[0];
         assert_eq!(rps.name, "requests/s");
         assert!((rps.ratio - 2.0).abs() < 1e-9);
@@ -306,7 +332,9 @@ mod tests {
             .find(|f| f.name == "latency p50 (ms)")
             .unwrap();
         assert!(p50.change().contains("better"), "{}", p50.change());
-        assert!(d.text().contains("configuration changes"));
+        assert!(d
+            .text()
+            .contains("1 factor(s) differ (A → B):\n  protocol: h2 → h3\n"));
     }
 
     #[test]
@@ -317,7 +345,8 @@ mod tests {
             .iter()
             .all(|f| f.p_value.is_none() && !f.significant()));
         assert!(d.text().contains("no interval or significance"));
-        assert_eq!(d.config_changes, Vec::<String>::new());
+        assert!(d.changes.is_empty());
+        assert!(d.text().contains("factors: the same"));
         let same = RunDiff::build(
             "a",
             &[run(1000.0, 2000), run(1000.0, 2000)],

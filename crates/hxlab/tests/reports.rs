@@ -7,6 +7,7 @@ mod common;
 
 use common::{hxlab, run_with_timeout, tempfile_dir::TempDir, Server};
 use hxlab_core::RunResult;
+use hxlab_report::rundiff::RunDiff;
 use hxlab_report::{ExperimentMeta, FactorLevels, Record, Workload};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -66,7 +67,11 @@ fn diff_of_real_runs_names_the_change_and_tests_repetitions() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("(2 run(s))"), "{out}");
     assert!(
-        out.contains("configuration changes (A → B):\n  protocol: \"h1\" → \"h2c\""),
+        out.contains("factor(s) differ (A → B):\n  protocol: h1 → h2c\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  protocol (read back): http/1.1 → h2c\n"),
         "{out}"
     );
     let rps = out
@@ -105,6 +110,104 @@ fn diff_of_real_runs_names_the_change_and_tests_repetitions() {
         "{out}"
     );
     assert!(!out.contains("95 % CI"), "{out}");
+}
+
+/// `hxlab diff A B --json -` of one real run a side, as its typed JSON.
+fn diff_of(a_args: &[&str], b_args: &[&str], url: &str) -> RunDiff {
+    let dir = TempDir::new("hxlab-diff-factors");
+    let mut files = Vec::new();
+    for (name, extra) in [("a.json", a_args), ("b.json", b_args)] {
+        let file = dir.path().join(name);
+        let (code, _, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args(["load", "-q", "--no-progress", "-n", "20", "-c", "2", "-k"])
+                .args(extra)
+                .arg(url)
+                .arg("--json")
+                .arg(&file),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{extra:?}: {err}");
+        files.push(file);
+    }
+    let (code, out, err) = run_with_timeout(
+        Command::new(hxlab())
+            .arg("diff")
+            .args(&files)
+            .args(["--json", "-"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let d: RunDiff = serde_json::from_str(&out).expect("a RunDiff");
+    for c in &d.changes {
+        assert!(
+            err.contains(&format!("  {c}\n")),
+            "the table names {c}: {err}"
+        );
+    }
+    d
+}
+
+/// The changes' factors and values, for comparing.
+fn named(d: &RunDiff) -> Vec<(String, String, String)> {
+    d.changes
+        .iter()
+        .map(|c| (c.factor.clone(), c.a.clone(), c.b.clone()))
+        .collect()
+}
+
+fn change(f: &str, a: &str, b: &str) -> (String, String, String) {
+    (f.into(), a.into(), b.into())
+}
+
+/// `hxlab diff` names every factor two real runs differ in — and only those: the controller
+/// asked and the one read back from the connections, the protocol asked and negotiated
+/// with the header tables it brings, resumption asked and read back.
+#[test]
+fn diff_names_every_changed_factor() {
+    let server = Server::start(&[]);
+    let url = format!("https://{}/bytes/100", server.ready.tls);
+    let d = diff_of(
+        &["--proto", "h2", "--cc", "cubic"],
+        &["--proto", "h2", "--cc", "reno"],
+        &url,
+    );
+    assert_eq!(
+        named(&d),
+        [
+            change("cc", "cubic", "reno"),
+            change("congestion control, client (read back)", "cubic", "reno"),
+        ]
+    );
+    let d = diff_of(&["--proto", "h2"], &["--proto", "h3"], &url);
+    assert_eq!(
+        named(&d),
+        [
+            change("protocol", "h2", "h3"),
+            change("protocol (read back)", "h2", "h3"),
+            change(
+                "header tables (read back)",
+                "h2: ours 4096, server's 4096, encoder 4096",
+                "h3: ours 4096, server's 4096, encoder 4096, blocked streams 100/100"
+            ),
+        ]
+    );
+    let d = diff_of(
+        &["--proto", "h2"],
+        &["--proto", "h2", "--tls-resume", "--prime"],
+        &url,
+    );
+    assert_eq!(
+        named(&d),
+        [
+            change("prime", "—", "true"),
+            change("tls_resume", "—", "true"),
+            change("resumed connections (read back)", "none", "all"),
+        ]
+    );
+    // The same setup twice: nothing differs, though the runs' figures do.
+    let d = diff_of(&["--proto", "h2"], &["--proto", "h2"], &url);
+    assert_eq!(named(&d), []);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `hxlab diff A.json B.json`: `hxlab merge`'s sibling. Two sets of `hxlab load` results
-//! side by side, what changed in their configuration, and every figure with B/A; with
-//! repetitions on both sides (several documents in a file, or `--a`/`--b` lists), an
-//! interval and a significance test per figure ([`hxlab_report::rundiff`]).
+//! side by side, every factor they differ in (asked, read back from the connections, or of
+//! the environment), and every figure with B/A; with repetitions on both sides (several
+//! documents in a file, or `--a`/`--b` lists), an interval and a significance test per
+//! figure ([`hxlab_report::rundiff`]).
 
 use super::merge::{parse_documents, read_input};
 use anyhow::Context;

@@ -1,0 +1,232 @@
+//! The factors a [`RunResult`] carries, as `hxlab diff` names them: what the run was asked
+//! (every field of its `config`, `extra` options one by one), what its connections ran, read
+//! back (protocol, TLS version, congestion controller, resumption, 0-RTT, TCP Fast Open,
+//! header tables), and where it ran (its `environment`). A factor's value is text for
+//! people: names, not connection counts, so two runs of one setup read the same.
+//!
+//! What a RunResult does not carry cannot be named: the server's congestion controller and
+//! scheduler are in the lab's records (`server_cc`, `scheduling`), not in a load run's.
+
+use hxlab_core::header_table::HeaderTableSeen;
+use hxlab_core::RunResult;
+use std::collections::BTreeMap;
+
+/// One factor of one run: its name and its value as text.
+pub type Factor = (String, String);
+
+/// Every factor of `r`, in a fixed order: asked, then read back, then the environment.
+pub fn factors(r: &RunResult) -> Vec<Factor> {
+    let mut out = asked(r);
+    out.extend(read_back(r));
+    out.extend(environment(r));
+    out
+}
+
+/// A JSON value as people read it: strings bare, null as `none`.
+fn text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "none".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What was asked: every field of `config` by its JSON name (so a field added to the
+/// configuration is a factor without being listed here), `extra`'s options each on their
+/// own.
+fn asked(r: &RunResult) -> Vec<Factor> {
+    let Ok(serde_json::Value::Object(config)) = serde_json::to_value(&r.config) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, value) in &config {
+        match value {
+            serde_json::Value::Object(extra) if key == "extra" => {
+                out.extend(extra.iter().map(|(k, v)| (k.clone(), text(v))));
+            }
+            serde_json::Value::Array(list) => {
+                let items: Vec<String> = list.iter().map(text).collect();
+                out.push((key.clone(), items.join(", ")));
+            }
+            serde_json::Value::Null if key == "cc" => out.push((key.clone(), "system".into())),
+            v => out.push((key.clone(), text(v))),
+        }
+    }
+    out
+}
+
+/// The names a map counts connections by (`h2, http/1.1`), `none` when empty.
+fn names(m: &BTreeMap<String, u64>) -> String {
+    let seen: Vec<&str> = m
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if seen.is_empty() {
+        "none".into()
+    } else {
+        seen.join(", ")
+    }
+}
+
+/// `none`, `some` or `all` of `total`.
+fn share(part: u64, total: u64) -> String {
+    match part {
+        0 => "none".into(),
+        p if p >= total => "all".into(),
+        _ => "some".into(),
+    }
+}
+
+/// Whether something a server may accept was accepted, rejected, both or neither.
+fn outcome(accepted: &BTreeMap<String, u64>, rejected: &BTreeMap<String, u64>) -> String {
+    let (a, r) = (
+        accepted.values().sum::<u64>() > 0,
+        rejected.values().sum::<u64>() > 0,
+    );
+    match (a, r) {
+        (false, false) => "none".into(),
+        (true, false) => "accepted".into(),
+        (false, true) => "rejected".into(),
+        (true, true) => "accepted and rejected".into(),
+    }
+}
+
+/// A header-table entry's sizes (its connection count left out).
+fn table(t: &HeaderTableSeen) -> String {
+    let mut s = format!(
+        "{}: ours {}, server's {}, encoder {}",
+        t.protocol,
+        t.client_advertised,
+        t.server_advertised
+            .map_or_else(|| "none".to_string(), |n| n.to_string()),
+        t.encoder_table
+    );
+    if let (Some(c), Some(sv)) = (t.client_blocked_streams, t.server_blocked_streams) {
+        s.push_str(&format!(", blocked streams {c}/{sv}"));
+    }
+    s
+}
+
+/// What the connections ran, read back from them.
+fn read_back(r: &RunResult) -> Vec<Factor> {
+    let mut tables: Vec<String> = r.header_tables.iter().map(table).collect();
+    tables.sort();
+    tables.dedup();
+    let f = |name: &str, v: String| (format!("{name} (read back)"), v);
+    vec![
+        f("protocol", names(&r.negotiated)),
+        f("TLS version", names(&r.tls_versions)),
+        f("congestion control, client", names(&r.congestion_control)),
+        f("resumed connections", share(r.resumed, r.connections)),
+        f(
+            "0-RTT",
+            outcome(&r.early_data_accepted, &r.early_data_rejected),
+        ),
+        f(
+            "TCP Fast Open",
+            outcome(&r.tfo_syn_data_acked, &r.tfo_syn_data_not_acked),
+        ),
+        f(
+            "header tables",
+            if tables.is_empty() {
+                "none".into()
+            } else {
+                tables.join("; ")
+            },
+        ),
+    ]
+}
+
+/// Where the run was made: hxlab, the machine and its default controller, the peers.
+fn environment(r: &RunResult) -> Vec<Factor> {
+    let Some(e) = &r.environment else {
+        return Vec::new();
+    };
+    let peers: Vec<String> = e.peers.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let f = |name: &str, v: String| (format!("environment: {name}"), v);
+    vec![
+        f(
+            "hxlab",
+            format!("{} (commit {})", e.hxlab.version, e.hxlab.commit),
+        ),
+        f("kernel", e.kernel.clone()),
+        f("CPU", format!("{} × {}", e.cpus, e.cpu_model)),
+        f("system default congestion control", e.default_cc.clone()),
+        f(
+            "peers",
+            if peers.is_empty() {
+                "none".into()
+            } else {
+                peers.join(", ")
+            },
+        ),
+    ]
+}
+
+/// The factors of a side of several runs: each factor's value, or `mixed: a | b` when the
+/// runs disagree (in the order of the first run's factors, then any only later runs have).
+pub fn side_factors(runs: &[RunResult]) -> Vec<Factor> {
+    let mut order: Vec<String> = Vec::new();
+    let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in runs {
+        for (name, value) in factors(r) {
+            let seen = values.entry(name.clone()).or_insert_with(|| {
+                order.push(name);
+                Vec::new()
+            });
+            if !seen.contains(&value) {
+                seen.push(value);
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|name| {
+            let v = &values[&name];
+            let value = if v.len() == 1 {
+                v[0].clone()
+            } else {
+                format!("mixed: {}", v.join(" | "))
+            };
+            (name, value)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asked fields by name (extra options on their own), read-back factors by names, not
+    /// counts: two runs of one setup that opened different numbers of connections agree.
+    #[test]
+    fn factors_name_what_was_asked_and_what_ran() {
+        let mut r = RunResult::default();
+        r.config.protocol = "h2".into();
+        r.config.extra.insert("tls_resume".into(), "true".into());
+        r.connections = 4;
+        r.resumed = 4;
+        r.negotiated.insert("h2".into(), 4);
+        r.congestion_control.insert("cubic".into(), 4);
+        let f = factors(&r);
+        let get = |n: &str| f.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("protocol"), Some("h2"));
+        assert_eq!(get("tls_resume"), Some("true"));
+        assert_eq!(get("cc"), Some("system"));
+        assert_eq!(get("resumed connections (read back)"), Some("all"));
+        assert_eq!(get("congestion control, client (read back)"), Some("cubic"));
+        let mut more = r.clone();
+        more.connections = 9;
+        more.resumed = 9;
+        more.negotiated.insert("h2".into(), 9);
+        assert_eq!(side_factors(&[r.clone(), more]), factors(&r));
+        let mut other = r.clone();
+        other.congestion_control = BTreeMap::from([("reno".to_string(), 1)]);
+        let side = side_factors(&[r, other]);
+        assert!(side.contains(&(
+            "congestion control, client (read back)".to_string(),
+            "mixed: cubic | reno".to_string()
+        )));
+    }
+}
