@@ -1,12 +1,15 @@
-//! The factors a [`RunResult`] carries, as `hxlab diff` names them: what the run was asked
-//! (every field of its `config`, `extra` options one by one), what its connections ran, read
-//! back (protocol, TLS version, congestion controller, resumption, 0-RTT, TCP Fast Open,
-//! header tables), and where it ran (its `environment`). A factor's value is text for
+//! The factors a [`RunResult`] or a lab [`Record`] carries, as `hxlab diff` names them: what
+//! the run was asked (every field of its `config`, `extra` options one by one; a record's
+//! cell levels too), what its connections ran, read back (protocol, TLS version, the
+//! client's congestion controller, resumption, 0-RTT, TCP Fast Open, header tables; from a
+//! record also the server's controller, scheduler, send low-water marks and the priorities
+//! it understood), and where it ran (its `environment`). A factor's value is text for
 //! people: names, not connection counts, so two runs of one setup read the same.
 //!
-//! What a RunResult does not carry cannot be named: the server's congestion controller and
-//! scheduler are in the lab's records (`server_cc`, `scheduling`), not in a load run's.
+//! A load run's RunResult cannot know the server's side: the server's controller and
+//! scheduler are named only from lab records.
 
+use crate::model::Record;
 use hxlab_core::header_table::HeaderTableSeen;
 use hxlab_core::RunResult;
 use std::collections::BTreeMap;
@@ -18,7 +21,46 @@ pub type Factor = (String, String);
 pub fn factors(r: &RunResult) -> Vec<Factor> {
     let mut out = asked(r);
     out.extend(read_back(r));
-    out.extend(environment(r));
+    out.extend(environment(r.environment.as_ref()));
+    out
+}
+
+/// Every factor of a lab record: its cell's levels (`cell: cc`), its RunResult's asked and
+/// read-back factors, what the server read back (its congestion controller; for hxlab's
+/// origin its scheduler, `TCP_NOTSENT_LOWAT` marks and the priorities it understood), and
+/// the environment.
+pub fn record_factors(rec: &Record) -> Vec<Factor> {
+    let mut out: Vec<Factor> = rec
+        .factors
+        .iter()
+        .map(|(k, v)| (format!("cell: {k}"), v.clone()))
+        .collect();
+    if let Some(r) = &rec.result {
+        out.extend(asked(r));
+        out.extend(read_back(r));
+    }
+    let f = |name: &str, v: String| (format!("{name} (read back)"), v);
+    out.push(f("congestion control, server", names(&rec.server_cc)));
+    if let Some(s) = &rec.scheduling {
+        let scheduler = s
+            .scheduler
+            .map_or("none".to_string(), |s| s.name().to_string());
+        out.push(f(
+            "scheduler",
+            if s.scheduler_applies {
+                scheduler
+            } else {
+                format!("{scheduler} (one response at a time: does not apply)")
+            },
+        ));
+        out.push(f("TCP_NOTSENT_LOWAT", names(&s.notsent_lowat)));
+        out.push(f("priorities understood", names(&s.priorities)));
+    }
+    let env = rec
+        .environment
+        .as_ref()
+        .or(rec.result.as_ref().and_then(|r| r.environment.as_ref()));
+    out.extend(environment(env));
     out
 }
 
@@ -139,8 +181,8 @@ fn read_back(r: &RunResult) -> Vec<Factor> {
 }
 
 /// Where the run was made: hxlab, the machine and its default controller, the peers.
-fn environment(r: &RunResult) -> Vec<Factor> {
-    let Some(e) = &r.environment else {
+fn environment(e: Option<&hxlab_core::env::Environment>) -> Vec<Factor> {
+    let Some(e) = e else {
         return Vec::new();
     };
     let peers: Vec<String> = e.peers.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -164,13 +206,14 @@ fn environment(r: &RunResult) -> Vec<Factor> {
     ]
 }
 
-/// The factors of a side of several runs: each factor's value, or `mixed: a | b` when the
-/// runs disagree (in the order of the first run's factors, then any only later runs have).
-pub fn side_factors(runs: &[RunResult]) -> Vec<Factor> {
+/// The factors of a side of several runs (each run's [`factors`] or [`record_factors`]):
+/// each factor's value, or `mixed: a | b` when the runs disagree (in the order of the first
+/// run's factors, then any only later runs have).
+pub fn side_factors(runs: &[Vec<Factor>]) -> Vec<Factor> {
     let mut order: Vec<String> = Vec::new();
     let mut values: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for r in runs {
-        for (name, value) in factors(r) {
+    for run in runs {
+        for (name, value) in run.iter().cloned() {
             let seen = values.entry(name.clone()).or_insert_with(|| {
                 order.push(name);
                 Vec::new()
@@ -220,13 +263,35 @@ mod tests {
         more.connections = 9;
         more.resumed = 9;
         more.negotiated.insert("h2".into(), 9);
-        assert_eq!(side_factors(&[r.clone(), more]), factors(&r));
+        assert_eq!(side_factors(&[factors(&r), factors(&more)]), factors(&r));
         let mut other = r.clone();
         other.congestion_control = BTreeMap::from([("reno".to_string(), 1)]);
-        let side = side_factors(&[r, other]);
+        let side = side_factors(&[factors(&r), factors(&other)]);
         assert!(side.contains(&(
             "congestion control, client (read back)".to_string(),
             "mixed: cubic | reno".to_string()
         )));
+    }
+
+    /// A lab record adds its cell's levels and the server's side, read back.
+    #[test]
+    fn record_factors_add_the_cell_and_the_servers_side() {
+        let rec: Record = serde_json::from_value(serde_json::json!({
+            "experiment": "e", "cell": "protocol=h2 scheduler=fifo",
+            "factors": {"protocol": "h2", "scheduler": "fifo"},
+            "repetition": 0, "started_unix_s": 0.0, "wall_s": 1.0,
+            "result": null, "server": null,
+            "server_cc": {"reno": 3},
+            "scheduling": {"scheduler": "fifo", "scheduler_applies": true,
+                           "notsent_lowat": {"16384": 3}, "priorities": {"u=3": 9}},
+        }))
+        .expect("a record");
+        let f = record_factors(&rec);
+        let get = |n: &str| f.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("cell: scheduler"), Some("fifo"));
+        assert_eq!(get("congestion control, server (read back)"), Some("reno"));
+        assert_eq!(get("scheduler (read back)"), Some("fifo"));
+        assert_eq!(get("TCP_NOTSENT_LOWAT (read back)"), Some("16384"));
+        assert_eq!(get("priorities understood (read back)"), Some("u=3"));
     }
 }

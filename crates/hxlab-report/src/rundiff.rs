@@ -8,7 +8,8 @@
 
 use crate::comparisons::{fmt_ratio, mann_whitney_p};
 use crate::figures::{fmt_num, CONFIDENCE, RESAMPLES, SIGNIFICANCE};
-use crate::run_factors::side_factors;
+use crate::model::Record;
+use crate::run_factors::{factors, record_factors, side_factors, Factor};
 use hxlab_core::{stats, LatencyHistogram, RunResult};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -147,11 +148,43 @@ const FIGURES: [(&str, Option<bool>, Pick); 14] = [
     }),
 ];
 
+/// One side of a diff: its label, its runs' results (the figures) and each run's factors.
+#[derive(Clone, Debug)]
+pub struct Side {
+    /// What the side was read from (its files).
+    pub label: String,
+    /// The RunResults (one per run).
+    pub runs: Vec<RunResult>,
+    /// Each run's factors ([`factors`] of a RunResult, [`record_factors`] of a lab record).
+    pub factors: Vec<Vec<Factor>>,
+}
+
+impl Side {
+    /// A side of `hxlab load` results.
+    pub fn of_results(label: &str, runs: Vec<RunResult>) -> Side {
+        Side {
+            label: label.to_string(),
+            factors: runs.iter().map(factors).collect(),
+            runs,
+        }
+    }
+
+    /// A side of lab records (the repetitions of a cell): their results for the figures
+    /// (records without one add factors only), and everything the records carry as factors.
+    pub fn of_records(label: &str, records: &[Record]) -> Side {
+        Side {
+            label: label.to_string(),
+            runs: records.iter().filter_map(|r| r.result.clone()).collect(),
+            factors: records.iter().map(record_factors).collect(),
+        }
+    }
+}
+
 /// Every factor whose value differs between the sides, in A's order, with B's own factors
 /// placed after the factor they follow in B (so asked, read back and environment stay
 /// together).
-fn changes(a: &[RunResult], b: &[RunResult]) -> Vec<FactorChange> {
-    let (fa, fb) = (side_factors(a), side_factors(b));
+fn changes(a: &Side, b: &Side) -> Vec<FactorChange> {
+    let (fa, fb) = (side_factors(&a.factors), side_factors(&b.factors));
     let value = |side: &[(String, String)], name: &str| {
         side.iter()
             .find(|(n, _)| n == name)
@@ -184,6 +217,15 @@ fn changes(a: &[RunResult], b: &[RunResult]) -> Vec<FactorChange> {
 impl RunDiff {
     /// Compares the runs of A with the runs of B (each side non-empty).
     pub fn build(a_label: &str, a: &[RunResult], b_label: &str, b: &[RunResult]) -> RunDiff {
+        RunDiff::of_sides(
+            &Side::of_results(a_label, a.to_vec()),
+            &Side::of_results(b_label, b.to_vec()),
+        )
+    }
+
+    /// Compares side A with side B: every factor that differs, every figure of their runs.
+    pub fn of_sides(sa: &Side, sb: &Side) -> RunDiff {
+        let (a, b) = (&sa.runs, &sb.runs);
         let figures = FIGURES
             .iter()
             .filter_map(|(name, lower, pick)| {
@@ -217,10 +259,10 @@ impl RunDiff {
             })
             .collect();
         RunDiff {
-            a_label: a_label.to_string(),
-            b_label: b_label.to_string(),
+            a_label: sa.label.clone(),
+            b_label: sb.label.clone(),
             runs: (a.len(), b.len()),
-            changes: changes(a, b),
+            changes: changes(sa, sb),
             figures,
         }
     }

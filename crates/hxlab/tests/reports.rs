@@ -210,6 +210,68 @@ fn diff_names_every_changed_factor() {
     assert_eq!(named(&d), []);
 }
 
+/// From a lab's results directory, `hxlab diff` also names the server's side the records
+/// carry: two cells of one real run (cc and scheduler swept on both ends) differ in the
+/// cell's levels, the controller asked and read back at both ends, and the scheduler hxlab's
+/// origin read back; a selector that picks no single cell is one line and exit 2.
+#[test]
+fn diff_of_lab_cells_names_the_servers_controller_and_scheduler() {
+    let dir = TempDir::new("hxlab-diff-lab");
+    let spec = dir.path().join("e.toml");
+    std::fs::write(
+        &spec,
+        "protocol = \"h2\"\nresources = 12\nsize = \"4KiB\"\nrepetitions = 1\n\
+         cc = [\"cubic\", \"reno\"]\nscheduler = [\"rfc9218\", \"fifo\"]\n",
+    )
+    .expect("spec");
+    let out = dir.path().join("out");
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .env("HXLAB_BIN", hxlab())
+            .arg("run")
+            .arg(&spec)
+            .args(["--no-progress", "--out"])
+            .arg(&out),
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (code, json, err) = run_with_timeout(
+        Command::new(hxlab())
+            .arg("diff")
+            .arg(&out)
+            .arg(&out)
+            .args(["--a-cell", "cc=cubic scheduler=rfc9218"])
+            .args(["--b-cell", "cc=reno scheduler=fifo", "--json", "-"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let d: RunDiff = serde_json::from_str(&json).expect("a RunDiff");
+    let mut got = named(&d);
+    // Each cell had a server of its own, on its own port.
+    got.retain(|(f, _, _)| f != "urls");
+    assert_eq!(
+        got,
+        [
+            change("cell: cc", "cubic", "reno"),
+            change("cell: scheduler", "rfc9218", "fifo"),
+            change("cc", "cubic", "reno"),
+            change("congestion control, client (read back)", "cubic", "reno"),
+            change("congestion control, server (read back)", "cubic", "reno"),
+            change("scheduler (read back)", "rfc9218", "fifo"),
+        ]
+    );
+    let (code, _, err) = run_with_timeout(
+        Command::new(hxlab())
+            .arg("diff")
+            .arg(&out)
+            .arg(&out)
+            .args(["--a-cell", "cc=cubic"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("2 cells match"), "{err}");
+}
+
 #[test]
 fn diff_refuses_bad_input_with_one_line() {
     let dir = TempDir::new("hxlab-diff-bad");
