@@ -5,10 +5,12 @@
 
 mod common;
 
-use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir, Server};
+use common::{hxlab, require_peer, run_with_timeout, tempfile_dir::TempDir, Server, ThreadServer};
 use hxlab_core::RunResult;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -85,6 +87,69 @@ fn d_sends_a_files_contents_and_a_literal_fails_loudly() {
         Some("11")
     );
     assert!(r.bytes.total_sent >= r0.bytes.total_sent + 3 * 11, "{r:?}");
+}
+
+/// How many HTTP/1.1 requests `hxlab load -n 4 -c 1 -m 4 EXTRA` has sent before the first
+/// answer: a server of the test's own (no real one tells its pipelining depth) reads until
+/// the client falls silent for 300 ms, counts the request lines, then answers each.
+fn pipelined_before_the_first_answer(extra: &[&str]) -> u64 {
+    let seen = Arc::new(AtomicU64::new(0));
+    let counted = seen.clone();
+    let server = ThreadServer::start(Duration::from_secs(30), move |mut conn, serving| {
+        let _ = conn.set_read_timeout(Some(Duration::from_millis(300)));
+        let (mut got, mut answered, mut first) = (Vec::new(), 0, true);
+        let mut chunk = vec![0u8; 1 << 16];
+        while serving.running() {
+            match conn.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got.extend_from_slice(&chunk[..n]);
+                    if first {
+                        continue;
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+            let heads = got.windows(11).filter(|w| w == b" HTTP/1.1\r\n").count() as u64;
+            if first {
+                counted.store(heads, Ordering::Relaxed);
+                first = false;
+            }
+            while answered < heads {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+                answered += 1;
+            }
+        }
+    });
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    let (r, _) = load_ok(
+        &[
+            &["-n", "4", "-c", "1", "-m", "4", "--h1"][..],
+            extra,
+            &[&url],
+        ]
+        .concat(),
+    );
+    assert_eq!(r.requests_succeeded, 4);
+    seen.load(Ordering::Relaxed)
+}
+
+/// h2load: with `-d`, HTTP/1.1 sends one request at a time; without, `-m` are pipelined.
+#[test]
+fn d_turns_http1_pipelining_off_as_in_h2load() {
+    let dir = TempDir::new("hxlab-h2load-d-pipeline");
+    let file = dir.path().join("body");
+    std::fs::write(&file, b"0123456789").unwrap();
+    assert_eq!(pipelined_before_the_first_answer(&[]), 4);
+    assert_eq!(
+        pipelined_before_the_first_answer(&["-d", file.to_str().unwrap()]),
+        1
+    );
 }
 
 /// `-i FILE` (and `-i -`) reads the URLs one per line, a bare path after the first on its
