@@ -124,6 +124,61 @@ pub fn set_tcp(fd: RawFd, cc: CongestionControl) -> io::Result<()> {
     }
 }
 
+/// The TCP congestion controllers a process without CAP_NET_ADMIN may set
+/// (`net.ipv4.tcp_allowed_congestion_control`: the default and reno unless configured).
+pub fn tcp_allowed() -> io::Result<Vec<String>> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")?;
+    Ok(text.split_whitespace().map(str::to_string).collect())
+}
+
+/// Whether this process may set `cc` on its TCP sockets, asked of the kernel on a fresh
+/// socket: without CAP_NET_ADMIN (a container, an unprivileged user) only the controllers
+/// of `net.ipv4.tcp_allowed_congestion_control` may be set. The error is one line for the
+/// user, with what to do.
+pub fn settable(cc: CongestionControl) -> Result<(), String> {
+    // SAFETY: a plain socket call; the descriptor is closed below on every path.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        // No socket to ask: the connections will say so themselves.
+        return Ok(());
+    }
+    let set = set_tcp(fd, cc);
+    // SAFETY: `fd` is the socket made above, closed once.
+    unsafe { libc::close(fd) };
+    match set {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Err(format!(
+            "congestion control {}: this process may not set it on TCP sockets (without CAP_NET_ADMIN only net.ipv4.tcp_allowed_congestion_control may be set: {}); run with CAP_NET_ADMIN, add {} to that sysctl, or ask for --cc system",
+            cc.name(),
+            tcp_allowed().map_or_else(|_| "unreadable".into(), |l| l.join(" ")),
+            cc.name()
+        )),
+        Err(e) => Err(format!("congestion control {}: {e}", cc.name())),
+    }
+}
+
+/// The controller `hxlab load` runs when none is asked: cubic on every protocol. When this
+/// process may not set cubic on TCP sockets ([`settable`]), the system's default instead,
+/// on every protocol and in every run (an h3 run too, so it is compared with an h2 run
+/// under the same controller), when it is one QUIC has too (else none is set: each stack's
+/// own). The note says so when it is not cubic.
+pub fn load_default() -> (Option<CongestionControl>, Option<String>) {
+    let cubic = CongestionControl::Cubic;
+    let Err(why) = settable(cubic) else {
+        return (Some(cubic), None);
+    };
+    let system = system_default_name();
+    let fallback = CongestionControl::parse(&system).filter(|c| settable(*c).is_ok());
+    let then = match fallback {
+        Some(c) => format!(
+            "every protocol runs the system's default, {}, instead",
+            c.name()
+        ),
+        None => format!("each stack runs its own default (TCP: {system})"),
+    };
+    (fallback, Some(format!("{why}; {then}")))
+}
+
 /// A controller as read back from a socket, by the kernel's own name for it. What is set is a
 /// [`CongestionControl`]; what runs may be any controller the kernel has (the system default
 /// can be one hxlab cannot set), so records count what ran by this name — never echoed from
@@ -306,6 +361,32 @@ mod tests {
             assert_eq!(tcp_of(sock.as_raw_fd()).unwrap(), cc.name());
         }
         assert!(avail.iter().any(|a| a == "reno"), "reno is always built in");
+    }
+
+    /// What the kernel lets this process set agrees with the allowed list (everything when
+    /// privileged); the default is cubic exactly when cubic can be set.
+    #[test]
+    fn settable_follows_the_kernels_permission() {
+        let allowed = tcp_allowed().unwrap();
+        for cc in CongestionControl::ALL {
+            let available = tcp_available().unwrap().iter().any(|a| a == cc.name());
+            if !available {
+                continue;
+            }
+            match settable(cc) {
+                Ok(()) => {}
+                Err(e) => {
+                    assert!(!allowed.iter().any(|a| a == cc.name()), "{e}");
+                    assert!(e.contains("--cc system"), "{e}");
+                }
+            }
+        }
+        let (cc, note) = load_default();
+        assert_eq!(
+            cc == Some(CongestionControl::Cubic),
+            settable(CongestionControl::Cubic).is_ok()
+        );
+        assert_eq!(note.is_none(), cc == Some(CongestionControl::Cubic));
     }
 
     #[test]

@@ -55,6 +55,10 @@ pub(crate) fn connector(
     target: &Target,
     tap: Option<&SharedTap>,
 ) -> Result<Connector, LoadError> {
+    if let (Some(cc), false) = (cfg.cc, cfg.proto == Proto::H3) {
+        // Every connection would fail to set it: say so once, before the run.
+        hxlab_core::cc::settable(cc).map_err(|e| LoadError::Config(format!("--cc: {e}")))?;
+    }
     let dialer = Dialer {
         tfo: cfg.tfo,
         addr: target.addr,

@@ -127,6 +127,9 @@ fn one_request(
         connect_timeout: timeout,
         insecure: trust.insecure,
         cacert: trust.cacert.clone(),
+        // One request to see what is offered: the controller does not matter, and an
+        // unprivileged process may set only some.
+        cc: None,
         ..Default::default()
     };
     let tracer = Tracer::new(false, Box::new(std::io::sink()));

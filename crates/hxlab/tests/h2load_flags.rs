@@ -522,3 +522,65 @@ fn one_congestion_controller_on_every_protocol() {
     let system = hxlab_core::cc::system_default_name();
     assert_eq!(ran(&["--cc", "system"], "h2"), (vec![system], None));
 }
+
+/// Without CAP_NET_ADMIN a process may set only the controllers the kernel allows (here
+/// typically "reno" and the default): `hxlab load` as an unprivileged user still runs one
+/// controller on h2 and h3 alike — cubic, or, where cubic is not allowed, the system's
+/// default with a note saying why — and a `--cc` it may not set is one line and exit 2
+/// before anything is sent.
+#[test]
+fn unprivileged_runs_keep_one_controller_or_say_why() {
+    if !common::require_root("dropping privileges with setpriv") {
+        return;
+    }
+    let Some(setpriv) = require_peer("setpriv") else {
+        return;
+    };
+    let server = Server::start(&[]);
+    let url = format!("{}/bytes/10", tls(&server));
+    let as_nobody = |args: &[&str]| {
+        let (code, out, err) = run_with_timeout(
+            Command::new(&setpriv)
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(hxlab())
+                .args(["load", "-n", "3", "-k", "--no-progress", "--json", "-"])
+                .args(args)
+                .arg(&url),
+            LIMIT,
+        );
+        let r: Option<RunResult> = out
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .and_then(|l| serde_json::from_str(l).ok());
+        (code, r, err)
+    };
+    let allowed = hxlab_core::cc::tcp_allowed().expect("allowed controllers");
+    let cubic_allowed = allowed.iter().any(|a| a == "cubic");
+    let mut ran = Vec::new();
+    for proto in ["h2", "h3"] {
+        let (code, r, err) = as_nobody(&["--proto", proto]);
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        let names: Vec<String> = r
+            .expect("RunResult")
+            .congestion_control
+            .into_keys()
+            .collect();
+        assert_eq!(names.len(), 1, "{proto}: {names:?}");
+        assert_eq!(
+            err.contains("note: congestion control cubic: this process may not set it"),
+            !cubic_allowed,
+            "{err}"
+        );
+        ran.push(names);
+    }
+    assert_eq!(ran[0], ran[1], "one controller on h2 and h3");
+    let available = hxlab_core::cc::tcp_available().expect("available controllers");
+    for cc in available.iter().filter(|a| !allowed.contains(a)) {
+        if hxlab_core::cc::CongestionControl::parse(cc).is_none() {
+            continue;
+        }
+        let (code, _, err) = as_nobody(&["--proto", "h2", "--cc", cc]);
+        assert_eq!(code, Some(2), "--cc {cc}: {err}");
+        assert!(err.contains("may not set it on TCP sockets"), "{err}");
+    }
+}

@@ -634,6 +634,21 @@ fn qlog_base(a: &Args) -> anyhow::Result<Option<std::path::PathBuf>> {
     Ok(None)
 }
 
+/// Without `--cc`: cubic on every protocol, or where this process may not set cubic on TCP
+/// sockets, the system's default on every protocol (said on stderr). Resolved here, where
+/// the run happens, not when the arguments are checked (`k8s render` checks them for pods
+/// that resolve their own).
+fn with_default_cc(a: &Args, mut cfg: LoadConfig) -> LoadConfig {
+    if a.cc.is_none() {
+        let (cc, note) = hxlab_core::cc::load_default();
+        cfg.cc = cc;
+        if let Some(n) = note {
+            eprintln!("note: {n}");
+        }
+    }
+    cfg
+}
+
 /// Runs one configuration; a configuration the engine refuses is a usage error.
 fn execute(cfg: LoadConfig) -> anyhow::Result<RunResult> {
     hxlab_load::run(cfg).map_err(load_error)
@@ -678,7 +693,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let cfg = match &args.config {
         Some(path) => config_from_file(&args, path)?,
-        None => config_from_args(&args)?,
+        None => with_default_cc(&args, config_from_args(&args)?),
     };
     let asked_interval = (!cfg.interval.is_zero()).then_some(cfg.interval.as_secs_f64());
     let result = match args.metrics_listen {

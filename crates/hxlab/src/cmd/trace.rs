@@ -120,6 +120,9 @@ fn config(args: &Args) -> anyhow::Result<(LoadConfig, Proto)> {
         prime: args.resume,
         header_table_size: table,
         encoder_header_table_size: table,
+        // `hxlab load`'s controller when none is asked (cubic, or the system's where this
+        // process may not set cubic).
+        cc: hxlab_core::cc::load_default().0,
         ..Default::default()
     };
     Ok((cfg, asked))
