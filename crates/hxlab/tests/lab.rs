@@ -532,11 +532,25 @@ fn browser_workload_replays_a_recorded_site() {
         // The repeat view reuses the first view's connection: no resource pays a handshake.
         if rec.factors["repeat_view"] == "on" {
             let w = rec.waterfall.as_ref().expect("the record's waterfall");
+            let paid: Vec<_> = w
+                .rows
+                .iter()
+                .filter(|row| row.phases.connect.is_some() || row.phases.tls.is_some())
+                .map(|row| {
+                    format!(
+                        "{} at {:.0} ms: connect {:?} tls {:?} (connection {}, reused {})",
+                        row.url,
+                        row.start_ms,
+                        row.phases.connect,
+                        row.phases.tls,
+                        row.connection_id,
+                        row.connection_reused
+                    )
+                })
+                .collect();
             assert!(
-                w.rows
-                    .iter()
-                    .all(|row| row.phases.connect.is_none() && row.phases.tls.is_none()),
-                "{}: a handshake in the repeat view",
+                paid.is_empty(),
+                "{}: a handshake in the repeat view: {paid:#?}",
                 rec.cell
             );
         }
