@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Should we turn on HTTP/2 or HTTP/3, and what does it buy us here?
@@ -42,6 +42,10 @@ enum Command {
     Trace(cmd::trace::Args),
     /// Which protocols a host offers: ALPN (h1, h2), Alt-Svc and QUIC (h3), h2c.
     Probe(cmd::probe::Args),
+    /// Print the completion script of a shell (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(cmd::completions::Args),
+    /// Print the manual page (roff) to stdout, or write one page per subcommand with --out DIR.
+    Man(cmd::man::Args),
 }
 
 /// `hxlab --version`: the version, the commit it was built from, and its optional features.
@@ -75,6 +79,8 @@ fn main() -> ExitCode {
         Command::Page(a) => cmd::page::run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Command::Man(a) => cmd::man::run(a, Cli::command()),
     };
     match outcome {
         Ok(code) => code,
