@@ -4,10 +4,12 @@
 pub mod compare;
 mod compare_live;
 mod compare_page;
+pub mod completions;
 pub mod diff;
 pub mod k8s;
 pub mod link;
 pub mod load;
+pub mod man;
 pub mod merge;
 mod metrics;
 pub mod page;
