@@ -42,6 +42,9 @@ enum Command {
     Trace(cmd::trace::Args),
     /// Which protocols a host offers: ALPN (h1, h2), Alt-Svc and QUIC (h3), h2c.
     Probe(cmd::probe::Args),
+    /// The strict JSON Schemas of RunResult, every --config and what children report
+    /// (docs/schema/): print, write or check them.
+    Schema(cmd::schema::Args),
 }
 
 /// `hxlab --version`: the version, the commit it was built from, and its optional features.
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Command::Page(a) => cmd::page::run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Schema(a) => cmd::schema::run(a),
     };
     match outcome {
         Ok(code) => code,
