@@ -4,8 +4,11 @@
 //! object refuses properties it does not name (`additionalProperties: false`), whether or
 //! not serde refuses them, and names as `required` every field serde cannot do without.
 
+use hxlab_core::page::PageRun;
 use schemars::transform::{transform_subschemas, Transform};
-use schemars::{generate::SchemaSettings, JsonSchema, Schema};
+use schemars::{generate::SchemaSettings, json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde_json::{json, Value};
+use std::borrow::Cow;
 
 /// One document hxlab writes or reads, and its schema.
 pub struct Contract {
@@ -85,6 +88,16 @@ pub const CONTRACTS: &[Contract] = &[
         schema: strict_schema_for::<crate::ReplayCounts>,
     },
     Contract {
+        name: "page-report",
+        what: "`hxlab page --json`",
+        schema: strict_schema_for::<crate::PageReport>,
+    },
+    Contract {
+        name: "probe-report",
+        what: "`hxlab probe --json` (with `--priorities`, its scorecards)",
+        schema: strict_schema_for::<crate::ProbeReport>,
+    },
+    Contract {
         name: "link-stats",
         what: "`hxlab link --stats`",
         schema: strict_schema_for::<crate::LinkStatsFile>,
@@ -117,18 +130,80 @@ impl Transform for Strict {
     }
 }
 
-/// For a field whose default is this machine's CPU count (`ServeConfig::threads`): the
-/// schema says so instead of carrying the number of the machine that generated it, so the
-/// committed files are the same wherever they are generated.
-pub fn default_is_the_cpu_count(schema: &mut Schema) {
-    if let Some(object) = schema.as_object_mut() {
-        object.remove("default");
-        let said = object
-            .get("description")
-            .and_then(|d| d.as_str())
-            .unwrap_or_default()
-            .to_string();
-        let with_default = format!("{said} Default: the CPUs this process may use.");
-        object.insert("description".into(), with_default.trim_start().into());
+/// A run of `hxlab page --json`, as [`PageRunEntry`](crate::PageRunEntry)'s serde writes it:
+/// a measured run — the [`PageRun`]'s own keys with `run`, `counted` and, with `--replay`,
+/// `replay` (its repeat view says `counted` too) — or a failed one, `{run, counted, error}`
+/// (and `replay`). Reading needs `run`, and `error` for a failed run; `counted` follows from
+/// the run, so it is written and not read.
+impl JsonSchema for crate::PageRunEntry {
+    fn schema_name() -> Cow<'static, str> {
+        "PageRunEntry".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let run =
+            json!({ "description": "The run's number, from 1.", "type": "integer", "minimum": 0 });
+        let counted = json!({
+            "description": "Whether the run counts in the summary: it measured, and nothing flagged it.",
+            "type": "boolean",
+        });
+        let replay = generator
+            .subschema_for::<Option<crate::ReplayCounts>>()
+            .to_value();
+        let page_run = definition_of::<PageRun>(generator);
+        let mut repeat_view = page_run.clone();
+        add_property(&mut repeat_view, "counted", &counted, false);
+        generator
+            .definitions_mut()
+            .insert("PageRunRepeatView".into(), repeat_view);
+        let mut measured = page_run;
+        add_property(&mut measured, "run", &run, true);
+        add_property(&mut measured, "counted", &counted, false);
+        add_property(&mut measured, "replay", &replay, false);
+        let view =
+            json!({ "anyOf": [{ "$ref": "#/$defs/PageRunRepeatView" }, { "type": "null" }] });
+        add_property(&mut measured, "repeat_view", &view, false);
+        let failed = json!({
+            "type": "object",
+            "properties": {
+                "run": run,
+                "counted": { "description": "A failed run never counts.", "const": false },
+                "error": { "description": "Why the run has no figures.", "type": "string" },
+                "replay": replay,
+            },
+            "required": ["run", "error"],
+        });
+        json_schema!({
+            "description": "One run: its figures, or why there are none.",
+            "oneOf": [measured, failed],
+        })
+    }
+}
+
+/// The definition `T`'s schema refers to (registered in `generator` on the way).
+fn definition_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
+    let reference = generator.subschema_for::<T>();
+    let name = reference
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+        .unwrap_or_default()
+        .to_string();
+    generator
+        .definitions()
+        .get(&name)
+        .cloned()
+        .unwrap_or_else(|| reference.to_value())
+}
+
+/// Sets property `name` of the object schema `object` to `schema`, and lists it as
+/// required when `required`.
+fn add_property(object: &mut Value, name: &str, schema: &Value, required: bool) {
+    object["properties"][name] = schema.clone();
+    if required {
+        match object["required"].as_array_mut() {
+            Some(list) => list.push(name.into()),
+            None => object["required"] = json!([name]),
+        }
     }
 }

@@ -41,7 +41,7 @@ pub struct ServeConfig {
     /// always runs on one QUIC thread of its own.
     #[cfg_attr(
         feature = "schema",
-        schemars(transform = crate::schema::default_is_the_cpu_count)
+        schemars(transform = default_is_the_cpu_count)
     )]
     pub threads: usize,
     /// Longest server think time a request may ask for (`delay=`).
@@ -144,6 +144,23 @@ pub struct ServeConfig {
     /// directory, as `serve.N.sqlog` (`--qlog DIR`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qlog_dir: Option<PathBuf>,
+}
+
+/// For a field whose default is this machine's CPU count (`ServeConfig::threads`): the
+/// schema says so instead of carrying the number of the machine that generated it, so the
+/// committed files are the same wherever they are generated.
+#[cfg(feature = "schema")]
+fn default_is_the_cpu_count(schema: &mut schemars::Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("default");
+        let said = object
+            .get("description")
+            .and_then(|d| d.as_str())
+            .unwrap_or_default()
+            .to_string();
+        let with_default = format!("{said} Default: the CPUs this process may use.");
+        object.insert("description".into(), with_default.trim_start().into());
+    }
 }
 
 impl Default for ServeConfig {

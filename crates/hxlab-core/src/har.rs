@@ -292,6 +292,7 @@ impl ReplayTally {
 /// the first miss (built from the replay server's counts by
 /// `hxlab_contract::ReplayCounts::outcome`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplayOutcome {
     /// The counts (flattened: the record's JSON keeps them at this level).
     #[serde(flatten)]

@@ -59,7 +59,7 @@ impl Validator {
         use std::io::Write;
         let path = schema_dir().join(format!("{name}.schema.json"));
         let mut child = Command::new(&self.python)
-            .args(["-c", VALIDATE_PY])
+            .args(["-I", "-c", VALIDATE_PY])
             .arg(&path)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -108,6 +108,15 @@ impl Validator {
 /// `hxlab ARGS`: its exit code and stderr, within [`LIMIT`].
 fn hxlab_run(args: &[&str]) -> (Option<i32>, String, String) {
     run_with_timeout(Command::new(hxlab()).args(args), LIMIT)
+}
+
+/// [`assert_required_as_serde`] for `value`, read back as `$ty`.
+macro_rules! required_as_serde {
+    ($name:literal, $ty:ty, $value:expr) => {
+        assert_required_as_serde($name, serde_json::to_value(&$value).expect("json"), |d| {
+            serde_json::from_value::<$ty>(d).is_ok()
+        })
+    };
 }
 
 /// The committed schemas are exactly what this binary generates, and `--check` says so
@@ -444,14 +453,19 @@ impl LabRun {
         docs
     }
 
-    /// The `result` of every record of results.jsonl that has one (a RunResult each).
-    fn results(&self) -> Vec<Value> {
+    /// Every record of results.jsonl.
+    fn records(&self) -> Vec<Value> {
         let path = self.dir.path().join("out/results.jsonl");
         let text = std::fs::read_to_string(&path).expect("results.jsonl");
         text.lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("a record"))
-            .filter_map(|mut r| Some(r.get_mut("result")?.take()).filter(|r| !r.is_null()))
+            .map(|l| serde_json::from_str(l).expect("a record"))
             .collect()
+    }
+
+    /// The `result` of every record that has one (a RunResult each).
+    fn results(&self) -> Vec<Value> {
+        let results = self.records().into_iter().map(|mut r| r["result"].take());
+        results.filter(|r| !r.is_null()).collect()
     }
 }
 
@@ -476,6 +490,13 @@ fn the_configs_the_lab_hands_serve_and_load_are_valid() {
     let results = lab.results();
     assert_eq!(results.len(), 2, "a result per cell");
     v.assert_valid("run-result", &results, "results.jsonl");
+    let records = lab.records();
+    v.assert_valid("record", &records, "results.jsonl");
+    let seen = required_as_serde!("record", hxlab_report::Record, records[0]);
+    assert!(
+        seen.iter().any(|p| p == "/scheduling/scheduler"),
+        "{seen:?}"
+    );
 }
 
 /// Network cells: the LinkConfig the lab starts `hxlab link` with (a profile with
@@ -504,11 +525,7 @@ fn the_link_config_and_jobs_of_network_cells_are_valid() {
     let done = lab.captured("job-done");
     assert!(done.iter().all(|d| d["exit"] == 0), "{done:?}");
     v.assert_valid("job-done", &done, "hxlab load --jobs answers");
-    v.assert_valid(
-        "run-result",
-        &lab.results(),
-        "results.jsonl of network cells",
-    );
+    v.assert_valid("record", &lab.records(), "results.jsonl of network cells");
     let tmp = TempDir::new("hxlab-schema-link-stats");
     let stats = tmp.path().join("stats.json");
     let path = stats.display().to_string();
@@ -540,6 +557,17 @@ fn the_page_jobs_of_the_browser_workload_are_valid() {
         "{jobs:?}"
     );
     v.assert_valid("page-job", &jobs, "the lab's hxlab page --config");
+    let records = lab.records();
+    assert!(
+        records.iter().all(|r| r["waterfall"].is_object()),
+        "{records:?}"
+    );
+    v.assert_valid("record", &records, "results.jsonl of browser cells");
+    let seen = required_as_serde!("record", hxlab_report::Record, records[0]);
+    assert!(
+        seen.iter().any(|p| p == "/waterfall/rows/0/phases"),
+        "{seen:?}"
+    );
     v.assert_valid(
         "serve-config",
         &lab.captured("serve-config"),
@@ -643,15 +671,6 @@ fn assert_required_as_serde(name: &str, doc: Value, reads: fn(Value) -> bool) ->
         );
     }
     found.into_iter().map(|(pointer, _)| pointer).collect()
-}
-
-/// [`assert_required_as_serde`] for `value`, read back as `$ty`.
-macro_rules! required_as_serde {
-    ($name:literal, $ty:ty, $value:expr) => {
-        assert_required_as_serde($name, serde_json::to_value(&$value).expect("json"), |d| {
-            serde_json::from_value::<$ty>(d).is_ok()
-        })
-    };
 }
 
 /// A link with every kind of stage set: Gilbert-Elliott loss down, random loss up, a rate,
@@ -819,4 +838,99 @@ fn replay_counts() -> hxlab_contract::ReplayCounts {
         skipped: Some("skipped 1 entries: 1 data:".into()),
         ..Default::default()
     }
+}
+
+/// `hxlab page --json` of a synthetic page with a repeat view (a measured run, its repeat
+/// view counted too) and of a page that cannot load (a failed run) are valid, and the
+/// schema requires of them what PageReport requires.
+#[test]
+fn real_page_reports_are_valid() {
+    if common::require_peer("chromium").is_none() {
+        return;
+    }
+    let Some(v) = Validator::new() else { return };
+    let tmp = TempDir::new("hxlab-schema-page");
+    let page = |name: &str, args: &[&str]| -> Value {
+        let json = tmp.path().join(name).display().to_string();
+        let mut all = vec!["page", "--runs", "1", "--timeout", "30s", "--json", &json];
+        all.extend_from_slice(args);
+        let mut cmd = Command::new(hxlab());
+        cmd.args(&all).env("TMPDIR", tmp.path());
+        let (_, _, err) = run_with_timeout(&mut cmd, Duration::from_secs(120));
+        let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {err}"));
+        serde_json::from_str(&text).expect("json")
+    };
+    let measured = page(
+        "synthetic.json",
+        &[
+            "--synthetic",
+            "n=3,size=1KiB",
+            "--proto",
+            "h2",
+            "--repeat-view",
+        ],
+    );
+    assert_eq!(
+        measured["runs"][0]["repeat_view"]["counted"], true,
+        "{measured:#}"
+    );
+    let failed = page("failed.json", &["http://127.0.0.1:1/", "--proto", "h1"]);
+    assert!(failed["runs"][0]["error"].is_string(), "{failed:#}");
+    v.assert_valid(
+        "page-report",
+        &[measured.clone(), failed.clone()],
+        "hxlab page --json",
+    );
+    for doc in [measured, failed] {
+        required_as_serde!("page-report", hxlab_contract::PageReport, doc);
+    }
+}
+
+/// `hxlab probe --json` against `hxlab serve`, and as root with `--priorities` (every
+/// scorecard's figures), is valid, and the schema requires of it what ProbeReport requires.
+#[test]
+fn real_probe_reports_are_valid() {
+    let Some(v) = Validator::new() else { return };
+    let server = Server::start_bound("0.0.0.0", &[]);
+    let base = format!("https://127.0.0.1:{}", server.ready.tls.port());
+    let probe = |args: &[&str]| -> Value {
+        let mut all = vec!["probe", "-k", "--json", "-"];
+        all.extend_from_slice(args);
+        let (code, out, err) = run_with_timeout(Command::new(hxlab()).args(&all), LIMIT * 2);
+        assert_eq!(code, Some(0), "{err}");
+        serde_json::from_str(&out).expect("json")
+    };
+    let plain = probe(&[&format!("{base}/")]);
+    v.assert_valid(
+        "probe-report",
+        std::slice::from_ref(&plain),
+        "hxlab probe --json",
+    );
+    required_as_serde!("probe-report", hxlab_contract::ProbeReport, plain);
+    if !common::require_root("hxlab probe --priorities (behind hxlab link)") {
+        return;
+    }
+    let (bulk, small) = (format!("{base}/bytes/3MB"), format!("{base}/bytes/20KB"));
+    let scored = probe(&[
+        &bulk,
+        "--priorities",
+        "--small",
+        &small,
+        "--rate",
+        "40mbit",
+        "--rtt",
+        "10ms",
+    ]);
+    let cards = &scored["priorities"]["scorecards"];
+    assert!(cards[0]["urgency"].is_object(), "{scored:#}");
+    v.assert_valid(
+        "probe-report",
+        std::slice::from_ref(&scored),
+        "--priorities",
+    );
+    let seen = required_as_serde!("probe-report", hxlab_contract::ProbeReport, scored);
+    assert!(
+        seen.iter().any(|p| p.ends_with("/urgency/wait_ms")),
+        "{seen:?}"
+    );
 }

@@ -4,9 +4,21 @@
 //! directory holds exactly what this binary generates, so they cannot drift from the code.
 
 use anyhow::Context;
-use hxlab_contract::schema::{Contract, CONTRACTS};
+use hxlab_contract::schema::{strict_schema_for, Contract, CONTRACTS};
 use std::path::Path;
 use std::process::ExitCode;
+
+/// The lab's own documents, typed in hxlab-report (which hxlab-contract does not depend on).
+const LAB_CONTRACTS: &[Contract] = &[Contract {
+    name: "record",
+    what: "a line of the lab's results.jsonl (one repetition of a cell)",
+    schema: strict_schema_for::<hxlab_report::Record>,
+}];
+
+/// Every schema `hxlab schema` knows, in the order it lists them.
+fn catalog() -> impl Iterator<Item = &'static Contract> {
+    CONTRACTS.iter().chain(LAB_CONTRACTS)
+}
 
 /// Options of `hxlab schema`.
 #[derive(clap::Args, Debug)]
@@ -31,7 +43,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let chosen: Vec<&Contract> = match &args.name {
         Some(name) => vec![find(name)?],
-        None => CONTRACTS.iter().collect(),
+        None => catalog().collect(),
     };
     if let Some(dir) = &args.check {
         return check(Path::new(dir), &chosen, args.name.is_none());
@@ -42,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match (&args.name, args.list) {
         (Some(_), false) => print!("{}", chosen[0].text()),
         _ => {
-            for c in CONTRACTS {
+            for c in catalog() {
                 println!("{:<14} {}", c.name, c.what);
             }
         }
@@ -53,8 +65,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The contract called `name`; a usage error naming the others when there is none.
 fn find(name: &str) -> anyhow::Result<&'static Contract> {
     let name = name.strip_suffix(".schema.json").unwrap_or(name);
-    CONTRACTS.iter().find(|c| c.name == name).ok_or_else(|| {
-        let names: Vec<&str> = CONTRACTS.iter().map(|c| c.name).collect();
+    catalog().find(|c| c.name == name).ok_or_else(|| {
+        let names: Vec<&str> = catalog().map(|c| c.name).collect();
         super::usage(format!(
             "schema: no schema {name:?}; use one of {}",
             names.join(", ")
