@@ -2,6 +2,9 @@
 //! `"1500us"`), read in any form `hxlab load`'s flags take (`"1.5s"`, or a bare number of
 //! seconds). Use as `#[serde(with = "duration_text")]`, or `duration_text::optional` for an
 //! `Option<Duration>`. (Congestion controllers are their names through their own serde.)
+//! With the `schema` feature such a field also names its JSON Schema:
+//! `#[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]`, or
+//! `NullableDurationText` beside `optional` (schemars reads serde's `with` as a type).
 
 use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;

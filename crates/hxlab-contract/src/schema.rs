@@ -207,3 +207,41 @@ fn add_property(object: &mut Value, name: &str, schema: &Value, required: bool) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Objects that name their properties are closed, at the top and in `$defs`; a map
+    /// (`by_protocol`) stays open to any key, its values typed.
+    #[test]
+    fn strict_closes_every_object_and_leaves_maps_open() {
+        let s = strict_schema_for::<crate::StatsSnapshot>().to_value();
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["$defs"]["ProtoStats"]["additionalProperties"], false);
+        assert_eq!(s["$defs"]["H3QpackStats"]["additionalProperties"], false);
+        let map = &s["properties"]["by_protocol"];
+        assert_eq!(map["type"], "object");
+        assert_eq!(map["additionalProperties"]["$ref"], "#/$defs/ProtoStats");
+    }
+
+    /// Every contract has a name of its own, and the same schema however often it is made:
+    /// nothing of this machine (`ServeConfig::threads` defaults to its CPU count) is in it.
+    #[test]
+    fn contracts_are_named_once_and_generate_the_same_everywhere() {
+        let mut names: Vec<&str> = CONTRACTS.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), CONTRACTS.len());
+        for c in CONTRACTS {
+            assert_eq!(c.text(), c.text(), "{}", c.name);
+        }
+        let serve = strict_schema_for::<crate::ServeConfig>().to_value();
+        let threads = &serve["properties"]["threads"];
+        assert!(threads.get("default").is_none(), "{threads}");
+        assert!(threads["description"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("Default: the CPUs this process may use.")));
+        assert_eq!(serve["properties"]["max_streams"]["default"], 100);
+    }
+}
