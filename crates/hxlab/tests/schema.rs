@@ -1,10 +1,12 @@
 //! The JSON Schemas of docs/schema/ (`hxlab schema`) against what hxlab really writes and
 //! reads, judged by an independent validator (Python's `jsonschema`, Draft 2020-12): the
-//! committed files are what the binary generates; a RunResult of `hxlab load --json`
-//! against `hxlab serve` (h2, h3), the ready file, `/stats` and `/replay-stats`, and every
-//! config the lab hands its children (captured on the way through `HXLAB_BIN`) are valid;
-//! documents with an unknown property, a missing required field or a wrongly typed one are
-//! refused; and each schema's `required` is exactly what serde cannot do without.
+//! committed files are what the binary generates; real documents are valid — a RunResult
+//! of `hxlab load --json` against `hxlab serve` (h2, h3), the ready file, `/stats`,
+//! `/replay-stats`, `hxlab page --json`, `hxlab probe --json`, and every config, job line
+//! and record the lab hands its children or writes (captured on the way through
+//! `HXLAB_BIN`); documents with an unknown property, a missing required field or a wrongly
+//! typed one are refused; and each schema's `required` is exactly what serde cannot do
+//! without, at every depth.
 
 mod common;
 
@@ -105,7 +107,7 @@ impl Validator {
     }
 }
 
-/// `hxlab ARGS`: its exit code and stderr, within [`LIMIT`].
+/// `hxlab ARGS`: its exit code, stdout and stderr, within [`LIMIT`].
 fn hxlab_run(args: &[&str]) -> (Option<i32>, String, String) {
     run_with_timeout(Command::new(hxlab()).args(args), LIMIT)
 }
