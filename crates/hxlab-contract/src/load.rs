@@ -16,6 +16,7 @@ use std::time::Duration;
 /// In JSON, durations are strings with a unit (`"30s"`, `"250ms"`), `proto` and `cc` their
 /// command-line names, and `headers` a list of `[name, value]` pairs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct LoadConfig {
     /// Target URLs (same scheme, host and port), requested round-robin.
@@ -30,9 +31,14 @@ pub struct LoadConfig {
     pub threads: u64,
     /// Measured duration; when set, `requests` is ignored (as h2load's -D).
     #[serde(with = "duration_text::optional")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "duration_text::NullableDurationText")
+    )]
     pub duration: Option<Duration>,
     /// Warm-up before the measured duration (requests sent, nothing recorded); needs `duration`.
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub warm_up: Duration,
     /// Extra request headers (name, value); a `host` header replaces the URL authority.
     pub headers: Vec<(String, String)>,
@@ -42,9 +48,11 @@ pub struct LoadConfig {
     pub method: Option<String>,
     /// Longest wait for a response (from send to last byte).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub timeout: Duration,
     /// Longest wait for TCP connect + TLS handshake (or the QUIC handshake).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub connect_timeout: Duration,
     /// Accept any server certificate.
     pub insecure: bool,
@@ -97,11 +105,13 @@ pub struct LoadConfig {
     pub start_at: Option<f64>,
     /// How late after `start_at` a start still counts as on time (`--start-tolerance`).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub start_tolerance: Duration,
     /// Width of the result's time series (`RunResult::intervals`, `--interval`); zero: no
     /// series. Widened (doubled) when a `-D` run would need more than
     /// `hxlab_core::interval::MAX_INTERVALS` intervals.
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub interval: Duration,
     /// Draw a progress bar on stderr (the caller checks it is a terminal); not part of the
     /// JSON form, where the reader decides.
@@ -156,6 +166,7 @@ impl Default for LoadConfig {
 
 /// Part `index` of `count` of a run (see [`LoadConfig::shard`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Shard {
     /// 0..count.

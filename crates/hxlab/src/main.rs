@@ -46,6 +46,9 @@ enum Command {
     Completions(cmd::completions::Args),
     /// Print the manual page (roff) to stdout, or write one page per subcommand with --out DIR.
     Man(cmd::man::Args),
+    /// The strict JSON Schemas of RunResult, every --config and what children report
+    /// (docs/schema/): print, write or check them.
+    Schema(cmd::schema::Args),
 }
 
 /// `hxlab --version`: the version, the commit it was built from, and its optional features.
@@ -81,6 +84,7 @@ fn main() -> ExitCode {
         Command::Trace(a) => cmd::trace::run(a),
         Command::Completions(a) => cmd::completions::run(a, Cli::command()),
         Command::Man(a) => cmd::man::run(a, Cli::command()),
+        Command::Schema(a) => cmd::schema::run(a),
     };
     match outcome {
         Ok(code) => code,

@@ -17,6 +17,7 @@ pub mod probe;
 mod probe_priorities;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod serve;
 pub mod trace;
 

@@ -612,3 +612,22 @@ pub fn aioquic_python() -> Option<String> {
     }
     Some(py)
 }
+
+/// The Python with `jsonschema` (`.ci/run` makes it at /opt/hxlab-ci/jsonschema, or
+/// `HXLAB_JSONSCHEMA_PYTHON`), or None after skipping (a failure under CI).
+pub fn jsonschema_python() -> Option<String> {
+    let py = std::env::var("HXLAB_JSONSCHEMA_PYTHON")
+        .unwrap_or_else(|_| "/opt/hxlab-ci/jsonschema/bin/python".to_string());
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import jsonschema"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        hxlab_testkit::skip(&format!(
+            "no Python with jsonschema at {py}: python3 -m venv /opt/hxlab-ci/jsonschema && /opt/hxlab-ci/jsonschema/bin/pip install jsonschema==4.26.0 (or set HXLAB_JSONSCHEMA_PYTHON)"
+        ));
+        return None;
+    }
+    Some(py)
+}
