@@ -350,10 +350,17 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp, which: View) -> Result<PageRun, 
         target_id: &target_id,
     };
     let first = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
-    let mut run = build_view(cfg, &browser, browser_major, &first, which);
-    if cfg.repeat_view && which == View::First {
+    // The repeat view follows the first at once, as a returning visitor's would: the first
+    // view's analysis (its frames decoded in seconds, more under load) waits until both are
+    // loaded, so the server's idle timeout never closes the connection the repeat view reuses.
+    let repeat = if cfg.repeat_view && which == View::First {
         view::blank(cdp, &tab).await?;
-        let repeat = Box::pin(view::load_view(cfg, cdp, &tab)).await?;
+        Some(Box::pin(view::load_view(cfg, cdp, &tab)).await?)
+    } else {
+        None
+    };
+    let mut run = build_view(cfg, &browser, browser_major, &first, which);
+    if let Some(repeat) = repeat {
         let repeat = build_view(cfg, &browser, browser_major, &repeat, View::Repeat);
         run.repeat_view = Some(Box::new(repeat));
     }

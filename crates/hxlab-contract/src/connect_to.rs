@@ -77,6 +77,22 @@ impl<'de> serde::Deserialize<'de> for ConnectTo {
     }
 }
 
+/// `host`, `host:port`, `[v6]` or `[v6]:port`, as [`ConnectTo::parse`] reads it.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ConnectTo {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConnectTo".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Where to connect instead of the URL's host and port: HOST, HOST:PORT, [IPv6] or [IPv6]:PORT (h2load's --connect-to).",
+            "type": "string",
+            "pattern": r"^(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)(:[0-9]{1,5})?$",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,9 @@
 //! `"1500us"`), read in any form `hxlab load`'s flags take (`"1.5s"`, or a bare number of
 //! seconds). Use as `#[serde(with = "duration_text")]`, or `duration_text::optional` for an
 //! `Option<Duration>`. (Congestion controllers are their names through their own serde.)
+//! With the `schema` feature such a field also names its JSON Schema:
+//! `#[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]`, or
+//! `NullableDurationText` beside `optional` (schemars reads serde's `with` as a type).
 
 use serde::{Deserialize, Deserializer, Serializer};
 use std::time::Duration;
@@ -75,5 +78,48 @@ pub mod optional {
         Option::<String>::deserialize(d)?
             .map(|s| parse(&s).map_err(serde::de::Error::custom))
             .transpose()
+    }
+}
+
+/// The JSON Schema of a duration as text: what [`parse`] reads in the forms the docs give (a
+/// number with a unit, `"250ms"`, `"1.5s"`, or a bare number of seconds). Named in
+/// `#[schemars(with = "duration_text::DurationText")]` beside `#[serde(with = "duration_text")]`.
+#[cfg(feature = "schema")]
+pub struct DurationText;
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for DurationText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DurationText".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A duration: a number with a unit (ns, us, µs, ms, s, sec, m, min, h), or a bare number of seconds.",
+            "type": "string",
+            "pattern": r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|sec|m|min|h)?$",
+        })
+    }
+}
+
+/// [`DurationText`] or null, for `#[serde(with = "duration_text::optional")]`. A field of it
+/// is required unless serde has a default for it: serde's `with` reads a missing key as an
+/// error, not as None.
+#[cfg(feature = "schema")]
+pub struct NullableDurationText;
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for NullableDurationText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NullableDurationText".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let text = generator.subschema_for::<DurationText>();
+        schemars::json_schema!({ "anyOf": [text, { "type": "null" }] })
     }
 }

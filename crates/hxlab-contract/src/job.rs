@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 /// One repetition to run inside the link.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LoadJob {
     /// The run; URLs naming loopback are sent to the link's host address
@@ -27,6 +28,7 @@ pub struct LoadJob {
 
 /// What became of one [`LoadJob`].
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobDone {
     /// The exit status `hxlab load` would have had for this run alone (0 done, 1 failed,

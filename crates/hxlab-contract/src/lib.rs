@@ -14,6 +14,8 @@
 //! ([`ProbeReport`], with `--priorities` its [`PrioritiesReport`]). The synthetic page, the
 //! static one a [`Synthetic`] spec asks for and `hxlab serve`'s `/page`, has one writer:
 //! [`SyntheticHtml`].
+//! With the `schema` feature, its `schema` module gives every contract's strict JSON Schema
+//! (`hxlab schema`, docs/schema/).
 //! What it is not: no I/O beyond reading a config's or a ready file's text, no protocol
 //! stack, no async runtime (so hxlab-lab builds without quinn, rustls or the load engine).
 
@@ -29,6 +31,8 @@ pub mod priorities;
 pub mod probe;
 pub mod ready;
 pub mod replay;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod serve;
 pub mod stats;
 pub mod synthetic_html;

@@ -3,6 +3,7 @@
 
 /// The counters of one `hxlab link` run, with what the link was.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LinkStatsFile {
     /// The profile the link was built from, if any.
     pub profile: Option<String>,

@@ -17,6 +17,7 @@ use std::time::Duration;
 /// `no_tls_proto` and `cc` their command-line names (`cc` null: the system's default),
 /// `connect_to` the flag's `HOST[:PORT]`, and `headers` a list of `[name, value]` pairs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct LoadConfig {
     /// Target URLs (same scheme, host and port), requested round-robin.
@@ -31,9 +32,14 @@ pub struct LoadConfig {
     pub threads: u64,
     /// Measured duration; when set, `requests` is ignored (as h2load's -D).
     #[serde(with = "duration_text::optional")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "duration_text::NullableDurationText")
+    )]
     pub duration: Option<Duration>,
     /// Warm-up before the measured duration (requests sent, nothing recorded); needs `duration`.
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub warm_up: Duration,
     /// Extra request headers (name, value); a `host` header replaces the URL authority.
     pub headers: Vec<(String, String)>,
@@ -44,9 +50,11 @@ pub struct LoadConfig {
     pub method: Option<String>,
     /// Longest wait for a response (from send to last byte).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub timeout: Duration,
     /// Longest wait for TCP connect + TLS handshake (or the QUIC handshake).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub connect_timeout: Duration,
     /// Accept any server certificate.
     pub insecure: bool,
@@ -80,11 +88,19 @@ pub struct LoadConfig {
     /// the longest its connection stays open for the answers; then the requests still in
     /// flight fail as `timeout` and the client is done.
     #[serde(with = "duration_text::optional")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "duration_text::NullableDurationText")
+    )]
     pub connection_active_timeout: Option<Duration>,
     /// h2load's `-N/--connection-inactivity-timeout`: the longest a connection may go
     /// without sending or receiving; then its requests in flight fail as `timeout` and the
     /// client is done.
     #[serde(with = "duration_text::optional")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "duration_text::NullableDurationText")
+    )]
     pub connection_inactivity_timeout: Option<Duration>,
     /// ALPN ids to offer (TLS over TCP); None: derived from `proto`.
     pub alpn_list: Option<Vec<String>>,
@@ -122,11 +138,13 @@ pub struct LoadConfig {
     pub start_at: Option<f64>,
     /// How late after `start_at` a start still counts as on time (`--start-tolerance`).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub start_tolerance: Duration,
     /// Width of the result's time series (`RunResult::intervals`, `--interval`); zero: no
     /// series. Widened (doubled) when a `-D` run would need more than
     /// `hxlab_core::interval::MAX_INTERVALS` intervals.
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub interval: Duration,
     /// Draw a progress bar on stderr (the caller checks it is a terminal); not part of the
     /// JSON form, where the reader decides.
@@ -195,6 +213,7 @@ impl Default for LoadConfig {
 
 /// Part `index` of `count` of a run (see [`LoadConfig::shard`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Shard {
     /// 0..count.

@@ -15,6 +15,7 @@ use std::time::Duration;
 /// The synthetic page: `n` sub-resources of `size` bytes, each delayed by `delay` at the
 /// origin, cacheable for `cache` when set.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Synthetic {
     /// Sub-resources.
@@ -23,6 +24,7 @@ pub struct Synthetic {
     pub size: u64,
     /// The origin's delay before each.
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub delay: Duration,
     /// Hostnames the page uses: 1 (the origin's address) or 2 (`a.hxlab.test` serves the
     /// page and the even resources, `b.hxlab.test` the odd ones; both mapped to the origin).
@@ -30,6 +32,10 @@ pub struct Synthetic {
     /// How long the browser may cache each sub-resource (`Cache-Control: max-age`); `None`:
     /// not cacheable.
     #[serde(with = "duration_text::optional")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "duration_text::NullableDurationText")
+    )]
     pub cache: Option<Duration>,
 }
 
@@ -109,6 +115,7 @@ impl Synthetic {
 /// How the browser comes to use HTTP/3 (`hxlab page --discovery`, the lab's `discovery`
 /// factor).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Discovery {
     /// The protocol is forced on the page's origins (`--proto h1|h2|h3`): every visitor
@@ -156,6 +163,7 @@ impl Discovery {
 /// In JSON, durations are strings with a unit, `proto` and `server_cc` their names, `link` a
 /// `hxlab link` configuration; missing keys take the defaults.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct PageJob {
     /// The page's URL (http:// or https://).
@@ -186,6 +194,7 @@ pub struct PageJob {
     pub chromium: PathBuf,
     /// Limit per run (browser start, load, shutdown).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub timeout: Duration,
     /// CPU slowdown of the page, 1 to 100 (1: none).
     pub cpu_slowdown: f64,

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 /// The `hxlab page --json` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PageReport {
     /// Always [`PageReport::TOOL`].
     pub tool: String,
@@ -93,6 +94,7 @@ impl PageReport {
 
 /// The emulated link of a page load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PageLink {
     /// The link as configured.
     pub link: Option<LinkConfig>,
@@ -104,6 +106,7 @@ pub struct PageLink {
 
 /// The synthetic page as the report states it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SyntheticPage {
     /// Sub-resources.
     pub n: u32,
@@ -117,6 +120,7 @@ pub struct SyntheticPage {
 
 /// What became of a server push request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PushReport {
     /// `--push` was given.
     pub requested: bool,
@@ -128,6 +132,7 @@ pub struct PushReport {
 
 /// What the browser did with 103 Early Hints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct EarlyHintsReport {
     /// `--early-hints` was given.
     pub requested: bool,
@@ -139,6 +144,7 @@ pub struct EarlyHintsReport {
 
 /// The recording a `--replay` report replayed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplaySource {
     /// The HAR file.
     pub har: PathBuf,
@@ -146,6 +152,7 @@ pub struct ReplaySource {
 
 /// Where `--record` wrote the recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Recording {
     /// The HAR file.
     pub har: PathBuf,

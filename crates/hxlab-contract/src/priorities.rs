@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// The scorecards and the link they were measured behind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PrioritiesReport {
     /// The emulated link every scorecard ran behind.
@@ -26,6 +27,7 @@ pub struct PrioritiesReport {
 /// The emulated link: a bottleneck of `rate_bits_per_sec` each way, `rtt_ms` of round trip
 /// and a drop-tail queue of `queue_bytes` in front of each bottleneck.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProbeLink {
     /// Bottleneck rate in each direction (bits per second).
@@ -53,6 +55,7 @@ impl ProbeLink {
 
 /// How a server orders responses on one connection, as the urgent test saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum SchedulingClass {
     /// The urgent small response went out alone, ahead of the bulk's remaining bytes.
@@ -79,6 +82,7 @@ impl SchedulingClass {
 
 /// Whether the server acted on a signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Honoured {
     /// The responses arrived as the signal asked.
@@ -102,6 +106,7 @@ impl Honoured {
 
 /// One protocol's scorecard.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PriorityScorecard {
     /// `h2`, `h2c` or `h3`.
@@ -126,6 +131,7 @@ pub struct PriorityScorecard {
 /// What the urgent test measured: a bulk response is under way, then a small one is asked
 /// for on the same connection with a more urgent signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UrgentFigures {
     /// The class these figures put the server in.
@@ -160,6 +166,7 @@ pub struct UrgentFigures {
 /// What the incremental test measured: for each of two pairs of equal-urgency bulks asked
 /// for together, the share of the bytes the less-served one got while both were under way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct IncrementalFigures {
     /// Whether `u=3` responses came one after another and `u=3, i` ones interleaved.
@@ -173,6 +180,7 @@ pub struct IncrementalFigures {
 /// What the PRIORITY_UPDATE test measured: two bulks at `u=3` asked for together, then a
 /// PRIORITY_UPDATE raising the second to `u=0`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UpdateFigures {
     /// Whether the raised response's rest overtook the other.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// What the probe of one URL found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProbeReport {
     /// The URL probed, as given.
@@ -28,6 +29,7 @@ pub struct ProbeReport {
 
 /// One protocol's finding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ProbeOffer {
     /// `h1`, `h1-tls`, `h2`, `h2c` or `h3`.

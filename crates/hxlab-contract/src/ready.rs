@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 /// The ready file of `hxlab serve`: one JSON object, written atomically once the server
 /// accepts connections.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReadyFile {
     /// The server's process id.
     pub pid: u32,

@@ -6,6 +6,7 @@ use hxlab_core::har::{ReplayOutcome, ReplayTally};
 
 /// Which fallback rule answered a near miss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum NearMissRule {
     /// Same host and path, another query.
@@ -16,6 +17,7 @@ pub enum NearMissRule {
 
 /// A near miss: what was asked for and what answered it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NearMiss {
     /// The URL asked for.
     pub url: String,
@@ -27,6 +29,7 @@ pub struct NearMiss {
 
 /// What the replay answered so far: the `/replay-stats` document.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplayCounts {
     /// Recorded responses in the archive.
     pub entries: usize,

@@ -15,6 +15,7 @@ use std::time::Duration;
 /// In JSON (`hxlab serve --config FILE|-`), durations are strings with a unit (`"60s"`),
 /// `cc` a controller's name, `bind` an address; missing keys take the flags' defaults.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct ServeConfig {
     /// Address every listener binds to.
@@ -38,9 +39,14 @@ pub struct ServeConfig {
     /// Worker threads for the runtime the CLI builds (1 = single-threaded runtime), which
     /// serves TCP (h1, h2, h2c); `start` runs on the caller's runtime and ignores it. HTTP/3
     /// always runs on one QUIC thread of its own.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(transform = default_is_the_cpu_count)
+    )]
     pub threads: usize,
     /// Longest server think time a request may ask for (`delay=`).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub max_delay: Duration,
     /// Largest response body a request may ask for (`/bytes/N`, `size=`).
     pub max_size: u64,
@@ -50,6 +56,7 @@ pub struct ServeConfig {
     pub max_page_resources: u32,
     /// How long a shutdown waits for in-flight requests before giving up on them.
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub drain_timeout: Duration,
     /// Congestion controller of every connection served: TCP_CONGESTION on every accepted
     /// socket, the same controller for every QUIC connection. None: the kernel's default on
@@ -100,21 +107,25 @@ pub struct ServeConfig {
     /// A response that gets no flow-control window (h2, h3) for this long has its stream
     /// reset, freeing what it holds (nginx: send_timeout, 60 s).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub send_timeout: Duration,
     /// A request body that stops coming for this long: 408 on HTTP/1.1 (then close), the
     /// stream reset on h2/h3 (nginx: client_body_timeout, 60 s).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub body_timeout: Duration,
     /// An HTTP/3 request head must be complete this long after its stream opened, else the
     /// stream is reset; an HTTP/2 header block this long after its HEADERS, else the
     /// connection is closed (HTTP/1.1 closes a connection whose head has not come after
     /// 15–30 s of silence).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub head_timeout: Duration,
     /// A connection with no request in flight (h1, h2, h3) is closed after one to two of
     /// these periods (h2 and h3: GOAWAY first), whatever keeps it alive below HTTP (QUIC
     /// PINGs, TCP keep-alives).
     #[serde(with = "duration_text")]
+    #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
     pub idle_timeout: Duration,
     /// Answer every request from this HAR archive instead of the endpoints (`/stats` and
     /// `/replay-stats` stay); the self-signed certificate then also names every recorded
@@ -133,6 +144,23 @@ pub struct ServeConfig {
     /// directory, as `serve.N.sqlog` (`--qlog DIR`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qlog_dir: Option<PathBuf>,
+}
+
+/// For a field whose default is this machine's CPU count (`ServeConfig::threads`): the
+/// schema says so instead of carrying the number of the machine that generated it, so the
+/// committed files are the same wherever they are generated.
+#[cfg(feature = "schema")]
+fn default_is_the_cpu_count(schema: &mut schemars::Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("default");
+        let said = object
+            .get("description")
+            .and_then(|d| d.as_str())
+            .unwrap_or_default()
+            .to_string();
+        let with_default = format!("{said} Default: the CPUs this process may use.");
+        object.insert("description".into(), with_default.trim_start().into());
+    }
 }
 
 impl Default for ServeConfig {

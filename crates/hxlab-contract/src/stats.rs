@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 /// One protocol's counters as served by `/stats`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProtoStats {
     /// Completed responses (the `/stats` requests themselves are not counted).
     pub requests: u64,
@@ -66,6 +67,7 @@ pub struct ProtoStats {
 
 /// The `/stats` document.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StatsSnapshot {
     /// Seconds since the server started.
     pub uptime_s: f64,
@@ -89,6 +91,7 @@ pub struct StatsSnapshot {
 /// HTTP/3 header bytes and QPACK dynamic-table use, summed over every HTTP/3 connection a
 /// server has served (`/stats`, `h3_qpack`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
 pub struct H3QpackStats {
     /// Request header bytes received: HEADERS frame payloads plus the clients' QPACK

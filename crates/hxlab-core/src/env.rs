@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 /// What the binary was built from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Build {
     /// hxlab's version (Cargo's).
     pub version: String,
@@ -22,6 +23,7 @@ pub struct Build {
 
 /// Where and with what a result was produced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Environment {
     /// The hxlab that produced it.
     pub hxlab: Build,

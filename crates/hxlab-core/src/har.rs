@@ -239,6 +239,7 @@ pub fn resolve(base: &str, location: &str) -> Option<String> {
 /// defined once here because both the contract and the report (which does not depend on
 /// the contract) carry them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplayTally {
     /// Requests answered by an exact match.
     pub hits: u64,
@@ -291,6 +292,7 @@ impl ReplayTally {
 /// the first miss (built from the replay server's counts by
 /// `hxlab_contract::ReplayCounts::outcome`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReplayOutcome {
     /// The counts (flattened: the record's JSON keeps them at this level).
     #[serde(flatten)]

@@ -26,6 +26,7 @@ pub fn check_header_table(flag: &str, size: u64) -> Result<(), String> {
 /// SETTINGS actually exchanged (HTTP/2) or the QPACK settings (HTTP/3), never echoed from a
 /// flag.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HeaderTableSeen {
     /// "h2" or "h3".
     pub protocol: String,

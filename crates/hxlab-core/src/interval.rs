@@ -20,6 +20,7 @@ pub const MAX_INTERVALS: usize = 10_000;
 
 /// One interval of a run's time series (see `RunResult::intervals`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Interval {
     /// Start of the interval, seconds after the measured part of the run began.
     pub start_s: f64,

@@ -12,6 +12,8 @@
 //! [`shard`] says which part of which run a result is, and checks that parts make a whole.
 //! [`waterfall`] is a page load resource by resource, phase by phase, for reports to draw.
 //! [`page`] is what a browser page load measured and what a series of loads adds up to.
+//! With the `schema` feature, [`RunResult`] and the vocabulary the configs use have JSON
+//! Schemas (`schemars`); its `schema` module holds the hand-written ones.
 //! [`SplitMix64`] is the one seeded generator; [`rusage`] the one reader of CPU time.
 //! What it is not: no other I/O, no protocol code, no async runtime (QUIC's sockets and
 //! quinn's hooks are hxlab-quic).
@@ -30,6 +32,8 @@ pub mod protocol;
 pub mod result;
 pub mod rusage;
 pub mod sched;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod shard;
 pub mod splitmix;
 pub mod stats;

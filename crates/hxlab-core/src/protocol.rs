@@ -89,6 +89,7 @@ impl std::fmt::Display for Protocol {
 /// With the `clap` feature it is every command's `--proto` value (names and aliases as
 /// [`Proto::parse`] reads them, listed in `--help`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {

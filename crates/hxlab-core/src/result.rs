@@ -21,6 +21,7 @@ const MAX_ERROR_SAMPLES: usize = 10;
 
 /// Errors by kind, counted per failed request or connection attempt.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ErrorCounts {
     /// TCP/UDP connect failures (refused, unreachable).
     pub connect: u64,
@@ -62,6 +63,7 @@ impl ErrorCounts {
 
 /// Bytes on the wire, split as h2load splits them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ByteCounts {
     /// All bytes received at the HTTP layer (frames incl. headers; excludes TLS/QUIC overhead).
     pub total_received: u64,
@@ -111,6 +113,7 @@ impl ByteCounts {
 
 /// Histograms of one run, microseconds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Histograms {
     /// Request latency, send (or scheduled send, in open model) to last byte.
     pub latency: LatencyHistogram,
@@ -154,6 +157,7 @@ impl Histograms {
 
 /// What was asked for.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunConfig {
     /// Target URLs, requested round-robin.
     pub urls: Vec<String>,
@@ -203,6 +207,7 @@ pub struct RunConfig {
 
 /// One load run's result: the one type every part of hxlab stores and reads.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunResult {
     /// Schema version ([`SCHEMA_VERSION`]).
     pub schema: u32,

@@ -157,6 +157,7 @@ impl<'de> serde::Deserialize<'de> for Lowat {
 /// What an origin's send path ran for the connections of one span (a cell of an experiment,
 /// a page's runs), as the server read it back (`/stats`): never the setting echoed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Scheduling {
     /// The scheduler in force on the server; None when it did not say.
     #[serde(default)]

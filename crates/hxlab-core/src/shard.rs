@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 /// One part of a run, as recorded by the process that ran it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ShardInfo {
     /// The run this part belongs to: `--run-id`, or derived from the command line and
     /// `--start-at` for shards, or random for a run on its own.

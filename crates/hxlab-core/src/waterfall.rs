@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// A stretch of time, ms since the navigation started.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Span {
     /// Where it begins, ms.
     pub start_ms: f64,
@@ -78,6 +79,7 @@ impl Phase {
 /// The phases of one resource; a phase that did not happen (a reused connection has no
 /// connect) is `None`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Phases {
     /// See [`Phase::Queued`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +133,7 @@ impl Phases {
 
 /// One resource of a waterfall.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WaterfallRow {
     /// What the row is called: the URL's path and query, shortened (see [`short_label`]).
     pub label: String,
@@ -229,6 +232,7 @@ impl WaterfallRow {
 
 /// A page milestone drawn across the rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Mark {
     /// Short name: "TTFB", "FCP", "LCP", "DCL", "load".
     pub name: String,
@@ -238,6 +242,7 @@ pub struct Mark {
 
 /// One page load as a waterfall.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Waterfall {
     /// The page.
     pub url: String,

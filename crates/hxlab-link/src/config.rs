@@ -8,6 +8,7 @@ use std::time::Duration;
 
 /// Packet loss at the link's ingress.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Loss {
     /// No loss.
@@ -29,6 +30,7 @@ pub enum Loss {
 
 /// How much the queue in front of the bottleneck holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum QueueLimit {
     /// No limit (only sensible with a short test).
@@ -41,6 +43,7 @@ pub enum QueueLimit {
 
 /// Queue management.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Aqm {
     /// Drop arrivals when the queue is full.
@@ -51,6 +54,7 @@ pub enum Aqm {
 
 /// The bottleneck that drains the queue.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Server {
     /// Packets leave as soon as they arrive.
@@ -64,6 +68,7 @@ pub enum Server {
 
 /// One direction of the link.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct DirectionConfig {
     /// One-way propagation delay.
@@ -219,6 +224,7 @@ impl Delay {
 /// `{"packets": N}` or `{"bytes": N}`; missing fields take the defaults, unknown ones are
 /// refused.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct LinkConfig {
     /// Outside → inside.

@@ -59,6 +59,7 @@ pub enum LinkError {
 
 /// Counters of both directions, as `--stats` writes them (and `hxlab page --json` carries).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LinkStats {
     /// Outside → inside.
     pub down: DirectionStats,

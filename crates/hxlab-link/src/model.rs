@@ -96,6 +96,7 @@ impl Rng {
 
 /// Per-direction counters, as written by `--stats`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DirectionStats {
     /// Packets that entered the link.
     pub packets_in: u64,

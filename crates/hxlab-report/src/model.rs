@@ -103,6 +103,7 @@ impl Metric {
 
 /// The server's CPU time spent on one cell, from `GET /stats` before and after it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServerCost {
     /// User + system CPU seconds the server used during the cell.
     pub cpu_s: f64,
@@ -119,6 +120,7 @@ impl ServerCost {
 
 /// One repetition of one cell: a line of `results.jsonl`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Record {
     /// Name of the experiment.
     pub experiment: String,

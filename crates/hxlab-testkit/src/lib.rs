@@ -98,6 +98,7 @@ fn install_hint(name: &str) -> String {
         "dnsmasq" => "dnsmasq-base",
         "dumpcap" => "tshark",
         "promtool" => "prometheus",
+        "man" => "man-db",
         "podman" => "podman runc",
         "kubernetes-validate" => {
             return "install it with `pip install kubernetes-validate` (in a venv) and put it on PATH"

@@ -3,7 +3,7 @@
 
 mod cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Should we turn on HTTP/2 or HTTP/3, and what does it buy us here?
@@ -42,6 +42,13 @@ enum Command {
     Trace(cmd::trace::Args),
     /// Which protocols a host offers: ALPN (h1, h2), Alt-Svc and QUIC (h3), h2c.
     Probe(cmd::probe::Args),
+    /// Print the completion script of a shell (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(cmd::completions::Args),
+    /// Print the manual page (roff) to stdout, or write one page per subcommand with --out DIR.
+    Man(cmd::man::Args),
+    /// The strict JSON Schemas of RunResult, every --config and what children report
+    /// (docs/schema/): print, write or check them.
+    Schema(cmd::schema::Args),
 }
 
 /// `hxlab --version`: the version, the commit it was built from, and its optional features.
@@ -75,6 +82,9 @@ fn main() -> ExitCode {
         Command::Page(a) => cmd::page::run(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Completions(a) => cmd::completions::run(a, Cli::command()),
+        Command::Man(a) => cmd::man::run(a, Cli::command()),
+        Command::Schema(a) => cmd::schema::run(a),
     };
     match outcome {
         Ok(code) => code,
@@ -85,8 +95,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// A command line clap refuses: one line and exit 2 (its first line, without clap's usage
-/// tips), as every other usage error; `--help` and `--version` print as clap prints them.
+/// A command line clap refuses: exit 2 with clap's whole message (what is wrong, the missing
+/// arguments, its "a similar argument exists" tip, the usage line) in a few lines; `--help` and
+/// `--version` print as clap prints them.
 fn usage_error(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
@@ -102,31 +113,24 @@ fn usage_error(e: &clap::Error) -> ExitCode {
             ExitCode::SUCCESS
         };
     }
-    use clap::error::{ContextKind, ContextValue};
-    let text = e.to_string();
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let first = first.trim_start_matches("error: ");
-    // clap lists missing arguments on the lines after its first, which is all that is kept.
-    if e.kind() == ErrorKind::MissingRequiredArgument {
-        if let Some(ContextValue::Strings(missing)) = e.get(ContextKind::InvalidArg) {
-            let noun = if missing.len() == 1 {
-                "argument"
-            } else {
-                "arguments"
-            };
-            eprintln!(
-                "hxlab: error: missing required {noun}: {}",
-                missing.join(", ")
-            );
-            return ExitCode::from(2);
-        }
-    }
-    // An unknown value names the ones that would do, on the same line.
-    match e.get(ContextKind::ValidValue) {
-        Some(ContextValue::Strings(valid)) if !first.contains("possible values") => {
-            eprintln!("hxlab: error: {first}: use {}", valid.join(", "))
-        }
-        _ => eprintln!("hxlab: error: {first}"),
-    }
+    eprint!("{}", usage_message(&e.render().to_string()));
     ExitCode::from(2)
+}
+
+/// clap's rendered error in hxlab's voice: the first line starts `hxlab: error:` as every
+/// other error does; blank lines and the closing "For more information, try '--help'" go, so
+/// the message is a few lines that each say something (what is wrong, the missing arguments
+/// or possible values, clap's tip, the usage line).
+fn usage_message(clap_text: &str) -> String {
+    let mut lines = clap_text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"));
+    let first = lines.next().unwrap_or("invalid command line");
+    let mut text = format!("hxlab: error: {}\n", first.trim_start_matches("error: "));
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
 }

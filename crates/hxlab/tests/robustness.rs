@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// Asserts that stderr is one `hxlab: error:` line, or clap's own usage error (exit 2), and
-/// that nothing panicked.
+/// Asserts that stderr is one `hxlab: error:` line (the last), or clap's usage error (exit 2:
+/// that line, clap's indented details and its usage line), and that nothing panicked.
 fn assert_one_error_line(what: &str, code: Option<i32>, stdout: &str, stderr: &str) {
     for text in [stdout, stderr] {
         assert!(
@@ -25,28 +25,19 @@ fn assert_one_error_line(what: &str, code: Option<i32>, stdout: &str, stderr: &s
         );
     }
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    if stderr.starts_with("error:") {
-        // clap: "error: ..." then a "Usage:" line or the --help hint, exit 2.
-        assert_eq!(code, Some(2), "{what}: clap error must exit 2\n{stderr}");
-        assert!(
-            stderr.contains("Usage: hxlab")
-                || stderr.contains("For more information, try '--help'"),
-            "{what}: not clap's usage output\n{stderr}"
-        );
-    } else {
-        let errors: Vec<&&str> = lines
-            .iter()
-            .filter(|l| l.starts_with("hxlab: error: "))
-            .collect();
-        assert_eq!(
-            errors.len(),
-            1,
-            "{what}: expected exactly one `hxlab: error:` line\n{stderr}"
-        );
-        assert!(
-            lines.last() == errors.last().copied(),
-            "{what}: the error must be the last line on stderr\n{stderr}"
-        );
+    let errors: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("hxlab: error: "))
+        .collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "{what}: expected exactly one `hxlab: error:` line\n{stderr}"
+    );
+    if lines.last() != errors.last().copied() {
+        assert_eq!(code, Some(2), "{what}: lines after the error\n{stderr}");
+        let at = stderr.find("hxlab: error: ").unwrap_or_default();
+        common::usage_error_of(what, &stderr[at..]);
     }
 }
 

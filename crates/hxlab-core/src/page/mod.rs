@@ -35,6 +35,7 @@ pub const MAX_FILMSTRIP_FRAMES: usize = 40;
 
 /// One picture of the filmstrip: what the page showed at `time_ms`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FilmstripFrame {
     /// The tick: ms after the navigation started (a multiple of the strip's interval).
     pub time_ms: f64,
@@ -48,6 +49,7 @@ pub struct FilmstripFrame {
 
 /// One resource as the browser loaded it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ResourceTiming {
     /// Request URL.
     pub url: String,
@@ -97,6 +99,7 @@ pub struct ResourceTiming {
 
 /// Which load of the page a [`PageRun`] is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum View {
     /// A fresh browser, empty cache, no connections.
@@ -112,6 +115,7 @@ pub enum View {
 /// The requests of one view per HTTP version, as the browser itself reported them
 /// (`response.protocol` of the document and of every resource).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProtocolShares {
     /// The version the page's document came over (after any redirect); None when the browser
     /// named none.
@@ -213,6 +217,7 @@ fn no_slowdown() -> f64 {
 
 /// One page load's measurements.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PageRun {
     /// First or repeat view.
     #[serde(default)]

@@ -10,6 +10,7 @@ pub const MAX_NAMED: usize = 5;
 
 /// Whose a resource is, seen from the page: its own site or another's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Party {
     /// The page's own site ([`same_site`]).
@@ -30,6 +31,7 @@ impl Party {
 
 /// What became of a resource that did not load cleanly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ProblemKind {
     /// The request failed without an answer (`net::ERR_…`).
@@ -54,6 +56,7 @@ impl ProblemKind {
 
 /// One resource that did not load cleanly.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProblemResource {
     /// Request method.
     pub method: String,
@@ -82,6 +85,7 @@ impl ProblemResource {
 
 /// The resources of one page load that failed, answered 4xx/5xx or never finished.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ResourceProblems {
     /// Requests that failed without an answer.
     pub failed: u32,

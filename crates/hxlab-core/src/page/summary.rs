@@ -10,6 +10,7 @@ const RESAMPLES: usize = 2000;
 
 /// One metric over the valid runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MetricSummary {
     /// Runs that had this metric.
     pub n: usize,
@@ -23,6 +24,7 @@ pub struct MetricSummary {
 
 /// The figures over many runs of one page and protocol.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PageSummary {
     /// Runs given.
     pub runs: usize,

@@ -780,6 +780,9 @@ fn apply_overrides(
             option: option.clone(),
             message: m,
         })?;
+        if name == "protocol" {
+            keep_baseline_among(&mut exp.baseline, &levels);
+        }
         let spec = FactorSpec {
             levels,
             span: Place::Option(option),
@@ -800,6 +803,19 @@ fn apply_overrides(
     }
 
     Ok(())
+}
+
+/// `--set protocol=...` chooses the protocols on the command line, where no baseline can be
+/// given: a baseline the experiment named (the built-in compare's h1-tls) that is not among
+/// them becomes the first protocol given, the rule for an experiment that names none. A
+/// baseline still among them stays.
+fn keep_baseline_among(baseline: &mut Option<String>, protocols: &[(String, Level)]) {
+    if baseline
+        .as_ref()
+        .is_some_and(|b| !protocols.iter().any(|(name, _)| name == b))
+    {
+        *baseline = protocols.first().map(|(name, _)| name.clone());
+    }
 }
 
 /// Where factor `f` is given: the top level, else the first [[matrix]] block that sets it.
@@ -1310,6 +1326,16 @@ mod tests {
         let e = parse("t.toml", "protocol = [\"h1\", \"h2\", \"h3\"]\nresources = [6, 30, 150]\n[[matrix]]\nresources = 750\n", &o).expect("parse");
         assert_eq!(e.repetitions, 2);
         assert_eq!(e.cells.len(), 4);
+        // The file's baseline stays while --set keeps it, else the first protocol given.
+        let file = "protocol = [\"h1\", \"h1-tls\", \"h2\"]\nbaseline = \"h1-tls\"\n";
+        let with = |set: &str| Overrides {
+            set: vec![set.into()],
+            ..Default::default()
+        };
+        let e = parse("t.toml", file, &with("protocol=h2,h1-tls")).expect("parse");
+        assert_eq!(e.baseline.as_deref(), Some("h1-tls"));
+        let e = parse("t.toml", file, &with("protocol=h3,h2")).expect("parse");
+        assert_eq!(e.baseline.as_deref(), Some("h3"));
         let bad = Overrides {
             set: vec!["resources=zero".into()],
             ..Default::default()

@@ -4,10 +4,12 @@
 pub mod compare;
 mod compare_live;
 mod compare_page;
+pub mod completions;
 pub mod diff;
 pub mod k8s;
 pub mod link;
 pub mod load;
+pub mod man;
 pub mod merge;
 mod metrics;
 pub mod page;
@@ -15,6 +17,7 @@ pub mod probe;
 mod probe_priorities;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod serve;
 pub mod trace;
 

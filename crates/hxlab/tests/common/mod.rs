@@ -64,6 +64,47 @@ pub fn hxlab() -> PathBuf {
 #[allow(unused_imports)]
 pub use hxlab_testkit::{is_root, require_peer, require_root};
 
+/// The parts of a command line clap refused, as `hxlab` prints them (exit 2): the
+/// `hxlab: error:` line, clap's indented details after it (missing arguments, possible
+/// values, "tip: a similar argument exists"), and its usage line.
+pub struct UsageError {
+    /// The first line, without `hxlab: error: `.
+    pub what: String,
+    /// The indented lines between the first and the usage line, trimmed.
+    pub details: Vec<String>,
+    /// The `Usage: hxlab ...` line, when clap gave one.
+    pub usage: Option<String>,
+}
+
+/// Reads `stderr` as a usage error clap refused; panics (naming `what` ran) when it is not one:
+/// another first line, a line of another kind, or more than a few lines.
+pub fn usage_error_of(what: &str, stderr: &str) -> UsageError {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let first = lines.first().copied().unwrap_or_default();
+    let Some(text) = first.strip_prefix("hxlab: error: ") else {
+        panic!("{what}: stderr does not start with `hxlab: error:`\n{stderr}");
+    };
+    assert!(lines.len() <= 6, "{what}: not a few lines\n{stderr}");
+    let mut error = UsageError {
+        what: text.to_string(),
+        details: Vec::new(),
+        usage: None,
+    };
+    for (i, line) in lines.iter().enumerate().skip(1) {
+        if line.starts_with("Usage: hxlab") && i == lines.len() - 1 {
+            error.usage = Some(line.to_string());
+        } else if line.starts_with("  ") && error.usage.is_none() {
+            error.details.push(line.trim().to_string());
+        } else {
+            panic!(
+                "{what}: line {} is neither a detail nor the usage line\n{stderr}",
+                i + 1
+            );
+        }
+    }
+    error
+}
+
 /// A free TCP port on 127.0.0.1 (bound, read, released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -566,6 +607,25 @@ pub fn aioquic_python() -> Option<String> {
     if !ok {
         hxlab_testkit::skip(&format!(
             "no Python with python-h2 and aioquic at {py}: python3 -m venv /opt/hxlab-ci/priority && /opt/hxlab-ci/priority/bin/pip install h2==4.1.0 aioquic==1.2.0 (or set HXLAB_PRIORITY_PYTHON)"
+        ));
+        return None;
+    }
+    Some(py)
+}
+
+/// The Python with `jsonschema` (`.ci/run` makes it at /opt/hxlab-ci/jsonschema, or
+/// `HXLAB_JSONSCHEMA_PYTHON`), or None after skipping (a failure under CI).
+pub fn jsonschema_python() -> Option<String> {
+    let py = std::env::var("HXLAB_JSONSCHEMA_PYTHON")
+        .unwrap_or_else(|_| "/opt/hxlab-ci/jsonschema/bin/python".to_string());
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import jsonschema"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        hxlab_testkit::skip(&format!(
+            "no Python with jsonschema at {py}: python3 -m venv /opt/hxlab-ci/jsonschema && /opt/hxlab-ci/jsonschema/bin/pip install jsonschema==4.26.0 (or set HXLAB_JSONSCHEMA_PYTHON)"
         ));
         return None;
     }
