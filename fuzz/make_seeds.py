@@ -205,6 +205,10 @@ write("link_config", "json", '{"down":{"delay":{"secs":0,"nanos":20000000},"rate
 # --- Load jobs and -H arguments ---
 write("load_config", "header", "X-Test:  some value ")
 write("load_config", "json-min", '{"urls":["http://127.0.0.1:8080/"],"requests":10}')
+write("load_config", "json-h2load",
+      '{"urls":["http://a.test:1/","/b"],"rps":10.5,"no_tls_proto":"h2c","connect_to":"[::1]:8080",'
+      '"sni":"a.test","connection_active_timeout":"2s","connection_inactivity_timeout":"500ms",'
+      '"cc":null,"verbose":true}')
 
 # --- HdrHistogram V2 (uncompressed) and a RunResult ---
 def zigzag_leb(n):
