@@ -371,7 +371,7 @@ impl Recorder {
         // Counted during warm-up too: kept-alive connections opened then carry the measured
         // requests, and `negotiated` must say what they speak.
         self.connections += 1;
-        if let Some(log) = &self.log {
+        if let Some(log) = self.log.as_ref().filter(|l| l.verbose()) {
             let ms = |d: Option<Duration>| {
                 d.map_or("-".into(), |d| format!("{:.3} ms", d.as_secs_f64() * 1e3))
             };

@@ -117,6 +117,11 @@ impl RequestLog {
         }
     }
 
+    /// Whether `-v` lines are asked for (the caller skips building them otherwise).
+    pub fn verbose(&self) -> bool {
+        self.verbose
+    }
+
     /// `-v`: a connection is up (or, with `what` saying so, could not be made).
     pub fn connection(&self, what: std::fmt::Arguments<'_>) {
         if self.verbose {
