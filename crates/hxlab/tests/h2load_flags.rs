@@ -584,3 +584,59 @@ fn unprivileged_runs_keep_one_controller_or_say_why() {
         assert!(err.contains("may not set it on TCP sockets"), "{err}");
     }
 }
+
+/// One command line of h2load's flags runs under both, against the same server, and the two
+/// `requests:` lines agree (h2load checks no certificate; hxlab is told `-k`).
+#[test]
+fn an_h2load_command_line_runs_under_hxlab_load() {
+    let Some(_) = require_peer("h2load") else {
+        return;
+    };
+    let server = Server::start(&[]);
+    let dir = TempDir::new("hxlab-h2load-line");
+    let urls = dir.path().join("urls");
+    std::fs::write(&urls, format!("{}/bytes/100\n/bytes/200\n", tls(&server))).unwrap();
+    let log = dir.path().join("log");
+    let (urls, log) = (urls.to_str().unwrap(), log.to_str().unwrap());
+    let line = [
+        "-n",
+        "40",
+        "-c",
+        "4",
+        "-m",
+        "2",
+        "-t",
+        "2",
+        "-H",
+        "x-test: 1",
+        "--npn-list",
+        "h2",
+        "--header-table-size",
+        "4096",
+        "--encoder-header-table-size",
+        "4K",
+        "-T",
+        "5s",
+        "-N",
+        "5s",
+        "--rps",
+        "500",
+        "-i",
+        urls,
+        "--log-file",
+        log,
+    ];
+    let (code, out, err) = run_with_timeout(Command::new("h2load").args(line), LIMIT);
+    assert_eq!(code, Some(0), "{err}");
+    let theirs = out.lines().find(|l| l.starts_with("requests:")).unwrap();
+    let (r, summary) = load_ok(&[&line[..], &["-k"]].concat());
+    let ours = summary
+        .lines()
+        .find(|l| l.starts_with("requests:"))
+        .unwrap();
+    assert_eq!(ours, theirs);
+    assert_eq!(r.negotiated.keys().collect::<Vec<_>>(), ["h2"]);
+    assert_eq!(r.bytes.body_received, 20 * 100 + 20 * 200);
+    let lines = std::fs::read_to_string(log).unwrap().lines().count();
+    assert_eq!(lines, 80, "both appended 40 lines");
+}

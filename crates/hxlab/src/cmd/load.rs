@@ -201,7 +201,7 @@ pub struct Args {
     )]
     pub connection_inactivity_timeout: Option<String>,
     /// ALPN protocol ids to offer, comma-separated (TLS over TCP), e.g. h2,http/1.1.
-    #[arg(long = "alpn-list", value_name = "LIST")]
+    #[arg(long = "alpn-list", visible_alias = "npn-list", value_name = "LIST")]
     pub alpn_list: Option<String>,
     /// HTTP/2 (h2/h2c): accept server push (SETTINGS_ENABLE_PUSH=1); a request completes
     /// when its response and every stream it promised have ended, pushed bytes counted.
