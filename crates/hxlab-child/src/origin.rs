@@ -46,6 +46,8 @@ pub struct OriginOptions {
     pub capture_stderr: bool,
     /// A HAR archive to answer every request from (`hxlab serve --replay`).
     pub replay: Option<PathBuf>,
+    /// More names its self-signed certificate carries (`ServeConfig::cert_names`).
+    pub cert_names: Vec<String>,
 }
 
 /// A running `hxlab serve`, killed when dropped.
@@ -84,6 +86,7 @@ impl Origin {
             cert_out: Some(cert.clone()),
             dir: opts.www.clone(),
             replay: opts.replay.clone(),
+            cert_names: opts.cert_names.clone(),
             cc: opts.settings.cc,
             scheduler: opts.settings.scheduler,
             notsent_lowat: opts.settings.notsent_lowat,

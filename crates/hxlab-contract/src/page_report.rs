@@ -35,7 +35,11 @@ pub struct PageReport {
     /// with `--discovery udp-blocked`, `dropped_udp` says QUIC was tried and dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_stats: Option<hxlab_link::LinkStats>,
-    /// The browser's name and version ("Chromium (no run finished)" without a run).
+    /// The engine that loaded the page (reports without the field are Chromium's). Every
+    /// figure of a report is this one engine's: engines are never pooled.
+    #[serde(default)]
+    pub engine: hxlab_core::page::Engine,
+    /// The browser's name and version ("the browser (no run finished)" without a run).
     pub browser: String,
     /// Its major version (0 when no run finished).
     pub browser_major: u32,

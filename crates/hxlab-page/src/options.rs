@@ -30,8 +30,12 @@ pub struct PageOptions {
     pub spki: Vec<String>,
     /// Accept any certificate (URL mode, `-k`).
     pub insecure: bool,
+    /// The browser engine.
+    pub engine: hxlab_browser::Engine,
     /// Chromium binary.
     pub chromium: PathBuf,
+    /// Firefox binary.
+    pub firefox: PathBuf,
     /// Limit per run.
     pub timeout: Duration,
     /// Keep each run's HAR.
@@ -73,7 +77,9 @@ impl PageOptions {
             early_hints: job.early_hints,
             spki: job.spki.clone(),
             insecure: job.insecure,
+            engine: job.browser,
             chromium: job.chromium.clone(),
+            firefox: job.firefox.clone(),
             timeout: job.timeout,
             collect_har: job.har_dir.is_some(),
             collect_bodies: job.record.is_some(),

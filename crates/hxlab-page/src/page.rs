@@ -4,7 +4,7 @@
 
 use crate::options::PageOptions;
 use crate::started::Mapping;
-use hxlab_browser::{Launcher, PageConfig, Proto};
+use hxlab_browser::{Connector, Engine, Launcher, PageConfig, Proto};
 use hxlab_child::origin::{temp_dir, Origin};
 use hxlab_link::Link;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,56 @@ pub struct PageSession {
     template: PageConfig,
     _origin: Option<Origin>,
     origin_dir: Option<PathBuf>,
+}
+
+/// What Firefox takes from the [`Mapping`](crate::started::Mapping) Chromium's switches are
+/// made of.
+struct FirefoxMapping {
+    /// Names are mapped to our side (Chromium: host-resolver rules).
+    maps_names: bool,
+    /// `host:port` origins QUIC is forced on.
+    force_quic: Vec<String>,
+}
+
+/// The Firefox side of a run's configuration: the engine and binary, the origin's
+/// certificate for the profile's NSS store, names resolved to `host` where Chromium maps
+/// them (Firefox cannot map ports, so a name maps to an address only; the port is the
+/// URL's), QUIC forced on the same origins, and the BiDi socket opened inside the link.
+fn firefox_template(
+    template: &mut PageConfig,
+    opts: &PageOptions,
+    mapping: &FirefoxMapping,
+    cert: Option<PathBuf>,
+    host: &str,
+    link: Option<&Arc<Link>>,
+) {
+    template.engine = Engine::Firefox;
+    template.firefox = opts.firefox.clone();
+    template.trust_certs = cert.into_iter().collect();
+    template.resolve_all_to = mapping.maps_names.then(|| host.parse().ok()).flatten();
+    template.quic_origins = mapping
+        .force_quic
+        .iter()
+        .filter_map(|o| {
+            let (h, p) = o.rsplit_once(':')?;
+            Some((h.to_string(), p.parse().ok()?))
+        })
+        .collect();
+    template.quic_cc = opts
+        .server_cc
+        .filter(|cc| *cc != hxlab_core::cc::CongestionControl::Bbr);
+    template.extra_args.clear();
+    template.host_resolver_rules = None;
+    template.connector = link.map(|l| {
+        let l = l.clone();
+        Arc::new(move |addr: std::net::SocketAddr| {
+            // The browser listens on the namespace's loopback: connect from a thread inside.
+            let joined = l.spawn_inside(move || std::net::TcpStream::connect(addr))?;
+            joined
+                .join()
+                .map_err(|_| std::io::Error::other("the connecting thread panicked"))??
+        }) as Connector
+    });
 }
 
 impl PageSession {
@@ -64,6 +114,7 @@ impl PageSession {
         } else {
             None
         };
+        let cert = started.as_ref().map(|(s, _)| s.origin.cert.clone());
         let (url, spki, origin, origin_dir, mapping) = match started {
             Some((s, dir)) => (s.url, vec![s.spki], Some(s.origin), Some(dir), s.mapping),
             None => {
@@ -100,6 +151,10 @@ impl PageSession {
         template.strict = opts.strict;
         template.hosts_under_test = mapping.hosts;
         let recorded_hosts = mapping.recorded_hosts;
+        let mapping_firefox = FirefoxMapping {
+            maps_names: mapping.rules.is_some(),
+            force_quic: mapping.force_quic.clone(),
+        };
         template.host_resolver_rules = mapping.rules;
         if opts.proto == Proto::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.
@@ -112,6 +167,16 @@ impl PageSession {
             let l = l.clone();
             Arc::new(move |program: &Path| l.command(program)) as Launcher
         });
+        if opts.engine == Engine::Firefox {
+            firefox_template(
+                &mut template,
+                opts,
+                &mapping_firefox,
+                cert,
+                &host,
+                link.as_ref(),
+            );
+        }
         Ok(PageSession {
             url,
             spki,

@@ -110,6 +110,7 @@ pub(crate) fn replay_origin(
         settings: opts.origin_settings(),
         capture_stderr: true,
         replay: Some(har.to_path_buf()),
+        cert_names: Vec::new(),
     })
     .map_err(|e| format!("the replay server: {e}"))?;
     if opts.proto == Proto::H3 && origin.ready.h3.is_none() {

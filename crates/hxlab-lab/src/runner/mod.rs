@@ -488,6 +488,7 @@ impl Runner {
             settings,
             capture_stderr: true,
             replay: None,
+            cert_names: Vec::new(),
         })
         .map_err(RunnerError::Server)?;
         self.server = Some(origin);
