@@ -48,6 +48,9 @@ pub struct OriginOptions {
     pub replay: Option<PathBuf>,
     /// More names its self-signed certificate carries (`ServeConfig::cert_names`).
     pub cert_names: Vec<String>,
+    /// The TLS (and QUIC) port and the plain port to listen on; None: free ones. Firefox
+    /// replays need the recorded ports (it cannot map ports as Chromium does).
+    pub ports: Option<(u16, u16)>,
 }
 
 /// A running `hxlab serve`, killed when dropped.
@@ -80,8 +83,8 @@ impl Origin {
         // The server's whole configuration, typed: `hxlab serve --config`.
         let config = hxlab_contract::ServeConfig {
             bind,
-            tls_port: 0,
-            plain_port: 0,
+            tls_port: opts.ports.map_or(0, |p| p.0),
+            plain_port: opts.ports.map_or(0, |p| p.1),
             ready_file: Some(ready_path.clone()),
             cert_out: Some(cert.clone()),
             dir: opts.www.clone(),

@@ -151,6 +151,13 @@ impl Discovery {
     }
 }
 
+/// The name Firefox loads an origin on this machine's loopback under when it runs behind a
+/// link (`https://127.0.0.1:PORT/` becomes `https://origin.hxlab.test:PORT/`, the name
+/// resolved to the link's host address with `network.dns.forceResolve`): Firefox checks
+/// the certificate's names, and a loopback origin's certificate cannot name a link's
+/// address it does not know yet, so the lab's origins carry this name instead.
+pub const LOCAL_ORIGIN_NAME: &str = "origin.hxlab.test";
+
 /// One `hxlab page` invocation, as asked. `Default` is the flags' defaults (10 runs, 60 s per
 /// run, the origin on cubic); exactly one of `url`, `synthetic` and `replay` names the page.
 ///
@@ -189,6 +196,11 @@ pub struct PageJob {
     pub chromium: PathBuf,
     /// The Firefox binary (`--browser firefox`).
     pub firefox: PathBuf,
+    /// PEM certificates Firefox trusts as roots in its profile's NSS store (URL mode; the
+    /// origin hxlab starts for --synthetic or --replay is trusted so already). Chromium
+    /// trusts `spki` instead.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trust_certs: Vec<PathBuf>,
     /// Limit per run (browser start, load, shutdown).
     #[serde(with = "duration_text")]
     pub timeout: Duration,
@@ -240,6 +252,7 @@ impl Default for PageJob {
             browser: Engine::Chromium,
             chromium: PathBuf::from("chromium"),
             firefox: PathBuf::from("firefox-esr"),
+            trust_certs: Vec::new(),
             timeout: Duration::from_secs(60),
             cpu_slowdown: 1.0,
             repeat_view: false,

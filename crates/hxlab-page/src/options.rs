@@ -36,6 +36,8 @@ pub struct PageOptions {
     pub chromium: PathBuf,
     /// Firefox binary.
     pub firefox: PathBuf,
+    /// Certificates Firefox trusts (URL mode).
+    pub trust_certs: Vec<PathBuf>,
     /// Limit per run.
     pub timeout: Duration,
     /// Keep each run's HAR.
@@ -80,6 +82,7 @@ impl PageOptions {
             engine: job.browser,
             chromium: job.chromium.clone(),
             firefox: job.firefox.clone(),
+            trust_certs: job.trust_certs.clone(),
             timeout: job.timeout,
             collect_har: job.har_dir.is_some(),
             collect_bodies: job.record.is_some(),

@@ -40,7 +40,7 @@ struct FirefoxMapping {
 }
 
 /// The Firefox side of a run's configuration: the engine and binary, the origin's
-/// certificate for the profile's NSS store, names resolved to `host` where Chromium maps
+/// certificate for the profile's NSS store, names resolved to `resolve_to` where Chromium maps
 /// them (Firefox cannot map ports, so a name maps to an address only; the port is the
 /// URL's), QUIC forced on the same origins, and the BiDi socket opened inside the link.
 fn firefox_template(
@@ -48,13 +48,16 @@ fn firefox_template(
     opts: &PageOptions,
     mapping: &FirefoxMapping,
     cert: Option<PathBuf>,
-    host: &str,
+    resolve_to: Option<std::net::IpAddr>,
     link: Option<&Arc<Link>>,
 ) {
     template.engine = Engine::Firefox;
     template.firefox = opts.firefox.clone();
-    template.trust_certs = cert.into_iter().collect();
-    template.resolve_all_to = mapping.maps_names.then(|| host.parse().ok()).flatten();
+    template.trust_certs = cert
+        .into_iter()
+        .chain(opts.trust_certs.iter().cloned())
+        .collect();
+    template.resolve_all_to = mapping.maps_names.then_some(resolve_to).flatten();
     template.quic_origins = mapping
         .force_quic
         .iter()
@@ -115,13 +118,19 @@ impl PageSession {
             None
         };
         let cert = started.as_ref().map(|(s, _)| s.origin.cert.clone());
+        // Where Firefox's names resolve: the origin started here (a Firefox replay server
+        // has an address of its own), else the side the browser reaches.
+        let resolve_to = started
+            .as_ref()
+            .map(|(s, _)| s.origin.ready.tls.ip())
+            .or_else(|| host.parse().ok());
         let (url, spki, origin, origin_dir, mapping) = match started {
             Some((s, dir)) => (s.url, vec![s.spki], Some(s.origin), Some(dir), s.mapping),
             None => {
                 let url = opts.url.clone().unwrap_or_default();
                 let (url, rules) = match &link {
                     Some(l) => {
-                        let r = crate::reach::reach(&url, l)?;
+                        let r = crate::reach::reach(&url, l, opts.engine)?;
                         (r.url, r.rules)
                     }
                     None => (url, None),
@@ -173,7 +182,7 @@ impl PageSession {
                 opts,
                 &mapping_firefox,
                 cert,
-                &host,
+                resolve_to,
                 link.as_ref(),
             );
         }

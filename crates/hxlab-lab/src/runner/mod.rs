@@ -488,7 +488,9 @@ impl Runner {
             settings,
             capture_stderr: true,
             replay: None,
-            cert_names: Vec::new(),
+            // Firefox behind a link loads this loopback origin under that name.
+            cert_names: vec![hxlab_contract::LOCAL_ORIGIN_NAME.to_string()],
+            ports: None,
         })
         .map_err(RunnerError::Server)?;
         self.server = Some(origin);

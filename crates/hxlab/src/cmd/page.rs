@@ -254,6 +254,7 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
         browser,
         chromium: args.chromium.clone(),
         firefox: args.firefox.clone(),
+        trust_certs: Vec::new(),
         timeout,
         cpu_slowdown,
         repeat_view: args.repeat_view,
