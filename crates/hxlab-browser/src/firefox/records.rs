@@ -254,9 +254,29 @@ impl BidiRecords {
             .all(|r| r.finished.is_some() || r.error.is_some())
     }
 
-    /// The protocol Resource Timing names (`nextHopProtocol`) for a resource whose BiDi
-    /// response named none (e.g. one served from the memory cache).
+    /// The protocol of responses BiDi did not see come over the network: one served from
+    /// the cache takes the protocol its URL came over in this view (BiDi says `http/1.1`
+    /// for a cache hit whatever carried it); one BiDi names no protocol for takes the one
+    /// Resource Timing names (`nextHopProtocol`).
     pub(crate) fn fill_protocols(&mut self, resources: &Value) {
+        let fetched: HashMap<String, String> = self
+            .records
+            .iter()
+            .filter(|r| !r.served_from_cache)
+            .filter_map(|r| {
+                let p = r.response.as_ref()?.get("protocol")?.as_str()?;
+                (!p.is_empty()).then(|| (r.url.clone(), p.to_string()))
+            })
+            .collect();
+        for r in self.records.iter_mut().filter(|r| r.served_from_cache) {
+            if let (Some(resp), Some(p)) = (r.response.as_mut(), fetched.get(&r.url)) {
+                resp["protocol"] = Value::String(p.clone());
+            }
+        }
+        self.fill_from_resource_timing(resources);
+    }
+
+    fn fill_from_resource_timing(&mut self, resources: &Value) {
         let named: HashMap<&str, &str> = resources
             .as_array()
             .into_iter()
@@ -377,6 +397,25 @@ mod tests {
             ),
             ctx,
         );
+        // The same image again, from the cache: BiDi says http/1.1.
+        let again = json!({ "requestTime": 1080.0 });
+        r.on_event(
+            &event(
+                "network.beforeRequestSent",
+                json!({ "context": ctx,
+                "request": request("3", "https://h/a.png", again.clone()) }),
+            ),
+            ctx,
+        );
+        r.on_event(
+            &event(
+                "network.responseCompleted",
+                json!({ "context": ctx,
+                "request": request("3", "https://h/a.png", again),
+                "response": { "protocol": "http/1.1", "status": 200, "fromCache": true } }),
+            ),
+            ctx,
+        );
         r.on_event(
             &event("browsingContext.load", json!({ "context": ctx })),
             ctx,
@@ -384,7 +423,10 @@ mod tests {
         assert!(r.all_done() && r.load_fired);
         r.fill_protocols(&json!([{ "name": "https://h/b.png", "protocol": "h3" }]));
         let c = r.into_collected(false);
-        assert_eq!(c.records.len(), 2);
+        assert_eq!(c.records.len(), 3);
+        let cached = c.records[2].response.as_ref().unwrap();
+        assert_eq!(cached["protocol"], "h3");
+        assert!(c.records[2].served_from_cache);
         let a = &c.records[0];
         assert_eq!(a.resource_type, "Image");
         assert_eq!(a.priority_header.as_deref(), Some("u=4"));
