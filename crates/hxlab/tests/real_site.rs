@@ -557,5 +557,10 @@ fn firefox_replays_the_real_site_and_compare_names_both_engines() {
         verdict.contains("Chromium") && verdict.contains("Firefox"),
         "the verdict names both engines: {verdict}"
     );
+    // Each engine has its own medians: never pooled.
+    assert!(
+        verdict.contains("medians in Chromium: ") && verdict.contains(" — in Firefox: "),
+        "{verdict}"
+    );
     println!("{verdict}");
 }
