@@ -261,3 +261,56 @@ fn a_wrong_browser_or_a_missing_firefox_is_one_line_and_exit_2() {
         "{err}"
     );
 }
+
+#[test]
+fn firefox_records_bodies_that_chromium_replays_without_a_miss() {
+    if require_peer("firefox-esr").is_none()
+        || require_peer("certutil").is_none()
+        || require_peer("chromium").is_none()
+    {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-firefox-record");
+    let har = tmp.path().join("firefox.har");
+    let har_arg = har.display().to_string();
+    let args = [
+        "--synthetic",
+        "n=3,size=6KiB",
+        "--proto",
+        "h2",
+        "--runs",
+        "1",
+        "--record",
+        har_arg.as_str(),
+    ];
+    let (code, _, err) = firefox_page(tmp.path(), &args, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{err}");
+    // Bodies came through BiDi's network data collection (network.addDataCollector,
+    // network.getData): every 200 entry has its text.
+    let log: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&har).expect("HAR written")).expect("JSON");
+    assert_eq!(log["log"]["browser"]["name"], "Firefox");
+    let entries = log["log"]["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 4, "{entries:?}");
+    for e in entries {
+        let text = e["response"]["content"]["text"].as_str().unwrap_or("");
+        assert!(!text.is_empty(), "no body: {}", e["request"]["url"]);
+    }
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["page", "--replay", &har_arg, "--proto", "h2", "--runs", "1"])
+        .args(["--json", "-"])
+        .env("TMPDIR", tmp.path());
+    let (code, out, err) = run_with_timeout(&mut cmd, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{err}");
+    let report = page_report_of(&out).expect("JSON");
+    assert_eq!(report.engine, Engine::Chromium);
+    let counts = report.runs[0]
+        .replay
+        .clone()
+        .flatten()
+        .expect("replay counts");
+    assert_eq!(counts.tally.misses, 0, "{counts:?}");
+    assert_eq!(counts.tally.hits, 4, "{counts:?}");
+    assert_no_firefox_left(tmp.path());
+}
