@@ -1,4 +1,5 @@
-//! The browser workload: one page load in a fresh headless Chromium per repetition
+//! The browser workload: one page load in a fresh headless browser (the cell's engine, Chromium
+//! unless `browser = "firefox"`) per repetition
 //! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult and its resources
 //! as the record's waterfall.
 
@@ -17,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 impl Runner {
-    /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
+    /// One page load in a fresh headless browser (`hxlab page --runs 1`) of the server's
     /// synthetic page with the cell's resources; its `PageRun` becomes the record's RunResult
     /// (`duration_s` = the load event).
     pub(super) fn run_browser(
