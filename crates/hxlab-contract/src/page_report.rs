@@ -54,6 +54,13 @@ pub struct PageReport {
     /// Connections of the origin started here per congestion controller, read back from
     /// its `/stats`; None without such an origin or when it could not be read.
     pub server_cc: Option<BTreeMap<String, u64>>,
+    /// The browser's TCP congestion controller: the default of the network namespace it
+    /// ran in, read back there after the runs (neither engine sets its own). hxlab cannot
+    /// set it to the origin's: a namespace other than the first may only default to a
+    /// controller in `net.ipv4.tcp_allowed_congestion_control` (EPERM otherwise). None when
+    /// it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tcp_cc: Option<String>,
     /// What the origin started here ran, read back from its `/stats` after the runs: its
     /// scheduler, its connections' marks and the priorities it understood, over every
     /// protocol; None without such an origin or when it could not be read.

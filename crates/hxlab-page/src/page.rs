@@ -199,6 +199,20 @@ impl PageSession {
         })
     }
 
+    /// The browser's TCP controller: the default of the namespace it runs in (the link's,
+    /// or this one's), read back there.
+    pub fn client_tcp_cc(&self) -> Option<String> {
+        let read = || {
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+                .map(|s| s.trim().to_string())
+        };
+        match &self.link {
+            // A thread inside the namespace opens its sysctl, which is the namespace's own.
+            Some(l) => l.spawn_inside(read).ok()?.join().ok()?.ok()?.ok(),
+            None => read().ok(),
+        }
+    }
+
     /// The origin's connections per congestion controller so far, over every protocol, as
     /// the server read them back from each socket or QUIC connection (its `/stats`); None
     /// without an origin of ours or when `/stats` cannot be read.

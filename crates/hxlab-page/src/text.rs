@@ -179,6 +179,12 @@ pub fn footer(
             "  origin's congestion control, read back from its connections: {counts}"
         )?;
     }
+    if let Some(cc) = &doc.client_tcp_cc {
+        writeln!(
+            text,
+            "  browser's TCP congestion control (its network namespace's default, read back): {cc}"
+        )?;
+    }
     if let Some(s) = &doc.scheduling {
         let scheduler = match (s.scheduler, s.scheduler_applies) {
             (_, false) => "none (HTTP/1.1 sends one response at a time per connection)".into(),

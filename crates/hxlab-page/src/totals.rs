@@ -147,6 +147,7 @@ pub fn report_json(
         cpu_slowdown: opts.cpu_slowdown,
         repeat_view: opts.repeat_view,
         server_cc: session.server_cc(),
+        client_tcp_cc: session.client_tcp_cc(),
         // A browser asked for HTTP/1.1 sends one request at a time per connection.
         scheduling: session.scheduling(opts.proto != hxlab_core::Proto::H1),
         push: PushReport {

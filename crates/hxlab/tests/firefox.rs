@@ -186,6 +186,9 @@ fn firefox_behind_regular_4g_shows_the_link_delay_in_ttfb() {
     let (code, out, err) = firefox_page(tmp.path(), &args, Duration::from_secs(150));
     assert_eq!(code, Some(0), "{err}");
     let run = only_run(&out, &err);
+    // The browser's TCP controller is read back inside the link's namespace.
+    let report = page_report_of(&out).expect("JSON");
+    assert!(report.client_tcp_cc.is_some_and(|cc| !cc.is_empty()));
     assert!(run.is_valid(), "{:?}", run.flag);
     // TCP, TLS and the request each cross the link: at least two round trips before the
     // first byte.
