@@ -317,3 +317,36 @@ fn firefox_records_bodies_that_chromium_replays_without_a_miss() {
     assert_eq!(counts.tally.hits, 4, "{counts:?}");
     assert_no_firefox_left(tmp.path());
 }
+
+#[test]
+fn firefox_repeat_view_reuses_its_connection_and_cache() {
+    if require_peer("firefox-esr").is_none() || require_peer("certutil").is_none() {
+        return;
+    }
+    let _one = browser_lock();
+    let tmp = TempDir::new("hxlab-firefox-repeat");
+    let args = [
+        "--synthetic",
+        "n=3,size=4KiB,cache=1h",
+        "--proto",
+        "h2",
+        "--repeat-view",
+        "--runs",
+        "1",
+        "--json",
+        "-",
+    ];
+    let (code, out, err) = firefox_page(tmp.path(), &args, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{err}");
+    let first = only_run(&out, &err);
+    let repeat = first.repeat_view.as_ref().expect("a repeat view");
+    // Every request of the repeat view is listed (the load event of the about:blank before
+    // it does not end it early), the cacheable ones from the cache, over the kept connection.
+    assert_eq!(repeat.resources.len(), first.resources.len(), "{repeat:?}");
+    assert!(repeat.resources.iter().filter(|r| r.from_cache).count() >= 3);
+    assert_eq!(
+        repeat.connections, 0,
+        "the first view's connection is reused"
+    );
+    assert_no_firefox_left(tmp.path());
+}

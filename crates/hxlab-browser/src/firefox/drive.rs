@@ -131,13 +131,18 @@ async fn load_view(
 ) -> Result<ViewData, BrowserError> {
     // "none": the answer comes at once and the events tell the rest, so a load event that
     // never comes is handled by the same deadlines as Chromium's.
-    bidi.call(
-        "browsingContext.navigate",
-        json!({ "context": tab.context, "url": cfg.url, "wait": "none" }),
-    )
-    .await
-    .map_err(|e| navigation_error(e, &cfg.url))?;
-    let mut seen = BidiRecords::default();
+    let nav = bidi
+        .call(
+            "browsingContext.navigate",
+            json!({ "context": tab.context, "url": cfg.url, "wait": "none" }),
+        )
+        .await
+        .map_err(|e| navigation_error(e, &cfg.url))?;
+    let navigation = nav
+        .get("navigation")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut seen = BidiRecords::of_navigation(navigation);
     let gave_up = until_loaded(cfg, bidi, tab, &mut seen).await?;
     if let Some(err) = seen.document_error() {
         return Err(navigation_error(

@@ -23,6 +23,9 @@ pub(crate) struct BidiRecords {
     connections: u64,
     pub load_fired: bool,
     pub dcl_fired: bool,
+    /// The navigation these records belong to (`browsingContext.navigate`'s answer): a load
+    /// event of another (the `about:blank` before a repeat view, still queued) is not its.
+    navigation: Option<String>,
 }
 
 /// Milliseconds since the epoch as seconds, or None for BiDi's "did not happen" (0).
@@ -103,6 +106,22 @@ fn cdp_timing(t: &Value) -> (Value, bool) {
 }
 
 impl BidiRecords {
+    /// Records for the navigation BiDi named `navigation` (None: any).
+    pub(crate) fn of_navigation(navigation: Option<String>) -> BidiRecords {
+        BidiRecords {
+            navigation,
+            ..BidiRecords::default()
+        }
+    }
+
+    /// Whether a page event belongs to this navigation.
+    fn ours(&self, p: &Value) -> bool {
+        match &self.navigation {
+            Some(id) => p.get("navigation").and_then(Value::as_str) == Some(id.as_str()),
+            None => true,
+        }
+    }
+
     /// Takes one event of `context` (events of other contexts, e.g. a new-tab page, are not
     /// the page's and are left out).
     pub(crate) fn on_event(&mut self, e: &Event, context: &str) {
@@ -115,8 +134,8 @@ impl BidiRecords {
             "network.responseStarted" => self.on_response(p, false),
             "network.responseCompleted" => self.on_response(p, true),
             "network.fetchError" => self.on_error(p),
-            "browsingContext.domContentLoaded" => self.dcl_fired = true,
-            "browsingContext.load" => self.load_fired = true,
+            "browsingContext.domContentLoaded" => self.dcl_fired |= self.ours(p),
+            "browsingContext.load" => self.load_fired |= self.ours(p),
             _ => {}
         }
     }
@@ -450,6 +469,28 @@ mod tests {
             (Some(0), Some("h3"))
         );
         assert_eq!(b["timing"]["connectStart"], -1.0);
+    }
+
+    #[test]
+    fn a_load_event_of_another_navigation_is_not_this_ones() {
+        let mut r = BidiRecords::of_navigation(Some("n2".into()));
+        // The about:blank before a repeat view, still queued when the view starts.
+        r.on_event(
+            &event(
+                "browsingContext.load",
+                json!({ "context": "c", "navigation": "n1" }),
+            ),
+            "c",
+        );
+        assert!(!r.load_fired);
+        r.on_event(
+            &event(
+                "browsingContext.load",
+                json!({ "context": "c", "navigation": "n2" }),
+            ),
+            "c",
+        );
+        assert!(r.load_fired);
     }
 
     #[test]
