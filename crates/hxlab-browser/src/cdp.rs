@@ -19,7 +19,7 @@ const READ_CHUNK: usize = 64 * 1024;
 const MAX_QUEUED_EVENTS: usize = 200_000;
 
 /// One event from the browser.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Event {
     pub method: String,
     pub params: Value,

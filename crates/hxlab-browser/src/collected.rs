@@ -63,6 +63,20 @@ pub(crate) struct Collected {
 const MAX_BODIES: u64 = 512 * 1024 * 1024;
 
 impl Collected {
+    /// Records another engine gathered (Firefox's BiDi events), in request order.
+    pub(crate) fn of_records(
+        records: Vec<RequestRecord>,
+        load_fired: bool,
+        dcl_fired: bool,
+    ) -> Collected {
+        Collected {
+            records,
+            load_fired,
+            dcl_fired,
+            ..Collected::default()
+        }
+    }
+
     pub(crate) fn on_event(&mut self, e: &Event) -> Result<(), BrowserError> {
         let p = &e.params;
         let req_id = p.get("requestId").and_then(Value::as_str).unwrap_or("");

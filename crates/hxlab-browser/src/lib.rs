@@ -1,7 +1,9 @@
-//! hxlab-browser: page loads in a real headless Chromium over the DevTools protocol.
+//! hxlab-browser: page loads in a real headless browser: Chromium over the DevTools
+//! protocol, or Firefox over WebDriver BiDi ([`Engine`], chosen in [`PageConfig::engine`]).
 //!
-//! What it is for: start Debian's `chromium` with a fresh profile, force HTTP/1.1, HTTP/2 or
-//! HTTP/3, trust a test server's certificate by its SPKI hash, load one page, and return the
+//! What it is for: start Debian's `chromium` or `firefox-esr` with a fresh profile, force
+//! HTTP/1.1, HTTP/2 or HTTP/3, trust a test server's certificate (Chromium: by its SPKI hash;
+//! Firefox: imported into the profile's NSS store), load one page, and return the
 //! browser's own records: the protocol every resource used, navigation and paint timings
 //! (TTFB, DOMContentLoaded, load, first contentful paint), connections, bytes, per-resource
 //! timings and, on request, a HAR 1.2 log. [`load_page`] is one run, returned as the
@@ -13,10 +15,14 @@
 //! browser inside `hxlab link`'s namespace), no CLI. It speaks CDP itself over
 //! `--remote-debugging-pipe` (a dozen methods and events) instead of pulling in a generated
 //! binding of the whole protocol: fewer dependencies and compile time, and full control over
-//! how the browser process tree is started and killed.
+//! how the browser process tree is started and killed. Firefox is driven the same way over a
+//! WebSocket client of our own (ws.rs, bidi.rs); what it cannot measure (CLS, the visual
+//! metrics) is left `None`, and [`Engine::lacks`] names it.
 
+mod bidi;
 mod cdp;
 mod collected;
+mod firefox;
 mod har;
 mod load;
 mod process;
@@ -24,7 +30,10 @@ mod view;
 mod visual;
 mod vitals;
 mod waterfall;
+mod ws;
 
+pub use firefox::find_firefox;
+pub use hxlab_core::page::Engine;
 pub use load::{find_chromium, load_page, load_page_async};
 pub use process::Launcher;
 pub use visual::{speed_index, visual_progress, Histogram};
@@ -33,8 +42,14 @@ pub use visual::{speed_index, visual_progress, Histogram};
 // modules.
 use hxlab_core::page::{is_plain_http, PageRun, ResourceTiming, View};
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Opens a TCP connection to the browser's WebDriver BiDi port, e.g. from a thread inside
+/// the link's namespace, where the browser listens on that namespace's loopback.
+pub type Connector = Arc<dyn Fn(SocketAddr) -> std::io::Result<std::net::TcpStream> + Send + Sync>;
 
 /// HTTP version a page load is forced to use, or `Auto`: none forced — the one "what to ask"
 /// vocabulary of hxlab ([`hxlab_core::Proto`]). A browser speaks HTTP/2 over TLS only, so
@@ -54,8 +69,28 @@ pub struct PageConfig {
     pub url: String,
     /// The protocol to force.
     pub protocol: Proto,
+    /// The browser engine that loads the page.
+    pub engine: Engine,
     /// Chromium binary: a path, or a name looked up on PATH (default `chromium`).
     pub chromium: PathBuf,
+    /// Firefox binary: a path, or a name looked up on PATH (default `firefox-esr`).
+    pub firefox: PathBuf,
+    /// Firefox: PEM certificates imported into the profile's NSS store as trusted
+    /// (`certutil -A -t "C,,"`), the real way to trust a test origin; Chromium trusts
+    /// [`PageConfig::spki_sha256`] instead.
+    pub trust_certs: Vec<PathBuf>,
+    /// Firefox: every host name resolves to this address (`network.dns.forceResolve`);
+    /// Chromium's counterpart is [`PageConfig::host_resolver_rules`].
+    pub resolve_all_to: Option<IpAddr>,
+    /// Firefox with h3: the origins (host, port) QUIC is forced on
+    /// (`network.http.http3.alt-svc-mapping-for-testing`); the page's own origin is added.
+    pub quic_origins: Vec<(String, u16)>,
+    /// Firefox: QUIC's congestion controller (`network.http.http3.cc_algorithm`; neqo has
+    /// reno and cubic); None: neqo's default. TCP follows the namespace's default.
+    pub quic_cc: Option<hxlab_core::cc::CongestionControl>,
+    /// Firefox: how to reach its BiDi port when it runs inside a namespace; None: connect
+    /// from here.
+    pub connector: Option<Connector>,
     /// Base64 SHA-256 hashes of SubjectPublicKeyInfos to trust (`--ignore-certificate-errors-spki-list`).
     pub spki_sha256: Vec<String>,
     /// Accept any certificate (`--ignore-certificate-errors`; `hxlab page -k`).
@@ -101,7 +136,14 @@ impl PageConfig {
         PageConfig {
             url: url.into(),
             protocol,
+            engine: Engine::Chromium,
             chromium: PathBuf::from("chromium"),
+            firefox: PathBuf::from("firefox-esr"),
+            trust_certs: Vec::new(),
+            resolve_all_to: None,
+            quic_origins: Vec::new(),
+            quic_cc: None,
+            connector: None,
             spki_sha256: Vec::new(),
             insecure: false,
             timeout: Duration::from_secs(60),
@@ -124,7 +166,10 @@ impl PageConfig {
     /// Checks the URL, the protocol/scheme combination and the SPKI hashes without starting
     /// anything ([`BrowserError::Config`] says what is wrong).
     pub fn validate(&self) -> Result<(), BrowserError> {
-        load::browser_args(self).map(|_| ())
+        match self.engine {
+            Engine::Chromium => load::browser_args(self).map(|_| ()),
+            Engine::Firefox => firefox::check(self),
+        }
     }
 }
 
@@ -133,7 +178,9 @@ impl std::fmt::Debug for PageConfig {
         f.debug_struct("PageConfig")
             .field("url", &self.url)
             .field("protocol", &self.protocol)
+            .field("engine", &self.engine)
             .field("chromium", &self.chromium)
+            .field("firefox", &self.firefox)
             .field("timeout", &self.timeout)
             .field("cpu_slowdown", &self.cpu_slowdown)
             .field("repeat_view", &self.repeat_view)
@@ -150,14 +197,17 @@ pub enum BrowserError {
     /// The Chromium binary is not there.
     #[error("Chromium not found ({0}): install the Debian package `chromium` (apt-get install chromium) or pass --chromium PATH")]
     NotFound(String),
+    /// The Firefox binary is not there.
+    #[error("Firefox not found ({0}): install the Debian package `firefox-esr` (apt-get install firefox-esr) or pass --firefox PATH")]
+    FirefoxNotFound(String),
     /// Bad configuration (URL, protocol combination).
     #[error("{0}")]
     Config(String),
     /// The browser could not be started.
-    #[error("could not start Chromium: {0}")]
+    #[error("could not start the browser: {0}")]
     Launch(String),
     /// The browser or its page crashed or exited.
-    #[error("Chromium crashed: {0}")]
+    #[error("the browser crashed: {0}")]
     Crashed(String),
     /// The run took longer than the timeout.
     #[error("page load timed out after {0:?}")]
@@ -169,7 +219,7 @@ pub enum BrowserError {
     /// the caller can say how to trust the server's key.
     #[error("navigation failed: {0}")]
     Certificate(String),
-    /// The DevTools conversation went wrong.
-    #[error("DevTools protocol: {0}")]
+    /// The DevTools or WebDriver BiDi conversation went wrong.
+    #[error("browser protocol: {0}")]
     Protocol(String),
 }

@@ -37,6 +37,9 @@ pub fn load_page(cfg: PageConfig) -> Result<PageRun, BrowserError> {
 
 /// Loads one page within `cfg.timeout`. Dropping the future kills the browser too.
 pub async fn load_page_async(cfg: &PageConfig) -> Result<PageRun, BrowserError> {
+    if cfg.engine == crate::Engine::Firefox {
+        return crate::firefox::load(cfg).await;
+    }
     let program = resolve_chromium(&cfg.chromium)?;
     let args = browser_args(cfg)?;
     match tokio::time::timeout(cfg.timeout, run(cfg, &program, &args)).await {
@@ -51,6 +54,12 @@ pub fn find_chromium(chromium: &Path) -> Result<PathBuf, BrowserError> {
 }
 
 fn resolve_chromium(chromium: &Path) -> Result<PathBuf, BrowserError> {
+    resolve_program(chromium).map_err(BrowserError::NotFound)
+}
+
+/// An explicit path that exists and is executable, or a bare name found on PATH; the error
+/// says which was not found.
+pub(crate) fn resolve_program(chromium: &Path) -> Result<PathBuf, String> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p)
@@ -61,14 +70,14 @@ fn resolve_chromium(chromium: &Path) -> Result<PathBuf, BrowserError> {
         return if executable(chromium) {
             Ok(chromium.to_path_buf())
         } else {
-            Err(BrowserError::NotFound(chromium.display().to_string()))
+            Err(chromium.display().to_string())
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(chromium))
         .find(|p| executable(p))
-        .ok_or_else(|| BrowserError::NotFound(format!("`{}` is not on PATH", chromium.display())))
+        .ok_or_else(|| format!("`{}` is not on PATH", chromium.display()))
 }
 
 /// Scheme, host and port of an http(s) URL (parsed with `http::Uri`), for
@@ -368,7 +377,7 @@ async fn drive(cfg: &PageConfig, cdp: &mut Cdp, which: View) -> Result<PageRun, 
 }
 
 /// One view's run: the resources and timings, then the page metrics.
-fn build_view(
+pub(crate) fn build_view(
     cfg: &PageConfig,
     browser: &str,
     browser_major: u32,
@@ -433,6 +442,7 @@ pub(crate) fn build_run(
         view: View::First,
         url: cfg.url.clone(),
         requested_protocol: cfg.protocol,
+        engine: cfg.engine,
         browser,
         browser_major,
         started_unix_s: seen.records.first().map(|r| r.wall_time).unwrap_or(0.0),

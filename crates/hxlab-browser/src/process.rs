@@ -42,6 +42,11 @@ pub(crate) struct BrowserProcess {
 pub(crate) struct BrowserDir(PathBuf);
 
 impl BrowserDir {
+    /// The profile directory inside it.
+    pub(crate) fn profile(&self) -> PathBuf {
+        self.0.join("p")
+    }
+
     /// A fresh, empty directory.
     pub(crate) fn fresh() -> Result<BrowserDir, BrowserError> {
         fresh_browser_dir().map(BrowserDir)
@@ -180,14 +185,67 @@ impl BrowserProcess {
                 Ok(())
             });
         }
+        let process = Self::start(cmd, program, dir)?;
+        drop(browser_in_r);
+        drop(browser_out_w);
+        let to_browser = pipe::Sender::from_owned_fd(browser_in_w)
+            .map_err(|e| BrowserError::Launch(format!("devtools pipe: {e}")))?;
+        let from_browser = pipe::Receiver::from_owned_fd(browser_out_r)
+            .map_err(|e| BrowserError::Launch(format!("devtools pipe: {e}")))?;
+        Ok((
+            process,
+            DevtoolsPipe {
+                to_browser,
+                from_browser,
+            },
+        ))
+    }
+
+    /// Starts a browser that is spoken to over a socket it listens on (Firefox's WebDriver
+    /// BiDi): no descriptors to pass, the same process group, profile directory and clean-up
+    /// as Chromium's. `args` name the profile themselves.
+    pub(crate) fn spawn_listening(
+        program: &Path,
+        args: &[String],
+        launcher: Option<&Launcher>,
+        dir: &BrowserDir,
+    ) -> Result<BrowserProcess, BrowserError> {
+        let mut cmd = match launcher {
+            Some(l) => l(program),
+            None => std::process::Command::new(program),
+        };
+        cmd.env("TMPDIR", dir.0.join("t"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        // SAFETY: only prctl, async-signal-safe, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                // If hxlab dies without cleaning up, the browser goes with it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut process = Self::start(cmd, program, &dir.0)?;
+        process.keep_dir = true;
+        Ok(process)
+    }
+
+    /// Spawns `cmd` (already in its own process group) and keeps the tail of its stderr.
+    fn start(
+        cmd: std::process::Command,
+        program: &Path,
+        dir: &Path,
+    ) -> Result<BrowserProcess, BrowserError> {
         let mut cmd = tokio::process::Command::from(cmd);
         cmd.kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => BrowserError::NotFound(program.display().to_string()),
             _ => BrowserError::Launch(format!("start {}: {e}", program.display())),
         })?;
-        drop(browser_in_r);
-        drop(browser_out_w);
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let mut stderr_task = None;
@@ -212,7 +270,7 @@ impl BrowserProcess {
                 }
             }));
         }
-        let process = BrowserProcess {
+        Ok(BrowserProcess {
             child,
             pgid,
             dir: dir.to_path_buf(),
@@ -220,22 +278,12 @@ impl BrowserProcess {
             stderr_task,
             cleaned: false,
             keep_dir: false,
-        };
-        let to_browser = pipe::Sender::from_owned_fd(browser_in_w)
-            .map_err(|e| BrowserError::Launch(format!("devtools pipe: {e}")))?;
-        let from_browser = pipe::Receiver::from_owned_fd(browser_out_r)
-            .map_err(|e| BrowserError::Launch(format!("devtools pipe: {e}")))?;
-        Ok((
-            process,
-            DevtoolsPipe {
-                to_browser,
-                from_browser,
-            },
-        ))
+        })
     }
 
     /// The last meaningful line Chromium wrote on stderr, for error messages.
     pub(crate) fn last_stderr_line(&self) -> Option<String> {
+        // Firefox's headless banner is not news.
         let tail = self.stderr_tail.lock().ok()?;
         tail.lines()
             .rev()
@@ -246,8 +294,14 @@ impl BrowserProcess {
                     && !l.contains("unexpected operator")
                     && !l.to_ascii_lowercase().contains("dbus")
                     && !l.starts_with("org.chromium.")
+                    && !l.starts_with("*** You are running in headless mode")
             })
             .map(|l| l.chars().take(300).collect())
+    }
+
+    /// Whether the browser's main process has exited.
+    pub(crate) fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
     /// After the pipe broke: waits briefly for the browser to exit and its stderr to drain,

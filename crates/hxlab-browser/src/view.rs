@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// How long requests may stay open after the load event before they count as unfinished.
-const AFTER_LOAD_SETTLE: Duration = Duration::from_secs(5);
+pub(crate) const AFTER_LOAD_SETTLE: Duration = Duration::from_secs(5);
 
 /// After the load, the picture counts as settled when no frame came for this long…
 const VISUAL_QUIET: Duration = Duration::from_millis(500);
@@ -34,7 +34,7 @@ const FRAME_QUALITY: u32 = 70;
 const AFTER_LOAD_RESERVE: Duration = Duration::from_secs(10);
 
 /// How long `about:blank` may take to load between the first and the repeat view.
-const BLANK_LOAD_LIMIT: Duration = Duration::from_secs(5);
+pub(crate) const BLANK_LOAD_LIMIT: Duration = Duration::from_secs(5);
 
 /// Reads navigation and paint timing, the time origin and the LCP/CLS observer's state once
 /// the load event has ended (when `waitLoad`: it fired) and the first contentful paint is
@@ -52,6 +52,8 @@ const TIMING_SCRIPT: &str = r#"(waitLoad => new Promise(resolve => {
         paint: paint.map(p => ({ name: p.name, startTime: p.startTime })),
         timeOrigin: performance.timeOrigin,
         vitals: window.__hxlabVitals || null,
+        resources: performance.getEntriesByType('resource').slice(0, 5000)
+          .map(e => ({ name: e.name, protocol: e.nextHopProtocol })),
       }));
     } else {
       setTimeout(check, 10);
@@ -61,7 +63,7 @@ const TIMING_SCRIPT: &str = r#"(waitLoad => new Promise(resolve => {
 
 /// The timing read: [`TIMING_SCRIPT`] waiting for the end of the load event when it fired
 /// (a load the wait gave up on has no end to wait for).
-fn timing_expression(load_fired: bool) -> String {
+pub(crate) fn timing_expression(load_fired: bool) -> String {
     format!("{TIMING_SCRIPT})({load_fired})")
 }
 
@@ -94,6 +96,17 @@ fn navigation_error(err: &str, url: &str) -> BrowserError {
     }
 }
 
+/// When to stop waiting for a load event that has not come, from now. Without `--strict` a
+/// load event that never comes (a resource that hangs) does not cost the run: the wait ends
+/// in time to measure what the page showed.
+pub(crate) fn load_deadline(cfg: &PageConfig) -> Option<tokio::time::Instant> {
+    (!cfg.strict)
+        .then(|| cfg.timeout.checked_sub(AFTER_LOAD_RESERVE))
+        .flatten()
+        .filter(|d| !d.is_zero())
+        .map(|d| tokio::time::Instant::now() + d)
+}
+
 /// Loads `cfg.url` in `tab` and collects everything one view measures.
 pub(crate) async fn load_view(
     cfg: &PageConfig,
@@ -118,13 +131,7 @@ pub(crate) async fn load_view(
     }
     let mut seen = Collected::default();
     let mut frames = Vec::new();
-    // Without --strict a load event that never comes (a resource that hangs) does not cost
-    // the run: the wait ends in time to measure what the page showed.
-    let load_deadline = (!cfg.strict)
-        .then(|| cfg.timeout.checked_sub(AFTER_LOAD_RESERVE))
-        .flatten()
-        .filter(|d| !d.is_zero())
-        .map(|d| tokio::time::Instant::now() + d);
+    let load_deadline = load_deadline(cfg);
     until_loaded(
         cdp,
         tab,

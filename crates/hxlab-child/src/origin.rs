@@ -46,6 +46,11 @@ pub struct OriginOptions {
     pub capture_stderr: bool,
     /// A HAR archive to answer every request from (`hxlab serve --replay`).
     pub replay: Option<PathBuf>,
+    /// More names its self-signed certificate carries (`ServeConfig::cert_names`).
+    pub cert_names: Vec<String>,
+    /// The TLS (and QUIC) port and the plain port to listen on; None: free ones. Firefox
+    /// replays need the recorded ports (it cannot map ports as Chromium does).
+    pub ports: Option<(u16, u16)>,
 }
 
 /// A running `hxlab serve`, killed when dropped.
@@ -78,12 +83,13 @@ impl Origin {
         // The server's whole configuration, typed: `hxlab serve --config`.
         let config = hxlab_contract::ServeConfig {
             bind,
-            tls_port: 0,
-            plain_port: 0,
+            tls_port: opts.ports.map_or(0, |p| p.0),
+            plain_port: opts.ports.map_or(0, |p| p.1),
             ready_file: Some(ready_path.clone()),
             cert_out: Some(cert.clone()),
             dir: opts.www.clone(),
             replay: opts.replay.clone(),
+            cert_names: opts.cert_names.clone(),
             cc: opts.settings.cc,
             scheduler: opts.settings.scheduler,
             notsent_lowat: opts.settings.notsent_lowat,

@@ -42,7 +42,7 @@ pub use hxlab_core::page::ProtocolShares;
 pub use job::{JobDone, LoadJob};
 pub use link_stats::LinkStatsFile;
 pub use load::{parse_header_arg, split, LoadConfig, Shard, MAX_SHARDS};
-pub use page::{Discovery, PageJob, Synthetic};
+pub use page::{Discovery, PageJob, Synthetic, LOCAL_ORIGIN_NAME};
 pub use page_report::{
     EarlyHintsReport, PageLink, PageReport, PageRunEntry, PushReport, Recording, ReplaySource,
     SyntheticPage,

@@ -6,6 +6,7 @@
 use crate::duration_text;
 use crate::ConfigError;
 use hxlab_core::cc::CongestionControl;
+use hxlab_core::page::Engine;
 use hxlab_core::sched::{Lowat, Scheduler};
 use hxlab_core::Proto;
 use hxlab_link::LinkConfig;
@@ -157,6 +158,13 @@ impl Discovery {
     }
 }
 
+/// The name Firefox loads an origin on this machine's loopback under when it runs behind a
+/// link (`https://127.0.0.1:PORT/` becomes `https://origin.hxlab.test:PORT/`, the name
+/// resolved to the link's host address with `network.dns.forceResolve`): Firefox checks
+/// the certificate's names, and a loopback origin's certificate cannot name a link's
+/// address it does not know yet, so the lab's origins carry this name instead.
+pub const LOCAL_ORIGIN_NAME: &str = "origin.hxlab.test";
+
 /// One `hxlab page` invocation, as asked. `Default` is the flags' defaults (10 runs, 60 s per
 /// run, the origin on cubic); exactly one of `url`, `synthetic` and `replay` names the page.
 ///
@@ -190,8 +198,17 @@ pub struct PageJob {
     pub spki: Vec<String>,
     /// Accept any certificate (URL mode).
     pub insecure: bool,
+    /// The browser engine that loads the page (`--browser`; default Chromium).
+    pub browser: Engine,
     /// The Chromium binary.
     pub chromium: PathBuf,
+    /// The Firefox binary (`--browser firefox`).
+    pub firefox: PathBuf,
+    /// PEM certificates Firefox trusts as roots in its profile's NSS store (URL mode; the
+    /// origin hxlab starts for --synthetic or --replay is trusted so already). Chromium
+    /// trusts `spki` instead.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trust_certs: Vec<PathBuf>,
     /// Limit per run (browser start, load, shutdown).
     #[serde(with = "duration_text")]
     #[cfg_attr(feature = "schema", schemars(with = "duration_text::DurationText"))]
@@ -241,7 +258,10 @@ impl Default for PageJob {
             early_hints: false,
             spki: Vec::new(),
             insecure: false,
+            browser: Engine::Chromium,
             chromium: PathBuf::from("chromium"),
+            firefox: PathBuf::from("firefox-esr"),
+            trust_certs: Vec::new(),
             timeout: Duration::from_secs(60),
             cpu_slowdown: 1.0,
             repeat_view: false,
@@ -307,6 +327,15 @@ impl PageJob {
         }
         if self.url.is_some() && (self.scheduler.is_some() || self.notsent_lowat.is_some()) {
             return bad("--scheduler and --notsent-lowat set the origin hxlab starts (--synthetic, --replay); a URL's server is not ours to set");
+        }
+        if self.browser == Engine::Firefox && !self.spki.is_empty() {
+            return bad("--spki trusts a key in Chromium only; Firefox trusts a certificate in its profile's NSS store (hxlab does that for --synthetic and --replay), so with --browser firefox use -k for a URL");
+        }
+        if self.browser == Engine::Firefox && self.cpu_slowdown > 1.0 {
+            return bad("--cpu-slowdown is Chromium's CPU throttling; Firefox has none");
+        }
+        if self.browser == Engine::Firefox && self.qlog_dir.is_some() {
+            return bad("--qlog keeps Chromium's NetLog; with --browser firefox it is not available (set SSLKEYLOGFILE and capture with `hxlab link --pcap` instead)");
         }
         if self.url.is_none() && (self.insecure || !self.spki.is_empty()) {
             return bad("-k/--insecure and --spki are for URL mode; the synthetic or replay origin's key is trusted already");

@@ -36,7 +36,11 @@ pub struct PageReport {
     /// with `--discovery udp-blocked`, `dropped_udp` says QUIC was tried and dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_stats: Option<hxlab_link::LinkStats>,
-    /// The browser's name and version ("Chromium (no run finished)" without a run).
+    /// The engine that loaded the page (reports without the field are Chromium's). Every
+    /// figure of a report is this one engine's: engines are never pooled.
+    #[serde(default)]
+    pub engine: hxlab_core::page::Engine,
+    /// The browser's name and version ("the browser (no run finished)" without a run).
     pub browser: String,
     /// Its major version (0 when no run finished).
     pub browser_major: u32,
@@ -51,6 +55,13 @@ pub struct PageReport {
     /// Connections of the origin started here per congestion controller, read back from
     /// its `/stats`; None without such an origin or when it could not be read.
     pub server_cc: Option<BTreeMap<String, u64>>,
+    /// The browser's TCP congestion controller: the default of the network namespace it
+    /// ran in, read back there after the runs (neither engine sets its own). hxlab cannot
+    /// set it to the origin's: a namespace other than the first may only default to a
+    /// controller in `net.ipv4.tcp_allowed_congestion_control` (EPERM otherwise). None when
+    /// it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_tcp_cc: Option<String>,
     /// What the origin started here ran, read back from its `/stats` after the runs: its
     /// scheduler, its connections' marks and the priorities it understood, over every
     /// protocol; None without such an origin or when it could not be read.

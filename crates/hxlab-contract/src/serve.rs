@@ -140,6 +140,12 @@ pub struct ServeConfig {
     /// table only from the first response. Default 4096, RFC 7541's initial size and what
     /// nginx, h2o and nghttp2 use; at most 65536.
     pub header_table: u64,
+    /// More host names the self-signed certificate carries (beside localhost, 127.0.0.1,
+    /// ::1, the bound address and a replay's recorded hosts), so a browser that checks names
+    /// (Firefox, trusting the certificate through its NSS store) accepts the origin under
+    /// them. Ignored with `cert`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cert_names: Vec<String>,
     /// Write a qlog (JSON-SEQ, quinn's transport events) of every QUIC connection into this
     /// directory, as `serve.N.sqlog` (`--qlog DIR`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,6 +206,7 @@ impl Default for ServeConfig {
             replay: None,
             ready_file: None,
             header_table: DEFAULT_HEADER_TABLE,
+            cert_names: Vec::new(),
             qlog_dir: None,
         }
     }

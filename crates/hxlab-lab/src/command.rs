@@ -44,7 +44,13 @@ impl LabCert {
         use rcgen::PublicKeyData as _;
         use sha2::Digest as _;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let names = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        // Firefox behind a link loads a loopback origin under LOCAL_ORIGIN_NAME.
+        let names = vec![
+            "localhost".into(),
+            "127.0.0.1".into(),
+            "::1".into(),
+            hxlab_contract::LOCAL_ORIGIN_NAME.into(),
+        ];
         let made = rcgen::generate_simple_self_signed(names)
             .map_err(|e| format!("making a certificate: {e}"))?;
         let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));

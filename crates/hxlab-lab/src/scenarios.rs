@@ -93,9 +93,10 @@ pub fn page_experiment(har: &std::path::Path, label: &str) -> Description {
         description: format!(
             "The page {label}, recorded once in Chromium, replayed from hxlab's own server over HTTP/1.1 (TLS), \
              HTTP/2 and HTTP/3 behind packet-level emulations of published networks (none, WebPageTest Cable, 4G \
-             and 3G, Augmented Traffic Control's lossy Edge link). Each repetition is a fresh headless Chromium. \
+             and 3G, Augmented Traffic Control's lossy Edge link). Each repetition is a fresh headless browser: Chromium, \
+             or with --set browser=chromium,firefox each engine in cells of its own (see the notes). \
              The server runs cubic on TCP and QUIC alike, RFC 9218 priorities and a 16 KiB TCP_NOTSENT_LOWAT \
-             (each read back per record); Chromium's own controller is its default."
+             (each read back per record); the browser's own controller is its default."
         ),
         workload: Workload::Browser,
         repetitions: 5,

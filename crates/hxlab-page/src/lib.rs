@@ -14,6 +14,7 @@ pub mod options;
 pub mod page;
 mod reach;
 pub mod replay;
+mod replay_ports;
 pub mod runs;
 mod started;
 pub mod synthetic;

@@ -30,8 +30,14 @@ pub struct PageOptions {
     pub spki: Vec<String>,
     /// Accept any certificate (URL mode, `-k`).
     pub insecure: bool,
+    /// The browser engine.
+    pub engine: hxlab_browser::Engine,
     /// Chromium binary.
     pub chromium: PathBuf,
+    /// Firefox binary.
+    pub firefox: PathBuf,
+    /// Certificates Firefox trusts (URL mode).
+    pub trust_certs: Vec<PathBuf>,
     /// Limit per run.
     pub timeout: Duration,
     /// Keep each run's HAR.
@@ -73,7 +79,10 @@ impl PageOptions {
             early_hints: job.early_hints,
             spki: job.spki.clone(),
             insecure: job.insecure,
+            engine: job.browser,
             chromium: job.chromium.clone(),
+            firefox: job.firefox.clone(),
+            trust_certs: job.trust_certs.clone(),
             timeout: job.timeout,
             collect_har: job.har_dir.is_some(),
             collect_bodies: job.record.is_some(),

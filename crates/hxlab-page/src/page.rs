@@ -4,7 +4,7 @@
 
 use crate::options::PageOptions;
 use crate::started::Mapping;
-use hxlab_browser::{Launcher, PageConfig, Proto};
+use hxlab_browser::{Connector, Engine, Launcher, PageConfig, Proto};
 use hxlab_child::origin::{temp_dir, Origin};
 use hxlab_link::Link;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,59 @@ pub struct PageSession {
     template: PageConfig,
     _origin: Option<Origin>,
     origin_dir: Option<PathBuf>,
+}
+
+/// What Firefox takes from the [`Mapping`](crate::started::Mapping) Chromium's switches are
+/// made of.
+struct FirefoxMapping {
+    /// Names are mapped to our side (Chromium: host-resolver rules).
+    maps_names: bool,
+    /// `host:port` origins QUIC is forced on.
+    force_quic: Vec<String>,
+}
+
+/// The Firefox side of a run's configuration: the engine and binary, the origin's
+/// certificate for the profile's NSS store, names resolved to `resolve_to` where Chromium maps
+/// them (Firefox cannot map ports, so a name maps to an address only; the port is the
+/// URL's), QUIC forced on the same origins, and the BiDi socket opened inside the link.
+fn firefox_template(
+    template: &mut PageConfig,
+    opts: &PageOptions,
+    mapping: &FirefoxMapping,
+    cert: Option<PathBuf>,
+    resolve_to: Option<std::net::IpAddr>,
+    link: Option<&Arc<Link>>,
+) {
+    template.engine = Engine::Firefox;
+    template.firefox = opts.firefox.clone();
+    template.trust_certs = cert
+        .into_iter()
+        .chain(opts.trust_certs.iter().cloned())
+        .collect();
+    template.resolve_all_to = mapping.maps_names.then_some(resolve_to).flatten();
+    template.quic_origins = mapping
+        .force_quic
+        .iter()
+        .filter_map(|o| {
+            let (h, p) = o.rsplit_once(':')?;
+            Some((h.to_string(), p.parse().ok()?))
+        })
+        .collect();
+    template.quic_cc = opts
+        .server_cc
+        .filter(|cc| *cc != hxlab_core::cc::CongestionControl::Bbr);
+    template.extra_args.clear();
+    template.host_resolver_rules = None;
+    template.connector = link.map(|l| {
+        let l = l.clone();
+        Arc::new(move |addr: std::net::SocketAddr| {
+            // The browser listens on the namespace's loopback: connect from a thread inside.
+            let joined = l.spawn_inside(move || std::net::TcpStream::connect(addr))?;
+            joined
+                .join()
+                .map_err(|_| std::io::Error::other("the connecting thread panicked"))??
+        }) as Connector
+    });
 }
 
 impl PageSession {
@@ -64,13 +117,20 @@ impl PageSession {
         } else {
             None
         };
+        let cert = started.as_ref().map(|(s, _)| s.origin.cert.clone());
+        // Where Firefox's names resolve: the origin started here (a Firefox replay server
+        // has an address of its own), else the side the browser reaches.
+        let resolve_to = started
+            .as_ref()
+            .map(|(s, _)| s.origin.ready.tls.ip())
+            .or_else(|| host.parse().ok());
         let (url, spki, origin, origin_dir, mapping) = match started {
             Some((s, dir)) => (s.url, vec![s.spki], Some(s.origin), Some(dir), s.mapping),
             None => {
                 let url = opts.url.clone().unwrap_or_default();
                 let (url, rules) = match &link {
                     Some(l) => {
-                        let r = crate::reach::reach(&url, l)?;
+                        let r = crate::reach::reach(&url, l, opts.engine)?;
                         (r.url, r.rules)
                     }
                     None => (url, None),
@@ -100,6 +160,10 @@ impl PageSession {
         template.strict = opts.strict;
         template.hosts_under_test = mapping.hosts;
         let recorded_hosts = mapping.recorded_hosts;
+        let mapping_firefox = FirefoxMapping {
+            maps_names: mapping.rules.is_some(),
+            force_quic: mapping.force_quic.clone(),
+        };
         template.host_resolver_rules = mapping.rules;
         if opts.proto == Proto::H3 && !mapping.force_quic.is_empty() {
             // The last --origin-to-force-quic-on wins: this one names every origin.
@@ -112,6 +176,16 @@ impl PageSession {
             let l = l.clone();
             Arc::new(move |program: &Path| l.command(program)) as Launcher
         });
+        if opts.engine == Engine::Firefox {
+            firefox_template(
+                &mut template,
+                opts,
+                &mapping_firefox,
+                cert,
+                resolve_to,
+                link.as_ref(),
+            );
+        }
         Ok(PageSession {
             url,
             spki,
@@ -123,6 +197,20 @@ impl PageSession {
             _origin: origin,
             origin_dir,
         })
+    }
+
+    /// The browser's TCP controller: the default of the namespace it runs in (the link's,
+    /// or this one's), read back there.
+    pub fn client_tcp_cc(&self) -> Option<String> {
+        let read = || {
+            std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+                .map(|s| s.trim().to_string())
+        };
+        match &self.link {
+            // A thread inside the namespace opens its sysctl, which is the namespace's own.
+            Some(l) => l.spawn_inside(read).ok()?.join().ok()?.ok()?.ok(),
+            None => read().ok(),
+        }
     }
 
     /// The origin's connections per congestion controller so far, over every protocol, as

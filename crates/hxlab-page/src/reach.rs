@@ -7,9 +7,13 @@
 //! so the URL — its Host, SNI and certificate name — stays as given. The URL's port is then
 //! exposed at the host address, so a server bound to 127.0.0.1 only is reached too. Every
 //! other host (this machine's own non-loopback addresses, remote hosts) is reached through
-//! the link's translation as it is.
+//! the link's translation as it is. Firefox, which checks certificate names, loads a
+//! loopback address or `localhost` under [`LOCAL_ORIGIN_NAME`] instead of the link's
+//! address.
 
+use hxlab_browser::Engine;
 use hxlab_child::origin::host_port;
+use hxlab_contract::LOCAL_ORIGIN_NAME;
 use hxlab_link::Link;
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
 
@@ -57,7 +61,7 @@ fn loopback_of(host: &str, port: u16) -> Option<Ipv4Addr> {
 
 /// The URL as the browser behind `link` loads it (see the module's text), with the URL's
 /// port exposed when it leads to this machine's loopback.
-pub(crate) fn reach(url: &str, link: &Link) -> Result<Reached, String> {
+pub(crate) fn reach(url: &str, link: &Link, engine: Engine) -> Result<Reached, String> {
     let host = link.host_addr();
     let unchanged = Reached {
         url: url.to_string(),
@@ -72,6 +76,15 @@ pub(crate) fn reach(url: &str, link: &Link) -> Result<Reached, String> {
     link.expose(port, to)
         .map_err(|e| format!("{url} is on this machine's loopback: {e}"))?;
     let literal = name.starts_with('[') || name.parse::<Ipv4Addr>().is_ok();
+    if engine == Engine::Firefox && (literal || name.eq_ignore_ascii_case("localhost")) {
+        // Firefox checks the certificate's names, and a loopback origin's certificate does
+        // not name the link's address: it is loaded under the name the lab's origins carry,
+        // mapped to that address.
+        return Ok(Reached {
+            url: rewrite_host(url, name, LOCAL_ORIGIN_NAME).unwrap_or(unchanged.url),
+            rules: Some(format!("MAP {LOCAL_ORIGIN_NAME} {host}")),
+        });
+    }
     if literal || name.eq_ignore_ascii_case("localhost") {
         // The host is in the URL (host_port found it there), so the rewrite always applies.
         return Ok(Reached {

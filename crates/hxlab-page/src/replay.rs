@@ -102,6 +102,16 @@ pub(crate) fn replay_origin(
     dir: &Path,
 ) -> Result<Started, String> {
     let (archive, url) = check_archive(har, opts.proto)?;
+    // Firefox cannot map ports: its replay server answers on the recorded ones.
+    let (bind, ports) = match opts.engine {
+        hxlab_browser::Engine::Chromium => (bind.to_string(), None),
+        hxlab_browser::Engine::Firefox => {
+            let (tls, plain) = crate::replay_ports::recorded_ports(&archive.origins)?;
+            let at = crate::replay_ports::listen_address(&archive.origins, bind, tls, plain)?;
+            (at.to_string(), Some((tls, plain)))
+        }
+    };
+    let bind = bind.as_str();
     let origin = Origin::start(&OriginOptions {
         hxlab_bin: opts.hxlab_bin.clone(),
         bind: bind.to_string(),
@@ -110,6 +120,8 @@ pub(crate) fn replay_origin(
         settings: opts.origin_settings(),
         capture_stderr: true,
         replay: Some(har.to_path_buf()),
+        cert_names: Vec::new(),
+        ports,
     })
     .map_err(|e| format!("the replay server: {e}"))?;
     if opts.proto == Proto::H3 && origin.ready.h3.is_none() {

@@ -56,6 +56,7 @@ pub fn check(job: &PageJob) -> Result<Vec<String>, PageError> {
     }
     if let Some(url) = &job.url {
         let mut check = PageConfig::new(url.clone(), job.proto);
+        check.engine = job.browser;
         check.spki_sha256 = job.spki.clone();
         check.insecure = job.insecure;
         check
@@ -83,7 +84,10 @@ pub fn run(
         check_html_path(path)?;
     }
     // A missing browser is reported before anything is started.
-    hxlab_browser::find_chromium(&job.chromium)?;
+    match job.browser {
+        hxlab_browser::Engine::Chromium => hxlab_browser::find_chromium(&job.chromium)?,
+        hxlab_browser::Engine::Firefox => hxlab_browser::find_firefox(&job.firefox)?,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -199,11 +203,18 @@ impl Runs {
                 self.replays.push(replay);
                 self.outcomes.push(Outcome::Measured(Box::new(run)));
             }
-            Err(e @ BrowserError::NotFound(_)) => return Err(e.into()),
+            Err(e @ (BrowserError::NotFound(_) | BrowserError::FirefoxNotFound(_))) => {
+                return Err(e.into())
+            }
             Err(e) => {
                 let mut msg = e.to_string();
-                if matches!(e, BrowserError::Certificate(_)) && session.spki.is_empty() {
+                let chromium = job.browser == hxlab_browser::Engine::Chromium;
+                if matches!(e, BrowserError::Certificate(_)) && session.spki.is_empty() && chromium
+                {
                     msg.push_str(" (trust the server's key with --spki BASE64)");
+                }
+                if matches!(e, BrowserError::Certificate(_)) && !chromium {
+                    msg.push_str(" (Firefox trusts the certificates in its profile; for a URL, pass -k to accept this server's)");
                 }
                 writeln!(text, "{i:>4}  FAILED: {msg}")?;
                 self.replays.push(None);

@@ -38,6 +38,9 @@ pub(crate) fn synthetic_origin(
         settings: opts.origin_settings(),
         capture_stderr: false,
         replay: None,
+        // Firefox checks names: the two-origin page's hostnames are in the certificate.
+        cert_names: SYNTHETIC_HOSTS.iter().map(|h| h.to_string()).collect(),
+        ports: None,
     })
     .map_err(|e| format!("the synthetic origin: {e}"))?;
     if matches!(opts.proto, Proto::H3 | Proto::Auto) && origin.ready.h3.is_none() {

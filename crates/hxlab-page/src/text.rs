@@ -137,6 +137,14 @@ pub fn footer(
             rep.browser, s.valid_runs, s.runs
         )?;
         summary_lines(text, s)?;
+        // What this engine cannot measure is said, never shown as a number.
+        for metric in job.browser.lacks().iter().filter(|_| s.valid_runs > 0) {
+            writeln!(
+                text,
+                "  {metric:<24} not available in {}",
+                job.browser.label()
+            )?;
+        }
     }
     if let Some(stats) = &doc.link_stats {
         writeln!(text, "  link: {}", link_line(stats))?;
@@ -169,6 +177,12 @@ pub fn footer(
         writeln!(
             text,
             "  origin's congestion control, read back from its connections: {counts}"
+        )?;
+    }
+    if let Some(cc) = &doc.client_tcp_cc {
+        writeln!(
+            text,
+            "  browser's TCP congestion control (its network namespace's default, read back): {cc}"
         )?;
     }
     if let Some(s) = &doc.scheduling {

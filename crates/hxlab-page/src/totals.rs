@@ -33,9 +33,9 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageTotals {
     let browser = measured
         .first()
         .map(|r| r.browser.clone())
-        .unwrap_or_else(|| "Chromium (no run finished)".to_string());
+        .unwrap_or_else(|| "the browser (no run finished)".to_string());
     let browser_major = measured.first().map(|r| r.browser_major).unwrap_or(0);
-    let push_ignored = browser_major >= PUSH_REMOVED_IN;
+    let push_ignored = measured.first().is_some_and(PageRun::push_ignored);
     let push_note = if !push {
         None
     } else if measured.is_empty() {
@@ -45,8 +45,7 @@ pub fn report(outcomes: &[Outcome], push: bool) -> PageTotals {
         )
     } else if push_ignored {
         Some(format!(
-            "push was requested, but {browser} ignores HTTP/2 server push (removed in Chromium {}); these figures show no push effect",
-            PUSH_REMOVED_IN
+            "push was requested, but {browser} ignores HTTP/2 server push (removed in Chromium {PUSH_REMOVED_IN}, Firefox 132); these figures show no push effect"
         ))
     } else {
         Some(format!("push was requested and {browser} supports it"))
@@ -135,6 +134,7 @@ pub fn report_json(
         protocol: opts.proto,
         discovery: opts.discovery,
         link_stats: None,
+        engine: opts.engine,
         browser: rep.browser.clone(),
         browser_major: rep.browser_major,
         link,
@@ -147,6 +147,7 @@ pub fn report_json(
         cpu_slowdown: opts.cpu_slowdown,
         repeat_view: opts.repeat_view,
         server_cc: session.server_cc(),
+        client_tcp_cc: session.client_tcp_cc(),
         // A browser asked for HTTP/1.1 sends one request at a time per connection.
         scheduling: session.scheduling(opts.proto != hxlab_core::Proto::H1),
         push: PushReport {

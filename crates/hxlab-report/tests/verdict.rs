@@ -756,3 +756,42 @@ fn an_origin_that_did_not_run_as_asked_is_named() {
         ["origin not as asked: h2: asked for scheduler fifo but the origin ran rfc9218 [scheduler fifo]"]
     );
 }
+
+/// Two browser engines swept: each pair is judged per engine (never pooled), and the line
+/// names the engines as people do: `faster in Chromium (…), equal within 2 % in Firefox`.
+#[test]
+fn the_verdict_says_per_engine_whether_the_direction_holds() {
+    let mut records = Vec::new();
+    for engine in ["chromium", "firefox"] {
+        for rep in 0..5u32 {
+            let h2 = common::secs("h2", 30.0, rep);
+            let h3 = if engine == "chromium" {
+                h2 / 1.2
+            } else {
+                h2 * 1.001
+            };
+            for (p, secs, alpn) in [("h2", h2, "h2"), ("h3", h3, "h3")] {
+                let mut r = record(p, "20ms", rep, secs, alpn, 20_000);
+                r.factors.remove("delay");
+                r.factors.remove("resources");
+                r.factors.insert("browser".into(), engine.into());
+                r.cell = format!("protocol={p} browser={engine}");
+                records.push(r);
+            }
+        }
+    }
+    let mut meta = common::meta(&["h2", "h3"]);
+    meta.factors.retain(|f| f.name == "protocol");
+    meta.factors.push(FactorLevels {
+        name: "browser".into(),
+        levels: vec!["chromium".into(), "firefox".into()],
+    });
+    let v = Report::build(meta, records).verdict();
+    let line = &v.lines[0].text;
+    assert!(
+        line.starts_with("h3 vs h2: depends on browser — h3 faster in Chromium (1.20×"),
+        "{line}"
+    );
+    assert!(line.contains(", equal within 2 % in Firefox"), "{line}");
+    assert!(!line.contains("under browser"), "{line}");
+}

@@ -320,10 +320,16 @@ struct Files {
 /// Reads [`Files`] (blocking).
 fn read_files(cfg: &ServeConfig) -> Result<Files, ServeError> {
     let replay = load_replay(cfg)?;
-    let names = replay
+    let mut names = replay
         .as_ref()
         .map(replay::Replay::hosts)
         .unwrap_or_default();
+    // The address it serves on (a link's host address) and the names asked for: a client
+    // that checks names trusts the certificate there too.
+    if !cfg.bind.is_unspecified() {
+        names.push(cfg.bind.to_string());
+    }
+    names.extend(cfg.cert_names.iter().cloned());
     let identity =
         tls::Identity::load_or_generate(cfg.cert.as_deref(), cfg.key.as_deref(), &names)?;
     if let Some(out) = &cfg.cert_out {

@@ -97,6 +97,7 @@ fn install_hint(name: &str) -> String {
         "nft" => "nftables",
         "dnsmasq" => "dnsmasq-base",
         "dumpcap" => "tshark",
+        "certutil" => "libnss3-tools",
         "promtool" => "prometheus",
         "man" => "man-db",
         "podman" => "podman runc",

@@ -448,6 +448,73 @@ fn browser_workload_loads_the_page_in_chromium() {
     );
 }
 
+/// The `browser` factor: the lab's synthetic page in Chromium and in Firefox, on loopback and
+/// (as root) behind a link, where Firefox loads the loopback origin as origin.hxlab.test and
+/// trusts its certificate through the NSS store. Every cell is one engine's, and the report
+/// names both.
+#[test]
+fn browser_factor_runs_each_engine_in_its_own_cells() {
+    if require_peer("chromium").is_none()
+        || require_peer("firefox-esr").is_none()
+        || require_peer("certutil").is_none()
+    {
+        return;
+    }
+    let dir = TempDir::new("hxlab-lab-engines");
+    let spec = dir.path().join("e.toml");
+    let profiles = if is_root() {
+        "[\"none\", \"Regular 4G\"]"
+    } else {
+        "\"none\""
+    };
+    std::fs::write(
+        &spec,
+        format!("workload = \"browser\"\nprotocol = [\"h2\", \"h3\"]\nbrowser = [\"chromium\", \"firefox\"]\nprofile = {profiles}\nresources = 4\nsize = \"8KiB\"\nrepetitions = 1\n"),
+    )
+    .expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-progress"),
+        Duration::from_secs(600),
+    );
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let r = report_of(&out);
+    let cells = if is_root() { 8 } else { 4 };
+    assert_eq!(r.records.len(), cells);
+    for rec in &r.records {
+        assert!(rec.error.is_none(), "{}: {:?}", rec.cell, rec.error);
+        let engine = rec.factors.get("browser").expect("the browser factor");
+        let res = rec.result.as_ref().expect("result");
+        let named = res.config.extra.get("browser").cloned().unwrap_or_default();
+        let label = if engine == "firefox" {
+            "Firefox "
+        } else {
+            "Chromium "
+        };
+        assert!(named.starts_with(label), "{}: {named}", rec.cell);
+        let want = rec.factors.get("protocol").expect("protocol");
+        let w = rec.waterfall.as_ref().expect("waterfall");
+        assert!(
+            w.rows.iter().all(|row| row.protocol == *want),
+            "{}",
+            rec.cell
+        );
+    }
+    assert!(
+        r.meta
+            .notes
+            .iter()
+            .any(|n| n.starts_with("two engines, never pooled")),
+        "{:?}",
+        r.meta.notes
+    );
+}
+
 /// The browser workload on a recorded site: `har = "site.har"` replays the archive (the
 /// two-host synthetic page recorded by `hxlab page --record`) over each protocol; every
 /// resource comes from the archive on the cell's protocol, and the report says where the

@@ -427,3 +427,140 @@ fn a_real_site_records_through_a_redirect_and_replays_over_h1_h2_h3() {
         );
     }
 }
+
+/// Records the real site in Chromium (the HAR's bodies come from Chromium, see docs/page.md)
+/// and returns the recording.
+fn record_in_chromium(site: &Site, tmp: &Path) -> PathBuf {
+    let har = tmp.join("python-doc.har");
+    let start = format!("http://pages.localhost:{}/{PAGE}", site.plain);
+    let args = [
+        "-k",
+        start.as_str(),
+        "--proto",
+        "h2",
+        "--runs",
+        "1",
+        "--record",
+        &har.display().to_string(),
+    ];
+    let (code, _, err) = hxlab_page(tmp, &args, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "record: stderr: {err}");
+    har
+}
+
+/// Firefox replays the recording over h1, h2 and h3: no miss, every https response that
+/// came on the protocol forced, the third party's failed fetch failing again (Firefox is
+/// sent to the replay server's address for every name, where nothing answers its port).
+fn firefox_replays(har: &Path, tmp: &Path) {
+    for (proto, want) in [("h1", "http/1.1"), ("h2", "h2"), ("h3", "h3")] {
+        let args = [
+            "--browser",
+            "firefox",
+            "--replay",
+            &har.display().to_string(),
+            "--proto",
+            proto,
+            "--runs",
+            "1",
+            "--json",
+            "-",
+        ];
+        let (code, json, err) = hxlab_page(tmp, &args, Duration::from_secs(120));
+        assert_eq!(code, Some(0), "firefox {proto}: stderr: {err}");
+        let json = json.expect("a --json document");
+        assert_eq!(json.engine, hxlab_core::page::Engine::Firefox);
+        let entry = &json.runs[0];
+        let run = measured(entry);
+        assert!(entry.counted(), "firefox {proto}: {:?}", run.flag);
+        let counts = entry.replay.clone().flatten().expect("replay counts");
+        assert_eq!(counts.tally.misses, 0, "firefox {proto}: {counts:?}");
+        assert!(counts.tally.hits >= 10, "firefox {proto}: {counts:?}");
+        assert_eq!(
+            run.problems.failed, 1,
+            "firefox {proto}: {:?}",
+            run.problems
+        );
+        assert_eq!(run.problems.first[0].url, BROKEN_API);
+        let https: Vec<_> = run
+            .resources
+            .iter()
+            .filter(|r| r.url.starts_with("https://") && r.error.is_none())
+            .collect();
+        assert!(https.len() >= 10, "firefox {proto}: {https:?}");
+        for r in https {
+            assert_eq!(r.protocol, want, "firefox {proto}: {}", r.url);
+        }
+    }
+}
+
+#[test]
+fn firefox_replays_the_real_site_and_compare_names_both_engines() {
+    if require_peer("chromium").is_none()
+        || require_peer("firefox-esr").is_none()
+        || require_peer("certutil").is_none()
+    {
+        return;
+    }
+    let Some(site) = Site::start() else { return };
+    let tmp = TempDir::new("hxlab-real-site-firefox");
+    let har = record_in_chromium(&site, tmp.path());
+    firefox_replays(&har, tmp.path());
+    let out = tmp.path().join("compare");
+    let mut cmd = Command::new(hxlab());
+    cmd.args(["compare", "--har"])
+        .arg(&har)
+        .args([
+            "--set",
+            "browser=chromium,firefox",
+            "--set",
+            "profile=none",
+            "-r",
+            "2",
+            "--no-progress",
+            "-o",
+        ])
+        .arg(&out)
+        .env("TMPDIR", tmp.path());
+    let (code, stdout, stderr) = run_with_timeout(&mut cmd, Duration::from_secs(900));
+    assert_eq!(code, Some(0), "compare --har: {stdout}\n{stderr}");
+    let results = std::fs::read_to_string(out.join("results.jsonl")).expect("results");
+    let records: Vec<hxlab_report::Record> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    assert_eq!(
+        records.len(),
+        3 * 2 * 2,
+        "3 protocols × 2 engines × 2 repetitions"
+    );
+    for engine in ["chromium", "firefox"] {
+        let mine: Vec<_> = records
+            .iter()
+            .filter(|r| r.factors.get("browser").map(String::as_str) == Some(engine))
+            .collect();
+        assert_eq!(mine.len(), 6, "{engine}");
+        for r in mine {
+            assert!(r.error.is_none(), "{}: {:?}", r.cell, r.error);
+            let replay = r.replay.as_ref().map(|o| o.tally).unwrap_or_default();
+            assert_eq!(replay.misses, 0, "{}", r.cell);
+        }
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    let verdict = md
+        .split("## Verdict")
+        .nth(1)
+        .expect("a verdict")
+        .split("\n## ")
+        .next()
+        .unwrap_or("");
+    assert!(
+        verdict.contains("Chromium") && verdict.contains("Firefox"),
+        "the verdict names both engines: {verdict}"
+    );
+    // Each engine has its own medians: never pooled.
+    assert!(
+        verdict.contains("medians in Chromium: ") && verdict.contains(" — in Firefox: "),
+        "{verdict}"
+    );
+    println!("{verdict}");
+}

@@ -5,10 +5,12 @@
 //! (`record.rs`). hxlab-browser fills it from a real Chromium; hxlab-page runs the series;
 //! hxlab-report draws it. Plain data and pure functions: no browser, no I/O.
 
+mod engine;
 mod problems;
 mod record;
 mod summary;
 
+pub use engine::Engine;
 pub use problems::{
     party_of, same_site, site_of, url_host, Party, ProblemKind, ProblemResource, ProblemsAcross,
     ResourceProblems, MAX_NAMED,
@@ -226,9 +228,13 @@ pub struct PageRun {
     pub url: String,
     /// The protocol asked for.
     pub requested_protocol: Proto,
-    /// "Chromium 156.0.8078.79".
+    /// The engine that loaded the page (records without the field are Chromium's).
+    #[serde(default)]
+    pub engine: Engine,
+    /// The browser and its version as the browser itself reported them: "Chromium
+    /// 156.0.8078.79", "Firefox 153.8.0esr".
     pub browser: String,
-    /// Chromium major version.
+    /// The browser's major version.
     pub browser_major: u32,
     /// When the navigation started, seconds since the Unix epoch.
     pub started_unix_s: f64,
@@ -320,6 +326,7 @@ impl Default for PageRun {
             view: View::First,
             url: String::new(),
             requested_protocol: Proto::default(),
+            engine: Engine::default(),
             browser: String::new(),
             browser_major: 0,
             started_unix_s: 0.0,
@@ -363,7 +370,8 @@ impl PageRun {
 
     /// True when this browser ignores HTTP/2 server push.
     pub fn push_ignored(&self) -> bool {
-        self.browser_major >= PUSH_REMOVED_IN
+        // Firefox dropped server push in 132.
+        self.engine == Engine::Firefox || self.browser_major >= PUSH_REMOVED_IN
     }
 
     /// The protocols the resources came over with their counts, as the run tables show

@@ -269,6 +269,9 @@ fn read_cell(ctx: &Ctx, combo: &[(&str, &(String, Level))]) -> Result<CellConfig
         discovery: text("discovery")
             .and_then(|d| hxlab_contract::Discovery::parse(&d))
             .unwrap_or_default(),
+        browser: text("browser")
+            .and_then(|b| b.parse().ok())
+            .unwrap_or_default(),
         clients: count("clients").unwrap_or(1),
         streams: count("streams").unwrap_or(1),
         requests: count("requests").unwrap_or(0),
@@ -337,6 +340,12 @@ fn check_cell(
         return Err(ctx.at(
             &place("discovery"),
             format!("cell `{key}`: discovery is how a browser reaches h3; it needs workload = \"browser\""),
+        ));
+    }
+    if get("browser").is_some() && workload != Workload::Browser {
+        return Err(ctx.at(
+            &place("browser"),
+            format!("cell `{key}`: browser is the engine that loads a page; it needs workload = \"browser\""),
         ));
     }
     if cfg.repeat_view && workload != Workload::Browser {

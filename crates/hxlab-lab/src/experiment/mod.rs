@@ -62,7 +62,7 @@ pub enum SpecError {
 pub use hxlab_core::Protocol;
 
 /// Factor names in display order, with what each expects.
-pub const FACTORS: [(&str, &str); 28] = [
+pub const FACTORS: [(&str, &str); 29] = [
     (
         "origin",
         "an origin: \"hxlab\" (the built-in server) or the NAME of an [origins.NAME] table",
@@ -127,6 +127,10 @@ pub const FACTORS: [(&str, &str); 28] = [
     (
         "repeat_view",
         "true or false (browser workload: the returning visitor's view, same browser with its cache and connections)",
+    ),
+    (
+        "browser",
+        "chromium or firefox (browser workload: the engine that loads the page; engines are never pooled, every cell is one)",
     ),
     (
         "discovery",
@@ -255,6 +259,9 @@ pub struct CellConfig {
     /// h1-tls or h2 cell is a site that offers only that protocol; `udp-blocked` puts the
     /// browser behind a link that drops UDP.
     pub discovery: hxlab_contract::Discovery,
+    /// Browser workload: the engine that loads the page (`hxlab page --browser`); Chromium
+    /// unless the cell says otherwise.
+    pub browser: hxlab_core::page::Engine,
     /// Connections (throughput workload).
     pub clients: u64,
     /// Streams per connection (throughput workload).

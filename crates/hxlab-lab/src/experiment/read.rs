@@ -100,6 +100,11 @@ pub(super) fn read_level(factor: &str, v: &toml::Value) -> Result<(String, Level
                 ))
             }
         }
+        "browser" => {
+            let s = v.as_str().ok_or_else(wrong)?;
+            let e = s.parse::<hxlab_core::page::Engine>()?;
+            Ok((e.name().to_string(), Level::Text(e.name().to_string())))
+        }
         "discovery" => {
             let s = v.as_str().ok_or_else(wrong)?;
             match hxlab_contract::Discovery::parse(s) {

@@ -1,4 +1,5 @@
-//! The browser workload: one page load in a fresh headless Chromium per repetition
+//! The browser workload: one page load in a fresh headless browser (the cell's engine, Chromium
+//! unless `browser = "firefox"`) per repetition
 //! (`hxlab page --runs 1`), its `PageRun` stored as the record's RunResult and its resources
 //! as the record's waterfall.
 
@@ -17,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 impl Runner {
-    /// One page load in a fresh headless Chromium (`hxlab page --runs 1`) of the server's
+    /// One page load in a fresh headless browser (`hxlab page --runs 1`) of the server's
     /// synthetic page with the cell's resources; its `PageRun` becomes the record's RunResult
     /// (`duration_s` = the load event).
     pub(super) fn run_browser(
@@ -57,12 +58,14 @@ impl Runner {
         };
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
-        let job = PageJob {
-            url: Some(url),
-            spki: target.spki.iter().cloned().collect(),
-            qlog_dir: self.opts.qlog.then(|| super::evidence_path(dir, cell, "")),
-            ..page_job(exp, cfg, &json)
-        };
+        let job = trusting(
+            PageJob {
+                url: Some(url),
+                qlog_dir: self.netlog_dir(cfg, dir, cell),
+                ..page_job(exp, cfg, &json)
+            },
+            &target,
+        );
         let cmd = match page_command(&self.opts.hxlab_bin, &job, &json) {
             Ok(c) => c,
             Err(e) => {
@@ -83,6 +86,12 @@ impl Runner {
 }
 
 impl Runner {
+    /// Where the cell's NetLog goes with `--qlog`: Chromium's only (Firefox writes none).
+    fn netlog_dir(&self, cfg: &CellConfig, dir: &Path, cell: &Cell) -> Option<std::path::PathBuf> {
+        let chromium = cfg.browser == hxlab_core::page::Engine::Chromium;
+        (self.opts.qlog && chromium).then(|| super::evidence_path(dir, cell, ""))
+    }
+
     /// One page load of a page the experiment names (`har` replayed by `hxlab page --replay`
     /// from its own replay server, or `url` as it is). No server of the lab's serves it, so
     /// the record has no server cost.
@@ -99,7 +108,7 @@ impl Runner {
         let json = dir.join(format!(".page-{rep}.json"));
         let _ = std::fs::remove_file(&json);
         let base = PageJob {
-            qlog_dir: self.opts.qlog.then(|| super::evidence_path(dir, cell, "")),
+            qlog_dir: self.netlog_dir(cfg, dir, cell),
             ..page_job(exp, cfg, &json)
         };
         let job = match page {
@@ -301,6 +310,22 @@ fn read_page_run(
     record.waterfall = Some(run.waterfall());
 }
 
+/// `job` trusting the lab's origin as its engine can: Chromium by the key's SPKI hash,
+/// Firefox by the certificate imported into its profile's NSS store.
+fn trusting(job: PageJob, target: &super::target::Target) -> PageJob {
+    match job.browser {
+        hxlab_core::page::Engine::Chromium => PageJob {
+            spki: target.spki.iter().cloned().collect(),
+            ..job
+        },
+        hxlab_core::page::Engine::Firefox => PageJob {
+            trust_certs: target.cacert.iter().cloned().collect(),
+            insecure: target.insecure,
+            ..job
+        },
+    }
+}
+
 /// What a browser is asked for a cell's protocol (it speaks h2 and h1 over TLS only).
 fn page_proto(p: Protocol) -> Proto {
     match p {
@@ -328,6 +353,7 @@ fn page_job(exp: &Experiment, cfg: &CellConfig, json: &Path) -> PageJob {
         runs: 1,
         timeout: exp.timeout,
         repeat_view: cfg.repeat_view && !discovers,
+        browser: cfg.browser,
         json: Some(json.display().to_string()),
         ..PageJob::default()
     }

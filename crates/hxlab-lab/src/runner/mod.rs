@@ -355,6 +355,9 @@ impl Runner {
                 note(meta, format!("net.ipv4.tcp_fastopen = {v} here: the server takes no TCP Fast Open data, so 0-RTT over TCP (TLS early data) still waits for TCP's handshake; sysctl -w net.ipv4.tcp_fastopen=3 lets it ride on the SYN"));
             }
         }
+        if exp.workload == Workload::Browser {
+            note(meta, engine_note(exp));
+        }
         origin_notes(exp, meta);
         for n in &self.opts.notes {
             note(meta, n.clone());
@@ -488,6 +491,9 @@ impl Runner {
             settings,
             capture_stderr: true,
             replay: None,
+            // Firefox behind a link loads this loopback origin under that name.
+            cert_names: vec![hxlab_contract::LOCAL_ORIGIN_NAME.to_string()],
+            ports: None,
         })
         .map_err(RunnerError::Server)?;
         self.server = Some(origin);
@@ -537,6 +543,37 @@ impl Runner {
         let _ = std::fs::remove_file(&json);
         let _ = std::fs::remove_file(&config);
         record
+    }
+}
+
+/// What the report says about the browser engines: one engine (and how to add the second),
+/// or both, never pooled, with what each cannot measure or set.
+fn engine_note(exp: &Experiment) -> String {
+    use hxlab_core::page::Engine;
+    let engines: std::collections::BTreeSet<Engine> =
+        exp.cells.iter().map(|c| c.config.browser).collect();
+    let tcp = hxlab_core::cc::system_default_name();
+    match engines.len() {
+        0 | 1 => {
+            let e = engines.into_iter().next().unwrap_or_default();
+            format!(
+                "one engine: every page figure is {}'s, so a verdict may be that browser's network stack's rather than the protocol's; add the second with --set browser=chromium,firefox (or browser = [\"chromium\", \"firefox\"] in the experiment) to see whether it holds in both",
+                e.label()
+            )
+        }
+        _ => format!(
+            "two engines, never pooled: every cell is Chromium's (its network stack, QUIC by quiche) or Firefox's (Necko, QUIC by neqo), and each pair's verdict says whether it holds in both; Firefox has no {} (not available, never a number); both browsers' TCP runs this namespace's default controller ({tcp}); Firefox's QUIC runs the cell's cc_server where neqo has it (reno, cubic; network.http.http3.cc_algorithm), Chromium's QUIC its own default (not settable, not read back)",
+            and_words(Engine::Firefox.lacks())
+        ),
+    }
+}
+
+/// `a, b and c`.
+fn and_words(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 

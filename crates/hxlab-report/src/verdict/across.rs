@@ -230,7 +230,8 @@ pub(super) fn alone_clause(p: &str, a: &Across, group: &[&Comparison]) -> Option
                 String::new()
             };
             format!(
-                "{who}{w} under {}",
+                "{who}{w} {} {}",
+                preposition(&a.factor),
                 levels_with_figures(&a.factor, cs, i == 0)
             )
         })
@@ -243,10 +244,26 @@ pub(super) fn alone_clause(p: &str, a: &Across, group: &[&Comparison]) -> Option
 /// are named everywhere in the report), the others by their value alone (`fifo`, `50ms`)
 /// unless it is a bare number, which says nothing without its factor (`resources 24`).
 fn level_name(factor: &str, level: &str, first: bool) -> String {
+    // An engine is named as people name it: `in Chromium`, `in Firefox`.
+    if factor == "browser" {
+        if let Ok(engine) = level.parse::<hxlab_core::page::Engine>() {
+            return engine.label().to_string();
+        }
+    }
     if first || level.parse::<f64>().is_ok() {
         format!("{factor} {level}")
     } else {
         level.to_string()
+    }
+}
+
+/// How a level is introduced: `under scheduler fifo`, but `in Chromium` (a browser engine
+/// is where the page ran, not a condition it ran under).
+fn preposition(factor: &str) -> &'static str {
+    if factor == "browser" {
+        "in"
+    } else {
+        "under"
     }
 }
 
@@ -277,11 +294,12 @@ fn levels_with_figures(factor: &str, cs: &[&Comparison], first: bool) -> String 
         return and_list(&names);
     };
     format!(
-        "{} ({}–{}×, largest {} under {})",
+        "{} ({}–{}×, largest {} {} {})",
         and_list(&names),
         fmt_ratio(lo),
         fmt_ratio(top.factor().0),
         figure(top),
+        preposition(factor),
         value_of(top, factor).unwrap_or("?")
     )
 }
@@ -320,7 +338,10 @@ pub(super) fn factors_clause(all: &[Across]) -> String {
                     .levels
                     .iter()
                     .enumerate()
-                    .map(|(i, l)| level_words(l, &level_name(&a.factor, &l.level, i == 0)))
+                    .map(|(i, l)| {
+                        let name = level_name(&a.factor, &l.level, i == 0);
+                        level_words(l, &format!("{} {name}", preposition(&a.factor)))
+                    })
                     .collect();
                 format!("{} ({})", a.factor, levels.join("; "))
             })
@@ -332,20 +353,20 @@ pub(super) fn factors_clause(all: &[Across]) -> String {
     parts.join("; ")
 }
 
-/// What a pair does at one level, named `name`, in words: `faster under profile none`, `no
-/// significant difference under Regular 4G`, or for a level whose conditions disagree `under
-/// 20ms: faster in 1, slower in 2 of 4`.
-fn level_words(l: &LevelVerdict, name: &str) -> String {
+/// What a pair does at one level, introduced as `at` (`under profile none`, `in Firefox`), in
+/// words: `faster under profile none`, `no significant difference under Regular 4G`, or for
+/// a level whose conditions disagree `under 20ms: faster in 1, slower in 2 of 4`.
+fn level_words(l: &LevelVerdict, at: &str) -> String {
     let way = |d: Direction| match d {
         Direction::Better => "faster",
         Direction::Worse => "slower",
         Direction::Same => "no clear difference",
     };
     if let Some(w) = l.words.first().filter(|w| l.words.iter().all(|x| x == *w)) {
-        return format!("{w} under {name}");
+        return format!("{w} {at}");
     }
     if let Some(d) = l.direction() {
-        return format!("{} under {name}", way(d));
+        return format!("{} {at}", way(d));
     }
     let n = l.directions.len();
     let counts: Vec<String> = [Direction::Better, Direction::Worse]
@@ -354,5 +375,5 @@ fn level_words(l: &LevelVerdict, name: &str) -> String {
         .filter(|(_, k)| *k > 0)
         .map(|(d, k)| format!("{} in {k}", way(d)))
         .collect();
-    format!("under {name}: {} of {n}", counts.join(", "))
+    format!("{at}: {} of {n}", counts.join(", "))
 }

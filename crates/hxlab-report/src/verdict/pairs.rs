@@ -297,14 +297,62 @@ fn short(x: f64) -> String {
 /// `medians per protocol: h2 page TTFB 45.0 ms, 3 connections, 1.20 MB; h3 …`: what each
 /// protocol's page loads cost, beside the LCP and load verdicts of a browser experiment
 /// (medians of the cells' medians when there are several conditions). `missing` names the
-/// metrics no repetition recorded.
+/// metrics no repetition recorded. With two browser engines each has its own medians:
+/// engines are never pooled.
 pub(super) fn page_figures(r: &Report, missing: &[&str]) -> Option<Line> {
+    let engines = r.levels_of("browser");
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    if engines.len() > 1 {
+        let mut each = Vec::new();
+        for e in &engines {
+            let of_engine = protocol_figures(r, Some(e));
+            if !of_engine.is_empty() {
+                let name = e
+                    .parse::<hxlab_core::page::Engine>()
+                    .map(|e| e.label().to_string())
+                    .unwrap_or_else(|_| e.clone());
+                each.push(format!("in {name}: {}", of_engine.join("; ")));
+            }
+            parts.extend(of_engine);
+        }
+        if !each.is_empty() {
+            text = format!("medians {}", each.join(" — "));
+        }
+    } else {
+        parts = protocol_figures(r, None);
+        if !parts.is_empty() {
+            text = format!("medians: {}", parts.join("; "));
+        }
+    }
+    if !missing.is_empty() {
+        if !text.is_empty() {
+            text.push_str("; ");
+        }
+        text.push_str(&format!("not recorded: {}", missing.join(", ")));
+    }
+    (!text.is_empty()).then_some(Line {
+        kind: Kind::Info,
+        text,
+        condition: String::new(),
+        problem: None,
+        count: parts.len(),
+        across: Vec::new(),
+    })
+}
+
+/// `h2 TTFB 45.0 ms, 3 connections, 1.20 MB` per protocol: medians of the cells' medians,
+/// over the cells of `engine` when one is named.
+fn protocol_figures(r: &Report, engine: Option<&str>) -> Vec<String> {
     let mut parts = Vec::new();
     for p in r.levels_of("protocol") {
         let cells: Vec<_> = r
             .cells
             .iter()
             .filter(|c| c.factors.get("protocol") == Some(&p) && !c.values.is_empty())
+            .filter(|c| {
+                engine.is_none_or(|e| c.factors.get("browser").map(String::as_str) == Some(e))
+            })
             .collect();
         let figure = |key: &str| {
             let v: Vec<f64> = cells
@@ -327,22 +375,5 @@ pub(super) fn page_figures(r: &Report, missing: &[&str]) -> Option<Line> {
             parts.push(format!("{p} {}", f.join(", ")));
         }
     }
-    let mut text = String::new();
-    if !parts.is_empty() {
-        text = format!("medians: {}", parts.join("; "));
-    }
-    if !missing.is_empty() {
-        if !text.is_empty() {
-            text.push_str("; ");
-        }
-        text.push_str(&format!("not recorded: {}", missing.join(", ")));
-    }
-    (!text.is_empty()).then_some(Line {
-        kind: Kind::Info,
-        text,
-        condition: String::new(),
-        problem: None,
-        count: parts.len(),
-        across: Vec::new(),
-    })
+    parts
 }

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 /// Options of `hxlab page`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  hxlab page --synthetic n=30,size=100KiB,delay=10ms --proto h3 --runs 10\n  hxlab page https://127.0.0.1:8443/ --proto h2 --spki <base64> --json -\n  hxlab page -k https://staging.localhost:8443/ --proto h3 --record site.har --runs 1"
+    after_help = "Examples:\n  hxlab page --synthetic n=30,size=100KiB,delay=10ms --proto h3 --runs 10\n  hxlab page --browser firefox --synthetic n=30,size=100KiB --proto h3 --runs 5\n  hxlab page https://127.0.0.1:8443/ --proto h2 --spki <base64> --json -\n  hxlab page -k https://staging.localhost:8443/ --proto h3 --record site.har --runs 1"
 )]
 pub struct Args {
     /// Read the whole job from this JSON file (`-`: standard input): the typed contract the
@@ -25,7 +25,7 @@ pub struct Args {
         "url", "synthetic", "record", "replay", "proto", "profile", "delay", "down", "up",
         "loss", "jitter", "queue", "runs", "push", "early_hints", "har", "json", "html",
         "timeout", "spki", "insecure", "cpu_slowdown", "repeat_view", "server_cc", "scheduler",
-        "notsent_lowat", "strict", "discovery", "qlog",
+        "notsent_lowat", "strict", "discovery", "qlog", "browser",
     ])]
     pub config: Option<String>,
     /// Page to load (http:// or https://). Or use --synthetic.
@@ -91,6 +91,18 @@ pub struct Args {
     /// Write a self-contained HTML page to FILE: the figures, and one waterfall per run.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Browser engine: chromium (the default; DevTools protocol) or firefox (Debian's
+    /// firefox-esr over WebDriver BiDi: Necko and neqo instead of Chromium's stack and quiche).
+    #[arg(long, value_name = "chromium|firefox")]
+    pub browser: Option<String>,
+    /// Firefox binary (Debian package `firefox-esr`), for --browser firefox.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "HXLAB_FIREFOX",
+        default_value = "firefox-esr"
+    )]
+    pub firefox: PathBuf,
     /// Chromium binary (Debian package `chromium`).
     #[arg(
         long,
@@ -215,6 +227,13 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
             ))
         })?),
     };
+    // Parsed here rather than by clap so a wrong name is one line, as every usage error.
+    let browser = match &args.browser {
+        Some(name) => name
+            .parse::<hxlab_core::page::Engine>()
+            .map_err(|e| super::usage(format!("--browser: {e}")))?,
+        None => hxlab_core::page::Engine::Chromium,
+    };
     if args.discovery == Some(hxlab_contract::Discovery::Forced) && args.proto.is_none() {
         return Err(super::usage(
             "--discovery forced needs the protocol to force: --proto h1, h2 or h3",
@@ -232,7 +251,10 @@ fn job_from(args: &Args) -> anyhow::Result<PageJob> {
         early_hints: args.early_hints,
         spki: args.spki.clone(),
         insecure: args.insecure,
+        browser,
         chromium: args.chromium.clone(),
+        firefox: args.firefox.clone(),
+        trust_certs: Vec::new(),
         timeout,
         cpu_slowdown,
         repeat_view: args.repeat_view,
@@ -283,6 +305,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn page_error(e: PageError) -> anyhow::Error {
     match e {
         PageError::Usage(m) => super::usage(m),
+        // What to install is the whole answer: a usage error, one line, exit 2.
+        PageError::Browser(e @ hxlab_browser::BrowserError::FirefoxNotFound(_)) => {
+            super::usage(e.to_string())
+        }
         e => anyhow::Error::new(e),
     }
 }

@@ -224,6 +224,7 @@ fn flags_config(args: &Options) -> anyhow::Result<hxlab_serve::ServeConfig> {
         tcp_max_per_address: args.tcp_max_per_address,
         ready_file: args.ready_file.clone(),
         header_table: size("--header-table", &args.header_table)?,
+        cert_names: Vec::new(),
         qlog_dir: args.qlog.clone(),
         head_timeout: duration("--head-timeout", &args.head_timeout)?,
         idle_timeout: duration("--idle-timeout", &args.idle_timeout)?,
