@@ -1,10 +1,11 @@
 #!/bin/sh
 # page-rootfs.sh BINARY OUTDIR [SOURCES]
 # Assemble the root filesystem of the `page` image: a minimal Debian 12 (bookworm) made by
-# mmdebstrap from Debian packages (chromium and the CA certificates, with their
-# dependencies), plus the hxlab binary at /usr/local/bin/hxlab. No base image and no
-# registry: only a Debian mirror. SOURCES is a sources.list or deb822 .sources file naming
-# the mirror (default: this machine's own, so the image matches its snapshot).
+# mmdebstrap from Debian packages (chromium, firefox-esr with certutil, and the CA
+# certificates, with their dependencies), plus the hxlab binary at /usr/local/bin/hxlab.
+# No base image and no registry: only a Debian mirror. SOURCES is a sources.list or deb822
+# .sources file naming the mirror (default: this machine's own, so the image matches its
+# snapshot).
 # The FROM-scratch image (deploy/rootfs.sh) cannot run `hxlab page`: a browser needs a
 # whole distribution (fonts, NSS, GTK, Mesa). This one can.
 set -eu
@@ -28,7 +29,7 @@ fi
 
 # Documentation, manuals and translations are a third of the tree and no use to a browser.
 mmdebstrap --quiet --variant=minbase \
-  --include=chromium,ca-certificates,fonts-dejavu-core \
+  --include=chromium,firefox-esr,libnss3-tools,ca-certificates,fonts-dejavu-core \
   --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{hxlab, run_with_timeout, tempfile_dir::TempDir, Server};
+use common::{hxlab, podman, run_with_timeout, tempfile_dir::TempDir, Server};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -380,17 +380,6 @@ fn rendered_jobs_pass_kubernetes_validate_strict() {
     }
 }
 
-/// The hard limit on open files here (`ulimit -Hn`): podman asks for more than a container
-/// may have where the machine does not grant CAP_SYS_RESOURCE.
-fn nofile_hard() -> u64 {
-    let out = Command::new("sh")
-        .args(["-c", "ulimit -Hn"])
-        .output()
-        .expect("sh");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim().parse::<u64>().unwrap_or(1 << 20).min(1 << 20)
-}
-
 /// The Containerfile's final stage, built with podman from a root filesystem assembled by
 /// deploy/rootfs.sh from this build's binary (no registry here), runs shard 0 of a rendered
 /// Job while shard 1 runs on the host: the two merge into the whole run.
@@ -409,25 +398,7 @@ fn the_image_runs_a_shard_that_merges_with_one_on_the_host() {
     let (code, _, err) = run_with_timeout(&mut cmd, LIMIT);
     assert_eq!(code, Some(0), "rootfs.sh: {err}");
     let tag = format!("localhost/hxlab-test:{}", std::process::id());
-    let mut cmd = Command::new(&podman);
-    cmd.args(["build", "--quiet", "--target", "runtime", "-t", &tag])
-        .arg(format!("--build-context=build={}", ctx.path().display()))
-        .arg("-f")
-        .arg(repo.join("Containerfile"))
-        .arg(&repo);
-    let (code, _, err) = run_with_timeout(&mut cmd, Duration::from_secs(300));
-    assert_eq!(code, Some(0), "podman build: {err}");
-    struct Image(PathBuf, String);
-    impl Drop for Image {
-        fn drop(&mut self) {
-            let _ = Command::new(&self.0)
-                .args(["rmi", "-f", &self.1])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-    let _image = Image(podman.clone(), tag.clone());
+    let image = podman::build(&podman, "runtime", ("build", ctx.path()), &tag);
 
     let server = Server::start(&["--no-h3"]);
     let url = format!("http://{}/bytes/100", plain(&server));
@@ -438,23 +409,18 @@ fn the_image_runs_a_shard_that_merges_with_one_on_the_host() {
         "--shards", "2", "--lead", "3s", "--", "load", "-n", "400", "-c", "4", "--cc", "system",
         &url,
     ]);
-    let n = nofile_hard();
     let mut outs = Vec::new();
     let mut children = Vec::new();
     for i in 0..2 {
         let (argv, env) = container_line(&manifest, i);
         let argv = as_local_pod(argv);
         let mut cmd = if i == 0 {
-            let mut c = Command::new(&podman);
-            // runc and explicit limits: crun refuses hybrid cgroup hosts, and podman's
-            // default limits exceed what a machine without CAP_SYS_RESOURCE grants.
-            c.args(["--runtime", "runc", "run", "--rm", "--network", "host"])
-                .arg(format!("--ulimit=nofile={n}:{n}"))
-                .arg("--ulimit=nproc=32768:32768");
+            let mut c = podman::run_command(&podman);
+            c.args(["--network", "host"]);
             for (k, v) in &env {
                 c.arg("-e").arg(format!("{k}={v}"));
             }
-            c.arg(&tag).args(&argv[1..]);
+            c.arg(&image.tag).args(&argv[1..]);
             c
         } else {
             let mut c = Command::new(hxlab());

@@ -631,3 +631,67 @@ pub fn jsonschema_python() -> Option<String> {
     }
     Some(py)
 }
+
+/// Container images the tests build with podman, and the limits `podman run` needs here.
+pub mod podman {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    /// An image a test built, removed (`podman rmi -f`) when dropped.
+    pub struct Image {
+        podman: PathBuf,
+        /// Its tag, e.g. `localhost/hxlab-test:1234`.
+        pub tag: String,
+    }
+
+    impl Drop for Image {
+        fn drop(&mut self) {
+            let _ = Command::new(&self.podman)
+                .args(["rmi", "-f", &self.tag])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Builds stage `target` of the repository's Containerfile with the named build context
+    /// `context=dir` (where the stage copies its root filesystem from) as `tag`; panics with
+    /// podman's message when the build fails.
+    pub fn build(podman: &Path, target: &str, context: (&str, &Path), tag: &str) -> Image {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut cmd = Command::new(podman);
+        cmd.args(["build", "--quiet", "--target", target, "-t", tag])
+            .arg(format!(
+                "--build-context={}={}",
+                context.0,
+                context.1.display()
+            ))
+            .arg("-f")
+            .arg(repo.join("Containerfile"))
+            .arg(&repo);
+        let (code, _, err) = super::run_with_timeout(&mut cmd, Duration::from_secs(600));
+        assert_eq!(code, Some(0), "podman build --target {target}: {err}");
+        Image {
+            podman: podman.to_path_buf(),
+            tag: tag.to_string(),
+        }
+    }
+
+    /// `podman run --rm` with the runtime and limits this kind of machine needs: runc (crun
+    /// refuses hybrid cgroup hosts) and the hard open-files limit here (podman's default
+    /// asks for more than a machine without CAP_SYS_RESOURCE grants).
+    pub fn run_command(podman: &Path) -> Command {
+        let out = Command::new("sh")
+            .args(["-c", "ulimit -Hn"])
+            .output()
+            .expect("sh");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let n = text.trim().parse::<u64>().unwrap_or(1 << 20).min(1 << 20);
+        let mut c = Command::new(podman);
+        c.args(["--runtime", "runc", "run", "--rm"])
+            .arg(format!("--ulimit=nofile={n}:{n}"))
+            .arg("--ulimit=nproc=32768:32768");
+        c
+    }
+}
