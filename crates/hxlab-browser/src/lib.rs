@@ -25,6 +25,7 @@ mod collected;
 mod firefox;
 mod har;
 mod load;
+mod page_load;
 mod process;
 mod view;
 mod visual;
@@ -34,7 +35,8 @@ mod ws;
 
 pub use firefox::find_firefox;
 pub use hxlab_core::page::Engine;
-pub use load::{find_chromium, load_page, load_page_async};
+pub use load::find_chromium;
+pub use page_load::{load_page, load_page_async};
 pub use process::Launcher;
 pub use visual::{speed_index, visual_progress, Histogram};
 

@@ -1,5 +1,6 @@
-//! One page load: launch, navigate, collect the Network/Page events, read navigation and paint
-//! timing from the page, close.
+//! One page load in Chromium: launch, navigate, collect the Network/Page events, read
+//! navigation and paint timing from the page, close; and what the Firefox driver shares with
+//! it (finding a program, the page's origin, a view's run from its records).
 
 use crate::cdp::Cdp;
 use crate::collected::{num, str_of, Collected, RequestRecord};
@@ -15,31 +16,8 @@ use std::time::Duration;
 /// How long the browser gets to exit after `Browser.close` before its group is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-/// Loads one page, blocking the calling thread. Safe to call from inside a tokio runtime (it
-/// then runs on a helper thread with its own runtime). The browser is gone and its profile
-/// removed when this returns, whatever the outcome.
-pub fn load_page(cfg: PageConfig) -> Result<PageRun, BrowserError> {
-    let work = move || -> Result<PageRun, BrowserError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| BrowserError::Launch(format!("tokio runtime: {e}")))?;
-        rt.block_on(load_page_async(&cfg))
-    };
-    if tokio::runtime::Handle::try_current().is_ok() {
-        std::thread::spawn(work)
-            .join()
-            .map_err(|_| BrowserError::Launch("page-load thread panicked".into()))?
-    } else {
-        work()
-    }
-}
-
-/// Loads one page within `cfg.timeout`. Dropping the future kills the browser too.
-pub async fn load_page_async(cfg: &PageConfig) -> Result<PageRun, BrowserError> {
-    if cfg.engine == crate::Engine::Firefox {
-        return crate::firefox::load(cfg).await;
-    }
+/// Loads one page in Chromium within `cfg.timeout`. Dropping the future kills the browser too.
+pub(crate) async fn load_chromium(cfg: &PageConfig) -> Result<PageRun, BrowserError> {
     let program = resolve_chromium(&cfg.chromium)?;
     let args = browser_args(cfg)?;
     match tokio::time::timeout(cfg.timeout, run(cfg, &program, &args)).await {
