@@ -248,20 +248,7 @@ async fn one_browser(
     let (mut browser, pipe) = BrowserProcess::spawn_on(program, args, cfg.launcher.as_ref(), dir)?;
     let mut cdp = Cdp::new(pipe);
     let outcome = drive(cfg, &mut cdp, view).await;
-    let outcome = match outcome {
-        Err(BrowserError::Crashed(msg)) => {
-            let status = browser.settle_after_crash().await;
-            let mut detail = match status {
-                Some(status) => format!("the browser exited ({status})"),
-                None => msg,
-            };
-            if let Some(line) = browser.last_stderr_line() {
-                detail.push_str(&format!("; last browser message: {line}"));
-            }
-            Err(BrowserError::Crashed(detail))
-        }
-        other => other,
-    };
+    let outcome = browser.explain_crash(outcome, "the browser").await;
     if outcome.is_ok() {
         let _ = tokio::time::timeout(
             Duration::from_millis(500),

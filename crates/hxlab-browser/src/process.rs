@@ -304,6 +304,26 @@ impl BrowserProcess {
         matches!(self.child.try_wait(), Ok(Some(_)))
     }
 
+    /// `outcome` with a crash told whole: how the browser (`who`) exited, if it did, and the
+    /// last line it wrote on stderr. Any other outcome is returned as it is.
+    pub(crate) async fn explain_crash<T>(
+        &mut self,
+        outcome: Result<T, BrowserError>,
+        who: &str,
+    ) -> Result<T, BrowserError> {
+        let Err(BrowserError::Crashed(msg)) = outcome else {
+            return outcome;
+        };
+        let mut detail = match self.settle_after_crash().await {
+            Some(status) => format!("{who} exited ({status})"),
+            None => msg,
+        };
+        if let Some(line) = self.last_stderr_line() {
+            detail.push_str(&format!("; last browser message: {line}"));
+        }
+        Err(BrowserError::Crashed(detail))
+    }
+
     /// After the pipe broke: waits briefly for the browser to exit and its stderr to drain,
     /// and returns how it exited ("exit status: 3"), if it did.
     pub(crate) async fn settle_after_crash(&mut self) -> Option<String> {

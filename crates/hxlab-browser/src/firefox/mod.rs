@@ -155,20 +155,7 @@ async fn one_browser(
         run
     }
     .await;
-    let outcome = match outcome {
-        Err(BrowserError::Crashed(msg)) => {
-            let status = browser.settle_after_crash().await;
-            let mut detail = match status {
-                Some(status) => format!("Firefox exited ({status})"),
-                None => msg,
-            };
-            if let Some(line) = browser.last_stderr_line() {
-                detail.push_str(&format!("; last browser message: {line}"));
-            }
-            Err(BrowserError::Crashed(detail))
-        }
-        other => other,
-    };
+    let outcome = browser.explain_crash(outcome, "Firefox").await;
     browser.shutdown(CLOSE_GRACE).await;
     outcome
 }
