@@ -95,6 +95,7 @@ crictl_build() {
 
 pause_image=localhost/hxlab-pause:1
 hxlab_image=${HXLAB_IMAGE:-localhost/hxlab:test}
+hxlab_build_tag=localhost/hxlab-cluster-build:latest
 
 pause_build() {
   local out=$CACHE/images/pause.tar
@@ -137,11 +138,13 @@ hxlab_build() {
   local ctx rc=0
   ctx=$(mktemp -d /tmp/hxlab-image.XXXXXX)
   mkdir -p "$CACHE/images"
+  # Built under a tag of its own (not to replace someone's localhost/hxlab:test in podman's
+  # store); `up` tags it $hxlab_image in containerd.
   sh "$repo/deploy/rootfs.sh" "$bin" "$ctx/rootfs" \
-    && podman build -q --build-context build="$ctx" --target runtime -t "$hxlab_image" "$repo" >/dev/null \
-    && podman save -q --format oci-archive -o "$hxlab_tar.tmp" "$hxlab_image" \
+    && podman build -q --build-context build="$ctx" --target runtime -t "$hxlab_build_tag" "$repo" >/dev/null \
+    && podman save -q --format oci-archive -o "$hxlab_tar.tmp" "$hxlab_build_tag" \
     && mv "$hxlab_tar.tmp" "$hxlab_tar" || rc=$?
-  podman rmi -f "$hxlab_image" >/dev/null 2>&1 || true
+  podman rmi -f "$hxlab_build_tag" >/dev/null 2>&1 || true
   rm -rf "$ctx"
   [ $rc = 0 ] || die "building the hxlab image failed"
   # Older archives of other binaries: keep the newest few.
@@ -357,6 +360,8 @@ up() {
   wait_for "containerd" 30 ctr -a "$STATE/containerd.sock" version
   ctr -a "$STATE/containerd.sock" -n k8s.io images import "$CACHE/images/pause.tar" >/dev/null
   ctr -a "$STATE/containerd.sock" -n k8s.io images import "$hxlab_tar" >/dev/null
+  ctr -a "$STATE/containerd.sock" -n k8s.io images tag --force "$hxlab_build_tag" "$hxlab_image" >/dev/null
+  ctr -a "$STATE/containerd.sock" -n k8s.io images rm "$hxlab_build_tag" >/dev/null
   wait_for "kube-apiserver" 120 $kc get --raw /readyz
   start kube-controller-manager "$CACHE/bin/kube-controller-manager" \
     --kubeconfig "$STATE/controller-manager.kubeconfig" --secure-port 0 --leader-elect=false \
