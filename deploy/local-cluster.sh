@@ -61,17 +61,27 @@ k8s_build() {
       } >> go.mod
       [ "$(grep -c " => k8s.io/" go.mod)" -ge 30 ] || die "found too few staging modules in $kmod"
     fi
-    mkmain() { # dir import body
+    mkmain() { # dir imports body
       mkdir -p "cmd/$1"
-      printf 'package main\n\nimport (\n\t"os"\n\n\t"k8s.io/component-base/cli"\n%s\n)\n\nfunc main() { %s }\n' "$2" "$3" > "cmd/$1/main.go"
+      printf 'package main\n\nimport (\n%s\n)\n\nfunc main() {\n\t%s\n}\n' "$2" "$3" > "cmd/$1/main.go"
     }
-    mkmain kube-apiserver '	"k8s.io/kubernetes/cmd/kube-apiserver/app"' 'os.Exit(cli.Run(app.NewAPIServerCommand()))'
-    mkmain kube-controller-manager '	"k8s.io/kubernetes/cmd/kube-controller-manager/app"' 'os.Exit(cli.Run(app.NewControllerManagerCommand()))'
-    mkmain kube-scheduler '	"k8s.io/kubernetes/cmd/kube-scheduler/app"' 'os.Exit(cli.Run(app.NewSchedulerCommand()))'
-    mkmain kubelet '	"context"
-
-	"k8s.io/kubernetes/cmd/kubelet/app"' 'os.Exit(cli.Run(app.NewKubeletCommand(context.Background())))'
-    mkmain kubectl '	"k8s.io/kubectl/pkg/cmd"' 'os.Exit(cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()))'
+    local cli='	"k8s.io/component-base/cli"' os='	"os"'
+    mkmain kube-apiserver "$os
+$cli
+	\"k8s.io/kubernetes/cmd/kube-apiserver/app\"" 'os.Exit(cli.Run(app.NewAPIServerCommand()))'
+    mkmain kube-controller-manager "$os
+$cli
+	\"k8s.io/kubernetes/cmd/kube-controller-manager/app\"" 'os.Exit(cli.Run(app.NewControllerManagerCommand()))'
+    mkmain kube-scheduler "$os
+$cli
+	\"k8s.io/kubernetes/cmd/kube-scheduler/app\"" 'os.Exit(cli.Run(app.NewSchedulerCommand()))'
+    mkmain kubelet "	\"context\"
+$os
+$cli
+	\"k8s.io/kubernetes/cmd/kubelet/app\"" 'os.Exit(cli.Run(app.NewKubeletCommand(context.Background())))'
+    mkmain kubectl "$cli
+	\"k8s.io/kubectl/pkg/cmd\"
+	\"k8s.io/kubectl/pkg/cmd/util\"" 'util.CheckErr(cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()))'
     go mod tidy >/dev/null
     local v=k8s.io/component-base/version minor=${K8S_VERSION#*.}
     minor=${minor%%.*}
