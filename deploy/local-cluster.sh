@@ -365,8 +365,14 @@ up() {
     --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range "$SVC_NET" \
+    --kubelet-preferred-address-types InternalIP \
     --profiling=false
-  local kc="$CACHE/bin/kubectl --kubeconfig $STATE/admin.kubeconfig"
+  # kubectl keeps a discovery cache in ~/.kube/cache unless told otherwise: KUBECTL is a
+  # wrapper that keeps it in the state dir.
+  mkdir -p "$STATE/bin"
+  printf '#!/bin/sh\nexec %s --cache-dir %s "$@"\n' "$CACHE/bin/kubectl" "$STATE/kube-cache" > "$STATE/bin/kubectl"
+  chmod +x "$STATE/bin/kubectl"
+  local kc="$STATE/bin/kubectl --kubeconfig $STATE/admin.kubeconfig"
   wait_for "containerd" 30 ctr -a "$STATE/containerd.sock" version
   ctr -a "$STATE/containerd.sock" -n k8s.io images import "$CACHE/images/pause.tar" >/dev/null
   ctr -a "$STATE/containerd.sock" -n k8s.io images import "$hxlab_tar" >/dev/null
@@ -391,7 +397,7 @@ up() {
   done
   log "up: build/images $((tb - t0)) s, start $((SECONDS - tb)) s"
   echo "KUBECONFIG=$STATE/admin.kubeconfig"
-  echo "KUBECTL=$CACHE/bin/kubectl"
+  echo "KUBECTL=$STATE/bin/kubectl"
   echo "HOST_ADDR=$(host_addr)"
 }
 
@@ -462,9 +468,9 @@ status() {
   for n in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
     if alive $n; then echo "$n running (pid $(cat "$(pidfile $n)"))"; else echo "$n NOT running"; rc=1; fi
   done
-  "$CACHE/bin/kubectl" --kubeconfig "$STATE/admin.kubeconfig" get nodes -o wide 2>&1 || rc=1
+  "$STATE/bin/kubectl" --kubeconfig "$STATE/admin.kubeconfig" get nodes -o wide 2>&1 || rc=1
   echo "KUBECONFIG=$STATE/admin.kubeconfig"
-  echo "KUBECTL=$CACHE/bin/kubectl"
+  echo "KUBECTL=$STATE/bin/kubectl"
   echo "HOST_ADDR=$(host_addr)"
   return $rc
 }
