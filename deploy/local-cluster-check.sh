@@ -96,7 +96,7 @@ jq_num() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2
 
 before=$(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["requests"])')
 run_job hxlab-check-whole 10s
-"$HXLAB" merge - -o "$work/whole.json" < "$work/hxlab-check-whole.logs" 2> "$work/whole.merge.txt" \
+"$HXLAB" merge - -o "$work/whole.json" < "$work/hxlab-check-whole.logs" > "$work/whole.merge.txt" 2>&1 \
   || fail "merge: $(cat "$work/whole.merge.txt")"
 cat "$work/whole.merge.txt" >&2
 scheduled=$(jq_num x 'd["requests_scheduled"]' "$work/whole.json")
