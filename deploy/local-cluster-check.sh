@@ -49,6 +49,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# One cluster at a time on this machine (fixed ports, the bridge's name): wait for another
+# check to finish. The lock is on this script's own file (nothing to leave behind).
+exec 9< "$here/local-cluster-check.sh"
+flock -w 1200 9 || fail "another local-cluster check held the lock for 20 minutes"
 snapshot "$work/before"
 t0=$SECONDS
 "$cluster" up > "$work/up.env"

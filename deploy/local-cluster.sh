@@ -13,8 +13,9 @@
 #   HXLAB_CLUSTER_STATE  state dir: config, certs, logs, data, PIDs;      [/run/hxlab-cluster]
 #                        `down` removes it
 #   HXLAB_BIN            the hxlab binary the image is built from         [target/release/hxlab]
-#   HXLAB_CLUSTER_NET    the CNI bridge's /24 (host is .1)                [10.88.46.0/24]
-#   HXLAB_CLUSTER_SVC    the Service range                                [10.96.46.0/24]
+#   HXLAB_CLUSTER_NET    the CNI bridge's /24 (host is .1)                [10.203.46.0/24]
+#   HXLAB_CLUSTER_SVC    the Service range                                [10.203.47.0/24]
+# (not podman's 10.88.0.0/16 nor the usual Kubernetes ranges, which may be in use here)
 # `up` ends by printing KUBECONFIG=PATH, KUBECTL=PATH and HOST_ADDR=IP (the bridge's host
 # address, which pods reach).
 set -euo pipefail
@@ -24,8 +25,8 @@ STAGING_VERSION=0.34.4
 CRICTL_VERSION=1.34.0
 CACHE=${HXLAB_CLUSTER_CACHE:-/var/cache/hxlab-cluster}
 STATE=${HXLAB_CLUSTER_STATE:-/run/hxlab-cluster}
-NET=${HXLAB_CLUSTER_NET:-10.88.46.0/24}
-SVC_NET=${HXLAB_CLUSTER_SVC:-10.96.46.0/24}
+NET=${HXLAB_CLUSTER_NET:-10.203.46.0/24}
+SVC_NET=${HXLAB_CLUSTER_SVC:-10.203.47.0/24}
 BRIDGE=hxlab-cni0
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -335,7 +336,10 @@ up() {
     port_free "$p" || die "port $p is in use"
   done
   ip link show "$BRIDGE" >/dev/null 2>&1 && die "interface $BRIDGE exists (local-cluster.sh down?)"
-  ip -4 route show | grep -q "^${NET} " && die "$NET is already routed here; set HXLAB_CLUSTER_NET"
+  # Any route but the default one that covers the bridge's address: the range is in use.
+  if ip -4 route show match "$(host_addr)" | grep -v '^default' | grep -q .; then
+    die "$NET overlaps a network of this machine ($(ip -4 route show match "$(host_addr)" | grep -v '^default' | head -n 1)); set HXLAB_CLUSTER_NET"
+  fi
   k8s_build
   crictl_build
   pause_build
