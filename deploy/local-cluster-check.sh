@@ -53,6 +53,8 @@ trap cleanup EXIT
 # check to finish. The lock is on this script's own file (nothing to leave behind).
 exec 9< "$here/local-cluster-check.sh"
 flock -w 1200 9 || fail "another local-cluster check held the lock for 20 minutes"
+# A cluster left by a check that was killed: take it down first.
+[ -d "$HXLAB_CLUSTER_STATE" ] && "$cluster" down
 snapshot "$work/before"
 t0=$SECONDS
 "$cluster" up > "$work/up.env"

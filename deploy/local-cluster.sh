@@ -413,7 +413,9 @@ stop() { # NAME [SECONDS]
   f=$(pidfile "$1")
   [ -s "$f" ] || return 0
   pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  # Only the process up started: its command line names the state dir (a stale PID file,
+  # after a reboot, may name another program's process).
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -qF "$STATE/"; then
     kill "$pid" 2>/dev/null || true
     local end=$((SECONDS + ${2:-10}))
     while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
