@@ -5,7 +5,8 @@
 #   2. an `hxlab serve` origin bound to the CNI bridge's host address;
 #   3. the Job of `render --shards 4 ... -- load --rate 2000 -D 10s -c 8 URL`, applied as
 #      rendered; kubectl wait; kubectl logs | hxlab merge -: requests_scheduled = 20000
-#      exactly, shards 0..3 each once, the origin's own count = the merged count;
+#      exactly, shards 0..3 each once, the origin's own count between the merged requests
+#      done and started (a request in flight at the end may or may not have been answered);
 #   4. a second Job with one shard's pod deleted mid-run: merge refuses naming the shard,
 #      --allow-partial merges the other three;
 #   5. down; no process, mount, interface, cgroup, sysctl or firewall rule of the cluster left.
@@ -109,10 +110,14 @@ scheduled=$(jq_num x 'd["requests_scheduled"]' "$work/whole.json")
 [ "$scheduled" = 20000 ] || fail "requests_scheduled = $scheduled, want 20000"
 shards=$(jq_num x '",".join(str(s["index"]) for s in sorted(d["shards"], key=lambda s: s["index"]))' "$work/whole.json")
 [ "$shards" = 0,1,2,3 ] || fail "shards present: $shards, want 0,1,2,3 once each"
+# The origin answered every request the shards counted done, and none they did not start; a
+# request in flight when a shard's -D ended may have been answered or not.
 done_=$(jq_num x 'd["requests_done"]' "$work/whole.json")
-after=$(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["requests"])')
-[ $((after - before)) = "$done_" ] || fail "the origin counted $((after - before)) requests, the merge $done_"
-say "requests_scheduled = 20000, shards 0,1,2,3, requests_done = $done_ = the origin's count"
+started=$(jq_num x 'd["requests_started"]' "$work/whole.json")
+served=$(( $(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["requests"])') - before ))
+[ "$done_" -le "$served" ] && [ "$served" -le "$started" ] \
+  || fail "the origin answered $served requests; the merge has $done_ done of $started started"
+say "requests_scheduled = 20000, shards 0,1,2,3; the origin answered $served: $done_ done <= $served <= $started started"
 # Beside it, for the record: one process on the host at the same rate (not compared: sub-ms
 # percentiles on a shared 2-core machine vary more than any bound worth asserting).
 "$HXLAB" load --rate 2000 -D 10s -c 8 --no-progress --json "$work/host.json" "$url" > "$work/host.txt" 2>&1 \
