@@ -223,12 +223,15 @@ impl JobSpec<'_> {
     /// The comment block: what the Job does and the commands that run and collect it.
     fn header(&self, now: f64) -> String {
         let (name, ns) = (self.name, self.namespace);
+        let (shards, cpu, memory) = (self.shards, self.cpu, self.memory);
         // Long enough for the lead, the run and a slow pull.
         let wait_s = ((self.start_at - now).max(0.0) + self.run_s + 300.0).ceil() as u64;
         let quoted: Vec<String> = self.command.iter().map(|s| shell_quote(s)).collect();
         format!(
             "# hxlab k8s render: `hxlab {}` as {} shards (an Indexed Job, one pod per shard),\n\
              # all starting at {} (run id {name}).\n\
+             # They must all run at once: the nodes need {shards} x {cpu} CPU and {shards} x {memory} memory free together\n\
+             # (requests = limits); a pod left Pending for room starts late, and is flagged late.\n\
              # Run and collect:\n\
              #   kubectl apply -f THIS_FILE\n\
              #   kubectl wait --for=condition=complete job/{name} -n {ns} --timeout={wait_s}s\n\
