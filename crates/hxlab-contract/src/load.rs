@@ -150,8 +150,9 @@ pub struct LoadConfig {
     /// JSON form, where the reader decides.
     #[serde(skip)]
     pub progress: bool,
-    /// Write a qlog (JSON-SEQ) of every QUIC connection to `BASE.N.sqlog`, N counting
-    /// connections from 0 (`--qlog DIR`, h2load's `--qlog-file-base BASE`); none when unset.
+    /// Write a qlog (JSON-SEQ) of every QUIC connection to `BASE.W.C.sqlog` (worker W,
+    /// client C; a client's later connections `BASE.W.C.K.sqlog`), from `--qlog DIR` or
+    /// h2load's `--qlog-file-base BASE`; none when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qlog_base: Option<std::path::PathBuf>,
     /// h2load's `--log-file`: append one line per measured request to this file (start in

@@ -1,5 +1,5 @@
 //! `--qlog DIR` / `--qlog-file-base BASE`: one qlog file (JSON-SEQ, qlog 0.3) per QUIC
-//! connection, `BASE.N.sqlog`. quinn-proto writes the transport events (packets sent,
+//! connection, `BASE.W.C.sqlog` (worker, client). quinn-proto writes the transport events (packets sent,
 //! received and lost, recovery metrics) into it; this module adds HTTP/3 frame events of
 //! the request and control streams (`http3:frame_created` for what the client sends,
 //! `http3:frame_parsed` for what it reads) and the QPACK encoder- and decoder-stream

@@ -277,10 +277,12 @@ pub struct Args {
     #[arg(long = "print-intervals")]
     pub print_intervals: bool,
     /// Write a qlog (JSON-SEQ: quinn's transport events and HTTP/3 frame events) of every
-    /// QUIC connection into DIR, as load.N.sqlog.
+    /// QUIC connection into DIR, as load.WORKER.CLIENT.sqlog (a client's later connections
+    /// load.WORKER.CLIENT.K.sqlog).
     #[arg(long = "qlog", value_name = "DIR", conflicts_with = "qlog_file_base")]
     pub qlog: Option<std::path::PathBuf>,
-    /// h2load's spelling: a qlog of every QUIC connection as BASE.N.sqlog.
+    /// h2load's spelling: a qlog of every QUIC connection as BASE.WORKER.CLIENT.sqlog, as
+    /// h2load names them (a client's later connections BASE.WORKER.CLIENT.K.sqlog).
     #[arg(long = "qlog-file-base", value_name = "BASE")]
     pub qlog_file_base: Option<std::path::PathBuf>,
     /// h2load's --log-file: append a line per measured request to FILE: its start in µs
@@ -613,8 +615,8 @@ fn config_from_file(a: &Args, path: &std::path::Path) -> anyhow::Result<LoadConf
     Ok(cfg)
 }
 
-/// Where `--qlog DIR` (files `DIR/load.N.sqlog`, the directory made if missing) or h2load's
-/// `--qlog-file-base BASE` (files `BASE.N.sqlog`) puts the qlog files.
+/// Where `--qlog DIR` (files `DIR/load.W.C.sqlog`, the directory made if missing) or h2load's
+/// `--qlog-file-base BASE` (files `BASE.W.C.sqlog`: worker, client) puts the qlog files.
 fn qlog_base(a: &Args) -> anyhow::Result<Option<std::path::PathBuf>> {
     if let Some(dir) = &a.qlog {
         std::fs::create_dir_all(dir)
