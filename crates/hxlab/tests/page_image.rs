@@ -7,7 +7,8 @@
 mod common;
 
 use common::{hxlab, podman, run_with_timeout, tempfile_dir::TempDir};
-use serde_json::Value;
+use hxlab_contract::PageReport;
+use hxlab_core::page::Outcome;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -59,25 +60,19 @@ fn the_page_image_loads_a_page_in_its_chromium_and_firefox() {
             Some(0),
             "hxlab page --browser {browser} --proto {proto} in the image: {err}"
         );
-        let doc: Value = serde_json::from_str(&out).expect("the page report is JSON");
+        let doc: PageReport = serde_json::from_str(&out).expect("a page report");
         let want = if browser == "firefox" {
             "Firefox"
         } else {
             "Chrom"
         };
-        assert!(
-            doc["browser"].as_str().is_some_and(|b| b.contains(want)),
-            "{}",
-            doc["browser"]
-        );
-        let run = &doc["runs"][0];
-        assert_eq!(run["counted"], true, "{run}");
-        let protocols: Vec<&str> = run["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .filter_map(|r| r["protocol"].as_str())
-            .collect();
+        assert!(doc.browser.contains(want), "{}", doc.browser);
+        let entry = &doc.runs[0];
+        assert!(entry.counted(), "{entry:?}");
+        let Outcome::Measured(run) = &entry.outcome else {
+            panic!("run 1 failed: {entry:?}");
+        };
+        let protocols: Vec<&str> = run.resources.iter().map(|r| r.protocol.as_str()).collect();
         // The page and its three images, every one over the protocol asked.
         assert_eq!(protocols.len(), 4, "{protocols:?}");
         assert!(protocols.iter().all(|p| *p == proto), "{protocols:?}");
