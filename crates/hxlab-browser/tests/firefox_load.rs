@@ -3,62 +3,34 @@
 //! timeout against a server that accepts and never answers, after which no Firefox process
 //! of ours is left.
 
+mod common;
+
+use common::Peer;
 use hxlab_browser::{load_page, BrowserError, Engine, PageConfig, Proto};
 use hxlab_testkit::require_peer;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A plain HTTP/1.1 server on a free port serving a page with a stylesheet and an image.
 fn python_site(dir: &Path) -> (Peer, u16) {
-    std::fs::write(
-        dir.join("index.html"),
-        "<!doctype html><link rel=stylesheet href=a.css><h1>lab</h1><img src=i.svg width=300 height=200>",
+    common::python_site(
+        dir,
+        &[
+            (
+                "index.html",
+                "<!doctype html><link rel=stylesheet href=a.css><h1>lab</h1><img src=i.svg width=300 height=200>",
+            ),
+            ("a.css", "h1 { color: #333 }"),
+            (
+                "i.svg",
+                "<svg xmlns='http://www.w3.org/2000/svg' width='300' height='200'><rect width='300' height='200' fill='red'/></svg>",
+            ),
+        ],
     )
-    .expect("write");
-    std::fs::write(dir.join("a.css"), "h1 { color: #333 }").expect("write");
-    std::fs::write(
-        dir.join("i.svg"),
-        "<svg xmlns='http://www.w3.org/2000/svg' width='300' height='200'><rect width='300' height='200' fill='red'/></svg>",
-    )
-    .expect("write");
-    let script = "import http.server,sys,os\n\
-        os.chdir(sys.argv[1])\n\
-        class Q(http.server.SimpleHTTPRequestHandler):\n    protocol_version='HTTP/1.1'\n    def log_message(self,*a): pass\n\
-        s=http.server.ThreadingHTTPServer(('127.0.0.1',0),Q)\n\
-        print(s.server_address[1],flush=True)\n\
-        s.serve_forever()\n";
-    let mut child = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("port");
-    let port = line.trim().parse().expect("port number");
-    (Peer(child), port)
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("hxlab-firefox-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+    common::temp_dir("firefox", name)
 }
 
 /// Processes of this test process's browsers: their profile lives under `hxc-<our pid>-`.

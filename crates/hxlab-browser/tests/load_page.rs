@@ -2,59 +2,32 @@
 //! HTTP/1.1 server (python3 -m http.server), called both outside and inside a tokio runtime,
 //! and its timeout against a browser that never answers.
 
+mod common;
+
+use common::Peer;
 use hxlab_browser::{load_page, BrowserError, PageConfig, Proto};
 use hxlab_core::page::summarize;
 use hxlab_testkit::require_peer;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A plain HTTP/1.1 server on a free port serving a page with two scripts.
 fn python_site(dir: &Path) -> (Peer, u16) {
-    std::fs::write(
-        dir.join("index.html"),
-        "<!doctype html><h1>lab</h1><script src=a.js></script><script src=b.js></script>",
+    common::python_site(
+        dir,
+        &[
+            (
+                "index.html",
+                "<!doctype html><h1>lab</h1><script src=a.js></script><script src=b.js></script>",
+            ),
+            ("a.js", "var a = 1;"),
+            ("b.js", "var b = 2;"),
+        ],
     )
-    .expect("write");
-    std::fs::write(dir.join("a.js"), "var a = 1;").expect("write");
-    std::fs::write(dir.join("b.js"), "var b = 2;").expect("write");
-    let script = "import http.server,sys,os\n\
-        os.chdir(sys.argv[1])\n\
-        class Q(http.server.SimpleHTTPRequestHandler):\n    protocol_version='HTTP/1.1'\n    def log_message(self,*a): pass\n\
-        s=http.server.ThreadingHTTPServer(('127.0.0.1',0),Q)\n\
-        print(s.server_address[1],flush=True)\n\
-        s.serve_forever()\n";
-    let mut child = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("port");
-    let port = line.trim().parse().expect("port number");
-    (Peer(child), port)
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("hxlab-browser-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+    common::temp_dir("browser", name)
 }
 
 #[test]
