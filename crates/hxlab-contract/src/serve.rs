@@ -146,8 +146,9 @@ pub struct ServeConfig {
     /// them. Ignored with `cert`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cert_names: Vec<String>,
-    /// Write a qlog (JSON-SEQ, quinn's transport events) of every QUIC connection into this
-    /// directory, as `serve.N.sqlog` (`--qlog DIR`).
+    /// Write a qlog (JSON-SEQ: quinn's transport events, our HTTP/3 frame and QPACK
+    /// events) of every QUIC connection into this directory, as `serve.N.sqlog`
+    /// (`--qlog DIR`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qlog_dir: Option<PathBuf>,
 }

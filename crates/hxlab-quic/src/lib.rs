@@ -19,6 +19,7 @@
 pub mod cc;
 mod driver;
 pub mod qlog;
+pub mod qlog_h3;
 mod recv_buffer;
 mod socket;
 

@@ -1,7 +1,7 @@
 //! qlog files of QUIC connections, one per connection (`BASE.N.sqlog`, or a name the caller
 //! gives, `BASE.NAME.sqlog`; JSON-SEQ), for both
 //! drivers: quinn-proto writes the transport's events through a [`SharedFile`], which the
-//! driver may also write its own events to (hxlab-load adds HTTP/3 frame events). All
+//! driver also writes its HTTP/3 and QPACK events to ([`crate::qlog_h3::H3Events`]). All
 //! writes for a connection come from the thread that drives it, so records never
 //! interleave.
 

@@ -452,7 +452,9 @@ fn json_seq(path: &Path) -> Vec<serde_json::Value> {
 /// QUIC connection, named as h2load names them (`BASE.WORKER.CLIENT.sqlog`): a qlog 0.3
 /// header, quinn's packet events, and an HTTP/3 HEADERS frame created and one parsed for
 /// every request the RunResult counts. `hxlab serve --qlog DIR`
-/// writes one per connection it served, with its packet events.
+/// writes one per connection it served, with its packet events and, in the same trace, an
+/// HTTP/3 HEADERS frame parsed and one created (and a DATA frame created) for every request
+/// the clients counted, and the clients' QPACK encoder-stream instructions parsed.
 #[test]
 fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
     let dir = common::tempfile_dir::TempDir::new("hxlab-qlog");
@@ -486,7 +488,7 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
             Duration::from_secs(60),
         );
         assert_eq!(code, Some(0), "{flag}: {err}");
-        let v: serde_json::Value = out
+        let v: hxlab_core::RunResult = out
             .lines()
             .find(|l| l.starts_with('{'))
             .and_then(|l| serde_json::from_str(l).ok())
@@ -505,11 +507,7 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
                 name.starts_with(prefix) && name.ends_with(".sqlog")
             })
             .collect();
-        assert_eq!(
-            files.len() as u64,
-            v["connections"].as_u64().unwrap(),
-            "{flag}: {files:?}"
-        );
+        assert_eq!(files.len() as u64, v.connections, "{flag}: {files:?}");
         // h2load's names: BASE.WORKER.CLIENT.sqlog (one worker, three clients here).
         let mut names: Vec<String> = files
             .iter()
@@ -559,7 +557,7 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
                 f.display()
             );
         }
-        let done = v["requests_done"].as_u64().unwrap() as usize;
+        let done = v.requests_done as usize;
         assert_eq!(done, 12);
         assert_eq!(created, done, "{flag}: HEADERS sent");
         assert_eq!(parsed, done, "{flag}: HEADERS read");
@@ -571,6 +569,7 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
         .map(|e| e.path())
         .collect();
     assert_eq!(files.len(), 6, "{files:?}");
+    let (mut parsed, mut created, mut data) = (0, 0, 0);
     for f in &files {
         let records = json_seq(f);
         assert_eq!(records[0]["qlog_version"], "0.3", "{}", f.display());
@@ -580,7 +579,49 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
             "{}",
             f.display()
         );
+        let frames = |n: &str, t: &str| {
+            records
+                .iter()
+                .filter(|r| r["name"] == n && r["data"]["frame"]["frame_type"] == t)
+                .count()
+        };
+        // Each side's control stream opens with SETTINGS: ours created, the client's parsed.
+        assert_eq!(
+            frames("http3:frame_created", "settings"),
+            1,
+            "{}",
+            f.display()
+        );
+        assert_eq!(
+            frames("http3:frame_parsed", "settings"),
+            1,
+            "{}",
+            f.display()
+        );
+        parsed += frames("http3:frame_parsed", "headers");
+        created += frames("http3:frame_created", "headers");
+        data += records
+            .iter()
+            .filter(|r| {
+                r["name"] == "http3:frame_created"
+                    && r["data"]["frame"]["frame_type"] == "data"
+                    && r["data"]["length"] == 1000
+            })
+            .count();
+        // The client's encoder stream set its table's capacity; this side read it.
+        assert!(
+            records
+                .iter()
+                .any(|r| r["name"] == "qpack:instruction_parsed"
+                    && r["data"]["instruction"]["instruction_type"]
+                        == "set_dynamic_table_capacity"),
+            "{}",
+            f.display()
+        );
     }
+    assert_eq!(parsed, 24, "request HEADERS read by the origin");
+    assert_eq!(created, 24, "response HEADERS written by the origin");
+    assert_eq!(data, 24, "1000-byte DATA frames written by the origin");
 }
 
 /// `hxlab link --pcap` of an h2 and an h3 run, with SSLKEYLOGFILE set: tshark decrypts it

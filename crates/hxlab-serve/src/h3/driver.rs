@@ -24,7 +24,9 @@
 
 use crate::routes::Ctx;
 use bytes::Bytes;
+use hxlab_quic::qlog_h3::H3Events;
 use hxlab_quic::{Driven, DriverConn, DriverCore, QuicSocket};
+use hxlab_wire::tap::{Channel, Dir as TapDir, Tap};
 use quinn::udp::UdpSocketState;
 use quinn_proto::{ConnectionError, DatagramEvent, Dir, Event, StreamEvent, StreamId, VarInt};
 use std::cell::RefCell;
@@ -61,6 +63,9 @@ pub(super) struct ConnState {
     accept_uni: Option<Waker>,
     /// Others waiting for any change (the handshake, a stream credit, the end).
     watchers: Vec<Waker>,
+    /// `--qlog DIR`: the HTTP/3 frame and QPACK instruction events of this connection, fed
+    /// with every stream byte read and written (beside quinn's transport events, same file).
+    events: Option<H3Events>,
 }
 
 fn wake(w: Option<Waker>) {
@@ -70,6 +75,21 @@ fn wake(w: Option<Waker>) {
 }
 
 impl ConnState {
+    /// `--qlog`: stream bytes read (`Recv`) or written (`Send`) go to the connection's
+    /// HTTP/3 events.
+    fn tap(&mut self, dir: TapDir, id: StreamId, bytes: &[u8]) {
+        if let Some(ev) = self.events.as_mut() {
+            ev.bytes(dir, Channel::Quic(id.into()), bytes);
+        }
+    }
+
+    /// `--qlog`: the stream's end in that direction (its reader is let go).
+    fn tap_end(&mut self, dir: TapDir, id: StreamId) {
+        if let Some(ev) = self.events.as_mut() {
+            ev.stream_end(dir, Channel::Quic(id.into()));
+        }
+    }
+
     fn wake_watchers(&mut self) {
         for w in self.watchers.drain(..) {
             w.wake();
@@ -135,8 +155,9 @@ struct Inner {
     qlog: Option<(QlogServer, quinn_proto::ServerConfig)>,
 }
 
-/// `hxlab serve --qlog DIR`: a qlog file per QUIC connection (quinn's transport events), and
-/// what its transport settings are made of (each connection gets its own, with its stream).
+/// `hxlab serve --qlog DIR`: a qlog file per QUIC connection (quinn's transport events, and
+/// our HTTP/3 and QPACK events in the same trace), and what its transport settings are made
+/// of (each connection gets its own, with its stream).
 pub(crate) struct QlogServer {
     pub files: hxlab_quic::qlog::QlogFiles,
     pub limits: crate::tls::QuicLimits,
@@ -144,15 +165,24 @@ pub(crate) struct QlogServer {
 }
 
 impl QlogServer {
-    /// `base` with transport settings of its own writing a new qlog file; None when the
-    /// file cannot be made (the connection is served without one).
-    fn config(&self, base: &quinn_proto::ServerConfig) -> Option<Arc<quinn_proto::ServerConfig>> {
+    /// `base` with transport settings of its own writing a new qlog file, and the HTTP/3
+    /// events writing into the same file; None when the file cannot be made (the connection
+    /// is served without one).
+    fn config(
+        &self,
+        base: &quinn_proto::ServerConfig,
+    ) -> Option<(Arc<quinn_proto::ServerConfig>, H3Events)> {
         let (file, path, start) = self.files.open().ok()?;
         let mut transport = crate::tls::server_transport(self.limits, self.cc);
-        transport.qlog_stream(hxlab_quic::qlog::stream(file, start, &path, "server"));
+        transport.qlog_stream(hxlab_quic::qlog::stream(
+            file.clone(),
+            start,
+            &path,
+            "server",
+        ));
         let mut config = base.clone();
         config.transport_config(Arc::new(transport));
-        Some(Arc::new(config))
+        Some((Arc::new(config), H3Events::new(file, start)))
     }
 }
 
@@ -380,9 +410,13 @@ impl RecvStream {
         let r = chunks.next(max);
         let transmit = chunks.finalize().should_transmit();
         let out = match r {
-            Ok(Some(c)) => Poll::Ready(Ok(Some(c.bytes))),
+            Ok(Some(c)) => {
+                s.tap(TapDir::Recv, self.id, &c.bytes);
+                Poll::Ready(Ok(Some(c.bytes)))
+            }
             Ok(None) => {
                 self.done = true;
+                s.tap_end(TapDir::Recv, self.id);
                 Poll::Ready(Ok(None))
             }
             Err(quinn_proto::ReadError::Blocked) => {
@@ -391,6 +425,7 @@ impl RecvStream {
             }
             Err(quinn_proto::ReadError::Reset(_)) => {
                 self.done = true;
+                s.tap_end(TapDir::Recv, self.id);
                 Poll::Ready(Err(ReadError::Reset))
             }
         };
@@ -442,6 +477,7 @@ impl Drop for RecvStream {
         let done = self.done;
         self.conn.with(|s| {
             s.readers.remove(&id);
+            s.tap_end(TapDir::Recv, id);
             if !done && s.lost.is_none() {
                 let _ = s.quic.q.recv_stream(id).stop(VarInt::from_u32(0));
             }
@@ -474,6 +510,9 @@ impl SendStream {
                 if next == chunks.len() {
                     break Poll::Ready(Ok(()));
                 }
+                // --qlog: what is about to go (cheap clones of the chunks), to tap what went.
+                let before: Option<Vec<Bytes>> =
+                    s.events.is_some().then(|| chunks[next..].to_vec());
                 match s
                     .quic
                     .q
@@ -483,6 +522,15 @@ impl SendStream {
                     Ok(w) => {
                         wrote = true;
                         next += w.chunks;
+                        let mut left = w.bytes;
+                        for c in before.iter().flatten() {
+                            let n = left.min(c.len());
+                            if n == 0 {
+                                break;
+                            }
+                            s.tap(TapDir::Send, self.id, &c[..n]);
+                            left -= n;
+                        }
                     }
                     Err(quinn_proto::WriteError::Blocked) => {
                         s.writers.insert(self.id, cx.waker().clone());
@@ -518,7 +566,10 @@ impl SendStream {
                 return Err(WriteError);
             }
             match s.quic.q.send_stream(id).write(bytes) {
-                Ok(n) => Ok(n),
+                Ok(n) => {
+                    s.tap(TapDir::Send, id, &bytes[..n]);
+                    Ok(n)
+                }
                 Err(quinn_proto::WriteError::Blocked) => Ok(0),
                 Err(_) => Err(WriteError),
             }
@@ -535,8 +586,10 @@ impl SendStream {
     pub fn finish(&mut self) -> Result<(), WriteError> {
         self.done = true;
         let id = self.id;
-        self.conn
-            .with(|s| s.quic.q.send_stream(id).finish().map_err(|_| WriteError))
+        self.conn.with(|s| {
+            s.tap_end(TapDir::Send, id);
+            s.quic.q.send_stream(id).finish().map_err(|_| WriteError)
+        })
     }
 
     /// Abandons the stream with `code`.
@@ -544,6 +597,7 @@ impl SendStream {
         if !std::mem::replace(&mut self.done, true) {
             let id = self.id;
             self.conn.with(|s| {
+                s.tap_end(TapDir::Send, id);
                 let _ = s.quic.q.send_stream(id).reset(code);
             });
         }
@@ -556,6 +610,7 @@ impl Drop for SendStream {
         let done = self.done;
         self.conn.with(|s| {
             s.writers.remove(&id);
+            s.tap_end(TapDir::Send, id);
             if !done && s.lost.is_none() {
                 let _ = s.quic.q.send_stream(id).finish();
             }
@@ -769,7 +824,10 @@ impl Inner {
             return None;
         };
         let (incoming, admitted) = self.admit(endpoint, incoming, acceptor, admission)?;
-        let config = self.qlog.as_ref().and_then(|(q, base)| q.config(base));
+        let (config, events) = match self.qlog.as_ref().and_then(|(q, base)| q.config(base)) {
+            Some((config, events)) => (Some(config), Some(events)),
+            None => (None, None),
+        };
         match endpoint.accept(incoming, now, &mut response, config) {
             Ok((ch, q)) => {
                 let state = Rc::new(RefCell::new(ConnState {
@@ -781,6 +839,7 @@ impl Inner {
                     accept_bi: None,
                     accept_uni: None,
                     watchers: Vec::new(),
+                    events,
                 }));
                 Some((state, admitted))
             }

@@ -55,8 +55,8 @@ pub struct Options {
     /// as JSON (atomically).
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
-    /// Write a qlog (JSON-SEQ, quinn's transport events) of every QUIC connection into DIR,
-    /// as serve.N.sqlog.
+    /// Write a qlog (JSON-SEQ: quinn's transport events, our HTTP/3 frame and QPACK
+    /// events) of every QUIC connection into DIR, as serve.N.sqlog.
     #[arg(long, value_name = "DIR")]
     pub qlog: Option<PathBuf>,
     /// Directory served under /static/ (nothing outside it is ever served).
