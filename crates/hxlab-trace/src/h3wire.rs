@@ -4,7 +4,6 @@
 
 use crate::event::{Dir, Event};
 use hxlab_wire::qpack::display as qpack;
-use hxlab_wire::qpack::{Decoded, QpackDecoder};
 use serde_json::{json, Value};
 
 /// HEADERS/SETTINGS payloads above this are reported but not buffered (a hostile peer cannot
@@ -44,71 +43,34 @@ fn uni_type_name(t: u64) -> String {
     }
 }
 
-/// The QPACK dynamic tables of one connection as the trace rebuilds them from what it sees:
-/// per direction, a decoder fed that direction's encoder stream and sized by the other
-/// direction's SETTINGS (the side that decodes). A field section is shown resolved when the
-/// inserts it references were seen before it; else its references are shown as such.
-#[derive(Default)]
-pub struct QpackMirror {
-    send: Option<QpackDecoder>,
-    recv: Option<QpackDecoder>,
+use hxlab_wire::qpack::mirror::Mirrored;
+/// The QPACK tables of the connection as the trace rebuilds them (shared with the qlog's
+/// HTTP/3 events): a field section is shown resolved when the inserts it references were
+/// seen before it; else its references are shown as such.
+pub use hxlab_wire::qpack::mirror::QpackMirror;
+
+fn tap_dir(d: Dir) -> hxlab_wire::tap::Dir {
+    match d {
+        Dir::Send => hxlab_wire::tap::Dir::Send,
+        Dir::Recv => hxlab_wire::tap::Dir::Recv,
+    }
 }
 
-impl QpackMirror {
-    fn side(&mut self, dir: Dir) -> &mut Option<QpackDecoder> {
-        match dir {
-            Dir::Send => &mut self.send,
-            Dir::Recv => &mut self.recv,
+/// The fields of a section sent in `dir` on `stream`, when its references resolve now (a
+/// blocked one is not waited for: the trace shows it as it came).
+fn resolve(
+    mirror: &mut QpackMirror,
+    dir: Dir,
+    stream: u64,
+    block: &[u8],
+) -> Option<Vec<(String, String)>> {
+    match mirror.resolve(tap_dir(dir), stream, block) {
+        Mirrored::Fields(f) => Some(f),
+        Mirrored::Blocked => {
+            mirror.cancel(tap_dir(dir), stream);
+            None
         }
-    }
-
-    /// SETTINGS sent in `dir` size the table of the sections sent the other way.
-    fn settings(&mut self, dir: Dir, capacity: u64) {
-        let other = match dir {
-            Dir::Send => Dir::Recv,
-            Dir::Recv => Dir::Send,
-        };
-        let side = self.side(other);
-        if side.is_none() {
-            *side = Some(QpackDecoder::new(
-                capacity,
-                hxlab_wire::qpack::decoder::MAX_BLOCKED_STREAMS,
-            ));
-        }
-    }
-
-    /// One encoder-stream instruction sent in `dir`; a mirror that cannot follow it stops.
-    fn instruction(&mut self, dir: Dir, bytes: &[u8]) {
-        let side = self.side(dir);
-        if side
-            .as_mut()
-            .is_some_and(|d| d.feed_encoder(bytes).is_err())
-        {
-            *side = None;
-        }
-    }
-
-    /// The fields of a section sent in `dir` on `stream`, when its references resolve.
-    fn resolve(&mut self, dir: Dir, stream: u64, block: &[u8]) -> Option<Vec<(String, String)>> {
-        let d = self.side(dir).as_mut()?;
-        let mut fields = Vec::new();
-        let r = d.decode(stream, block, u64::MAX, |n, v| {
-            fields.push((
-                String::from_utf8_lossy(n).into_owned(),
-                String::from_utf8_lossy(v).into_owned(),
-            ));
-            Ok(())
-        });
-        let mut acks = Vec::new();
-        d.drain_output(&mut acks);
-        match r {
-            Ok(Decoded::Done) => Some(fields),
-            Ok(Decoded::Blocked) => {
-                d.cancel_stream(stream);
-                None
-            }
-            Err(_) => None,
-        }
+        Mirrored::Unavailable => None,
     }
 }
 
@@ -250,7 +212,7 @@ impl H3StreamWire {
         match r {
             Ok(Some((n, text))) => {
                 if encoder {
-                    mirror.instruction(self.dir, &self.buf[..n]);
+                    mirror.instruction(tap_dir(self.dir), &self.buf[..n]);
                 }
                 self.buf.drain(..n);
                 let which = if encoder { "encoder" } else { "decoder" };
@@ -324,7 +286,7 @@ impl H3StreamWire {
         let mut e = self.frame_head(ftype, p.len() as u64);
         match ftype {
             0x1 => {
-                let resolved = mirror.resolve(self.dir, self.stream_id, p);
+                let resolved = resolve(mirror, self.dir, self.stream_id, p);
                 e = field_section(e, p, resolved);
             }
             0x5 => {
@@ -342,7 +304,7 @@ impl H3StreamWire {
                     };
                     rest = &rest[n1 + n2..];
                     if id == hxlab_wire::h3::setting::QPACK_MAX_TABLE_CAPACITY {
-                        mirror.settings(self.dir, value);
+                        mirror.settings(tap_dir(self.dir), value);
                     }
                     e = e.detail(format!("[{}(0x{id:x}): {value}]", setting_name(id)));
                     list.push(json!({"id": id, "name": setting_name(id), "value": value}));

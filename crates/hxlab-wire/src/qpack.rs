@@ -23,6 +23,7 @@ mod dynamic_tests;
 pub mod encoder;
 mod fields;
 pub mod instruction;
+pub mod mirror;
 pub mod table;
 pub use decoder::{Decoded, DecoderStats, QpackDecoder};
 pub use encoder::{EncoderStats, QpackEncoder};

@@ -432,6 +432,124 @@ fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
 }
 
 /// The records of a JSON-SEQ file (RS-separated JSON texts), each parsed.
+/// The same JSON, numbers that are not integers equal to f32 precision (the qlog crate keeps
+/// RTTs as f32).
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value::{Array, Number, Object};
+    match (a, b) {
+        (Number(x), Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (
+                x.as_f64().unwrap_or(f64::NAN),
+                y.as_f64().unwrap_or(f64::NAN),
+            );
+            (x - y).abs() <= 1e-6 * x.abs().max(y.abs()).max(1.0)
+        }
+        (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
+        (Object(x), Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// How many HEADERS frames `name` (`http:frame_created` or `http:frame_parsed`) records.
+fn headers_of(records: &[serde_json::Value], name: &str) -> usize {
+    records
+        .iter()
+        .filter(|r| r["name"] == name && r["data"]["frame"]["frame_type"] == "headers")
+        .count()
+}
+
+/// How many of those carry the field `field: value`.
+fn headers_with(records: &[serde_json::Value], name: &str, field: &str, value: &str) -> usize {
+    records
+        .iter()
+        .filter(|r| r["name"] == name && r["data"]["frame"]["frame_type"] == "headers")
+        .filter(|r| {
+            r["data"]["frame"]["headers"]
+                .as_array()
+                .is_some_and(|h| h.iter().any(|f| f["name"] == field && f["value"] == value))
+        })
+        .count()
+}
+
+/// Checks a qlog file against qlog's own data model, strictly:
+/// - the header and every event read with the `qlog` crate (the one quinn-proto writes its
+///   transport events with), and every event but QPACK's (transport, recovery, http, ...)
+///   written back from the crate's types is the same JSON, so no name or field is unknown,
+///   misnamed, missing or extra;
+/// - every `qpack:instruction_*` event has exactly the fields draft-ietf-quic-qlog-h3-events
+///   (-01 to -04, qlog 0.3) defines for its instruction type (the crate models QPACK
+///   instructions in a shape of its own, so they are checked here).
+fn check_qlog_schema(path: &Path) {
+    let file = std::fs::File::open(path).expect("qlog file");
+    let mut reader = qlog::reader::QlogSeqReader::new(Box::new(std::io::BufReader::new(file)))
+        .unwrap_or_else(|e| panic!("{}: header: {e}", path.display()));
+    assert_eq!(reader.qlog.qlog_version, "0.3", "{}", path.display());
+    let mut read = 0;
+    for _ in reader.by_ref() {
+        read += 1;
+    }
+    let records = json_seq(path);
+    assert_eq!(
+        read,
+        records.len() - 1,
+        "{}: events the qlog crate read",
+        path.display()
+    );
+    for r in &records[1..] {
+        let name = r["name"].as_str().unwrap_or_default();
+        if !name.starts_with("qpack:") {
+            let ev: qlog::events::Event = serde_json::from_value(r.clone())
+                .unwrap_or_else(|e| panic!("{}: {e}: {r}", path.display()));
+            let back = serde_json::to_value(&ev.data).unwrap();
+            let want = serde_json::json!({"name": r["name"], "data": r["data"]});
+            assert!(
+                same_json(&back, &want),
+                "{}: the qlog crate reads it otherwise:\n{back}\n{want}",
+                path.display()
+            );
+        } else if name.starts_with("qpack:instruction_") {
+            let d = r["data"].as_object().expect("data");
+            let keys: BTreeSet<&str> = d.keys().map(|k| k.as_str()).collect();
+            assert_eq!(keys, BTreeSet::from(["instruction", "raw"]), "{r}");
+            assert!(d["raw"]["length"].as_u64().is_some_and(|n| n > 0), "{r}");
+            let ins = d["instruction"].as_object().expect("instruction");
+            let t = ins["instruction_type"].as_str().unwrap_or_default();
+            let fields: &[&str] = match t {
+                "set_dynamic_table_capacity" => &["capacity"],
+                "insert_with_name_reference" => &[
+                    "table_type",
+                    "name_index",
+                    "huffman_encoded_value",
+                    "value_length",
+                ],
+                "insert_without_name_reference" => &[
+                    "huffman_encoded_name",
+                    "name_length",
+                    "huffman_encoded_value",
+                    "value_length",
+                ],
+                "duplicate" => &["index"],
+                "section_acknowledgement" | "stream_cancellation" => &["stream_id"],
+                "insert_count_increment" => &["increment"],
+                _ => panic!("{}: unknown instruction type: {r}", path.display()),
+            };
+            let mut want: BTreeSet<&str> = fields.iter().copied().collect();
+            want.insert("instruction_type");
+            let keys: BTreeSet<&str> = ins.keys().map(|k| k.as_str()).collect();
+            assert_eq!(keys, want, "{r}");
+        } else {
+            panic!(
+                "{}: a QPACK event qlog does not define: {r}",
+                path.display()
+            );
+        }
+    }
+}
+
 fn json_seq(path: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(path).expect("qlog file");
     assert!(
@@ -518,9 +636,18 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
         assert_eq!(names, want, "{flag}");
         let (mut created, mut parsed) = (0, 0);
         for f in &files {
+            check_qlog_schema(f);
             let records = json_seq(f);
             assert_eq!(records[0]["qlog_version"], "0.3", "{}", f.display());
             assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+            // Every response's fields, decoded (through the dynamic table, rebuilt from the
+            // server's encoder stream): `:status: 200`.
+            assert!(
+                headers_with(&records, "http:frame_parsed", ":status", "200")
+                    == headers_of(&records, "http:frame_parsed"),
+                "{}",
+                f.display()
+            );
             let named = |n: &str| records.iter().filter(|r| r["name"] == n).count();
             assert!(named("transport:packet_sent") > 0, "{}", f.display());
             assert!(named("transport:packet_received") > 0, "{}", f.display());
@@ -530,8 +657,8 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
                     .filter(|r| r["name"] == n && r["data"]["frame"]["frame_type"] == "headers")
                     .count()
             };
-            created += headers("http3:frame_created");
-            parsed += headers("http3:frame_parsed");
+            created += headers("http:frame_created");
+            parsed += headers("http:frame_parsed");
             // The QPACK streams' instructions: our table's capacity set on our encoder stream,
             // and the server's inserts or acknowledgements read.
             let instruction = |n: &str, t: &str| {
@@ -571,9 +698,41 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
     assert_eq!(files.len(), 6, "{files:?}");
     let (mut parsed, mut created, mut data) = (0, 0, 0);
     for f in &files {
+        check_qlog_schema(f);
         let records = json_seq(f);
         assert_eq!(records[0]["qlog_version"], "0.3", "{}", f.display());
         assert_eq!(records[0]["trace"]["description"], "server");
+        // Each request's fields as the origin decoded them, and each response's as it wrote
+        // them; the client's three unidirectional streams typed.
+        let requests = headers_of(&records, "http:frame_parsed");
+        assert_eq!(
+            headers_with(&records, "http:frame_parsed", ":path", "/bytes/1000"),
+            requests,
+            "{}",
+            f.display()
+        );
+        assert_eq!(
+            headers_with(&records, "http:frame_created", ":status", "200"),
+            headers_of(&records, "http:frame_created"),
+            "{}",
+            f.display()
+        );
+        let types: BTreeSet<String> = records
+            .iter()
+            .filter(|r| r["name"] == "http:stream_type_set" && r["data"]["owner"] == "remote")
+            .map(|r| {
+                r["data"]["stream_type"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            types,
+            BTreeSet::from(["control", "qpack_decode", "qpack_encode"].map(String::from)),
+            "{}",
+            f.display()
+        );
         assert!(
             records.iter().any(|r| r["name"] == "transport:packet_sent"),
             "{}",
@@ -587,23 +746,23 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
         };
         // Each side's control stream opens with SETTINGS: ours created, the client's parsed.
         assert_eq!(
-            frames("http3:frame_created", "settings"),
+            frames("http:frame_created", "settings"),
             1,
             "{}",
             f.display()
         );
         assert_eq!(
-            frames("http3:frame_parsed", "settings"),
+            frames("http:frame_parsed", "settings"),
             1,
             "{}",
             f.display()
         );
-        parsed += frames("http3:frame_parsed", "headers");
-        created += frames("http3:frame_created", "headers");
+        parsed += frames("http:frame_parsed", "headers");
+        created += frames("http:frame_created", "headers");
         data += records
             .iter()
             .filter(|r| {
-                r["name"] == "http3:frame_created"
+                r["name"] == "http:frame_created"
                     && r["data"]["frame"]["frame_type"] == "data"
                     && r["data"]["length"] == 1000
             })

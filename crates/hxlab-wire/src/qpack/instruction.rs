@@ -239,6 +239,39 @@ pub struct InstructionSummary {
     pub name_length: Option<u64>,
     /// Inserts: the value's length, decoded.
     pub value_length: Option<u64>,
+    /// Insert with literal name: whether the name was sent Huffman-coded.
+    pub huffman_name: Option<bool>,
+    /// Inserts: whether the value was sent Huffman-coded.
+    pub huffman_value: Option<bool>,
+}
+
+/// The Huffman bits of an encoder instruction's strings (name, value), read from its first
+/// bytes (whole instructions only: `summarize_encoder_instruction` read it first).
+fn huffman_bits(buf: &[u8]) -> (Option<bool>, Option<bool>) {
+    let Some(&b) = buf.first() else {
+        return (None, None);
+    };
+    let mut pos = 0;
+    let value_bit = |pos: usize| buf.get(pos).map(|v| v & 0x80 != 0);
+    if b & 0x80 != 0 {
+        // Insert with name reference: the index (6-bit prefix), then the value.
+        match read_int(buf, &mut pos, 6) {
+            Ok(_) => (None, value_bit(pos)),
+            Err(_) => (None, None),
+        }
+    } else if b & 0x40 != 0 {
+        // Insert with literal name: H and the name's length (5-bit prefix), the name, then
+        // the value.
+        match read_int(buf, &mut pos, 5) {
+            Ok(len) => {
+                let at = usize::try_from(len).ok().and_then(|l| pos.checked_add(l));
+                (Some(b & 0x20 != 0), at.and_then(value_bit))
+            }
+            Err(_) => (Some(b & 0x20 != 0), None),
+        }
+    } else {
+        (None, None)
+    }
 }
 
 /// The encoder instruction at the start of `buf` summarized for qlog (see
@@ -273,12 +306,15 @@ pub fn summarize_encoder_instruction(
             ),
             EncoderInstruction::Duplicate(i) => ("duplicate", i, None, None, None),
         };
+        let (huffman_name, huffman_value) = huffman_bits(&buf[..n]);
         let summary = InstructionSummary {
             instruction_type,
             value,
             is_static,
             name_length: name,
             value_length: val,
+            huffman_name,
+            huffman_value,
         };
         (n, summary)
     }))
@@ -301,6 +337,8 @@ pub fn summarize_decoder_instruction(
             is_static: None,
             name_length: None,
             value_length: None,
+            huffman_name: None,
+            huffman_value: None,
         };
         (n, summary)
     }))
