@@ -55,7 +55,7 @@ pub use probe::{ProbeOffer, ProbeReport};
 pub use ready::{ReadyError, ReadyFile};
 pub use replay::{NearMiss, NearMissRule, ReplayCounts};
 pub use serve::ServeConfig;
-pub use stats::{H3QpackStats, ProtoStats, StatsSnapshot};
+pub use stats::{H3QpackStats, ProtoStats, ServeLatency, StatsSnapshot, SERVE_LATENCY_BUCKETS_US};
 pub use synthetic_html::{PageDelay, SyntheticHtml};
 
 /// Why a configuration is refused: one line for the user (a usage error, exit 2, on the

@@ -5,7 +5,7 @@
 //! Each scrape builds a registry from one consistent snapshot, so the figures of one scrape
 //! belong together and nothing is counted twice on the hot path.
 
-use crate::stats::StatsSnapshot;
+use crate::stats::{ServeLatency, StatsSnapshot, SERVE_LATENCY_BUCKETS_US};
 use hxlab_core::LatencyHistogram;
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -166,6 +166,21 @@ pub fn serve_metrics(s: &StatsSnapshot) -> String {
         Unit::Seconds,
         ConstCounter::new(s.cpu_user_s + s.cpu_sys_s),
     );
+    reg.register_with_unit(
+        "latency",
+        "Server time per response, from the request's head to the response's last byte handed to the TCP socket or QUIC stream",
+        Unit::Seconds,
+        LabelledBuckets(
+            s.by_protocol
+                .iter()
+                .filter(|(_, v)| v.latency.count() > 0)
+                .map(|(p, v)| {
+                    let b = Buckets::from_counts(&v.latency.counts, v.latency.sum_us as f64);
+                    (label("protocol", p), b)
+                })
+                .collect(),
+        ),
+    );
     let up = Gauge::<f64, AtomicU64>::default();
     up.set(s.uptime_s);
     reg.register_with_unit(
@@ -202,14 +217,12 @@ pub struct LoadLive {
     pub finished: bool,
 }
 
-/// Latency buckets' upper bounds, seconds (Prometheus' defaults, plus sub-millisecond ones:
-/// loopback requests take tens of microseconds).
-const BUCKETS_S: [f64; 16] = [
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0,
-];
+/// Latency buckets' upper bounds (the server's, [`SERVE_LATENCY_BUCKETS_US`], for the load
+/// generator's too): Prometheus' defaults, plus sub-millisecond ones (loopback requests take
+/// tens of microseconds).
+const BUCKETS_US: [u64; 16] = SERVE_LATENCY_BUCKETS_US;
 
-/// An HDR histogram as an OpenMetrics histogram with [`BUCKETS_S`] (and +Inf).
+/// A latency histogram as an OpenMetrics histogram with [`BUCKETS_US`] (and +Inf).
 #[derive(Debug)]
 struct Buckets {
     sum_s: f64,
@@ -218,32 +231,55 @@ struct Buckets {
 }
 
 impl Buckets {
-    /// One pass over the recorded values: each counted in the first bucket that holds it.
-    fn of(h: &LatencyHistogram) -> Buckets {
-        let raw = h.raw();
-        let mut counts = vec![0u64; BUCKETS_S.len() + 1];
-        let mut sum_us = 0f64;
-        for v in raw.iter_recorded() {
-            let (value, n) = (v.value_iterated_to(), v.count_at_value());
-            let i = BUCKETS_S
-                .iter()
-                .position(|b| value <= (b * 1e6) as u64)
-                .unwrap_or(BUCKETS_S.len());
-            counts[i] += n;
-            sum_us += value as f64 * n as f64;
-        }
-        let bounds = BUCKETS_S.iter().copied().chain([f64::MAX]);
+    /// Per-bucket counts (the last one above every bound) and their sum, microseconds.
+    fn from_counts(counts: &[u64], sum_us: f64) -> Buckets {
+        // Cumulative counts are the encoder's business; these are per bucket.
+        let bounds = BUCKETS_US.iter().map(|b| *b as f64 / 1e6).chain([f64::MAX]);
+        let counts = (0..=BUCKETS_US.len()).map(|i| counts.get(i).copied().unwrap_or(0));
+        let buckets: Vec<(f64, u64)> = bounds.zip(counts).collect();
         Buckets {
             sum_s: sum_us / 1e6,
-            count: raw.len(),
-            buckets: bounds.zip(counts).collect(),
+            count: buckets.iter().map(|(_, n)| n).sum(),
+            buckets,
         }
+    }
+
+    /// One pass over an HDR histogram's recorded values: each counted in the first bucket
+    /// that holds it.
+    fn of(h: &LatencyHistogram) -> Buckets {
+        let mut counts = vec![0u64; BUCKETS_US.len() + 1];
+        let mut sum_us = 0f64;
+        for v in h.raw().iter_recorded() {
+            let (value, n) = (v.value_iterated_to(), v.count_at_value());
+            counts[ServeLatency::bucket(value)] += n;
+            sum_us += value as f64 * n as f64;
+        }
+        Buckets::from_counts(&counts, sum_us)
     }
 }
 
 impl EncodeMetric for Buckets {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         encoder.encode_histogram::<NoLabelSet>(self.sum_s, self.count, &self.buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Histograms by one label (the server's latency per protocol).
+#[derive(Debug)]
+struct LabelledBuckets(Vec<(Labels, Buckets)>);
+
+impl EncodeMetric for LabelledBuckets {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, b) in &self.0 {
+            encoder
+                .encode_family(labels)?
+                .encode_histogram::<NoLabelSet>(b.sum_s, b.count, &b.buckets, None)?;
+        }
+        Ok(())
     }
 
     fn metric_type(&self) -> MetricType {
@@ -321,8 +357,27 @@ mod tests {
             ..Default::default()
         };
         h2.cc.insert("cubic".into(), 2);
+        // 1 response ≤ 100 µs, 2 in (250, 500] µs, 1 above 10 s.
+        let mut counts = vec![0; SERVE_LATENCY_BUCKETS_US.len() + 1];
+        (counts[0], counts[2], counts[16]) = (1, 2, 1);
+        h2.latency = ServeLatency {
+            counts,
+            sum_us: 11_000_900,
+        };
         s.by_protocol.insert("h2".into(), h2);
         let text = serve_metrics(&s);
+        for line in [
+            "# TYPE hxlab_serve_latency_seconds histogram\n",
+            "hxlab_serve_latency_seconds_sum{protocol=\"h2\"} 11.0009\n",
+            "hxlab_serve_latency_seconds_count{protocol=\"h2\"} 4\n",
+            "hxlab_serve_latency_seconds_bucket{le=\"0.0001\",protocol=\"h2\"} 1\n",
+            "hxlab_serve_latency_seconds_bucket{le=\"0.00025\",protocol=\"h2\"} 1\n",
+            "hxlab_serve_latency_seconds_bucket{le=\"0.0005\",protocol=\"h2\"} 3\n",
+            "hxlab_serve_latency_seconds_bucket{le=\"10.0\",protocol=\"h2\"} 3\n",
+            "hxlab_serve_latency_seconds_bucket{le=\"+Inf\",protocol=\"h2\"} 4\n",
+        ] {
+            assert!(text.contains(line), "{line}not in:\n{text}");
+        }
         assert!(
             text.contains("hxlab_serve_requests_total{protocol=\"h2\"} 7"),
             "{text}"

@@ -63,6 +63,59 @@ pub struct ProtoStats {
     /// (h2: HPACK; h3: the QPACK capacity); h1 has none.
     #[serde(default)]
     pub encoder_tables: BTreeMap<String, u64>,
+    /// How long the server took over each counted response, from the moment it had the
+    /// request's head to the moment the response's last byte was handed to the protocol
+    /// stack (the TCP socket or the QUIC stream): a histogram over
+    /// [`SERVE_LATENCY_BUCKETS_US`].
+    #[serde(default)]
+    pub latency: ServeLatency,
+}
+
+/// Upper bounds of the server's latency buckets, microseconds (Prometheus' defaults, plus
+/// sub-millisecond ones: a loopback response takes tens of microseconds); a last bucket
+/// holds the rest.
+pub const SERVE_LATENCY_BUCKETS_US: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+
+/// A latency histogram with fixed buckets, as `/stats` and `/metrics` carry it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct ServeLatency {
+    /// Responses per bucket: `counts[i]` took at most `SERVE_LATENCY_BUCKETS_US[i]` µs and
+    /// more than the bound before it; the last entry counts those above every bound
+    /// (`SERVE_LATENCY_BUCKETS_US.len() + 1` entries; empty when none was counted).
+    pub counts: Vec<u64>,
+    /// The sum of every counted latency, microseconds.
+    pub sum_us: u64,
+}
+
+impl ServeLatency {
+    /// How many responses are counted.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Adds `other`'s counts and sum.
+    pub fn add(&mut self, other: &ServeLatency) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.sum_us += other.sum_us;
+    }
+
+    /// The bucket of a latency of `us` microseconds.
+    pub fn bucket(us: u64) -> usize {
+        SERVE_LATENCY_BUCKETS_US
+            .iter()
+            .position(|b| us <= *b)
+            .unwrap_or(SERVE_LATENCY_BUCKETS_US.len())
+    }
 }
 
 /// The `/stats` document.
@@ -171,7 +224,7 @@ mod tests {
     use super::*;
 
     /// A body as `hxlab serve` writes it (key order, every field present, `cc` as a map).
-    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{},"response_header_bytes":300,"request_header_bytes":120,"encoder_tables":{}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":20,"request_header_bytes":10,"encoder_tables":{"4096":1}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":320,"request_header_bytes":130,"encoder_tables":{"4096":1}},"scheduler":"rfc9218","h3_qpack":{"request_header_bytes":900,"response_header_bytes":300,"dynamic_refs_decoded":40,"dynamic_refs_encoded":30,"inserts_received":5,"inserts_made":9,"blocked_streams":1,"blocked_resets":0,"table_capacity":4096,"blocked_streams_allowed":100,"client_settings":{"capacity=65536,blocked=100":1}}}"#;
+    const BODY: &str = r#"{"uptime_s":1.5,"cpu_user_s":0.25,"cpu_sys_s":0.125,"by_protocol":{"h1":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":0,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{},"priority_signals":{},"response_header_bytes":300,"request_header_bytes":120,"encoder_tables":{},"latency":{"counts":[2,1],"sum_us":350}},"h3":{"requests":0,"body_bytes":0,"connections":0,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":0,"cc":{},"notsent_lowat":{},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":20,"request_header_bytes":10,"encoder_tables":{"4096":1},"latency":{"counts":[],"sum_us":0}}},"total":{"requests":3,"body_bytes":30,"connections":1,"open_connections":0,"early_data_accepted":0,"tfo_accepted":0,"retries":1,"refused":2,"cc":{"cubic":1},"notsent_lowat":{"16384":1},"priorities":{"u=0, i":1},"priority_signals":{"header":1},"response_header_bytes":320,"request_header_bytes":130,"encoder_tables":{"4096":1},"latency":{"counts":[2,1],"sum_us":350}},"scheduler":"rfc9218","h3_qpack":{"request_header_bytes":900,"response_header_bytes":300,"dynamic_refs_decoded":40,"dynamic_refs_encoded":30,"inserts_received":5,"inserts_made":9,"blocked_streams":1,"blocked_resets":0,"table_capacity":4096,"blocked_streams_allowed":100,"client_settings":{"capacity=65536,blocked=100":1}}}"#;
 
     #[test]
     fn a_body_round_trips_byte_for_byte() {

@@ -1,7 +1,7 @@
 //! Per-protocol counters behind `/stats`: plain relaxed atomics, no locks in the hot path.
 //! What `/stats` serves is hxlab-contract's [`StatsSnapshot`], built here.
 
-use hxlab_contract::{ProtoStats, StatsSnapshot};
+use hxlab_contract::{ProtoStats, ServeLatency, StatsSnapshot, SERVE_LATENCY_BUCKETS_US};
 use hxlab_core::sched::{Lowat, Scheduler};
 use hxlab_wire::priority::{Priority, Signal};
 use std::collections::BTreeMap;
@@ -45,6 +45,10 @@ struct Counters {
     /// Connections by their encoder's table size: locked once per connection, at its first
     /// response, never per request.
     encoder_tables: std::sync::Mutex<BTreeMap<u64, u64>>,
+    /// Counted responses by their latency ([`SERVE_LATENCY_BUCKETS_US`], then the rest), and
+    /// the latencies' sum in microseconds.
+    latency: [AtomicU64; SERVE_LATENCY_BUCKETS_US.len() + 1],
+    latency_sum_us: AtomicU64,
 }
 
 /// Where a response's priority came from, in slot order.
@@ -124,8 +128,15 @@ impl Stats {
         *m.entry(size).or_default() += 1;
     }
 
-    pub fn request_done(&self, p: Protocol) {
-        self.by[p.index()].requests.fetch_add(1, Ordering::Relaxed);
+    /// Counts a response of `p` handed whole to the protocol stack, whose request's head the
+    /// server had at `since`.
+    pub fn request_done(&self, p: Protocol, since: impl Into<Instant>) {
+        let since: Instant = since.into();
+        let c = &self.by[p.index()];
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        let us = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        c.latency[ServeLatency::bucket(us)].fetch_add(1, Ordering::Relaxed);
+        c.latency_sum_us.fetch_add(us, Ordering::Relaxed);
     }
 
     pub fn body_bytes(&self, p: Protocol, n: u64) {
@@ -250,6 +261,7 @@ impl Stats {
                     .iter()
                     .map(|(k, v)| (k.to_string(), *v))
                     .collect(),
+                latency: latency(&c.latency, &c.latency_sum_us),
             };
             total.requests += s.requests;
             total.body_bytes += s.body_bytes;
@@ -266,6 +278,7 @@ impl Stats {
             hxlab_core::cc::add_counts(&mut total.encoder_tables, &s.encoder_tables);
             total.response_header_bytes += s.response_header_bytes;
             total.request_header_bytes += s.request_header_bytes;
+            total.latency.add(&s.latency);
             by_protocol.insert(p.stats_key().to_string(), s);
         }
         let (cpu_user_s, cpu_sys_s) = hxlab_core::rusage::process_cpu();
@@ -278,6 +291,18 @@ impl Stats {
             scheduler: self.scheduler.name().to_string(),
             h3_qpack: self.h3_qpack.snapshot(),
         }
+    }
+}
+
+/// A protocol's latency counters as `/stats` shows them (no buckets when none was counted).
+fn latency(counts: &[AtomicU64], sum_us: &AtomicU64) -> ServeLatency {
+    let counts: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    if counts.iter().all(|n| *n == 0) {
+        return ServeLatency::default();
+    }
+    ServeLatency {
+        counts,
+        sum_us: sum_us.load(Ordering::Relaxed),
     }
 }
 

@@ -365,12 +365,12 @@ fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
     };
     let (code, out, err) = run.join().unwrap();
     assert_eq!(code, Some(0), "{err}");
-    let result: serde_json::Value = out
+    let result: hxlab_core::RunResult = out
         .lines()
         .find(|l| l.starts_with('{'))
         .and_then(|l| serde_json::from_str(l).ok())
         .expect("RunResult");
-    let done = result["requests_done"].as_f64().unwrap();
+    let done = result.requests_done as f64;
     assert_eq!(done, 400.0);
     assert!(
         load_text.contains("hxlab_load_requests_done_total 400\n"),
@@ -404,7 +404,7 @@ fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
     }
     // Prometheus stored the load's totals (scraped during the linger) and the server's count.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let (mut load_seen, mut serve_seen) = (None, None);
+    let (mut load_seen, mut serve_seen, mut latency_seen) = (None, None, None);
     while std::time::Instant::now() < deadline {
         load_seen = prometheus_value(
             prom_port,
@@ -414,7 +414,11 @@ fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
             prom_port,
             "hxlab_serve_requests_total%7Bprotocol%3D%22h1%22%7D",
         );
-        if load_seen == Some(done) && serve_seen == Some(done) {
+        latency_seen = prometheus_value(
+            prom_port,
+            "hxlab_serve_latency_seconds_count%7Bprotocol%3D%22h1%22%7D",
+        );
+        if load_seen == Some(done) && serve_seen == Some(done) && latency_seen == Some(done) {
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -429,6 +433,67 @@ fn prometheus_scrapes_serve_and_load_and_counts_what_the_run_counted() {
         Some(done),
         "hxlab_serve_requests_total{{protocol=\"h1\"}}"
     );
+    assert_eq!(
+        latency_seen,
+        Some(done),
+        "hxlab_serve_latency_seconds_count{{protocol=\"h1\"}}: every response timed"
+    );
+}
+
+/// The origin times every response it counts, per protocol: on h1, h2 and h3, six
+/// `/delay/300` requests each are six in that protocol's latency histogram on `/stats`, none
+/// in a bucket below 300 ms (the delay is a floor), their sum at least 6 × 300 ms; the
+/// `/stats` requests themselves are not counted; `/metrics` carries the same histograms.
+#[test]
+fn serve_times_every_response_per_protocol() {
+    let server = common::Server::start(&[]);
+    let (plain, tls) = (server.ready.plain.port(), server.ready.tls.port());
+    for (proto, url) in [
+        ("h1", format!("http://127.0.0.1:{plain}/delay/300")),
+        ("h2", format!("https://127.0.0.1:{tls}/delay/300")),
+        ("h3", format!("https://127.0.0.1:{tls}/delay/300")),
+    ] {
+        let (code, _, err) = run_with_timeout(
+            Command::new(hxlab())
+                .args(["load", "-k", "--proto", proto, "-n", "6", "-c", "2"])
+                .args(["--no-progress", "-q", &url]),
+            Duration::from_secs(60),
+        );
+        assert_eq!(code, Some(0), "{proto}: {err}");
+    }
+    let stats =
+        hxlab_contract::StatsSnapshot::from_json(&curl(&format!("http://127.0.0.1:{plain}/stats")))
+            .expect("/stats");
+    let floor = hxlab_contract::SERVE_LATENCY_BUCKETS_US
+        .iter()
+        .position(|b| *b >= 300_000)
+        .unwrap();
+    for key in ["h1", "h2", "h3"] {
+        let p = &stats.by_protocol[key];
+        assert_eq!(p.requests, 6, "{key}");
+        assert_eq!(p.latency.count(), 6, "{key}: {:?}", p.latency);
+        assert_eq!(
+            p.latency.counts.len(),
+            hxlab_contract::SERVE_LATENCY_BUCKETS_US.len() + 1
+        );
+        assert!(
+            p.latency.counts[..floor].iter().all(|n| *n == 0),
+            "{key}: a /delay/300 response under 300 ms: {:?}",
+            p.latency
+        );
+        assert!(p.latency.sum_us >= 6 * 300_000, "{key}: {:?}", p.latency);
+    }
+    assert_eq!(stats.total.latency.count(), 18);
+    let text = curl(&format!("http://127.0.0.1:{plain}/metrics"));
+    for key in ["h1", "h2", "h3"] {
+        for line in [
+            format!("hxlab_serve_latency_seconds_count{{protocol=\"{key}\"}} 6\n"),
+            format!("hxlab_serve_latency_seconds_bucket{{le=\"0.25\",protocol=\"{key}\"}} 0\n"),
+            format!("hxlab_serve_latency_seconds_bucket{{le=\"+Inf\",protocol=\"{key}\"}} 6\n"),
+        ] {
+            assert!(text.contains(&line), "{line}not in:\n{text}");
+        }
+    }
 }
 
 /// The records of a JSON-SEQ file (RS-separated JSON texts), each parsed.

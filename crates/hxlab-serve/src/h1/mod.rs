@@ -112,6 +112,8 @@ struct Serving {
     until: Option<Instant>,
     /// The `/static/` file being looked up (started once the body is read).
     opening: Option<Opening>,
+    /// When its head was read.
+    since: Instant,
 }
 
 /// Why a connection ends.
@@ -142,6 +144,8 @@ struct Conn<IO> {
     body: Option<SendBody>,
     /// Whether the response being sent counts in the stats.
     counted: bool,
+    /// When the head of the request being answered was read (its latency counts from it).
+    since: Instant,
     flush: bool,
     serving: Option<Box<Serving>>,
     /// Last progress: a response finished, a body byte came, a write went out.
@@ -200,6 +204,7 @@ where
         out_at: 0,
         body: None,
         counted: false,
+        since: Instant::now(),
         serving: None,
         last: Instant::now(),
         now: Instant::now(),
@@ -463,6 +468,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
     /// Routes one request and answers it into `batch`, or parks it in `serving` when its
     /// body is not all here or it has a delay. Returns the body bytes used from `rest`.
     fn request(&mut self, head: &RequestHead<'_>, rest: &[u8], batch: &mut Vec<u8>) -> usize {
+        let since = self.now;
         let method = head::method(head);
         let reply = head::route(&self.ctx, head, &method, self.proto);
         let after = After::of(head);
@@ -480,7 +486,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         };
         let head_only = method == Method::HEAD;
         if body.done() && reply.ready_now() {
-            self.respond(batch, reply, head_only, after);
+            self.respond(batch, reply, head_only, after, since);
             return used;
         }
         if !body.done() && head.expect_continue {
@@ -494,6 +500,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
             after,
             until: None,
             opening: None,
+            since,
         }));
         self.last = self.now;
         if done {
@@ -531,16 +538,24 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
             reply,
             head_only,
             after,
+            since,
             ..
         } = *serving;
-        self.respond(batch, reply, head_only, after);
+        self.respond(batch, reply, head_only, after, since);
         // Requests pipelined behind it may be complete already.
         self.resume = !self.held.is_empty();
     }
 
     /// Writes `reply`'s head into `batch`, and its body too when it is small and in memory;
     /// a larger body becomes `body`, sent after the batch.
-    fn respond(&mut self, batch: &mut Vec<u8>, reply: Reply, head_only: bool, after: After) {
+    fn respond(
+        &mut self,
+        batch: &mut Vec<u8>,
+        reply: Reply,
+        head_only: bool,
+        after: After,
+        since: Instant,
+    ) {
         let after = if self.draining || self.eof {
             After::Close
         } else {
@@ -550,6 +565,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         self.ctx.stats.response_head_bytes(self.proto, head_len);
         self.closing |= after == After::Close;
         self.counted = reply.counted;
+        self.since = since;
         let stats = &self.ctx.stats;
         let spec = if head_only {
             BodySpec::Empty
@@ -602,7 +618,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
     /// A response is complete.
     fn finished(&mut self) {
         if self.counted {
-            self.ctx.stats.request_done(self.proto);
+            self.ctx.stats.request_done(self.proto, self.since);
         }
         self.last = self.now;
     }
@@ -612,7 +628,7 @@ impl<IO: AsyncRead + AsyncWrite + PlainTcp + Unpin> Conn<IO> {
         let mut reply = Reply::text(status, text);
         reply.counted = false;
         self.refused = true;
-        self.respond(batch, reply, false, After::Close);
+        self.respond(batch, reply, false, After::Close, self.now);
     }
 
     /// Writes `batch` (and the body after it) now, as far as the socket takes them; keeps

@@ -461,7 +461,7 @@ impl Set {
             out.extend_from_slice(body);
             if reply.counted {
                 ctx.stats.body_bytes(Protocol::H1, body.len() as u64);
-                ctx.stats.request_done(Protocol::H1);
+                ctx.stats.request_done(Protocol::H1, self.now);
             }
             at += used;
         }

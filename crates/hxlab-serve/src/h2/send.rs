@@ -68,6 +68,7 @@ impl Conn {
             scheme,
             authority,
             priority,
+            since,
         } = p;
         self.ctx.stats.priority(self.proto, priority.0, priority.1);
         if let Some(link) = &reply.early_hints {
@@ -90,7 +91,7 @@ impl Conn {
         let counted = reply.counted;
         if len == 0 {
             self.write_headers(id, flag::END_STREAM, &block);
-            self.completed(counted);
+            self.completed(counted, since);
         } else {
             self.write_headers(id, 0, &block);
             // The fast path: a small body in memory that the windows and one frame take,
@@ -112,9 +113,9 @@ impl Conn {
                     if counted {
                         self.ctx.stats.body_bytes(self.proto, len);
                     }
-                    self.completed(counted);
+                    self.completed(counted, since);
                 }
-                _ => self.queue_body(id, body, counted, window, priority),
+                _ => self.queue_body(id, body, (counted, since), window, priority),
             }
         }
         for (pid, r) in promised {
@@ -130,24 +131,25 @@ impl Conn {
         &mut self,
         id: u32,
         body: BodySpec,
-        counted: bool,
+        (counted, since): (bool, Instant),
         window: i64,
         priority: (Priority, Signal),
     ) {
         let phase = Phase::Sending(Box::new(Sending {
             source: body.into_source(),
             counted,
+            since,
         }));
         self.streams
             .push(Stream::answering(id, phase, window, None, priority));
         self.queue.push(u64::from(id), priority.0, order(id));
     }
 
-    /// A response went out whole.
-    fn completed(&mut self, counted: bool) {
+    /// A response went out whole (its request's head came at `since`).
+    fn completed(&mut self, counted: bool, since: Instant) {
         self.cancels = self.cancels.saturating_sub(1);
         if counted {
-            self.ctx.stats.request_done(self.proto);
+            self.ctx.stats.request_done(self.proto, since);
         }
     }
 
@@ -318,7 +320,7 @@ impl Conn {
         };
         let n = chunk.len();
         let end = body.source.remaining() == 0;
-        let counted = body.counted;
+        let (counted, since) = (body.counted, body.since);
         s.window -= n as i64;
         s.blocked_since = None;
         self.send_window -= n as i64;
@@ -340,7 +342,7 @@ impl Conn {
         }
         if end {
             self.streams.swap_remove(i);
-            self.completed(counted);
+            self.completed(counted, since);
         }
         Some(!end)
     }

@@ -113,6 +113,8 @@ pub(super) enum Phase {
 pub(super) struct Sending {
     pub source: Source,
     pub counted: bool,
+    /// When the request's head came (the response's latency counts from it).
+    pub since: Instant,
 }
 
 /// One open stream.
@@ -184,11 +186,19 @@ pub(super) struct Pending {
     pub authority: Vec<u8>,
     /// The request's priority and where it came from.
     pub priority: (Priority, Signal),
+    /// When the request's head came.
+    pub since: Instant,
 }
 
 impl Pending {
-    /// `scratch`: the buffer `head` was decoded into.
-    pub fn new(reply: Reply, head: &Head, scratch: &[u8], priority: (Priority, Signal)) -> Pending {
+    /// `scratch`: the buffer `head` was decoded into; `since`: when the head came.
+    pub fn new(
+        reply: Reply,
+        head: &Head,
+        scratch: &[u8],
+        priority: (Priority, Signal),
+        since: Instant,
+    ) -> Pending {
         // Only a reply that pushes needs the request's origin.
         let pushes = !reply.push.is_empty();
         let part = |r: &std::ops::Range<usize>| match pushes {
@@ -201,10 +211,11 @@ impl Pending {
             authority: part(&head.authority),
             reply,
             priority,
+            since,
         }
     }
 
-    /// A reply to a request we did not route.
+    /// A reply to a request we did not route (a push, a refusal), timed from now.
     pub fn bare(reply: Reply) -> Pending {
         Pending {
             reply,
@@ -212,6 +223,7 @@ impl Pending {
             scheme: Vec::new(),
             authority: Vec::new(),
             priority: (Priority::default(), Signal::Default),
+            since: Instant::now(),
         }
     }
 }

@@ -225,7 +225,8 @@ impl Conn {
         );
         let content_length = head.content_length;
         let priority = self.request_priority(id, head.priority, weight);
-        let pending = Pending::new(reply, &head, &self.scratch, priority);
+        let since = self.now();
+        let pending = Pending::new(reply, &head, &self.scratch, priority, since);
         if end_stream {
             if content_length.is_some_and(|n| n != 0) {
                 self.reset(id, code::PROTOCOL_ERROR);

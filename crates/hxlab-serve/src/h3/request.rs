@@ -122,7 +122,7 @@ pub(super) async fn serve(
     priorities: priority::Shared,
     qpack: Rc<ConnQpack>,
 ) {
-    let head = match read_request(&ctx, &mut recv, &heads, &qpack).await {
+    let (head, since) = match read_request(&ctx, &mut recv, &heads, &qpack).await {
         Ok(h) => h,
         Err(Fail::Conn(c, why)) => return close(&conn, c, why),
         Err(Fail::Stream(c)) => {
@@ -157,7 +157,7 @@ pub(super) async fn serve(
     ctx.stats.priority(Protocol::H3, p, signal);
     send.set_priority(rank);
     let _live = Live(priorities, id);
-    respond(&ctx, head, send, id, &qpack).await;
+    respond(&ctx, (head, since), send, id, &qpack).await;
 }
 
 /// A request being answered: its stream leaves the connection's priorities when dropped.
@@ -181,7 +181,7 @@ async fn read_request(
     recv: &mut RecvStream,
     heads: &HeadBytes,
     qpack: &ConnQpack,
-) -> Result<Head, Fail> {
+) -> Result<(Head, std::time::Instant), Fail> {
     let mut r = Reader {
         id: recv.id().index() * 4,
         ..Reader::default()
@@ -195,7 +195,8 @@ async fn read_request(
         _ => {}
     }
     got?;
-    r.finish()
+    let since = r.head_at.unwrap_or_else(std::time::Instant::now);
+    Ok((r.finish()?, since))
 }
 
 /// The reading loop of [`read_request`].
@@ -296,6 +297,8 @@ struct Reader {
     /// Whether what is being skipped is DATA (counted as body).
     skipping_data: bool,
     head: Option<Head>,
+    /// When the head was decoded (the response's latency counts from it).
+    head_at: Option<std::time::Instant>,
     trailers: bool,
     body: u64,
 }
@@ -422,6 +425,7 @@ impl Reader {
         match decode_request(|f| q.decode(id, block, max, f)).map_err(head_fail)? {
             Some(h) => {
                 self.head = Some(h);
+                self.head_at = Some(std::time::Instant::now());
                 Ok(true)
             }
             None => Ok(false),
@@ -465,7 +469,13 @@ fn head_fail(e: HeadError) -> Fail {
 }
 
 /// Routes and answers a complete request on stream `id`.
-async fn respond(ctx: &Ctx, head: Head, mut send: SendStream, id: u64, qpack: &ConnQpack) {
+async fn respond(
+    ctx: &Ctx,
+    (head, since): (Head, std::time::Instant),
+    mut send: SendStream,
+    id: u64,
+    qpack: &ConnQpack,
+) {
     let mut reply = route(ctx, &head.method, &head.uri, &head.headers, Protocol::H3);
     if reply.lookup.is_some() {
         // A `/static/` file, looked up off the runtime (boxed, as below).
@@ -523,7 +533,7 @@ async fn respond(ctx: &Ctx, head: Head, mut send: SendStream, id: u64, qpack: &C
         return;
     }
     if send.finish().is_ok() && counted {
-        ctx.stats.request_done(Protocol::H3);
+        ctx.stats.request_done(Protocol::H3, since);
     }
 }
 
