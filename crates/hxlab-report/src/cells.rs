@@ -94,6 +94,9 @@ pub struct CellSummary {
     pub server_cc: BTreeMap<String, u64>,
     /// The client's connections per congestion controller, read back, over all repetitions.
     pub client_cc: BTreeMap<String, u64>,
+    /// hxlab's origin's connections by its encoder's header table size, read back, over all
+    /// repetitions (empty when not known).
+    pub server_encoder_tables: BTreeMap<String, u64>,
     /// Why the cell was skipped, when every repetition was.
     pub skipped: Option<String>,
     /// Problems worth a warning.
@@ -345,6 +348,7 @@ pub(crate) fn summarise(metric: Metric, key: &str, records: &[&Record]) -> CellS
 fn add_read_back(s: &mut CellSummary, r: &Record) {
     hxlab_core::cc::add_counts(&mut s.server_cc, &r.server_cc);
     hxlab_core::cc::add_counts(&mut s.client_cc, &r.client_cc);
+    hxlab_core::cc::add_counts(&mut s.server_encoder_tables, &r.server_encoder_tables);
     if let Some(rp) = &r.replay {
         add_replay(s, rp);
     }

@@ -156,6 +156,11 @@ pub struct Record {
     /// that share one link run carry their cell's total. Empty when not known.
     #[serde(default)]
     pub server_cc: BTreeMap<String, u64>,
+    /// hxlab's origin: its connections of the cell's protocol by the header table size its
+    /// response encoder used ("4096": n; HPACK on h2, QPACK on h3), read back from its
+    /// `/stats`. Empty for HTTP/1.1, other origins, browser workloads and older records.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_encoder_tables: BTreeMap<String, u64>,
     /// Congestion controllers of the client's connections, read back by `hxlab load`
     /// (its RunResult's `congestion_control`). Empty when not known (a real browser).
     #[serde(default)]

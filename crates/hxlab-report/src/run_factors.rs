@@ -41,6 +41,12 @@ pub fn record_factors(rec: &Record) -> Vec<Factor> {
     }
     let f = |name: &str, v: String| (format!("{name} (read back)"), v);
     out.push(f("congestion control, server", names(&rec.server_cc)));
+    if !rec.server_encoder_tables.is_empty() {
+        out.push(f(
+            "header table, server encoder",
+            names(&rec.server_encoder_tables),
+        ));
+    }
     if let Some(s) = &rec.scheduling {
         let scheduler = s
             .scheduler

@@ -49,6 +49,14 @@ fn compare_secs(protocol: &str, profile: &str, delay_ms: f64, resources: f64, re
 /// 20 ms and 30 resources. h3's server sends with cubic and the others' with bbr, as
 /// `hxlab compare` without `cc` does.
 fn compare_matrix(reps: u32) -> Report {
+    compare_matrix_with(reps, |p, r| {
+        let cc = if p == "h3" { "cubic" } else { "bbr" };
+        r.server_cc.insert(cc.into(), 1);
+    })
+}
+
+/// The same matrix, each record of protocol `p` given what `read_back(p, record)` sets.
+fn compare_matrix_with(reps: u32, read_back: impl Fn(&str, &mut Record)) -> Report {
     let protocols = ["h1", "h1-tls", "h2", "h3"];
     let mut conditions = Vec::new();
     for delay in ["20ms", "50ms"] {
@@ -71,8 +79,7 @@ fn compare_matrix(reps: u32) -> Report {
                 r.cell = key.clone();
                 r.factors.insert("profile".into(), profile.into());
                 r.factors.insert("resources".into(), resources.into());
-                let cc = if p == "h3" { "cubic" } else { "bbr" };
-                r.server_cc.insert(cc.into(), 1);
+                read_back(p, &mut r);
                 records.push(r);
             }
         }
@@ -246,6 +253,48 @@ fn the_compare_matrix_fits_twelve_terminal_lines() {
     assert!(
         h1.starts_with("  ~ h1 vs h1-tls: equal within 2 % in 4 conditions (0.99×)"),
         "{h1}"
+    );
+}
+
+/// One controller on both ends, but the origin's h3 encoder ran no table while h2's ran
+/// 4096 bytes: the comparisons of h3 with h2 say so, those with HTTP/1.1 (no table) do not.
+#[test]
+fn different_header_tables_are_not_like_for_like() {
+    let r = compare_matrix_with(5, |p, r| {
+        r.server_cc.insert("cubic".into(), 1);
+        match p {
+            "h2" => r.server_encoder_tables.insert("4096".into(), 1),
+            "h3" => r.server_encoder_tables.insert("0".into(), 1),
+            _ => None,
+        };
+    });
+    let v = r.verdict();
+    let problems: Vec<_> = v.lines.iter().filter(|l| l.kind == Kind::Problem).collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].problem, Some(Problem::NotLikeForLike));
+    assert_eq!(
+        problems[0].count, 5,
+        "h3 vs h2 in 5 conditions: {}",
+        problems[0].text
+    );
+    assert!(
+        problems[0].text.starts_with(
+            "not like for like ×5 (first: h3 vs h2: the origin compressed their response heads with header tables of 0 and 4096 bytes (read back), so the difference mixes the protocol with header compression; set header_table for both"
+        ),
+        "{}",
+        problems[0].text
+    );
+    // The same table on both: nothing to say.
+    let r = compare_matrix_with(5, |p, r| {
+        r.server_cc.insert("cubic".into(), 1);
+        if p == "h2" || p == "h3" {
+            r.server_encoder_tables.insert("4096".into(), 1);
+        }
+    });
+    assert!(
+        !r.verdict().lines.iter().any(|l| l.kind == Kind::Problem),
+        "{:?}",
+        r.verdict().lines
     );
 }
 

@@ -929,6 +929,14 @@ fn the_default_compare_runs_one_controller_on_both_ends() {
             x.client_cc
         );
         assert!(x.cell.contains("cc=cubic"), "{}", x.cell);
+        // The origin's response encoder, read back: the default 4096-byte table on h2 and
+        // h3, none on HTTP/1.1.
+        let tables = names(&x.server_encoder_tables);
+        if x.cell.contains("protocol=h1") {
+            assert!(tables.is_empty(), "{}: {tables:?}", x.cell);
+        } else {
+            assert_eq!(tables, vec!["4096"], "{}", x.cell);
+        }
     }
     if !is_root() {
         require_root("the network cells of hxlab compare (through `hxlab link`)");

@@ -3,7 +3,7 @@
 //! send path are attributed per cell.
 
 use crate::experiment::Protocol;
-use hxlab_contract::StatsSnapshot;
+use hxlab_contract::{ProtoStats, StatsSnapshot};
 use hxlab_core::cc::counts_since;
 use hxlab_core::sched::Scheduling;
 use hxlab_report::ServerCost;
@@ -29,18 +29,38 @@ pub(crate) fn server_cost(
     })
 }
 
+/// What one of `proto`'s count maps (`of`) gained between two readings.
+fn counts_between(
+    before: Option<&StatsSnapshot>,
+    after: Option<&StatsSnapshot>,
+    proto: Protocol,
+    of: fn(&ProtoStats) -> &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    let (Some(b), Some(a)) = (before, after) else {
+        return BTreeMap::new();
+    };
+    let empty = BTreeMap::new();
+    let was = b.protocol(proto).map_or(&empty, of);
+    counts_since(a.protocol(proto).map_or(&empty, of), was)
+}
+
 /// The server's connections of `proto` per congestion controller between two readings.
 pub(crate) fn server_cc(
     before: Option<&StatsSnapshot>,
     after: Option<&StatsSnapshot>,
     proto: Protocol,
 ) -> BTreeMap<String, u64> {
-    let (Some(b), Some(a)) = (before, after) else {
-        return BTreeMap::new();
-    };
-    let empty = BTreeMap::new();
-    let was = b.protocol(proto).map_or(&empty, |p| &p.cc);
-    counts_since(a.protocol(proto).map_or(&empty, |p| &p.cc), was)
+    counts_between(before, after, proto, |p| &p.cc)
+}
+
+/// The server's connections of `proto` by their encoder's header table size between two
+/// readings.
+pub(crate) fn server_encoder_tables(
+    before: Option<&StatsSnapshot>,
+    after: Option<&StatsSnapshot>,
+    proto: Protocol,
+) -> BTreeMap<String, u64> {
+    counts_between(before, after, proto, |p| &p.encoder_tables)
 }
 
 /// What the server's send path ran for `proto`'s connections between two readings: its

@@ -2,7 +2,9 @@
 //! (its `/stats`), a command origin the lab started (its process tree in /proc), or a url
 //! origin the lab does not run (no server cost: unavailable, not zero).
 
-use super::stats::{server_cc, server_cost, server_scheduling, server_stats};
+use super::stats::{
+    server_cc, server_cost, server_encoder_tables, server_scheduling, server_stats,
+};
 use super::{io_err, Runner, RunnerError};
 use crate::command::{fill_www, find_program, CommandServer, LabCert, StartArgs};
 use crate::experiment::origins::{default_path, resource_url, CommandOrigin};
@@ -78,6 +80,8 @@ pub(crate) struct ServerReadBack {
     pub cost: Option<ServerCost>,
     /// Its connections of the cell's protocol per congestion controller.
     pub cc: BTreeMap<String, u64>,
+    /// Its connections of the cell's protocol by their encoder's header table size.
+    pub encoder_tables: BTreeMap<String, u64>,
     /// Its scheduler, its connections' marks and the priorities it understood (hxlab's
     /// origin only).
     pub scheduling: Option<Scheduling>,
@@ -88,6 +92,7 @@ impl ServerReadBack {
     pub fn fill(&self, record: &mut Record) {
         record.server = self.cost.clone();
         record.server_cc = self.cc.clone();
+        record.server_encoder_tables = self.encoder_tables.clone();
         record.scheduling = self.scheduling.clone();
     }
 }
@@ -107,6 +112,7 @@ pub(crate) fn read_back(
             ServerReadBack {
                 cost: server_cost(b, a, proto, n),
                 cc: server_cc(b, a, proto),
+                encoder_tables: server_encoder_tables(b, a, proto),
                 scheduling: server_scheduling(b, a, proto),
             }
         }

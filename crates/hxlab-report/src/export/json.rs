@@ -68,6 +68,7 @@ impl SummaryJsonExporter {
                     "negotiated": c.negotiated,
                     "server_cc": c.server_cc,
                     "client_cc": c.client_cc,
+                    "server_encoder_tables": c.server_encoder_tables,
                     "scheduling": c.scheduling,
                     "skipped": c.skipped,
                     "failed_repetitions": c.failed,

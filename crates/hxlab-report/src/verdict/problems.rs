@@ -83,7 +83,10 @@ pub(super) fn problem_lines(r: &Report, tied: &[String]) -> Vec<Line> {
         }
     }
     for c in &r.comparisons {
-        if let Some(text) = mixed_controllers(r, c) {
+        for text in [mixed_controllers(r, c), mixed_header_tables(r, c)]
+            .into_iter()
+            .flatten()
+        {
             found
                 .entry(Problem::NotLikeForLike)
                 .or_default()
@@ -145,6 +148,25 @@ pub(super) fn failures_differ(r: &Report, group: &[&Comparison]) -> Option<Strin
     Some(format!(
         "their failures differ, so the difference is not the protocol's alone: {} {a}, {} {b}{at}{more}",
         c.protocol, c.baseline
+    ))
+}
+
+/// When hxlab's origin compressed the two cells' response heads with different header
+/// tables, as it read them back (h2's HPACK against h3's QPACK, say): the difference is not
+/// the protocol's alone. Cells without a table (HTTP/1.1, other origins) say nothing.
+fn mixed_header_tables(r: &Report, c: &Comparison) -> Option<String> {
+    let cell = |k: &str| r.cells.iter().find(|x| x.key == k);
+    let (a, b) = (cell(&c.cells.0)?, cell(&c.cells.1)?);
+    let (ta, tb) = (&a.server_encoder_tables, &b.server_encoder_tables);
+    if ta.is_empty() || tb.is_empty() || ta.keys().eq(tb.keys()) {
+        return None;
+    }
+    Some(format!(
+        "{} vs {}: the origin compressed their response heads with header tables of {} and {} bytes (read back), so the difference mixes the protocol with header compression; set header_table for both",
+        c.protocol,
+        c.baseline,
+        hxlab_core::cc::counts_text(ta),
+        hxlab_core::cc::counts_text(tb)
     ))
 }
 
