@@ -29,8 +29,9 @@ pub(crate) fn server_cost(
     })
 }
 
-/// What one of `proto`'s count maps (`of`) gained between two readings.
-fn counts_between(
+/// What one of `proto`'s count maps (`of`: its connections per congestion controller, per
+/// encoder header table size, ...) gained between two readings.
+pub(crate) fn counts_between(
     before: Option<&StatsSnapshot>,
     after: Option<&StatsSnapshot>,
     proto: Protocol,
@@ -42,25 +43,6 @@ fn counts_between(
     let empty = BTreeMap::new();
     let was = b.protocol(proto).map_or(&empty, of);
     counts_since(a.protocol(proto).map_or(&empty, of), was)
-}
-
-/// The server's connections of `proto` per congestion controller between two readings.
-pub(crate) fn server_cc(
-    before: Option<&StatsSnapshot>,
-    after: Option<&StatsSnapshot>,
-    proto: Protocol,
-) -> BTreeMap<String, u64> {
-    counts_between(before, after, proto, |p| &p.cc)
-}
-
-/// The server's connections of `proto` by their encoder's header table size between two
-/// readings.
-pub(crate) fn server_encoder_tables(
-    before: Option<&StatsSnapshot>,
-    after: Option<&StatsSnapshot>,
-    proto: Protocol,
-) -> BTreeMap<String, u64> {
-    counts_between(before, after, proto, |p| &p.encoder_tables)
 }
 
 /// What the server's send path ran for `proto`'s connections between two readings: its

@@ -2,9 +2,7 @@
 //! (its `/stats`), a command origin the lab started (its process tree in /proc), or a url
 //! origin the lab does not run (no server cost: unavailable, not zero).
 
-use super::stats::{
-    server_cc, server_cost, server_encoder_tables, server_scheduling, server_stats,
-};
+use super::stats::{counts_between, server_cost, server_scheduling, server_stats};
 use super::{io_err, Runner, RunnerError};
 use crate::command::{fill_www, find_program, CommandServer, LabCert, StartArgs};
 use crate::experiment::origins::{default_path, resource_url, CommandOrigin};
@@ -111,8 +109,8 @@ pub(crate) fn read_back(
             let (b, a) = (b.as_deref(), a.as_deref());
             ServerReadBack {
                 cost: server_cost(b, a, proto, n),
-                cc: server_cc(b, a, proto),
-                encoder_tables: server_encoder_tables(b, a, proto),
+                cc: counts_between(b, a, proto, |p| &p.cc),
+                encoder_tables: counts_between(b, a, proto, |p| &p.encoder_tables),
                 scheduling: server_scheduling(b, a, proto),
             }
         }
