@@ -283,23 +283,21 @@ pub fn url_host(url: &str) -> Option<String> {
     crate::har::split_url(url).map(|u| u.origin.host)
 }
 
-/// A host's site: an address as it is, else its last two labels, or three when the last two
-/// look like a country's second level (`example.co.uk`, `example.com.au`). An
-/// approximation of the registrable domain without the public suffix list; `localhost`,
-/// like any one-label suffix, makes `a.localhost` and `b.localhost` two sites.
+/// A host's site, as browsers draw the line between first and third party: an address as
+/// it is, else its registrable domain by the Public Suffix List (the `psl` crate's copy,
+/// private suffixes included, so `a.github.io` and `b.github.io` are two sites while
+/// `a.example.co.uk` and `b.example.co.uk` are one). A name under an unlisted suffix keeps
+/// its last two labels (`localhost` too: `a.localhost` and `b.localhost` are two sites); a
+/// name that is a public suffix itself is its own site.
 pub fn site_of(host: &str) -> String {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     if host.parse::<std::net::IpAddr>().is_ok() {
         return host;
     }
-    let labels: Vec<&str> = host.split('.').collect();
-    let n = labels.len();
-    let keep = if n >= 3 && labels[n - 1].len() == 2 && labels[n - 2].len() <= 3 {
-        3
-    } else {
-        2
-    };
-    labels[n.saturating_sub(keep)..].join(".")
+    match psl::domain_str(&host) {
+        Some(d) => d.to_string(),
+        None => host,
+    }
 }
 
 /// Whether two hosts are of one site ([`site_of`]).
@@ -325,6 +323,16 @@ mod tests {
         assert_eq!(site_of("a.b.example.co.uk"), "example.co.uk");
         assert_eq!(site_of("127.0.0.1"), "127.0.0.1");
         assert_eq!(site_of("static.localhost"), "static.localhost");
+        // The list, not a guess from label lengths: a three-letter second level that is no
+        // suffix, private suffixes, and a suffix on its own.
+        assert_eq!(site_of("www.abc.xyz.de"), "xyz.de");
+        assert_eq!(site_of("a.foo.blogspot.com"), "foo.blogspot.com");
+        assert_eq!(site_of("cdn.example.com.au"), "example.com.au");
+        assert_eq!(site_of("x.user.github.io"), "user.github.io");
+        assert!(!same_site("a.github.io", "b.github.io"));
+        assert!(same_site("a.example.co.uk", "b.example.co.uk"));
+        assert_eq!(site_of("co.uk"), "co.uk");
+        assert_eq!(site_of("WWW.Example.COM."), "example.com");
         assert_eq!(
             party_of("https://cdn.example.com/x", "https://www.example.com/"),
             Party::First
