@@ -1105,6 +1105,10 @@ fn bad_experiments_are_refused_before_anything_runs() {
             "protocol = \"h2\"\nscheduler = \"lifo\"\n",
             "bad.toml:2:13: unknown scheduler \"lifo\": use rfc9218, round-robin or fifo",
         ),
+        (
+            "strict = true\nprotocol = \"h2\"\n",
+            "strict applies to the browser workload",
+        ),
     ];
     for (src, want) in cases {
         let f = dir.path().join("bad.toml");
@@ -1136,6 +1140,16 @@ fn bad_experiments_are_refused_before_anything_runs() {
         Duration::from_secs(20),
     );
     assert_eq!(code, Some(2), "{stderr}");
+    // --strict is for page loads: the default comparison (requests) refuses it.
+    let (code, _, stderr) = run_with_timeout(
+        Command::new(hxlab()).args(["compare", "--strict"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("strict applies to the browser workload"),
+        "{stderr}"
+    );
 }
 
 /// Scenarios are listed, and a dry run shows the cells without running anything.

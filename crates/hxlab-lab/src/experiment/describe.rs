@@ -112,6 +112,7 @@ impl Description {
             page: None,
             metric: self.metric,
             page_trust: super::PageTrust::default(),
+            strict: false,
         };
         exp.page = match &self.page {
             Some(PageInput::Har(p)) => Some(page_source(

@@ -149,7 +149,7 @@ pub const FACTORS: [(&str, &str); 29] = [
 ];
 
 /// Experiment-wide settings.
-const SETTINGS: [&str; 16] = [
+const SETTINGS: [&str; 17] = [
     "name",
     "har",
     "url",
@@ -163,6 +163,7 @@ const SETTINGS: [&str; 16] = [
     "columns",
     "baseline",
     "seed",
+    "strict",
     "matrix",
     "published",
     "origins",
@@ -368,6 +369,10 @@ pub struct Experiment {
     /// How the browser trusts a `url` page's certificate (`hxlab compare --page URL --live
     /// -k --spki ...`).
     pub page_trust: PageTrust,
+    /// Browser workload: a page load counts only when every resource loaded and answered
+    /// below 400 (`hxlab page --strict`); by default a load with failed resources counts,
+    /// its failures recorded beside it.
+    pub strict: bool,
 }
 
 /// How the browser trusts the certificate of a page the lab does not serve.
@@ -462,6 +467,8 @@ pub struct Overrides {
     pub warm_up: Option<Duration>,
     /// `--timeout DUR`.
     pub timeout: Option<Duration>,
+    /// `--strict`.
+    pub strict: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -568,6 +575,7 @@ pub fn parse(file: &str, src: &str, overrides: &Overrides) -> Result<Experiment,
         page: None,
         metric: None,
         page_trust: PageTrust::default(),
+        strict: false,
     };
     let mut base = read_top(&ctx, &top, &mut exp)?;
     let mut block_specs = read_blocks(&ctx, &blocks.matrix)?;
@@ -641,6 +649,12 @@ fn read_top(
                     return Err(ctx.at(&place, format!("baseline: unknown protocol {b:?}; expected one of h1, h1-tls, h2, h2c, h3")));
                 }
                 exp.baseline = Some(b);
+            }
+            "strict" => {
+                exp.strict = v
+                    .get_ref()
+                    .as_bool()
+                    .ok_or_else(|| ctx.at(&place, "strict: expected true or false"))?;
             }
             "seed" => {
                 let n = v.get_ref().as_integer().filter(|n| *n >= 0).ok_or_else(|| ctx.at(&place, "seed: expected a non-negative integer"))?;
@@ -745,6 +759,7 @@ fn apply_overrides(
     if let Some(t) = overrides.timeout {
         exp.timeout = t;
     }
+    exp.strict |= overrides.strict;
     for set in &overrides.set {
         let option = format!("--set {set}");
         let Some((name, values)) = set.split_once('=') else {
@@ -914,6 +929,11 @@ fn check_workload_factors(
 
 /// What can only be checked on the expanded matrix: columns, baseline, size.
 fn check_expanded(ctx: &Ctx, exp: &Experiment) -> Result<(), SpecError> {
+    if exp.strict && exp.workload != Workload::Browser {
+        return Err(ctx.whole(
+            "strict applies to the browser workload's page loads (whether a load with failed resources counts); the other workloads count every request",
+        ));
+    }
     if let Some(c) = &exp.columns {
         if !exp.factors.iter().any(|f| &f.name == c) {
             return Err(ctx.whole(format!(
@@ -1099,6 +1119,28 @@ mod tests {
         assert!(m.contains("needs workload = \"browser\""), "{m}");
         let m = err("workload = \"browser\"\nprotocol = \"h3\"\ndiscovery = \"https-rr\"\n");
         assert!(m.contains("unknown discovery \"https-rr\""), "{m}");
+    }
+
+    /// `strict` (file or `--strict`) counts only whole page loads, and only the browser
+    /// workload has page loads.
+    #[test]
+    fn strict_is_a_browser_setting_from_the_file_or_the_command_line() {
+        let browser = "workload = \"browser\"\nprotocol = \"h2\"\n";
+        assert!(!ok(browser).strict);
+        assert!(ok(&format!("strict = true\n{browser}")).strict);
+        let o = Overrides {
+            strict: true,
+            ..Default::default()
+        };
+        assert!(parse("t.toml", browser, &o).expect("parse").strict);
+        let m = err("strict = \"yes\"\nworkload = \"browser\"\nprotocol = \"h2\"\n");
+        assert!(m.contains("strict: expected true or false"), "{m}");
+        let m = err("strict = true\nprotocol = \"h2\"\n");
+        assert!(m.contains("strict applies to the browser workload"), "{m}");
+        let m = parse("t.toml", "protocol = \"h2\"\n", &o)
+            .expect_err("--strict on the resources workload")
+            .to_string();
+        assert!(m.contains("strict applies to the browser workload"), "{m}");
     }
 
     #[test]

@@ -354,6 +354,7 @@ fn page_job(exp: &Experiment, cfg: &CellConfig, json: &Path) -> PageJob {
         timeout: exp.timeout,
         repeat_view: cfg.repeat_view && !discovers,
         browser: cfg.browser,
+        strict: exp.strict,
         json: Some(json.display().to_string()),
         ..PageJob::default()
     }
@@ -368,4 +369,28 @@ fn page_command(bin: &Path, job: &PageJob, json: &Path) -> Result<Command, Strin
     let mut cmd = Command::new(bin);
     cmd.arg("page").arg("--config").arg(config);
     Ok(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The experiment's `strict` reaches every page load's job (and is off by default).
+    #[test]
+    fn the_page_job_carries_strict() {
+        let file = "workload = \"browser\"\nprotocol = \"h2\"\n";
+        let json = Path::new("/nonexistent/page.json");
+        for (text, want) in [
+            (format!("strict = true\n{file}"), true),
+            (file.to_string(), false),
+        ] {
+            let exp =
+                crate::experiment::parse("t.toml", &text, &Default::default()).expect("parse");
+            assert_eq!(
+                page_job(&exp, &exp.cells[0].config, json).strict,
+                want,
+                "{text}"
+            );
+        }
+    }
 }

@@ -262,6 +262,7 @@ fn run_url(url: &str, args: Args) -> anyhow::Result<ExitCode> {
             set: args.common.set.clone(),
             warm_up: args.common.warm_up.clone(),
             timeout: args.common.timeout.clone(),
+            strict: args.common.strict,
             no_progress: args.common.no_progress,
             pcap: args.common.pcap,
             qlog: args.common.qlog,

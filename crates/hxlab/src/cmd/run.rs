@@ -68,6 +68,10 @@ pub struct CommonArgs {
     /// Longest one repetition may take before it is stopped and recorded as failed.
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<String>,
+    /// Browser workload: count a page load only when every resource loaded and answered
+    /// below 400 (as `hxlab page --strict`; the file's `strict = true`).
+    #[arg(long)]
+    pub strict: bool,
     /// No progress bar even on a terminal.
     #[arg(long)]
     pub no_progress: bool,
@@ -96,6 +100,7 @@ impl CommonArgs {
             set: self.set.clone(),
             warm_up: dur("warm-up", &self.warm_up)?,
             timeout: dur("timeout", &self.timeout)?.filter(|d| !d.is_zero()),
+            strict: self.strict,
         })
     }
 }
