@@ -7,7 +7,9 @@ advertises and uses: the server's encoder then has no table either, so the wire 
 static-only both ways). Client CPU = user+sys of the client process per request; the
 server's CPU per request beside it; header bytes per request and response from the run's
 record. Runs rotate each repetition; medians (min–max). Goal: the table costs at most 5 %
-of h3 CPU per request, client and server."""
+of h3 CPU per request, client and server. Then the peer in the same run: h2load over h3
+(nghttp3's QPACK) against the server with its table on and off (HEADER_TABLE_PEER=0 skips
+it), and Chromium's header bytes for a page (HEADER_TABLE_PAGE=0 skips it)."""
 import json, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,8 +71,66 @@ def main():
         lab.close()
 
 
+def peer_h2load(binary, reps, n, conns):
+    """The same question asked of a peer in the same run: h2load over h3 (ngtcp2 and nghttp3,
+    C) against `hxlab serve --header-table 4096` and `--header-table 0` (what the server
+    advertises decides whether h2load's encoder may use a table; the server's encoder takes
+    min(its own, h2load's)). h2load's CPU per request and the server's, and the QPACK
+    references the server decoded and encoded (from its /stats), which show the table was
+    used (or not) both ways."""
+    import shutil
+    import urllib.request
+    from benchlib import parse_h2load
+
+    if not shutil.which("h2load"):
+        print("\n  ! h2load not found: no peer rows")
+        return
+    lab = Lab(core=1)
+    tmp = tempfile.mkdtemp(prefix="header-table-peer-")
+    js = os.path.join(tmp, "unused.json")
+    med = {}
+    try:
+        print(f"\nThe peer: h2load (nghttp2 1.52, ngtcp2/nghttp3) --npn-list=h3 -c {conns} -m {M} -n {n}, "
+              f"100-byte object, against one `hxlab serve --threads 1` per table setting; median of {reps}")
+        for table in ("4096", "0"):
+            hx = lab.hxlab(binary, h3=True, extra=["--header-table", table])
+            u = f"https://127.0.0.1:{hx.ports['tls']}" + hx_path("100")
+            stats_url = f"http://127.0.0.1:{hx.ports['plain']}/stats"
+
+            def refs():
+                q = json.load(urllib.request.urlopen(stats_url))["h3_qpack"]
+                return q["dynamic_refs_decoded"], q["dynamic_refs_encoded"]
+
+            name = f"h2load, server table {table}"
+
+            def tools(size):
+                return n, [(name, ["h2load", "--npn-list=h3", "-n", str(n), "-c", str(conns), "-m", str(M), u],
+                            parse_h2load)]
+
+            before = refs()
+            res = measure_clients(tools, ["100"], reps, hx, js)
+            after = refs()
+            runs = [r for r in res.get((name, "100"), []) if r]
+            hx.close()
+            if not runs:
+                print(f"  {name:<26} failed (see above)")
+                continue
+            c, s = [r[0] for r in runs], [r[2] for r in runs]
+            med[table] = (median(c), median(s))
+            print(f"  {name:<26} h2load {median(c):>7.2f} ({min(c):.2f}–{max(c):.2f})  server {median(s):>7.2f} "
+                  f"({min(s):.2f}–{max(s):.2f})  {median([r[1] for r in runs]):>8.0f} req/s  dynamic refs "
+                  f"decoded {after[0] - before[0]}, encoded {after[1] - before[1]}")
+        if "4096" in med and "0" in med:
+            rc, rs = med["4096"][0] / med["0"][0], med["4096"][1] / med["0"][1]
+            print(f"  => h3 with h2load: table on / off, h2load {rc:.3f}x, server {rs:.3f}x")
+    finally:
+        lab.close()
+
+
 if __name__ == "__main__":
     main()
+    if os.environ.get("HEADER_TABLE_PEER", "1") == "1":
+        peer_h2load(BIN, REPS, N, CONNS)
 
 
 def page_heads(binary, runs=3):

@@ -448,6 +448,71 @@ fn browser_workload_loads_the_page_in_chromium() {
     );
 }
 
+/// A discovery sweep in the lab: an h3 cell that forces nothing, measured as the returning
+/// visitor, once with Alt-Svc over an open path and once behind a link that drops UDP. Both
+/// cells run and record what the browser used; behind the blocked path no byte came over
+/// QUIC (physics: every UDP packet is dropped), the page came over h2 all the same, and the
+/// cell is judged, not flagged as a fallback.
+#[test]
+fn a_discovery_sweep_records_what_the_browser_found() {
+    if require_peer("chromium").is_none() || !require_root("udp-blocked cells (hxlab link)") {
+        return;
+    }
+    let dir = TempDir::new("hxlab-lab-discovery");
+    let spec = dir.path().join("d.toml");
+    std::fs::write(
+        &spec,
+        "workload = \"browser\"\nprotocol = \"h3\"\ndiscovery = [\"alt-svc\", \"udp-blocked\"]\nrepeat_view = true\ndelay = \"10ms\"\nresources = 4\nsize = \"4KiB\"\nrepetitions = 1\n",
+    )
+    .expect("write spec");
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-progress"),
+        Duration::from_secs(240),
+    );
+    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let r = report_of(&out);
+    for d in ["alt-svc", "udp-blocked"] {
+        let rec = r
+            .records
+            .iter()
+            .find(|x| x.cell.contains(&format!("discovery={d}")))
+            .unwrap_or_else(|| panic!("no record of discovery={d}: {:?}", r.records));
+        assert!(rec.error.is_none() && rec.skipped.is_none(), "{d}: {rec:?}");
+        let res = rec.result.as_ref().expect("result");
+        assert!(!res.negotiated.is_empty(), "{d}: {:?}", res.negotiated);
+        if d == "udp-blocked" {
+            assert!(
+                !res.negotiated.contains_key("h3"),
+                "{d}: QUIC through a path that drops UDP: {:?}",
+                res.negotiated
+            );
+            assert!(
+                res.negotiated.contains_key("h2"),
+                "{d}: {:?}",
+                res.negotiated
+            );
+        }
+    }
+    let cell = |d: &str| {
+        r.cells
+            .iter()
+            .find(|c| c.key.contains(&format!("discovery={d}")))
+            .expect("cell")
+    };
+    assert_eq!(
+        cell("udp-blocked").values.len(),
+        1,
+        "judged with the others"
+    );
+    assert_eq!(cell("alt-svc").values.len(), 1);
+}
+
 /// The `browser` factor: the lab's synthetic page in Chromium and in Firefox, on loopback and
 /// (as root) behind a link, where Firefox loads the loopback origin as origin.hxlab.test and
 /// trusts its certificate through the NSS store. Every cell is one engine's, and the report
