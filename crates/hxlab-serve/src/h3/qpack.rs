@@ -50,6 +50,9 @@ pub(crate) fn advertised(header_table: u64) -> (u64, u64) {
     (capacity, if capacity > 0 { BLOCKED_STREAMS } else { 0 })
 }
 
+/// Response fields encoded from a list on the stack; a head with more uses one on the heap.
+const STACK_FIELDS: usize = 16;
+
 /// Our encoder stream ([`ENCODER`]) or decoder stream ([`DECODER`]).
 const ENCODER: usize = 0;
 const DECODER: usize = 1;
@@ -83,6 +86,8 @@ struct State {
     ours: [Outgoing; 2],
     /// Response fields as `name 0 value 0 …` (no name or value holds a NUL).
     fields: Vec<u8>,
+    /// A response's field section, kept between responses (no allocation per response).
+    section: Vec<u8>,
     /// Request HEADERS payload bytes, response HEADERS payload bytes, blocked streams reset.
     request_heads: u64,
     response_heads: u64,
@@ -117,6 +122,7 @@ impl ConnQpack {
                 encoder: QpackEncoder::new(capacity),
                 ours: Default::default(),
                 fields: Vec::new(),
+                section: Vec::new(),
                 request_heads: 0,
                 response_heads: 0,
                 blocked_resets: 0,
@@ -314,6 +320,7 @@ impl ConnQpack {
             encoder,
             ours,
             fields: buf,
+            section,
             ..
         } = &mut *s;
         buf.clear();
@@ -325,17 +332,43 @@ impl ConnQpack {
         });
         let mut parts = buf.split(|&b| b == 0);
         let pairs = std::iter::from_fn(|| Some((parts.next()?, parts.next()?)));
-        let list: Vec<(&[u8], &[u8])> =
-            std::iter::once((&b":status"[..], status.as_str().as_bytes()))
-                .chain(pairs)
-                .collect();
-        let mut section = Vec::with_capacity(64);
-        encoder.encode(stream_id, &list, &mut section);
+        let all = std::iter::once((&b":status"[..], status.as_str().as_bytes())).chain(pairs);
+        // The field list on the stack when it fits (ours have a handful of fields; a
+        // replayed response may have many: then a list on the heap).
+        let mut list: [(&[u8], &[u8]); STACK_FIELDS] = [(&[], &[]); STACK_FIELDS];
+        let mut n = 0;
+        let mut more: Vec<(&[u8], &[u8])> = Vec::new();
+        for pair in all {
+            if n < STACK_FIELDS {
+                list[n] = pair;
+                n += 1;
+            } else {
+                if more.is_empty() {
+                    more.extend_from_slice(&list);
+                }
+                more.push(pair);
+            }
+        }
+        section.clear();
+        if more.is_empty() {
+            encoder.encode(stream_id, &list[..n], section);
+        } else {
+            encoder.encode(stream_id, &more, section);
+        }
         encoder.drain_output(&mut ours[ENCODER].pending);
         write_frame_head(out, HEADERS, section.len() as u64);
-        out.extend_from_slice(&section);
+        out.extend_from_slice(section);
         s.response_heads += section.len() as u64;
-        self.write(&mut s);
+        // The inserts this head references go out now, before it; acknowledgements of
+        // request heads wait for the writer task, so one flight's go in one write.
+        let State { ours, .. } = &mut *s;
+        if !ours[ENCODER].pending.is_empty() && ours[ENCODER].write_now() {
+            self.flush.notify_one();
+        }
+        if ours[ENCODER].pending.len() > MAX_PENDING {
+            self.overloaded.set(true);
+        }
+        self.report(&mut s);
     }
 
     /// Writes what flow control refused at once, in order, until the connection is over.
