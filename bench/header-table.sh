@@ -4,7 +4,7 @@
 # beside it, 100-byte responses; header bytes per request and response from the records.
 #   prints: client and server µs/request per row, and the ratios table on / off (goal for
 #           h3: ≤ 1.05x, client and server); then the same ratio for a peer client in the
-#           same run (h2load over h3, nghttp3's QPACK, against the server's table on / off).
+#           same run (gtlsclient: ngtcp2 with nghttp3's QPACK, against the server's table on / off).
 # Results are appended to bench/header-table-results.txt (a header line with date and commit).
 #
 # usage: bench/header-table.sh [--no-build] [--reps N] [--requests N] [--conns N]

@@ -7,8 +7,8 @@ advertises and uses: the server's encoder then has no table either, so the wire 
 static-only both ways). Client CPU = user+sys of the client process per request; the
 server's CPU per request beside it; header bytes per request and response from the run's
 record. Runs rotate each repetition; medians (min–max). Goal: the table costs at most 5 %
-of h3 CPU per request, client and server. Then the peer in the same run: h2load over h3
-(nghttp3's QPACK) against the server with its table on and off (HEADER_TABLE_PEER=0 skips
+of h3 CPU per request, client and server. Then the peer in the same run: gtlsclient
+(ngtcp2 with nghttp3's QPACK) against the server with its table on and off (HEADER_TABLE_PEER=0 skips
 it), and Chromium's header bytes for a page (HEADER_TABLE_PAGE=0 skips it)."""
 import json, os, sys, tempfile
 
@@ -71,45 +71,55 @@ def main():
         lab.close()
 
 
-def peer_h2load(binary, reps, n, conns):
-    """The same question asked of a peer in the same run: h2load over h3 (ngtcp2 and nghttp3,
-    C) against `hxlab serve --header-table 4096` and `--header-table 0` (what the server
-    advertises decides whether h2load's encoder may use a table; the server's encoder takes
-    min(its own, h2load's)). h2load's CPU per request and the server's, and the QPACK
-    references the server decoded and encoded (from its /stats), which show the table was
-    used (or not) both ways."""
+def peer_nghttp3(binary, reps, n):
+    """The same question asked of a peer in the same run: ngtcp2's example client
+    (`gtlsclient`, Debian's ngtcp2-client, with nghttp3's QPACK; Debian's h2load has no
+    HTTP/3) fetching the 100-byte object n times over one connection from
+    `hxlab serve --header-table 4096` and `--header-table 0` (what the server advertises
+    decides whether nghttp3's encoder may use a table; the server's encoder takes min(its
+    own, nghttp3's)). gtlsclient's CPU per request and the server's, and the QPACK
+    references the server decoded and encoded (its /stats), which show the table was used
+    (or not) both ways."""
     import shutil
     import urllib.request
-    from benchlib import parse_h2load
 
-    if not shutil.which("h2load"):
-        print("\n  ! h2load not found: no peer rows")
+    if not shutil.which("gtlsclient"):
+        print("\n  ! gtlsclient not found (apt install ngtcp2-client): no peer rows")
         return
     lab = Lab(core=1)
     tmp = tempfile.mkdtemp(prefix="header-table-peer-")
     js = os.path.join(tmp, "unused.json")
     med = {}
     try:
-        print(f"\nThe peer: h2load (nghttp2 1.52, ngtcp2/nghttp3) --npn-list=h3 -c {conns} -m {M} -n {n}, "
-              f"100-byte object, against one `hxlab serve --threads 1` per table setting; median of {reps}")
+        print(f"\nThe peer: gtlsclient (ngtcp2 0.12, nghttp3 0.8) -n {n} over one connection, 100-byte object, "
+              f"on core 0, against one `hxlab serve --threads 1` per table setting (core 1); median of {reps}")
         for table in ("4096", "0"):
             hx = lab.hxlab(binary, h3=True, extra=["--header-table", table])
-            u = f"https://127.0.0.1:{hx.ports['tls']}" + hx_path("100")
+            port = hx.ports["tls"]
+            u = f"https://127.0.0.1:{port}" + hx_path("100")
             stats_url = f"http://127.0.0.1:{hx.ports['plain']}/stats"
 
-            def refs():
-                q = json.load(urllib.request.urlopen(stats_url))["h3_qpack"]
-                return q["dynamic_refs_decoded"], q["dynamic_refs_encoded"]
+            def stats():
+                d = json.load(urllib.request.urlopen(stats_url))
+                q = d["h3_qpack"]
+                return d["by_protocol"]["h3"]["requests"], q["dynamic_refs_decoded"], q["dynamic_refs_encoded"]
 
-            name = f"h2load, server table {table}"
+            last = [0]
+
+            def parse(out):
+                done = stats()[0] - last[0]
+                return 0.0, done
+
+            name = f"nghttp3, server table {table}"
 
             def tools(size):
-                return n, [(name, ["h2load", "--npn-list=h3", "-n", str(n), "-c", str(conns), "-m", str(M), u],
-                            parse_h2load)]
+                last[0] = stats()[0]
+                return n, [(name, ["gtlsclient", "-q", "--no-quic-dump", "--no-http-dump", "-n", str(n),
+                                   "--exit-on-all-streams-close", "127.0.0.1", str(port), u], parse)]
 
-            before = refs()
+            before = stats()
             res = measure_clients(tools, ["100"], reps, hx, js)
-            after = refs()
+            after = stats()
             runs = [r for r in res.get((name, "100"), []) if r]
             hx.close()
             if not runs:
@@ -117,12 +127,12 @@ def peer_h2load(binary, reps, n, conns):
                 continue
             c, s = [r[0] for r in runs], [r[2] for r in runs]
             med[table] = (median(c), median(s))
-            print(f"  {name:<26} h2load {median(c):>7.2f} ({min(c):.2f}–{max(c):.2f})  server {median(s):>7.2f} "
-                  f"({min(s):.2f}–{max(s):.2f})  {median([r[1] for r in runs]):>8.0f} req/s  dynamic refs "
-                  f"decoded {after[0] - before[0]}, encoded {after[1] - before[1]}")
+            print(f"  {name:<26} client {median(c):>7.2f} ({min(c):.2f}–{max(c):.2f})  server {median(s):>7.2f} "
+                  f"({min(s):.2f}–{max(s):.2f})  dynamic refs decoded {after[1] - before[1]}, "
+                  f"encoded {after[2] - before[2]}")
         if "4096" in med and "0" in med:
             rc, rs = med["4096"][0] / med["0"][0], med["4096"][1] / med["0"][1]
-            print(f"  => h3 with h2load: table on / off, h2load {rc:.3f}x, server {rs:.3f}x")
+            print(f"  => h3 with nghttp3 as the client: table on / off, nghttp3 {rc:.3f}x, our server {rs:.3f}x")
     finally:
         lab.close()
 
@@ -130,7 +140,7 @@ def peer_h2load(binary, reps, n, conns):
 if __name__ == "__main__":
     main()
     if os.environ.get("HEADER_TABLE_PEER", "1") == "1":
-        peer_h2load(BIN, REPS, N, CONNS)
+        peer_nghttp3(BIN, REPS, N)
 
 
 def page_heads(binary, runs=3):
