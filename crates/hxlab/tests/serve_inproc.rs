@@ -163,15 +163,21 @@ fn a_real_stats_body_round_trips_through_the_contract_type() {
     );
     // The shape itself, every number zeroed: names, order, and no null or left-out field.
     // `notsent_lowat`: the mark read back from the one socket (16 KiB, the default).
-    let counters = |cc: &str, lowat: &str| {
+    // `latency`: the one counted request in one of the 17 buckets; none elsewhere.
+    let counters = |cc: &str, lowat: &str, counts: &str| {
         format!(
             "{{\"requests\":0,\"body_bytes\":0,\"connections\":0,\"open_connections\":0,\
              \"early_data_accepted\":0,\"tfo_accepted\":0,\"retries\":0,\"refused\":0,\
              \"cc\":{{{cc}}},\"notsent_lowat\":{{{lowat}}},\"priorities\":{{}},\"priority_signals\":{{}},\
-             \"response_header_bytes\":0,\"request_header_bytes\":0,\"encoder_tables\":{{}}}}"
+             \"response_header_bytes\":0,\"request_header_bytes\":0,\"encoder_tables\":{{}},\
+             \"latency\":{{\"counts\":[{counts}],\"sum_us\":0}}}}"
         )
     };
-    let (used, unused) = (counters("\"cubic\":0", "\"16384\":0"), counters("", ""));
+    let buckets = vec!["0"; hxlab_contract::SERVE_LATENCY_BUCKETS_US.len() + 1].join(",");
+    let (used, unused) = (
+        counters("\"cubic\":0", "\"16384\":0", &buckets),
+        counters("", "", ""),
+    );
     let golden = format!(
         "{{\"uptime_s\":0,\"cpu_user_s\":0,\"cpu_sys_s\":0,\"by_protocol\":{{\
          \"h1\":{used},\"h1-tls\":{unused},\"h2\":{unused},\"h2c\":{unused},\"h3\":{unused}}},\
@@ -185,13 +191,14 @@ fn a_real_stats_body_round_trips_through_the_contract_type() {
     rt.block_on(server.shutdown());
 }
 
-/// `text` with every number that is a value (right after a `:`) written as `0`.
+/// `text` with every number that is a value (right after a `:`, or an array's element)
+/// written as `0`.
 fn zero_numbers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         out.push(c);
-        if c == ':'
+        if matches!(c, ':' | '[' | ',')
             && chars
                 .peek()
                 .is_some_and(|d| d.is_ascii_digit() || *d == '-')
