@@ -519,19 +519,26 @@ fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     }
 }
 
-/// How many HEADERS frames `name` (`http:frame_created` or `http:frame_parsed`) records.
-fn headers_of(records: &[serde_json::Value], name: &str) -> usize {
-    records
-        .iter()
-        .filter(|r| r["name"] == name && r["data"]["frame"]["frame_type"] == "headers")
-        .count()
+/// How many `frame_type` frames the events `name` (`http:frame_created` or
+/// `http:frame_parsed`) record.
+fn frames_of(records: &[serde_json::Value], name: &str, frame_type: &str) -> usize {
+    frames(records, name, frame_type).count()
 }
 
-/// How many of those carry the field `field: value`.
-fn headers_with(records: &[serde_json::Value], name: &str, field: &str, value: &str) -> usize {
+/// The `frame_type` frames of the events `name`.
+fn frames<'a>(
+    records: &'a [serde_json::Value],
+    name: &'a str,
+    frame_type: &'a str,
+) -> impl Iterator<Item = &'a serde_json::Value> {
     records
         .iter()
-        .filter(|r| r["name"] == name && r["data"]["frame"]["frame_type"] == "headers")
+        .filter(move |r| r["name"] == name && r["data"]["frame"]["frame_type"] == frame_type)
+}
+
+/// How many HEADERS frames of the events `name` carry the field `field: value`.
+fn headers_with(records: &[serde_json::Value], name: &str, field: &str, value: &str) -> usize {
+    frames(records, name, "headers")
         .filter(|r| {
             r["data"]["frame"]["headers"]
                 .as_array()
@@ -709,21 +716,15 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
             // server's encoder stream): `:status: 200`.
             assert!(
                 headers_with(&records, "http:frame_parsed", ":status", "200")
-                    == headers_of(&records, "http:frame_parsed"),
+                    == frames_of(&records, "http:frame_parsed", "headers"),
                 "{}",
                 f.display()
             );
             let named = |n: &str| records.iter().filter(|r| r["name"] == n).count();
             assert!(named("transport:packet_sent") > 0, "{}", f.display());
             assert!(named("transport:packet_received") > 0, "{}", f.display());
-            let headers = |n: &str| {
-                records
-                    .iter()
-                    .filter(|r| r["name"] == n && r["data"]["frame"]["frame_type"] == "headers")
-                    .count()
-            };
-            created += headers("http:frame_created");
-            parsed += headers("http:frame_parsed");
+            created += frames_of(&records, "http:frame_created", "headers");
+            parsed += frames_of(&records, "http:frame_parsed", "headers");
             // The QPACK streams' instructions: our table's capacity set on our encoder stream,
             // and the server's inserts or acknowledgements read.
             let instruction = |n: &str, t: &str| {
@@ -769,7 +770,7 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
         assert_eq!(records[0]["trace"]["description"], "server");
         // Each request's fields as the origin decoded them, and each response's as it wrote
         // them; the client's three unidirectional streams typed.
-        let requests = headers_of(&records, "http:frame_parsed");
+        let requests = frames_of(&records, "http:frame_parsed", "headers");
         assert_eq!(
             headers_with(&records, "http:frame_parsed", ":path", "/bytes/1000"),
             requests,
@@ -778,7 +779,7 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
         );
         assert_eq!(
             headers_with(&records, "http:frame_created", ":status", "200"),
-            headers_of(&records, "http:frame_created"),
+            frames_of(&records, "http:frame_created", "headers"),
             "{}",
             f.display()
         );
@@ -803,34 +804,23 @@ fn load_and_serve_write_a_qlog_per_quic_connection_with_every_request() {
             "{}",
             f.display()
         );
-        let frames = |n: &str, t: &str| {
-            records
-                .iter()
-                .filter(|r| r["name"] == n && r["data"]["frame"]["frame_type"] == t)
-                .count()
-        };
         // Each side's control stream opens with SETTINGS: ours created, the client's parsed.
         assert_eq!(
-            frames("http:frame_created", "settings"),
+            frames_of(&records, "http:frame_created", "settings"),
             1,
             "{}",
             f.display()
         );
         assert_eq!(
-            frames("http:frame_parsed", "settings"),
+            frames_of(&records, "http:frame_parsed", "settings"),
             1,
             "{}",
             f.display()
         );
-        parsed += frames("http:frame_parsed", "headers");
-        created += frames("http:frame_created", "headers");
-        data += records
-            .iter()
-            .filter(|r| {
-                r["name"] == "http:frame_created"
-                    && r["data"]["frame"]["frame_type"] == "data"
-                    && r["data"]["length"] == 1000
-            })
+        parsed += frames_of(&records, "http:frame_parsed", "headers");
+        created += frames_of(&records, "http:frame_created", "headers");
+        data += frames(&records, "http:frame_created", "data")
+            .filter(|r| r["data"]["length"] == 1000)
             .count();
         // The client's encoder stream set its table's capacity; this side read it.
         assert!(

@@ -13,6 +13,31 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+/// Writes the experiment `spec` into `dir`, runs it (`hxlab run SPEC --out DIR/out
+/// --no-progress` and `extra`) within `limit`, and returns its report and stdout; a run that
+/// fails fails the test with both outputs.
+fn run_spec(dir: &Path, spec: &str, extra: &[&str], limit: Duration) -> (Report, String) {
+    let file = dir.join("spec.toml");
+    std::fs::write(&file, spec).expect("write spec");
+    let out = dir.join("out");
+    let (code, stdout, stderr) = run_with_timeout(
+        hxlab_cmd()
+            .arg("run")
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-progress")
+            .args(extra),
+        limit,
+    );
+    assert_eq!(
+        code,
+        Some(0),
+        "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (report_of(&out), stdout)
+}
+
 fn hxlab_cmd() -> Command {
     let mut c = Command::new(hxlab());
     // The lab starts serve/load/link from this same binary.
@@ -389,28 +414,7 @@ fn browser_workload_loads_the_page_in_chromium() {
         return;
     }
     let dir = TempDir::new("hxlab-lab-browser");
-    let spec = dir.path().join("b.toml");
-    std::fs::write(
-        &spec,
-        "workload = \"browser\"\nprotocol = [\"h1-tls\", \"h2\"]\ndelay = \"50ms\"\nresources = 12\nsize = \"20KiB\"\nrepetitions = 1\n",
-    )
-    .expect("write spec");
-    let out = dir.path().join("out");
-    let (code, stdout, stderr) = run_with_timeout(
-        hxlab_cmd()
-            .arg("run")
-            .arg(&spec)
-            .arg("--out")
-            .arg(&out)
-            .arg("--no-progress"),
-        Duration::from_secs(120),
-    );
-    assert_eq!(
-        code,
-        Some(0),
-        "hxlab run failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    let r = report_of(&out);
+    let (r, _) = run_spec(dir.path(), "workload = \"browser\"\nprotocol = [\"h1-tls\", \"h2\"]\ndelay = \"50ms\"\nresources = 12\nsize = \"20KiB\"\nrepetitions = 1\n", &[], Duration::from_secs(120));
     for p in ["h1-tls", "h2"] {
         let key = format!("protocol={p} delay=50ms resources=12 size=20KiB");
         let t = median(&r, &key);
@@ -459,24 +463,7 @@ fn a_discovery_sweep_records_what_the_browser_found() {
         return;
     }
     let dir = TempDir::new("hxlab-lab-discovery");
-    let spec = dir.path().join("d.toml");
-    std::fs::write(
-        &spec,
-        "workload = \"browser\"\nprotocol = \"h3\"\ndiscovery = [\"alt-svc\", \"udp-blocked\"]\nrepeat_view = true\ndelay = \"10ms\"\nresources = 4\nsize = \"4KiB\"\nrepetitions = 1\n",
-    )
-    .expect("write spec");
-    let out = dir.path().join("out");
-    let (code, stdout, stderr) = run_with_timeout(
-        hxlab_cmd()
-            .arg("run")
-            .arg(&spec)
-            .arg("--out")
-            .arg(&out)
-            .arg("--no-progress"),
-        Duration::from_secs(240),
-    );
-    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let r = report_of(&out);
+    let (r, _) = run_spec(dir.path(), "workload = \"browser\"\nprotocol = \"h3\"\ndiscovery = [\"alt-svc\", \"udp-blocked\"]\nrepeat_view = true\ndelay = \"10ms\"\nresources = 4\nsize = \"4KiB\"\nrepetitions = 1\n", &[], Duration::from_secs(240));
     for d in ["alt-svc", "udp-blocked"] {
         let rec = r
             .records
@@ -526,29 +513,12 @@ fn browser_factor_runs_each_engine_in_its_own_cells() {
         return;
     }
     let dir = TempDir::new("hxlab-lab-engines");
-    let spec = dir.path().join("e.toml");
     let profiles = if is_root() {
         "[\"none\", \"Regular 4G\"]"
     } else {
         "\"none\""
     };
-    std::fs::write(
-        &spec,
-        format!("workload = \"browser\"\nprotocol = [\"h2\", \"h3\"]\nbrowser = [\"chromium\", \"firefox\"]\nprofile = {profiles}\nresources = 4\nsize = \"8KiB\"\nrepetitions = 1\n"),
-    )
-    .expect("write spec");
-    let out = dir.path().join("out");
-    let (code, stdout, stderr) = run_with_timeout(
-        hxlab_cmd()
-            .arg("run")
-            .arg(&spec)
-            .arg("--out")
-            .arg(&out)
-            .arg("--no-progress"),
-        Duration::from_secs(600),
-    );
-    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let r = report_of(&out);
+    let (r, _) = run_spec(dir.path(), &format!("workload = \"browser\"\nprotocol = [\"h2\", \"h3\"]\nbrowser = [\"chromium\", \"firefox\"]\nprofile = {profiles}\nresources = 4\nsize = \"8KiB\"\nrepetitions = 1\n"), &[], Duration::from_secs(600));
     let cells = if is_root() { 8 } else { 4 };
     assert_eq!(r.records.len(), cells);
     for rec in &r.records {
@@ -1015,23 +985,12 @@ fn the_default_compare_runs_one_controller_on_both_ends() {
 #[test]
 fn a_scheduler_sweep_is_read_back_and_judged_across_its_levels() {
     let dir = TempDir::new("hxlab-lab-scheduler");
-    let spec = dir.path().join("sched.toml");
-    std::fs::write(
-        &spec,
+    let (r, stdout) = run_spec(
+        dir.path(),
         "protocol = [\"h1-tls\", \"h2\"]\ndelay = \"5ms\"\nresources = 12\nsize = \"4KiB\"\nrepetitions = 2\n",
-    )
-    .expect("spec");
-    let out = dir.path().join("out");
-    let (code, stdout, stderr) = run_with_timeout(
-        hxlab_cmd()
-            .arg("run")
-            .arg(&spec)
-            .args(["--set", "scheduler=rfc9218,fifo", "--no-progress", "--out"])
-            .arg(&out),
+        &["--set", "scheduler=rfc9218,fifo"],
         Duration::from_secs(60),
     );
-    assert_eq!(code, Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    let r = report_of(&out);
     assert_eq!(r.records.len(), 8);
     for rec in &r.records {
         let asked = &rec.factors["scheduler"];
